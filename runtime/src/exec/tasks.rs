@@ -1,0 +1,235 @@
+use crate::{Error, Result};
+
+/// A piece of one coarse task: fine tasks `lo..hi` of task `task`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(C)]
+pub struct Segment {
+    pub task: u32,
+    pub lo: u32,
+    pub hi: u32,
+}
+
+impl Segment {
+    /// A segment; `lo <= hi` is checked by [`TaskList::new`].
+    pub const fn new(task: u32, lo: u32, hi: u32) -> Self {
+        Segment { task, lo, hi }
+    }
+
+    /// Number of fine tasks in the segment.
+    pub const fn len(&self) -> u32 {
+        self.hi.saturating_sub(self.lo)
+    }
+
+    /// Whether the segment holds no fine task.
+    pub const fn is_empty(&self) -> bool {
+        self.hi <= self.lo
+    }
+}
+
+/// A task that appears in more than one segment of a [`TaskList`]: its
+/// partial results are folded in list order before its epilogue runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitTask {
+    pub task: u32,
+    /// Range into [`TaskList::split_segments`].
+    pub first: u32,
+    pub count: u32,
+}
+
+/// An ordered list of task segments, the unit throttled schedules launch.
+///
+/// A task may occur in several segments (a long row split across partitions);
+/// executors then compute one partial result per segment and fold the
+/// partials *in list order*, starting from the kernel's `init` once, before the
+/// epilogue runs. That makes the result deterministic for any reduce operator.
+/// Tasks that occur once run whole, with no scratch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskList {
+    segments: Vec<Segment>,
+    /// Per segment: true when its task occurs in no other segment.
+    whole: Vec<bool>,
+    split: Vec<SplitTask>,
+    /// Segment ids of split tasks, grouped by task, each group in list order.
+    split_segments: Vec<u32>,
+}
+
+impl TaskList {
+    /// Builds a task list, checking `lo <= hi` and that the list fits u32 ids.
+    pub fn new(segments: Vec<Segment>) -> Result<Self> {
+        crate::error::to_u32("number of segments", segments.len())?;
+        if let Some((i, s)) = segments.iter().enumerate().find(|(_, s)| s.lo > s.hi) {
+            return Err(Error::InvalidTaskList(format!(
+                "segment {i} (task {}) has lo {} > hi {}",
+                s.task, s.lo, s.hi
+            )));
+        }
+        // Count occurrences per task with a sort of (task, position): O(s log s),
+        // independent of the largest task id.
+        let mut order: Vec<u32> = (0..segments.len() as u32).collect();
+        order.sort_by_key(|&i| (segments[i as usize].task, i));
+        let mut whole = vec![true; segments.len()];
+        let mut split = Vec::new();
+        let mut split_segments = Vec::new();
+        let mut g = 0;
+        while g < order.len() {
+            let task = segments[order[g] as usize].task;
+            let mut e = g + 1;
+            while e < order.len() && segments[order[e] as usize].task == task {
+                e += 1;
+            }
+            if e - g > 1 {
+                split.push(SplitTask {
+                    task,
+                    first: split_segments.len() as u32,
+                    count: (e - g) as u32,
+                });
+                for &i in &order[g..e] {
+                    whole[i as usize] = false;
+                    split_segments.push(i);
+                }
+            }
+            g = e;
+        }
+        Ok(TaskList {
+            segments,
+            whole,
+            split,
+            split_segments,
+        })
+    }
+
+    /// One whole segment per task `0..n`, given the tasks' fine-task ranges as
+    /// a CSR-style pointer array of length `n + 1`.
+    pub fn from_ptr(ptr: &[u32]) -> Result<Self> {
+        Self::chunked(ptr, u32::MAX)
+    }
+
+    /// Splits every task of a CSR-style pointer array into segments of at most
+    /// `max_len` fine tasks (an empty task keeps one empty segment). Bounding
+    /// the work per segment is how long rows stop serializing a warp.
+    pub fn chunked(ptr: &[u32], max_len: u32) -> Result<Self> {
+        if max_len == 0 {
+            return Err(Error::invalid("segment length bound must be at least 1"));
+        }
+        let n = ptr.len().saturating_sub(1);
+        crate::error::to_u32("number of tasks", n)?;
+        let mut segs = Vec::with_capacity(n);
+        for t in 0..n {
+            let (lo, hi) = (ptr[t], ptr[t + 1]);
+            if lo > hi {
+                return Err(Error::InvalidTaskList(format!(
+                    "pointer array decreases at task {t}: {lo} > {hi}"
+                )));
+            }
+            if hi == lo {
+                segs.push(Segment::new(t as u32, lo, hi));
+            }
+            let mut s = lo;
+            while s < hi {
+                let e = s.saturating_add(max_len).min(hi);
+                segs.push(Segment::new(t as u32, s, e));
+                s = e;
+            }
+        }
+        Self::new(segs)
+    }
+
+    /// The segments, in launch order.
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    /// Number of segments.
+    pub fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Whether the list holds no segment.
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// Whether segment `i`'s task occurs only in that segment.
+    pub fn is_whole(&self, i: usize) -> bool {
+        self.whole[i]
+    }
+
+    /// The tasks that occur in more than one segment.
+    pub fn split_tasks(&self) -> &[SplitTask] {
+        &self.split
+    }
+
+    /// Segment ids of split tasks, grouped as [`SplitTask::first`] says.
+    pub fn split_segments(&self) -> &[u32] {
+        &self.split_segments
+    }
+
+    /// Per-segment flags: whether each segment's task is whole.
+    pub fn whole_flags(&self) -> &[bool] {
+        &self.whole
+    }
+}
+
+/// Which coarse tasks a launch runs.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Tasks<'a> {
+    /// Tasks `0..n`, each whole.
+    All(usize),
+    /// The segments of a task list, split tasks merged in list order.
+    List(&'a TaskList),
+}
+
+impl From<usize> for Tasks<'_> {
+    fn from(n: usize) -> Self {
+        Tasks::All(n)
+    }
+}
+
+impl<'a> From<&'a TaskList> for Tasks<'a> {
+    fn from(list: &'a TaskList) -> Self {
+        Tasks::List(list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_splits_long_rows_and_keeps_empty_ones() {
+        let list = TaskList::chunked(&[0, 5, 5, 6], 2).unwrap();
+        let segs: Vec<_> = list
+            .segments()
+            .iter()
+            .map(|s| (s.task, s.lo, s.hi))
+            .collect();
+        assert_eq!(
+            segs,
+            vec![(0, 0, 2), (0, 2, 4), (0, 4, 5), (1, 5, 5), (2, 5, 6)]
+        );
+        assert_eq!(list.split_tasks().len(), 1);
+        assert_eq!(list.split_tasks()[0].count, 3);
+        assert_eq!(list.split_segments(), &[0, 1, 2]);
+        assert_eq!(list.whole_flags(), &[false, false, false, true, true]);
+    }
+
+    #[test]
+    fn split_groups_follow_list_order() {
+        let list = TaskList::new(vec![
+            Segment::new(3, 4, 6),
+            Segment::new(1, 0, 1),
+            Segment::new(3, 0, 4),
+        ])
+        .unwrap();
+        assert_eq!(list.split_segments(), &[0, 2]);
+        assert!(list.is_whole(1));
+    }
+
+    #[test]
+    fn rejects_reversed_segments_and_bad_pointers() {
+        assert!(TaskList::new(vec![Segment::new(0, 3, 1)]).is_err());
+        assert!(TaskList::chunked(&[0, 4, 2], 8).is_err());
+        assert!(TaskList::chunked(&[0, 4], 0).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Deterministic input generators (RMAT, uniform, rgg, grid2d).

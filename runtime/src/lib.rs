@@ -1,0 +1,14 @@
+//! The part of warpfit that needs no GPU: sparse formats and Matrix Market I/O
+//! ([`sparse`]), deterministic input generators ([`gen`]), the work-graph
+//! partitioner ([`partition`]) and the task model plus CPU executor that every
+//! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]).
+
+pub mod error;
+pub mod exec;
+pub mod gen;
+pub mod partition;
+pub mod sparse;
+
+pub use error::{Error, Result};
+pub use exec::{Segment, TaskList, Tasks};
+pub use sparse::{Coo, Csr};

@@ -1,0 +1,1 @@
+//! Work graph and data-balanced work partition (DBWP).

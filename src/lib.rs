@@ -1,0 +1,21 @@
+//! warpfit: irregular sparse-matrix and graph kernels as plain Rust map/fold.
+pub use warpfit_gpu as gpu;
+pub use warpfit_gpu::{Decomposition, Device, LaunchConfig};
+pub use warpfit_macros::{device_fn, nested_reduce};
+pub use warpfit_runtime as runtime;
+pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
+
+/// What a kernel file needs in scope.
+pub mod prelude {
+    pub use crate::{device_fn, nested_reduce};
+    pub use crate::{Decomposition, Device, Error, LaunchConfig, Segment, TaskList, Tasks};
+}
+
+/// Items the generated code refers to; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use warpfit_gpu::spec::{Arg, KernelSpec, ParamKind, ParamSpec, ScalarType};
+    pub use warpfit_runtime::exec::{cpu, Fault, NestedKernel, SharedOut};
+    pub use warpfit_runtime::{Error, Result, Tasks};
+    pub use warpfit_gpu::{Device, LaunchConfig};
+}

@@ -110,3 +110,19 @@ pub trait NestedKernel: Sync {
         self.epilogue(task, &ctx, acc)
     }
 }
+
+/// A kernel whose map reads one array through an index array (`x[col[k]]`):
+/// the shape throttling partitions. `#[nested_reduce]` implements it when the
+/// kernel IR shows exactly one such gathered array.
+pub trait GatherKernel: NestedKernel {
+    /// Name of the gathered array (`x` in `x[col[k] as usize]`).
+    const GATHERED: &'static str;
+    /// Size in bytes of one gathered element.
+    const GATHERED_ELEM_BYTES: usize;
+    /// Size in bytes of one output element per task (summed over outputs).
+    const OUTPUT_ELEM_BYTES: usize;
+    /// Length of the gathered array: the data elements fine tasks can touch.
+    fn gathered_len(&self) -> usize;
+    /// The gathered index that fine task `k` of `task` reads.
+    fn gathered_index(&self, task: usize, ctx: &Self::Ctx, k: usize) -> Result<usize, Fault>;
+}

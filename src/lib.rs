@@ -14,7 +14,7 @@ pub mod prelude {
 /// Items the generated code refers to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use warpfit_gpu::spec::{Arg, KernelSpec, ParamKind, ParamSpec, ScalarType};
+    pub use warpfit_gpu::spec::{Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, ScalarType};
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::{Error, Result, Tasks};
     pub use warpfit_gpu::{Device, LaunchConfig};

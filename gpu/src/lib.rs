@@ -5,4 +5,4 @@ mod device;
 pub mod spec;
 
 pub use device::{CudaDevice, Decomposition, Device, LaunchConfig};
-pub use spec::{Arg, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
+pub use spec::{Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};

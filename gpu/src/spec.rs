@@ -108,15 +108,53 @@ pub struct ParamSpec {
     pub kind: ParamKind,
 }
 
+/// CUDA of one `#[device_fn]`, emitted next to the Rust function so that kernels
+/// in other modules or crates can pull it in (a macro cannot read other items).
+#[derive(Debug)]
+pub struct DeviceFnSource {
+    pub name: &'static str,
+    /// `__device__` definition, in namespace `warpfit_user`.
+    pub cuda: &'static str,
+    /// Device functions this one calls; emitted before it.
+    pub deps: &'static [&'static DeviceFnSource],
+}
+
 /// Everything the device layer needs to compile and launch a generated kernel.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelSpec {
     pub name: &'static str,
     /// Generated CUDA C++ (the kernel's functor; the device library supplies entry points).
     pub cuda_source: &'static str,
+    /// `#[device_fn]`s the kernel calls, directly or not.
+    pub device_fns: &'static [&'static DeviceFnSource],
     pub params: &'static [ParamSpec],
     /// Type of the folded value.
     pub acc: ScalarType,
+}
+
+impl KernelSpec {
+    /// The full translation unit after the device library include: device
+    /// functions (each once, dependencies first), then the kernel.
+    pub fn assembled_source(&self) -> String {
+        fn visit(f: &DeviceFnSource, seen: &mut Vec<&'static str>, out: &mut String) {
+            if seen.contains(&f.name) {
+                return;
+            }
+            seen.push(f.name);
+            for d in f.deps {
+                visit(d, seen, out);
+            }
+            out.push_str(f.cuda);
+            out.push('\n');
+        }
+        let mut seen = Vec::new();
+        let mut out = String::new();
+        for f in self.device_fns {
+            visit(f, &mut seen, &mut out);
+        }
+        out.push_str(self.cuda_source);
+        out
+    }
 }
 
 /// A host slice of a scalar type, erased to bytes.

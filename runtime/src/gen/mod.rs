@@ -1,1 +1,223 @@
-//! Deterministic input generators (RMAT, uniform, rgg, grid2d).
+//! Deterministic input generators: RMAT (Graph500 Kronecker), uniform random
+//! rows, 2D random geometric graphs (DIMACS10 recipe) and 2D grids, plus
+//! [`GenSpec`], the `--gen SPEC` syntax that names one of them.
+//!
+//! Every generator is deterministic for a given seed on every machine and for
+//! every thread count: randomness comes from `rand_chacha::ChaCha8Rng` keyed
+//! with the seed (little-endian in the first 8 key bytes, the rest zero) and
+//! one ChaCha *stream* per fixed-size chunk of work, so chunks can be
+//! generated in parallel and still draw the same numbers. Sizes (rows,
+//! entries) are checked against u32.
+
+mod grid;
+mod rgg;
+mod rmat;
+mod rng;
+mod uniform;
+
+pub use grid::grid2d;
+pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
+pub use rmat::rmat;
+pub use uniform::uniform;
+
+use crate::sparse::Csr;
+use crate::{Error, Result};
+use std::fmt;
+use std::str::FromStr;
+
+/// A generator and its parameters, as written after `--gen`:
+///
+/// | spec | defaults |
+/// |---|---|
+/// | `rmat:scale=S,edge_factor=E,seed=X` | scale 16, edge_factor 16, seed 1 |
+/// | `uniform:n=N,per_row=K,seed=X` | n 65536, per_row 16, seed 1 |
+/// | `rgg:n=N,seed=X,order=random\|spatial` | n 65536, seed 1, order random |
+/// | `grid2d:side=S` | side 256 |
+///
+/// Every key is optional (`rmat` alone is valid); keys may come in any order
+/// but at most once. [`fmt::Display`] gives the canonical spec back, with
+/// every key, so a printed spec regenerates the same matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GenSpec {
+    /// [`rmat`].
+    Rmat {
+        /// log2 of the vertex count.
+        scale: u32,
+        /// Edges per vertex before duplicate removal.
+        edge_factor: u64,
+        /// Seed.
+        seed: u64,
+    },
+    /// [`uniform`].
+    Uniform {
+        /// Rows and columns.
+        n: u64,
+        /// Entries per row.
+        per_row: u64,
+        /// Seed.
+        seed: u64,
+    },
+    /// [`rgg_with`].
+    Rgg {
+        /// Vertices.
+        n: u64,
+        /// Seed.
+        seed: u64,
+        /// Vertex numbering.
+        order: RggOrder,
+    },
+    /// [`grid2d`].
+    Grid2d {
+        /// Grid side (side² rows).
+        side: u64,
+    },
+}
+
+const KINDS: &str = "rmat, uniform, rgg, grid2d";
+
+impl GenSpec {
+    /// Generates the matrix.
+    pub fn generate(&self) -> Result<Csr<f32>> {
+        match *self {
+            GenSpec::Rmat {
+                scale,
+                edge_factor,
+                seed,
+            } => rmat(scale, to_usize("edge_factor", edge_factor)?, seed),
+            GenSpec::Uniform { n, per_row, seed } => {
+                uniform(to_usize("n", n)?, to_usize("per_row", per_row)?, seed)
+            }
+            GenSpec::Rgg { n, seed, order } => rgg_with(to_usize("n", n)?, seed, order),
+            GenSpec::Grid2d { side } => grid2d(to_usize("side", side)?),
+        }
+    }
+
+    /// The generator's name (`rmat`, `uniform`, `rgg`, `grid2d`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GenSpec::Rmat { .. } => "rmat",
+            GenSpec::Uniform { .. } => "uniform",
+            GenSpec::Rgg { .. } => "rgg",
+            GenSpec::Grid2d { .. } => "grid2d",
+        }
+    }
+}
+
+fn to_usize(what: &'static str, v: u64) -> Result<usize> {
+    usize::try_from(v).map_err(|_| Error::U32Overflow { what, value: v })
+}
+
+impl fmt::Display for RggOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RggOrder::Random => "random",
+            RggOrder::Spatial => "spatial",
+        })
+    }
+}
+
+impl fmt::Display for GenSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GenSpec::Rmat {
+                scale,
+                edge_factor,
+                seed,
+            } => write!(f, "rmat:scale={scale},edge_factor={edge_factor},seed={seed}"),
+            GenSpec::Uniform { n, per_row, seed } => {
+                write!(f, "uniform:n={n},per_row={per_row},seed={seed}")
+            }
+            GenSpec::Rgg { n, seed, order } => write!(f, "rgg:n={n},seed={seed},order={order}"),
+            GenSpec::Grid2d { side } => write!(f, "grid2d:side={side}"),
+        }
+    }
+}
+
+impl FromStr for GenSpec {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim();
+        let (kind, params) = match s.split_once(':') {
+            Some((k, p)) => (k.trim(), p.trim()),
+            None => (s, ""),
+        };
+        let keys: &[&str] = match kind {
+            "rmat" => &["scale", "edge_factor", "seed"],
+            "uniform" => &["n", "per_row", "seed"],
+            "rgg" => &["n", "seed", "order"],
+            "grid2d" => &["side"],
+            "" => {
+                return Err(Error::invalid(format!(
+                    "empty generator spec: expected one of {KINDS}, e.g. `rmat:scale=20`"
+                )))
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown generator `{other}`: expected one of {KINDS}"
+                )))
+            }
+        };
+        // Parse `key=value` pairs, checking names and repetitions.
+        let mut values: Vec<Option<&str>> = vec![None; keys.len()];
+        for pair in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').ok_or_else(|| {
+                Error::invalid(format!("{kind}: expected `key=value`, found `{pair}`"))
+            })?;
+            let (key, value) = (key.trim(), value.trim());
+            let slot = keys.iter().position(|k| *k == key).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{kind}: unknown key `{key}`; valid keys are {}",
+                    keys.join(", ")
+                ))
+            })?;
+            if values[slot].replace(value).is_some() {
+                return Err(Error::invalid(format!("{kind}: key `{key}` given twice")));
+            }
+        }
+        let get = |key: &str| values[keys.iter().position(|k| *k == key).unwrap()];
+        let num = |key: &str, default: u64| -> Result<u64> {
+            match get(key) {
+                None => Ok(default),
+                Some(v) => v.parse::<u64>().map_err(|_| {
+                    Error::invalid(format!(
+                        "{kind}: `{key}` expects a non-negative integer, found `{v}`"
+                    ))
+                }),
+            }
+        };
+        Ok(match kind {
+            "rmat" => {
+                let scale = num("scale", 16)?;
+                GenSpec::Rmat {
+                    scale: u32::try_from(scale).map_err(|_| {
+                        Error::invalid(format!("rmat: scale = {scale} is too large (max 31)"))
+                    })?,
+                    edge_factor: num("edge_factor", 16)?,
+                    seed: num("seed", 1)?,
+                }
+            }
+            "uniform" => GenSpec::Uniform {
+                n: num("n", 65536)?,
+                per_row: num("per_row", 16)?,
+                seed: num("seed", 1)?,
+            },
+            "rgg" => GenSpec::Rgg {
+                n: num("n", 65536)?,
+                seed: num("seed", 1)?,
+                order: match get("order") {
+                    None | Some("random") => RggOrder::Random,
+                    Some("spatial") => RggOrder::Spatial,
+                    Some(other) => {
+                        return Err(Error::invalid(format!(
+                            "rgg: `order` expects random or spatial, found `{other}`"
+                        )))
+                    }
+                },
+            },
+            _ => GenSpec::Grid2d {
+                side: num("side", 256)?,
+            },
+        })
+    }
+}

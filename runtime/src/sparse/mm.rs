@@ -1,1 +1,794 @@
-//! Matrix Market I/O.
+//! Matrix Market I/O (coordinate format).
+//!
+//! Reading supports the fields `real`, `integer` and `pattern` (pattern
+//! entries become 1) and the symmetries `general`, `symmetric` and
+//! `skew-symmetric`: every stored off-diagonal entry `(i, j, v)` is mirrored as
+//! `(j, i, v)`, or `(j, i, -v)` for skew-symmetric files, whose diagonal must be
+//! zero. Either triangle may be stored; the mirrored entries are appended after
+//! the stored ones. `complex`, `hermitian`, `array` and `vector` files are
+//! rejected with an "unsupported" error.
+//!
+//! Every error carries the file name and the 1-based line number and says what
+//! was expected there. Comments (`%`) and blank lines are accepted anywhere.
+//!
+//! The reader parses bytes, never allocating per line: the data section is
+//! read in blocks of whole lines which are parsed in parallel and appended in
+//! file order, so the result does not depend on the number of threads.
+//! Writing emits `real` (floats) or `integer` general files, row by row, with
+//! floats in the shortest form that reads back to the identical value (at most
+//! 17 significant digits for `f64`, 9 for `f32`).
+
+use super::coo::Coo;
+use super::csr::Csr;
+use super::par;
+use crate::error::to_u32;
+use crate::{Error, Result};
+use rayon::prelude::*;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+/// The `field` of a Matrix Market banner (complex is not supported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MmField {
+    /// Floating-point values.
+    Real,
+    /// Integer values.
+    Integer,
+    /// No values: the structure only; entries read as 1.
+    Pattern,
+}
+
+/// The `symmetry` of a Matrix Market banner (hermitian is not supported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MmSymmetry {
+    /// Every entry is stored.
+    General,
+    /// `a(i,j) = a(j,i)`; one triangle is stored.
+    Symmetric,
+    /// `a(i,j) = -a(j,i)`, zero diagonal; one triangle is stored.
+    SkewSymmetric,
+}
+
+/// What the banner and the size line of a coordinate file declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MmHeader {
+    /// Value field.
+    pub field: MmField,
+    /// Symmetry.
+    pub symmetry: MmSymmetry,
+    /// Number of rows.
+    pub nrows: usize,
+    /// Number of columns.
+    pub ncols: usize,
+    /// Number of entries stored in the file (before symmetric expansion).
+    pub entries: usize,
+}
+
+impl fmt::Display for MmField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MmField::Real => "real",
+            MmField::Integer => "integer",
+            MmField::Pattern => "pattern",
+        })
+    }
+}
+
+impl fmt::Display for MmSymmetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MmSymmetry::General => "general",
+            MmSymmetry::Symmetric => "symmetric",
+            MmSymmetry::SkewSymmetric => "skew-symmetric",
+        })
+    }
+}
+
+/// A value type that Matrix Market files can be read into and written from.
+///
+/// Implemented for `f32`, `f64` (from `real`, `integer` and `pattern` files;
+/// written as `real`) and `i32`, `i64`, `u32` (from `integer` and `pattern`
+/// files; written as `integer`). Integers out of the type's range and negative
+/// values for `u32` (including the mirror of a skew-symmetric entry) are errors
+/// at the offending line.
+pub trait MmValue: Copy + Send + Sync + 'static {
+    /// Type name used in error messages.
+    const NAME: &'static str;
+    /// The field this type is written as (`Real` or `Integer`).
+    const FIELD: MmField;
+    /// Parses a `real` token (only called when `FIELD` is `Real`).
+    fn parse_real(token: &str) -> Option<Self>;
+    /// Converts an `integer` value, `None` when out of range.
+    fn from_i64(v: i64) -> Option<Self>;
+    /// The value of a `pattern` entry.
+    fn one() -> Self;
+    /// Whether the value is zero (skew-symmetric diagonals must be).
+    fn is_zero(self) -> bool;
+    /// Negation, `None` when not representable.
+    fn checked_neg(self) -> Option<Self>;
+    /// Appends the value's text to `out`.
+    fn write_to(self, out: &mut Vec<u8>);
+}
+
+macro_rules! mm_float {
+    ($t:ty) => {
+        impl MmValue for $t {
+            const NAME: &'static str = stringify!($t);
+            const FIELD: MmField = MmField::Real;
+            fn parse_real(token: &str) -> Option<Self> {
+                token.parse().ok()
+            }
+            fn from_i64(v: i64) -> Option<Self> {
+                // Exact up to 2^24 (f32) / 2^53 (f64), rounded beyond.
+                Some(v as $t)
+            }
+            fn one() -> Self {
+                1.0
+            }
+            fn is_zero(self) -> bool {
+                self == 0.0
+            }
+            fn checked_neg(self) -> Option<Self> {
+                Some(-self)
+            }
+            fn write_to(self, out: &mut Vec<u8>) {
+                // Rust prints the shortest digits that read back to the same
+                // value; plain notation in the usual range, exponent outside
+                // it so tiny and huge values stay short.
+                let a = self.abs();
+                let r = if self == 0.0 || (1e-5..1e16).contains(&a) || !a.is_finite() {
+                    write!(out, "{self}")
+                } else {
+                    write!(out, "{self:e}")
+                };
+                r.expect("writing to a Vec cannot fail");
+            }
+        }
+    };
+}
+mm_float!(f32);
+mm_float!(f64);
+
+macro_rules! mm_int {
+    ($t:ty) => {
+        impl MmValue for $t {
+            const NAME: &'static str = stringify!($t);
+            const FIELD: MmField = MmField::Integer;
+            fn parse_real(_: &str) -> Option<Self> {
+                None
+            }
+            fn from_i64(v: i64) -> Option<Self> {
+                <$t>::try_from(v).ok()
+            }
+            fn one() -> Self {
+                1
+            }
+            fn is_zero(self) -> bool {
+                self == 0
+            }
+            fn checked_neg(self) -> Option<Self> {
+                (0 as $t).checked_sub(self)
+            }
+            fn write_to(self, out: &mut Vec<u8>) {
+                write!(out, "{self}").expect("writing to a Vec cannot fail");
+            }
+        }
+    };
+}
+mm_int!(i32);
+mm_int!(i64);
+mm_int!(u32);
+
+/// Reads a coordinate Matrix Market file (see the module docs).
+pub fn read<T: MmValue>(path: &Path) -> Result<Coo<T>> {
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let name = path.display().to_string();
+    read_from(BufReader::with_capacity(1 << 16, file), &name)
+}
+
+/// Reads a coordinate Matrix Market file and converts it to CSR (rows keep
+/// the file order of their entries; symmetric mirrors come after).
+pub fn read_csr<T: MmValue>(path: &Path) -> Result<Csr<T>> {
+    read::<T>(path)?.into_csr()
+}
+
+/// Reads the banner and size line only.
+pub fn read_header(path: &Path) -> Result<MmHeader> {
+    let file = File::open(path).map_err(|e| io_err(path, e))?;
+    let name = path.display().to_string();
+    let mut reader = BufReader::new(file);
+    Ok(parse_header(&mut reader, &name)?.0)
+}
+
+/// Reads Matrix Market text from any reader; `name` is used in error
+/// messages in place of a file name.
+pub fn read_from<R: BufRead, T: MmValue>(reader: R, name: &str) -> Result<Coo<T>> {
+    Ok(read_with_header_from(reader, name)?.1)
+}
+
+/// Like [`read_from`], also returning the header.
+pub fn read_with_header_from<R: BufRead, T: MmValue>(
+    mut reader: R,
+    name: &str,
+) -> Result<(MmHeader, Coo<T>)> {
+    let (header, next_line) = parse_header(&mut reader, name)?;
+    if header.field == MmField::Real && T::FIELD == MmField::Integer {
+        return Err(mm_err(
+            name,
+            1,
+            format!(
+                "field `real` cannot be read as {}: read it as f32 or f64",
+                T::NAME
+            ),
+        ));
+    }
+    let coo = read_entries::<R, T>(reader, name, &header, next_line)?;
+    Ok((header, coo))
+}
+
+/// Writes `m` as a `coordinate general` file whose field follows `T`
+/// ([`MmValue::FIELD`]), entries row by row in storage order.
+pub fn write<T: MmValue>(path: &Path, m: &Csr<T>) -> Result<()> {
+    let file = File::create(path).map_err(|e| io_err(path, e))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    write_to(&mut w, m).map_err(|e| io_err(path, e))?;
+    w.flush().map_err(|e| io_err(path, e))
+}
+
+/// Writes Matrix Market text to any writer (see [`write`]).
+pub fn write_to<W: Write, T: MmValue>(w: &mut W, m: &Csr<T>) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "%%MatrixMarket matrix coordinate {} general",
+        T::FIELD
+    )?;
+    writeln!(w, "{} {} {}", m.nrows(), m.ncols(), m.nnz())?;
+    // Format blocks of about 1M entries in parallel, a few blocks at a time
+    // so the text in memory stays bounded whatever the matrix size.
+    const BLOCK: usize = 1 << 20;
+    let bounds = par::row_blocks(m.row_ptr(), m.nnz() / BLOCK + 1);
+    let blocks: Vec<(usize, usize)> = bounds.windows(2).map(|b| (b[0], b[1])).collect();
+    let batch = 2 * rayon::current_num_threads().max(1);
+    for group in blocks.chunks(batch) {
+        let texts: Vec<Vec<u8>> = group
+            .par_iter()
+            .map(|&(lo, hi)| {
+                let n = (m.row_ptr()[hi] - m.row_ptr()[lo]) as usize;
+                let mut out = Vec::with_capacity(n * 24);
+                for r in lo..hi {
+                    let (cols, vals) = m.row(r);
+                    for (&c, &v) in cols.iter().zip(vals) {
+                        push_uint(&mut out, r as u64 + 1);
+                        out.push(b' ');
+                        push_uint(&mut out, c as u64 + 1);
+                        out.push(b' ');
+                        v.write_to(&mut out);
+                        out.push(b'\n');
+                    }
+                }
+                out
+            })
+            .collect();
+        for t in texts {
+            w.write_all(&t)?;
+        }
+    }
+    Ok(())
+}
+
+fn push_uint(out: &mut Vec<u8>, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn mm_err(name: &str, line: usize, message: impl Into<String>) -> Error {
+    Error::MatrixMarket {
+        path: name.to_string(),
+        line,
+        message: message.into(),
+    }
+}
+
+const BANNER_FORM: &str = "`%%MatrixMarket matrix coordinate <real|integer|pattern> \
+                           <general|symmetric|skew-symmetric>`";
+
+/// Parses the banner, comments and size line. Returns the header and the
+/// number of the first line after the size line.
+fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usize)> {
+    let mut line = Vec::new();
+    let read_line = |reader: &mut R, line: &mut Vec<u8>| -> Result<bool> {
+        line.clear();
+        let n = reader.read_until(b'\n', line).map_err(|e| Error::Io {
+            path: name.into(),
+            source: e,
+        })?;
+        Ok(n > 0)
+    };
+    if !read_line(reader, &mut line)? {
+        return Err(mm_err(name, 1, format!("empty file: expected the banner {BANNER_FORM}")));
+    }
+    let banner = String::from_utf8_lossy(&line).to_ascii_lowercase();
+    let tokens: Vec<&str> = banner.split_ascii_whitespace().collect();
+    if tokens.first() != Some(&"%%matrixmarket") {
+        return Err(mm_err(
+            name,
+            1,
+            format!("bad header: expected the banner {BANNER_FORM}, found `{}`", banner.trim()),
+        ));
+    }
+    if tokens.len() != 5 {
+        return Err(mm_err(
+            name,
+            1,
+            format!(
+                "bad header: expected 5 words {BANNER_FORM}, found {}",
+                tokens.len()
+            ),
+        ));
+    }
+    if tokens[1] != "matrix" {
+        return Err(mm_err(
+            name,
+            1,
+            format!("unsupported object `{}`: only `matrix` is supported", tokens[1]),
+        ));
+    }
+    if tokens[2] != "coordinate" {
+        return Err(mm_err(
+            name,
+            1,
+            format!(
+                "unsupported format `{}`: only `coordinate` (sparse) is supported",
+                tokens[2]
+            ),
+        ));
+    }
+    let field = match tokens[3] {
+        "real" | "double" => MmField::Real,
+        "integer" => MmField::Integer,
+        "pattern" => MmField::Pattern,
+        "complex" => {
+            return Err(mm_err(
+                name,
+                1,
+                "unsupported field `complex`: only real, integer and pattern are supported",
+            ))
+        }
+        other => {
+            return Err(mm_err(
+                name,
+                1,
+                format!("bad header: unknown field `{other}`, expected real, integer or pattern"),
+            ))
+        }
+    };
+    let symmetry = match tokens[4] {
+        "general" => MmSymmetry::General,
+        "symmetric" => MmSymmetry::Symmetric,
+        "skew-symmetric" => MmSymmetry::SkewSymmetric,
+        "hermitian" => {
+            return Err(mm_err(
+                name,
+                1,
+                "unsupported symmetry `hermitian` (complex matrices are not supported)",
+            ))
+        }
+        other => {
+            return Err(mm_err(
+                name,
+                1,
+                format!(
+                    "bad header: unknown symmetry `{other}`, expected general, symmetric or \
+                     skew-symmetric"
+                ),
+            ))
+        }
+    };
+    if field == MmField::Pattern && symmetry == MmSymmetry::SkewSymmetric {
+        return Err(mm_err(
+            name,
+            1,
+            "bad header: a pattern matrix cannot be skew-symmetric",
+        ));
+    }
+    // Comments and blank lines, then the size line.
+    let mut lineno = 1;
+    loop {
+        lineno += 1;
+        if !read_line(reader, &mut line)? {
+            return Err(mm_err(
+                name,
+                lineno,
+                "truncated file: expected the size line `rows cols entries`",
+            ));
+        }
+        let text = String::from_utf8_lossy(&line);
+        let t = text.trim();
+        if t.is_empty() || t.starts_with('%') {
+            continue;
+        }
+        let fields: Vec<&str> = t.split_ascii_whitespace().collect();
+        let bad = || {
+            mm_err(
+                name,
+                lineno,
+                format!(
+                    "bad size line: expected three non-negative integers `rows cols entries`, \
+                     found `{t}`"
+                ),
+            )
+        };
+        if fields.len() != 3 {
+            return Err(bad());
+        }
+        let mut v = [0usize; 3];
+        for (k, f) in fields.iter().enumerate() {
+            v[k] = f.parse().map_err(|_| bad())?;
+        }
+        let [nrows, ncols, entries] = v;
+        for (what, x) in [("nrows", nrows), ("ncols", ncols)] {
+            to_u32(what, x).map_err(|e| mm_err(name, lineno, format!("bad size line: {e}")))?;
+        }
+        if symmetry != MmSymmetry::General && nrows != ncols {
+            return Err(mm_err(
+                name,
+                lineno,
+                format!("bad size line: a {symmetry} matrix must be square, found {nrows} x {ncols}"),
+            ));
+        }
+        let header = MmHeader {
+            field,
+            symmetry,
+            nrows,
+            ncols,
+            entries,
+        };
+        return Ok((header, lineno + 1));
+    }
+}
+
+/// The entries of one block of whole lines.
+struct Block<T> {
+    rows: Vec<u32>,
+    cols: Vec<u32>,
+    vals: Vec<T>,
+    /// Newlines consumed (the block's line count if no error).
+    lines: usize,
+    /// `(0-based line within the block, message)` of the first error.
+    err: Option<(usize, String)>,
+}
+
+/// Data-section size of one parse block.
+const READ_BLOCK: usize = 1 << 22;
+
+fn read_entries<R: BufRead, T: MmValue>(
+    mut reader: R,
+    name: &str,
+    header: &MmHeader,
+    first_line: usize,
+) -> Result<Coo<T>> {
+    let declared = header.entries;
+    let mut rows: Vec<u32> = Vec::new();
+    let mut cols: Vec<u32> = Vec::new();
+    let mut vals: Vec<T> = Vec::new();
+    // The size line may lie: reserve what it claims only if the allocator
+    // agrees, and grow as needed otherwise.
+    let _ = rows
+        .try_reserve_exact(declared)
+        .and_then(|_| cols.try_reserve_exact(declared))
+        .and_then(|_| vals.try_reserve_exact(declared));
+
+    let batch = 2 * rayon::current_num_threads().max(1);
+    let mut carry: Vec<u8> = Vec::new();
+    let mut line = first_line;
+    let mut eof = false;
+    while !eof {
+        // Read a batch of blocks, each ending at a newline (except the last).
+        let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(batch);
+        while blocks.len() < batch && !eof {
+            let mut buf = std::mem::take(&mut carry);
+            let want = buf.len() + READ_BLOCK;
+            buf.reserve(READ_BLOCK);
+            while buf.len() < want {
+                let n = (&mut reader)
+                    .take((want - buf.len()) as u64)
+                    .read_to_end(&mut buf)
+                    .map_err(|e| Error::Io {
+                        path: name.into(),
+                        source: e,
+                    })?;
+                if n == 0 {
+                    eof = true;
+                    break;
+                }
+            }
+            if !eof {
+                match buf.iter().rposition(|&b| b == b'\n') {
+                    Some(p) => carry = buf.split_off(p + 1),
+                    // A single line longer than a block: keep reading it.
+                    None => {
+                        carry = buf;
+                        continue;
+                    }
+                }
+            }
+            if !buf.is_empty() {
+                blocks.push(buf);
+            }
+        }
+        let parsed: Vec<Block<T>> = blocks
+            .par_iter()
+            .map(|b| parse_block::<T>(b, header, usize::MAX))
+            .collect();
+        for (bytes, block) in blocks.iter().zip(parsed) {
+            let have = rows.len();
+            if have + block.rows.len() > declared {
+                // Find the first entry beyond the declared count.
+                let again = parse_block::<T>(bytes, header, declared - have);
+                let (l, msg) = again.err.expect("a limited re-parse reports the extra entry");
+                return Err(mm_err(name, line + l, msg));
+            }
+            if let Some((l, msg)) = block.err {
+                return Err(mm_err(name, line + l, msg));
+            }
+            rows.extend_from_slice(&block.rows);
+            cols.extend_from_slice(&block.cols);
+            vals.extend_from_slice(&block.vals);
+            line += block.lines;
+        }
+    }
+    if rows.len() < declared {
+        // `line` is one past the last line of the file.
+        return Err(mm_err(
+            name,
+            line - 1,
+            format!(
+                "truncated file: the size line declares {declared} entries, found only {}",
+                rows.len()
+            ),
+        ));
+    }
+    if header.symmetry != MmSymmetry::General {
+        mirror(&mut rows, &mut cols, &mut vals, header.symmetry);
+    }
+    Ok(Coo::from_parts_unchecked(
+        header.nrows,
+        header.ncols,
+        rows,
+        cols,
+        vals,
+    ))
+}
+
+/// Appends the mirror of every off-diagonal entry (negated for skew; the
+/// parser has already checked that the negation exists).
+fn mirror<T: MmValue>(rows: &mut Vec<u32>, cols: &mut Vec<u32>, vals: &mut Vec<T>, sym: MmSymmetry) {
+    let n = rows.len();
+    let off = rows.iter().zip(cols.iter()).filter(|(r, c)| r != c).count();
+    rows.reserve_exact(off);
+    cols.reserve_exact(off);
+    vals.reserve_exact(off);
+    for k in 0..n {
+        let (r, c) = (rows[k], cols[k]);
+        if r != c {
+            rows.push(c);
+            cols.push(r);
+            let v = vals[k];
+            vals.push(match sym {
+                MmSymmetry::SkewSymmetric => v.checked_neg().unwrap_or(v),
+                _ => v,
+            });
+        }
+    }
+}
+
+#[inline]
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t' || b == b'\r'
+}
+
+/// Parses the data lines in `buf` (whole lines; the last may lack its
+/// newline). At most `limit` entries are accepted; one more is an error.
+fn parse_block<T: MmValue>(buf: &[u8], h: &MmHeader, limit: usize) -> Block<T> {
+    let mut out = Block {
+        rows: Vec::with_capacity(buf.len() / 16),
+        cols: Vec::with_capacity(buf.len() / 16),
+        vals: Vec::with_capacity(buf.len() / 16),
+        lines: 0,
+        err: None,
+    };
+    let n = buf.len();
+    let mut i = 0;
+    while i < n {
+        match parse_line::<T>(buf, &mut i, h) {
+            Ok(None) => {}
+            Ok(Some((r, c, v))) => {
+                if out.rows.len() == limit {
+                    out.err = Some((
+                        out.lines,
+                        format!(
+                            "extra entry: the size line declares {} entries, this is entry {}",
+                            h.entries,
+                            h.entries + 1
+                        ),
+                    ));
+                    return out;
+                }
+                out.rows.push(r);
+                out.cols.push(c);
+                out.vals.push(v);
+            }
+            Err(msg) => {
+                out.err = Some((out.lines, msg));
+                return out;
+            }
+        }
+        // `parse_line` leaves `i` just past the newline (or at the end).
+        out.lines += 1;
+    }
+    out
+}
+
+/// Parses one line starting at `*i`; leaves `*i` after its newline. Returns
+/// `None` for blank and comment lines.
+#[inline]
+fn parse_line<T: MmValue>(
+    buf: &[u8],
+    i: &mut usize,
+    h: &MmHeader,
+) -> std::result::Result<Option<(u32, u32, T)>, String> {
+    let n = buf.len();
+    let mut p = *i;
+    while p < n && is_blank(buf[p]) {
+        p += 1;
+    }
+    if p == n || buf[p] == b'\n' || buf[p] == b'%' {
+        while p < n && buf[p] != b'\n' {
+            p += 1;
+        }
+        *i = p + 1;
+        return Ok(None);
+    }
+    let row = parse_index(buf, &mut p, "row", h.nrows)?;
+    let col = parse_index(buf, &mut p, "column", h.ncols)?;
+    let value = match h.field {
+        MmField::Pattern => T::one(),
+        field => {
+            skip_blanks(buf, &mut p);
+            let start = p;
+            while p < n && !is_blank(buf[p]) && buf[p] != b'\n' {
+                p += 1;
+            }
+            if start == p {
+                return Err(format!(
+                    "expected 3 fields `row col value` for a {field} matrix, found 2"
+                ));
+            }
+            let tok = &buf[start..p];
+            parse_value::<T>(tok, field)?
+        }
+    };
+    skip_blanks(buf, &mut p);
+    if p < n && buf[p] != b'\n' {
+        let end = buf[p..].iter().position(|&b| b == b'\n').map_or(n, |e| p + e);
+        let expected = if h.field == MmField::Pattern {
+            "2 fields `row col` for a pattern matrix"
+        } else {
+            "3 fields `row col value`"
+        };
+        return Err(format!(
+            "expected {expected}, found extra text `{}`",
+            String::from_utf8_lossy(&buf[p..end]).trim()
+        ));
+    }
+    *i = p + 1;
+    if h.symmetry == MmSymmetry::SkewSymmetric {
+        if row == col && !value.is_zero() {
+            return Err(format!(
+                "skew-symmetric matrix with a nonzero diagonal entry at ({}, {})",
+                row + 1,
+                col + 1
+            ));
+        }
+        if value.checked_neg().is_none() {
+            return Err(format!(
+                "the mirrored entry (negated value) of this skew-symmetric entry does not fit {}",
+                T::NAME
+            ));
+        }
+    }
+    Ok(Some((row, col, value)))
+}
+
+#[inline]
+fn skip_blanks(buf: &[u8], p: &mut usize) {
+    while *p < buf.len() && is_blank(buf[*p]) {
+        *p += 1;
+    }
+}
+
+/// Parses a 1-based index token and returns it 0-based.
+#[inline]
+fn parse_index(buf: &[u8], p: &mut usize, what: &str, size: usize) -> std::result::Result<u32, String> {
+    skip_blanks(buf, p);
+    let start = *p;
+    let mut v: u64 = 0;
+    while *p < buf.len() && buf[*p].is_ascii_digit() {
+        // Saturate: anything this large is out of range anyway.
+        v = v.saturating_mul(10).saturating_add((buf[*p] - b'0') as u64);
+        *p += 1;
+    }
+    let end_ok = *p == buf.len() || is_blank(buf[*p]) || buf[*p] == b'\n';
+    if start == *p || !end_ok {
+        let end = buf[start..]
+            .iter()
+            .position(|&b| is_blank(b) || b == b'\n')
+            .map_or(buf.len(), |e| start + e);
+        let tok = String::from_utf8_lossy(&buf[start..end]);
+        return Err(if tok.is_empty() {
+            format!("expected a {what} index, found the end of the line")
+        } else {
+            format!("expected a positive integer {what} index, found `{tok}`")
+        });
+    }
+    if v == 0 {
+        return Err(format!("{what} index 0: Matrix Market indices start at 1"));
+    }
+    if v > size as u64 {
+        return Err(format!("{what} index {v} out of range: the matrix has {size} {what}s"));
+    }
+    Ok((v - 1) as u32)
+}
+
+fn parse_value<T: MmValue>(tok: &[u8], field: MmField) -> std::result::Result<T, String> {
+    let text = || String::from_utf8_lossy(tok).into_owned();
+    match field {
+        MmField::Integer => {
+            let v = parse_i64(tok).ok_or_else(|| format!("expected an integer value, found `{}`", text()))?;
+            T::from_i64(v).ok_or_else(|| format!("integer value {v} does not fit {}", T::NAME))
+        }
+        _ => std::str::from_utf8(tok)
+            .ok()
+            .and_then(T::parse_real)
+            .ok_or_else(|| format!("expected a real value, found `{}`", text())),
+    }
+}
+
+fn parse_i64(tok: &[u8]) -> Option<i64> {
+    let (neg, digits) = match tok.first()? {
+        b'-' => (true, &tok[1..]),
+        b'+' => (false, &tok[1..]),
+        _ => (false, tok),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        let d = (b - b'0') as i64;
+        v = v.checked_mul(10)?;
+        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+    }
+    Some(v)
+}

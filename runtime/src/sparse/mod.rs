@@ -14,3 +14,4 @@ mod par;
 
 pub use coo::Coo;
 pub use csr::Csr;
+pub(crate) use par::par_rows_mut;

@@ -1,0 +1,103 @@
+use super::rng::{chunk_rng, unit_value, EDGES, PERMUTATION};
+use crate::error::to_u32;
+use crate::sparse::{Coo, Csr};
+use crate::{Error, Result};
+use rand::RngCore;
+use rayon::prelude::*;
+
+/// Graph500 RMAT quadrant probabilities (a, b, c; d = 1 − a − b − c = 0.05).
+const A: f64 = 0.57;
+const B: f64 = 0.19;
+const C: f64 = 0.19;
+
+/// Edges generated per random stream; fixed, so the output does not depend on
+/// the number of threads.
+const EDGE_CHUNK: usize = 1 << 16;
+
+/// RMAT (Kronecker) graph with the Graph500 parameters a = 0.57,
+/// b = c = 0.19, d = 0.05: `n = 2^scale` vertices, `edge_factor · n` directed
+/// edges drawn by recursive quadrant descent.
+///
+/// Choices, made to give a canonical matrix with Graph500's locality:
+/// - vertex labels are scrambled by a random permutation (from the seed), as
+///   the Graph500 generator does, so high-degree vertices are spread over the
+///   index range instead of clustering at 0;
+/// - duplicate edges are removed (the first drawn is kept with its value), so
+///   `nnz ≤ edge_factor · n` and rows are sorted and duplicate-free;
+/// - self loops are kept (they are ordinary diagonal entries for SpMV).
+///
+/// Values are uniform in (0, 1]. Quadrant choices use 16 random bits per
+/// level (probabilities rounded to multiples of 2⁻¹⁶). Deterministic for a
+/// given `(scale, edge_factor, seed)` on every machine (see the module docs).
+pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
+    if scale > 31 {
+        return Err(Error::U32Overflow {
+            what: "rmat vertex count (2^scale)",
+            value: 1u64.checked_shl(scale).unwrap_or(u64::MAX),
+        });
+    }
+    let n = 1usize << scale;
+    let m = n.checked_mul(edge_factor).ok_or(Error::U32Overflow {
+        what: "rmat edge count (edge_factor · 2^scale)",
+        value: u64::MAX,
+    })?;
+    to_u32("rmat edge count (edge_factor · 2^scale)", m)?;
+
+    let perm = permutation(n, seed);
+    let t_a = (A * 65536.0).round() as u32;
+    let t_ab = ((A + B) * 65536.0).round() as u32;
+    let t_abc = ((A + B + C) * 65536.0).round() as u32;
+
+    let mut rows = vec![0u32; m];
+    let mut cols = vec![0u32; m];
+    let mut vals = vec![0f32; m];
+    rows.par_chunks_mut(EDGE_CHUNK)
+        .zip(cols.par_chunks_mut(EDGE_CHUNK))
+        .zip(vals.par_chunks_mut(EDGE_CHUNK))
+        .enumerate()
+        .for_each(|(chunk, ((rs, cs), vs))| {
+            let mut rng = chunk_rng(seed, EDGES, chunk as u64);
+            for ((r, c), v) in rs.iter_mut().zip(cs.iter_mut()).zip(vs.iter_mut()) {
+                let (mut i, mut j) = (0u32, 0u32);
+                let mut bits = 0u64;
+                for level in 0..scale {
+                    if level % 4 == 0 {
+                        bits = rng.next_u64();
+                    }
+                    let u = (bits & 0xffff) as u32;
+                    bits >>= 16;
+                    let (di, dj) = if u < t_a {
+                        (0, 0)
+                    } else if u < t_ab {
+                        (0, 1)
+                    } else if u < t_abc {
+                        (1, 0)
+                    } else {
+                        (1, 1)
+                    };
+                    i = (i << 1) | di;
+                    j = (j << 1) | dj;
+                }
+                *r = perm[i as usize];
+                *c = perm[j as usize];
+                *v = unit_value(&mut rng);
+            }
+        });
+    let coo = Coo::new(n, n, rows, cols, vals)?;
+    let mut csr = coo.into_csr()?;
+    csr.merge_duplicates(|_, _| {});
+    Ok(csr)
+}
+
+/// A uniformly random permutation of `0..n` (Fisher–Yates, sequential: it
+/// is a small part of the cost).
+pub(crate) fn permutation(n: usize, seed: u64) -> Vec<u32> {
+    let mut p: Vec<u32> = (0..n as u32).collect();
+    let mut rng = chunk_rng(seed, PERMUTATION, 0);
+    for k in (1..n).rev() {
+        // n ≤ 2^31 here, so k + 1 fits u32.
+        let j = super::rng::below(&mut rng, (k + 1) as u32) as usize;
+        p.swap(k, j);
+    }
+    p
+}

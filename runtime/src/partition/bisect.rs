@@ -1,0 +1,645 @@
+//! Coarsened multilevel bisection (Section 4.1, Algorithm 4).
+//!
+//! A bisection of a tuple subset is modelled as a hypergraph bisection: the
+//! hypergraph's vertices are *entities* (sets of tuples, weighted by their
+//! tuple count) and its nets are the data elements (tasks and gathered
+//! elements), each connecting the entities whose tuples touch it. A net with
+//! pins on both sides is exactly one vertex replica, so the cut-net count of a
+//! bisection is the replication cost it adds, and summed over DBWP's recursion
+//! it is Equation 2's R. Balance is on tuples (edges), as in the paper.
+//!
+//! The first coarsening happens while the subset is read: the tuples of one
+//! task, consecutive in CSR order, form one entity (chunks of at most
+//! [`CoarsenOptions::entity_tuples`] tuples for long tasks, joined by the task's
+//! net). Then, level by level, each entity is merged with its heaviest
+//! available neighbour (heavy-connectivity matching: shared nets weighted by
+//! `1 / (|net| - 1)`), visiting entities by increasing degree; nets left with a
+//! single pin are dropped. The coarsest hypergraph is bisected by greedy
+//! growing from several seeds, each refined by Fiduccia–Mattheyses (FM), the
+//! best kept; the bisection is then projected back level by level and refined
+//! by FM at each level except the finest [`CoarsenOptions::skip_levels`],
+//! which the paper shows cost most of the time for little gain.
+
+use super::dbwp::stable_partition;
+use super::graph::WorkGraph;
+use super::kd;
+use super::scratch::with_id_map;
+use super::CoarsenOptions;
+use std::collections::BinaryHeap;
+
+/// Stop coarsening at this many entities: small enough that trying several
+/// initial bisections is cheap, large enough for them to be balanced.
+const COARSEST: usize = 160;
+/// Stop coarsening when a level removes less than this fraction of entities.
+const MIN_REDUCTION: f64 = 0.08;
+/// Nets larger than this are ignored while scoring matches: they connect so
+/// many entities that they say little about which pair belongs together, and
+/// scanning them would make matching quadratic in a dense row or column.
+const MATCH_NET_LIMIT: usize = 256;
+/// Initial bisections tried on the coarsest hypergraph.
+const INITIAL_TRIES: u64 = 8;
+/// FM passes per level at most.
+const FM_PASSES: usize = 4;
+
+/// A hypergraph in both orientations, CSR style.
+struct Hypergraph {
+    /// Weight (tuples) of every entity.
+    w: Vec<u32>,
+    /// Nets of entity `e`: `pins[xpins[e]..xpins[e + 1]]`.
+    xpins: Vec<u32>,
+    pins: Vec<u32>,
+    /// Entities of net `n`: `net_pins[xnets[n]..xnets[n + 1]]`.
+    xnets: Vec<u32>,
+    net_pins: Vec<u32>,
+}
+
+impl Hypergraph {
+    fn n(&self) -> usize {
+        self.w.len()
+    }
+    fn n_nets(&self) -> usize {
+        self.xnets.len() - 1
+    }
+    fn nets_of(&self, e: usize) -> &[u32] {
+        &self.pins[self.xpins[e] as usize..self.xpins[e + 1] as usize]
+    }
+    fn pins_of(&self, n: usize) -> &[u32] {
+        &self.net_pins[self.xnets[n] as usize..self.xnets[n + 1] as usize]
+    }
+
+    /// Builds from per-entity net lists (each without duplicates), dropping
+    /// nets with fewer than two pins and renumbering the rest.
+    fn from_entity_nets(w: Vec<u32>, xpins: Vec<u32>, mut pins: Vec<u32>, n_nets: usize) -> Self {
+        let mut count = vec![0u32; n_nets];
+        for &p in &pins {
+            count[p as usize] += 1;
+        }
+        let mut renum = vec![u32::MAX; n_nets];
+        let mut kept = 0u32;
+        for (r, &c) in renum.iter_mut().zip(&count) {
+            if c >= 2 {
+                *r = kept;
+                kept += 1;
+            }
+        }
+        // Compact pins in place, rewriting net ids.
+        let n = w.len();
+        let mut new_x = Vec::with_capacity(n + 1);
+        new_x.push(0u32);
+        let mut wpos = 0usize;
+        for e in 0..n {
+            for i in xpins[e] as usize..xpins[e + 1] as usize {
+                let r = renum[pins[i] as usize];
+                if r != u32::MAX {
+                    pins[wpos] = r;
+                    wpos += 1;
+                }
+            }
+            new_x.push(wpos as u32);
+        }
+        pins.truncate(wpos);
+        // Transpose.
+        let m = kept as usize;
+        let mut xnets = vec![0u32; m + 1];
+        for &p in &pins {
+            xnets[p as usize + 1] += 1;
+        }
+        for i in 0..m {
+            xnets[i + 1] += xnets[i];
+        }
+        let mut fill = xnets.clone();
+        let mut net_pins = vec![0u32; pins.len()];
+        for e in 0..n {
+            for &p in &pins[new_x[e] as usize..new_x[e + 1] as usize] {
+                net_pins[fill[p as usize] as usize] = e as u32;
+                fill[p as usize] += 1;
+            }
+        }
+        Hypergraph {
+            w,
+            xpins: new_x,
+            pins,
+            xnets,
+            net_pins,
+        }
+    }
+
+    /// One level of heavy-connectivity matching; returns the coarse hypergraph
+    /// and the coarse id of every entity, or `None` when it would barely shrink.
+    fn coarsen(&self, max_w: u32, rng: &mut Rng) -> Option<(Hypergraph, Vec<u32>)> {
+        let n = self.n();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        // Algorithm 4: visit by entity degree, low first; ties in random order
+        // so that regular meshes do not coarsen in stripes.
+        let mut key: Vec<u64> = (0..n)
+            .map(|e| ((self.xpins[e + 1] - self.xpins[e]) as u64) << 32 | (rng.next() as u32) as u64)
+            .collect();
+        order.sort_unstable_by_key(|&e| key[e as usize]);
+        key.clear();
+        const UNMATCHED: u32 = u32::MAX;
+        let mut mate = vec![UNMATCHED; n];
+        let mut score = vec![0f32; n];
+        let mut touched: Vec<u32> = Vec::new();
+        for &u in &order {
+            let u = u as usize;
+            if mate[u] != UNMATCHED {
+                continue;
+            }
+            let wu = self.w[u];
+            for &net in self.nets_of(u) {
+                let pins = self.pins_of(net as usize);
+                if pins.len() > MATCH_NET_LIMIT {
+                    continue;
+                }
+                let s = 1.0 / (pins.len() - 1) as f32;
+                for &v in pins {
+                    let v = v as usize;
+                    if v != u && mate[v] == UNMATCHED && wu + self.w[v] <= max_w {
+                        if score[v] == 0.0 {
+                            touched.push(v as u32);
+                        }
+                        score[v] += s;
+                    }
+                }
+            }
+            let mut best = u;
+            let mut best_s = 0f32;
+            for &v in &touched {
+                let v = v as usize;
+                // Prefer the lighter of equally connected neighbours: it keeps
+                // coarse weights even.
+                if score[v] > best_s || (score[v] == best_s && self.w[v] < self.w[best]) {
+                    best = v;
+                    best_s = score[v];
+                }
+                score[v] = 0.0;
+            }
+            touched.clear();
+            mate[u] = best as u32;
+            mate[best] = u as u32;
+        }
+        let mut cmap = vec![0u32; n];
+        let mut nc = 0u32;
+        for u in 0..n {
+            let m = mate[u] as usize;
+            if m >= u {
+                cmap[u] = nc;
+                cmap[m] = nc;
+                nc += 1;
+            }
+        }
+        let nc = nc as usize;
+        if nc as f64 > (1.0 - MIN_REDUCTION) * n as f64 {
+            return None;
+        }
+        let mut w = vec![0u32; nc];
+        for u in 0..n {
+            w[cmap[u] as usize] += self.w[u];
+        }
+        // Coarse pins: union of the members' nets, deduplicated by stamp.
+        let mut stamp = vec![u32::MAX; self.n_nets()];
+        let mut xpins = Vec::with_capacity(nc + 1);
+        xpins.push(0u32);
+        let mut pins = Vec::with_capacity(self.pins.len());
+        let mut c = 0u32;
+        for u in 0..n {
+            let m = mate[u] as usize;
+            if m < u {
+                continue;
+            }
+            for e in [u, m] {
+                for &net in self.nets_of(e) {
+                    if stamp[net as usize] != c {
+                        stamp[net as usize] = c;
+                        pins.push(net);
+                    }
+                }
+                if m == u {
+                    break;
+                }
+            }
+            xpins.push(pins.len() as u32);
+            c += 1;
+        }
+        let coarse = Hypergraph::from_entity_nets(w, xpins, pins, self.n_nets());
+        Some((coarse, cmap))
+    }
+}
+
+/// Small, fast, deterministic generator (xorshift64*): results must not
+/// depend on thread timing, so every bisection seeds its own.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        // SplitMix64 step so that nearby seeds give unrelated streams.
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// A bisection of one level's entities with its pin counts per side.
+struct Bisection<'h> {
+    h: &'h Hypergraph,
+    side: Vec<u8>,
+    /// Pins of every net on side 0 and side 1.
+    cnt: Vec<[u32; 2]>,
+    weight: [u64; 2],
+    /// Most tuples a side may hold.
+    max_side: u64,
+}
+
+impl<'h> Bisection<'h> {
+    fn new(h: &'h Hypergraph, side: Vec<u8>, max_side: u64) -> Self {
+        let mut cnt = vec![[0u32; 2]; h.n_nets()];
+        let mut weight = [0u64; 2];
+        for e in 0..h.n() {
+            let s = side[e] as usize;
+            weight[s] += h.w[e] as u64;
+            for &net in h.nets_of(e) {
+                cnt[net as usize][s] += 1;
+            }
+        }
+        Bisection {
+            h,
+            side,
+            cnt,
+            weight,
+            max_side,
+        }
+    }
+
+    fn cut(&self) -> u64 {
+        self.cnt.iter().filter(|c| c[0] > 0 && c[1] > 0).count() as u64
+    }
+
+    /// How far the heavier side is over its bound (0 when balanced).
+    fn overload(&self) -> u64 {
+        self.weight[0].max(self.weight[1]).saturating_sub(self.max_side)
+    }
+
+    fn gain(&self, e: usize) -> i32 {
+        let s = self.side[e] as usize;
+        let mut g = 0i32;
+        for &net in self.h.nets_of(e) {
+            let c = self.cnt[net as usize];
+            if c[s] == 1 {
+                g += 1;
+            }
+            if c[1 - s] == 0 {
+                g -= 1;
+            }
+        }
+        g
+    }
+
+    /// Moves `e` to the other side, updating pin counts, weights and (for free
+    /// entities, i.e. not `locked`) the gains, pushing changed ones on `heaps`.
+    fn apply(
+        &mut self,
+        e: usize,
+        gain: &mut [i32],
+        locked: &[bool],
+        heaps: Option<&mut [BinaryHeap<(i32, u32, u32)>; 2]>,
+        rng: &mut Rng,
+    ) {
+        let from = self.side[e] as usize;
+        let to = 1 - from;
+        let h = self.h;
+        let mut heaps = heaps;
+        let mut bump = |u: usize, d: i32, gain: &mut [i32], side: &[u8]| {
+            gain[u] += d;
+            if let Some(hs) = heaps.as_deref_mut() {
+                hs[side[u] as usize].push((gain[u], rng.next() as u32, u as u32));
+            }
+        };
+        for &net in h.nets_of(e) {
+            let n = net as usize;
+            let c = self.cnt[n];
+            if c[to] == 0 {
+                for &u in h.pins_of(n) {
+                    let u = u as usize;
+                    if !locked[u] && u != e {
+                        bump(u, 1, gain, &self.side);
+                    }
+                }
+            } else if c[to] == 1 {
+                for &u in h.pins_of(n) {
+                    let u = u as usize;
+                    if !locked[u] && u != e && self.side[u] as usize == to {
+                        bump(u, -1, gain, &self.side);
+                    }
+                }
+            }
+            self.cnt[n][from] -= 1;
+            self.cnt[n][to] += 1;
+            let c = self.cnt[n];
+            if c[from] == 0 {
+                for &u in h.pins_of(n) {
+                    let u = u as usize;
+                    if !locked[u] && u != e {
+                        bump(u, -1, gain, &self.side);
+                    }
+                }
+            } else if c[from] == 1 {
+                for &u in h.pins_of(n) {
+                    let u = u as usize;
+                    if !locked[u] && u != e && self.side[u] as usize == from {
+                        bump(u, 1, gain, &self.side);
+                    }
+                }
+            }
+        }
+        self.side[e] = to as u8;
+        let w = h.w[e] as u64;
+        self.weight[from] -= w;
+        self.weight[to] += w;
+    }
+
+    /// Fiduccia–Mattheyses refinement: passes of single-entity moves by best
+    /// gain under the balance bound, each rolled back to its best prefix.
+    /// Returns the final cut.
+    fn fm(&mut self, rng: &mut Rng) -> u64 {
+        let n = self.h.n();
+        let mut cut = self.cut();
+        let mut gain = vec![0i32; n];
+        let mut locked = vec![false; n];
+        // A pass ends after this many moves without a new best.
+        let patience = (n / 20).clamp(32, 400);
+        for _ in 0..FM_PASSES {
+            locked.iter_mut().for_each(|l| *l = false);
+            let mut heaps: [BinaryHeap<(i32, u32, u32)>; 2] = [BinaryHeap::new(), BinaryHeap::new()];
+            for e in 0..n {
+                gain[e] = self.gain(e);
+                // Only boundary entities can have a non-negative gain; interior
+                // ones join the heaps when a neighbour's move changes their gain.
+                let boundary = self
+                    .h
+                    .nets_of(e)
+                    .iter()
+                    .any(|&net| self.cnt[net as usize].iter().all(|&c| c > 0));
+                if boundary || n <= COARSEST * 4 {
+                    heaps[self.side[e] as usize].push((gain[e], rng.next() as u32, e as u32));
+                }
+            }
+            let start_cut = cut;
+            let start_over = self.overload();
+            let mut moves: Vec<u32> = Vec::new();
+            let (mut best_cut, mut best_over, mut best_len) = (cut, start_over, 0usize);
+            loop {
+                // Valid tops of both heaps.
+                let mut tops: [Option<(i32, usize)>; 2] = [None, None];
+                for s in 0..2 {
+                    while let Some(&(g, _, e)) = heaps[s].peek() {
+                        let e = e as usize;
+                        if locked[e] || self.side[e] as usize != s || gain[e] != g {
+                            heaps[s].pop();
+                            continue;
+                        }
+                        tops[s] = Some((g, e));
+                        break;
+                    }
+                }
+                let feasible = |s: usize, e: usize, this: &Self| {
+                    let w = this.h.w[e] as u64;
+                    // A move is allowed when the target stays within bound, or
+                    // when it relieves an overloaded source side.
+                    this.weight[1 - s] + w <= this.max_side || this.weight[s] > this.max_side && this.weight[1 - s] + w < this.weight[s]
+                };
+                let mut pick: Option<(usize, usize, i32)> = None;
+                for s in 0..2 {
+                    if let Some((g, e)) = tops[s] {
+                        if feasible(s, e, self) {
+                            if pick.map_or(true, |(_, _, pg)| g > pg) {
+                                pick = Some((s, e, g));
+                            }
+                        } else {
+                            // Not movable now; it comes back if its gain changes.
+                            heaps[s].pop();
+                        }
+                    }
+                }
+                let Some((s, e, g)) = pick else {
+                    if tops.iter().all(Option::is_none) {
+                        break;
+                    }
+                    continue;
+                };
+                heaps[s].pop();
+                locked[e] = true;
+                self.apply(e, &mut gain, &locked, Some(&mut heaps), rng);
+                cut = (cut as i64 - g as i64) as u64;
+                moves.push(e as u32);
+                let over = self.overload();
+                if (over, cut) < (best_over, best_cut) {
+                    best_cut = cut;
+                    best_over = over;
+                    best_len = moves.len();
+                } else if moves.len() - best_len > patience {
+                    break;
+                }
+            }
+            // Roll back to the best prefix.
+            for &e in moves[best_len..].iter().rev() {
+                self.apply(e as usize, &mut gain, &locked, None, rng);
+            }
+            cut = best_cut;
+            if (best_over, best_cut) >= (start_over, start_cut) {
+                break;
+            }
+        }
+        cut
+    }
+}
+
+/// Greedy growing: a breadth-first region from `seed` takes side 0 until it
+/// holds half the weight; disconnected remainders restart from the next
+/// unassigned entity.
+fn grow(h: &Hypergraph, seed: usize, rng: &mut Rng) -> Vec<u8> {
+    let n = h.n();
+    let total: u64 = h.w.iter().map(|&w| w as u64).sum();
+    let target = total / 2;
+    let mut side = vec![1u8; n];
+    let mut seen = vec![false; n];
+    let mut queue = std::collections::VecDeque::new();
+    let mut w0 = 0u64;
+    let mut next_seed = seed;
+    let start = rng.below(n.max(1));
+    let mut scan = 0usize;
+    while w0 < target {
+        if queue.is_empty() {
+            // New component: the seed first, then unseen entities in a rotated scan.
+            while seen[next_seed] {
+                next_seed = (start + scan) % n;
+                scan += 1;
+                if scan > n {
+                    return side;
+                }
+            }
+            seen[next_seed] = true;
+            queue.push_back(next_seed);
+        }
+        let Some(e) = queue.pop_front() else { break };
+        if w0 + h.w[e] as u64 > target + target / 20 && w0 > 0 {
+            continue;
+        }
+        side[e] = 0;
+        w0 += h.w[e] as u64;
+        for &net in h.nets_of(e) {
+            for &u in h.pins_of(net as usize) {
+                let u = u as usize;
+                if !seen[u] {
+                    seen[u] = true;
+                    queue.push_back(u);
+                }
+            }
+        }
+    }
+    side
+}
+
+/// Bisects ascending tuple ids `ids` (`len >= 2`) in place into two non-empty
+/// ascending halves; returns the left half's length.
+pub(crate) fn split(
+    g: &WorkGraph,
+    ids: &mut [u32],
+    scratch: &mut [u32],
+    depth: u32,
+    opts: &CoarsenOptions,
+) -> usize {
+    let n = ids.len();
+    let mut rng = Rng::new(opts.seed ^ ((ids[0] as u64) << 20) ^ ((n as u64) << 40) ^ depth as u64);
+    let (h0, entity_of_pos) = build(g, ids, opts.entity_tuples);
+    let total = n as u64;
+    let max_side = ((total as f64 / 2.0) * (1.0 + opts.imbalance)).ceil() as u64;
+    // Coarsen.
+    let max_w = ((total / (COARSEST as u64 / 2)).max(1) as u32).max(*h0.w.iter().max().unwrap_or(&1));
+    let mut levels: Vec<Hypergraph> = vec![h0];
+    let mut maps: Vec<Vec<u32>> = Vec::new();
+    while levels.last().is_some_and(|h| h.n() > COARSEST) {
+        let Some((coarse, cmap)) = levels.last().and_then(|h| h.coarsen(max_w, &mut rng)) else {
+            break;
+        };
+        levels.push(coarse);
+        maps.push(cmap);
+    }
+    // Initial bisection of the coarsest level: best of several grown regions.
+    let coarsest = levels.last().expect("level 0 exists");
+    let mut best: Option<(u64, u64, Vec<u8>)> = None;
+    if coarsest.n() >= 2 {
+        for t in 0..INITIAL_TRIES {
+            let seed = if t == 0 { 0 } else { rng.below(coarsest.n()) };
+            let side = grow(coarsest, seed, &mut rng);
+            let mut b = Bisection::new(coarsest, side, max_side);
+            let cut = b.fm(&mut rng);
+            let key = (b.overload(), cut);
+            if best.as_ref().map_or(true, |(o, c, _)| key < (*o, *c)) {
+                best = Some((key.0, key.1, b.side));
+            }
+        }
+    }
+    let Some((_, _, mut side)) = best else {
+        return kd::split(g, ids, scratch, depth);
+    };
+    // Uncoarsen: project, refine except on the finest `skip_levels` levels.
+    for level in (0..maps.len()).rev() {
+        let cmap = &maps[level];
+        side = cmap.iter().map(|&c| side[c as usize]).collect();
+        if level as u32 >= opts.skip_levels {
+            let mut b = Bisection::new(&levels[level], side, max_side);
+            b.fm(&mut rng);
+            side = b.side;
+        }
+    }
+    let mut pos = 0usize;
+    let left = stable_partition(ids, scratch, |_| {
+        let l = side[entity_of_pos[pos] as usize] == 0;
+        pos += 1;
+        l
+    });
+    if left == 0 || left == n {
+        // Degenerate (e.g. one heavy entity): fall back to a geometric cut.
+        return kd::split(g, ids, scratch, depth);
+    }
+    left
+}
+
+/// The level-0 hypergraph of a subset: entities are runs of at most
+/// `entity_tuples` tuples of one task; nets are gathered elements and tasks
+/// split over several entities. Returns it with the entity of every position.
+fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32>) {
+    let n = ids.len();
+    let gathered = g.gathered();
+    let ptr = g.ptr();
+    let n_g = g.n_gathered();
+    let mut entity_of_pos = vec![0u32; n];
+    let mut w: Vec<u32> = Vec::new();
+    let mut xpins: Vec<u32> = vec![0];
+    let mut pins: Vec<u32> = Vec::with_capacity(n + n / 4);
+    let chunk = entity_tuples.max(1) as usize;
+    let n_nets = with_id_map(n_g + g.n_tasks(), |map| {
+        let mut next_net = 0u32;
+        let mut local = |v: u32, map: &mut super::scratch::IdMap<'_>| {
+            map.get(v).unwrap_or_else(|| {
+                map.insert(v, next_net);
+                next_net += 1;
+                next_net - 1
+            })
+        };
+        let mut i = 0;
+        while i < n {
+            // One task's run of tuples.
+            let t = g.task_of(ids[i]) as usize;
+            let end_id = ptr[t + 1];
+            let mut j = i;
+            while j < n && ids[j] < end_id {
+                j += 1;
+            }
+            let task_split = j - i > chunk;
+            let task_net = task_split.then(|| local(n_g as u32 + t as u32, map));
+            let mut s = i;
+            while s < j {
+                let e = (s + chunk).min(j);
+                let ent = w.len() as u32;
+                let first = pins.len();
+                if let Some(tn) = task_net {
+                    pins.push(tn);
+                }
+                for p in s..e {
+                    entity_of_pos[p] = ent;
+                    pins.push(local(gathered[ids[p] as usize], map));
+                }
+                // Deduplicate repeated gathered indices within the entity.
+                let list = &mut pins[first..];
+                list.sort_unstable();
+                let mut k = 0;
+                for r in 0..list.len() {
+                    if r == 0 || list[r] != list[k - 1] {
+                        list[k] = list[r];
+                        k += 1;
+                    }
+                }
+                pins.truncate(first + k);
+                w.push((e - s) as u32);
+                xpins.push(pins.len() as u32);
+                s = e;
+            }
+            i = j;
+        }
+        next_net as usize
+    });
+    (Hypergraph::from_entity_nets(w, xpins, pins, n_nets), entity_of_pos)
+}

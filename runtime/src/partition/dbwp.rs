@@ -1,0 +1,386 @@
+//! Data-balanced work partition (Algorithm 1) and the SJ-tree it records.
+
+use super::graph::WorkGraph;
+use super::scratch::with_marks;
+use super::{bisect, kd, Bisection, PartitionOptions};
+use crate::error::to_u32;
+use crate::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Subsets smaller than this recurse on the current thread: below it a rayon
+/// job costs more than the work it would move to another core.
+const PARALLEL_GRAIN: usize = 1 << 14;
+
+/// Unique vertices of a tuple subset, by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Unique {
+    /// Distinct tasks (output elements).
+    pub tasks: u32,
+    /// Distinct gathered elements.
+    pub gathered: u32,
+}
+
+impl Unique {
+    /// Total unique vertices, the quantity the capacity bounds.
+    pub fn total(&self) -> u32 {
+        self.tasks + self.gathered
+    }
+}
+
+/// One node of the SJ-tree: a tuple subset that DBWP considered.
+///
+/// The tuples of every node are `Partition::order()[lo..hi]` (a subtree's
+/// nodes nest inside their parent's range, left child first), in increasing
+/// tuple id. Leaves are the cache-fit partitions; `leaves` are the ids of the
+/// partitions below a node, a contiguous range because partitions are numbered
+/// left to right. This is what SJ scheduling needs: per node its edge count,
+/// unique vertices, children and leaf partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SjNode {
+    /// Range into [`Partition::order`].
+    pub lo: u32,
+    /// End of the range (exclusive).
+    pub hi: u32,
+    /// Unique vertices of the node's tuples.
+    pub unique: Unique,
+    /// Left and right child node ids, or `None` for a leaf.
+    pub children: Option<[u32; 2]>,
+    /// Partition ids of the leaves below (a leaf: just its own id).
+    pub leaves: std::ops::Range<u32>,
+    /// Distance from the root.
+    pub depth: u32,
+}
+
+impl SjNode {
+    /// Number of tuples (edges) of the node.
+    pub fn edges(&self) -> u32 {
+        self.hi - self.lo
+    }
+    /// Whether the node is a cache-fit partition.
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_none()
+    }
+}
+
+/// The binary tree of DBWP bisections, nodes in preorder (root first, then
+/// the left subtree, then the right one).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SjTree {
+    nodes: Vec<SjNode>,
+    /// Node id of every partition, in partition order.
+    leaves: Vec<u32>,
+}
+
+impl SjTree {
+    /// All nodes in preorder; node 0 is the root (absent for an empty graph).
+    pub fn nodes(&self) -> &[SjNode] {
+        &self.nodes
+    }
+    /// The root, if the graph has tuples.
+    pub fn root(&self) -> Option<&SjNode> {
+        self.nodes.first()
+    }
+    /// Node id of partition `p`.
+    pub fn leaf_node(&self, p: usize) -> u32 {
+        self.leaves[p]
+    }
+    /// Node ids of all partitions, in partition order.
+    pub fn leaf_nodes(&self) -> &[u32] {
+        &self.leaves
+    }
+    /// Number of levels (1 for a single partition, 0 when empty).
+    pub fn depth(&self) -> u32 {
+        self.nodes.iter().map(|n| n.depth + 1).max().unwrap_or(0)
+    }
+}
+
+/// The result of DBWP: cache-fit partitions of the tuples and their SJ-tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partition {
+    order: Vec<u32>,
+    part_ptr: Vec<u32>,
+    tree: SjTree,
+    capacity: u32,
+    seconds: f64,
+}
+
+impl Partition {
+    /// Number of partitions.
+    pub fn len(&self) -> usize {
+        self.part_ptr.len() - 1
+    }
+    /// Whether there is no partition (a graph without tuples).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// All tuple ids, grouped by partition in partition order; within a
+    /// partition in increasing id (CSR order).
+    pub fn order(&self) -> &[u32] {
+        &self.order
+    }
+    /// Partition `p`'s tuples are `order()[part_ptr()[p]..part_ptr()[p + 1]]`.
+    pub fn part_ptr(&self) -> &[u32] {
+        &self.part_ptr
+    }
+    /// Tuple ids of partition `p`, ascending.
+    pub fn part(&self, p: usize) -> &[u32] {
+        &self.order[self.part_ptr[p] as usize..self.part_ptr[p + 1] as usize]
+    }
+    /// Unique vertices of partition `p`.
+    pub fn unique(&self, p: usize) -> Unique {
+        self.tree.nodes[self.tree.leaves[p] as usize].unique
+    }
+    /// The SJ-tree of the bisections.
+    pub fn tree(&self) -> &SjTree {
+        &self.tree
+    }
+    /// The capacity T every partition respects.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+    /// Wall-clock seconds the partitioning took.
+    pub fn seconds(&self) -> f64 {
+        self.seconds
+    }
+    /// The partition id of every tuple, indexed by tuple id (CSR order).
+    pub fn assignments(&self) -> Vec<u32> {
+        let mut a = vec![0u32; self.order.len()];
+        for p in 0..self.len() {
+            for &id in self.part(p) {
+                a[id as usize] = p as u32;
+            }
+        }
+        a
+    }
+}
+
+/// Distinct tasks among ascending tuple ids: a task changes only at a range
+/// boundary, found by galloping forward from the previous task.
+pub(crate) fn count_tasks(g: &WorkGraph, ids: &[u32]) -> u32 {
+    let ptr = g.ptr();
+    let (mut count, mut end, mut t) = (0u32, 0u32, 0usize);
+    for &id in ids {
+        if id >= end {
+            // Last task t' >= t with ptr[t'] <= id, by exponential search.
+            let mut step = 1;
+            while t + step < ptr.len() && ptr[t + step] <= id {
+                step *= 2;
+            }
+            let lo = t + step / 2;
+            let hi = (t + step).min(ptr.len());
+            t = lo + ptr[lo..hi].partition_point(|&p| p <= id) - 1;
+            end = ptr[t + 1];
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Distinct gathered elements among tuple ids.
+pub(crate) fn count_gathered(g: &WorkGraph, ids: &[u32]) -> u32 {
+    let gathered = g.gathered();
+    with_marks(g.n_gathered(), |marks, epoch| {
+        let mut count = 0u32;
+        for &id in ids {
+            let m = &mut marks[gathered[id as usize] as usize];
+            count += u32::from(*m != epoch);
+            *m = epoch;
+        }
+        count
+    })
+}
+
+/// Unique vertices of a subset of ascending tuple ids.
+pub(crate) fn unique_of(g: &WorkGraph, ids: &[u32]) -> Unique {
+    Unique {
+        tasks: count_tasks(g, ids),
+        gathered: count_gathered(g, ids),
+    }
+}
+
+/// Stable partition of `ids` by `left`, keeping each side's order; returns the
+/// left side's length. `scratch` holds the right side meanwhile (`>= ids.len()`).
+pub(crate) fn stable_partition(
+    ids: &mut [u32],
+    scratch: &mut [u32],
+    mut left: impl FnMut(u32) -> bool,
+) -> usize {
+    let (mut w, mut r) = (0, 0);
+    for i in 0..ids.len() {
+        let id = ids[i];
+        if left(id) {
+            ids[w] = id;
+            w += 1;
+        } else {
+            scratch[r] = id;
+            r += 1;
+        }
+    }
+    ids[w..].copy_from_slice(&scratch[..r]);
+    w
+}
+
+struct Run<'a> {
+    g: &'a WorkGraph,
+    capacity: u32,
+    opts: &'a PartitionOptions,
+    done: AtomicU64,
+    progress: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+/// A node before the leaves are numbered: children are preorder offsets
+/// relative to the node itself.
+struct Pending {
+    lo: u32,
+    hi: u32,
+    unique: Unique,
+    right_offset: u32,
+    depth: u32,
+}
+
+impl Run<'_> {
+    /// Algorithm 1 on `ids` (ascending), placed at `base` in the final order.
+    /// Returns the subtree in preorder.
+    fn dbwp(
+        &self,
+        ids: &mut [u32],
+        scratch: &mut [u32],
+        base: u32,
+        depth: u32,
+        unique: Unique,
+    ) -> Vec<Pending> {
+        let n = ids.len();
+        let hi = base + n as u32;
+        if unique.total() <= self.capacity || n < 2 {
+            let done = self.done.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+            if let Some(report) = self.progress {
+                report(done);
+            }
+            return vec![Pending {
+                lo: base,
+                hi,
+                unique,
+                right_offset: 0,
+                depth,
+            }];
+        }
+        let cut = match self.opts.bisection {
+            Bisection::KdTiling => kd::split(self.g, ids, scratch, depth),
+            Bisection::Coarsened(ref c) => bisect::split(self.g, ids, scratch, depth, c),
+        };
+        debug_assert!(cut > 0 && cut < n);
+        let (li, ri) = ids.split_at_mut(cut);
+        let (ls, rs) = scratch.split_at_mut(cut);
+        let go_left = |li: &mut [u32], ls: &mut [u32]| {
+            let u = unique_of(self.g, li);
+            self.dbwp(li, ls, base, depth + 1, u)
+        };
+        let go_right = |ri: &mut [u32], rs: &mut [u32]| {
+            let u = unique_of(self.g, ri);
+            self.dbwp(ri, rs, base + cut as u32, depth + 1, u)
+        };
+        let (mut left, right) = if n >= PARALLEL_GRAIN {
+            rayon::join(|| go_left(li, ls), || go_right(ri, rs))
+        } else {
+            (go_left(li, ls), go_right(ri, rs))
+        };
+        let mut out = Vec::with_capacity(1 + left.len() + right.len());
+        out.push(Pending {
+            lo: base,
+            hi,
+            unique,
+            right_offset: 1 + left.len() as u32,
+            depth,
+        });
+        out.append(&mut left);
+        out.extend(right);
+        out
+    }
+}
+
+/// Runs DBWP (Algorithm 1) on `graph`: bisects every tuple subset whose unique
+/// vertices (tasks + gathered elements) exceed `opts.capacity`, until none
+/// does, with the bisection method of `opts`. `progress`, when given, is
+/// called with the number of tuples placed in final partitions so far.
+///
+/// Subsets always split into two non-empty halves, so the recursion ends;
+/// a capacity below 2 is rejected, since a single tuple has two vertices.
+pub fn dbwp(
+    graph: &WorkGraph,
+    opts: &PartitionOptions,
+    progress: Option<&(dyn Fn(u64) + Sync)>,
+) -> Result<Partition> {
+    let start = Instant::now();
+    if opts.capacity < 2 {
+        return Err(Error::invalid(format!(
+            "partition capacity must be at least 2 unique vertices (one tuple touches a task and a gathered element), got {}",
+            opts.capacity
+        )));
+    }
+    opts.bisection.validate()?;
+    let n = graph.n_tuples();
+    to_u32("work graph tuples", n)?;
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut scratch = vec![0u32; n];
+    let run = Run {
+        g: graph,
+        capacity: opts.capacity,
+        opts,
+        done: AtomicU64::new(0),
+        progress,
+    };
+    let pending = if n == 0 {
+        Vec::new()
+    } else {
+        let unique = unique_of(graph, &order);
+        run.dbwp(&mut order, &mut scratch, 0, 0, unique)
+    };
+    drop(scratch);
+    let tree = number_tree(pending);
+    let mut part_ptr = Vec::with_capacity(tree.leaves.len() + 1);
+    part_ptr.push(0);
+    part_ptr.extend(tree.leaves.iter().map(|&l| tree.nodes[l as usize].hi));
+    Ok(Partition {
+        order,
+        part_ptr,
+        tree,
+        capacity: opts.capacity,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Turns the preorder subtree into absolute child ids and numbers the leaves
+/// left to right.
+fn number_tree(pending: Vec<Pending>) -> SjTree {
+    let mut nodes: Vec<SjNode> = Vec::with_capacity(pending.len());
+    let mut leaves = Vec::new();
+    for (i, p) in pending.iter().enumerate() {
+        let i = i as u32;
+        let children = (p.right_offset != 0).then(|| [i + 1, i + p.right_offset]);
+        let leaf_range = if children.is_none() {
+            let id = leaves.len() as u32;
+            leaves.push(i);
+            id..id + 1
+        } else {
+            0..0
+        };
+        nodes.push(SjNode {
+            lo: p.lo,
+            hi: p.hi,
+            unique: p.unique,
+            children,
+            leaves: leaf_range,
+            depth: p.depth,
+        });
+    }
+    // Children follow their parent in preorder: fill ranges bottom-up.
+    for i in (0..nodes.len()).rev() {
+        if let Some([l, r]) = nodes[i].children {
+            let start = nodes[l as usize].leaves.start;
+            let end = nodes[r as usize].leaves.end;
+            nodes[i].leaves = start..end;
+        }
+    }
+    SjTree { nodes, leaves }
+}

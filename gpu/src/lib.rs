@@ -1,8 +1,18 @@
 //! The device layer of warpfit: where a launch runs (CPU or CUDA), the
-//! kernel description generated code hands over, and the CUDA backend.
+//! kernel description generated code hands over, and the CUDA backend:
+//! NVRTC compilation with an on-disk cache ([`compile`]), module loading and
+//! launches ([`launch`]), device buffers ([`buffer`]), and the cuSPARSE
+//! baseline ([`baseline`]). Every CUDA library is loaded at run time and
+//! probed first ([`probe`]), so the crate builds and its CPU paths run on
+//! machines without CUDA.
 
+pub mod compile;
 mod device;
+pub mod probe;
 pub mod spec;
 
+pub use compile::Arch;
 pub use device::{CudaDevice, Decomposition, Device, LaunchConfig};
-pub use spec::{Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
+pub use spec::{
+    Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,
+};

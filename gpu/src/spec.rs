@@ -205,7 +205,9 @@ impl<'a> Arg<'a> {
     /// A read-only array argument.
     pub fn input<T: Scalar>(s: &'a [T]) -> Self {
         // SAFETY: `T: Scalar` is plain-old-data; the byte view covers exactly `s`.
-        let bytes = unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s))
+        };
         Arg::Input(HostSlice { bytes, ty: T::TYPE })
     }
 

@@ -1,0 +1,58 @@
+// warpfit device library: entry points.
+//
+// Included first in every kernel's translation unit. The generated functor
+// (docs/codegen.md) follows, then the device layer appends
+// `WARPFIT_ENTRY_POINTS(wf_<name>::Kernel)`, which instantiates
+// `nested_reduce<K, Decomposition, TaskSource>` for every decomposition and
+// task source as `extern "C"` kernels with fixed names, plus the merge and
+// task-size kernels. Every kernel takes the functor's `Params` by value,
+// then the launch's `LaunchArgs`, and runs in blocks of `BLOCK` threads.
+#pragma once
+#include "warpfit/types.cuh"
+#include "warpfit/fault.cuh"
+#include "warpfit/rust_ops.cuh"
+#include "warpfit/warp.cuh"
+#include "warpfit/task_source.cuh"
+#include "warpfit/thread.cuh"
+#include "warpfit/subwarp.cuh"
+#include "warpfit/cte.cuh"
+#include "warpfit/merge.cuh"
+
+namespace warpfit {
+
+/// Runs kernel `K` over the items of `Src` with decomposition `D`.
+template <class K, class D, class Src>
+__device__ __forceinline__ void nested_reduce(const typename K::params_t& p, const LaunchArgs& a) {
+    D::template run<K, Src>(p, a);
+}
+
+}  // namespace warpfit
+
+#define WARPFIT_ENTRY_(K, NAME, D, SRC)                                                              \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
+        NAME(const K::params_t p, const warpfit::LaunchArgs a) {                                     \
+        warpfit::nested_reduce<K, D, SRC>(p, a);                                                     \
+    }
+
+#define WARPFIT_ENTRY_SOURCE_(K, SUFFIX, SRC)                                                        \
+    WARPFIT_ENTRY_(K, wf_thread_##SUFFIX, warpfit::Thread, SRC)                                      \
+    WARPFIT_ENTRY_(K, wf_sub2_##SUFFIX, warpfit::SubWarp<2>, SRC)                                    \
+    WARPFIT_ENTRY_(K, wf_sub4_##SUFFIX, warpfit::SubWarp<4>, SRC)                                    \
+    WARPFIT_ENTRY_(K, wf_sub8_##SUFFIX, warpfit::SubWarp<8>, SRC)                                    \
+    WARPFIT_ENTRY_(K, wf_sub16_##SUFFIX, warpfit::SubWarp<16>, SRC)                                  \
+    WARPFIT_ENTRY_(K, wf_sub32_##SUFFIX, warpfit::SubWarp<32>, SRC)                                  \
+    WARPFIT_ENTRY_(K, wf_cte_##SUFFIX, warpfit::Cte, SRC)
+
+/// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list}`,
+/// `wf_merge` and `wf_sizes`.
+#define WARPFIT_ENTRY_POINTS(K)                                                                      \
+    WARPFIT_ENTRY_SOURCE_(K, all, warpfit::AllTasks)                                                 \
+    WARPFIT_ENTRY_SOURCE_(K, list, warpfit::TaskList)                                                \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
+        wf_merge(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
+        warpfit::merge<K>(p, a);                                                                     \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
+        wf_sizes(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
+        warpfit::task_sizes<K>(p, a);                                                                \
+    }

@@ -1,0 +1,165 @@
+// warpfit device library: task sources.
+//
+// A task source turns an item number into an `Item`: the coarse task, its
+// prologue bindings, the fine-task range to fold, and what to do with the
+// result. `AllTasks` is tasks 0..n, each whole. `TaskList` reads
+// `(task, lo, hi)` segments: a segment whose task occurs once is whole; a
+// piece of a split task leaves a partial in its per-segment scratch slot,
+// which the merge kernel (merge.cuh) folds in list order.
+#pragma once
+#include "warpfit/fault.cuh"
+#include "warpfit/warp.cuh"
+
+namespace warpfit {
+
+/// Launch-wide arguments of every library kernel, passed by value after
+/// the kernel's `Params`. Mirrored by `LaunchArgs` in `gpu/src/launch.rs`.
+struct LaunchArgs {
+    uint64_t n_items;          // tasks (AllTasks), segments (TaskList) or split tasks (merge)
+    const Segment* segments;   // TaskList
+    const uint8_t* whole;      // TaskList: 1 when the segment's task occurs once
+    void* scratch;             // TaskList: one acc_t per segment (split segments only)
+    uint8_t* present;          // TaskList: 1 when the segment's partial holds a value
+    const SplitTask* split;    // merge
+    const uint32_t* split_segments;  // merge: segment ids grouped by split task
+    FaultRecord* fault;
+    uint32_t* sizes;           // sizes kernel: fine-task count per task (saturated)
+    uint32_t cte_thread_ratio;  // CTE: fold per lane when max size <= ratio * rounds (0: never)
+    uint32_t pad;
+};
+
+/// One unit of work for a decomposition.
+template <class K> struct Item {
+    typename K::ctx_t ctx;
+    uint64_t task;
+    uint64_t lo;
+    uint64_t hi;
+    uint32_t slot;  // TaskList: the segment id (scratch slot)
+    bool whole;     // fold from `init` and run the epilogue; else leave a partial
+    bool valid;     // false past the end, or when the prologue faulted
+};
+
+/// Tasks 0..n, each whole.
+struct AllTasks {
+    static constexpr bool is_list = false;
+
+    template <class K>
+    static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
+                                                Item<K>& it, Fault& f) {
+        it.valid = false;
+        it.whole = true;
+        it.slot = 0;
+        it.task = i;
+        it.lo = it.hi = 0;
+        if (i >= a.n_items) {
+            return;
+        }
+        K::prologue(p, i, it.ctx, it.lo, it.hi, f);
+        if (f.any()) {
+            f.attribute(i);
+            it.lo = it.hi = 0;
+            return;
+        }
+        if (it.hi < it.lo) {
+            it.hi = it.lo;  // an empty Rust range
+        }
+        it.valid = true;
+    }
+};
+
+/// The segments of a task list.
+struct TaskList {
+    static constexpr bool is_list = true;
+
+    template <class K>
+    static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
+                                                Item<K>& it, Fault& f) {
+        it.valid = false;
+        it.whole = true;
+        it.slot = uint32_t(i);
+        it.task = 0;
+        it.lo = it.hi = 0;
+        if (i >= a.n_items) {
+            return;
+        }
+        const Segment s = a.segments[i];
+        it.task = s.task;
+        it.whole = a.whole[i] != 0;
+        uint64_t tlo = 0, thi = 0;
+        K::prologue(p, it.task, it.ctx, tlo, thi, f);
+        if (f.any()) {
+            f.attribute(it.task);
+            return;
+        }
+        // The same check as the CPU executor: the segment lies in the task's range.
+        if (uint64_t(s.lo) < tlo || uint64_t(s.hi) > (thi > tlo ? thi : tlo)) {
+            Fault g;
+            g.kind = FAULT_SEGMENT;
+            g.index = i;
+            g.task = it.task;
+            publish(a.fault, g, tlo, thi);
+            return;
+        }
+        it.lo = s.lo;
+        it.hi = s.hi;
+        it.valid = true;
+    }
+};
+
+/// The accumulator an item starts from. A lane that folds a whole task
+/// alone starts from `init` and folds left to right, exactly as the CPU
+/// twin does; cooperative decompositions start empty and put `init` in
+/// front when they finish.
+template <class K>
+__device__ __forceinline__ Partial<typename K::acc_t> seed(const typename K::params_t& p, const Item<K>& it,
+                                                            Fault& f) {
+    Partial<typename K::acc_t> r;
+    if (it.valid && it.whole) {
+        r.value = K::init(p, it.task, it.ctx, f);
+        r.has = true;
+        f.attribute(it.task);
+    }
+    return r;
+}
+
+/// Folds fine tasks `lo..hi` of `it` onto `acc`, left to right.
+template <class K>
+__device__ __forceinline__ void fold_serial(const typename K::params_t& p, const Item<K>& it,
+                                            Partial<typename K::acc_t>& acc, Fault& f) {
+#pragma unroll 4
+    for (uint64_t k = it.lo; k < it.hi; ++k) {
+        acc.template push<K>(K::map(p, it.task, it.ctx, k, f), f);
+    }
+    f.attribute(it.task);
+}
+
+/// What happens to an item's folded value: a whole task runs its epilogue
+/// on it (with `init` put in front unless `seeded`); a piece of a split
+/// task stores its partial in its scratch slot. The epilogue is skipped
+/// when this thread faulted: the launch fails and outputs are unspecified.
+template <class K>
+__device__ __forceinline__ void finish(const typename K::params_t& p, const LaunchArgs& a, const Item<K>& it,
+                                       const Partial<typename K::acc_t>& acc, bool seeded, Fault& f) {
+    typedef typename K::acc_t acc_t;
+    if (!it.valid) {
+        return;
+    }
+    if (it.whole) {
+        Partial<acc_t> r = acc;
+        if (!seeded) {
+            r.value = K::init(p, it.task, it.ctx, f);
+            r.has = true;
+            r.template append<K>(acc, f);
+            f.attribute(it.task);
+        }
+        if (!f.any()) {
+            K::epilogue(p, it.task, it.ctx, r.value, f);
+            f.attribute(it.task);
+        }
+    } else {
+        static_cast<acc_t*>(a.scratch)[it.slot] = acc.value;
+        a.present[it.slot] = acc.has ? 1 : 0;
+    }
+}
+
+}  // namespace warpfit

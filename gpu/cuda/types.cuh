@@ -1,0 +1,45 @@
+// warpfit device library: fixed-width integer types and launch-wide constants.
+//
+// NVRTC ships no C standard headers, so the fixed-width names the generated
+// code uses (`uint32_t`, `int64_t`, ...) are defined here. The definitions
+// agree with the LP64 ABI the host uses, so a redundant declaration by some
+// other header is a harmless re-typedef of the same type.
+#pragma once
+
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+
+namespace warpfit {
+
+/// Threads per warp on every architecture warpfit targets (sm_70 and newer).
+constexpr int WARP = 32;
+/// Threads per block of every library kernel: 8 warps, enough to hide
+/// latency with several blocks per SM, small enough to keep shared memory
+/// per block low for large `ctx_t`.
+constexpr int BLOCK = 256;
+constexpr int WARPS_PER_BLOCK = BLOCK / WARP;
+constexpr unsigned FULL_MASK = 0xffffffffu;
+
+/// A piece of one coarse task, as `warpfit_runtime::Segment` lays it out
+/// (`#[repr(C)]`, three u32).
+struct Segment {
+    uint32_t task;
+    uint32_t lo;
+    uint32_t hi;
+};
+
+/// A task of a task list that occurs in several segments, as
+/// `warpfit_runtime::SplitTask` lays it out.
+struct SplitTask {
+    uint32_t task;
+    uint32_t first;
+    uint32_t count;
+};
+
+}  // namespace warpfit

@@ -1,0 +1,103 @@
+//! Compiles every fixture kernel — hence every decomposition and task source
+//! the entry points instantiate, the merge and the size kernels — with NVRTC
+//! to CUBIN for sm_80 and sm_90. Needs only NVRTC, no GPU. Without NVRTC the
+//! test is skipped, except under `CI=true`, where it fails.
+
+mod common;
+
+use warpfit_gpu::compile::{compile_uncached, translation_unit};
+use warpfit_gpu::probe::{self, Library};
+use warpfit_gpu::Arch;
+
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines.
+const ENTRY_POINTS: &[&str] = &[
+    "wf_thread_all",
+    "wf_sub2_all",
+    "wf_sub4_all",
+    "wf_sub8_all",
+    "wf_sub16_all",
+    "wf_sub32_all",
+    "wf_cte_all",
+    "wf_thread_list",
+    "wf_sub2_list",
+    "wf_sub4_list",
+    "wf_sub8_list",
+    "wf_sub16_list",
+    "wf_sub32_list",
+    "wf_cte_list",
+    "wf_merge",
+    "wf_sizes",
+];
+
+fn nvrtc_or_skip() -> bool {
+    match probe::require(Library::Nvrtc) {
+        Ok(()) => true,
+        Err(e) => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("CI=true and NVRTC cannot be loaded: {e}");
+            }
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+#[test]
+fn every_kernel_and_decomposition_compiles_for_sm80_and_sm90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for spec in common::ALL {
+        let tu = translation_unit(spec);
+        for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+            let c = compile_uncached(spec.name, &tu, arch).unwrap_or_else(|e| panic!("{e}"));
+            if std::env::var_os("WARPFIT_SHOW_PTXAS").is_some() {
+                eprintln!("--- {} {arch} ---\n{}", spec.name, c.log);
+            }
+            // A CUBIN is an ELF image.
+            assert_eq!(
+                &c.cubin[..4],
+                b"\x7fELF",
+                "{} {arch}: not an ELF image",
+                spec.name
+            );
+            for ep in ENTRY_POINTS {
+                assert!(
+                    c.cubin.windows(ep.len()).any(|w| w == ep.as_bytes()),
+                    "{} {arch}: entry point {ep} missing from the CUBIN",
+                    spec.name
+                );
+                assert!(
+                    c.log.contains(ep),
+                    "{} {arch}: no ptxas report for {ep}:\n{}",
+                    spec.name,
+                    c.log
+                );
+            }
+            // No entry point spills registers to local memory.
+            for line in c.log.lines().filter(|l| l.contains("spill")) {
+                assert!(
+                    line.contains(" 0 bytes spill stores, 0 bytes spill loads"),
+                    "{} {arch}: {line}",
+                    spec.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_compile_error_carries_the_log_and_the_source() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src = "#include \"warpfit/kernel.cuh\"\nnamespace wf_bad { this is not C++; }\n";
+    let err = compile_uncached("bad", src, Arch::new(9, 0)).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("NVRTC failed to compile kernel `bad` for sm_90"),
+        "{msg}"
+    );
+    assert!(msg.contains("this is not C++"), "{msg}");
+    assert!(msg.contains("error"), "{msg}");
+}

@@ -18,4 +18,5 @@ pub mod __private {
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::{Error, Result, Tasks};
     pub use warpfit_gpu::{Device, LaunchConfig};
+    pub use warpfit_runtime::partition::WorkGraph;
 }

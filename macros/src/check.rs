@@ -1,0 +1,143 @@
+//! The structural rules of the kernel language on the parsed AST: exactly one
+//! nested pattern, at statement level, after a prologue of `let`s only.
+//!
+//! Rules that need name resolution or types (owner-computes, typing) are
+//! checked while lowering, in `lower`; they report through the same [`Errors`].
+
+use crate::ir::{BinOp, Errors};
+use crate::parse::{Expr, ExprKind, KernelFn, Reduce, Stmt, KERNEL};
+
+const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
+
+/// Why a position cannot hold the nested pattern.
+#[derive(Clone, Copy)]
+enum Blocked {
+    If,
+    Logic,
+    Closure,
+    Block,
+    Index,
+}
+
+impl Blocked {
+    fn message(self) -> String {
+        let why = match self {
+            Blocked::If => "under an `if` (it would run conditionally, but every task folds its range exactly once)",
+            Blocked::Logic => "in an operand of `&&`/`||` (it would run conditionally)",
+            Blocked::Closure => "inside a closure (nested patterns do not nest)",
+            Blocked::Block => "inside a block expression",
+            Blocked::Index => "in the index of an output write",
+        };
+        format!(
+            "the nested pattern {SHAPE} cannot appear {why}: bind it at statement level, e.g. `let s = (lo..hi).map(..).fold(..);`, then use `s`"
+        )
+    }
+}
+
+/// Reports every nested pattern found below `e`, with the position's verdict.
+fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Option<Blocked>)>) {
+    let b = |x: Blocked| Some(blocked.unwrap_or(x));
+    match &e.kind {
+        ExprKind::Nested(n) => {
+            out.push((e, blocked));
+            for part in [&n.lo, &n.hi, &n.init] {
+                find(part, b(Blocked::Closure), out);
+            }
+            find(&n.map, b(Blocked::Closure), out);
+            if let Reduce::Closure { body, .. } = &n.reduce {
+                find(body, b(Blocked::Closure), out);
+            }
+        }
+        ExprKind::Binary(op, _, l, r) => {
+            let inner = if matches!(op, BinOp::And | BinOp::Or) { b(Blocked::Logic) } else { blocked };
+            find(l, inner, out);
+            find(r, inner, out);
+        }
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => find(x, blocked, out),
+        ExprKind::If(c, t, f) => {
+            find(c, b(Blocked::If), out);
+            for blk in [t, f] {
+                blk.lets.iter().for_each(|l| find(&l.init, b(Blocked::If), out));
+                find(&blk.tail, b(Blocked::If), out);
+            }
+        }
+        ExprKind::Block(blk) => {
+            blk.lets.iter().for_each(|l| find(&l.init, b(Blocked::Block), out));
+            find(&blk.tail, b(Blocked::Block), out);
+        }
+        ExprKind::Method { recv, args, .. } => {
+            find(recv, blocked, out);
+            args.iter().for_each(|a| find(a, blocked, out));
+        }
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| find(a, blocked, out)),
+        _ => {}
+    }
+}
+
+fn find_stmt<'a>(s: &'a Stmt, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Option<Blocked>)>) {
+    match s {
+        Stmt::Let(l) => find(&l.init, blocked, out),
+        Stmt::Assign { index, value, .. } => {
+            find(index, Some(blocked.unwrap_or(Blocked::Index)), out);
+            find(value, blocked, out);
+        }
+        Stmt::If { cond, then, els, .. } => {
+            let b = Some(blocked.unwrap_or(Blocked::If));
+            find(cond, b, out);
+            then.iter().chain(els).for_each(|s| find_stmt(s, b, out));
+        }
+    }
+}
+
+/// Checks the body's shape; returns the index of the statement holding the
+/// nested pattern (prologue = the statements before it, all `let`s).
+pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
+    let mut found = Vec::new();
+    let mut at = None;
+    for (i, s) in k.body.iter().enumerate() {
+        let before = found.len();
+        find_stmt(s, None, &mut found);
+        if found.len() > before && at.is_none() {
+            at = Some(i);
+        }
+    }
+    let Some((first, _)) = found.first() else {
+        errs.push(syn::Error::new_spanned(
+            &k.name,
+            format!("{KERNEL} needs exactly one nested pattern {SHAPE}, found none"),
+        ));
+        return None;
+    };
+    let _ = first;
+    let mut ok = true;
+    for (i, (e, blocked)) in found.iter().enumerate() {
+        if i > 0 {
+            errs.push(e.sp.error(format!(
+                "a second nested pattern: {KERNEL} has exactly one {SHAPE} (one coarse task folds one range of fine tasks); split the work into two kernels"
+            )));
+            ok = false;
+        } else if let Some(b) = blocked {
+            errs.push(e.sp.error(b.message()));
+            ok = false;
+        }
+    }
+    let at = at?;
+    for s in &k.body[..at] {
+        match s {
+            Stmt::Let(_) => {}
+            Stmt::Assign { sp, .. } => {
+                errs.push(sp.error(format!(
+                    "writes happen only in the epilogue of {KERNEL}, after the nested pattern {SHAPE}: move this write below it"
+                )));
+                ok = false;
+            }
+            Stmt::If { sp, .. } => {
+                errs.push(sp.error(format!(
+                    "`if` statements are only supported in the epilogue of {KERNEL}, after the nested pattern; before it, use `let` with an `if` expression"
+                )));
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(at)
+}

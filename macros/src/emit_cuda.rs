@@ -1,0 +1,329 @@
+//! CUDA C++ for a kernel (the functor of `docs/codegen.md`) and for a
+//! `#[device_fn]`.
+//!
+//! Every local is declared with its IR type (a Rust `0.0` the IR types as
+//! `f32` is `0.0f`, never a double), and every operation whose C++ meaning
+//! differs from Rust's goes through a `warpfit::` helper of the device library.
+
+use crate::ir::{BinOp, ConstKind, DeviceCall, DeviceFn, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method, Param, ParamKind, Reduce, Stmt, Ty, UnOp};
+use std::collections::HashSet;
+use std::fmt::Write;
+
+/// A name that is valid C++ and cannot collide with the device library.
+pub fn cuda_ident(name: &str) -> String {
+    let n = name.strip_prefix("r#").unwrap_or(name);
+    if crate::lower::is_reserved(n) || n.starts_with("wf_") {
+        format!("{n}_")
+    } else {
+        n.to_string()
+    }
+}
+
+fn int_lit(v: i128, t: Ty) -> String {
+    match t {
+        Ty::I32 if v == i32::MIN as i128 => "(-2147483647 - 1)".into(),
+        Ty::I32 if v < 0 => format!("({v})"),
+        Ty::I32 => format!("{v}"),
+        Ty::U32 => format!("{v}u"),
+        Ty::I64 if v == i64::MIN as i128 => "int64_t(-9223372036854775807ll - 1)".into(),
+        Ty::I64 => format!("int64_t({v}ll)"),
+        Ty::U64 | Ty::Usize => format!("uint64_t({v}ull)"),
+        Ty::U8 => format!("uint8_t({v})"),
+        Ty::Bool => (if v != 0 { "true" } else { "false" }).into(),
+        Ty::F32 => format!("{:?}f", v as f32),
+        Ty::F64 => format!("{:?}", v as f64),
+    }
+}
+
+fn float_lit(digits: &str, t: Ty) -> String {
+    if t == Ty::F32 {
+        let v: f32 = digits.parse().unwrap_or(0.0);
+        format!("{v:?}f")
+    } else {
+        let v: f64 = digits.parse().unwrap_or(0.0);
+        format!("{v:?}")
+    }
+}
+
+fn const_value(c: ConstKind, t: Ty) -> String {
+    match (t, c) {
+        (Ty::F32, ConstKind::Infinity) => "__int_as_float(0x7f800000)".into(),
+        (Ty::F32, ConstKind::NegInfinity) => "__int_as_float(0xff800000)".into(),
+        (Ty::F32, ConstKind::Nan) => "__int_as_float(0x7fc00000)".into(),
+        (Ty::F32, ConstKind::Epsilon) => format!("{:?}f", f32::EPSILON),
+        (Ty::F32, ConstKind::Max) => format!("{:?}f", f32::MAX),
+        (Ty::F32, ConstKind::Min) => format!("{:?}f", f32::MIN),
+        (Ty::F64, ConstKind::Infinity) => "__longlong_as_double(0x7ff0000000000000ll)".into(),
+        (Ty::F64, ConstKind::NegInfinity) => "__longlong_as_double(0xfff0000000000000ull)".into(),
+        (Ty::F64, ConstKind::Nan) => "__longlong_as_double(0x7ff8000000000000ll)".into(),
+        (Ty::F64, ConstKind::Epsilon) => format!("{:?}", f64::EPSILON),
+        (Ty::F64, ConstKind::Max) => format!("{:?}", f64::MAX),
+        (Ty::F64, ConstKind::Min) => format!("{:?}", f64::MIN),
+        (t, ConstKind::Max) => int_lit(t.int_max() as i128, t),
+        (t, _) if t.is_signed_int() => int_lit(-(t.int_max() as i128) - 1, t),
+        (t, _) => int_lit(0, t),
+    }
+}
+
+pub struct Emitter<'a> {
+    pub locals: &'a [Local],
+    pub params: &'a [Param],
+    pub calls: &'a [DeviceCall],
+    /// Prologue bindings read through `wf_c` outside the prologue.
+    pub ctx: HashSet<LocalId>,
+    pub via_ctx: bool,
+    pub task: Option<LocalId>,
+}
+
+impl Emitter<'_> {
+    fn local(&self, id: LocalId) -> String {
+        let n = cuda_ident(&self.locals[id].name);
+        if self.via_ctx && self.ctx.contains(&id) {
+            format!("wf_c.{n}")
+        } else {
+            n
+        }
+    }
+
+    fn param(&self, i: usize) -> String {
+        cuda_ident(&self.params[i].name.to_string())
+    }
+
+    fn task(&self) -> String {
+        self.task.map(|t| cuda_ident(&self.locals[t].name)).unwrap_or_default()
+    }
+
+    pub fn expr(&self, x: &Expr) -> String {
+        let t = x.ty;
+        let tn = t.cuda_name();
+        match &x.kind {
+            ExprKind::Lit(Lit::Int(v)) => int_lit(*v, t),
+            ExprKind::Lit(Lit::Float(d)) => float_lit(d, t),
+            ExprKind::Lit(Lit::Bool(b)) => b.to_string(),
+            ExprKind::Local(id) => self.local(*id),
+            ExprKind::Scalar(i) => format!("wf_p.{}", self.param(*i)),
+            ExprKind::Acc => "wf_acc".into(),
+            ExprKind::Const(c) => const_value(*c, t),
+            ExprKind::Unary(UnOp::Neg, a) if t.is_int() => format!("warpfit::sub<{tn}>({}, {})", int_lit(0, t), self.expr(a)),
+            ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.expr(a)),
+            ExprKind::Unary(UnOp::Not, a) if t == Ty::Bool => format!("(!{})", self.expr(a)),
+            ExprKind::Unary(UnOp::Not, a) => format!("static_cast<{tn}>(~{})", self.expr(a)),
+            ExprKind::Binary(op, a, b) => {
+                let ot = a.ty.cuda_name();
+                let (a, b) = (self.expr(a), self.expr(b));
+                match op {
+                    BinOp::Add => format!("warpfit::add<{ot}>({a}, {b})"),
+                    BinOp::Sub => format!("warpfit::sub<{ot}>({a}, {b})"),
+                    BinOp::Mul => format!("warpfit::mul<{ot}>({a}, {b})"),
+                    BinOp::Div => format!("warpfit::div<{ot}>({a}, {b}, wf_f)"),
+                    BinOp::Rem => format!("warpfit::rem<{ot}>({a}, {b}, wf_f)"),
+                    BinOp::Shl => format!("warpfit::shl<{ot}>({a}, {b})"),
+                    BinOp::Shr => format!("warpfit::shr<{ot}>({a}, {b})"),
+                    // Integer promotion would widen u8/bool: cast back.
+                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => format!("static_cast<{ot}>({a} {} {b})", op.symbol()),
+                    _ => format!("({a} {} {b})", op.symbol()),
+                }
+            }
+            ExprKind::Cast(a) => format!("warpfit::cast<{tn}>({})", self.expr(a)),
+            ExprKind::Load(i, idx) => {
+                let p = self.param(*i);
+                format!("warpfit::ld(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)", self.expr(idx))
+            }
+            ExprKind::LoadOut(i) => {
+                let p = self.param(*i);
+                format!("warpfit::ld_out(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)", self.task())
+            }
+            ExprKind::If(c, a, b) => format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b)),
+            ExprKind::Block(lets, tail) => {
+                // C++ has no block expressions: an immediately invoked lambda
+                // keeps the `let`s scoped and evaluated only on this path.
+                let mut s = format!("([&]() -> {tn} {{ ");
+                for (id, v) in lets {
+                    let _ = write!(s, "const {} {} = {}; ", self.locals[*id].ty.cuda_name(), self.local(*id), self.expr(v));
+                }
+                let _ = write!(s, "return {}; }}())", self.expr(tail));
+                s
+            }
+            ExprKind::Method(m, args) => self.method(*m, args),
+            ExprKind::Call(i, args) => {
+                let name = cuda_ident(&self.calls[*i].name());
+                let mut a: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                a.push("wf_f".into());
+                format!("warpfit_user::{name}({})", a.join(", "))
+            }
+        }
+    }
+
+    fn method(&self, m: Method, args: &[Expr]) -> String {
+        let rt = args[0].ty;
+        let tn = rt.cuda_name();
+        let a: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+        let a = a.join(", ");
+        match m {
+            Method::Min if rt.is_float() => format!("warpfit::fmin({a})"),
+            Method::Max if rt.is_float() => format!("warpfit::fmax({a})"),
+            // Templates for integers: explicit type, no deduction surprises.
+            Method::Min | Method::Max | Method::Abs | Method::Clamp | Method::Pow | Method::Signum if rt.is_int() => {
+                format!("warpfit::{}<{tn}>({a})", m.name())
+            }
+            Method::Clamp => format!("warpfit::clamp<{tn}>({a})"),
+            _ => format!("warpfit::{}({a})", m.name()),
+        }
+    }
+
+    fn stmt(&self, s: &Stmt, out: &mut String, ind: usize) {
+        let pad = "    ".repeat(ind);
+        match s {
+            Stmt::Let(id, v) => {
+                let _ = writeln!(out, "{pad}const {} {} = {};", self.locals[*id].ty.cuda_name(), self.local(*id), self.expr(v));
+            }
+            Stmt::Store { param, value } => {
+                let p = self.param(*param);
+                let _ = writeln!(
+                    out,
+                    "{pad}warpfit::st_out(wf_p.{p}, wf_p.{p}_len, {}, {}, {param}, wf_f);",
+                    self.task(),
+                    self.expr(value)
+                );
+            }
+            Stmt::If(c, a, b) => {
+                let _ = writeln!(out, "{pad}if ({}) {{", self.expr(c));
+                a.iter().for_each(|s| self.stmt(s, out, ind + 1));
+                if b.is_empty() {
+                    let _ = writeln!(out, "{pad}}}");
+                } else {
+                    let _ = writeln!(out, "{pad}}} else {{");
+                    b.iter().for_each(|s| self.stmt(s, out, ind + 1));
+                    let _ = writeln!(out, "{pad}}}");
+                }
+            }
+        }
+    }
+}
+
+const QUAL: &str = "static __device__ __forceinline__";
+
+/// The kernel's functor, in `namespace wf_<name>`.
+pub fn kernel(k: &Kernel) -> String {
+    let mut em = Emitter {
+        locals: &k.locals,
+        params: &k.params,
+        calls: &k.calls,
+        ctx: k.ctx.iter().copied().collect(),
+        via_ctx: false,
+        task: Some(k.task),
+    };
+    let acc = k.acc.cuda_name();
+    let task = em.task();
+    let mut s = String::new();
+    let _ = writeln!(s, "// Generated by #[nested_reduce] from `fn {}`; do not edit.", k.name);
+    let _ = writeln!(s, "namespace wf_{} {{", k.name);
+    let _ = writeln!(s, "struct Params {{");
+    for p in &k.params {
+        let n = cuda_ident(&p.name.to_string());
+        let t = p.ty.cuda_name();
+        let _ = match p.kind {
+            ParamKind::Input => writeln!(s, "    const {t}* {n}; uint64_t {n}_len;"),
+            ParamKind::Output => writeln!(s, "    {t}* {n}; uint64_t {n}_len;"),
+            ParamKind::Scalar => writeln!(s, "    {t} {n};"),
+        };
+    }
+    let _ = writeln!(s, "}};");
+    let _ = writeln!(s, "struct Kernel {{");
+    let _ = writeln!(s, "    typedef Params params_t;");
+    let _ = writeln!(s, "    typedef {acc} acc_t;");
+    let _ = writeln!(s, "    struct ctx_t {{");
+    for id in &k.ctx {
+        let _ = writeln!(s, "        {} {};", k.locals[*id].ty.cuda_name(), cuda_ident(&k.locals[*id].name));
+    }
+    let _ = writeln!(s, "    }};");
+
+    // prologue
+    let _ = writeln!(
+        s,
+        "    {QUAL} void prologue(const Params& wf_p, uint64_t {task}, ctx_t& wf_c, uint64_t& wf_lo, uint64_t& wf_hi, warpfit::Fault& wf_f) {{"
+    );
+    for (id, v) in &k.prologue {
+        em.stmt(&Stmt::Let(*id, v.clone()), &mut s, 2);
+    }
+    for id in &k.ctx {
+        let n = cuda_ident(&k.locals[*id].name);
+        let _ = writeln!(s, "        wf_c.{n} = {n};");
+    }
+    let _ = writeln!(s, "        wf_lo = {};", em.expr(&k.lo));
+    let _ = writeln!(s, "        wf_hi = {};", em.expr(&k.hi));
+    let _ = writeln!(s, "    }}");
+
+    em.via_ctx = true;
+    let _ = writeln!(s, "    {QUAL} acc_t init(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, warpfit::Fault& wf_f) {{");
+    let _ = writeln!(s, "        return {};", em.expr(&k.init));
+    let _ = writeln!(s, "    }}");
+    let kn = cuda_ident(&k.locals[k.k].name);
+    let _ = writeln!(
+        s,
+        "    {QUAL} acc_t map(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, uint64_t {kn}, warpfit::Fault& wf_f) {{"
+    );
+    let _ = writeln!(s, "        return {};", em.expr(&k.map));
+    let _ = writeln!(s, "    }}");
+    match &k.reduce {
+        Reduce::Closure { a, b, body } => {
+            let (a, b) = (cuda_ident(&k.locals[*a].name), cuda_ident(&k.locals[*b].name));
+            let _ = writeln!(s, "    {QUAL} acc_t reduce(acc_t {a}, acc_t {b}, warpfit::Fault& wf_f) {{");
+            let _ = writeln!(s, "        return {};", em.expr(body));
+        }
+        Reduce::MinMax { max } => {
+            let _ = writeln!(s, "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{");
+            let m = if *max { "max" } else { "min" };
+            if k.acc.is_float() {
+                let _ = writeln!(s, "        return warpfit::f{m}(wf_a, wf_b);");
+            } else {
+                let _ = writeln!(s, "        return warpfit::{m}<acc_t>(wf_a, wf_b);");
+            }
+        }
+        Reduce::DeviceFn(i) => {
+            let _ = writeln!(s, "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{");
+            let _ = writeln!(s, "        return warpfit_user::{}(wf_a, wf_b, wf_f);", cuda_ident(&k.calls[*i].name()));
+        }
+    }
+    let _ = writeln!(s, "    }}");
+    let _ = writeln!(
+        s,
+        "    {QUAL} void epilogue(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, acc_t wf_acc, warpfit::Fault& wf_f) {{"
+    );
+    for st in &k.epilogue {
+        em.stmt(st, &mut s, 2);
+    }
+    let _ = writeln!(s, "    }}");
+    let _ = writeln!(s, "}};");
+    let _ = writeln!(s, "}}  // namespace wf_{}", k.name);
+    s
+}
+
+/// A `#[device_fn]` as a `__device__` function in `namespace warpfit_user`.
+/// It takes the thread's `warpfit::Fault&` last (integer division inside it
+/// records faults like the kernel's own code).
+pub fn device_fn(f: &DeviceFn) -> String {
+    let em = Emitter { locals: &f.locals, params: &[], calls: &f.calls, ctx: HashSet::new(), via_ctx: false, task: None };
+    let mut s = String::new();
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|id| format!("{} {}", f.locals[*id].ty.cuda_name(), cuda_ident(&f.locals[*id].name)))
+        .chain(std::iter::once("warpfit::Fault& wf_f".to_string()))
+        .collect();
+    let _ = writeln!(s, "namespace warpfit_user {{");
+    let _ = writeln!(
+        s,
+        "__device__ __forceinline__ {} {}({}) {{",
+        f.ret.cuda_name(),
+        cuda_ident(&f.name.to_string()),
+        params.join(", ")
+    );
+    for (id, v) in &f.lets {
+        em.stmt(&Stmt::Let(*id, v.clone()), &mut s, 1);
+    }
+    let _ = writeln!(s, "    return {};", em.expr(&f.body));
+    let _ = writeln!(s, "}}");
+    let _ = writeln!(s, "}}  // namespace warpfit_user");
+    s
+}

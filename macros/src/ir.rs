@@ -1,0 +1,518 @@
+//! The typed kernel IR both emitters read.
+//!
+//! Every expression carries its Rust type ([`Ty`]); names are resolved to
+//! parameters or to locals with kernel-unique spellings, so the emitters never
+//! see shadowing, untyped literals or the token stream.
+
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
+
+/// The value types of the kernel language: the element/scalar types plus
+/// `usize` (task and fine-task indices, range bounds, index arithmetic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ty {
+    F32,
+    F64,
+    I32,
+    U32,
+    I64,
+    U64,
+    U8,
+    Bool,
+    Usize,
+}
+
+impl Ty {
+    /// Parses a type name (`f32`, …, `usize`).
+    pub fn from_name(s: &str) -> Option<Ty> {
+        Some(match s {
+            "f32" => Ty::F32,
+            "f64" => Ty::F64,
+            "i32" => Ty::I32,
+            "u32" => Ty::U32,
+            "i64" => Ty::I64,
+            "u64" => Ty::U64,
+            "u8" => Ty::U8,
+            "bool" => Ty::Bool,
+            "usize" => Ty::Usize,
+            _ => return None,
+        })
+    }
+
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            Ty::F32 => "f32",
+            Ty::F64 => "f64",
+            Ty::I32 => "i32",
+            Ty::U32 => "u32",
+            Ty::I64 => "i64",
+            Ty::U64 => "u64",
+            Ty::U8 => "u8",
+            Ty::Bool => "bool",
+            Ty::Usize => "usize",
+        }
+    }
+
+    /// CUDA spelling; `usize` is 64-bit on every host CUDA supports.
+    pub fn cuda_name(self) -> &'static str {
+        match self {
+            Ty::F32 => "float",
+            Ty::F64 => "double",
+            Ty::I32 => "int32_t",
+            Ty::U32 => "uint32_t",
+            Ty::I64 => "int64_t",
+            Ty::U64 | Ty::Usize => "uint64_t",
+            Ty::U8 => "uint8_t",
+            Ty::Bool => "bool",
+        }
+    }
+
+    /// The `ScalarType` variant name; `None` for `usize`, which is not an element type.
+    pub fn scalar_variant(self) -> Option<&'static str> {
+        Some(match self {
+            Ty::F32 => "F32",
+            Ty::F64 => "F64",
+            Ty::I32 => "I32",
+            Ty::U32 => "U32",
+            Ty::I64 => "I64",
+            Ty::U64 => "U64",
+            Ty::U8 => "U8",
+            Ty::Bool => "Bool",
+            Ty::Usize => return None,
+        })
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Ty::F32 | Ty::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64 | Ty::U8 | Ty::Usize
+        )
+    }
+
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, Ty::I32 | Ty::I64)
+    }
+
+    pub fn size(self) -> usize {
+        match self {
+            Ty::F64 | Ty::I64 | Ty::U64 | Ty::Usize => 8,
+            Ty::F32 | Ty::I32 | Ty::U32 => 4,
+            Ty::U8 | Ty::Bool => 1,
+        }
+    }
+
+    /// Largest value of an integer type, as u128.
+    pub fn int_max(self) -> u128 {
+        match self {
+            Ty::I32 => i32::MAX as u128,
+            Ty::U32 => u32::MAX as u128,
+            Ty::I64 => i64::MAX as u128,
+            Ty::U64 | Ty::Usize => u64::MAX as u128,
+            Ty::U8 => u8::MAX as u128,
+            _ => 0,
+        }
+    }
+
+    pub fn ident(self) -> proc_macro2::Ident {
+        proc_macro2::Ident::new(self.rust_name(), Span::call_site())
+    }
+}
+
+/// A source range for diagnostics: first and last token of a node, so that
+/// errors underline the whole offending construct on stable Rust.
+#[derive(Debug, Clone, Copy)]
+pub struct Sp {
+    pub lo: Span,
+    pub hi: Span,
+}
+
+impl Sp {
+    pub fn of(node: &impl ToTokens) -> Sp {
+        let mut it = node.to_token_stream().into_iter();
+        let lo = it.next().map_or_else(Span::call_site, |t| t.span());
+        let hi = it.last().map_or(lo, |t| t.span());
+        Sp { lo, hi }
+    }
+
+    pub fn single(s: Span) -> Sp {
+        Sp { lo: s, hi: s }
+    }
+
+    pub fn to(self, other: Sp) -> Sp {
+        Sp {
+            lo: self.lo,
+            hi: other.hi,
+        }
+    }
+
+    /// A `syn::Error` covering this range.
+    pub fn error(self, msg: impl std::fmt::Display) -> syn::Error {
+        let mut ts = TokenStream::new();
+        ts.extend([proc_macro2::TokenTree::Ident(proc_macro2::Ident::new(
+            "a", self.lo,
+        ))]);
+        ts.extend([proc_macro2::TokenTree::Ident(proc_macro2::Ident::new(
+            "b", self.hi,
+        ))]);
+        syn::Error::new_spanned(ts, msg)
+    }
+}
+
+/// Accumulates diagnostics so one expansion reports every independent error.
+#[derive(Default)]
+pub struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub fn push(&mut self, e: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+
+    /// Records the error of `r`, if any, and passes its value on.
+    pub fn ok<T>(&mut self, r: syn::Result<T>) -> Option<T> {
+        r.map_err(|e| self.push(e)).ok()
+    }
+
+    pub fn finish(self) -> syn::Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    Input,
+    Output,
+    Scalar,
+}
+
+/// A kernel parameter after the task index.
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: syn::Ident,
+    pub ty: Ty,
+    pub kind: ParamKind,
+}
+
+pub type LocalId = usize;
+
+/// A local binding: the task index, a `let`, a closure parameter.
+#[derive(Debug, Clone)]
+pub struct Local {
+    /// Kernel-unique spelling (shadowed names get a numeric suffix).
+    pub name: String,
+    pub ty: Ty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+}
+
+/// Associated constants (`f32::INFINITY`, `u32::MAX`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstKind {
+    Infinity,
+    NegInfinity,
+    Nan,
+    Epsilon,
+    Max,
+    Min,
+}
+
+/// Whitelisted methods; the receiver is the first argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Min,
+    Max,
+    Abs,
+    Sqrt,
+    Exp,
+    Ln,
+    Powi,
+    Powf,
+    MulAdd,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    Sin,
+    Cos,
+    Tanh,
+    Exp2,
+    Log2,
+    Log10,
+    Signum,
+    IsNan,
+    Clamp,
+    Pow,
+}
+
+impl Method {
+    pub const FLOAT: &'static [&'static str] = &[
+        "min", "max", "abs", "sqrt", "exp", "ln", "powi", "powf", "mul_add", "floor", "ceil",
+        "round", "trunc", "sin", "cos", "tanh", "exp2", "log2", "log10", "signum", "is_nan",
+        "clamp",
+    ];
+    pub const INT: &'static [&'static str] = &["min", "max", "abs", "clamp", "pow"];
+
+    pub fn from_name(s: &str) -> Option<Method> {
+        Some(match s {
+            "min" => Method::Min,
+            "max" => Method::Max,
+            "abs" => Method::Abs,
+            "sqrt" => Method::Sqrt,
+            "exp" => Method::Exp,
+            "ln" => Method::Ln,
+            "powi" => Method::Powi,
+            "powf" => Method::Powf,
+            "mul_add" => Method::MulAdd,
+            "floor" => Method::Floor,
+            "ceil" => Method::Ceil,
+            "round" => Method::Round,
+            "trunc" => Method::Trunc,
+            "sin" => Method::Sin,
+            "cos" => Method::Cos,
+            "tanh" => Method::Tanh,
+            "exp2" => Method::Exp2,
+            "log2" => Method::Log2,
+            "log10" => Method::Log10,
+            "signum" => Method::Signum,
+            "is_nan" => Method::IsNan,
+            "clamp" => Method::Clamp,
+            "pow" => Method::Pow,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Min => "min",
+            Method::Max => "max",
+            Method::Abs => "abs",
+            Method::Sqrt => "sqrt",
+            Method::Exp => "exp",
+            Method::Ln => "ln",
+            Method::Powi => "powi",
+            Method::Powf => "powf",
+            Method::MulAdd => "mul_add",
+            Method::Floor => "floor",
+            Method::Ceil => "ceil",
+            Method::Round => "round",
+            Method::Trunc => "trunc",
+            Method::Sin => "sin",
+            Method::Cos => "cos",
+            Method::Tanh => "tanh",
+            Method::Exp2 => "exp2",
+            Method::Log2 => "log2",
+            Method::Log10 => "log10",
+            Method::Signum => "signum",
+            Method::IsNan => "is_nan",
+            Method::Clamp => "clamp",
+            Method::Pow => "pow",
+        }
+    }
+
+    /// Number of arguments besides the receiver.
+    pub fn arity(self) -> usize {
+        match self {
+            Method::Min | Method::Max | Method::Powi | Method::Powf | Method::Pow => 1,
+            Method::MulAdd | Method::Clamp => 2,
+            _ => 0,
+        }
+    }
+
+    pub fn float_ok(self) -> bool {
+        self != Method::Pow
+    }
+
+    pub fn int_ok(self) -> bool {
+        Self::INT.contains(&self.name())
+    }
+}
+
+/// A call target: a `#[device_fn]` named by a path, with the types this call
+/// site gives it (checked against the real signature by a generated `const`).
+#[derive(Debug, Clone)]
+pub struct DeviceCall {
+    pub path: syn::Path,
+    pub args: Vec<Ty>,
+    pub ret: Ty,
+}
+
+impl DeviceCall {
+    /// Last path segment: the device function's name.
+    pub fn name(&self) -> String {
+        self.path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Lit {
+    /// Integer literal value (two's-complement bits for negated literals).
+    Int(i128),
+    /// Float literal, as written (digits only; the value is parsed per type).
+    Float(String),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+    /// The type variable inference assigned; `ty` is its solution.
+    pub tv: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum ExprKind {
+    Lit(Lit),
+    Local(LocalId),
+    /// A scalar parameter (index into [`Kernel::params`]).
+    Scalar(usize),
+    /// The folded value, in the epilogue.
+    Acc,
+    Const(ConstKind),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `e as ty` (the target is the node's own type).
+    Cast(Box<Expr>),
+    /// Checked read of an input array.
+    Load(usize, Box<Expr>),
+    /// Read of an output at the task index.
+    LoadOut(usize),
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    Block(Vec<(LocalId, Expr)>, Box<Expr>),
+    Method(Method, Vec<Expr>),
+    /// Call of [`Kernel::calls`]`[i]`.
+    Call(usize, Vec<Expr>),
+}
+
+#[derive(Debug, Clone)]
+pub enum Stmt {
+    Let(LocalId, Expr),
+    /// `out[task] = value` (a compound `out[task] op= v` is lowered to
+    /// `out[task] = out[task] op v`).
+    Store { param: usize, value: Expr },
+    If(Expr, Vec<Stmt>, Vec<Stmt>),
+}
+
+/// The fold's operator.
+#[derive(Debug, Clone)]
+pub enum Reduce {
+    /// `|a, b| body`.
+    Closure { a: LocalId, b: LocalId, body: Expr },
+    /// `T::min` / `T::max`.
+    MinMax { max: bool },
+    /// A two-argument `#[device_fn]` (index into [`Kernel::calls`]).
+    DeviceFn(usize),
+}
+
+/// How the map reads data through an index array: the throttling shape.
+#[derive(Debug, Clone)]
+pub struct Gather {
+    pub array: usize,
+    /// The gathered index (the `usize` inside `x[..]`), in the map's scope.
+    pub index: Expr,
+}
+
+/// A lowered `#[nested_reduce]` kernel.
+pub struct Kernel {
+    pub name: syn::Ident,
+    pub task: LocalId,
+    pub params: Vec<Param>,
+    pub locals: Vec<Local>,
+    pub prologue: Vec<(LocalId, Expr)>,
+    pub lo: Expr,
+    pub hi: Expr,
+    /// Prologue bindings used after the prologue: the fields of `Ctx`.
+    pub ctx: Vec<LocalId>,
+    pub init: Expr,
+    pub k: LocalId,
+    pub map: Expr,
+    pub reduce: Reduce,
+    pub acc: Ty,
+    pub epilogue: Vec<Stmt>,
+    pub calls: Vec<DeviceCall>,
+    /// Arrays the map reads through an index array, in order of appearance.
+    pub gathers: Vec<Gather>,
+}
+
+/// A lowered `#[device_fn]`.
+pub struct DeviceFn {
+    pub name: syn::Ident,
+    pub params: Vec<LocalId>,
+    pub locals: Vec<Local>,
+    pub ret: Ty,
+    pub lets: Vec<(LocalId, Expr)>,
+    pub body: Expr,
+    pub calls: Vec<DeviceCall>,
+}

@@ -1,0 +1,1028 @@
+//! AST → typed IR: name resolution, the owner-computes rule, and type
+//! inference by unification (Rust's rules: no implicit conversions;
+//! unsuffixed literals take their type from context, else `i32` / `f64`).
+
+use crate::ir::{
+    self, BinOp, ConstKind, DeviceCall, Errors, Gather, Local, LocalId, Method, ParamKind, Sp, Stmt, Ty, UnOp,
+};
+use crate::parse::{self, ExprKind as A};
+use std::collections::HashSet;
+
+// ---------------------------------------------------------------- unification
+
+type Tv = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bound {
+    Any,
+    Int,
+    Float,
+    Is(Ty),
+    /// The type of an expression that already failed: unifies silently.
+    Error,
+}
+
+impl Bound {
+    fn describe(self) -> String {
+        match self {
+            Bound::Any | Bound::Error => "_".into(),
+            Bound::Int => "{integer}".into(),
+            Bound::Float => "{float}".into(),
+            Bound::Is(t) => format!("`{}`", t.rust_name()),
+        }
+    }
+
+    fn meet(self, other: Bound) -> Option<Bound> {
+        use Bound::*;
+        Some(match (self, other) {
+            (Error, _) | (_, Error) => Error,
+            (Any, b) | (b, Any) => b,
+            (Int, Int) => Int,
+            (Float, Float) => Float,
+            (Int, Is(t)) | (Is(t), Int) if t.is_int() => Is(t),
+            (Float, Is(t)) | (Is(t), Float) if t.is_float() => Is(t),
+            (Is(a), Is(b)) if a == b => Is(a),
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Solver {
+    parent: Vec<Tv>,
+    bound: Vec<Bound>,
+}
+
+impl Solver {
+    fn fresh(&mut self, b: Bound) -> Tv {
+        let v = self.parent.len() as Tv;
+        self.parent.push(v);
+        self.bound.push(b);
+        v
+    }
+
+    fn find(&mut self, v: Tv) -> Tv {
+        let p = self.parent[v as usize];
+        if p == v {
+            return v;
+        }
+        let r = self.find(p);
+        self.parent[v as usize] = r;
+        r
+    }
+
+    fn get(&mut self, v: Tv) -> Bound {
+        let r = self.find(v);
+        self.bound[r as usize]
+    }
+
+    /// Unifies; on failure returns both sides' descriptions.
+    fn unify(&mut self, a: Tv, b: Tv) -> Result<(), (String, String)> {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return Ok(());
+        }
+        let (ba, bb) = (self.bound[ra as usize], self.bound[rb as usize]);
+        let m = ba.meet(bb).ok_or_else(|| (ba.describe(), bb.describe()))?;
+        self.parent[ra as usize] = rb;
+        self.bound[rb as usize] = m;
+        Ok(())
+    }
+
+    /// The final type: literal variables default to `i32` / `f64` like Rust's.
+    fn resolve(&mut self, v: Tv) -> Option<Ty> {
+        match self.get(v) {
+            Bound::Is(t) => Some(t),
+            Bound::Int | Bound::Error => Some(Ty::I32),
+            Bound::Float => Some(Ty::F64),
+            Bound::Any => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- checks after solving
+
+enum Oblig {
+    /// Arithmetic `+ - * / %` needs a number; bitwise `& | ^` an integer or bool.
+    Binary(BinOp, Tv, Sp),
+    /// Shift operands must be integers.
+    ShiftOperand(Tv, Sp),
+    Neg(Tv, Sp),
+    Not(Tv, Sp),
+    Method(Method, Tv, Sp),
+    Cast(Tv, Ty, Sp),
+    /// An integer literal's value must fit its type.
+    IntLit(Tv, i128, Sp),
+    FloatLit(Tv, String, Sp),
+    /// The type must be known (a device function's result).
+    Known(Tv, Sp, String),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Prologue,
+    Init,
+    Map,
+    Reduce,
+    Epilogue,
+    DeviceFn,
+}
+
+struct Var {
+    ident: syn::Ident,
+    tv: Tv,
+    phase: Phase,
+}
+
+struct CallSite {
+    path: syn::Path,
+    args: Vec<Tv>,
+    ret: Tv,
+}
+
+struct Cx<'a> {
+    params: &'a [parse::Param],
+    task: Option<LocalId>,
+    vars: Vec<Var>,
+    scopes: Vec<Vec<(String, LocalId)>>,
+    s: Solver,
+    obligs: Vec<Oblig>,
+    calls: Vec<CallSite>,
+    errs: Errors,
+    phase: Phase,
+    /// Prologue locals read after the prologue.
+    ctx_used: HashSet<LocalId>,
+    gathers: Vec<Gather>,
+    /// The fold's accumulator, once the epilogue is being lowered.
+    acc: Option<Tv>,
+}
+
+fn e(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
+    ir::Expr { kind, ty: Ty::I32, tv }
+}
+
+impl<'a> Cx<'a> {
+    fn new(params: &'a [parse::Param], phase: Phase) -> Self {
+        Cx {
+            params,
+            task: None,
+            vars: Vec::new(),
+            scopes: vec![Vec::new()],
+            s: Solver::default(),
+            obligs: Vec::new(),
+            calls: Vec::new(),
+            errs: Errors::default(),
+            phase,
+            ctx_used: HashSet::new(),
+            gathers: Vec::new(),
+            acc: None,
+        }
+    }
+
+    fn is(&mut self, t: Ty) -> Tv {
+        self.s.fresh(Bound::Is(t))
+    }
+
+    fn error_expr(&mut self, err: syn::Error) -> ir::Expr {
+        self.errs.push(err);
+        let tv = self.s.fresh(Bound::Error);
+        e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+    }
+
+    fn unify_or(&mut self, a: Tv, b: Tv, sp: Sp, msg: impl FnOnce(String, String) -> String) {
+        if let Err((x, y)) = self.s.unify(a, b) {
+            self.errs.push(sp.error(msg(x, y)));
+        }
+    }
+
+    fn declare(&mut self, ident: &syn::Ident, tv: Tv) -> LocalId {
+        let id = self.vars.len();
+        self.vars.push(Var { ident: ident.clone(), tv, phase: self.phase });
+        self.scopes.last_mut().expect("a scope").push((ident.to_string(), id));
+        id
+    }
+
+    fn lookup(&self, name: &str) -> Option<LocalId> {
+        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|&(_, id)| id)
+    }
+
+    fn param(&self, name: &str) -> Option<(usize, &'a parse::Param)> {
+        self.params.iter().enumerate().find(|(_, p)| p.name == name)
+    }
+
+    fn use_local(&mut self, id: LocalId) {
+        if self.vars[id].phase == Phase::Prologue && self.phase != Phase::Prologue {
+            self.ctx_used.insert(id);
+        }
+    }
+
+    fn let_(&mut self, l: &parse::Let) -> (LocalId, ir::Expr) {
+        let init = self.expr(&l.init);
+        if let Some((t, tsp)) = l.ty {
+            let want = self.is(t);
+            let sp = l.init.sp;
+            self.unify_or(init.tv, want, sp, |found, _| {
+                format!("mismatched types: `{}` is annotated `{}`, the value is {found}{}", l.name, t.rust_name(), cast_hint(&found))
+            });
+            let _ = tsp;
+        }
+        let id = self.declare(&l.name, init.tv);
+        (id, init)
+    }
+
+    fn block(&mut self, b: &parse::Block) -> ir::Expr {
+        self.scopes.push(Vec::new());
+        let lets: Vec<_> = b.lets.iter().map(|l| self.let_(l)).collect();
+        let tail = self.expr(&b.tail);
+        self.scopes.pop();
+        let tv = tail.tv;
+        if lets.is_empty() {
+            return tail;
+        }
+        e(ir::ExprKind::Block(lets, Box::new(tail)), tv)
+    }
+
+    fn expect_bool(&mut self, x: &ir::Expr, sp: Sp, what: &str) {
+        let b = self.is(Ty::Bool);
+        self.unify_or(x.tv, b, sp, |found, _| {
+            format!("{what} must be `bool`, found {found}: compare explicitly, e.g. `x != 0`")
+        });
+    }
+
+    fn expr(&mut self, x: &parse::Expr) -> ir::Expr {
+        let sp = x.sp;
+        match &x.kind {
+            A::Int { value, suffix } => {
+                let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
+                self.obligs.push(Oblig::IntLit(tv, *value as i128, sp));
+                e(ir::ExprKind::Lit(ir::Lit::Int(*value as i128)), tv)
+            }
+            A::Float { digits, suffix } => {
+                let tv = self.s.fresh(suffix.map_or(Bound::Float, Bound::Is));
+                self.obligs.push(Oblig::FloatLit(tv, digits.clone(), sp));
+                e(ir::ExprKind::Lit(ir::Lit::Float(digits.clone())), tv)
+            }
+            A::Bool(b) => {
+                let tv = self.is(Ty::Bool);
+                e(ir::ExprKind::Lit(ir::Lit::Bool(*b)), tv)
+            }
+            A::Var(id) => self.var(id, sp),
+            A::Const { ty, name } => {
+                let kind = match name.to_string().as_str() {
+                    "INFINITY" => ConstKind::Infinity,
+                    "NEG_INFINITY" => ConstKind::NegInfinity,
+                    "NAN" => ConstKind::Nan,
+                    "EPSILON" => ConstKind::Epsilon,
+                    "MAX" => ConstKind::Max,
+                    _ => ConstKind::Min,
+                };
+                let tv = self.is(*ty);
+                e(ir::ExprKind::Const(kind), tv)
+            }
+            A::Unary(UnOp::Neg, inner) => {
+                // `-5` is a negative literal (range-checked as such), as in Rust.
+                if let A::Int { value, suffix } = &inner.kind {
+                    let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
+                    let v = -(*value as i128);
+                    self.obligs.push(Oblig::IntLit(tv, v, sp));
+                    self.obligs.push(Oblig::Neg(tv, sp));
+                    return e(ir::ExprKind::Lit(ir::Lit::Int(v)), tv);
+                }
+                let v = self.expr(inner);
+                self.obligs.push(Oblig::Neg(v.tv, sp));
+                let tv = v.tv;
+                e(ir::ExprKind::Unary(UnOp::Neg, Box::new(v)), tv)
+            }
+            A::Unary(UnOp::Not, inner) => {
+                let v = self.expr(inner);
+                self.obligs.push(Oblig::Not(v.tv, sp));
+                let tv = v.tv;
+                e(ir::ExprKind::Unary(UnOp::Not, Box::new(v)), tv)
+            }
+            A::Binary(op, op_sp, l, r) => self.binary(*op, *op_sp, l, r),
+            A::Cast(inner, to) => {
+                let v = self.expr(inner);
+                self.obligs.push(Oblig::Cast(v.tv, *to, sp));
+                let tv = self.is(*to);
+                e(ir::ExprKind::Cast(Box::new(v)), tv)
+            }
+            A::Index(array, idx) => self.index(array, idx, sp),
+            A::If(c, t, f) => {
+                let cond = self.expr(c);
+                self.expect_bool(&cond, c.sp, "an `if` condition");
+                let then = self.block(t);
+                let els = self.block(f);
+                self.unify_or(then.tv, els.tv, f.tail.sp, |a, b| {
+                    format!("`if` and `else` have incompatible types: {a} and {b}{}", cast_hint(&b))
+                });
+                let tv = then.tv;
+                e(ir::ExprKind::If(Box::new(cond), Box::new(then), Box::new(els)), tv)
+            }
+            A::Block(b) => self.block(b),
+            A::Method { recv, name, args } => self.method(recv, name, args, sp),
+            A::Call { path, args } => {
+                let args: Vec<_> = args.iter().map(|a| self.expr(a)).collect();
+                let ret = self.s.fresh(Bound::Any);
+                let name = path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+                self.obligs.push(Oblig::Known(
+                    ret,
+                    sp,
+                    format!("cannot infer the result type of `{name}(..)`: annotate the binding, e.g. `let v: f32 = {name}(..);`"),
+                ));
+                let i = self.calls.len();
+                self.calls.push(CallSite { path: path.clone(), args: args.iter().map(|a| a.tv).collect(), ret });
+                e(ir::ExprKind::Call(i, args), ret)
+            }
+            // Misplaced or extra patterns were reported by `check`.
+            A::Nested(_) => {
+                let tv = self.s.fresh(Bound::Error);
+                e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+            }
+        }
+    }
+
+    fn var(&mut self, id: &syn::Ident, sp: Sp) -> ir::Expr {
+        let name = id.to_string();
+        if let (Some(acc), ACC_MARK) = (self.acc, name.as_str()) {
+            return e(ir::ExprKind::Acc, acc);
+        }
+        if let Some(l) = self.lookup(&name) {
+            if self.phase == Phase::Reduce && self.vars[l].phase != Phase::Reduce {
+                return self.error_expr(sp.error(format!(
+                    "the reduce operator sees only its two arguments: `{name}` is not available there (it combines partial results of different threads and segments)"
+                )));
+            }
+            self.use_local(l);
+            let tv = self.vars[l].tv;
+            return e(ir::ExprKind::Local(l), tv);
+        }
+        match self.param(&name) {
+            Some((i, p)) if p.kind == ParamKind::Scalar => {
+                if self.phase == Phase::Reduce {
+                    return self.error_expr(sp.error(format!(
+                        "the reduce operator sees only its two arguments: parameter `{name}` is not available there"
+                    )));
+                }
+                let tv = self.is(p.ty);
+                e(ir::ExprKind::Scalar(i), tv)
+            }
+            Some((_, p)) => self.error_expr(sp.error(format!(
+                "`{name}` is an array (`{}[{}]`): it can only be indexed, `{name}[i]`",
+                if p.kind == ParamKind::Output { "&mut " } else { "&" },
+                p.ty.rust_name()
+            ))),
+            None => self.error_expr(sp.error(format!("cannot find `{name}` in this {}", self.what()))),
+        }
+    }
+
+    fn what(&self) -> &'static str {
+        if self.phase == Phase::DeviceFn {
+            "#[device_fn]"
+        } else {
+            "kernel"
+        }
+    }
+
+    fn is_task(&self, idx: &parse::Expr) -> bool {
+        match (&idx.kind, self.task) {
+            (A::Var(id), Some(t)) => self.lookup(&id.to_string()) == Some(t),
+            _ => false,
+        }
+    }
+
+    fn task_name(&self) -> String {
+        self.task.map(|t| self.vars[t].ident.to_string()).unwrap_or_default()
+    }
+
+    fn index(&mut self, array: &syn::Ident, idx: &parse::Expr, sp: Sp) -> ir::Expr {
+        let name = array.to_string();
+        if self.lookup(&name).is_some() {
+            return self.error_expr(Sp::of(array).error(format!(
+                "`{name}` is a local value, not an array: only `&[T]` / `&mut [T]` parameters can be indexed"
+            )));
+        }
+        let Some((i, p)) = self.param(&name) else {
+            return self.error_expr(Sp::of(array).error(format!("cannot find array `{name}` in this {}", self.what())));
+        };
+        if self.phase == Phase::Reduce {
+            return self.error_expr(sp.error(
+                "the reduce operator sees only its two arguments: arrays are not available there (it combines partial results of different threads and segments)",
+            ));
+        }
+        match p.kind {
+            ParamKind::Scalar => self.error_expr(Sp::of(array).error(format!(
+                "`{name}` is a scalar `{}`, not an array: it cannot be indexed",
+                p.ty.rust_name()
+            ))),
+            ParamKind::Output => {
+                if !self.is_task(idx) {
+                    return self.error_expr(idx.sp.error(format!(
+                        "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]`; each task owns exactly its element, which is what makes tasks race-free",
+                        self.task_name()
+                    )));
+                }
+                let tv = self.is(p.ty);
+                e(ir::ExprKind::LoadOut(i), tv)
+            }
+            ParamKind::Input => {
+                let ix = self.expr(idx);
+                let u = self.is(Ty::Usize);
+                self.unify_or(ix.tv, u, idx.sp, |found, _| {
+                    format!("arrays are indexed by `usize`, found {found}: add `as usize`")
+                });
+                if self.phase == Phase::Map && reads_input(&ix) {
+                    self.gathers.push(Gather { array: i, index: ix.clone() });
+                }
+                let tv = self.is(p.ty);
+                e(ir::ExprKind::Load(i, Box::new(ix)), tv)
+            }
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, op_sp: Sp, l: &parse::Expr, r: &parse::Expr) -> ir::Expr {
+        let a = self.expr(l);
+        let b = self.expr(r);
+        let sym = op.symbol();
+        let tv = match op {
+            BinOp::And | BinOp::Or => {
+                self.expect_bool(&a, l.sp, &format!("an operand of `{sym}`"));
+                self.expect_bool(&b, r.sp, &format!("an operand of `{sym}`"));
+                a.tv
+            }
+            BinOp::Shl | BinOp::Shr => {
+                self.obligs.push(Oblig::ShiftOperand(a.tv, l.sp));
+                self.obligs.push(Oblig::ShiftOperand(b.tv, r.sp));
+                a.tv
+            }
+            _ => {
+                self.unify_or(a.tv, b.tv, op_sp, |x, y| {
+                    format!("mismatched types {x} and {y} in `{sym}`: add an `as` cast")
+                });
+                if op.is_comparison() {
+                    self.is(Ty::Bool)
+                } else {
+                    self.obligs.push(Oblig::Binary(op, a.tv, op_sp));
+                    a.tv
+                }
+            }
+        };
+        e(ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), tv)
+    }
+
+    fn method(&mut self, recv: &parse::Expr, name: &syn::Ident, args: &[parse::Expr], sp: Sp) -> ir::Expr {
+        let m = Method::from_name(&name.to_string()).expect("parse accepts whitelisted methods only");
+        let r = self.expr(recv);
+        if args.len() != m.arity() {
+            return self.error_expr(Sp::of(name).error(format!(
+                "`{}` takes {} argument{}, found {}",
+                m.name(),
+                m.arity(),
+                if m.arity() == 1 { "" } else { "s" },
+                args.len()
+            )));
+        }
+        let mut out = vec![r];
+        for a in args {
+            let v = self.expr(a);
+            let want = match m {
+                Method::Powi => self.is(Ty::I32),
+                Method::Pow => self.is(Ty::U32),
+                _ => out[0].tv,
+            };
+            self.unify_or(v.tv, want, a.sp, |found, want| {
+                format!("mismatched types: `{}` expects {want} here, found {found}{}", m.name(), cast_hint(&found))
+            });
+            out.push(v);
+        }
+        let recv_tv = out[0].tv;
+        if !m.int_ok() {
+            let f = self.s.fresh(Bound::Float);
+            self.unify_or(recv_tv, f, Sp::of(name), |found, _| {
+                format!("`{}` is a float method (f32, f64), but the receiver is {found}", m.name())
+            });
+        } else if !m.float_ok() {
+            let i = self.s.fresh(Bound::Int);
+            self.unify_or(recv_tv, i, Sp::of(name), |found, _| {
+                format!("`{}` is an integer method, but the receiver is {found}: use `powi`/`powf` on floats", m.name())
+            });
+        }
+        self.obligs.push(Oblig::Method(m, recv_tv, sp));
+        let tv = if m == Method::IsNan { self.is(Ty::Bool) } else { recv_tv };
+        e(ir::ExprKind::Method(m, out), tv)
+    }
+
+    /// Solves the remaining constraints and checks the deferred rules.
+    fn finish(&mut self) {
+        let obligs = std::mem::take(&mut self.obligs);
+        for o in obligs {
+            let err = match o {
+                Oblig::Binary(op, tv, sp) => {
+                    let t = self.s.resolve(tv);
+                    let ok = match op {
+                        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => t.map_or(true, |t| t.is_int() || t == Ty::Bool),
+                        _ => t.map_or(true, |t| t != Ty::Bool),
+                    };
+                    (!ok).then(|| {
+                        sp.error(format!(
+                            "`{}` is not defined for `{}`",
+                            op.symbol(),
+                            t.map_or("_", |t| t.rust_name())
+                        ))
+                    })
+                }
+                Oblig::ShiftOperand(tv, sp) => match self.s.resolve(tv) {
+                    Some(t) if !t.is_int() => Some(sp.error(format!("shift operands must be integers, found `{}`", t.rust_name()))),
+                    _ => None,
+                },
+                Oblig::Neg(tv, sp) => match self.s.resolve(tv) {
+                    Some(t) if !(t.is_float() || t.is_signed_int()) => {
+                        Some(sp.error(format!("unary `-` is not defined for `{}` (unsigned or bool)", t.rust_name())))
+                    }
+                    _ => None,
+                },
+                Oblig::Not(tv, sp) => match self.s.resolve(tv) {
+                    Some(t) if t.is_float() => Some(sp.error(format!("`!` is not defined for `{}`", t.rust_name()))),
+                    _ => None,
+                },
+                Oblig::Method(m, tv, sp) => match self.s.resolve(tv) {
+                    Some(t) => {
+                        let ok = if t.is_float() {
+                            m.float_ok()
+                        } else if t.is_int() {
+                            m.int_ok() && !(m == Method::Abs && !t.is_signed_int())
+                        } else {
+                            false
+                        };
+                        (!ok).then(|| {
+                            sp.error(format!(
+                                "no method `{}` on `{}` in the kernel language (floats: {}; integers: {}; `abs` on signed integers only)",
+                                m.name(),
+                                t.rust_name(),
+                                Method::FLOAT.join(", "),
+                                Method::INT.join(", ")
+                            ))
+                        })
+                    }
+                    None => None,
+                },
+                Oblig::Cast(tv, to, sp) => match self.s.resolve(tv) {
+                    Some(from) => {
+                        let bad = to == Ty::Bool && from != Ty::Bool || from == Ty::Bool && to.is_float();
+                        bad.then(|| {
+                            sp.error(format!(
+                                "cannot cast `{}` as `{}`: {}",
+                                from.rust_name(),
+                                to.rust_name(),
+                                if to == Ty::Bool { "compare instead, e.g. `x != 0`" } else { "cast through an integer, `b as u32 as f32`" }
+                            ))
+                        })
+                    }
+                    None => None,
+                },
+                Oblig::IntLit(tv, v, sp) => match self.s.resolve(tv) {
+                    Some(t) if t.is_int() => {
+                        let max = t.int_max() as i128;
+                        let min = if t.is_signed_int() { -max - 1 } else { 0 };
+                        (v < min || v > max).then(|| {
+                            sp.error(format!("literal out of range for `{}` ({min}..={max})", t.rust_name()))
+                        })
+                    }
+                    Some(t) => Some(sp.error(format!(
+                        "mismatched types: expected `{}`, found an integer literal{}",
+                        t.rust_name(),
+                        if t.is_float() { ": write it with a decimal point, e.g. `1.0`" } else { "" }
+                    ))),
+                    None => None,
+                },
+                Oblig::FloatLit(tv, digits, sp) => match self.s.resolve(tv) {
+                    Some(Ty::F32) => digits
+                        .parse::<f32>()
+                        .map_or(true, |v| v.is_infinite())
+                        .then(|| sp.error("literal out of range for `f32`")),
+                    Some(Ty::F64) => {
+                        digits.parse::<f64>().map_or(true, |v| v.is_infinite()).then(|| sp.error("literal out of range for `f64`"))
+                    }
+                    Some(t) => Some(sp.error(format!("mismatched types: expected `{}`, found a float literal", t.rust_name()))),
+                    None => None,
+                },
+                Oblig::Known(tv, sp, msg) => self.s.resolve(tv).is_none().then(|| sp.error(msg)),
+            };
+            if let Some(err) = err {
+                self.errs.push(err);
+            }
+        }
+    }
+
+    fn ty(&mut self, tv: Tv) -> Ty {
+        self.s.resolve(tv).unwrap_or(Ty::I32)
+    }
+
+    fn zonk(&mut self, x: &mut ir::Expr) {
+        x.ty = self.ty(x.tv);
+        use ir::ExprKind as K;
+        match &mut x.kind {
+            K::Unary(_, a) | K::Cast(a) | K::Load(_, a) => self.zonk(a),
+            K::Binary(_, a, b) => {
+                self.zonk(a);
+                self.zonk(b);
+            }
+            K::If(a, b, c) => {
+                self.zonk(a);
+                self.zonk(b);
+                self.zonk(c);
+            }
+            K::Block(lets, t) => {
+                lets.iter_mut().for_each(|(_, v)| self.zonk(v));
+                self.zonk(t);
+            }
+            K::Method(_, args) | K::Call(_, args) => args.iter_mut().for_each(|a| self.zonk(a)),
+            _ => {}
+        }
+    }
+
+    fn zonk_stmts(&mut self, stmts: &mut [Stmt]) {
+        for s in stmts {
+            match s {
+                Stmt::Let(_, v) | Stmt::Store { value: v, .. } => self.zonk(v),
+                Stmt::If(c, t, f) => {
+                    self.zonk(c);
+                    self.zonk_stmts(t);
+                    self.zonk_stmts(f);
+                }
+            }
+        }
+    }
+
+    /// Locals with kernel-unique spellings that are valid in Rust and C++.
+    fn locals(&mut self) -> Vec<Local> {
+        let mut used = HashSet::new();
+        let mut out = Vec::with_capacity(self.vars.len());
+        for i in 0..self.vars.len() {
+            let ident = self.vars[i].ident.clone();
+            let mut base = syn::ext::IdentExt::unraw(&ident).to_string();
+            if is_reserved(&base) {
+                base.push('_');
+            } else if base.starts_with("wf_") || base.starts_with("__") {
+                base = format!("u{base}");
+            }
+            let mut name = base.clone();
+            let mut n = 1;
+            while !used.insert(name.clone()) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            let tv = self.vars[i].tv;
+            out.push(Local { name, ty: self.ty(tv) });
+        }
+        out
+    }
+
+    fn calls(&mut self) -> Vec<DeviceCall> {
+        let calls = std::mem::take(&mut self.calls);
+        calls
+            .into_iter()
+            .map(|c| DeviceCall {
+                path: c.path,
+                args: c.args.iter().map(|&a| self.ty(a)).collect(),
+                ret: self.ty(c.ret),
+            })
+            .collect()
+    }
+
+    /// Lowers the epilogue statements; `nested` is replaced by the folded value.
+    fn stmt(&mut self, s: &parse::Stmt) -> Option<Stmt> {
+        match s {
+            parse::Stmt::Let(l) => {
+                let (id, v) = self.let_(l);
+                Some(Stmt::Let(id, v))
+            }
+            parse::Stmt::Assign { array, index, op, value, sp } => {
+                let name = array.to_string();
+                let target = match (self.lookup(&name), self.param(&name)) {
+                    (None, Some((i, p))) => Some((i, p)),
+                    _ => None,
+                };
+                let v = self.expr(value);
+                let Some((i, p)) = target else {
+                    self.errs.push(Sp::of(array).error(format!(
+                        "`{name}` is not an output: only `&mut [T]` parameters can be written, as `out[{}] = ...`",
+                        self.task_name()
+                    )));
+                    return None;
+                };
+                if p.kind != ParamKind::Output {
+                    self.errs.push(Sp::of(array).error(format!(
+                        "`{name}` is a read-only input (`&[{}]`): only `&mut [T]` outputs can be written",
+                        p.ty.rust_name()
+                    )));
+                    return None;
+                }
+                if !self.is_task(index) {
+                    self.errs.push(index.sp.error(format!(
+                        "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...`; each task owns exactly its element, which is what makes tasks race-free",
+                        self.task_name()
+                    )));
+                    return None;
+                }
+                let elem = self.is(p.ty);
+                let value = match op {
+                    Some((BinOp::Shl | BinOp::Shr, osp)) => {
+                        self.obligs.push(Oblig::ShiftOperand(elem, *osp));
+                        self.obligs.push(Oblig::ShiftOperand(v.tv, value.sp));
+                        let old = e(ir::ExprKind::LoadOut(i), elem);
+                        e(ir::ExprKind::Binary(op.expect("some").0, Box::new(old), Box::new(v)), elem)
+                    }
+                    Some((o, osp)) => {
+                        self.unify_or(v.tv, elem, value.sp, |found, want| {
+                            format!("mismatched types in `{name}[..] {}=`: `{name}` holds {want}, the value is {found}{}", o.symbol(), cast_hint(&found))
+                        });
+                        self.obligs.push(Oblig::Binary(*o, elem, *osp));
+                        let old = e(ir::ExprKind::LoadOut(i), elem);
+                        e(ir::ExprKind::Binary(*o, Box::new(old), Box::new(v)), elem)
+                    }
+                    None => {
+                        self.unify_or(v.tv, elem, value.sp, |found, want| {
+                            format!("mismatched types: `{name}` holds {want}, the value is {found}{}", cast_hint(&found))
+                        });
+                        v
+                    }
+                };
+                let _ = sp;
+                Some(Stmt::Store { param: i, value: value })
+            }
+            parse::Stmt::If { cond, then, els, .. } => {
+                let c = self.expr(cond);
+                self.expect_bool(&c, cond.sp, "an `if` condition");
+                self.scopes.push(Vec::new());
+                let t = then.iter().filter_map(|s| self.stmt(s)).collect();
+                self.scopes.pop();
+                self.scopes.push(Vec::new());
+                let f = els.iter().filter_map(|s| self.stmt(s)).collect();
+                self.scopes.pop();
+                Some(Stmt::If(c, t, f))
+            }
+        }
+    }
+}
+
+/// Whether an index expression reads an input array (the gather shape).
+fn reads_input(x: &ir::Expr) -> bool {
+    use ir::ExprKind as K;
+    match &x.kind {
+        K::Load(..) => true,
+        K::Unary(_, a) | K::Cast(a) => reads_input(a),
+        K::Binary(_, a, b) => reads_input(a) || reads_input(b),
+        K::If(a, b, c) => reads_input(a) || reads_input(b) || reads_input(c),
+        K::Block(lets, t) => lets.iter().any(|(_, v)| reads_input(v)) || reads_input(t),
+        K::Method(_, args) | K::Call(_, args) => args.iter().any(reads_input),
+        _ => false,
+    }
+}
+
+fn cast_hint(found: &str) -> &'static str {
+    if found.starts_with('`') {
+        ": add an `as` cast"
+    } else {
+        ""
+    }
+}
+
+/// Rust and C++ keywords (and C++ names the generated code relies on) that a
+/// local must not be spelled as in the emitted code.
+const RESERVED: &[&str] = &[
+    "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
+    "constexpr", "continue", "decltype", "default", "delete", "do", "double", "else", "enum", "explicit",
+    "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable",
+    "namespace", "new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public",
+    "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
+    "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void",
+    "volatile", "while", "xor", "warpfit", "warpfit_user", "int32_t", "uint32_t", "int64_t", "uint64_t",
+    "uint8_t", "abstract", "become", "box", "crate", "dyn", "final", "fn", "impl", "in", "let", "loop",
+    "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref", "self", "Self", "super", "trait",
+    "type", "typeof", "unsafe", "unsized", "use", "where", "yield", "async", "await", "gen", "min", "max",
+    "abs", "fmin", "fmax", "sqrt", "exp", "pow", "powf", "floor", "ceil", "round", "trunc", "sin", "cos",
+    "tanh", "exp2", "log2", "log10", "log", "fma", "signbit", "isnan",
+];
+
+/// Whether `name` cannot be used verbatim as a local in the emitted code.
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+}
+
+/// Finds the nested pattern inside the statement `check` located.
+fn nested_of<'a>(s: &'a parse::Stmt) -> Option<&'a parse::Nested> {
+    let mut found: Option<&'a Box<parse::Nested>> = None;
+    let mut visit = |x: &'a parse::Expr| {
+        if let A::Nested(n) = &x.kind {
+            found.get_or_insert(n);
+        }
+    };
+    match s {
+        parse::Stmt::Let(l) => l.init.walk(&mut visit),
+        parse::Stmt::Assign { value, .. } => value.walk(&mut visit),
+        parse::Stmt::If { .. } => {}
+    }
+    found.map(|b| &**b)
+}
+
+pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
+    let mut errs = Errors::default();
+    let at = crate::check::body_shape(k, &mut errs);
+    let Some(at) = at else {
+        return Err(errs.finish().expect_err("body_shape reports why"));
+    };
+    let nested = nested_of(&k.body[at]).expect("check located it");
+
+    let mut cx = Cx::new(&k.params, Phase::Prologue);
+    cx.errs = errs;
+    let usize_tv = cx.is(Ty::Usize);
+    let task = cx.declare(&k.task, usize_tv);
+    cx.task = Some(task);
+
+    // Prologue.
+    let mut prologue = Vec::new();
+    for s in &k.body[..at] {
+        if let parse::Stmt::Let(l) = s {
+            prologue.push(cx.let_(l));
+        }
+    }
+    let lo = cx.expr(&nested.lo);
+    let hi = cx.expr(&nested.hi);
+    for (x, src) in [(&lo, &nested.lo), (&hi, &nested.hi)] {
+        let u = cx.is(Ty::Usize);
+        cx.unify_or(x.tv, u, src.sp, |found, _| {
+            format!("the fine-task range bounds are `usize`, found {found}: add `as usize`")
+        });
+    }
+
+    // The fold.
+    let acc = cx.s.fresh(Bound::Any);
+    cx.phase = Phase::Init;
+    let init = cx.expr(&nested.init);
+    cx.phase = Phase::Map;
+    cx.scopes.push(Vec::new());
+    let ku = cx.is(Ty::Usize);
+    let kid = cx.declare(&nested.k, ku);
+    let map = cx.expr(&nested.map);
+    cx.scopes.pop();
+    cx.unify_or(map.tv, acc, nested.map.sp, |m, _| format!("the map yields {m}, which must be the fold's accumulator type"));
+    cx.unify_or(init.tv, acc, nested.init.sp, |i, a| {
+        format!("mismatched types: the fold's initial value is {i}, but the map yields {a}{}", cast_hint(&i))
+    });
+    cx.phase = Phase::Reduce;
+    let saved = std::mem::replace(&mut cx.scopes, vec![Vec::new()]);
+    let reduce = match &nested.reduce {
+        parse::Reduce::Closure { a, b, tys, body } => {
+            let ia = cx.declare(a, acc);
+            let ib = cx.declare(b, acc);
+            for (ty, (id, _)) in tys.iter().zip([(ia, a), (ib, b)]) {
+                if let Some((t, tsp)) = ty {
+                    let want = cx.is(*t);
+                    let tv = cx.vars[id].tv;
+                    cx.unify_or(tv, want, *tsp, |a, t| format!("the reduce closure's parameters have the accumulator type {a}, not {t}"));
+                }
+            }
+            let v = cx.expr(body);
+            cx.unify_or(v.tv, acc, body.sp, |r, a| {
+                format!("mismatched types: the reduce operator returns {r}, but the accumulator is {a}{}", cast_hint(&r))
+            });
+            ir::Reduce::Closure { a: ia, b: ib, body: v }
+        }
+        parse::Reduce::MinMax { ty, max, sp } => {
+            let t = cx.is(*ty);
+            cx.unify_or(t, acc, *sp, |t, a| format!("`{}::{}` reduces {t} values, but the accumulator is {a}", ty.rust_name(), if *max { "max" } else { "min" }));
+            ir::Reduce::MinMax { max: *max }
+        }
+        parse::Reduce::DeviceFn(path) => {
+            let i = cx.calls.len();
+            cx.calls.push(CallSite { path: path.clone(), args: vec![acc, acc], ret: acc });
+            ir::Reduce::DeviceFn(i)
+        }
+    };
+    cx.scopes = saved;
+
+    // Epilogue: the pattern's statement and the ones after it.
+    cx.phase = Phase::Epilogue;
+    cx.acc = Some(acc);
+    let mut epilogue = Vec::new();
+    for s in &k.body[at..] {
+        if let Some(s) = cx.stmt(&substitute_nested(s)) {
+            epilogue.push(s);
+        }
+    }
+
+    cx.finish();
+    let acc_ty = cx.s.resolve(acc);
+    match acc_ty {
+        Some(Ty::Usize) => cx.errs.push(nested.init.sp.error(
+            "the fold's accumulator cannot be `usize` (its size differs between host and device): fold `u64` or `u32` values, e.g. `(k as u64)`",
+        )),
+        None => cx.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
+        _ => {}
+    }
+    let mut errs = std::mem::take(&mut cx.errs);
+    if !errs.is_empty() {
+        return Err(std::mem::take(&mut errs).finish().expect_err("non-empty"));
+    }
+    let mut prologue = prologue;
+    for (_, v) in &mut prologue {
+        cx.zonk(v);
+    }
+    let (mut lo, mut hi, mut init, mut map) = (lo, hi, init, map);
+    for x in [&mut lo, &mut hi, &mut init, &mut map] {
+        cx.zonk(x);
+    }
+    let mut reduce = reduce;
+    if let ir::Reduce::Closure { body, .. } = &mut reduce {
+        cx.zonk(body);
+    }
+    cx.zonk_stmts(&mut epilogue);
+    let mut gathers = std::mem::take(&mut cx.gathers);
+    for g in &mut gathers {
+        cx.zonk(&mut g.index);
+    }
+    let mut ctx: Vec<_> = cx.ctx_used.iter().copied().filter(|&l| l != task).collect();
+    ctx.sort_unstable();
+    let locals = cx.locals();
+    let calls = cx.calls();
+    Ok(ir::Kernel {
+        name: k.name.clone(),
+        task,
+        params: k.params.iter().map(|p| ir::Param { name: p.name.clone(), ty: p.ty, kind: p.kind }).collect(),
+        locals,
+        prologue,
+        lo,
+        hi,
+        ctx,
+        init,
+        k: kid,
+        map,
+        reduce,
+        acc: acc_ty.expect("checked"),
+        epilogue,
+        calls,
+        gathers,
+    })
+}
+
+
+/// Replaces the nested pattern in a statement by the `__acc` marker variable
+/// the epilogue lowering turns into [`ir::ExprKind::Acc`].
+fn substitute_nested(s: &parse::Stmt) -> parse::Stmt {
+    fn go(x: &mut parse::Expr) {
+        match &mut x.kind {
+            A::Nested(_) => x.kind = A::Var(syn::Ident::new(ACC_MARK, proc_macro2::Span::call_site())),
+            A::Unary(_, a) | A::Cast(a, _) | A::Index(_, a) => go(a),
+            A::Binary(_, _, a, b) => {
+                go(a);
+                go(b);
+            }
+            A::Method { recv, args, .. } => {
+                go(recv);
+                args.iter_mut().for_each(go);
+            }
+            A::Call { args, .. } => args.iter_mut().for_each(go),
+            _ => {}
+        }
+    }
+    let mut s = s.clone();
+    match &mut s {
+        parse::Stmt::Let(l) => go(&mut l.init),
+        parse::Stmt::Assign { value, .. } => go(value),
+        parse::Stmt::If { .. } => {}
+    }
+    s
+}
+
+/// Not a valid Rust identifier a user could write (it is never parsed).
+const ACC_MARK: &str = "__wf_acc";
+
+pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
+    let mut cx = Cx::new(&[], Phase::DeviceFn);
+    let params: Vec<_> = f
+        .params
+        .iter()
+        .map(|(n, t)| {
+            let tv = cx.is(*t);
+            cx.declare(n, tv)
+        })
+        .collect();
+    let lets: Vec<_> = f.block.lets.iter().map(|l| cx.let_(l)).collect();
+    let body = cx.expr(&f.block.tail);
+    let ret = cx.is(f.ret);
+    cx.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {
+        format!("mismatched types: the #[device_fn] returns {want}, the value is {found}{}", cast_hint(&found))
+    });
+    cx.finish();
+    let errs = std::mem::take(&mut cx.errs);
+    errs.finish()?;
+    let mut lets = lets;
+    for (_, v) in &mut lets {
+        cx.zonk(v);
+    }
+    let mut body = body;
+    cx.zonk(&mut body);
+    let locals = cx.locals();
+    let calls = cx.calls();
+    Ok(ir::DeviceFn { name: f.name.clone(), params, locals, ret: f.ret, lets, body, calls })
+}

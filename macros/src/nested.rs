@@ -1,0 +1,43 @@
+//! `#[nested_reduce]`: the pipeline from the user's function to its module.
+
+use crate::{emit_cuda, emit_rust, lower, parse};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
+    let ast = parse::kernel(item)?;
+    let k = lower::kernel(&ast)?;
+    let cuda = emit_cuda::kernel(&k);
+    let module = emit_rust::module(&k, &item.vis, &cuda);
+    Ok(quote! {
+        #item
+        #module
+    })
+}
+
+/// What an expansion that failed leaves behind: the errors, and the function
+/// with its signature but an empty body, so that callers still resolve and
+/// rustc does not repeat our diagnostics with its own on the original body.
+pub fn fallback(item: &syn::ItemFn, err: syn::Error) -> TokenStream {
+    let errors = err.to_compile_error();
+    let attrs = &item.attrs;
+    let vis = &item.vis;
+    let sig = &item.sig;
+    quote! {
+        #errors
+        #(#attrs)*
+        #[allow(unused_variables, dead_code, unreachable_code)]
+        #vis #sig {
+            ::core::unreachable!()
+        }
+    }
+}
+
+/// The expansion as a string, for tests of the emitters.
+#[cfg(test)]
+pub fn cuda_of(src: &str) -> syn::Result<String> {
+    let item: syn::ItemFn = syn::parse_str(src)?;
+    let ast = parse::kernel(&item)?;
+    let k = lower::kernel(&ast)?;
+    Ok(emit_cuda::kernel(&k))
+}

@@ -1,0 +1,912 @@
+//! syn → the untyped AST of the kernel language.
+//!
+//! Everything outside the language is rejected here, spanned on the offending
+//! token, with a message saying what is supported. Names are not resolved and
+//! nothing is typed yet: that is `lower`'s job.
+
+use crate::ir::{BinOp, Errors, ParamKind, Sp, Ty, UnOp};
+use syn::{Expr as SExpr, FnArg, Pat, ReturnType, Type};
+
+pub const KERNEL: &str = "a #[nested_reduce] kernel";
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: syn::Ident,
+    pub ty: Ty,
+    pub kind: ParamKind,
+}
+
+#[derive(Debug, Clone)]
+pub struct Let {
+    pub name: syn::Ident,
+    pub ty: Option<(Ty, Sp)>,
+    pub init: Expr,
+}
+
+#[derive(Debug, Clone)]
+pub enum Stmt {
+    Let(Let),
+    Assign {
+        array: syn::Ident,
+        index: Expr,
+        op: Option<(BinOp, Sp)>,
+        value: Expr,
+        sp: Sp,
+    },
+    If {
+        cond: Expr,
+        then: Vec<Stmt>,
+        els: Vec<Stmt>,
+        sp: Sp,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub sp: Sp,
+}
+
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub lets: Vec<Let>,
+    pub tail: Expr,
+}
+
+#[derive(Debug, Clone)]
+pub enum ExprKind {
+    Int { value: u128, suffix: Option<Ty> },
+    Float { digits: String, suffix: Option<Ty> },
+    Bool(bool),
+    Var(syn::Ident),
+    Const { ty: Ty, name: syn::Ident },
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Sp, Box<Expr>, Box<Expr>),
+    Cast(Box<Expr>, Ty),
+    Index(syn::Ident, Box<Expr>),
+    If(Box<Expr>, Box<Block>, Box<Block>),
+    Block(Box<Block>),
+    Method { recv: Box<Expr>, name: syn::Ident, args: Vec<Expr> },
+    Call { path: syn::Path, args: Vec<Expr> },
+    Nested(Box<Nested>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Nested {
+    pub lo: Expr,
+    pub hi: Expr,
+    pub k: syn::Ident,
+    pub map: Expr,
+    pub init: Expr,
+    pub reduce: Reduce,
+}
+
+#[derive(Debug, Clone)]
+pub enum Reduce {
+    Closure {
+        a: syn::Ident,
+        b: syn::Ident,
+        tys: [Option<(Ty, Sp)>; 2],
+        body: Expr,
+    },
+    MinMax { ty: Ty, max: bool, sp: Sp },
+    DeviceFn(syn::Path),
+}
+
+pub struct KernelFn {
+    pub name: syn::Ident,
+    pub task: syn::Ident,
+    pub params: Vec<Param>,
+    pub body: Vec<Stmt>,
+}
+
+pub struct DeviceFnAst {
+    pub name: syn::Ident,
+    pub params: Vec<(syn::Ident, Ty)>,
+    pub ret: Ty,
+    pub block: Block,
+}
+
+const TYPES: &str = "f32, f64, i32, u32, i64, u64, u8, bool";
+
+fn err(node: &impl quote::ToTokens, msg: impl std::fmt::Display) -> syn::Error {
+    syn::Error::new_spanned(node, msg)
+}
+
+/// Rejects signature features outside the language (shared by both macros).
+fn check_sig_common(sig: &syn::Signature, what: &str, errs: &mut Errors) {
+    if let Some(t) = &sig.constness {
+        errs.push(err(t, format!("`const fn` is not supported in {what}")));
+    }
+    if let Some(t) = &sig.asyncness {
+        errs.push(err(t, format!("`async fn` is not supported in {what}")));
+    }
+    if let Some(t) = &sig.unsafety {
+        errs.push(err(
+            t,
+            format!("`unsafe fn` is not supported in {what}: kernels are checked, safe code"),
+        ));
+    }
+    if let Some(t) = &sig.abi {
+        errs.push(err(t, format!("`extern` functions are not supported in {what}")));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errs.push(err(
+            &sig.generics,
+            format!(
+                "generic parameters are not supported in {what}: the CUDA code is generated \
+                 for concrete types ({TYPES})"
+            ),
+        ));
+    }
+    if let Some(v) = &sig.variadic {
+        errs.push(err(v, format!("variadic parameters are not supported in {what}")));
+    }
+}
+
+/// The binding name of a parameter or `let`: a plain identifier.
+fn plain_ident(pat: &Pat, what: &str) -> syn::Result<syn::Ident> {
+    match pat {
+        Pat::Ident(p) => {
+            if let Some(m) = &p.mutability {
+                return Err(err(
+                    m,
+                    format!(
+                        "`mut` bindings are not supported in {what}: bindings are immutable; \
+                         use a new `let` (shadowing) instead"
+                    ),
+                ));
+            }
+            if let Some(r) = &p.by_ref {
+                return Err(err(r, format!("`ref` bindings are not supported in {what}")));
+            }
+            if let Some((at, _)) = &p.subpat {
+                return Err(err(at, format!("sub-patterns are not supported in {what}")));
+            }
+            Ok(p.ident.clone())
+        }
+        other => Err(err(
+            other,
+            format!("patterns are not supported in {what}: bind a plain identifier"),
+        )),
+    }
+}
+
+/// `f32`, …, `usize` as a plain path type.
+pub fn scalar_type(ty: &Type) -> Option<Ty> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.get_ident().and_then(|i| Ty::from_name(&i.to_string())),
+        Type::Paren(p) => scalar_type(&p.elem),
+        Type::Group(g) => scalar_type(&g.elem),
+        _ => None,
+    }
+}
+
+fn element_type(ty: &Type) -> syn::Result<Ty> {
+    match scalar_type(ty) {
+        Some(Ty::Usize) => Err(err(
+            ty,
+            format!("`usize` is not supported as an element or scalar type (its size differs between host and device): use u32 or u64; supported are {TYPES}"),
+        )),
+        Some(t) => Ok(t),
+        None => Err(err(
+            ty,
+            format!("unsupported element type: supported are {TYPES}"),
+        )),
+    }
+}
+
+fn param_type(ty: &Type) -> syn::Result<(Ty, ParamKind)> {
+    match ty {
+        Type::Reference(r) => {
+            if let Some(l) = &r.lifetime {
+                return Err(err(
+                    l,
+                    format!("lifetimes are not supported in {KERNEL}: write `&[T]` or `&mut [T]`"),
+                ));
+            }
+            let kind = if r.mutability.is_some() { ParamKind::Output } else { ParamKind::Input };
+            match &*r.elem {
+                Type::Slice(s) => Ok((element_type(&s.elem)?, kind)),
+                other => Err(err(
+                    other,
+                    format!("unsupported parameter type: arrays are passed as `&[T]` (input) or `&mut [T]` (output), T one of {TYPES}"),
+                )),
+            }
+        }
+        other => match scalar_type(other) {
+            Some(_) => Ok((element_type(other)?, ParamKind::Scalar)),
+            None => Err(err(
+                other,
+                format!("unsupported parameter type: supported are `&[T]` (input array), `&mut [T]` (output array) and scalars `T`, T one of {TYPES}"),
+            )),
+        },
+    }
+}
+
+pub fn kernel(item: &syn::ItemFn) -> syn::Result<KernelFn> {
+    let mut errs = Errors::default();
+    let sig = &item.sig;
+    check_sig_common(sig, KERNEL, &mut errs);
+    if let ReturnType::Type(arrow, ty) = &sig.output {
+        errs.push(Sp::of(arrow).to(Sp::of(ty)).error(format!(
+            "a return type is not supported in {KERNEL}: results are written to `&mut [T]` outputs at the task index"
+        )));
+    }
+    let mut inputs = sig.inputs.iter();
+    let mut task = None;
+    match inputs.next() {
+        Some(FnArg::Typed(pt)) => {
+            let name = errs.ok(plain_ident(&pt.pat, KERNEL));
+            if scalar_type(&pt.ty) != Some(Ty::Usize) {
+                errs.push(err(
+                    &pt.ty,
+                    format!("the first parameter of {KERNEL} is the coarse-task index and must have type `usize`"),
+                ));
+            }
+            task = name;
+        }
+        Some(FnArg::Receiver(r)) => errs.push(err(r, format!("`self` is not supported in {KERNEL}"))),
+        None => errs.push(err(
+            &sig.ident,
+            format!("{KERNEL} takes the coarse-task index `task: usize` as its first parameter"),
+        )),
+    }
+    let mut params = Vec::new();
+    for arg in inputs {
+        match arg {
+            FnArg::Typed(pt) => {
+                let name = errs.ok(plain_ident(&pt.pat, KERNEL));
+                let ty = errs.ok(param_type(&pt.ty));
+                if let (Some(name), Some((ty, kind))) = (name, ty) {
+                    params.push(Param { name, ty, kind });
+                }
+            }
+            FnArg::Receiver(r) => errs.push(err(r, format!("`self` is not supported in {KERNEL}"))),
+        }
+    }
+    if !params.iter().any(|p| p.kind == ParamKind::Output) && errs.is_empty() {
+        errs.push(err(
+            &sig.inputs,
+            format!("{KERNEL} needs at least one output parameter `&mut [T]` to write its result to"),
+        ));
+    }
+    let body = stmts(&item.block.stmts, &mut errs);
+    errs.finish()?;
+    Ok(KernelFn {
+        name: sig.ident.clone(),
+        task: task.expect("checked above"),
+        params,
+        body,
+    })
+}
+
+pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
+    const WHAT: &str = "a #[device_fn]";
+    let mut errs = Errors::default();
+    let sig = &item.sig;
+    check_sig_common(sig, WHAT, &mut errs);
+    let mut params = Vec::new();
+    for arg in &sig.inputs {
+        match arg {
+            FnArg::Typed(pt) => {
+                let name = errs.ok(plain_ident(&pt.pat, WHAT));
+                let ty = scalar_type(&pt.ty);
+                if ty.is_none() {
+                    errs.push(err(
+                        &pt.ty,
+                        format!("unsupported parameter type in {WHAT}: scalars only ({TYPES}, usize)"),
+                    ));
+                }
+                if let (Some(n), Some(t)) = (name, ty) {
+                    params.push((n, t));
+                }
+            }
+            FnArg::Receiver(r) => errs.push(err(r, format!("`self` is not supported in {WHAT}"))),
+        }
+    }
+    let ret = match &sig.output {
+        ReturnType::Type(_, ty) => {
+            let t = scalar_type(ty);
+            if t.is_none() {
+                errs.push(err(ty, format!("unsupported return type in {WHAT}: scalars only ({TYPES}, usize)")));
+            }
+            t
+        }
+        ReturnType::Default => {
+            errs.push(err(
+                &sig.ident,
+                format!("{WHAT} returns a scalar: add `-> T` with T one of {TYPES}, usize"),
+            ));
+            None
+        }
+    };
+    let block = errs.ok(block_stmts(&item.block.stmts, Sp::of(&item.block)));
+    errs.finish()?;
+    Ok(DeviceFnAst {
+        name: sig.ident.clone(),
+        params,
+        ret: ret.expect("checked"),
+        block: block.expect("checked"),
+    })
+}
+
+fn stmts(list: &[syn::Stmt], errs: &mut Errors) -> Vec<Stmt> {
+    list.iter().filter_map(|s| errs.ok(stmt(s))).collect()
+}
+
+fn let_stmt(l: &syn::Local) -> syn::Result<Let> {
+    if let Some(a) = l.attrs.first() {
+        return Err(err(a, format!("attributes are not supported in {KERNEL}")));
+    }
+    let (pat, ty) = match &l.pat {
+        Pat::Type(pt) => {
+            let t = scalar_type(&pt.ty).ok_or_else(|| {
+                err(&pt.ty, format!("unsupported type annotation: supported are {TYPES}, usize"))
+            })?;
+            (&*pt.pat, Some((t, Sp::of(&pt.ty))))
+        }
+        p => (p, None),
+    };
+    let name = plain_ident(pat, KERNEL)?;
+    let init = l.init.as_ref().ok_or_else(|| {
+        err(l, format!("a `let` in {KERNEL} needs an initializer: `let {name} = ...;`"))
+    })?;
+    if let Some((else_tok, _)) = &init.diverge {
+        return Err(err(else_tok, format!("`let ... else` is not supported in {KERNEL}")));
+    }
+    Ok(Let { name, ty, init: expr(&init.expr)? })
+}
+
+fn compound_op(op: &syn::BinOp) -> Option<BinOp> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::AddAssign(_) => BinOp::Add,
+        B::SubAssign(_) => BinOp::Sub,
+        B::MulAssign(_) => BinOp::Mul,
+        B::DivAssign(_) => BinOp::Div,
+        B::RemAssign(_) => BinOp::Rem,
+        B::BitAndAssign(_) => BinOp::BitAnd,
+        B::BitOrAssign(_) => BinOp::BitOr,
+        B::BitXorAssign(_) => BinOp::BitXor,
+        B::ShlAssign(_) => BinOp::Shl,
+        B::ShrAssign(_) => BinOp::Shr,
+        _ => return None,
+    })
+}
+
+/// The `out[i]` of an assignment.
+fn assign_target(left: &SExpr) -> syn::Result<(syn::Ident, Expr)> {
+    match left {
+        SExpr::Index(ix) => match &*ix.expr {
+            SExpr::Path(p) if p.path.get_ident().is_some() && p.qself.is_none() => {
+                Ok((p.path.get_ident().cloned().expect("checked"), expr(&ix.index)?))
+            }
+            other => Err(err(other, "only a kernel parameter array can be written: `out[task] = ...`")),
+        },
+        SExpr::Paren(p) => assign_target(&p.expr),
+        SExpr::Path(p) => Err(err(
+            p,
+            format!("assignment to a local is not supported in {KERNEL}: bindings are immutable; use a new `let` (shadowing), or write an output as `out[task] = ...`"),
+        )),
+        other => Err(err(other, "only outputs can be assigned, as `out[task] = ...`")),
+    }
+}
+
+fn stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
+    match s {
+        syn::Stmt::Local(l) => Ok(Stmt::Let(let_stmt(l)?)),
+        syn::Stmt::Item(i) => Err(err(i, format!("items (fn, struct, use, ...) are not supported inside {KERNEL}"))),
+        syn::Stmt::Macro(m) => Err(err(
+            &m.mac,
+            format!("macro calls are not supported in {KERNEL}: the body is translated to CUDA, which cannot expand Rust macros"),
+        )),
+        syn::Stmt::Expr(e, _) => stmt_expr(e),
+    }
+}
+
+fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
+    let sp = Sp::of(e);
+    match e {
+        SExpr::Assign(a) => {
+            let (array, index) = assign_target(&a.left)?;
+            Ok(Stmt::Assign { array, index, op: None, value: expr(&a.right)?, sp })
+        }
+        SExpr::Binary(b) if compound_op(&b.op).is_some() => {
+            let (array, index) = assign_target(&b.left)?;
+            let op = compound_op(&b.op).map(|o| (o, Sp::of(&b.op)));
+            Ok(Stmt::Assign { array, index, op, value: expr(&b.right)?, sp })
+        }
+        SExpr::If(i) => {
+            let cond = cond_expr(&i.cond)?;
+            let mut errs = Errors::default();
+            let then = stmts(&i.then_branch.stmts, &mut errs);
+            let els = match &i.else_branch {
+                None => Vec::new(),
+                Some((_, e)) => match &**e {
+                    SExpr::Block(b) => stmts(&b.block.stmts, &mut errs),
+                    SExpr::If(_) => errs.ok(stmt_expr(e)).into_iter().collect(),
+                    other => {
+                        errs.push(err(other, "expected a block or `else if`"));
+                        Vec::new()
+                    }
+                },
+            };
+            errs.finish()?;
+            Ok(Stmt::If { cond, then, els, sp })
+        }
+        SExpr::Paren(p) => stmt_expr(&p.expr),
+        // Unsupported expression kinds get their specific message from `expr`.
+        other => {
+            expr(other)?;
+            Err(err(
+                other,
+                format!("this statement has no effect: {KERNEL} body holds `let` bindings, writes `out[task] = ...` / `out[task] op= ...` and `if`/`else` blocks of those"),
+            ))
+        }
+    }
+}
+
+fn cond_expr(e: &SExpr) -> syn::Result<Expr> {
+    if let SExpr::Let(l) = e {
+        return Err(err(l, format!("`if let` is not supported in {KERNEL}: conditions are `bool` expressions")));
+    }
+    expr(e)
+}
+
+fn block_stmts(stmts: &[syn::Stmt], sp: Sp) -> syn::Result<Block> {
+    let mut lets = Vec::new();
+    let mut errs = Errors::default();
+    let n = stmts.len();
+    let mut tail = None;
+    for (i, s) in stmts.iter().enumerate() {
+        match s {
+            syn::Stmt::Local(l) => {
+                if let Some(l) = errs.ok(let_stmt(l)) {
+                    lets.push(l);
+                }
+            }
+            syn::Stmt::Expr(e, None) if i + 1 == n => tail = errs.ok(expr(e)),
+            syn::Stmt::Expr(e, Some(_)) => {
+                errs.ok(expr(e));
+                errs.push(err(
+                    s,
+                    format!("a block in {KERNEL} holds `let` bindings and a final value expression (no `;` after it)"),
+                ));
+            }
+            other => {
+                errs.ok(stmt(other));
+                errs.push(err(other, format!("a block in {KERNEL} holds `let` bindings and a final value expression")));
+            }
+        }
+    }
+    errs.finish()?;
+    let tail = tail.ok_or_else(|| sp.error("this block has no value: end it with an expression (without `;`)"))?;
+    Ok(Block { lets, tail })
+}
+
+fn bin_op(op: &syn::BinOp) -> Option<BinOp> {
+    use syn::BinOp as B;
+    Some(match op {
+        B::Add(_) => BinOp::Add,
+        B::Sub(_) => BinOp::Sub,
+        B::Mul(_) => BinOp::Mul,
+        B::Div(_) => BinOp::Div,
+        B::Rem(_) => BinOp::Rem,
+        B::BitAnd(_) => BinOp::BitAnd,
+        B::BitOr(_) => BinOp::BitOr,
+        B::BitXor(_) => BinOp::BitXor,
+        B::Shl(_) => BinOp::Shl,
+        B::Shr(_) => BinOp::Shr,
+        B::Eq(_) => BinOp::Eq,
+        B::Ne(_) => BinOp::Ne,
+        B::Lt(_) => BinOp::Lt,
+        B::Le(_) => BinOp::Le,
+        B::Gt(_) => BinOp::Gt,
+        B::Ge(_) => BinOp::Ge,
+        B::And(_) => BinOp::And,
+        B::Or(_) => BinOp::Or,
+        _ => return None,
+    })
+}
+
+fn lit_suffix(suffix: &str, node: &impl quote::ToTokens) -> syn::Result<Option<Ty>> {
+    if suffix.is_empty() {
+        return Ok(None);
+    }
+    match Ty::from_name(suffix) {
+        Some(Ty::Bool) | None => Err(err(node, format!("unsupported literal suffix `{suffix}`: supported are {TYPES}, usize"))),
+        Some(t) => Ok(Some(t)),
+    }
+}
+
+const EXPRS: &str = "literals, locals, arithmetic, comparisons, `as` casts, indexing, `if`/`else`, blocks, whitelisted methods and #[device_fn] calls";
+
+pub fn expr(e: &SExpr) -> syn::Result<Expr> {
+    let sp = Sp::of(e);
+    let kind = match e {
+        SExpr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => {
+                let value = i.base10_digits().parse::<u128>().map_err(|_| err(i, "integer literal too large"))?;
+                ExprKind::Int { value, suffix: lit_suffix(i.suffix(), i)? }
+            }
+            syn::Lit::Float(f) => {
+                let suffix = lit_suffix(f.suffix(), f)?;
+                if suffix.is_some_and(|t| !t.is_float()) {
+                    return Err(err(f, "integer suffix on a float literal"));
+                }
+                ExprKind::Float { digits: f.base10_digits().to_string(), suffix }
+            }
+            syn::Lit::Bool(b) => ExprKind::Bool(b.value),
+            other => {
+                return Err(err(other, format!("this literal is not supported in {KERNEL}: only integer, float and bool literals")))
+            }
+        },
+        SExpr::Path(p) => path_expr(p)?,
+        SExpr::Paren(p) => return expr(&p.expr).map(|inner| Expr { sp, ..inner }),
+        SExpr::Group(g) => return expr(&g.expr),
+        SExpr::Unary(u) => {
+            let op = match u.op {
+                syn::UnOp::Neg(_) => UnOp::Neg,
+                syn::UnOp::Not(_) => UnOp::Not,
+                _ => return Err(err(&u.op, format!("dereferences are not supported in {KERNEL}: there are no references; index arrays directly"))),
+            };
+            ExprKind::Unary(op, Box::new(expr(&u.expr)?))
+        }
+        SExpr::Binary(b) => match bin_op(&b.op) {
+            Some(op) => ExprKind::Binary(op, Sp::of(&b.op), Box::new(expr(&b.left)?), Box::new(expr(&b.right)?)),
+            None => {
+                return Err(err(
+                    &b.op,
+                    "compound assignment is a statement: write it as `out[task] op= value;` in the epilogue",
+                ))
+            }
+        },
+        SExpr::Cast(c) => {
+            let to = scalar_type(&c.ty).ok_or_else(|| {
+                err(&c.ty, format!("unsupported type in `as` cast: supported are {TYPES}, usize"))
+            })?;
+            ExprKind::Cast(Box::new(expr(&c.expr)?), to)
+        }
+        SExpr::Index(ix) => match &*ix.expr {
+            SExpr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                ExprKind::Index(p.path.get_ident().cloned().expect("checked"), Box::new(expr(&ix.index)?))
+            }
+            other => return Err(err(other, format!("only kernel parameter arrays can be indexed in {KERNEL}: `a[i]` with `a: &[T]`"))),
+        },
+        SExpr::If(i) => {
+            let cond = cond_expr(&i.cond)?;
+            let then = block_stmts(&i.then_branch.stmts, Sp::of(&i.then_branch))?;
+            let els = match &i.else_branch {
+                None => {
+                    return Err(err(
+                        e,
+                        "an `if` used as a value needs an `else` branch of the same type",
+                    ))
+                }
+                Some((_, eb)) => match &**eb {
+                    SExpr::Block(b) => block_stmts(&b.block.stmts, Sp::of(&b.block))?,
+                    other => {
+                        let tail = expr(other)?;
+                        Block { lets: Vec::new(), tail }
+                    }
+                },
+            };
+            ExprKind::If(Box::new(cond), Box::new(then), Box::new(els))
+        }
+        SExpr::Block(b) => {
+            if let Some(l) = &b.label {
+                return Err(err(l, format!("labels are not supported in {KERNEL}")));
+            }
+            ExprKind::Block(Box::new(block_stmts(&b.block.stmts, sp)?))
+        }
+        SExpr::MethodCall(m) => return method_call(m, sp),
+        SExpr::Call(c) => match &*c.func {
+            SExpr::Path(p) if p.qself.is_none() => {
+                let args = c.args.iter().map(expr).collect::<syn::Result<_>>()?;
+                ExprKind::Call { path: p.path.clone(), args }
+            }
+            other => return Err(err(other, format!("only #[device_fn] functions can be called in {KERNEL}, by name or path"))),
+        },
+        SExpr::ForLoop(SynFor { for_token, .. }) => return Err(loop_err(for_token)),
+        SExpr::While(w) => return Err(loop_err(&w.while_token)),
+        SExpr::Loop(l) => return Err(loop_err(&l.loop_token)),
+        SExpr::Return(r) => {
+            return Err(err(
+                &r.return_token,
+                format!("`return` is not supported in {KERNEL}: the body runs to its end; use `if`/`else` in the epilogue"),
+            ))
+        }
+        SExpr::Break(b) => return Err(err(&b.break_token, format!("`break` is not supported in {KERNEL}"))),
+        SExpr::Continue(c) => return Err(err(&c.continue_token, format!("`continue` is not supported in {KERNEL}"))),
+        SExpr::Macro(m) => {
+            return Err(err(
+                &m.mac,
+                format!("macro calls are not supported in {KERNEL}: the body is translated to CUDA, which cannot expand Rust macros"),
+            ))
+        }
+        SExpr::Closure(c) => {
+            return Err(err(
+                c,
+                format!("closures are only supported as the `.map(|k| ..)` and `.fold(init, |a, b| ..)` arguments of the nested pattern in {KERNEL}"),
+            ))
+        }
+        SExpr::Reference(r) => {
+            return Err(err(&r.and_token, format!("references are not supported in {KERNEL}: read array elements by indexing, `a[i]`")))
+        }
+        SExpr::Range(r) => {
+            return Err(err(
+                r,
+                format!("ranges are only supported as `(lo..hi)` in the nested pattern `(lo..hi).map(|k| ..).fold(init, op)` of {KERNEL}"),
+            ))
+        }
+        SExpr::Unsafe(u) => return Err(err(&u.unsafe_token, format!("`unsafe` is not supported in {KERNEL}"))),
+        SExpr::Try(t) => return Err(err(&t.question_token, format!("`?` is not supported in {KERNEL}: faults (bad index, division by zero) are reported by the launch"))),
+        SExpr::Match(m) => return Err(err(&m.match_token, format!("`match` is not supported in {KERNEL}: use `if`/`else`"))),
+        SExpr::Field(f) => return Err(err(f, format!("field access is not supported in {KERNEL}: there are no structs or tuples"))),
+        SExpr::Struct(_) | SExpr::Tuple(_) | SExpr::Array(_) | SExpr::Repeat(_) => {
+            return Err(err(e, format!("struct, tuple and array expressions are not supported in {KERNEL}: values are scalars")))
+        }
+        SExpr::Assign(a) => return Err(err(&a.eq_token, "assignment is a statement, not a value: write `out[task] = value;` in the epilogue")),
+        SExpr::Let(l) => return Err(err(l, format!("`let` expressions are not supported in {KERNEL}"))),
+        SExpr::Async(_) | SExpr::Await(_) | SExpr::Yield(_) => return Err(err(e, format!("async code is not supported in {KERNEL}"))),
+        other => return Err(err(other, format!("this expression is not supported in {KERNEL}: supported are {EXPRS}"))),
+    };
+    Ok(Expr { kind, sp })
+}
+
+use syn::ExprForLoop as SynFor;
+
+fn loop_err(tok: &impl quote::ToTokens) -> syn::Error {
+    err(
+        tok,
+        format!("loops are not supported in {KERNEL}: express the inner loop as `(lo..hi).map(|k| ..).fold(init, op)`"),
+    )
+}
+
+fn path_expr(p: &syn::ExprPath) -> syn::Result<ExprKind> {
+    if p.qself.is_some() {
+        return Err(err(p, format!("qualified paths are not supported in {KERNEL}")));
+    }
+    if let Some(id) = p.path.get_ident() {
+        return Ok(ExprKind::Var(id.clone()));
+    }
+    let segs: Vec<_> = p.path.segments.iter().collect();
+    if segs.len() == 2 && p.path.leading_colon.is_none() && segs.iter().all(|s| s.arguments.is_none()) {
+        if let Some(ty) = Ty::from_name(&segs[0].ident.to_string()) {
+            let name = segs[1].ident.clone();
+            let n = name.to_string();
+            let ok = match n.as_str() {
+                "MAX" | "MIN" => ty != Ty::Bool,
+                "INFINITY" | "NEG_INFINITY" | "NAN" | "EPSILON" => ty.is_float(),
+                _ => false,
+            };
+            if ok {
+                return Ok(ExprKind::Const { ty, name });
+            }
+            let supported = if ty.is_float() {
+                "INFINITY, NEG_INFINITY, NAN, EPSILON, MAX, MIN"
+            } else {
+                "MAX, MIN"
+            };
+            return Err(err(&segs[1].ident, format!("unsupported constant `{}::{n}`: supported are {supported}", ty.rust_name())));
+        }
+    }
+    Err(err(
+        p,
+        format!("paths are supported in {KERNEL} only as constants like `f32::INFINITY`, `u32::MAX`, or as #[device_fn] calls"),
+    ))
+}
+
+fn method_call(m: &syn::ExprMethodCall, sp: Sp) -> syn::Result<Expr> {
+    let name = m.method.to_string();
+    if let Some(t) = &m.turbofish {
+        return Err(err(t, format!("turbofish is not supported in {KERNEL}")));
+    }
+    if name == "fold" {
+        if let SExpr::MethodCall(inner) = strip(&m.receiver) {
+            if inner.method == "map" {
+                return nested(m, inner, sp);
+            }
+        }
+        return Err(err(
+            &m.method,
+            format!("`.fold` is only supported as the nested pattern `(lo..hi).map(|k| ..).fold(init, op)` of {KERNEL}"),
+        ));
+    }
+    if matches!(
+        name.as_str(),
+        "sum" | "product" | "iter" | "into_iter" | "map" | "filter" | "count" | "reduce" | "for_each" | "zip" | "enumerate" | "collect" | "rev" | "step_by" | "skip" | "take"
+    ) {
+        let hint = if name == "sum" {
+            "write `.fold(0, |a, b| a + b)` (an explicit fold compiles to a warp reduction)"
+        } else if name == "product" {
+            "write `.fold(1, |a, b| a * b)`"
+        } else {
+            "the only iterator form is the nested pattern `(lo..hi).map(|k| ..).fold(init, op)`"
+        };
+        return Err(err(&m.method, format!("`.{name}()` is not supported in {KERNEL}: {hint}")));
+    }
+    if crate::ir::Method::from_name(&name).is_none() {
+        return Err(err(
+            &m.method,
+            format!(
+                "unknown method `{name}` in {KERNEL}: supported are, on floats, {}; on integers, {}",
+                crate::ir::Method::FLOAT.join(", "),
+                crate::ir::Method::INT.join(", ")
+            ),
+        ));
+    }
+    let recv = expr(&m.receiver)?;
+    let args = m.args.iter().map(expr).collect::<syn::Result<_>>()?;
+    Ok(Expr { kind: ExprKind::Method { recv: Box::new(recv), name: m.method.clone(), args }, sp })
+}
+
+fn strip(e: &SExpr) -> &SExpr {
+    match e {
+        SExpr::Paren(p) => strip(&p.expr),
+        SExpr::Group(g) => strip(&g.expr),
+        other => other,
+    }
+}
+
+fn closure_checks(c: &syn::ExprClosure, n: usize, what: &str) -> syn::Result<()> {
+    if let Some(m) = &c.capture {
+        return Err(err(m, format!("`move` closures are not supported in {KERNEL}: the {what} closure borrows nothing; drop `move`")));
+    }
+    if let Some(t) = c.asyncness.as_ref() {
+        return Err(err(t, format!("async closures are not supported in {KERNEL}")));
+    }
+    if let Some(t) = c.constness.as_ref() {
+        return Err(err(t, format!("const closures are not supported in {KERNEL}")));
+    }
+    if let Some(t) = c.movability.as_ref() {
+        return Err(err(t, format!("static closures are not supported in {KERNEL}")));
+    }
+    if let Some(l) = &c.lifetimes {
+        return Err(err(l, format!("`for<..>` closures are not supported in {KERNEL}")));
+    }
+    if c.inputs.len() != n {
+        let shape = if n == 1 { "`|k| expr` (the fine-task index)" } else { "`|a, b| expr` (two accumulator values)" };
+        return Err(Sp::single(c.or1_token.span).to(Sp::single(c.or2_token.span)).error(format!(
+            "the {what} closure takes {n} parameter{}, found {}: write {shape}",
+            if n == 1 { "" } else { "s" },
+            c.inputs.len()
+        )));
+    }
+    if let ReturnType::Type(_, ty) = &c.output {
+        return Err(err(ty, format!("closure return types are not supported in {KERNEL}: the type is inferred")));
+    }
+    Ok(())
+}
+
+/// A closure parameter: identifier with an optional scalar annotation.
+fn closure_param(p: &Pat) -> syn::Result<(syn::Ident, Option<(Ty, Sp)>)> {
+    match p {
+        Pat::Type(pt) => {
+            let t = scalar_type(&pt.ty)
+                .ok_or_else(|| err(&pt.ty, format!("unsupported type annotation: supported are {TYPES}, usize")))?;
+            Ok((plain_ident(&pt.pat, KERNEL)?, Some((t, Sp::of(&pt.ty)))))
+        }
+        p => Ok((plain_ident(p, KERNEL)?, None)),
+    }
+}
+
+fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn::Result<Expr> {
+    const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
+    let range = match strip(&map.receiver) {
+        SExpr::Range(r) => r,
+        other => {
+            return Err(err(
+                other,
+                format!("the nested pattern iterates over a range of fine-task indices: {SHAPE}"),
+            ))
+        }
+    };
+    if let syn::RangeLimits::Closed(t) = &range.limits {
+        return Err(err(t, "inclusive ranges are not supported in the nested pattern: write `lo..hi + 1`"));
+    }
+    let (lo, hi) = match (&range.start, &range.end) {
+        (Some(lo), Some(hi)) => (expr(lo)?, expr(hi)?),
+        _ => return Err(err(range, format!("the nested pattern needs both bounds: {SHAPE}"))),
+    };
+    if map.args.len() != 1 {
+        return Err(err(&map.method, format!("`.map` takes one closure `|k| expr`: {SHAPE}")));
+    }
+    let (k, map_body) = match &map.args[0] {
+        SExpr::Closure(c) => {
+            closure_checks(c, 1, "map")?;
+            let (k, ty) = closure_param(&c.inputs[0])?;
+            if let Some((t, tsp)) = ty {
+                if t != Ty::Usize {
+                    return Err(tsp.error("the map closure's parameter is a fine-task index of type `usize`"));
+                }
+            }
+            (k, expr(&c.body)?)
+        }
+        other => return Err(err(other, format!("`.map` takes a closure `|k| expr`: {SHAPE}"))),
+    };
+    if fold.args.len() != 2 {
+        return Err(err(&fold.method, format!("`.fold` takes an initial value and a reduce operator: {SHAPE}")));
+    }
+    let init = expr(&fold.args[0])?;
+    let reduce = match &fold.args[1] {
+        SExpr::Closure(c) => {
+            closure_checks(c, 2, "reduce")?;
+            let (a, ta) = closure_param(&c.inputs[0])?;
+            let (b, tb) = closure_param(&c.inputs[1])?;
+            Reduce::Closure { a, b, tys: [ta, tb], body: expr(&c.body)? }
+        }
+        SExpr::Path(p) if p.qself.is_none() => {
+            let segs: Vec<_> = p.path.segments.iter().collect();
+            let ty = (segs.len() == 2 && p.path.leading_colon.is_none())
+                .then(|| Ty::from_name(&segs[0].ident.to_string()))
+                .flatten();
+            match ty {
+                Some(ty) => {
+                    let m = segs[1].ident.to_string();
+                    if ty == Ty::Bool || !(m == "min" || m == "max") {
+                        return Err(err(
+                            p,
+                            "unsupported reduce path: supported are `T::min` and `T::max` for a numeric T, a #[device_fn] of two arguments, or a closure `|a, b| expr`",
+                        ));
+                    }
+                    Reduce::MinMax { ty, max: m == "max", sp: Sp::of(p) }
+                }
+                None => Reduce::DeviceFn(p.path.clone()),
+            }
+        }
+        other => {
+            return Err(err(
+                other,
+                "the reduce operator is a closure `|a, b| expr`, `T::min`/`T::max`, or a #[device_fn] of two arguments",
+            ))
+        }
+    };
+    Ok(Expr {
+        kind: ExprKind::Nested(Box::new(Nested { lo, hi, k, map: map_body, init, reduce })),
+        sp,
+    })
+}
+
+impl Expr {
+    /// Visits every sub-expression, this one first.
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Unary(_, e) | ExprKind::Cast(e, _) | ExprKind::Index(_, e) => e.walk(f),
+            ExprKind::Binary(_, _, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            ExprKind::If(c, t, e) => {
+                c.walk(f);
+                t.walk(f);
+                e.walk(f);
+            }
+            ExprKind::Block(b) => b.walk(f),
+            ExprKind::Method { recv, args, .. } => {
+                recv.walk(f);
+                args.iter().for_each(|a| a.walk(f));
+            }
+            ExprKind::Call { args, .. } => args.iter().for_each(|a| a.walk(f)),
+            ExprKind::Nested(n) => {
+                n.lo.walk(f);
+                n.hi.walk(f);
+                n.map.walk(f);
+                n.init.walk(f);
+                if let Reduce::Closure { body, .. } = &n.reduce {
+                    body.walk(f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Block {
+    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        self.lets.iter().for_each(|l| l.init.walk(f));
+        self.tail.walk(f);
+    }
+}

@@ -208,3 +208,41 @@ fn genspec_generates() {
     let e = "rmat:scale=31,edge_factor=4".parse::<GenSpec>().unwrap().generate();
     assert!(matches!(e, Err(Error::U32Overflow { .. })));
 }
+
+/// FNV-1a over the structure and value bits: a fingerprint of a matrix.
+fn fingerprint(m: &Csr<f32>) -> u64 {
+    let mut h = 0xcbf29ce484222325u64;
+    let mut eat = |x: u32| {
+        for b in x.to_le_bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+    };
+    m.row_ptr().iter().for_each(|&x| eat(x));
+    m.col_idx().iter().for_each(|&x| eat(x));
+    m.values().iter().for_each(|&x| eat(x.to_bits()));
+    h
+}
+
+#[test]
+fn golden_fingerprints() {
+    // Pins the documented derivation (ChaCha8 keyed by the seed, one stream
+    // per chunk, our own sampling formulas): a change here changes every
+    // benchmark input, on every machine.
+    let got = [
+        fingerprint(&gen::rmat(10, 8, 1).unwrap()),
+        fingerprint(&gen::uniform(1000, 5, 1).unwrap()),
+        fingerprint(&gen::rgg_with(2000, 1, RggOrder::Random).unwrap()),
+        fingerprint(&gen::rgg_with(2000, 1, RggOrder::Spatial).unwrap()),
+        fingerprint(&gen::grid2d(10).unwrap()),
+    ];
+    assert_eq!(
+        got,
+        [
+            0xe5177e43393bafa0,
+            0x8d65faa9e34b7aa9,
+            0x03880ecb030bc5bd,
+            0x8a0e78ce0f9b5358,
+            0x32a3fa139ba598fe,
+        ]
+    );
+}

@@ -48,8 +48,8 @@ template <class K> __device__ __forceinline__ void merge(const typename K::param
     publish(a.fault, f);
 }
 
-/// Fine-task count of every task (saturated to u32), for choosing a
-/// segment length from the size distribution on the host.
+/// The fine-task range of every task, `sizes[2i] = lo`, `sizes[2i+1] = hi`
+/// (saturated to u32), for splitting long tasks on the host.
 template <class K> __device__ __forceinline__ void task_sizes(const typename K::params_t& p, const LaunchArgs& a) {
     const uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
     if (i >= a.n_items) {
@@ -58,8 +58,8 @@ template <class K> __device__ __forceinline__ void task_sizes(const typename K::
     Fault f;
     Item<K> it;
     AllTasks::load<K>(p, a, i, it, f);
-    const uint64_t n = it.hi - it.lo;
-    a.sizes[i] = n > 0xffffffffull ? 0xffffffffu : uint32_t(n);
+    a.sizes[2 * i] = it.lo > 0xffffffffull ? 0xffffffffu : uint32_t(it.lo);
+    a.sizes[2 * i + 1] = it.hi > 0xffffffffull ? 0xffffffffu : uint32_t(it.hi);
     publish(a.fault, f);
 }
 

@@ -1,3 +1,10 @@
+use crate::buffer::cuda_err;
+use crate::compile::{self, Arch};
+use crate::probe::{self, Library};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use warpfit_runtime::{Error, Result};
 
 /// How a kernel's fine tasks are spread over GPU threads.
@@ -10,6 +17,55 @@ pub enum Decomposition {
     Thread,
     /// `W` threads per task, `W` in {2, 4, 8, 16, 32}.
     SubWarp(u32),
+}
+
+impl Decomposition {
+    /// Every decomposition, in the order benchmarks report them.
+    pub const ALL: [Decomposition; 7] = [
+        Decomposition::Thread,
+        Decomposition::SubWarp(2),
+        Decomposition::SubWarp(4),
+        Decomposition::SubWarp(8),
+        Decomposition::SubWarp(16),
+        Decomposition::SubWarp(32),
+        Decomposition::Cte,
+    ];
+
+    /// Name prefix of the entry points in the device library.
+    pub(crate) fn entry_prefix(self) -> Result<&'static str> {
+        Ok(match self {
+            Decomposition::Cte => "wf_cte",
+            Decomposition::Thread => "wf_thread",
+            Decomposition::SubWarp(2) => "wf_sub2",
+            Decomposition::SubWarp(4) => "wf_sub4",
+            Decomposition::SubWarp(8) => "wf_sub8",
+            Decomposition::SubWarp(16) => "wf_sub16",
+            Decomposition::SubWarp(32) => "wf_sub32",
+            Decomposition::SubWarp(w) => {
+                return Err(Error::invalid(format!(
+                    "sub-warp width {w} is not supported: expected 2, 4, 8, 16 or 32"
+                )))
+            }
+        })
+    }
+
+    /// Threads that work on one item.
+    pub(crate) fn threads_per_item(self) -> u64 {
+        match self {
+            Decomposition::SubWarp(w) => u64::from(w),
+            _ => 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Decomposition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Decomposition::Cte => f.write_str("cte"),
+            Decomposition::Thread => f.write_str("thread"),
+            Decomposition::SubWarp(w) => write!(f, "subwarp:{w}"),
+        }
+    }
 }
 
 impl std::str::FromStr for Decomposition {
@@ -33,21 +89,317 @@ impl std::str::FromStr for Decomposition {
     }
 }
 
-/// Options of one launch.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub decomposition: Decomposition,
+/// How a CTE launch over all tasks bounds the work of one warp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Split {
+    /// Choose from the tasks' size distribution: split tasks longer than a
+    /// segment length derived from the total work and the GPU's size (see
+    /// [`auto_segment_len`]), or not at all when no task is that long.
+    #[default]
+    Auto,
+    /// Never split: every task runs whole.
+    Never,
+    /// Split every task into segments of at most this many fine tasks.
+    Max(u32),
 }
 
-/// A CUDA GPU with its context, stream and compiled-module cache.
-#[derive(Debug, Clone)]
+/// Options of one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub decomposition: Decomposition,
+    /// Splitting of long tasks for [`Decomposition::Cte`] over all tasks
+    /// (task lists are launched as given).
+    pub split: Split,
+    /// CTE folds each lane's own task serially (the 1D order) in a warp
+    /// whose longest task has at most this many times as many fine tasks as
+    /// expansion would take rounds: even warps gain nothing from expansion
+    /// and pay its shuffles. 0 always expands.
+    pub cte_thread_ratio: u32,
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        LaunchConfig {
+            decomposition: Decomposition::Cte,
+            split: Split::Auto,
+            cte_thread_ratio: 2,
+        }
+    }
+}
+
+impl LaunchConfig {
+    /// The default options with `decomposition`.
+    pub fn new(decomposition: Decomposition) -> Self {
+        LaunchConfig {
+            decomposition,
+            ..Default::default()
+        }
+    }
+}
+
+/// The segment length at which an automatic split cuts long tasks, from
+/// the total fine-task count and the number of warps the GPU keeps
+/// resident; `None` when no task is longer than that (no split needed).
+///
+/// A warp over 32 segments of at most `S` fine tasks does at most `32·S`
+/// of them; keeping that a quarter of the average share of a resident warp
+/// slot (`total / resident_warps`) bounds the tail a hub task leaves, while
+/// `S >= 32` keeps the extra segments and merges few. Measured on an H100:
+/// RMAT scale 20 is fastest at S = 32, scale 22 at S = 64, which this gives.
+pub fn auto_segment_len(max_task: u64, total: u64, resident_warps: u64) -> Option<u32> {
+    let share = total / resident_warps.max(1) / (32 * 4);
+    let s = share.clamp(32, 1 << 16).next_power_of_two();
+    (max_task > s).then_some(s as u32)
+}
+
+/// A compiled kernel: the module and its entry points by name.
+#[derive(Debug)]
+pub(crate) struct Module {
+    _module: Arc<CudaModule>,
+    functions: HashMap<String, CudaFunction>,
+    /// NVRTC's log when this process compiled it (ptxas report).
+    pub(crate) log: String,
+    pub(crate) cached: bool,
+}
+
+impl Module {
+    pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction> {
+        self.functions.get(name).ok_or_else(|| Error::Cuda {
+            context: format!("entry point `{name}`"),
+            message: "not found in the compiled module".into(),
+        })
+    }
+}
+
+const ENTRY_POINTS: &[&str] = &[
+    "wf_thread_all",
+    "wf_sub2_all",
+    "wf_sub4_all",
+    "wf_sub8_all",
+    "wf_sub16_all",
+    "wf_sub32_all",
+    "wf_cte_all",
+    "wf_thread_list",
+    "wf_sub2_list",
+    "wf_sub4_list",
+    "wf_sub8_list",
+    "wf_sub16_list",
+    "wf_sub32_list",
+    "wf_cte_list",
+    "wf_merge",
+    "wf_sizes",
+];
+
+struct Inner {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    ordinal: usize,
+    name: String,
+    arch: Arch,
+    l2_bytes: usize,
+    sm_count: u32,
+    max_threads_per_sm: u32,
+    cache_dir: Option<PathBuf>,
+    modules: Mutex<HashMap<(String, u64), Arc<Module>>>,
+}
+
+/// A CUDA GPU with its context, one stream and its compiled modules.
+///
+/// Cloning is cheap (shared). All work goes to one stream in order; the
+/// methods that return host data synchronize, the rest only enqueue.
+#[derive(Clone)]
 pub struct CudaDevice {
-    _private: (),
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaDevice")
+            .field("ordinal", &self.inner.ordinal)
+            .field("name", &self.inner.name)
+            .field("arch", &self.inner.arch)
+            .finish()
+    }
 }
 
 impl CudaDevice {
+    /// Opens GPU `ordinal`: probes the driver, creates the context and
+    /// reads the properties launches are sized from.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        probe::require(Library::Driver)?;
+        let count = CudaContext::device_count().map_err(cuda_err("counting CUDA devices"))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(Error::Unavailable {
+                what: format!("CUDA device {ordinal}"),
+                reason: format!("the driver reports {count} device(s)"),
+            });
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(cuda_err(format!("creating a context on device {ordinal}")))?;
+        // One stream, in-order: cudarc's per-buffer event tracking would only
+        // add event records to every launch.
+        // SAFETY: no buffer of this context exists yet, and warpfit never uses
+        // a second stream on it.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let attr = |a: sys::CUdevice_attribute, what: &str| {
+            ctx.attribute(a)
+                .map_err(cuda_err(format!("reading {what} of device {ordinal}")))
+        };
+        let major = attr(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            "the compute capability",
+        )?;
+        let minor = attr(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            "the compute capability",
+        )?;
+        let l2 = attr(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+            "the L2 size",
+        )?;
+        let sms = attr(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "the SM count",
+        )?;
+        let tps = attr(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            "the threads per SM",
+        )?;
+        let name = ctx
+            .name()
+            .map_err(cuda_err(format!("reading the name of device {ordinal}")))?;
+        let arch = Arch::new(major as u32, minor as u32);
+        if arch < Arch::new(8, 0) {
+            return Err(Error::Unavailable {
+                what: format!("CUDA device {ordinal} ({name}, {arch})"),
+                reason: "warpfit's device library needs compute capability 8.0 or newer".into(),
+            });
+        }
+        Ok(CudaDevice {
+            inner: Arc::new(Inner {
+                ctx,
+                stream,
+                ordinal,
+                name,
+                arch,
+                l2_bytes: l2.max(0) as usize,
+                sm_count: sms.max(1) as u32,
+                max_threads_per_sm: tps.max(32) as u32,
+                cache_dir: compile::default_cache_dir(),
+                modules: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The device's name as the driver reports it.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Compute capability.
+    pub fn arch(&self) -> Arch {
+        self.inner.arch
+    }
+
+    /// L2 cache size in bytes.
+    pub fn l2_bytes(&self) -> usize {
+        self.inner.l2_bytes
+    }
+
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> u32 {
+        self.inner.sm_count
+    }
+
+    /// Warps the whole GPU keeps resident at full occupancy.
+    pub fn resident_warps(&self) -> u64 {
+        u64::from(self.inner.sm_count) * u64::from(self.inner.max_threads_per_sm / 32)
+    }
+
+    /// Device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.inner.ordinal
+    }
+
+    /// The stream all of this device's work goes to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.inner.stream
+    }
+
+    /// The driver context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.ctx
+    }
+
+    /// Waits for all enqueued work.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner
+            .stream
+            .synchronize()
+            .map_err(cuda_err("synchronizing the stream"))
+    }
+
+    /// The compiled module of `spec`: from memory, else the on-disk cache,
+    /// else NVRTC.
+    pub(crate) fn module(&self, spec: &crate::KernelSpec) -> Result<Arc<Module>> {
+        let source = compile::translation_unit(spec);
+        let key = (spec.name.to_string(), fnv(&source));
+        if let Some(m) = self.inner.modules.lock().map_err(poisoned)?.get(&key) {
+            return Ok(m.clone());
+        }
+        let compiled = compile::compile_cached(
+            spec.name,
+            &source,
+            self.inner.arch,
+            self.inner.cache_dir.as_deref(),
+        )?;
+        self.inner
+            .ctx
+            .bind_to_thread()
+            .map_err(cuda_err("binding the context"))?;
+        let module = self
+            .inner
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+            .map_err(cuda_err(format!(
+                "loading the module of kernel `{}`",
+                spec.name
+            )))?;
+        let mut functions = HashMap::new();
+        for ep in ENTRY_POINTS {
+            let f = module.load_function(ep).map_err(cuda_err(format!(
+                "entry point `{ep}` of kernel `{}`",
+                spec.name
+            )))?;
+            functions.insert(ep.to_string(), f);
+        }
+        let m = Arc::new(Module {
+            _module: module,
+            functions,
+            log: compiled.log,
+            cached: compiled.cached,
+        });
+        self.inner
+            .modules
+            .lock()
+            .map_err(poisoned)?
+            .insert(key, m.clone());
+        Ok(m)
+    }
+
+    /// NVRTC's ptxas report for `spec` (registers, spills, shared memory per
+    /// entry point), compiling it if needed; empty when it came from the
+    /// on-disk cache.
+    pub fn compile_report(&self, spec: &crate::KernelSpec) -> Result<(bool, String)> {
+        let m = self.module(spec)?;
+        Ok((m.cached, m.log.clone()))
+    }
+
     /// Compiles (or fetches from the cache) and launches `spec` over `tasks`.
-    /// Host arrays are uploaded, outputs downloaded after the launch.
+    /// Host arrays are uploaded, outputs downloaded after the launch, and a
+    /// fault inside the kernel comes back as the same `Error` the CPU twin
+    /// returns.
     pub fn launch(
         &self,
         spec: &crate::KernelSpec,
@@ -55,12 +407,23 @@ impl CudaDevice {
         tasks: warpfit_runtime::Tasks<'_>,
         args: &mut [crate::Arg<'_>],
     ) -> Result<()> {
-        let _ = (config, tasks, args);
-        Err(Error::Unavailable {
-            what: format!("CUDA launch of `{}`", spec.name),
-            reason: "the CUDA backend is not built yet".into(),
-        })
+        let prepared = crate::launch::Prepared::new(self, spec, config, tasks, args)?;
+        prepared.run()?;
+        prepared.finish(args)
     }
+}
+
+fn poisoned<T>(_: std::sync::PoisonError<T>) -> Error {
+    Error::Cuda {
+        context: "the module cache".into(),
+        message: "a thread panicked while holding its lock".into(),
+    }
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Where kernels run.
@@ -69,6 +432,23 @@ impl CudaDevice {
 pub enum Device {
     /// The host CPU, all cores, through rayon.
     Cpu,
+    /// An NVIDIA GPU.
+    Cuda(CudaDevice),
+}
+
+/// What `warpfit info` prints about a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// `cpu` or `cuda`.
+    pub backend: &'static str,
+    /// The GPU's name, or the CPU's thread count.
+    pub name: String,
+    /// Compute capability (`sm_90`), for CUDA.
+    pub arch: Option<String>,
+    /// L2 cache size in bytes, for CUDA.
+    pub l2_bytes: Option<usize>,
+    /// Streaming multiprocessors, for CUDA.
+    pub sm_count: Option<u32>,
 }
 
 impl Device {
@@ -77,15 +457,48 @@ impl Device {
         Device::Cpu
     }
 
-    /// The best backend on this machine.
+    /// CUDA device `ordinal`, or why it cannot be used.
+    ///
+    /// (Not `Device::cuda(ordinal)`: `device.cuda()` is the accessor that
+    /// generated code calls, per docs/codegen.md.)
+    pub fn open_cuda(ordinal: usize) -> Result<Self> {
+        CudaDevice::new(ordinal).map(Device::Cuda)
+    }
+
+    /// The best backend on this machine: CUDA device 0 when a driver and a
+    /// GPU are present, else the CPU; the reason for falling back is printed
+    /// on stderr, once per process.
     pub fn best() -> Self {
-        Device::Cpu
+        match Device::open_cuda(0) {
+            Ok(d) => d,
+            Err(e) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| eprintln!("warpfit: using the CPU: {e}"));
+                Device::Cpu
+            }
+        }
+    }
+
+    /// `cpu`, `cuda` (device 0, an error if unavailable) or `auto` ([`Device::best`]).
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "cpu" => Ok(Device::Cpu),
+            "cuda" => Device::open_cuda(0),
+            "auto" => Ok(Device::best()),
+            _ => match name.strip_prefix("cuda:").map(str::parse::<usize>) {
+                Some(Ok(i)) => Device::open_cuda(i),
+                _ => Err(Error::invalid(format!(
+                    "unknown backend `{name}`: expected cpu, cuda, cuda:N or auto"
+                ))),
+            },
+        }
     }
 
     /// The CUDA device, when this is one.
     pub fn cuda(&self) -> Option<&CudaDevice> {
         match self {
             Device::Cpu => None,
+            Device::Cuda(c) => Some(c),
         }
     }
 
@@ -93,6 +506,61 @@ impl Device {
     pub fn backend_name(&self) -> &'static str {
         match self {
             Device::Cpu => "cpu",
+            Device::Cuda(_) => "cuda",
         }
+    }
+
+    /// Name, backend and cache size, for `warpfit info`.
+    pub fn describe(&self) -> DeviceInfo {
+        match self {
+            Device::Cpu => DeviceInfo {
+                backend: "cpu",
+                name: format!(
+                    "host CPU ({} threads)",
+                    std::thread::available_parallelism().map_or(1, |n| n.get())
+                ),
+                arch: None,
+                l2_bytes: None,
+                sm_count: None,
+            },
+            Device::Cuda(c) => DeviceInfo {
+                backend: "cuda",
+                name: c.name().to_string(),
+                arch: Some(c.arch().sm()),
+                l2_bytes: Some(c.l2_bytes()),
+                sm_count: Some(c.sm_count()),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decomposition_names_round_trip() {
+        for d in Decomposition::ALL {
+            assert_eq!(d.to_string().parse::<Decomposition>().unwrap(), d);
+        }
+        assert!("subwarp:3".parse::<Decomposition>().is_err());
+        assert!("warp".parse::<Decomposition>().is_err());
+    }
+
+    #[test]
+    fn unknown_backend_is_an_error() {
+        let e = Device::from_name("tpu").unwrap_err().to_string();
+        assert!(e.contains("unknown backend `tpu`"), "{e}");
+        assert!(matches!(Device::from_name("cpu"), Ok(Device::Cpu)));
+    }
+
+    #[test]
+    fn auto_split_follows_the_work_per_warp_slot() {
+        // 132 SMs x 64 warps, RMAT scale 20 (16.1M fine tasks): S = 32.
+        assert_eq!(auto_segment_len(39_476, 16_100_000, 8448), Some(32));
+        // Scale 22 (67M): S = 64.
+        assert_eq!(auto_segment_len(100_000, 67_000_000, 8448), Some(64));
+        // No task longer than S: no split.
+        assert_eq!(auto_segment_len(5, 84_000_000, 8448), None);
     }
 }

@@ -6,13 +6,18 @@
 //! probed first ([`probe`]), so the crate builds and its CPU paths run on
 //! machines without CUDA.
 
+pub mod baseline;
+pub mod buffer;
 pub mod compile;
 mod device;
+pub mod launch;
 pub mod probe;
 pub mod spec;
 
 pub use compile::Arch;
-pub use device::{CudaDevice, Decomposition, Device, LaunchConfig};
+pub use device::{
+    auto_segment_len, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig, Split,
+};
 pub use spec::{
     Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,
 };

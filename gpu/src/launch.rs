@@ -1,0 +1,654 @@
+//! Launching a generated kernel: argument upload, `Params` packing per
+//! docs/codegen.md, task sources and split-task scratch, the launches
+//! themselves, and the fault word read back as the CPU twin's `Error`.
+
+use crate::buffer::{cuda_err, DeviceBuffer};
+use crate::device::{auto_segment_len, CudaDevice, Decomposition, LaunchConfig, Module, Split};
+use crate::spec::{Arg, KernelSpec, ParamKind, ScalarValue};
+use cudarc::driver::{DeviceRepr, LaunchConfig as CuLaunch, PushKernelArg};
+use std::sync::Arc;
+use warpfit_runtime::exec::Fault;
+use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
+
+/// Threads per block of every library kernel (`warpfit::BLOCK`).
+const BLOCK: u32 = 256;
+/// Largest `Params` struct passed by value (CUDA's kernel-parameter limit
+/// is 4 KiB on every supported architecture; `LaunchArgs` takes the rest).
+const MAX_PARAMS: usize = 4096 - std::mem::size_of::<LaunchArgs>();
+
+/// The packed `Params` struct of a kernel: C layout, fields in signature
+/// order, each at its natural alignment.
+#[derive(Clone, Copy)]
+#[repr(C, align(8))]
+pub struct ParamBlock {
+    bytes: [u8; MAX_PARAMS],
+    len: usize,
+}
+
+// SAFETY: plain bytes; CUDA copies the first `sizeof(Params)` of them, which
+// `pack_params` laid out exactly as the device struct.
+unsafe impl DeviceRepr for ParamBlock {}
+
+impl ParamBlock {
+    fn new() -> Self {
+        ParamBlock {
+            bytes: [0; MAX_PARAMS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, align: usize, data: &[u8]) -> Result<()> {
+        let at = self.len.next_multiple_of(align);
+        let end = at + data.len();
+        if end > MAX_PARAMS {
+            return Err(Error::invalid(format!(
+                "kernel parameters take more than {MAX_PARAMS} bytes"
+            )));
+        }
+        self.bytes[at..end].copy_from_slice(data);
+        self.len = end;
+        Ok(())
+    }
+
+    /// The packed bytes (the struct's size, before tail padding).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Launch-wide arguments; mirrors `warpfit::LaunchArgs` in task_source.cuh.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+pub struct LaunchArgs {
+    pub n_items: u64,
+    pub segments: u64,
+    pub whole: u64,
+    pub scratch: u64,
+    pub present: u64,
+    pub split: u64,
+    pub split_segments: u64,
+    pub fault: u64,
+    pub sizes: u64,
+    pub cte_thread_ratio: u32,
+    pub pad: u32,
+}
+
+// SAFETY: `#[repr(C)]` of u64/u32 fields, laid out as the device struct.
+unsafe impl DeviceRepr for LaunchArgs {}
+
+/// The launch's fault word; mirrors `warpfit::FaultRecord` in fault.cuh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct FaultRecord {
+    pub claimed: u32,
+    pub kind: u32,
+    pub array: u32,
+    pub pad: u32,
+    pub task: u64,
+    pub index: u64,
+    pub aux0: u64,
+    pub aux1: u64,
+}
+
+const FAULT_WORDS: usize = std::mem::size_of::<FaultRecord>() / 8;
+
+fn scalar_bytes(v: ScalarValue) -> (usize, Vec<u8>) {
+    match v {
+        ScalarValue::F32(x) => (4, x.to_ne_bytes().to_vec()),
+        ScalarValue::F64(x) => (8, x.to_ne_bytes().to_vec()),
+        ScalarValue::I32(x) => (4, x.to_ne_bytes().to_vec()),
+        ScalarValue::U32(x) => (4, x.to_ne_bytes().to_vec()),
+        ScalarValue::I64(x) => (8, x.to_ne_bytes().to_vec()),
+        ScalarValue::U64(x) => (8, x.to_ne_bytes().to_vec()),
+        ScalarValue::U8(x) => (1, vec![x]),
+        ScalarValue::Bool(x) => (1, vec![u8::from(x)]),
+    }
+}
+
+fn scalar_type(v: ScalarValue) -> crate::ScalarType {
+    use crate::ScalarType as T;
+    match v {
+        ScalarValue::F32(_) => T::F32,
+        ScalarValue::F64(_) => T::F64,
+        ScalarValue::I32(_) => T::I32,
+        ScalarValue::U32(_) => T::U32,
+        ScalarValue::I64(_) => T::I64,
+        ScalarValue::U64(_) => T::U64,
+        ScalarValue::U8(_) => T::U8,
+        ScalarValue::Bool(_) => T::Bool,
+    }
+}
+
+/// Checks `args` against `spec.params`: count, kind and element type.
+pub fn check_args(spec: &KernelSpec, args: &[Arg<'_>]) -> Result<()> {
+    if args.len() != spec.params.len() {
+        return Err(Error::invalid(format!(
+            "kernel `{}` takes {} arguments after the task index, got {}",
+            spec.name,
+            spec.params.len(),
+            args.len()
+        )));
+    }
+    for (i, (p, a)) in spec.params.iter().zip(args).enumerate() {
+        let (kind, ty, what) = match a {
+            Arg::Input(s) => (ParamKind::Input, s.ty, "&[{}]"),
+            Arg::Output(s) => (ParamKind::Output, s.ty, "&mut [{}]"),
+            Arg::Scalar(v) => (ParamKind::Scalar, scalar_type(*v), "{}"),
+        };
+        if kind != p.kind || ty != p.ty {
+            let want = match p.kind {
+                ParamKind::Input => format!("&[{}]", p.ty.rust_name()),
+                ParamKind::Output => format!("&mut [{}]", p.ty.rust_name()),
+                ParamKind::Scalar => p.ty.rust_name().to_string(),
+            };
+            return Err(Error::invalid(format!(
+                "kernel `{}`: argument {i} (`{}`) must be {want}, got {}",
+                spec.name,
+                p.name,
+                what.replace("{}", ty.rust_name())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Device copies of the array arguments, in parameter order (`None` for scalars).
+pub struct DeviceArgs {
+    buffers: Vec<Option<DeviceBuffer<u8>>>,
+    /// Element count of each parameter (0 for scalars).
+    lens: Vec<u64>,
+}
+
+impl DeviceArgs {
+    /// Uploads every array argument (outputs too: an epilogue may read them).
+    pub fn upload(dev: &CudaDevice, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<Self> {
+        check_args(spec, args)?;
+        let mut buffers = Vec::with_capacity(args.len());
+        let mut lens = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                Arg::Input(s) => {
+                    buffers.push(Some(DeviceBuffer::upload(dev, s.bytes)?));
+                    lens.push(s.len() as u64);
+                }
+                Arg::Output(s) => {
+                    buffers.push(Some(DeviceBuffer::upload(dev, s.bytes)?));
+                    lens.push(s.len() as u64);
+                }
+                Arg::Scalar(_) => {
+                    buffers.push(None);
+                    lens.push(0);
+                }
+            }
+        }
+        Ok(DeviceArgs { buffers, lens })
+    }
+
+    /// The device buffer of parameter `i`, when it is an array.
+    pub fn buffer(&self, i: usize) -> Option<&DeviceBuffer<u8>> {
+        self.buffers.get(i).and_then(|b| b.as_ref())
+    }
+
+    /// Packs `Params`: `const T*` + `uint64_t` length per array, scalars in place.
+    pub fn pack(
+        &self,
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        args: &[Arg<'_>],
+    ) -> Result<ParamBlock> {
+        let mut block = ParamBlock::new();
+        for (i, a) in args.iter().enumerate() {
+            match (a, &self.buffers[i]) {
+                (Arg::Scalar(v), _) => {
+                    let (align, bytes) = scalar_bytes(*v);
+                    block.push(align, &bytes)?;
+                }
+                (_, Some(b)) => {
+                    block.push(8, &b.device_ptr(dev).to_ne_bytes())?;
+                    block.push(8, &self.lens[i].to_ne_bytes())?;
+                }
+                (_, None) => {
+                    return Err(Error::invalid(format!(
+                        "kernel `{}`: argument {i} has no device buffer",
+                        spec.name
+                    )))
+                }
+            }
+        }
+        Ok(block)
+    }
+
+    /// Downloads every output into its host slice.
+    pub fn download_outputs(&self, dev: &CudaDevice, args: &mut [Arg<'_>]) -> Result<()> {
+        for (a, b) in args.iter_mut().zip(&self.buffers) {
+            if let (Arg::Output(s), Some(b)) = (a, b) {
+                b.download(dev, s.bytes)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A task list in device memory, with its split-task scratch.
+pub struct DeviceTaskList {
+    list: TaskList,
+    segments: DeviceBuffer<u32>,
+    whole: DeviceBuffer<u8>,
+    split: DeviceBuffer<u32>,
+    split_segments: DeviceBuffer<u32>,
+    scratch: DeviceBuffer<u64>,
+    present: DeviceBuffer<u8>,
+}
+
+impl DeviceTaskList {
+    /// Uploads `list`; scratch holds one accumulator per segment.
+    pub fn upload(dev: &CudaDevice, list: TaskList, acc_bytes: usize) -> Result<Self> {
+        let segs: Vec<u32> = list
+            .segments()
+            .iter()
+            .flat_map(|s| [s.task, s.lo, s.hi])
+            .collect();
+        let whole: Vec<u8> = list.whole_flags().iter().map(|&w| u8::from(w)).collect();
+        let split: Vec<u32> = list
+            .split_tasks()
+            .iter()
+            .flat_map(|s| [s.task, s.first, s.count])
+            .collect();
+        let n_split_segs = list.split_segments().len();
+        // Scratch is indexed by segment id; only split segments write it.
+        let scratch_words = if n_split_segs == 0 {
+            0
+        } else {
+            (list.len() * acc_bytes).div_ceil(8)
+        };
+        Ok(DeviceTaskList {
+            segments: DeviceBuffer::upload(dev, &segs)?,
+            whole: DeviceBuffer::upload(dev, &whole)?,
+            split: DeviceBuffer::upload(dev, &split)?,
+            split_segments: DeviceBuffer::upload(dev, list.split_segments())?,
+            scratch: DeviceBuffer::zeros(dev, scratch_words)?,
+            present: DeviceBuffer::zeros(dev, if n_split_segs == 0 { 0 } else { list.len() })?,
+            list,
+        })
+    }
+
+    /// The host copy.
+    pub fn list(&self) -> &TaskList {
+        &self.list
+    }
+}
+
+/// The items a prepared launch runs.
+pub enum PreparedTasks {
+    All(u64),
+    List(Box<DeviceTaskList>),
+}
+
+/// Everything a launch needs, resident on the device: launching again
+/// re-runs the kernels on the same buffers (what benchmarks time).
+pub struct Prepared {
+    dev: CudaDevice,
+    spec: KernelSpec,
+    module: Arc<Module>,
+    args: DeviceArgs,
+    params: ParamBlock,
+    tasks: PreparedTasks,
+    decomposition: Decomposition,
+    cte_thread_ratio: u32,
+    fault: DeviceBuffer<u64>,
+}
+
+impl Prepared {
+    /// Compiles (or fetches) the module, uploads the arguments and, for a
+    /// CTE launch over all tasks with [`Split::Auto`] or [`Split::Max`],
+    /// builds the task list that bounds each warp's work.
+    pub fn new(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &LaunchConfig,
+        tasks: Tasks<'_>,
+        args: &[Arg<'_>],
+    ) -> Result<Self> {
+        config.decomposition.entry_prefix()?;
+        let module = dev.module(spec)?;
+        let dargs = DeviceArgs::upload(dev, spec, args)?;
+        let params = dargs.pack(dev, spec, args)?;
+        let mut p = Prepared {
+            dev: dev.clone(),
+            spec: *spec,
+            module,
+            args: dargs,
+            params,
+            tasks: PreparedTasks::All(0),
+            decomposition: config.decomposition,
+            cte_thread_ratio: config.cte_thread_ratio,
+            fault: DeviceBuffer::zeros(dev, FAULT_WORDS)?,
+        };
+        p.tasks =
+            match tasks {
+                Tasks::List(list) => {
+                    crate::launch::check_u32_items(list.len())?;
+                    PreparedTasks::List(Box::new(DeviceTaskList::upload(
+                        dev,
+                        list.clone(),
+                        spec.acc.size(),
+                    )?))
+                }
+                Tasks::All(n) => {
+                    let n64 = n as u64;
+                    match (config.decomposition, config.split) {
+                        (Decomposition::Cte, Split::Auto | Split::Max(_)) if n > 0 => {
+                            match p.split_list(n, config.split)? {
+                                Some(list) => PreparedTasks::List(Box::new(
+                                    DeviceTaskList::upload(dev, list, spec.acc.size())?,
+                                )),
+                                None => PreparedTasks::All(n64),
+                            }
+                        }
+                        _ => PreparedTasks::All(n64),
+                    }
+                }
+                #[allow(unreachable_patterns)]
+                _ => {
+                    return Err(Error::invalid(
+                        "this task source is not supported by the CUDA backend",
+                    ))
+                }
+            };
+        Ok(p)
+    }
+
+    /// Runs the size kernel and cuts tasks longer than the chosen segment
+    /// length into segments; `None` when nothing needs cutting.
+    fn split_list(&self, n: usize, split: Split) -> Result<Option<TaskList>> {
+        check_u32_items(n)?;
+        let mut ranges = DeviceBuffer::<u32>::zeros(&self.dev, 2 * n)?;
+        let a = LaunchArgs {
+            n_items: n as u64,
+            sizes: ranges.device_ptr(&self.dev),
+            fault: self.fault.device_ptr(&self.dev),
+            ..Default::default()
+        };
+        self.launch_kernel("wf_sizes", grid(n as u64, 1)?, &a)?;
+        self.check_fault()?;
+        let lr = ranges.to_vec(&self.dev)?;
+        ranges.clear(&self.dev)?;
+        if lr.contains(&u32::MAX) {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: fine-task indices reach u32::MAX, too large to split into segments",
+                self.spec.name
+            )));
+        }
+        let (mut max, mut total) = (0u64, 0u64);
+        for t in 0..n {
+            let len = u64::from(lr[2 * t + 1].saturating_sub(lr[2 * t]));
+            max = max.max(len);
+            total += len;
+        }
+        let s = match split {
+            Split::Max(s) if s > 0 => s,
+            Split::Max(_) => return Err(Error::invalid("segment length bound must be at least 1")),
+            _ => match auto_segment_len(max, total, self.dev.resident_warps()) {
+                Some(s) => s,
+                None => return Ok(None),
+            },
+        };
+        if max <= u64::from(s) {
+            return Ok(None);
+        }
+        let mut segs = Vec::with_capacity(n + (total / u64::from(s)) as usize);
+        for t in 0..n {
+            let (lo, hi) = (lr[2 * t], lr[2 * t + 1].max(lr[2 * t]));
+            let mut a = lo;
+            segs.push(Segment::new(t as u32, a, hi.min(a.saturating_add(s))));
+            a = a.saturating_add(s);
+            while a < hi {
+                segs.push(Segment::new(t as u32, a, hi.min(a.saturating_add(s))));
+                a = a.saturating_add(s);
+            }
+        }
+        TaskList::new(segs).map(Some)
+    }
+
+    fn launch_kernel(&self, name: &str, grid_dim: u32, a: &LaunchArgs) -> Result<()> {
+        if grid_dim == 0 {
+            return Ok(());
+        }
+        let f = self.module.function(name)?;
+        let cfg = CuLaunch {
+            grid_dim: (grid_dim, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.dev.stream().launch_builder(f);
+        b.arg(&self.params);
+        b.arg(a);
+        // SAFETY: the entry point takes (Params by value, LaunchArgs by value);
+        // `params` was packed from this kernel's spec and every pointer in
+        // both structs refers to a live buffer owned by `self` (or by the
+        // caller until the launch completes).
+        unsafe { b.launch(cfg) }.map_err(cuda_err(format!(
+            "launching `{name}` of kernel `{}`",
+            self.spec.name
+        )))?;
+        Ok(())
+    }
+
+    /// Enqueues the launch (main kernel, then the merge of split tasks).
+    /// Asynchronous: call [`Prepared::check_fault`] or [`Prepared::finish`].
+    pub fn run(&self) -> Result<()> {
+        let prefix = self.decomposition.entry_prefix()?;
+        let tpi = self.decomposition.threads_per_item();
+        let fault = self.fault.device_ptr(&self.dev);
+        match &self.tasks {
+            PreparedTasks::All(n) => {
+                let a = LaunchArgs {
+                    n_items: *n,
+                    fault,
+                    cte_thread_ratio: self.cte_thread_ratio,
+                    ..Default::default()
+                };
+                self.launch_kernel(&format!("{prefix}_all"), grid(*n, tpi)?, &a)
+            }
+            PreparedTasks::List(l) => {
+                let a = LaunchArgs {
+                    n_items: l.list.len() as u64,
+                    segments: l.segments.device_ptr(&self.dev),
+                    whole: l.whole.device_ptr(&self.dev),
+                    scratch: l.scratch.device_ptr(&self.dev),
+                    present: l.present.device_ptr(&self.dev),
+                    split: l.split.device_ptr(&self.dev),
+                    split_segments: l.split_segments.device_ptr(&self.dev),
+                    fault,
+                    cte_thread_ratio: self.cte_thread_ratio,
+                    ..Default::default()
+                };
+                self.launch_kernel(&format!("{prefix}_list"), grid(a.n_items, tpi)?, &a)?;
+                let n_split = l.list.split_tasks().len() as u64;
+                if n_split > 0 {
+                    let m = LaunchArgs {
+                        n_items: n_split,
+                        ..a
+                    };
+                    self.launch_kernel("wf_merge", grid(n_split, 32)?, &m)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits for the launch and turns a recorded fault into the error the
+    /// CPU twin returns for it.
+    pub fn check_fault(&self) -> Result<()> {
+        let words = self.fault.to_vec(&self.dev)?;
+        let rec = FaultRecord {
+            claimed: words[0] as u32,
+            kind: (words[0] >> 32) as u32,
+            array: words[1] as u32,
+            pad: (words[1] >> 32) as u32,
+            task: words[2],
+            index: words[3],
+            aux0: words[4],
+            aux1: words[5],
+        };
+        if rec.claimed == 0 {
+            return Ok(());
+        }
+        Err(self.fault_error(&rec))
+    }
+
+    fn fault_error(&self, rec: &FaultRecord) -> Error {
+        let name = self.spec.name;
+        let task = rec.task as usize;
+        match rec.kind {
+            1 => match self.spec.params.get(rec.array as usize) {
+                Some(p) => Fault::Index {
+                    array: p.name,
+                    index: rec.index,
+                    len: self.args.lens[rec.array as usize],
+                }
+                .into_error(name, task),
+                None => Error::Cuda {
+                    context: format!("kernel `{name}`, task {task}"),
+                    message: format!(
+                        "out-of-range index {} into unknown parameter {}",
+                        rec.index, rec.array
+                    ),
+                },
+            },
+            2 => Fault::DivisionByZero.into_error(name, task),
+            3 => {
+                let seg = match &self.tasks {
+                    PreparedTasks::List(l) => l.list.segments().get(rec.index as usize).copied(),
+                    PreparedTasks::All(_) => None,
+                }
+                .unwrap_or_default();
+                Fault::SegmentOutOfRange {
+                    lo: u64::from(seg.lo),
+                    hi: u64::from(seg.hi),
+                    task_lo: rec.aux0,
+                    task_hi: rec.aux1,
+                }
+                .into_error(name, task)
+            }
+            k => Error::Cuda {
+                context: format!("kernel `{name}`"),
+                message: format!("unknown fault kind {k} in the fault record"),
+            },
+        }
+    }
+
+    /// Waits, checks the fault word and downloads the outputs into `args`.
+    pub fn finish(&self, args: &mut [Arg<'_>]) -> Result<()> {
+        self.check_fault()?;
+        self.args.download_outputs(&self.dev, args)
+    }
+
+    /// The device buffers of the arguments.
+    pub fn args(&self) -> &DeviceArgs {
+        &self.args
+    }
+
+    /// The task list the launch runs, when it runs one (given, or built by
+    /// an automatic split).
+    pub fn task_list(&self) -> Option<&TaskList> {
+        match &self.tasks {
+            PreparedTasks::List(l) => Some(&l.list),
+            PreparedTasks::All(_) => None,
+        }
+    }
+}
+
+/// Task lists and automatic splits address items with u32 ids.
+pub(crate) fn check_u32_items(n: usize) -> Result<()> {
+    warpfit_runtime::error::to_u32("number of launch items", n).map(|_| ())
+}
+
+/// Blocks for `n` items of `threads_per_item` threads.
+fn grid(n: u64, threads_per_item: u64) -> Result<u32> {
+    let blocks = (n * threads_per_item).div_ceil(u64::from(BLOCK));
+    u32::try_from(blocks)
+        .ok()
+        .filter(|&b| b < (1u32 << 31))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{n} items need {blocks} blocks, more than CUDA's grid allows"
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ParamSpec, ScalarType};
+
+    #[test]
+    fn params_follow_c_layout() {
+        let mut b = ParamBlock::new();
+        b.push(8, &1u64.to_ne_bytes()).unwrap(); // const T*
+        b.push(8, &2u64.to_ne_bytes()).unwrap(); // len
+        b.push(4, &3u32.to_ne_bytes()).unwrap(); // u32 scalar
+        b.push(1, &[1]).unwrap(); // bool
+        b.push(8, &4u64.to_ne_bytes()).unwrap(); // next pointer aligns to 8
+        assert_eq!(b.as_bytes().len(), 32);
+        assert_eq!(&b.as_bytes()[16..20], &3u32.to_ne_bytes());
+        assert_eq!(b.as_bytes()[20], 1);
+        assert_eq!(&b.as_bytes()[24..32], &4u64.to_ne_bytes());
+    }
+
+    #[test]
+    fn launch_args_match_the_device_struct() {
+        // 9 pointers/counts + 2 u32 = 80 bytes, as in task_source.cuh.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 80);
+        assert_eq!(std::mem::size_of::<FaultRecord>(), 48);
+    }
+
+    #[test]
+    fn argument_mismatches_are_named() {
+        static SPEC: KernelSpec = KernelSpec {
+            name: "k",
+            cuda_source: "",
+            device_fns: &[],
+            params: &[
+                ParamSpec {
+                    name: "x",
+                    ty: ScalarType::F32,
+                    kind: ParamKind::Input,
+                },
+                ParamSpec {
+                    name: "y",
+                    ty: ScalarType::F32,
+                    kind: ParamKind::Output,
+                },
+            ],
+            acc: ScalarType::F32,
+        };
+        let x = [1.0f64];
+        let mut y = [0.0f32];
+        let e = check_args(&SPEC, &[Arg::input(&x), Arg::output(&mut y)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("argument 0 (`x`) must be &[f32], got &[f64]"),
+            "{e}"
+        );
+        let e = check_args(&SPEC, &[Arg::input(&x)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("takes 2 arguments after the task index, got 1"),
+            "{e}"
+        );
+        let xs = [1.0f32];
+        assert!(check_args(&SPEC, &[Arg::input(&xs), Arg::output(&mut y)]).is_ok());
+    }
+
+    #[test]
+    fn grid_counts_threads_per_item() {
+        assert_eq!(grid(256, 1).unwrap(), 1);
+        assert_eq!(grid(257, 1).unwrap(), 2);
+        assert_eq!(grid(256, 32).unwrap(), 32);
+        assert_eq!(grid(0, 4).unwrap(), 0);
+        assert!(grid(u64::from(u32::MAX) * 64, 32).is_err());
+    }
+}

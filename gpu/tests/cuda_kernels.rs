@@ -1,0 +1,541 @@
+//! The GPU suite: every fixture kernel × decomposition × task source against
+//! the CPU twin, on generated matrices (RMAT, uniform, rgg, grid), the real
+//! matrices of `tests/data/` and edge cases (rows longer than a warp, empty
+//! rows, a single row, no rows); faults come back as the CPU twin's errors.
+//!
+//! Needs a CUDA GPU. Without one each test is skipped, unless
+//! `WARPFIT_REQUIRE_GPU=1` (set by `scripts/gpu-check`), where it fails.
+
+mod common;
+
+use common::{Relax, Spmv, RELAX, SPMV_F32, SPMV_F64};
+use warpfit_gpu::{Arg, CudaDevice, Decomposition, LaunchConfig, Split};
+use warpfit_runtime::exec::{cpu, SharedOut};
+use warpfit_runtime::{gen, Csr, Segment, TaskList, Tasks};
+
+fn device() -> Option<CudaDevice> {
+    match CudaDevice::new(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            if std::env::var("WARPFIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("WARPFIT_REQUIRE_GPU=1 and no CUDA device: {e}");
+            }
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
+
+/// Deterministic values in [-1, 1), never zero-heavy.
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// A matrix from explicit row lengths (columns pseudo-random).
+fn from_lengths(lengths: &[usize], ncols: usize) -> Csr<f32> {
+    let mut row_ptr = vec![0u32];
+    let mut col = Vec::new();
+    for (r, &l) in lengths.iter().enumerate() {
+        for k in 0..l {
+            col.push(((r * 7919 + k * 104_729) % ncols.max(1)) as u32);
+        }
+        row_ptr.push(col.len() as u32);
+    }
+    let val = values(col.len(), 7).into_iter().map(|v| v as f32).collect();
+    Csr::new(lengths.len(), ncols, row_ptr, col, val).unwrap()
+}
+
+fn matrices() -> Vec<(String, Csr<f32>)> {
+    let mut m = vec![
+        (
+            "rmat:scale=14,ef=16".to_string(),
+            gen::rmat(14, 16, 1).unwrap(),
+        ),
+        (
+            "uniform:n=16384,per_row=16".into(),
+            gen::uniform(16384, 16, 2).unwrap(),
+        ),
+        (
+            "rgg:n=16384,random".into(),
+            gen::rgg_with(16384, 3, gen::RggOrder::Random).unwrap(),
+        ),
+        (
+            "rgg:n=16384,spatial".into(),
+            gen::rgg_with(16384, 3, gen::RggOrder::Spatial).unwrap(),
+        ),
+        ("grid2d:side=128".into(), gen::grid2d(128).unwrap()),
+    ];
+    // Long rows (hub of 5000, rows of 33 and 64 around a warp), empty rows.
+    let mut lengths = vec![0usize; 3000];
+    for (i, l) in lengths.iter_mut().enumerate() {
+        *l = match i % 97 {
+            0 => 5000,
+            1 | 2 => 0,
+            3 => 33,
+            4 => 64,
+            5 => 31,
+            _ => i % 9,
+        };
+    }
+    m.push(("long-and-empty-rows".into(), from_lengths(&lengths, 4000)));
+    m.push(("single-row-4097".into(), from_lengths(&[4097], 5000)));
+    m.push(("all-empty-70".into(), from_lengths(&[0; 70], 10)));
+    m.push(("no-rows".into(), from_lengths(&[], 10)));
+    m.push(("tail-of-33-rows".into(), from_lengths(&[40; 33], 100)));
+    let dir = std::env::var("WARPFIT_TEST_DATA")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data").to_string());
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "mtx"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .mtx files in {dir}");
+    for p in files {
+        let a = warpfit_runtime::sparse::mm::read_csr::<f32>(&p).unwrap_or_else(|e| panic!("{e}"));
+        m.push((p.file_name().unwrap().to_string_lossy().into_owned(), a));
+    }
+    m
+}
+
+/// Every way the suite launches: decomposition, task source, split.
+fn configs(a: &Csr<f32>) -> Vec<(String, LaunchConfig, Option<TaskList>)> {
+    let mut out = Vec::new();
+    for d in Decomposition::ALL {
+        let splits: &[Split] = if d == Decomposition::Cte {
+            &[Split::Never, Split::Auto, Split::Max(8)]
+        } else {
+            &[Split::Never]
+        };
+        for &s in splits {
+            for ratio in if d == Decomposition::Cte {
+                vec![0, 2]
+            } else {
+                vec![2]
+            } {
+                let cfg = LaunchConfig {
+                    decomposition: d,
+                    split: s,
+                    cte_thread_ratio: ratio,
+                };
+                out.push((format!("{d} all split={s:?} ratio={ratio}"), cfg, None));
+            }
+        }
+        for max in [7u32, 64, u32::MAX] {
+            let list = TaskList::chunked(a.row_ptr(), max).unwrap();
+            out.push((
+                format!("{d} list chunked({max})"),
+                LaunchConfig {
+                    decomposition: d,
+                    ..LaunchConfig::default()
+                },
+                Some(list),
+            ));
+        }
+    }
+    // A list in reversed order with a split row's pieces out of order.
+    let n = a.nrows() as u32;
+    let mut segs: Vec<Segment> = (0..n)
+        .rev()
+        .flat_map(|t| {
+            let (lo, hi) = (a.row_ptr()[t as usize], a.row_ptr()[t as usize + 1]);
+            let mid = lo + (hi - lo) / 2;
+            [Segment::new(t, mid, hi), Segment::new(t, lo, mid)]
+        })
+        .collect();
+    segs.truncate(segs.len());
+    let list = TaskList::new(segs).unwrap();
+    out.push((
+        "cte list reversed-halves".into(),
+        LaunchConfig::default(),
+        Some(list.clone()),
+    ));
+    out.push((
+        "subwarp:4 list reversed-halves".into(),
+        LaunchConfig::new(Decomposition::SubWarp(4)),
+        Some(list),
+    ));
+    out
+}
+
+fn tasks_of(n: usize, list: &Option<TaskList>) -> Tasks<'_> {
+    match list {
+        Some(l) => Tasks::List(l),
+        None => Tasks::All(n),
+    }
+}
+
+/// Σ|val·x| per row, for a tolerance scaled by the row's magnitude and length.
+fn abs_rows(a: &Csr<f32>, x: &[f64]) -> Vec<(f64, usize)> {
+    (0..a.nrows())
+        .map(|r| {
+            let rr = a.row_range(r);
+            let s = rr
+                .clone()
+                .map(|k| (f64::from(a.values()[k]) * x[a.col_idx()[k] as usize]).abs())
+                .sum();
+            (s, rr.len())
+        })
+        .collect()
+}
+
+#[test]
+fn every_kernel_decomposition_and_task_source_matches_the_cpu() {
+    let Some(dev) = device() else { return };
+    let mut failures = Vec::new();
+    let mut launches = 0usize;
+    for (mname, a) in matrices() {
+        let n = a.nrows();
+        let x64 = values(a.ncols(), 11);
+        let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+        let val64: Vec<f64> = a.values().iter().map(|&v| f64::from(v)).collect();
+        let mags = abs_rows(&a, &x64);
+        let dist: Vec<f32> = values(n.max(a.ncols()), 5)
+            .iter()
+            .map(|v| (v.abs() * 10.0) as f32)
+            .collect();
+        let dist = &dist[..n.max(a.ncols()).max(1).min(dist.len())];
+        for (cname, cfg, list) in configs(&a) {
+            // spmv f32
+            let mut want = vec![f32::NAN; n];
+            cpu::run(
+                &Spmv {
+                    row_ptr: a.row_ptr(),
+                    col: a.col_idx(),
+                    val: a.values(),
+                    x: &x32,
+                    y: SharedOut::new(&mut want),
+                },
+                tasks_of(n, &list),
+            )
+            .unwrap();
+            let mut got = vec![f32::NAN; n];
+            let r = dev.launch(
+                &SPMV_F32,
+                &cfg,
+                tasks_of(n, &list),
+                &mut [
+                    Arg::input(a.row_ptr()),
+                    Arg::input(a.col_idx()),
+                    Arg::input(a.values()),
+                    Arg::input(&x32),
+                    Arg::output(&mut got),
+                ],
+            );
+            launches += 1;
+            match r {
+                Err(e) => failures.push(format!("{mname} / spmv_f32 / {cname}: {e}")),
+                Ok(()) => {
+                    if let Some(i) = (0..n).find(|&i| {
+                        let tol =
+                            4.0 * f64::from(f32::EPSILON) * (mags[i].1 as f64 + 1.0) * mags[i].0
+                                + 1e-30;
+                        !((f64::from(got[i]) - f64::from(want[i])).abs() <= tol)
+                    }) {
+                        failures.push(format!(
+                            "{mname} / spmv_f32 / {cname}: row {i}: got {} want {}",
+                            got[i], want[i]
+                        ));
+                    }
+                }
+            }
+            // spmv f64
+            let mut want = vec![f64::NAN; n];
+            cpu::run(
+                &Spmv {
+                    row_ptr: a.row_ptr(),
+                    col: a.col_idx(),
+                    val: &val64,
+                    x: &x64,
+                    y: SharedOut::new(&mut want),
+                },
+                tasks_of(n, &list),
+            )
+            .unwrap();
+            let mut got = vec![f64::NAN; n];
+            let r = dev.launch(
+                &SPMV_F64,
+                &cfg,
+                tasks_of(n, &list),
+                &mut [
+                    Arg::input(a.row_ptr()),
+                    Arg::input(a.col_idx()),
+                    Arg::input(&val64),
+                    Arg::input(&x64),
+                    Arg::output(&mut got),
+                ],
+            );
+            launches += 1;
+            match r {
+                Err(e) => failures.push(format!("{mname} / spmv_f64 / {cname}: {e}")),
+                Ok(()) => {
+                    if let Some(i) = (0..n).find(|&i| {
+                        let tol =
+                            4.0 * f64::EPSILON * (mags[i].1 as f64 + 1.0) * mags[i].0 + 1e-300;
+                        !((got[i] - want[i]).abs() <= tol)
+                    }) {
+                        failures.push(format!(
+                            "{mname} / spmv_f64 / {cname}: row {i}: got {} want {}",
+                            got[i], want[i]
+                        ));
+                    }
+                }
+            }
+            // relax (min, +): exact.
+            let w: Vec<f32> = a.values().iter().map(|v| v.abs()).collect();
+            if a.ncols() <= dist.len() && n <= dist.len() {
+                let mut want = vec![f32::NAN; n];
+                cpu::run(
+                    &Relax {
+                        ptr: a.row_ptr(),
+                        src: a.col_idx(),
+                        w: &w,
+                        dist,
+                        scale: 7,
+                        next: SharedOut::new(&mut want),
+                    },
+                    tasks_of(n, &list),
+                )
+                .unwrap();
+                let mut got = vec![f32::NAN; n];
+                let r = dev.launch(
+                    &RELAX,
+                    &cfg,
+                    tasks_of(n, &list),
+                    &mut [
+                        Arg::input(a.row_ptr()),
+                        Arg::input(a.col_idx()),
+                        Arg::input(&w),
+                        Arg::input(dist),
+                        Arg::scalar(7u32),
+                        Arg::output(&mut got),
+                    ],
+                );
+                launches += 1;
+                match r {
+                    Err(e) => failures.push(format!("{mname} / relax / {cname}: {e}")),
+                    Ok(()) => {
+                        if let Some(i) = (0..n).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+                            failures.push(format!(
+                                "{mname} / relax / {cname}: row {i}: got {} want {}",
+                                got[i], want[i]
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{launches} launches compared with the CPU twin, {} mismatches",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {launches} launches differ from the CPU:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn faults_come_back_as_the_cpu_twins_errors() {
+    let Some(dev) = device() else { return };
+    let a = from_lengths(&[3, 40, 0, 5000, 2], 50);
+    let n = a.nrows();
+    // x shorter than the column range: an index fault in `x`.
+    let x: Vec<f32> = vec![1.0; 10];
+    for d in Decomposition::ALL {
+        let mut want = vec![0f32; n];
+        let cpu_err = cpu::run(
+            &Spmv {
+                row_ptr: a.row_ptr(),
+                col: a.col_idx(),
+                val: a.values(),
+                x: &x,
+                y: SharedOut::new(&mut want),
+            },
+            Tasks::All(n),
+        )
+        .unwrap_err();
+        let mut got = vec![0f32; n];
+        let gpu_err = dev
+            .launch(
+                &SPMV_F32,
+                &LaunchConfig::new(d),
+                Tasks::All(n),
+                &mut [
+                    Arg::input(a.row_ptr()),
+                    Arg::input(a.col_idx()),
+                    Arg::input(a.values()),
+                    Arg::input(&x),
+                    Arg::output(&mut got),
+                ],
+            )
+            .unwrap_err();
+        // Which faulting task is reported first may differ; the kind, array and length may not.
+        let (c, g) = (cpu_err.to_string(), gpu_err.to_string());
+        assert!(
+            g.contains("`x`: index") && g.contains("out of range for length 10"),
+            "{d}: gpu `{g}` vs cpu `{c}`"
+        );
+        assert!(
+            matches!(
+                gpu_err,
+                warpfit_runtime::Error::IndexOutOfRange { len: 10, .. }
+            ),
+            "{d}: {gpu_err:?}"
+        );
+    }
+    // Division by zero: scale = 0.
+    let w = vec![1.0f32; a.nnz()];
+    let dist = vec![0.5f32; 50];
+    let mut next = vec![0f32; n];
+    let e = dev
+        .launch(
+            &RELAX,
+            &LaunchConfig::default(),
+            Tasks::All(n),
+            &mut [
+                Arg::input(a.row_ptr()),
+                Arg::input(a.col_idx()),
+                Arg::input(&w),
+                Arg::input(&dist),
+                Arg::scalar(0u32),
+                Arg::output(&mut next),
+            ],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            warpfit_runtime::Error::DivisionByZero {
+                kernel: "relax",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // A segment outside its task's range: the same error as the CPU executor.
+    let list = TaskList::new(vec![Segment::new(0, 0, 3), Segment::new(1, 3, 60)]).unwrap();
+    let mut want = vec![0f32; n];
+    let xs = vec![1.0f32; 50];
+    let cpu_err = cpu::run(
+        &Spmv {
+            row_ptr: a.row_ptr(),
+            col: a.col_idx(),
+            val: a.values(),
+            x: &xs,
+            y: SharedOut::new(&mut want),
+        },
+        Tasks::List(&list),
+    )
+    .unwrap_err();
+    let mut got = vec![0f32; n];
+    let gpu_err = dev
+        .launch(
+            &SPMV_F32,
+            &LaunchConfig::default(),
+            Tasks::List(&list),
+            &mut [
+                Arg::input(a.row_ptr()),
+                Arg::input(a.col_idx()),
+                Arg::input(a.values()),
+                Arg::input(&xs),
+                Arg::output(&mut got),
+            ],
+        )
+        .unwrap_err();
+    assert_eq!(gpu_err.to_string(), cpu_err.to_string());
+    // Wrong argument types are rejected before any launch.
+    let xd = vec![1.0f64; 50];
+    let e = dev
+        .launch(
+            &SPMV_F32,
+            &LaunchConfig::default(),
+            Tasks::All(n),
+            &mut [
+                Arg::input(a.row_ptr()),
+                Arg::input(a.col_idx()),
+                Arg::input(a.values()),
+                Arg::input(&xd),
+                Arg::output(&mut got),
+            ],
+        )
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("argument 3 (`x`) must be &[f32], got &[f64]"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_warm_launch_does_not_recompile() {
+    let Some(dev) = device() else { return };
+    let dir = std::env::temp_dir().join(format!("warpfit-cache-test-{}", std::process::id()));
+    let tu = warpfit_gpu::compile::translation_unit(&SPMV_F32);
+    let cold =
+        warpfit_gpu::compile::compile_cached("spmv_f32", &tu, dev.arch(), Some(&dir)).unwrap();
+    let warm =
+        warpfit_gpu::compile::compile_cached("spmv_f32", &tu, dev.arch(), Some(&dir)).unwrap();
+    assert!(!cold.cached && warm.cached);
+    assert_eq!(cold.cubin, warm.cubin);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cusparse_baseline_matches_the_cpu() {
+    let Some(dev) = device() else { return };
+    use warpfit_gpu::baseline::{CusparseSpmv, SpmvAlg};
+    let a = gen::rmat(12, 16, 9).unwrap();
+    let x: Vec<f32> = values(a.ncols(), 3).iter().map(|&v| v as f32).collect();
+    let mut want = vec![0f32; a.nrows()];
+    cpu::run(
+        &Spmv {
+            row_ptr: a.row_ptr(),
+            col: a.col_idx(),
+            val: a.values(),
+            x: &x,
+            y: SharedOut::new(&mut want),
+        },
+        Tasks::All(a.nrows()),
+    )
+    .unwrap();
+    for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg1, SpmvAlg::CsrAlg2] {
+        let s = CusparseSpmv::new(
+            &dev,
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &x,
+            alg,
+        )
+        .unwrap();
+        s.run().unwrap();
+        let y = s.y().unwrap();
+        for i in 0..a.nrows() {
+            assert!(
+                (y[i] - want[i]).abs() <= 1e-4 * (1.0 + want[i].abs()),
+                "{alg:?} row {i}: {} vs {}",
+                y[i],
+                want[i]
+            );
+        }
+    }
+}

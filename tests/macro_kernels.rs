@@ -1,6 +1,8 @@
-//! `#[nested_reduce]` kernels run on the CPU twin, against plain loops and
-//! against the plain function each macro keeps.
+//! `#[nested_reduce]` kernels run on the CPU twin: against plain reference
+//! loops, against the plain function each macro keeps, over all tasks and over
+//! task lists that split long rows; faults; Rust release semantics.
 
+use warpfit::__private::{GatherKernel, NestedKernel, ScalarType, SharedOut};
 use warpfit::prelude::*;
 
 /// y = A·x over (+, ×).
@@ -21,6 +23,7 @@ pub fn relax(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: 
 
 /// PageRank pull step.
 #[nested_reduce]
+#[allow(clippy::too_many_arguments)]
 pub fn pagerank(
     v: usize,
     ptr: &[u32],
@@ -34,18 +37,35 @@ pub fn pagerank(
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
     next[v] = base
-        + damping * (lo..hi).map(|e| rank[src[e] as usize] * inv_deg[src[e] as usize]).fold(0.0, |a, b| a + b);
+        + damping
+            * (lo..hi)
+                .map(|e| rank[src[e] as usize] * inv_deg[src[e] as usize])
+                .fold(0.0, |a, b| a + b);
 }
 
-/// BFS step: a vertex not yet reached whose in-neighbour is in the frontier level.
+/// BFS step: an unreached vertex with an in-neighbour at level `cur` gets `cur + 1`.
 #[nested_reduce]
-pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], cur: i32, next: &mut [i32], changed: &mut [u32]) {
+#[allow(clippy::too_many_arguments)]
+pub fn bfs_step(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    level: &[i32],
+    cur: i32,
+    next: &mut [i32],
+    changed: &mut [u32],
+) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
-    let hits = (lo..hi).map(|e| if level[src[e] as usize] == cur { 1u32 } else { 0 }).fold(0, |a, b| a + b);
+    let hits = (lo..hi)
+        .map(|e| if level[src[e] as usize] == cur { 1u32 } else { 0 })
+        .fold(0, |a, b| a + b);
     if level[v] < 0 && hits > 0 {
         next[v] = cur + 1;
         changed[v] = 1;
+    } else if level[v] < 0 {
+        next[v] = -1;
+        changed[v] = 0;
     } else {
         next[v] = level[v];
         changed[v] = 0;
@@ -55,7 +75,11 @@ pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], cur: i32, nex
 /// ⊕ of the (max, +) semiring.
 #[device_fn]
 pub fn max_plus(a: f32, b: f32) -> f32 {
-    if a > b { a } else { b }
+    if a > b {
+        a
+    } else {
+        b
+    }
 }
 
 /// One step of longest paths over (max, +).
@@ -63,17 +87,360 @@ pub fn max_plus(a: f32, b: f32) -> f32 {
 pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
-    next[v] = (lo..hi).map(|e| dist[src[e] as usize] + w[e]).fold(f32::NEG_INFINITY, max_plus);
+    next[v] = (lo..hi)
+        .map(|e| dist[src[e] as usize] + w[e])
+        .fold(f32::NEG_INFINITY, max_plus);
+}
+
+/// Row sums: no gather, so no work graph.
+#[nested_reduce]
+pub fn row_sum(row: usize, row_ptr: &[u32], val: &[f32], y: &mut [f32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| val[k]).fold(0.0, |a, b| a + b);
+}
+
+/// Integer arithmetic that overflows: wraps as in release Rust.
+#[nested_reduce]
+pub fn wrap_sum(row: usize, row_ptr: &[u32], val: &[i32], shift: u32, y: &mut [i32], z: &mut [u8]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let s = (lo..hi).map(|k| val[k] * 1_000_000).fold(i32::MAX, |a, b| a + b);
+    y[row] = (s << shift) / -1;
+    z[row] = (s as u8) * 200 + 100;
+}
+
+/// Division by a data value: zero is a fault, `MIN / -1` wraps.
+#[nested_reduce]
+pub fn quotient(row: usize, row_ptr: &[u32], num: &[i32], den: &[i32], y: &mut [i32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| num[k] / den[k] % 1000).fold(0, |a, b| a + b);
+}
+
+/// Integer division inside a device function: a fault, not a panic.
+#[device_fn]
+pub fn ratio(a: u32, b: u32) -> u32 {
+    let q = a / b;
+    q.min(100)
+}
+
+#[nested_reduce]
+pub fn ratios(row: usize, row_ptr: &[u32], a: &[u32], b: &[u32], y: &mut [u32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| ratio(a[k], b[k])).fold(0, |s, t| s + t);
+}
+
+/// Expression forms: blocks, `if` values, methods, casts that saturate,
+/// compound assignment reading the output, literals typed by context.
+#[nested_reduce]
+pub fn forms(row: usize, row_ptr: &[u32], val: &[f32], scale: f64, y: &mut [f32], sat: &mut [i32], acc: &mut [f64]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let n = (hi - lo) as f32;
+    let m = (lo..hi)
+        .map(|k| {
+            let v = val[k];
+            let c = v.clamp(-2.0, 2.0);
+            if c.is_nan() { 0.0 } else { c.abs().sqrt().powi(2) }
+        })
+        .fold(f32::NEG_INFINITY, |a, b| a.max(b));
+    y[row] = if n > 0.0 { m * 0.5 + n.mul_add(2.0, 1.0) } else { -1.0 };
+    y[row] += 1.0;
+    sat[row] = (m * 1.0e10) as i32;
+    acc[row] = (m as f64) * scale + 0.25;
+}
+
+/// A u64 accumulator from `usize` fine-task indices, and `k` in the map.
+#[nested_reduce]
+pub fn index_sum(row: usize, row_ptr: &[u32], y: &mut [u64]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let base = row as u64 * 1000;
+    y[row] = (lo..hi).map(|k| k as u64 + base).fold(0, |a, b| a + b);
+}
+
+/// A small graph: 6 vertices, an empty row, a long row to split.
+fn graph() -> (Vec<u32>, Vec<u32>) {
+    let ptr = vec![0u32, 2, 2, 9, 10, 13, 14];
+    let src = vec![1u32, 3, 0, 1, 2, 3, 4, 5, 1, 0, 2, 5, 4, 3];
+    (ptr, src)
+}
+
+/// Exactly representable weights so that every fold order gives the same sum.
+fn weights(n: usize) -> Vec<f32> {
+    (0..n).map(|i| (i % 5) as f32 * 0.5 + 0.25).collect()
+}
+
+fn task_lists(ptr: &[u32]) -> Vec<TaskList> {
+    let mut lists = vec![TaskList::from_ptr(ptr).unwrap()];
+    for len in [1, 2, 3] {
+        lists.push(TaskList::chunked(ptr, len).unwrap());
+    }
+    // Segments out of order: split task 2 with its pieces apart.
+    let segs = vec![
+        Segment::new(2, 6, 9),
+        Segment::new(0, 0, 2),
+        Segment::new(5, 13, 14),
+        Segment::new(2, 2, 4),
+        Segment::new(3, 9, 10),
+        Segment::new(4, 10, 13),
+        Segment::new(1, 2, 2),
+        Segment::new(2, 4, 6),
+    ];
+    lists.push(TaskList::new(segs).unwrap());
+    lists
 }
 
 #[test]
-fn smoke() {
-    let row_ptr = [0u32, 2, 3, 3];
-    let col = [0u32, 2, 1];
-    let val = [1.0f32, 2.0, 3.0];
-    let x = [1.0f32, 10.0, 100.0];
-    let mut y = [0.0f32; 3];
-    spmv::launch(&Device::cpu(), 3, &row_ptr, &col, &val, &x, &mut y).unwrap();
-    assert_eq!(y, [201.0, 30.0, 0.0]);
-    println!("{}", spmv::CUDA_SOURCE);
+fn spmv_matches_reference_and_plain_function() {
+    let (ptr, col) = graph();
+    let n = ptr.len() - 1;
+    let val = weights(col.len());
+    let x: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+    let mut want = vec![0.0f32; n];
+    for r in 0..n {
+        for k in ptr[r] as usize..ptr[r + 1] as usize {
+            want[r] += val[k] * x[col[k] as usize];
+        }
+    }
+    let mut plain = vec![0.0f32; n];
+    for r in 0..n {
+        spmv(r, &ptr, &col, &val, &x, &mut plain);
+    }
+    assert_eq!(plain, want);
+    let mut y = vec![f32::NAN; n];
+    spmv::launch(&Device::cpu(), n, &ptr, &col, &val, &x, &mut y).unwrap();
+    assert_eq!(y, want);
+    for list in task_lists(&ptr) {
+        let mut y = vec![f32::NAN; n];
+        spmv::launch(&Device::cpu(), &list, &ptr, &col, &val, &x, &mut y).unwrap();
+        assert_eq!(y, want, "{list:?}");
+    }
+    assert_eq!(spmv::SPEC.acc, ScalarType::F32);
+    assert_eq!(spmv::SPEC.params.len(), 5);
+    assert_eq!(spmv::GATHERED, Some("x"));
+}
+
+#[test]
+fn relax_matches_reference_over_split_tasks() {
+    let (ptr, src) = graph();
+    let n = ptr.len() - 1;
+    let w = weights(src.len());
+    let dist = vec![0.0, 4.0, f32::INFINITY, 1.5, 2.0, f32::INFINITY];
+    let want: Vec<f32> = (0..n)
+        .map(|v| {
+            (ptr[v] as usize..ptr[v + 1] as usize).fold(dist[v], |d, e| d.min(dist[src[e] as usize] + w[e]))
+        })
+        .collect();
+    for list in task_lists(&ptr) {
+        let mut next = vec![f32::NAN; n];
+        relax::launch(&Device::cpu(), &list, &ptr, &src, &w, &dist, &mut next).unwrap();
+        assert_eq!(next, want);
+    }
+    let mut next = vec![0.0; n];
+    relax::launch_with(&Device::cpu(), &LaunchConfig::default(), n, &ptr, &src, &w, &dist, &mut next).unwrap();
+    assert_eq!(next, want);
+}
+
+#[test]
+fn pagerank_matches_reference() {
+    let (ptr, src) = graph();
+    let n = ptr.len() - 1;
+    let rank: Vec<f32> = (0..n).map(|i| 0.125 * (i + 1) as f32).collect();
+    let inv_deg = vec![1.0, 0.5, 0.25, 1.0, 0.5, 0.5];
+    let (base, damping) = (0.025f32, 0.75f32);
+    let want: Vec<f32> = (0..n)
+        .map(|v| {
+            let s: f32 = (ptr[v] as usize..ptr[v + 1] as usize)
+                .map(|e| rank[src[e] as usize] * inv_deg[src[e] as usize])
+                .fold(0.0, |a, b| a + b);
+            base + damping * s
+        })
+        .collect();
+    for list in task_lists(&ptr) {
+        let mut next = vec![0.0; n];
+        pagerank::launch(&Device::cpu(), &list, &ptr, &src, &rank, &inv_deg, base, damping, &mut next).unwrap();
+        assert_eq!(next, want);
+    }
+    let mut plain = vec![0.0; n];
+    for v in 0..n {
+        pagerank(v, &ptr, &src, &rank, &inv_deg, base, damping, &mut plain);
+    }
+    assert_eq!(plain, want);
+    // Two gathered arrays: not a throttling shape.
+    assert_eq!(pagerank::GATHERED, None);
+    let err = pagerank::work_graph(n, &ptr, &src, &rank, &inv_deg, base, damping).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("`rank`, `inv_deg`")), "{err}");
+}
+
+#[test]
+fn bfs_levels_reach_every_vertex() {
+    let (ptr, src) = graph();
+    let n = ptr.len() - 1;
+    let mut level = vec![-1i32; n];
+    level[0] = 0;
+    let mut cur = 0;
+    loop {
+        let mut next = vec![0i32; n];
+        let mut changed = vec![7u32; n];
+        bfs_step::launch(&Device::cpu(), n, &ptr, &src, &level, cur, &mut next, &mut changed).unwrap();
+        let mut plain_next = vec![0i32; n];
+        let mut plain_changed = vec![0u32; n];
+        for v in 0..n {
+            bfs_step(v, &ptr, &src, &level, cur, &mut plain_next, &mut plain_changed);
+        }
+        assert_eq!((&next, &changed), (&plain_next, &plain_changed));
+        level = next;
+        cur += 1;
+        if changed.iter().all(|&c| c == 0) {
+            break;
+        }
+    }
+    // In-edges of `graph`: 0 -> 2, 3; 2 -> 4; 3 -> 5; nothing reaches 1.
+    assert_eq!(level, vec![0, -1, 1, 1, 2, 2]);
+}
+
+#[test]
+fn device_fn_reduce_matches_reference() {
+    let (ptr, src) = graph();
+    let n = ptr.len() - 1;
+    let w = weights(src.len());
+    let dist = vec![0.0, 4.0, -1.0, 1.5, 2.0, 3.0];
+    let want: Vec<f32> = (0..n)
+        .map(|v| {
+            (ptr[v] as usize..ptr[v + 1] as usize).fold(f32::NEG_INFINITY, |d, e| d.max(dist[src[e] as usize] + w[e]))
+        })
+        .collect();
+    for list in task_lists(&ptr) {
+        let mut next = vec![0.0; n];
+        longest::launch(&Device::cpu(), &list, &ptr, &src, &w, &dist, &mut next).unwrap();
+        assert_eq!(next, want);
+    }
+    assert_eq!(longest::SPEC.device_fns.len(), 1);
+    assert_eq!(longest::SPEC.device_fns[0].name, "max_plus");
+    let src_text = longest::SPEC.assembled_source();
+    assert!(src_text.contains("__device__ __forceinline__ float max_plus(float a, float b, warpfit::Fault& wf_f)"));
+    assert!(src_text.contains("return warpfit_user::max_plus(wf_a, wf_b, wf_f);"));
+}
+
+#[test]
+fn out_of_range_index_is_an_error() {
+    let ptr = [0u32, 2, 3];
+    let col = [0u32, 7, 1];
+    let val = [1.0f32; 3];
+    let x = [1.0f32, 2.0];
+    let mut y = [0.0f32; 2];
+    let err = spmv::launch(&Device::cpu(), 2, &ptr, &col, &val, &x, &mut y).unwrap_err();
+    match err {
+        Error::IndexOutOfRange { what, index, len } => {
+            assert_eq!((index, len), (7, 2));
+            assert!(what.contains("`spmv`") && what.contains("task 0") && what.contains("`x`"), "{what}");
+        }
+        other => panic!("expected IndexOutOfRange, got {other}"),
+    }
+    // A pointer array shorter than the task count faults in the prologue.
+    let err = spmv::launch(&Device::cpu(), 3, &ptr, &[0, 1, 1], &val, &x, &mut [0.0; 3]).unwrap_err();
+    assert!(matches!(err, Error::IndexOutOfRange { ref what, index: 3, len: 3 } if what.contains("`row_ptr`")), "{err}");
+    // An output shorter than the task count faults in the epilogue.
+    let err = spmv::launch(&Device::cpu(), 2, &ptr, &[0, 1, 1], &val, &x, &mut [0.0; 1]).unwrap_err();
+    assert!(matches!(err, Error::IndexOutOfRange { ref what, index: 1, len: 1 } if what.contains("`y`")), "{err}");
+}
+
+#[test]
+fn division_by_zero_is_an_error_and_min_over_minus_one_wraps() {
+    let ptr = [0u32, 2, 3];
+    let num = [i32::MIN, 7, 9];
+    let den = [-1, 2, 0];
+    let mut y = [0i32; 2];
+    let err = quotient::launch(&Device::cpu(), 2, &ptr, &num, &den, &mut y).unwrap_err();
+    assert!(matches!(err, Error::DivisionByZero { kernel: "quotient", task: 1 }), "{err}");
+    let mut y = [0i32; 1];
+    quotient::launch(&Device::cpu(), 1, &ptr, &num, &den, &mut y).unwrap();
+    // MIN / -1 wraps to MIN; MIN % 1000 = -648; 7 / 2 % 1000 = 3.
+    assert_eq!(y, [(i32::MIN % 1000).wrapping_add(3)]);
+    let err = ratios::launch(&Device::cpu(), 2, &ptr, &[1, 2, 3], &[1, 1, 0], &mut [0; 2]).unwrap_err();
+    assert!(matches!(err, Error::DivisionByZero { kernel: "ratios", task: 1 }), "{err}");
+}
+
+#[test]
+fn integer_arithmetic_wraps_as_in_release_builds() {
+    let ptr = [0u32, 3, 3, 4];
+    let val = [3000, -7, 1234, i32::MIN];
+    for shift in [0u32, 1, 33] {
+        let mut y = [0i32; 3];
+        let mut z = [0u8; 3];
+        wrap_sum::launch(&Device::cpu(), 3, &ptr, &val, shift, &mut y, &mut z).unwrap();
+        for r in 0..3 {
+            let s = (ptr[r] as usize..ptr[r + 1] as usize)
+                .fold(i32::MAX, |a, k| a.wrapping_add(val[k].wrapping_mul(1_000_000)));
+            assert_eq!(y[r], s.wrapping_shl(shift).wrapping_div(-1), "row {r} shift {shift}");
+            assert_eq!(z[r], (s as u8).wrapping_mul(200).wrapping_add(100), "row {r}");
+        }
+    }
+}
+
+#[test]
+fn expression_forms_follow_rust() {
+    let ptr = [0u32, 3, 3, 5];
+    let val = [1.5f32, -9.0, f32::NAN, 0.25, 0.5];
+    let (mut y, mut sat, mut acc) = ([0.0f32; 3], [0i32; 3], [0.0f64; 3]);
+    forms::launch(&Device::cpu(), 3, &ptr, &val, 2.0, &mut y, &mut sat, &mut acc).unwrap();
+    let (mut py, mut psat, mut pacc) = ([0.0f32; 3], [0i32; 3], [0.0f64; 3]);
+    for r in 0..3 {
+        forms(r, &ptr, &val, 2.0, &mut py, &mut psat, &mut pacc);
+    }
+    assert_eq!((y, sat, acc), (py, psat, pacc));
+    // Row 0: max(1.5, 2.0 (clamped 9), NaN -> 0) = 2; 2 * 0.5 + (3 * 2 + 1) + 1.
+    assert_eq!(y[0], 9.0);
+    // Saturating float -> int: 2e10 -> i32::MAX; -inf row -> i32::MIN.
+    assert_eq!(sat, [i32::MAX, i32::MIN, 5_000_000_000f32 as i32]);
+    assert_eq!(acc[1], f32::NEG_INFINITY as f64);
+    assert!(forms::CUDA_SOURCE.contains("0.5f"));
+}
+
+#[test]
+fn usize_index_arithmetic_folds_into_u64() {
+    let ptr = [0u32, 3, 3, 5];
+    let mut y = [0u64; 3];
+    index_sum::launch(&Device::cpu(), &TaskList::chunked(&ptr, 2).unwrap(), &ptr, &mut y).unwrap();
+    assert_eq!(y, [3, 0, 2000 + 2000 + 3 + 4]);
+    assert_eq!(index_sum::SPEC.acc, ScalarType::U64);
+}
+
+#[test]
+fn f32_accumulators_stay_f32_in_cuda() {
+    for src in [spmv::CUDA_SOURCE, relax::CUDA_SOURCE, pagerank::CUDA_SOURCE, longest::CUDA_SOURCE] {
+        assert!(!src.contains("double"), "{src}");
+        assert!(src.contains("typedef float acc_t;"), "{src}");
+    }
+    assert!(spmv::CUDA_SOURCE.contains("return 0.0f;"));
+    assert!(forms::CUDA_SOURCE.contains("typedef float acc_t;"));
+}
+
+#[test]
+fn work_graph_of_a_gather_kernel() {
+    let (ptr, col) = graph();
+    let n = ptr.len() - 1;
+    let val = weights(col.len());
+    let x = vec![0.0f32; n];
+    let g = spmv::work_graph(n, &ptr, &col, &val, &x).unwrap();
+    assert_eq!(g.n_tasks(), n);
+    assert_eq!(g.n_tuples(), col.len());
+    assert_eq!(g.gathered(), &col[..]);
+    assert_eq!(g.gathered_elem_bytes(), 4);
+    // The twin's GatherKernel view agrees.
+    let kernel = spmv::Kernel { row_ptr: &ptr, col: &col, val: &val, x: &x, y: SharedOut::new(&mut []) };
+    assert_eq!(<spmv::Kernel as GatherKernel>::GATHERED, "x");
+    let (ctx, lo, hi) = kernel.prologue(2).unwrap();
+    let got: Vec<usize> = (lo..hi).map(|k| kernel.gathered_index(2, &ctx, k).unwrap()).collect();
+    assert_eq!(got, col[2..9].iter().map(|&c| c as usize).collect::<Vec<_>>());
+    // A gathered index past the gathered array is an error, not a panic.
+    let err = spmv::work_graph(n, &ptr, &col, &val, &x[..3]).unwrap_err();
+    assert!(matches!(err, Error::IndexOutOfRange { .. }), "{err}");
+    let err = row_sum::work_graph(n, &ptr, &val).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("row_sum") && m.contains("no array")), "{err}");
+    assert_eq!(row_sum::GATHERED, None);
+    assert_eq!(relax::GATHERED, Some("dist"));
 }

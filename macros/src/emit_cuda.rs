@@ -48,13 +48,13 @@ fn float_lit(digits: &str, t: Ty) -> String {
 fn const_value(c: ConstKind, t: Ty) -> String {
     match (t, c) {
         (Ty::F32, ConstKind::Infinity) => "__int_as_float(0x7f800000)".into(),
-        (Ty::F32, ConstKind::NegInfinity) => "__int_as_float(0xff800000)".into(),
+        (Ty::F32, ConstKind::NegInfinity) => "(-__int_as_float(0x7f800000))".into(),
         (Ty::F32, ConstKind::Nan) => "__int_as_float(0x7fc00000)".into(),
         (Ty::F32, ConstKind::Epsilon) => format!("{:?}f", f32::EPSILON),
         (Ty::F32, ConstKind::Max) => format!("{:?}f", f32::MAX),
         (Ty::F32, ConstKind::Min) => format!("{:?}f", f32::MIN),
         (Ty::F64, ConstKind::Infinity) => "__longlong_as_double(0x7ff0000000000000ll)".into(),
-        (Ty::F64, ConstKind::NegInfinity) => "__longlong_as_double(0xfff0000000000000ull)".into(),
+        (Ty::F64, ConstKind::NegInfinity) => "(-__longlong_as_double(0x7ff0000000000000ll))".into(),
         (Ty::F64, ConstKind::Nan) => "__longlong_as_double(0x7ff8000000000000ll)".into(),
         (Ty::F64, ConstKind::Epsilon) => format!("{:?}", f64::EPSILON),
         (Ty::F64, ConstKind::Max) => format!("{:?}", f64::MAX),

@@ -16,6 +16,8 @@ mod ir;
 mod lower;
 mod nested;
 mod parse;
+#[cfg(test)]
+mod tests;
 
 /// Turns a map/fold kernel into a CUDA functor, a CPU twin and a launch API.
 #[proc_macro_attribute]

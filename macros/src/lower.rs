@@ -520,7 +520,7 @@ impl<'a> Cx<'a> {
                     let t = self.s.resolve(tv);
                     let ok = match op {
                         BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => t.map_or(true, |t| t.is_int() || t == Ty::Bool),
-                        _ => t.map_or(true, |t| t != Ty::Bool),
+                        _ => t != Some(Ty::Bool),
                     };
                     (!ok).then(|| {
                         sp.error(format!(
@@ -549,7 +549,7 @@ impl<'a> Cx<'a> {
                         let ok = if t.is_float() {
                             m.float_ok()
                         } else if t.is_int() {
-                            m.int_ok() && !(m == Method::Abs && !t.is_signed_int())
+                            m.int_ok() && (m != Method::Abs || t.is_signed_int())
                         } else {
                             false
                         };
@@ -748,7 +748,7 @@ impl<'a> Cx<'a> {
                     }
                 };
                 let _ = sp;
-                Some(Stmt::Store { param: i, value: value })
+                Some(Stmt::Store { param: i, value })
             }
             parse::Stmt::If { cond, then, els, .. } => {
                 let c = self.expr(cond);
@@ -840,14 +840,14 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     cx.task = Some(task);
 
     // Prologue.
-    let mut prologue = Vec::new();
+    let mut prologue: Vec<(LocalId, ir::Expr)> = Vec::new();
     for s in &k.body[..at] {
         if let parse::Stmt::Let(l) = s {
             prologue.push(cx.let_(l));
         }
     }
-    let lo = cx.expr(&nested.lo);
-    let hi = cx.expr(&nested.hi);
+    let mut lo = cx.expr(&nested.lo);
+    let mut hi = cx.expr(&nested.hi);
     for (x, src) in [(&lo, &nested.lo), (&hi, &nested.hi)] {
         let u = cx.is(Ty::Usize);
         cx.unify_or(x.tv, u, src.sp, |found, _| {
@@ -858,12 +858,12 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     // The fold.
     let acc = cx.s.fresh(Bound::Any);
     cx.phase = Phase::Init;
-    let init = cx.expr(&nested.init);
+    let mut init = cx.expr(&nested.init);
     cx.phase = Phase::Map;
     cx.scopes.push(Vec::new());
     let ku = cx.is(Ty::Usize);
     let kid = cx.declare(&nested.k, ku);
-    let map = cx.expr(&nested.map);
+    let mut map = cx.expr(&nested.map);
     cx.scopes.pop();
     cx.unify_or(map.tv, acc, nested.map.sp, |m, _| format!("the map yields {m}, which must be the fold's accumulator type"));
     cx.unify_or(init.tv, acc, nested.init.sp, |i, a| {
@@ -871,7 +871,7 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     });
     cx.phase = Phase::Reduce;
     let saved = std::mem::replace(&mut cx.scopes, vec![Vec::new()]);
-    let reduce = match &nested.reduce {
+    let mut reduce = match &nested.reduce {
         parse::Reduce::Closure { a, b, tys, body } => {
             let ia = cx.declare(a, acc);
             let ib = cx.declare(b, acc);
@@ -924,15 +924,12 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     if !errs.is_empty() {
         return Err(std::mem::take(&mut errs).finish().expect_err("non-empty"));
     }
-    let mut prologue = prologue;
     for (_, v) in &mut prologue {
         cx.zonk(v);
     }
-    let (mut lo, mut hi, mut init, mut map) = (lo, hi, init, map);
     for x in [&mut lo, &mut hi, &mut init, &mut map] {
         cx.zonk(x);
     }
-    let mut reduce = reduce;
     if let ir::Reduce::Closure { body, .. } = &mut reduce {
         cx.zonk(body);
     }
@@ -1007,8 +1004,8 @@ pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
             cx.declare(n, tv)
         })
         .collect();
-    let lets: Vec<_> = f.block.lets.iter().map(|l| cx.let_(l)).collect();
-    let body = cx.expr(&f.block.tail);
+    let mut lets: Vec<_> = f.block.lets.iter().map(|l| cx.let_(l)).collect();
+    let mut body = cx.expr(&f.block.tail);
     let ret = cx.is(f.ret);
     cx.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {
         format!("mismatched types: the #[device_fn] returns {want}, the value is {found}{}", cast_hint(&found))
@@ -1016,11 +1013,9 @@ pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
     cx.finish();
     let errs = std::mem::take(&mut cx.errs);
     errs.finish()?;
-    let mut lets = lets;
     for (_, v) in &mut lets {
         cx.zonk(v);
     }
-    let mut body = body;
     cx.zonk(&mut body);
     let locals = cx.locals();
     let calls = cx.calls();

@@ -1,0 +1,267 @@
+//! Golden CUDA of the example kernels (insta snapshots) and property tests of
+//! the pipeline on random expressions.
+
+use crate::nested::{cuda_of, device_fn_cuda_of};
+
+const SPMV: &str = "
+pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| val[k] * x[col[k] as usize]).fold(0.0, |a, b| a + b);
+}";
+
+const RELAX: &str = "
+pub fn relax(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi).map(|e| dist[src[e] as usize] + w[e]).fold(dist[v], f32::min);
+}";
+
+const PAGERANK: &str = "
+pub fn pagerank(v: usize, ptr: &[u32], src: &[u32], rank: &[f32], inv_deg: &[f32], base: f32, damping: f32, next: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = base + damping * (lo..hi).map(|e| rank[src[e] as usize] * inv_deg[src[e] as usize]).fold(0.0, |a, b| a + b);
+}";
+
+const BFS: &str = "
+pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], cur: i32, next: &mut [i32], changed: &mut [u32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let hits = (lo..hi).map(|e| if level[src[e] as usize] == cur { 1u32 } else { 0 }).fold(0, |a, b| a + b);
+    if level[v] < 0 && hits > 0 {
+        next[v] = cur + 1;
+        changed[v] = 1;
+    } else {
+        next[v] = level[v];
+        changed[v] = 0;
+    }
+}";
+
+const MAX_PLUS: &str = "
+pub fn max_plus(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}";
+
+const LONGEST: &str = "
+pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi).map(|e| dist[src[e] as usize] + w[e]).fold(f32::NEG_INFINITY, max_plus);
+}";
+
+fn cuda(src: &str) -> String {
+    cuda_of(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn snapshot_spmv() {
+    insta::assert_snapshot!(cuda(SPMV));
+}
+
+#[test]
+fn snapshot_relax() {
+    insta::assert_snapshot!(cuda(RELAX));
+}
+
+#[test]
+fn snapshot_pagerank() {
+    insta::assert_snapshot!(cuda(PAGERANK));
+}
+
+#[test]
+fn snapshot_bfs_step() {
+    insta::assert_snapshot!(cuda(BFS));
+}
+
+#[test]
+fn snapshot_max_plus_semiring() {
+    let f = device_fn_cuda_of(MAX_PLUS).unwrap_or_else(|e| panic!("{e}"));
+    insta::assert_snapshot!(format!("{f}\n{}", cuda(LONGEST)));
+}
+
+#[test]
+fn literals_take_the_type_of_their_context() {
+    let src = "
+fn k(t: usize, p: &[u32], a: &[f64], s: u8, y: &mut [f32], z: &mut [u8]) {
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    let half = 0.5;
+    let r = (lo..hi).map(|i| a[i] * 2.0).fold(1.0, |x, w| x.max(w));
+    y[t] = half * (r as f32);
+    z[t] = s + 1;
+}";
+    let c = cuda(src);
+    assert!(c.contains("typedef double acc_t;"), "{c}");
+    assert!(c.contains("const float half = 0.5f;"), "{c}");
+    assert!(c.contains("warpfit::add<uint8_t>(wf_p.s, uint8_t(1))"), "{c}");
+    assert!(c.contains("return 1.0;"), "{c}");
+}
+
+#[test]
+fn shadowed_and_reserved_names_get_unique_spellings() {
+    let src = "
+fn k(t: usize, p: &[u32], y: &mut [i32]) {
+    let lo = p[t] as usize;
+    let int = 3;
+    let lo = lo + 0;
+    let hi = p[t + 1] as usize;
+    let s = (lo..hi).map(|k| int + k as i32).fold(0, |a, b| a + b);
+    let s = s * 2;
+    y[t] = s;
+}";
+    let c = cuda(src);
+    for decl in ["const uint64_t lo = ", "const uint64_t lo_1 = ", "const int32_t int_ = 3;", "const int32_t s = wf_acc;", "const int32_t s_1 = "] {
+        assert!(c.contains(decl), "missing `{decl}` in\n{c}");
+    }
+    assert!(c.contains("wf_c.int_"), "{c}");
+}
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Random expressions of the language over `a: f32`, `b: f32`, `i: i32`,
+    /// `u: u32` (locals of the map), rendered as source text, with their type.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum T {
+        F,
+        I,
+        U,
+        B,
+    }
+
+    fn leaf(t: T) -> BoxedStrategy<String> {
+        match t {
+            T::F => prop_oneof![
+                Just("a".to_string()),
+                Just("b".to_string()),
+                (0u32..100).prop_map(|v| format!("{v}.5")),
+                Just("f32::INFINITY".to_string())
+            ]
+            .boxed(),
+            T::I => prop_oneof![Just("i".to_string()), (-50i32..50).prop_map(|v| format!("({v})")), Just("i32::MIN".to_string())].boxed(),
+            T::U => prop_oneof![Just("u".to_string()), (0u32..50).prop_map(|v| v.to_string())].boxed(),
+            T::B => prop_oneof![Just("true".to_string()), Just("(a < b)".to_string())].boxed(),
+        }
+    }
+
+    fn expr(t: T, depth: u32) -> BoxedStrategy<String> {
+        if depth == 0 {
+            return leaf(t);
+        }
+        let sub = move |t| expr(t, depth - 1);
+        match t {
+            T::F => prop_oneof![
+                leaf(T::F),
+                (sub(T::F), sub(T::F), prop::sample::select(vec!["+", "-", "*", "/", "%"]))
+                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                (sub(T::F), prop::sample::select(vec!["sqrt", "abs", "floor", "exp", "tanh", "signum"]))
+                    .prop_map(|(x, m)| format!("({x}).{m}()")),
+                (sub(T::F), sub(T::F), prop::sample::select(vec!["min", "max", "powf"]))
+                    .prop_map(|(x, y, m)| format!("({x}).{m}({y})")),
+                sub(T::I).prop_map(|x| format!("(({x}) as f32)")),
+                (sub(T::B), sub(T::F), sub(T::F)).prop_map(|(c, x, y)| format!("(if {c} {{ {x} }} else {{ {y} }})")),
+                (sub(T::F), sub(T::F)).prop_map(|(x, y)| format!("{{ let q = {x}; q * {y} }}")),
+            ]
+            .boxed(),
+            T::I => prop_oneof![
+                leaf(T::I),
+                (sub(T::I), sub(T::I), prop::sample::select(vec!["+", "-", "*", "&", "|", "^"]))
+                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                (sub(T::I), sub(T::U), prop::sample::select(vec!["<<", ">>"])).prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                // `a +` ties the float literals to f32 (alone they would default to f64).
+                sub(T::F).prop_map(|x| format!("((a + {x}) as i32)")),
+                sub(T::I).prop_map(|x| format!("(-{x})")),
+                (sub(T::I), sub(T::I)).prop_map(|(x, y)| format!("({x}).max({y})")),
+            ]
+            .boxed(),
+            T::U => prop_oneof![
+                leaf(T::U),
+                (sub(T::U), sub(T::U), prop::sample::select(vec!["+", "-", "*", "&"]))
+                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                sub(T::I).prop_map(|x| format!("(({x}) as u32)")),
+                (sub(T::U), sub(T::U)).prop_map(|(x, y)| format!("({x}).min({y})")),
+            ]
+            .boxed(),
+            T::B => prop_oneof![
+                leaf(T::B),
+                (sub(T::F), sub(T::F), prop::sample::select(vec!["<", "<=", "==", "!="]))
+                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                (sub(T::B), sub(T::B), prop::sample::select(vec!["&&", "||"])).prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                sub(T::I).prop_map(|x| format!("({x} > 0)")),
+            ]
+            .boxed(),
+        }
+    }
+
+    fn kernel(body: &str) -> String {
+        format!(
+            "fn k(t: usize, p: &[u32], fa: &[f32], ia: &[i32], y: &mut [f32]) {{
+                let lo = p[t] as usize;
+                let hi = p[t + 1] as usize;
+                y[t] = (lo..hi).map(|e| {{
+                    let a = fa[e];
+                    let b = fa[e + 1];
+                    let i = ia[e];
+                    let u = ia[e] as u32;
+                    {body}
+                }}).fold(0.0, |x, z| x + z);
+            }}"
+        )
+    }
+
+    fn balanced(s: &str) -> bool {
+        let mut stack = Vec::new();
+        for c in s.chars() {
+            match c {
+                '(' | '{' | '[' => stack.push(c),
+                ')' | '}' | ']' => {
+                    let open = stack.pop();
+                    if open != Some(match c {
+                        ')' => '(',
+                        '}' => '{',
+                        _ => '[',
+                    }) {
+                        return false;
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.is_empty()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any well-typed f32 expression lowers, stays f32 in CUDA (no
+        /// `double` anywhere) and gives balanced C++.
+        #[test]
+        fn f32_expressions_emit_well_formed_float_cuda(body in expr(T::F, 4)) {
+            let src = kernel(&body);
+            let c = cuda_of(&src).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+            prop_assert!(balanced(&c), "unbalanced:\n{c}");
+            prop_assert!(!c.contains("double"), "double in f32 kernel:\n{c}");
+            prop_assert!(c.contains("typedef float acc_t;"));
+        }
+
+        /// Integer expressions are well-formed and use the wrapping helpers.
+        #[test]
+        fn int_expressions_emit_well_formed_cuda(body in expr(T::I, 4)) {
+            let src = kernel(&format!("({body}) as f32"));
+            let c = cuda_of(&src).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+            prop_assert!(balanced(&c), "unbalanced:\n{c}");
+            prop_assert!(!c.contains("double"));
+            prop_assert!(!c.contains(" + ") && !c.contains(" * "), "raw arithmetic:\n{c}");
+        }
+
+        /// Mixing f32 and f64 operands is always a typing error, never a panic.
+        #[test]
+        fn mixed_float_widths_are_rejected(body in expr(T::F, 3)) {
+            let src = kernel(&format!("({body}) * 2.0f64"));
+            let err = cuda_of(&src).expect_err("f32 * f64 must not type-check");
+            prop_assert!(err.to_string().contains("mismatched types"), "{err}");
+        }
+    }
+}

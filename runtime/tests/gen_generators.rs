@@ -16,7 +16,10 @@ fn rmat_deterministic_and_seed_sensitive() {
     let c = gen::rmat(12, 8, 8).unwrap();
     assert_ne!(a.col_idx(), c.col_idx());
     // Thread count does not matter.
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
     let d = pool.install(|| gen::rmat(12, 8, 7).unwrap());
     assert_eq!(a, d);
 }
@@ -46,8 +49,14 @@ fn rmat_structure() {
 
 #[test]
 fn rmat_size_checks() {
-    assert!(matches!(gen::rmat(32, 1, 1), Err(Error::U32Overflow { .. })));
-    assert!(matches!(gen::rmat(30, 8, 1), Err(Error::U32Overflow { .. })));
+    assert!(matches!(
+        gen::rmat(32, 1, 1),
+        Err(Error::U32Overflow { .. })
+    ));
+    assert!(matches!(
+        gen::rmat(30, 8, 1),
+        Err(Error::U32Overflow { .. })
+    ));
     let tiny = gen::rmat(0, 3, 1).unwrap();
     assert_eq!((tiny.nrows(), tiny.nnz()), (1, 1));
 }
@@ -65,12 +74,18 @@ fn uniform_structure_and_determinism() {
     for &c in m.col_idx() {
         hits[c as usize / 1000] += 1;
     }
-    assert!(hits.iter().all(|&h| (15_000..17_000).contains(&h)), "{hits:?}");
+    assert!(
+        hits.iter().all(|&h| (15_000..17_000).contains(&h)),
+        "{hits:?}"
+    );
     // Dense rows use the hash-set path of Floyd's sampling.
     let d = gen::uniform(100, 100, 1).unwrap();
     assert!(d.is_sorted());
     assert!((0..100).all(|r| d.row(r).0 == (0..100).collect::<Vec<u32>>()));
-    assert!(matches!(gen::uniform(10, 11, 1), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        gen::uniform(10, 11, 1),
+        Err(Error::InvalidArgument(_))
+    ));
     assert!(matches!(
         gen::uniform(1 << 20, 1 << 12, 1),
         Err(Error::U32Overflow { .. })
@@ -113,11 +128,21 @@ fn rgg_spatial_is_a_relabeling_with_locality() {
     // Spatial order puts neighbours close in index.
     let spread = |m: &Csr<f32>| {
         (0..n)
-            .flat_map(|r| m.row(r).0.iter().map(move |&c| (c as i64 - r as i64).unsigned_abs()))
+            .flat_map(|r| {
+                m.row(r)
+                    .0
+                    .iter()
+                    .map(move |&c| (c as i64 - r as i64).unsigned_abs())
+            })
             .sum::<u64>() as f64
             / m.nnz() as f64
     };
-    assert!(spread(&s) * 20.0 < spread(&a), "{} vs {}", spread(&s), spread(&a));
+    assert!(
+        spread(&s) * 20.0 < spread(&a),
+        "{} vs {}",
+        spread(&s),
+        spread(&a)
+    );
     assert_eq!(gen::rgg(1, 1).unwrap().nnz(), 0);
     assert_eq!(gen::rgg(0, 1).unwrap().nrows(), 0);
 }
@@ -143,20 +168,38 @@ fn grid2d_stencil() {
     assert_eq!(m.row(5).0, &[1, 4, 5, 6, 9]);
     assert_eq!(m.row(5).1, &[-1.0, -1.0, 4.0, -1.0, -1.0]);
     assert_eq!(gen::grid2d(0).unwrap().nnz(), 0);
-    assert!(matches!(gen::grid2d(1 << 16), Err(Error::U32Overflow { .. })));
-    assert!(matches!(gen::grid2d(30_000), Err(Error::U32Overflow { .. })));
+    assert!(matches!(
+        gen::grid2d(1 << 16),
+        Err(Error::U32Overflow { .. })
+    ));
+    assert!(matches!(
+        gen::grid2d(30_000),
+        Err(Error::U32Overflow { .. })
+    ));
 }
 
 #[test]
 fn genspec_parse_defaults_and_display() {
     let cases = [
         ("rmat", "rmat:scale=16,edge_factor=16,seed=1"),
-        ("rmat:scale=20,edge_factor=16,seed=1", "rmat:scale=20,edge_factor=16,seed=1"),
-        (" rmat : seed=3 , scale=10 ", "rmat:scale=10,edge_factor=16,seed=3"),
+        (
+            "rmat:scale=20,edge_factor=16,seed=1",
+            "rmat:scale=20,edge_factor=16,seed=1",
+        ),
+        (
+            " rmat : seed=3 , scale=10 ",
+            "rmat:scale=10,edge_factor=16,seed=3",
+        ),
         ("uniform", "uniform:n=65536,per_row=16,seed=1"),
-        ("uniform:n=1048576,per_row=16,seed=1", "uniform:n=1048576,per_row=16,seed=1"),
+        (
+            "uniform:n=1048576,per_row=16,seed=1",
+            "uniform:n=1048576,per_row=16,seed=1",
+        ),
         ("rgg", "rgg:n=65536,seed=1,order=random"),
-        ("rgg:n=1048576,seed=1,order=spatial", "rgg:n=1048576,seed=1,order=spatial"),
+        (
+            "rgg:n=1048576,seed=1,order=spatial",
+            "rgg:n=1048576,seed=1,order=spatial",
+        ),
         ("grid2d", "grid2d:side=256"),
         ("grid2d:side=4096", "grid2d:side=4096"),
         ("grid2d:", "grid2d:side=256"),
@@ -180,13 +223,22 @@ fn genspec_parse_defaults_and_display() {
 fn genspec_errors() {
     let err = |s: &str| s.parse::<GenSpec>().unwrap_err().to_string();
     let e = err("kron:scale=3");
-    assert!(e.contains("unknown generator `kron`") && e.contains("rmat, uniform, rgg, grid2d"), "{e}");
+    assert!(
+        e.contains("unknown generator `kron`") && e.contains("rmat, uniform, rgg, grid2d"),
+        "{e}"
+    );
     let e = err("rmat:scal=3");
-    assert!(e.contains("unknown key `scal`") && e.contains("scale, edge_factor, seed"), "{e}");
+    assert!(
+        e.contains("unknown key `scal`") && e.contains("scale, edge_factor, seed"),
+        "{e}"
+    );
     let e = err("rgg:n=10,order=hilbert");
     assert!(e.contains("random or spatial"), "{e}");
     let e = err("uniform:n=-5");
-    assert!(e.contains("`n` expects a non-negative integer, found `-5`"), "{e}");
+    assert!(
+        e.contains("`n` expects a non-negative integer, found `-5`"),
+        "{e}"
+    );
     let e = err("grid2d:side");
     assert!(e.contains("expected `key=value`"), "{e}");
     let e = err("rmat:seed=1,seed=2");
@@ -197,15 +249,34 @@ fn genspec_errors() {
 
 #[test]
 fn genspec_generates() {
-    let m = "grid2d:side=8".parse::<GenSpec>().unwrap().generate().unwrap();
+    let m = "grid2d:side=8"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
     assert_eq!(m, gen::grid2d(8).unwrap());
-    let m = "rmat:scale=8,edge_factor=4,seed=2".parse::<GenSpec>().unwrap().generate().unwrap();
+    let m = "rmat:scale=8,edge_factor=4,seed=2"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
     assert_eq!(m, gen::rmat(8, 4, 2).unwrap());
-    let m = "uniform:n=100,per_row=3,seed=2".parse::<GenSpec>().unwrap().generate().unwrap();
+    let m = "uniform:n=100,per_row=3,seed=2"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
     assert_eq!(m, gen::uniform(100, 3, 2).unwrap());
-    let m = "rgg:n=500,seed=2,order=spatial".parse::<GenSpec>().unwrap().generate().unwrap();
+    let m = "rgg:n=500,seed=2,order=spatial"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
     assert_eq!(m, gen::rgg_with(500, 2, RggOrder::Spatial).unwrap());
-    let e = "rmat:scale=31,edge_factor=4".parse::<GenSpec>().unwrap().generate();
+    let e = "rmat:scale=31,edge_factor=4"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate();
     assert!(matches!(e, Err(Error::U32Overflow { .. })));
 }
 

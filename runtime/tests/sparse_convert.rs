@@ -43,11 +43,19 @@ fn coo_push_is_checked() {
     c.push(2, 3, 1.0f32).unwrap();
     assert!(matches!(
         c.push(3, 0, 1.0),
-        Err(Error::IndexOutOfRange { index: 3, len: 3, .. })
+        Err(Error::IndexOutOfRange {
+            index: 3,
+            len: 3,
+            ..
+        })
     ));
     assert!(matches!(
         c.push(0, 4, 1.0),
-        Err(Error::IndexOutOfRange { index: 4, len: 4, .. })
+        Err(Error::IndexOutOfRange {
+            index: 4,
+            len: 4,
+            ..
+        })
     ));
     // Beyond u32 is an overflow error, not a wrap to a small index.
     assert!(matches!(
@@ -56,10 +64,16 @@ fn coo_push_is_checked() {
     ));
     assert!(matches!(
         c.push(0, 1usize << 32, 1.0),
-        Err(Error::U32Overflow { what: "COO column index", .. })
+        Err(Error::U32Overflow {
+            what: "COO column index",
+            ..
+        })
     ));
     assert_eq!(c.nnz(), 1);
-    assert_eq!((c.rows(), c.cols(), c.values()), (&[2][..], &[3][..], &[1.0][..]));
+    assert_eq!(
+        (c.rows(), c.cols(), c.values()),
+        (&[2][..], &[3][..], &[1.0][..])
+    );
 }
 
 #[test]
@@ -91,10 +105,16 @@ fn to_csr_is_stable_and_keeps_duplicates() {
 fn check_canonical_names_the_row() {
     let dup = Csr::new(2, 3, vec![0, 1, 3], vec![0, 2, 2], vec![1, 1, 1]).unwrap();
     let e = dup.check_canonical().unwrap_err().to_string();
-    assert!(e.contains("row 1") && e.contains("duplicate column 2"), "{e}");
+    assert!(
+        e.contains("row 1") && e.contains("duplicate column 2"),
+        "{e}"
+    );
     let unsorted = Csr::new(2, 3, vec![0, 2, 2], vec![2, 1], vec![1, 1]).unwrap();
     let e = unsorted.check_canonical().unwrap_err().to_string();
-    assert!(e.contains("row 0") && e.contains("unsorted column 1"), "{e}");
+    assert!(
+        e.contains("row 0") && e.contains("unsorted column 1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -149,12 +169,19 @@ fn values_pattern_and_accessors() {
     assert_eq!(d.values(), &[4.0, -2.0]);
     assert_eq!(d.col_idx(), m.col_idx());
     let p = m.pattern();
-    assert_eq!((p.nnz(), p.row_ptr(), p.col_idx()), (2, m.row_ptr(), m.col_idx()));
+    assert_eq!(
+        (p.nnz(), p.row_ptr(), p.col_idx()),
+        (2, m.row_ptr(), m.col_idx())
+    );
     let w = m.with_values(vec![7u8, 8]).unwrap();
     assert_eq!(w.get(1, 0), Some(&8));
     assert!(matches!(
         m.with_values(vec![1u8]),
-        Err(Error::LengthMismatch { expected: 2, got: 1, .. })
+        Err(Error::LengthMismatch {
+            expected: 2,
+            got: 1,
+            ..
+        })
     ));
     assert_eq!(m.get(5, 0), None);
     assert!(!m.is_symmetric());
@@ -179,7 +206,9 @@ fn large_conversions_match_reference() {
     let mut vals = Vec::new();
     let mut x = 12345u64;
     for k in 0..200_000u32 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         rows.push(((x >> 33) % n as u64) as u32);
         cols.push(((x >> 13) % n as u64) as u32);
         vals.push(k as i64);
@@ -190,8 +219,9 @@ fn large_conversions_match_reference() {
     for r in 0..n {
         assert!(m.row(r).1.windows(2).all(|w| w[0] < w[1]));
     }
-    let mut reference: Vec<(u32, u32, i64)> =
-        (0..rows.len()).map(|k| (rows[k], cols[k], vals[k])).collect();
+    let mut reference: Vec<(u32, u32, i64)> = (0..rows.len())
+        .map(|k| (rows[k], cols[k], vals[k]))
+        .collect();
     reference.sort();
     assert_eq!(triplets(&m), reference);
     // Round trip through COO keeps storage order.
@@ -227,7 +257,12 @@ fn sprs_round_trip_csr_and_csc() {
     assert!(!csc.is_csr());
     assert_eq!(Csr::from_sprs(&csc).unwrap(), sorted);
     // Views and u32-indexed sprs matrices work too.
-    let small: sprs::CsMatI<f64, u32> = sprs::CsMatI::new((3, 4), vec![0, 2, 3, 4], vec![1, 3, 2, 0], vec![2.0, 1.0, 4.0, 3.0]);
+    let small: sprs::CsMatI<f64, u32> = sprs::CsMatI::new(
+        (3, 4),
+        vec![0, 2, 3, 4],
+        vec![1, 3, 2, 0],
+        vec![2.0, 1.0, 4.0, 3.0],
+    );
     assert_eq!(Csr::from_sprs(&small.view()).unwrap(), sorted);
     let via: sprs::CsMat<f64> = (&m).try_into().unwrap();
     assert_eq!(Csr::try_from(&via).unwrap(), sorted);
@@ -238,13 +273,19 @@ fn sprs_rejects_duplicates_and_overflow() {
     let dup = Csr::from_triplets(2, 2, [(0, 1, 1.0), (0, 1, 2.0)]).unwrap();
     let e = dup.to_sprs().unwrap_err().to_string();
     assert!(e.contains("duplicate"), "{e}");
-    let wide: sprs::CsMat<f32> = sprs::CsMat::new((1, 1usize << 33), vec![0, 1], vec![(1usize << 32) + 5], vec![1.0]);
+    let wide: sprs::CsMat<f32> = sprs::CsMat::new(
+        (1, 1usize << 33),
+        vec![0, 1],
+        vec![(1usize << 32) + 5],
+        vec![1.0],
+    );
     assert!(matches!(
         Csr::from_sprs(&wide),
         Err(Error::U32Overflow { what: "ncols", .. })
     ));
     // An in-range shape but a huge matrix of rows: nrows overflow.
-    let tall: sprs::CsMat<f32> = sprs::CsMat::new_csc((1usize << 32, 1), vec![0, 0], vec![], vec![]);
+    let tall: sprs::CsMat<f32> =
+        sprs::CsMat::new_csc((1usize << 32, 1), vec![0, 0], vec![], vec![]);
     assert!(matches!(
         Csr::from_sprs(&tall),
         Err(Error::U32Overflow { what: "nrows", .. })

@@ -46,10 +46,10 @@ fn assert_mm_err<T: mm::MmValue + std::fmt::Debug>(text: &str, line: usize, need
 
 fn dense<T: Copy + Default>(m: &Csr<T>) -> Vec<Vec<T>> {
     let mut d = vec![vec![T::default(); m.ncols()]; m.nrows()];
-    for r in 0..m.nrows() {
+    for (r, row) in d.iter_mut().enumerate() {
         let (cols, vals) = m.row(r);
         for (&c, &v) in cols.iter().zip(vals) {
-            d[r][c as usize] = v;
+            row[c as usize] = v;
         }
     }
     d
@@ -134,18 +134,24 @@ fn integer_file() {
 
 #[test]
 fn symmetric_expansion_any_triangle() {
-    let text = "%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n1 1 1.5\n2 1 2\n3 2 3\n1 3 4\n";
+    let text =
+        "%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n1 1 1.5\n2 1 2\n3 2 3\n1 3 4\n";
     let m = parse::<f64>(text).unwrap().to_canonical_csr().unwrap();
     assert_eq!(
         dense(&m),
-        vec![vec![1.5, 2.0, 4.0], vec![2.0, 0.0, 3.0], vec![4.0, 3.0, 0.0]]
+        vec![
+            vec![1.5, 2.0, 4.0],
+            vec![2.0, 0.0, 3.0],
+            vec![4.0, 3.0, 0.0]
+        ]
     );
     assert_eq!(m.nnz(), 7);
 }
 
 #[test]
 fn skew_symmetric_expansion() {
-    let text = "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 3\n2 1 2\n3 1 -4\n3 2 6\n";
+    let text =
+        "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 3\n2 1 2\n3 1 -4\n3 2 6\n";
     let m = parse::<i64>(text).unwrap().to_canonical_csr().unwrap();
     assert_eq!(
         dense(&m),
@@ -181,21 +187,61 @@ fn comments_blank_lines_crlf_and_case() {
 fn malformed_headers() {
     assert_mm_err::<f64>("", 1, "empty file");
     assert_mm_err::<f64>("hello\n1 1 1\n", 1, "bad header");
-    assert_mm_err::<f64>("%%MatrixMarket matrix coordinate real\n", 1, "expected 5 words");
-    assert_mm_err::<f64>("%%MatrixMarket matrix coordinate complex general\n", 1, "unsupported field `complex`");
-    assert_mm_err::<f64>("%%MatrixMarket matrix coordinate real hermitian\n", 1, "unsupported symmetry");
-    assert_mm_err::<f64>("%%MatrixMarket matrix array real general\n", 1, "only `coordinate`");
-    assert_mm_err::<f64>("%%MatrixMarket vector coordinate real general\n", 1, "unsupported object");
-    assert_mm_err::<f64>("%%MatrixMarket matrix coordinate float general\n", 1, "unknown field `float`");
-    assert_mm_err::<f64>("%%MatrixMarket matrix coordinate real upper\n", 1, "unknown symmetry `upper`");
-    assert_mm_err::<f64>("%%MatrixMarket matrix coordinate pattern skew-symmetric\n", 1, "cannot be skew");
-    assert_mm_err::<i32>("%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 1\n", 1, "cannot be read as i32");
+    assert_mm_err::<f64>(
+        "%%MatrixMarket matrix coordinate real\n",
+        1,
+        "expected 5 words",
+    );
+    assert_mm_err::<f64>(
+        "%%MatrixMarket matrix coordinate complex general\n",
+        1,
+        "unsupported field `complex`",
+    );
+    assert_mm_err::<f64>(
+        "%%MatrixMarket matrix coordinate real hermitian\n",
+        1,
+        "unsupported symmetry",
+    );
+    assert_mm_err::<f64>(
+        "%%MatrixMarket matrix array real general\n",
+        1,
+        "only `coordinate`",
+    );
+    assert_mm_err::<f64>(
+        "%%MatrixMarket vector coordinate real general\n",
+        1,
+        "unsupported object",
+    );
+    assert_mm_err::<f64>(
+        "%%MatrixMarket matrix coordinate float general\n",
+        1,
+        "unknown field `float`",
+    );
+    assert_mm_err::<f64>(
+        "%%MatrixMarket matrix coordinate real upper\n",
+        1,
+        "unknown symmetry `upper`",
+    );
+    assert_mm_err::<f64>(
+        "%%MatrixMarket matrix coordinate pattern skew-symmetric\n",
+        1,
+        "cannot be skew",
+    );
+    assert_mm_err::<i32>(
+        "%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 1\n",
+        1,
+        "cannot be read as i32",
+    );
 }
 
 #[test]
 fn malformed_size_lines() {
     let b = "%%MatrixMarket matrix coordinate real general\n";
-    assert_mm_err::<f64>(&format!("{b}% only comments\n\n"), 4, "expected the size line");
+    assert_mm_err::<f64>(
+        &format!("{b}% only comments\n\n"),
+        4,
+        "expected the size line",
+    );
     assert_mm_err::<f64>(&format!("{b}%c\n3 3\n"), 3, "bad size line");
     assert_mm_err::<f64>(&format!("{b}3 3 x\n"), 2, "bad size line");
     assert_mm_err::<f64>(&format!("{b}3 -3 1\n"), 2, "bad size line");
@@ -214,24 +260,60 @@ fn malformed_entries() {
     // Line numbers: banner 1, comment 2, size 3, entries from 4.
     assert_mm_err::<f64>(&format!("{b}1 1 1\n0 2 1\n3 3 1\n"), 5, "row index 0");
     assert_mm_err::<f64>(&format!("{b}1 1 1\n2 0 1\n3 3 1\n"), 5, "column index 0");
-    assert_mm_err::<f64>(&format!("{b}1 1 1\n4 2 1\n3 3 1\n"), 5, "row index 4 out of range");
-    assert_mm_err::<f64>(&format!("{b}1 1 1\n\n1 5 1\n"), 6, "column index 5 out of range");
-    assert_mm_err::<f64>(&format!("{b}1 1 1\n1 2 abc\n"), 5, "expected a real value, found `abc`");
+    assert_mm_err::<f64>(
+        &format!("{b}1 1 1\n4 2 1\n3 3 1\n"),
+        5,
+        "row index 4 out of range",
+    );
+    assert_mm_err::<f64>(
+        &format!("{b}1 1 1\n\n1 5 1\n"),
+        6,
+        "column index 5 out of range",
+    );
+    assert_mm_err::<f64>(
+        &format!("{b}1 1 1\n1 2 abc\n"),
+        5,
+        "expected a real value, found `abc`",
+    );
     assert_mm_err::<f64>(&format!("{b}1 1 1\n1 2\n"), 5, "expected 3 fields");
     assert_mm_err::<f64>(&format!("{b}1 1 1\n1\n"), 5, "expected a column index");
-    assert_mm_err::<f64>(&format!("{b}1 1 1\nx 1 1\n"), 5, "expected a positive integer row index, found `x`");
+    assert_mm_err::<f64>(
+        &format!("{b}1 1 1\nx 1 1\n"),
+        5,
+        "expected a positive integer row index, found `x`",
+    );
     assert_mm_err::<f64>(&format!("{b}1 1 1\n1.5 1 1\n"), 5, "found `1.5`");
     assert_mm_err::<f64>(&format!("{b}1 1 1\n1 2 3 4\n"), 5, "extra text `4`");
-    assert_mm_err::<f64>(&format!("{b}1 1 1\n1 2 3\n2 2 2\n3 3 3\n"), 7, "extra entry");
+    assert_mm_err::<f64>(
+        &format!("{b}1 1 1\n1 2 3\n2 2 2\n3 3 3\n"),
+        7,
+        "extra entry",
+    );
     assert_mm_err::<f64>(&format!("{b}1 1 1\n1 2 3\n"), 5, "truncated file");
     assert_mm_err::<f64>(&format!("{b}1 1 1\n1 2 3\n% trailing\n"), 6, "found only 2");
-    assert_mm_err::<f64>(&format!("{b}"), 3, "found only 0");
+    assert_mm_err::<f64>(b, 3, "found only 0");
     let i = "%%MatrixMarket matrix coordinate integer general\n2 2 2\n";
-    assert_mm_err::<i32>(&format!("{i}1 1 3000000000\n2 2 1\n"), 3, "does not fit i32");
-    assert_mm_err::<i64>(&format!("{i}1 1 1\n2 2 1.0\n"), 4, "expected an integer value");
-    assert_mm_err::<i64>(&format!("{i}1 1 99999999999999999999\n2 2 1\n"), 3, "expected an integer");
+    assert_mm_err::<i32>(
+        &format!("{i}1 1 3000000000\n2 2 1\n"),
+        3,
+        "does not fit i32",
+    );
+    assert_mm_err::<i64>(
+        &format!("{i}1 1 1\n2 2 1.0\n"),
+        4,
+        "expected an integer value",
+    );
+    assert_mm_err::<i64>(
+        &format!("{i}1 1 99999999999999999999\n2 2 1\n"),
+        3,
+        "expected an integer",
+    );
     let p = "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n";
-    assert_mm_err::<f32>(&format!("{p}1 1 1\n"), 3, "2 fields `row col` for a pattern");
+    assert_mm_err::<f32>(
+        &format!("{p}1 1 1\n"),
+        3,
+        "2 fields `row col` for a pattern",
+    );
 }
 
 #[test]
@@ -265,7 +347,7 @@ fn write_read_round_trip_f64_exact() {
         1e-300,
         -2.5e300,
         f64::MIN_POSITIVE,
-        123456789.123456789,
+        123_456_789.123_456_79,
         0.0,
         -7.0,
         f64::EPSILON,
@@ -289,7 +371,14 @@ fn write_read_round_trip_f64_exact() {
 
 #[test]
 fn write_read_round_trip_integer_and_f32() {
-    let m = Csr::new(3, 3, vec![0, 2, 2, 3], vec![2, 0, 1], vec![i64::MIN, i64::MAX, -1]).unwrap();
+    let m = Csr::new(
+        3,
+        3,
+        vec![0, 2, 2, 3],
+        vec![2, 0, 1],
+        vec![i64::MIN, i64::MAX, -1],
+    )
+    .unwrap();
     let mut buf = Vec::new();
     mm::write_to(&mut buf, &m).unwrap();
     let text = String::from_utf8(buf).unwrap();
@@ -297,7 +386,14 @@ fn write_read_round_trip_integer_and_f32() {
     let back = mm::read_from::<_, i64>(Cursor::new(text.as_bytes()), "x").unwrap();
     assert_eq!(back.to_csr().unwrap(), m);
 
-    let f = Csr::new(1, 3, vec![0, 3], vec![0, 1, 2], vec![0.1f32, 16777217.0, 3.4e38]).unwrap();
+    let f = Csr::new(
+        1,
+        3,
+        vec![0, 3],
+        vec![0, 1, 2],
+        vec![0.1f32, 16777217.0, 3.4e38],
+    )
+    .unwrap();
     let mut buf = Vec::new();
     mm::write_to(&mut buf, &f).unwrap();
     let back = mm::read_from::<_, f32>(Cursor::new(&buf[..]), "x").unwrap();

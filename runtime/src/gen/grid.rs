@@ -7,12 +7,10 @@ use crate::{Error, Result};
 /// the up to four neighbours, columns sorted. Exactly `5·side² − 4·side`
 /// entries. Symmetric positive definite, the classic regular-mesh input.
 pub fn grid2d(side: usize) -> Result<Csr<f32>> {
-    let n = side
-        .checked_mul(side)
-        .ok_or(Error::U32Overflow {
-            what: "grid2d rows (side²)",
-            value: u64::MAX,
-        })?;
+    let n = side.checked_mul(side).ok_or(Error::U32Overflow {
+        what: "grid2d rows (side²)",
+        value: u64::MAX,
+    })?;
     to_u32("grid2d rows (side²)", n)?;
     let nnz = (5 * n).saturating_sub(4 * side);
     to_u32("grid2d nnz (5·side² − 4·side)", nnz)?;

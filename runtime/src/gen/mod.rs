@@ -123,7 +123,10 @@ impl fmt::Display for GenSpec {
                 scale,
                 edge_factor,
                 seed,
-            } => write!(f, "rmat:scale={scale},edge_factor={edge_factor},seed={seed}"),
+            } => write!(
+                f,
+                "rmat:scale={scale},edge_factor={edge_factor},seed={seed}"
+            ),
             GenSpec::Uniform { n, per_row, seed } => {
                 write!(f, "uniform:n={n},per_row={per_row},seed={seed}")
             }

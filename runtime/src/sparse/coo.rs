@@ -32,10 +32,18 @@ impl<T> Coo<T> {
         to_u32("nrows", nrows)?;
         to_u32("ncols", ncols)?;
         if cols.len() != rows.len() {
-            return Err(Error::length("COO cols (= rows.len())", rows.len(), cols.len()));
+            return Err(Error::length(
+                "COO cols (= rows.len())",
+                rows.len(),
+                cols.len(),
+            ));
         }
         if values.len() != rows.len() {
-            return Err(Error::length("COO values (= rows.len())", rows.len(), values.len()));
+            return Err(Error::length(
+                "COO values (= rows.len())",
+                rows.len(),
+                values.len(),
+            ));
         }
         check_range("COO row index", &rows, nrows)?;
         check_range("COO column index", &cols, ncols)?;
@@ -190,7 +198,11 @@ fn check_range(what: &str, idx: &[u32], len: usize) -> Result<()> {
         idx.iter().position(bad)
     };
     match first {
-        Some(k) => Err(Error::out_of_range(format!("{what} at position {k}"), idx[k], len)),
+        Some(k) => Err(Error::out_of_range(
+            format!("{what} at position {k}"),
+            idx[k],
+            len,
+        )),
         None => Ok(()),
     }
 }

@@ -51,7 +51,11 @@ impl<T> Csr<T> {
         }
         let nnz = row_ptr[nrows] as usize;
         if col_idx.len() != nnz {
-            return Err(Error::length("CSR col_idx (= row_ptr[nrows])", nnz, col_idx.len()));
+            return Err(Error::length(
+                "CSR col_idx (= row_ptr[nrows])",
+                nnz,
+                col_idx.len(),
+            ));
         }
         if values.len() != nnz {
             return Err(Error::length("CSR values", nnz, values.len()));
@@ -116,7 +120,13 @@ impl<T> Csr<T> {
     }
     /// Splits into `(nrows, ncols, row_ptr, col_idx, values)`.
     pub fn into_parts(self) -> (usize, usize, Vec<u32>, Vec<u32>, Vec<T>) {
-        (self.nrows, self.ncols, self.row_ptr, self.col_idx, self.values)
+        (
+            self.nrows,
+            self.ncols,
+            self.row_ptr,
+            self.col_idx,
+            self.values,
+        )
     }
 }
 
@@ -221,7 +231,11 @@ impl<T> Csr<T> {
     /// order.
     pub fn with_values<U>(&self, values: Vec<U>) -> Result<Csr<U>> {
         if values.len() != self.nnz() {
-            return Err(Error::length("Csr::with_values values", self.nnz(), values.len()));
+            return Err(Error::length(
+                "Csr::with_values values",
+                self.nnz(),
+                values.len(),
+            ));
         }
         Ok(Csr {
             nrows: self.nrows,
@@ -276,14 +290,19 @@ impl<T: Copy + Send + Sync> Csr<T> {
     /// rounding). Rows that are already sorted are left untouched.
     pub fn sort_indices(&mut self) {
         let row_ptr = &self.row_ptr;
-        par::par_rows_mut(row_ptr, &mut self.col_idx, &mut self.values, |rows, cols, vals| {
-            let base = row_ptr[rows.start] as usize;
-            let mut buf: Vec<(u32, T)> = Vec::new();
-            for r in rows {
-                let range = row_ptr[r] as usize - base..row_ptr[r + 1] as usize - base;
-                sort_row(&mut cols[range.clone()], &mut vals[range], &mut buf);
-            }
-        });
+        par::par_rows_mut(
+            row_ptr,
+            &mut self.col_idx,
+            &mut self.values,
+            |rows, cols, vals| {
+                let base = row_ptr[rows.start] as usize;
+                let mut buf: Vec<(u32, T)> = Vec::new();
+                for r in rows {
+                    let range = row_ptr[r] as usize - base..row_ptr[r + 1] as usize - base;
+                    sort_row(&mut cols[range.clone()], &mut vals[range], &mut buf);
+                }
+            },
+        );
     }
 
     /// Sorts every row and merges entries with equal coordinates: the first
@@ -298,8 +317,11 @@ impl<T: Copy + Send + Sync> Csr<T> {
         }
         let row_ptr = &self.row_ptr;
         // Compact every row in place; blocks report their rows' new lengths.
-        let lens: Vec<Vec<u32>> =
-            par::par_rows_mut(row_ptr, &mut self.col_idx, &mut self.values, |rows, cols, vals| {
+        let lens: Vec<Vec<u32>> = par::par_rows_mut(
+            row_ptr,
+            &mut self.col_idx,
+            &mut self.values,
+            |rows, cols, vals| {
                 let base = row_ptr[rows.start] as usize;
                 let mut lens = Vec::with_capacity(rows.len());
                 for r in rows {
@@ -318,7 +340,8 @@ impl<T: Copy + Send + Sync> Csr<T> {
                     lens.push((w - lo) as u32);
                 }
                 lens
-            });
+            },
+        );
         // Close the gaps left by merged entries, row by row from the left.
         let mut w = 0usize;
         let mut r = 0usize;

@@ -239,11 +239,7 @@ pub fn write<T: MmValue>(path: &Path, m: &Csr<T>) -> Result<()> {
 
 /// Writes Matrix Market text to any writer (see [`write`]).
 pub fn write_to<W: Write, T: MmValue>(w: &mut W, m: &Csr<T>) -> std::io::Result<()> {
-    writeln!(
-        w,
-        "%%MatrixMarket matrix coordinate {} general",
-        T::FIELD
-    )?;
+    writeln!(w, "%%MatrixMarket matrix coordinate {} general", T::FIELD)?;
     writeln!(w, "{} {} {}", m.nrows(), m.ncols(), m.nnz())?;
     // Format blocks of about 1M entries in parallel, a few blocks at a time
     // so the text in memory stays bounded whatever the matrix size.
@@ -323,7 +319,11 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
         Ok(n > 0)
     };
     if !read_line(reader, &mut line)? {
-        return Err(mm_err(name, 1, format!("empty file: expected the banner {BANNER_FORM}")));
+        return Err(mm_err(
+            name,
+            1,
+            format!("empty file: expected the banner {BANNER_FORM}"),
+        ));
     }
     let banner = String::from_utf8_lossy(&line).to_ascii_lowercase();
     let tokens: Vec<&str> = banner.split_ascii_whitespace().collect();
@@ -331,7 +331,10 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
         return Err(mm_err(
             name,
             1,
-            format!("bad header: expected the banner {BANNER_FORM}, found `{}`", banner.trim()),
+            format!(
+                "bad header: expected the banner {BANNER_FORM}, found `{}`",
+                banner.trim()
+            ),
         ));
     }
     if tokens.len() != 5 {
@@ -348,7 +351,10 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
         return Err(mm_err(
             name,
             1,
-            format!("unsupported object `{}`: only `matrix` is supported", tokens[1]),
+            format!(
+                "unsupported object `{}`: only `matrix` is supported",
+                tokens[1]
+            ),
         ));
     }
     if tokens[2] != "coordinate" {
@@ -451,7 +457,9 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             return Err(mm_err(
                 name,
                 lineno,
-                format!("bad size line: a {symmetry} matrix must be square, found {nrows} x {ncols}"),
+                format!(
+                    "bad size line: a {symmetry} matrix must be square, found {nrows} x {ncols}"
+                ),
             ));
         }
         let header = MmHeader {
@@ -543,7 +551,9 @@ fn read_entries<R: BufRead, T: MmValue>(
             if have + block.rows.len() > declared {
                 // Find the first entry beyond the declared count.
                 let again = parse_block::<T>(bytes, header, declared - have);
-                let (l, msg) = again.err.expect("a limited re-parse reports the extra entry");
+                let (l, msg) = again
+                    .err
+                    .expect("a limited re-parse reports the extra entry");
                 return Err(mm_err(name, line + l, msg));
             }
             if let Some((l, msg)) = block.err {
@@ -580,7 +590,12 @@ fn read_entries<R: BufRead, T: MmValue>(
 
 /// Appends the mirror of every off-diagonal entry (negated for skew; the
 /// parser has already checked that the negation exists).
-fn mirror<T: MmValue>(rows: &mut Vec<u32>, cols: &mut Vec<u32>, vals: &mut Vec<T>, sym: MmSymmetry) {
+fn mirror<T: MmValue>(
+    rows: &mut Vec<u32>,
+    cols: &mut Vec<u32>,
+    vals: &mut Vec<T>,
+    sym: MmSymmetry,
+) {
     let n = rows.len();
     let off = rows.iter().zip(cols.iter()).filter(|(r, c)| r != c).count();
     rows.reserve_exact(off);
@@ -688,7 +703,10 @@ fn parse_line<T: MmValue>(
     };
     skip_blanks(buf, &mut p);
     if p < n && buf[p] != b'\n' {
-        let end = buf[p..].iter().position(|&b| b == b'\n').map_or(n, |e| p + e);
+        let end = buf[p..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(n, |e| p + e);
         let expected = if h.field == MmField::Pattern {
             "2 fields `row col` for a pattern matrix"
         } else {
@@ -727,7 +745,12 @@ fn skip_blanks(buf: &[u8], p: &mut usize) {
 
 /// Parses a 1-based index token and returns it 0-based.
 #[inline]
-fn parse_index(buf: &[u8], p: &mut usize, what: &str, size: usize) -> std::result::Result<u32, String> {
+fn parse_index(
+    buf: &[u8],
+    p: &mut usize,
+    what: &str,
+    size: usize,
+) -> std::result::Result<u32, String> {
     skip_blanks(buf, p);
     let start = *p;
     let mut v: u64 = 0;
@@ -753,7 +776,9 @@ fn parse_index(buf: &[u8], p: &mut usize, what: &str, size: usize) -> std::resul
         return Err(format!("{what} index 0: Matrix Market indices start at 1"));
     }
     if v > size as u64 {
-        return Err(format!("{what} index {v} out of range: the matrix has {size} {what}s"));
+        return Err(format!(
+            "{what} index {v} out of range: the matrix has {size} {what}s"
+        ));
     }
     Ok((v - 1) as u32)
 }
@@ -762,7 +787,8 @@ fn parse_value<T: MmValue>(tok: &[u8], field: MmField) -> std::result::Result<T,
     let text = || String::from_utf8_lossy(tok).into_owned();
     match field {
         MmField::Integer => {
-            let v = parse_i64(tok).ok_or_else(|| format!("expected an integer value, found `{}`", text()))?;
+            let v = parse_i64(tok)
+                .ok_or_else(|| format!("expected an integer value, found `{}`", text()))?;
             T::from_i64(v).ok_or_else(|| format!("integer value {v} does not fit {}", T::NAME))
         }
         _ => std::str::from_utf8(tok)
@@ -788,7 +814,11 @@ fn parse_i64(tok: &[u8]) -> Option<i64> {
         }
         let d = (b - b'0') as i64;
         v = v.checked_mul(10)?;
-        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
     }
     Some(v)
 }

@@ -70,7 +70,11 @@ pub(crate) fn even_ranges(len: usize, parts: usize) -> Vec<Range<usize>> {
 /// Returns `(ptr, cols, values)`: `ptr` has `nbuckets + 1` offsets and bucket
 /// `b` holds, in input order, the entries whose bucket is `b`. The caller
 /// guarantees that `nnz` (the number of entries `src` yields) fits in u32.
-pub(crate) fn bucket_sort<T, S>(nbuckets: usize, nnz: usize, src: &S) -> (Vec<u32>, Vec<u32>, Vec<T>)
+pub(crate) fn bucket_sort<T, S>(
+    nbuckets: usize,
+    nnz: usize,
+    src: &S,
+) -> (Vec<u32>, Vec<u32>, Vec<T>)
 where
     T: Copy + Send + Sync,
     S: EntrySource<T>,
@@ -98,28 +102,34 @@ where
         }
     }
     ptr[nbuckets] = running;
-    assert_eq!(running as usize, nnz, "entry source yielded a different count");
+    assert_eq!(
+        running as usize, nnz,
+        "entry source yielded a different count"
+    );
 
     // Pass 2: scatter.
     let mut cols: Vec<u32> = Vec::with_capacity(nnz);
     let mut vals: Vec<T> = Vec::with_capacity(nnz);
     let cp = SyncPtr(cols.as_mut_ptr());
     let vp = SyncPtr(vals.as_mut_ptr());
-    counts.into_par_iter().enumerate().for_each(|(c, mut cursor)| {
-        src.for_each(c, |b, col, v| {
-            let p = cursor[b as usize] as usize;
-            cursor[b as usize] += 1;
-            // SAFETY: the cursors of chunk c for bucket b cover exactly the
-            // slots [start, start + count) computed above from the same
-            // entries; these ranges are disjoint across (chunk, bucket) and
-            // tile 0..nnz, so every slot is written once, by one thread, and
-            // lies inside the capacity reserved above.
-            unsafe {
-                cp.write(p, col);
-                vp.write(p, v);
-            }
+    counts
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(c, mut cursor)| {
+            src.for_each(c, |b, col, v| {
+                let p = cursor[b as usize] as usize;
+                cursor[b as usize] += 1;
+                // SAFETY: the cursors of chunk c for bucket b cover exactly the
+                // slots [start, start + count) computed above from the same
+                // entries; these ranges are disjoint across (chunk, bucket) and
+                // tile 0..nnz, so every slot is written once, by one thread, and
+                // lies inside the capacity reserved above.
+                unsafe {
+                    cp.write(p, col);
+                    vp.write(p, v);
+                }
+            });
         });
-    });
     // SAFETY: every slot in 0..nnz was written exactly once (see above).
     unsafe {
         cols.set_len(nnz);
@@ -160,7 +170,12 @@ pub(crate) fn row_parts(nnz: usize) -> usize {
 /// Runs `f(rows, cols, vals)` on disjoint blocks of rows in parallel; `cols`
 /// and `vals` are the entries of exactly those rows (offset by
 /// `row_ptr[rows.start]`). Returns the blocks' results in row order.
-pub(crate) fn par_rows_mut<T, R, F>(row_ptr: &[u32], cols: &mut [u32], vals: &mut [T], f: F) -> Vec<R>
+pub(crate) fn par_rows_mut<T, R, F>(
+    row_ptr: &[u32],
+    cols: &mut [u32],
+    vals: &mut [T],
+    f: F,
+) -> Vec<R>
 where
     T: Send,
     R: Send,

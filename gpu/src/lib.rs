@@ -7,6 +7,7 @@
 //! machines without CUDA.
 
 pub mod baseline;
+pub mod bench;
 pub mod buffer;
 pub mod compile;
 mod device;

@@ -1,0 +1,61 @@
+//! `warpfit bench spmv` without the CLI, for machines that get only this
+//! crate's binaries: `spmv_bench [--small] [--runs N] [--mtx FILE]... [--out FILE]`.
+//! Prints progress, then the Markdown report (also written to `--out`).
+
+use warpfit_gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
+use warpfit_gpu::CudaDevice;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut opts = SpmvBenchOptions::default();
+    let mut out = None;
+    let mut i = 0;
+    let mut extra = Vec::new();
+    let mut gens = Vec::new();
+    while i < args.len() {
+        match args[i].as_str() {
+            "--small" => opts.matrices = small_suite(),
+            "--runs" => {
+                i += 1;
+                opts.runs = args.get(i).ok_or("--runs needs a value")?.parse()?;
+            }
+            "--ratio" => {
+                i += 1;
+                opts.cte_thread_ratio = args.get(i).ok_or("--ratio needs a value")?.parse()?;
+            }
+            "--mtx" => {
+                i += 1;
+                extra.push(MatrixSource::Mtx(
+                    args.get(i).ok_or("--mtx needs a file")?.into(),
+                ));
+            }
+            "--gen" => {
+                i += 1;
+                gens.push(MatrixSource::Gen(
+                    args.get(i).ok_or("--gen needs a spec")?.parse()?,
+                ));
+            }
+            "--out" => {
+                i += 1;
+                out = Some(args.get(i).ok_or("--out needs a file")?.clone());
+            }
+            a => return Err(format!("unknown argument `{a}`").into()),
+        }
+        i += 1;
+    }
+    if !gens.is_empty() {
+        opts.matrices = gens;
+    } else if opts.matrices.is_empty() {
+        opts.matrices = default_suite();
+    }
+    opts.matrices.extend(extra);
+    let dev = CudaDevice::new(0)?;
+    let report = run_spmv(&dev, &opts, &mut |l| eprintln!("{l}"))?;
+    let cmd = format!("warpfit bench spmv {}", args.join(" "));
+    let md = report.to_markdown(cmd.trim());
+    println!("{md}");
+    if let Some(p) = out {
+        std::fs::write(&p, &md)?;
+    }
+    Ok(())
+}

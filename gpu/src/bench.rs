@@ -1,0 +1,610 @@
+//! The SpMV benchmark behind `warpfit bench spmv`: every decomposition of
+//! warpfit against cuSPARSE on a suite of generated and real matrices.
+//!
+//! Protocol, per matrix and variant: prepare (upload, compile, plan), run
+//! once and check `y` against an f64 CPU reference, warm up, then time each
+//! run with CUDA events around the kernels alone, after writing a buffer of
+//! twice the L2 size so that no run starts with the matrix or `x` in cache;
+//! report the median. The device-to-device copy bandwidth, measured in the
+//! same process, is the physical reference for the effective bandwidth.
+
+use crate::baseline::{CusparseSpmv, SpmvAlg};
+use crate::buffer::{cuda_err, DeviceBuffer};
+use crate::device::{CudaDevice, Decomposition, LaunchConfig, Split};
+use crate::launch::Prepared;
+use crate::spec::{Arg, KernelSpec, ParamKind, ParamSpec, ScalarType};
+use cudarc::driver::sys::CUevent_flags;
+use std::path::PathBuf;
+use std::time::Instant;
+use warpfit_runtime::gen::GenSpec;
+use warpfit_runtime::{Csr, Error, Result, Tasks};
+
+/// The benchmark kernel, as `#[nested_reduce]` emits it for
+/// `fn spmv(row, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32])`
+/// (docs/codegen.md).
+pub static SPMV_F32: KernelSpec = KernelSpec {
+    name: "bench_spmv",
+    cuda_source: SPMV_SOURCE,
+    device_fns: &[],
+    params: &[
+        ParamSpec {
+            name: "row_ptr",
+            ty: ScalarType::U32,
+            kind: ParamKind::Input,
+        },
+        ParamSpec {
+            name: "col",
+            ty: ScalarType::U32,
+            kind: ParamKind::Input,
+        },
+        ParamSpec {
+            name: "val",
+            ty: ScalarType::F32,
+            kind: ParamKind::Input,
+        },
+        ParamSpec {
+            name: "x",
+            ty: ScalarType::F32,
+            kind: ParamKind::Input,
+        },
+        ParamSpec {
+            name: "y",
+            ty: ScalarType::F32,
+            kind: ParamKind::Output,
+        },
+    ],
+    acc: ScalarType::F32,
+};
+
+const SPMV_SOURCE: &str = r#"
+namespace wf_bench_spmv {
+struct Params {
+    const uint32_t* row_ptr; uint64_t row_ptr_len;
+    const uint32_t* col; uint64_t col_len;
+    const float* val; uint64_t val_len;
+    const float* x; uint64_t x_len;
+    float* y; uint64_t y_len;
+};
+struct Kernel {
+    typedef Params params_t;
+    typedef float acc_t;
+    struct ctx_t {};
+    static __device__ __forceinline__ void prologue(const Params& p, uint64_t task, ctx_t& c, uint64_t& lo, uint64_t& hi, warpfit::Fault& f) {
+        lo = warpfit::cast<uint64_t>(warpfit::ld(p.row_ptr, p.row_ptr_len, task, 0, f));
+        hi = warpfit::cast<uint64_t>(warpfit::ld(p.row_ptr, p.row_ptr_len, warpfit::add<uint64_t>(task, 1ull), 0, f));
+    }
+    static __device__ __forceinline__ acc_t init(const Params& p, uint64_t task, const ctx_t& c, warpfit::Fault& f) {
+        return 0.0f;
+    }
+    static __device__ __forceinline__ acc_t map(const Params& p, uint64_t task, const ctx_t& c, uint64_t k, warpfit::Fault& f) {
+        return warpfit::mul<float>(warpfit::ld(p.val, p.val_len, k, 2, f),
+            warpfit::ld(p.x, p.x_len, warpfit::cast<uint64_t>(warpfit::ld(p.col, p.col_len, k, 1, f)), 3, f));
+    }
+    static __device__ __forceinline__ acc_t reduce(acc_t a, acc_t b, warpfit::Fault& f) {
+        return warpfit::add<float>(a, b);
+    }
+    static __device__ __forceinline__ void epilogue(const Params& p, uint64_t task, const ctx_t& c, acc_t acc, warpfit::Fault& f) {
+        warpfit::st_out(p.y, p.y_len, task, acc, 4, f);
+    }
+};
+}
+"#;
+
+/// Where a benchmark matrix comes from.
+#[derive(Debug, Clone)]
+pub enum MatrixSource {
+    Gen(GenSpec),
+    Mtx(PathBuf),
+}
+
+impl MatrixSource {
+    fn name(&self) -> String {
+        match self {
+            MatrixSource::Gen(g) => g.to_string(),
+            MatrixSource::Mtx(p) => p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+        }
+    }
+
+    fn load(&self) -> Result<Csr<f32>> {
+        match self {
+            MatrixSource::Gen(g) => g.generate(),
+            MatrixSource::Mtx(p) => warpfit_runtime::sparse::mm::read_csr::<f32>(p),
+        }
+    }
+}
+
+/// The default suite: RMAT scale 20/22/24 (edge factor 16), uniform 2^22
+/// and 2^24 with 16 per row, rgg 2^22 in random and spatial order, the
+/// 4096² grid, plus the `.mtx` files given with `--mtx`.
+pub fn default_suite() -> Vec<MatrixSource> {
+    let g = |s: &str| MatrixSource::Gen(s.parse().expect("built-in generator spec"));
+    vec![
+        g("rmat:scale=20,edge_factor=16,seed=1"),
+        g("rmat:scale=22,edge_factor=16,seed=1"),
+        g("rmat:scale=24,edge_factor=16,seed=1"),
+        g("uniform:n=4194304,per_row=16,seed=1"),
+        g("uniform:n=16777216,per_row=16,seed=1"),
+        g("rgg:n=4194304,seed=1,order=random"),
+        g("rgg:n=4194304,seed=1,order=spatial"),
+        g("grid2d:side=4096"),
+    ]
+}
+
+/// A small suite for smoke runs.
+pub fn small_suite() -> Vec<MatrixSource> {
+    let g = |s: &str| MatrixSource::Gen(s.parse().expect("built-in generator spec"));
+    vec![
+        g("rmat:scale=16,edge_factor=16,seed=1"),
+        g("uniform:n=262144,per_row=16,seed=1"),
+        g("grid2d:side=512"),
+    ]
+}
+
+/// Benchmark options.
+#[derive(Debug, Clone)]
+pub struct SpmvBenchOptions {
+    pub matrices: Vec<MatrixSource>,
+    /// Timed runs per variant (the median is reported); at least 20 is the protocol.
+    pub runs: usize,
+    pub warmup: usize,
+    /// Fixed CTE segment lengths timed besides the automatic choice.
+    pub segment_lens: Vec<u32>,
+    /// `cte_thread_ratio` of the CTE variants.
+    pub cte_thread_ratio: u32,
+}
+
+impl Default for SpmvBenchOptions {
+    fn default() -> Self {
+        SpmvBenchOptions {
+            matrices: default_suite(),
+            runs: 20,
+            warmup: 3,
+            segment_lens: vec![32, 64, 256],
+            cte_thread_ratio: LaunchConfig::default().cte_thread_ratio,
+        }
+    }
+}
+
+/// One timed variant on one matrix.
+#[derive(Debug, Clone)]
+pub struct VariantResult {
+    pub variant: String,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    /// Largest error relative to the row's Σ|a·x| (checked before timing).
+    pub max_rel_err: f64,
+}
+
+/// All variants on one matrix.
+#[derive(Debug, Clone)]
+pub struct MatrixResult {
+    pub name: String,
+    pub nrows: usize,
+    pub ncols: usize,
+    pub nnz: usize,
+    pub max_row: usize,
+    /// The segment length the automatic split chose (`None`: no split).
+    pub auto_segment_len: Option<u32>,
+    pub variants: Vec<VariantResult>,
+}
+
+impl MatrixResult {
+    /// Bytes an SpMV must move at least: 8·nnz + 4·(n+1) + 4·n + 4·ncols.
+    pub fn bytes(&self) -> f64 {
+        8.0 * self.nnz as f64
+            + 4.0 * (self.nrows + 1) as f64
+            + 4.0 * self.nrows as f64
+            + 4.0 * self.ncols as f64
+    }
+
+    fn best<'a>(&'a self, pred: impl Fn(&str) -> bool) -> Option<&'a VariantResult> {
+        self.variants
+            .iter()
+            .filter(|v| pred(&v.variant))
+            .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
+    }
+
+    /// Fastest cuSPARSE algorithm.
+    pub fn best_cusparse(&self) -> Option<&VariantResult> {
+        self.best(|v| v.starts_with("cusparse"))
+    }
+
+    /// Fastest sub-warp width.
+    pub fn best_subwarp(&self) -> Option<&VariantResult> {
+        self.best(|v| v.starts_with("subwarp"))
+    }
+
+    /// Fastest warpfit variant.
+    pub fn best_warpfit(&self) -> Option<&VariantResult> {
+        self.best(|v| !v.starts_with("cusparse"))
+    }
+
+    /// The variant by name.
+    pub fn get(&self, name: &str) -> Option<&VariantResult> {
+        self.variants.iter().find(|v| v.variant == name)
+    }
+}
+
+/// The whole run.
+#[derive(Debug, Clone)]
+pub struct SpmvReport {
+    pub device: String,
+    pub arch: String,
+    pub l2_bytes: usize,
+    /// Device-to-device copy bandwidth (bytes read + written per second).
+    pub copy_gbs: f64,
+    pub matrices: Vec<MatrixResult>,
+}
+
+/// CUDA-event timer on the device's stream.
+struct Timer {
+    dev: CudaDevice,
+    start: cudarc::driver::CudaEvent,
+    end: cudarc::driver::CudaEvent,
+    flush: DeviceBuffer<u8>,
+}
+
+impl Timer {
+    fn new(dev: &CudaDevice) -> Result<Self> {
+        let ctx = dev.context();
+        let ev = || {
+            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(cuda_err("creating an event"))
+        };
+        Ok(Timer {
+            dev: dev.clone(),
+            start: ev()?,
+            end: ev()?,
+            flush: DeviceBuffer::zeros(dev, 2 * dev.l2_bytes().max(1 << 20))?,
+        })
+    }
+
+    /// Median, min, max of `runs` timings of `f` (ms), each after an L2 flush.
+    fn time(
+        &mut self,
+        warmup: usize,
+        runs: usize,
+        f: &dyn Fn() -> Result<()>,
+    ) -> Result<(f64, f64, f64)> {
+        for _ in 0..warmup {
+            f()?;
+        }
+        let mut t = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            self.flush.clear(&self.dev)?;
+            self.start
+                .record(self.dev.stream())
+                .map_err(cuda_err("recording an event"))?;
+            f()?;
+            self.end
+                .record(self.dev.stream())
+                .map_err(cuda_err("recording an event"))?;
+            self.end
+                .synchronize()
+                .map_err(cuda_err("waiting for an event"))?;
+            t.push(f64::from(
+                self.start
+                    .elapsed_ms(&self.end)
+                    .map_err(cuda_err("reading an event"))?,
+            ));
+        }
+        t.sort_by(f64::total_cmp);
+        Ok((t[t.len() / 2], t[0], t[t.len() - 1]))
+    }
+}
+
+/// Device-to-device copy bandwidth in GB/s (read + write), over a buffer of
+/// 512 MiB or a quarter of free memory, whichever is smaller.
+fn copy_bandwidth(dev: &CudaDevice, timer: &mut Timer) -> Result<f64> {
+    let (free, _) = dev
+        .context()
+        .mem_get_info()
+        .map_err(cuda_err("reading free memory"))?;
+    let bytes = (512usize << 20).min(free / 4);
+    let src = DeviceBuffer::<u8>::zeros(dev, bytes)?;
+    let mut dst = DeviceBuffer::<u8>::zeros(dev, bytes)?;
+    let stream = dev.stream().clone();
+    let cell = std::cell::RefCell::new(&mut dst);
+    let (ms, _, _) = timer.time(3, 20, &|| {
+        let mut d = cell.borrow_mut();
+        stream
+            .memcpy_dtod(src.as_slice(), d.as_slice_mut())
+            .map_err(cuda_err("device-to-device copy"))
+    })?;
+    Ok(2.0 * bytes as f64 / (ms * 1e-3) / 1e9)
+}
+
+fn xorshift_values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (((s >> 40) as f32) / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Largest |y - ref| / (Σ|a·x| + tiny) over rows.
+fn max_rel_err(a: &Csr<f32>, x: &[f32], y: &[f32], reference: &[(f64, f64)]) -> f64 {
+    let _ = (a, x);
+    y.iter()
+        .zip(reference)
+        .map(|(&g, &(r, mag))| {
+            let e = (f64::from(g) - r).abs() / (mag + 1e-30);
+            if e.is_nan() {
+                f64::INFINITY
+            } else {
+                e
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Runs the benchmark; `log` receives progress lines.
+pub fn run_spmv(
+    dev: &CudaDevice,
+    opts: &SpmvBenchOptions,
+    log: &mut dyn FnMut(&str),
+) -> Result<SpmvReport> {
+    if opts.runs < 1 {
+        return Err(Error::invalid("at least one timed run is needed"));
+    }
+    let t0 = Instant::now();
+    let mut timer = Timer::new(dev)?;
+    let copy_gbs = copy_bandwidth(dev, &mut timer)?;
+    log(&format!(
+        "{} ({}, L2 {} MiB): device-to-device copy {copy_gbs:.0} GB/s",
+        dev.name(),
+        dev.arch(),
+        dev.l2_bytes() >> 20
+    ));
+    let mut results = Vec::new();
+    for src in &opts.matrices {
+        let name = src.name();
+        let a = src.load()?;
+        let n = a.nrows();
+        let max_row = (0..n).map(|r| a.row_range(r).len()).max().unwrap_or(0);
+        log(&format!(
+            "[{:6.1}s] {name}: {n} rows, {} nnz, longest row {max_row}",
+            t0.elapsed().as_secs_f64(),
+            a.nnz()
+        ));
+        let x = xorshift_values(a.ncols(), 17);
+        // f64 reference and per-row magnitude.
+        let reference: Vec<(f64, f64)> = (0..n)
+            .map(|r| {
+                a.row_range(r).fold((0.0, 0.0), |(s, m), k| {
+                    let t = f64::from(a.values()[k]) * f64::from(x[a.col_idx()[k] as usize]);
+                    (s + t, m + t.abs())
+                })
+            })
+            .collect();
+        let mut variants = Vec::new();
+        let mut auto_s = None;
+        let mut configs: Vec<(String, LaunchConfig)> = Vec::new();
+        for d in Decomposition::ALL {
+            if d != Decomposition::Cte {
+                configs.push((
+                    d.to_string(),
+                    LaunchConfig {
+                        decomposition: d,
+                        split: Split::Never,
+                        ..LaunchConfig::default()
+                    },
+                ));
+            }
+        }
+        let cte = |split| LaunchConfig {
+            decomposition: Decomposition::Cte,
+            split,
+            cte_thread_ratio: opts.cte_thread_ratio,
+        };
+        configs.push(("cte".into(), cte(Split::Auto)));
+        configs.push(("cte:whole".into(), cte(Split::Never)));
+        for &s in &opts.segment_lens {
+            configs.push((format!("cte:S={s}"), cte(Split::Max(s))));
+        }
+        for (vname, cfg) in configs {
+            let mut y = vec![f32::NAN; n];
+            let prepared = {
+                let args = [
+                    Arg::input(a.row_ptr()),
+                    Arg::input(a.col_idx()),
+                    Arg::input(a.values()),
+                    Arg::input(&x),
+                    Arg::output(&mut y),
+                ];
+                Prepared::new(dev, &SPMV_F32, &cfg, Tasks::All(n), &args)?
+            };
+            if vname == "cte" {
+                auto_s = prepared
+                    .task_list()
+                    .map(|l| l.segments().iter().map(|s| s.len()).max().unwrap_or(0));
+            }
+            prepared.run()?;
+            prepared.finish(&mut [
+                Arg::input(a.row_ptr()),
+                Arg::input(a.col_idx()),
+                Arg::input(a.values()),
+                Arg::input(&x),
+                Arg::output(&mut y),
+            ])?;
+            let err = max_rel_err(&a, &x, &y, &reference);
+            if err > 1e-4 {
+                return Err(Error::Cuda {
+                    context: format!("benchmark {name} / {vname}"),
+                    message: format!(
+                        "result differs from the CPU reference (max relative error {err:.3e})"
+                    ),
+                });
+            }
+            let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
+            variants.push(VariantResult {
+                variant: vname,
+                median_ms: med,
+                min_ms: min,
+                max_ms: max,
+                max_rel_err: err,
+            });
+        }
+        for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg2] {
+            let s = CusparseSpmv::new(
+                dev,
+                n,
+                a.ncols(),
+                a.row_ptr(),
+                a.col_idx(),
+                a.values(),
+                &x,
+                alg,
+            )?;
+            s.run()?;
+            let y = s.y()?;
+            let err = max_rel_err(&a, &x, &y, &reference);
+            if err > 1e-4 {
+                return Err(Error::Cuda {
+                    context: format!("benchmark {name} / {}", alg.name()),
+                    message: format!(
+                        "cuSPARSE differs from the CPU reference (max relative error {err:.3e})"
+                    ),
+                });
+            }
+            let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| s.run())?;
+            variants.push(VariantResult {
+                variant: alg.name().into(),
+                median_ms: med,
+                min_ms: min,
+                max_ms: max,
+                max_rel_err: err,
+            });
+        }
+        let m = MatrixResult {
+            name: name.clone(),
+            nrows: n,
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            max_row,
+            auto_segment_len: auto_s,
+            variants,
+        };
+        for v in &m.variants {
+            log(&format!(
+                "    {:<20} {:8.4} ms  {:7.1} GFLOP/s  {:7.1} GB/s",
+                v.variant,
+                v.median_ms,
+                2.0 * m.nnz as f64 / (v.median_ms * 1e6),
+                m.bytes() / (v.median_ms * 1e6)
+            ));
+        }
+        results.push(m);
+    }
+    Ok(SpmvReport {
+        device: dev.name().to_string(),
+        arch: dev.arch().sm(),
+        l2_bytes: dev.l2_bytes(),
+        copy_gbs,
+        matrices: results,
+    })
+}
+
+impl SpmvReport {
+    /// The report as Markdown: one table per matrix, then the summary
+    /// against the targets.
+    pub fn to_markdown(&self, command: &str) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "Device: {} ({}, L2 {} MiB). Command: `{command}`.",
+            self.device,
+            self.arch,
+            self.l2_bytes >> 20
+        );
+        let _ = writeln!(
+            s,
+            "Device-to-device copy bandwidth (read + write), same run: **{:.0} GB/s**.\n",
+            self.copy_gbs
+        );
+        let _ = writeln!(
+            s,
+            "Median of the timed runs (CUDA events, L2 flushed before each run, results checked against an f64 CPU reference first). \
+             Effective bytes = 8·nnz + 4·(n+1) + 4·n + 4·ncols. `cte` is the automatic split; `cte:S=…` fixed segment lengths; `cte:whole` no split.\n"
+        );
+        for m in &self.matrices {
+            let cus = m.best_cusparse().map_or(f64::NAN, |v| v.median_ms);
+            let _ = writeln!(
+                s,
+                "### {}\n\n{} rows, {} nnz, longest row {}, automatic segment length: {}\n",
+                m.name,
+                m.nrows,
+                m.nnz,
+                m.max_row,
+                m.auto_segment_len
+                    .map_or("none (no split)".to_string(), |v| v.to_string())
+            );
+            let _ = writeln!(s, "| variant | ms (median) | min–max | GFLOP/s | GB/s | % copy BW | vs best cuSPARSE |");
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+            for v in &m.variants {
+                let gbs = m.bytes() / (v.median_ms * 1e6);
+                let _ = writeln!(
+                    s,
+                    "| {} | {:.4} | {:.4}–{:.4} | {:.1} | {:.0} | {:.0}% | {:.2}× |",
+                    v.variant,
+                    v.median_ms,
+                    v.min_ms,
+                    v.max_ms,
+                    2.0 * m.nnz as f64 / (v.median_ms * 1e6),
+                    gbs,
+                    100.0 * gbs / self.copy_gbs,
+                    cus / v.median_ms
+                );
+            }
+            s.push('\n');
+        }
+        let _ = writeln!(s, "### Summary against the targets\n");
+        let _ = writeln!(s, "| matrix | CTE ms | best sub-warp | CTE speed-up over it | best cuSPARSE | CTE vs it | best warpfit GB/s (% copy) |");
+        let _ = writeln!(s, "|---|---:|---|---:|---|---:|---:|");
+        let mut logs = Vec::new();
+        for m in &self.matrices {
+            let (Some(c), Some(sw), Some(cu), Some(bw)) = (
+                m.get("cte"),
+                m.best_subwarp(),
+                m.best_cusparse(),
+                m.best_warpfit(),
+            ) else {
+                continue;
+            };
+            logs.push((cu.median_ms / c.median_ms).ln());
+            let gbs = m.bytes() / (bw.median_ms * 1e6);
+            let _ = writeln!(
+                s,
+                "| {} | {:.4} | {} {:.4} | {:.2}× | {} {:.4} | {:.2}× | {} {:.0} ({:.0}%) |",
+                m.name,
+                c.median_ms,
+                sw.variant,
+                sw.median_ms,
+                sw.median_ms / c.median_ms,
+                cu.variant,
+                cu.median_ms,
+                cu.median_ms / c.median_ms,
+                bw.variant,
+                gbs,
+                100.0 * gbs / self.copy_gbs
+            );
+        }
+        if !logs.is_empty() {
+            let g = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+            let _ = writeln!(
+                s,
+                "\nGeometric mean of CTE's speed-up over the best cuSPARSE algorithm: **{g:.2}×**."
+            );
+        }
+        s
+    }
+}

@@ -32,14 +32,20 @@ use std::collections::BinaryHeap;
 const COARSEST: usize = 160;
 /// Stop coarsening when a level removes less than this fraction of entities.
 const MIN_REDUCTION: f64 = 0.08;
-/// Nets larger than this are ignored while scoring matches: they connect so
-/// many entities that they say little about which pair belongs together, and
-/// scanning them would make matching quadratic in a dense row or column.
-const MATCH_NET_LIMIT: usize = 256;
+/// While scoring matches, only this many pins on each side of an entity in
+/// each of its nets are looked at. Scanning whole nets makes matching
+/// quadratic in a dense row or column; a window in input order keeps it
+/// linear and still finds the close neighbours of mesh-like inputs.
+const MATCH_WINDOW: usize = 4;
+/// Nets of one entity looked at while scoring its matches, at most.
+const MATCH_NETS: usize = 24;
 /// Initial bisections tried on the coarsest hypergraph.
-const INITIAL_TRIES: u64 = 8;
-/// FM passes per level at most.
-const FM_PASSES: usize = 4;
+const INITIAL_TRIES: u64 = 2;
+/// FM passes on the coarsest level at most.
+const FM_PASSES: usize = 2;
+/// FM passes on a projected level at most: projection starts from a good
+/// bisection, so later passes rarely find much.
+const FM_PASSES_PROJECTED: usize = 2;
 
 /// A hypergraph in both orientations, CSR style.
 struct Hypergraph {
@@ -51,6 +57,9 @@ struct Hypergraph {
     /// Entities of net `n`: `net_pins[xnets[n]..xnets[n + 1]]`.
     xnets: Vec<u32>,
     net_pins: Vec<u32>,
+    /// Per pin of `pins`: the entity's position in the net's pin list, so
+    /// that matching finds an entity's neighbourhood in a net without search.
+    pin_pos: Vec<u32>,
 }
 
 impl Hypergraph {
@@ -109,10 +118,13 @@ impl Hypergraph {
         }
         let mut fill = xnets.clone();
         let mut net_pins = vec![0u32; pins.len()];
+        let mut pin_pos = vec![0u32; pins.len()];
         for e in 0..n {
-            for &p in &pins[new_x[e] as usize..new_x[e + 1] as usize] {
-                net_pins[fill[p as usize] as usize] = e as u32;
-                fill[p as usize] += 1;
+            for i in new_x[e] as usize..new_x[e + 1] as usize {
+                let p = pins[i] as usize;
+                net_pins[fill[p] as usize] = e as u32;
+                pin_pos[i] = fill[p] - xnets[p];
+                fill[p] += 1;
             }
         }
         Hypergraph {
@@ -121,105 +133,139 @@ impl Hypergraph {
             pins,
             xnets,
             net_pins,
+            pin_pos,
         }
     }
 
-    /// One level of heavy-connectivity matching; returns the coarse hypergraph
-    /// and the coarse id of every entity, or `None` when it would barely shrink.
-    fn coarsen(&self, max_w: u32, rng: &mut Rng) -> Option<(Hypergraph, Vec<u32>)> {
+    /// One level of heavy-connectivity clustering: every entity not yet in a
+    /// cluster joins the cluster (or unclustered entity) it shares the most
+    /// net weight with, within the weight bound `max_w`. Clusters rather than
+    /// pairs shrink a level by more than half, so fewer levels are built.
+    /// Returns the coarse hypergraph and the coarse id of every entity, or
+    /// `None` when the level would barely shrink.
+    #[inline(never)]
+    fn coarsen(&self, max_w: u32) -> Option<(Hypergraph, Vec<u32>)> {
         let n = self.n();
+        // Algorithm 4: visit by entity degree, low first. Degrees are bucketed
+        // by powers of two and ties kept in entity order, which is input
+        // order: the sweep then walks the arrays nearly sequentially, where a
+        // fine-grained or random order would miss the cache on every entity.
         let mut order: Vec<u32> = (0..n as u32).collect();
-        // Algorithm 4: visit by entity degree, low first; ties in random order
-        // so that regular meshes do not coarsen in stripes.
-        let mut key: Vec<u64> = (0..n)
-            .map(|e| ((self.xpins[e + 1] - self.xpins[e]) as u64) << 32 | (rng.next() as u32) as u64)
-            .collect();
-        order.sort_unstable_by_key(|&e| key[e as usize]);
-        key.clear();
-        const UNMATCHED: u32 = u32::MAX;
-        let mut mate = vec![UNMATCHED; n];
+        order.sort_by_key(|&e| {
+            let e = e as usize;
+            (self.xpins[e + 1] - self.xpins[e]).max(1).ilog2()
+        });
+        const NONE: u32 = u32::MAX;
+        // Representative entity of every entity's cluster (NONE: unvisited
+        // and unclustered), and the weight of each cluster at its representative.
+        // Clusters of at most ~3 average entities: one level then shrinks the
+        // hypergraph by 2-3x, leaving levels for refinement to work on.
+        let total: u64 = self.w.iter().map(|&w| w as u64).sum();
+        let max_w = max_w.min((3 * total / n as u64).max(1) as u32).max(2 * self.w.iter().copied().min().unwrap_or(1));
+        let mut rep = vec![NONE; n];
+        let mut cw = self.w.clone();
         let mut score = vec![0f32; n];
         let mut touched: Vec<u32> = Vec::new();
         for &u in &order {
             let u = u as usize;
-            if mate[u] != UNMATCHED {
+            if rep[u] != NONE {
                 continue;
             }
             let wu = self.w[u];
-            for &net in self.nets_of(u) {
-                let pins = self.pins_of(net as usize);
-                if pins.len() > MATCH_NET_LIMIT {
-                    continue;
-                }
+            let (first, last) = (self.xpins[u] as usize, self.xpins[u + 1] as usize);
+            // A coarse entity with many nets is scored on an even sample of them.
+            let stride = (last - first).div_ceil(MATCH_NETS).max(1);
+            for i in (first..last).step_by(stride) {
+                let pins = self.pins_of(self.pins[i] as usize);
                 let s = 1.0 / (pins.len() - 1) as f32;
-                for &v in pins {
+                // Pins are in entity order, which follows the input's order:
+                // the window around `u` holds its nearest candidates.
+                let at = self.pin_pos[i] as usize;
+                let window = &pins[at.saturating_sub(MATCH_WINDOW)..(at + MATCH_WINDOW + 1).min(pins.len())];
+                for &v in window {
                     let v = v as usize;
-                    if v != u && mate[v] == UNMATCHED && wu + self.w[v] <= max_w {
-                        if score[v] == 0.0 {
-                            touched.push(v as u32);
+                    if v == u {
+                        continue;
+                    }
+                    let c = if rep[v] == NONE { v } else { rep[v] as usize };
+                    if wu + cw[c] <= max_w {
+                        if score[c] == 0.0 {
+                            touched.push(c as u32);
                         }
-                        score[v] += s;
+                        score[c] += s;
                     }
                 }
             }
             let mut best = u;
             let mut best_s = 0f32;
-            for &v in &touched {
-                let v = v as usize;
-                // Prefer the lighter of equally connected neighbours: it keeps
+            for &c in &touched {
+                let c = c as usize;
+                // Prefer the lighter of equally connected clusters: it keeps
                 // coarse weights even.
-                if score[v] > best_s || (score[v] == best_s && self.w[v] < self.w[best]) {
-                    best = v;
-                    best_s = score[v];
+                if score[c] > best_s || (score[c] == best_s && cw[c] < cw[best]) {
+                    best = c;
+                    best_s = score[c];
                 }
-                score[v] = 0.0;
+                score[c] = 0.0;
             }
             touched.clear();
-            mate[u] = best as u32;
-            mate[best] = u as u32;
+            if best == u {
+                rep[u] = u as u32;
+            } else {
+                rep[u] = best as u32;
+                rep[best] = best as u32;
+                cw[best] += wu;
+            }
         }
-        let mut cmap = vec![0u32; n];
+        // Coarse ids by representative, in entity order (keeps input order).
+        let mut cmap = vec![NONE; n];
         let mut nc = 0u32;
         for u in 0..n {
-            let m = mate[u] as usize;
-            if m >= u {
-                cmap[u] = nc;
-                cmap[m] = nc;
+            let r = rep[u] as usize;
+            if cmap[r] == NONE {
+                cmap[r] = nc;
                 nc += 1;
             }
+            cmap[u] = cmap[r];
         }
         let nc = nc as usize;
         if nc as f64 > (1.0 - MIN_REDUCTION) * n as f64 {
             return None;
         }
         let mut w = vec![0u32; nc];
+        // Members grouped by coarse id (counting sort).
+        let mut xm = vec![0u32; nc + 1];
         for u in 0..n {
-            w[cmap[u] as usize] += self.w[u];
+            let c = cmap[u] as usize;
+            w[c] += self.w[u];
+            xm[c + 1] += 1;
         }
+        for c in 0..nc {
+            xm[c + 1] += xm[c];
+        }
+        let mut fill = xm.clone();
+        let mut members = vec![0u32; n];
+        for u in 0..n {
+            let c = cmap[u] as usize;
+            members[fill[c] as usize] = u as u32;
+            fill[c] += 1;
+        }
+        drop(fill);
         // Coarse pins: union of the members' nets, deduplicated by stamp.
-        let mut stamp = vec![u32::MAX; self.n_nets()];
+        let mut stamp = vec![NONE; self.n_nets()];
         let mut xpins = Vec::with_capacity(nc + 1);
         xpins.push(0u32);
         let mut pins = Vec::with_capacity(self.pins.len());
-        let mut c = 0u32;
-        for u in 0..n {
-            let m = mate[u] as usize;
-            if m < u {
-                continue;
-            }
-            for e in [u, m] {
-                for &net in self.nets_of(e) {
-                    if stamp[net as usize] != c {
-                        stamp[net as usize] = c;
+        for c in 0..nc {
+            for &e in &members[xm[c] as usize..xm[c + 1] as usize] {
+                for &net in self.nets_of(e as usize) {
+                    if stamp[net as usize] != c as u32 {
+                        stamp[net as usize] = c as u32;
                         pins.push(net);
                     }
                 }
-                if m == u {
-                    break;
-                }
             }
             xpins.push(pins.len() as u32);
-            c += 1;
         }
         let coarse = Hypergraph::from_entity_nets(w, xpins, pins, self.n_nets());
         Some((coarse, cmap))
@@ -372,14 +418,14 @@ impl<'h> Bisection<'h> {
     /// Fiduccia–Mattheyses refinement: passes of single-entity moves by best
     /// gain under the balance bound, each rolled back to its best prefix.
     /// Returns the final cut.
-    fn fm(&mut self, rng: &mut Rng) -> u64 {
+    fn fm(&mut self, rng: &mut Rng, passes: usize) -> u64 {
         let n = self.h.n();
         let mut cut = self.cut();
         let mut gain = vec![0i32; n];
         let mut locked = vec![false; n];
         // A pass ends after this many moves without a new best.
-        let patience = (n / 20).clamp(32, 400);
-        for _ in 0..FM_PASSES {
+        let patience = (n / 100).clamp(10, 50);
+        for _ in 0..passes {
             locked.iter_mut().for_each(|l| *l = false);
             let mut heaps: [BinaryHeap<(i32, u32, u32)>; 2] = [BinaryHeap::new(), BinaryHeap::new()];
             for e in 0..n {
@@ -468,6 +514,7 @@ impl<'h> Bisection<'h> {
 /// Greedy growing: a breadth-first region from `seed` takes side 0 until it
 /// holds half the weight; disconnected remainders restart from the next
 /// unassigned entity.
+#[inline(never)]
 fn grow(h: &Hypergraph, seed: usize, rng: &mut Rng) -> Vec<u8> {
     let n = h.n();
     let total: u64 = h.w.iter().map(|&w| w as u64).sum();
@@ -530,7 +577,7 @@ pub(crate) fn split(
     let mut levels: Vec<Hypergraph> = vec![h0];
     let mut maps: Vec<Vec<u32>> = Vec::new();
     while levels.last().is_some_and(|h| h.n() > COARSEST) {
-        let Some((coarse, cmap)) = levels.last().and_then(|h| h.coarsen(max_w, &mut rng)) else {
+        let Some((coarse, cmap)) = levels.last().and_then(|h| h.coarsen(max_w)) else {
             break;
         };
         levels.push(coarse);
@@ -544,7 +591,7 @@ pub(crate) fn split(
             let seed = if t == 0 { 0 } else { rng.below(coarsest.n()) };
             let side = grow(coarsest, seed, &mut rng);
             let mut b = Bisection::new(coarsest, side, max_side);
-            let cut = b.fm(&mut rng);
+            let cut = b.fm(&mut rng, FM_PASSES);
             let key = (b.overload(), cut);
             if best.as_ref().map_or(true, |(o, c, _)| key < (*o, *c)) {
                 best = Some((key.0, key.1, b.side));
@@ -560,9 +607,13 @@ pub(crate) fn split(
         side = cmap.iter().map(|&c| side[c as usize]).collect();
         if level as u32 >= opts.skip_levels {
             let mut b = Bisection::new(&levels[level], side, max_side);
-            b.fm(&mut rng);
+            b.fm(&mut rng, FM_PASSES_PROJECTED);
             side = b.side;
         }
+    }
+    if std::env::var_os("WF_DEBUG_BISECT").is_some() {
+        let b = Bisection::new(&levels[0], side.clone(), max_side);
+        eprintln!("bisect n={} depth={} levels={:?} cut={} w={:?}", n, depth, levels.iter().map(|h| (h.n(), h.n_nets())).collect::<Vec<_>>(), b.cut(), b.weight);
     }
     let mut pos = 0usize;
     let left = stable_partition(ids, scratch, |_| {
@@ -577,9 +628,15 @@ pub(crate) fn split(
     left
 }
 
-/// The level-0 hypergraph of a subset: entities are runs of at most
-/// `entity_tuples` tuples of one task; nets are gathered elements and tasks
-/// split over several entities. Returns it with the entity of every position.
+/// The level-0 hypergraph of a subset: Algorithm 4's first coarsening, done
+/// while the subset is read. A task whose tuples exceed `entity_tuples` is
+/// cut into chunks of that size, joined by the task's net; shorter tasks are
+/// whole, and consecutive ones share an entity while it stays within
+/// `entity_tuples` and the next task reads an element the entity already reads
+/// (so unrelated rows of a badly ordered input are never glued together).
+/// Nets are gathered elements and split tasks. Returns the hypergraph with
+/// the entity of every position.
+#[inline(never)]
 fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32>) {
     let n = ids.len();
     let gathered = g.gathered();
@@ -589,16 +646,36 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
     let mut w: Vec<u32> = Vec::new();
     let mut xpins: Vec<u32> = vec![0];
     let mut pins: Vec<u32> = Vec::with_capacity(n + n / 4);
+    // Last entity that read each local net.
+    let mut last_ent: Vec<u32> = Vec::new();
     let chunk = entity_tuples.max(1) as usize;
+    // Sorts and deduplicates the open entity's pins and closes it.
+    let close = |pins: &mut Vec<u32>, xpins: &mut Vec<u32>, w: &mut Vec<u32>, weight: u32| {
+        let first = *xpins.last().expect("xpins starts with 0") as usize;
+        let list = &mut pins[first..];
+        list.sort_unstable();
+        let mut k = 0;
+        for r in 0..list.len() {
+            if k == 0 || list[r] != list[k - 1] {
+                list[k] = list[r];
+                k += 1;
+            }
+        }
+        pins.truncate(first + k);
+        xpins.push(pins.len() as u32);
+        w.push(weight);
+    };
     let n_nets = with_id_map(n_g + g.n_tasks(), |map| {
-        let mut next_net = 0u32;
-        let mut local = |v: u32, map: &mut super::scratch::IdMap<'_>| {
+        let local = |v: u32, map: &mut super::scratch::IdMap<'_>, last_ent: &mut Vec<u32>| {
             map.get(v).unwrap_or_else(|| {
-                map.insert(v, next_net);
-                next_net += 1;
-                next_net - 1
+                let id = last_ent.len() as u32;
+                map.insert(v, id);
+                last_ent.push(u32::MAX);
+                id
             })
         };
+        // Weight of the open entity (0: none open).
+        let mut open_w = 0u32;
         let mut i = 0;
         while i < n {
             // One task's run of tuples.
@@ -608,38 +685,52 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
             while j < n && ids[j] < end_id {
                 j += 1;
             }
-            let task_split = j - i > chunk;
-            let task_net = task_split.then(|| local(n_g as u32 + t as u32, map));
-            let mut s = i;
-            while s < j {
-                let e = (s + chunk).min(j);
-                let ent = w.len() as u32;
-                let first = pins.len();
-                if let Some(tn) = task_net {
-                    pins.push(tn);
+            let len = j - i;
+            if len > chunk {
+                if open_w > 0 {
+                    close(&mut pins, &mut xpins, &mut w, open_w);
+                    open_w = 0;
                 }
-                for p in s..e {
-                    entity_of_pos[p] = ent;
-                    pins.push(local(gathered[ids[p] as usize], map));
-                }
-                // Deduplicate repeated gathered indices within the entity.
-                let list = &mut pins[first..];
-                list.sort_unstable();
-                let mut k = 0;
-                for r in 0..list.len() {
-                    if r == 0 || list[r] != list[k - 1] {
-                        list[k] = list[r];
-                        k += 1;
+                let task_net = local(n_g as u32 + t as u32, map, &mut last_ent);
+                for s in (i..j).step_by(chunk) {
+                    let e = (s + chunk).min(j);
+                    let ent = w.len() as u32;
+                    pins.push(task_net);
+                    for p in s..e {
+                        entity_of_pos[p] = ent;
+                        let net = local(gathered[ids[p] as usize], map, &mut last_ent);
+                        last_ent[net as usize] = ent;
+                        pins.push(net);
                     }
+                    close(&mut pins, &mut xpins, &mut w, (e - s) as u32);
                 }
-                pins.truncate(first + k);
-                w.push((e - s) as u32);
-                xpins.push(pins.len() as u32);
-                s = e;
+            } else {
+                let ent = w.len() as u32;
+                let joins = open_w > 0
+                    && open_w as usize + len <= chunk
+                    && ids[i..j].iter().any(|&id| {
+                        map.get(gathered[id as usize])
+                            .is_some_and(|net| last_ent[net as usize] == ent)
+                    });
+                if open_w > 0 && !joins {
+                    close(&mut pins, &mut xpins, &mut w, open_w);
+                    open_w = 0;
+                }
+                let ent = w.len() as u32;
+                for p in i..j {
+                    entity_of_pos[p] = ent;
+                    let net = local(gathered[ids[p] as usize], map, &mut last_ent);
+                    last_ent[net as usize] = ent;
+                    pins.push(net);
+                }
+                open_w += len as u32;
             }
             i = j;
         }
-        next_net as usize
+        if open_w > 0 {
+            close(&mut pins, &mut xpins, &mut w, open_w);
+        }
+        last_ent.len()
     });
     (Hypergraph::from_entity_nets(w, xpins, pins, n_nets), entity_of_pos)
 }

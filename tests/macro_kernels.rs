@@ -10,7 +10,9 @@ use warpfit::prelude::*;
 pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;
-    y[row] = (lo..hi).map(|k| val[k] * x[col[k] as usize]).fold(0.0, |a, b| a + b);
+    y[row] = (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0.0, |a, b| a + b);
 }
 
 /// Bellman-Ford step over (min, +).
@@ -18,7 +20,9 @@ pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y:
 pub fn relax(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
-    next[v] = (lo..hi).map(|e| dist[src[e] as usize] + w[e]).fold(dist[v], f32::min);
+    next[v] = (lo..hi)
+        .map(|e| dist[src[e] as usize] + w[e])
+        .fold(dist[v], f32::min);
 }
 
 /// PageRank pull step.
@@ -58,7 +62,13 @@ pub fn bfs_step(
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
     let hits = (lo..hi)
-        .map(|e| if level[src[e] as usize] == cur { 1u32 } else { 0 })
+        .map(|e| {
+            if level[src[e] as usize] == cur {
+                1u32
+            } else {
+                0
+            }
+        })
         .fold(0, |a, b| a + b);
     if level[v] < 0 && hits > 0 {
         next[v] = cur + 1;
@@ -105,7 +115,9 @@ pub fn row_sum(row: usize, row_ptr: &[u32], val: &[f32], y: &mut [f32]) {
 pub fn wrap_sum(row: usize, row_ptr: &[u32], val: &[i32], shift: u32, y: &mut [i32], z: &mut [u8]) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;
-    let s = (lo..hi).map(|k| val[k] * 1_000_000).fold(i32::MAX, |a, b| a + b);
+    let s = (lo..hi)
+        .map(|k| val[k] * 1_000_000)
+        .fold(i32::MAX, |a, b| a + b);
     y[row] = (s << shift) / -1;
     z[row] = (s as u8) * 200 + 100;
 }
@@ -115,7 +127,9 @@ pub fn wrap_sum(row: usize, row_ptr: &[u32], val: &[i32], shift: u32, y: &mut [i
 pub fn quotient(row: usize, row_ptr: &[u32], num: &[i32], den: &[i32], y: &mut [i32]) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;
-    y[row] = (lo..hi).map(|k| num[k] / den[k] % 1000).fold(0, |a, b| a + b);
+    y[row] = (lo..hi)
+        .map(|k| num[k] / den[k] % 1000)
+        .fold(0, |a, b| a + b);
 }
 
 /// Integer division inside a device function: a fault, not a panic.
@@ -135,7 +149,15 @@ pub fn ratios(row: usize, row_ptr: &[u32], a: &[u32], b: &[u32], y: &mut [u32]) 
 /// Expression forms: blocks, `if` values, methods, casts that saturate,
 /// compound assignment reading the output, literals typed by context.
 #[nested_reduce]
-pub fn forms(row: usize, row_ptr: &[u32], val: &[f32], scale: f64, y: &mut [f32], sat: &mut [i32], acc: &mut [f64]) {
+pub fn forms(
+    row: usize,
+    row_ptr: &[u32],
+    val: &[f32],
+    scale: f64,
+    y: &mut [f32],
+    sat: &mut [i32],
+    acc: &mut [f64],
+) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;
     let n = (hi - lo) as f32;
@@ -143,10 +165,18 @@ pub fn forms(row: usize, row_ptr: &[u32], val: &[f32], scale: f64, y: &mut [f32]
         .map(|k| {
             let v = val[k];
             let c = v.clamp(-2.0, 2.0);
-            if c.is_nan() { 0.0 } else { c.abs().sqrt().powi(2) }
+            if c.is_nan() {
+                0.0
+            } else {
+                c.abs().sqrt().powi(2)
+            }
         })
         .fold(f32::NEG_INFINITY, |a, b| a.max(b));
-    y[row] = if n > 0.0 { m * 0.5 + n.mul_add(2.0, 1.0) } else { -1.0 };
+    y[row] = if n > 0.0 {
+        m * 0.5 + n.mul_add(2.0, 1.0)
+    } else {
+        -1.0
+    };
     y[row] += 1.0;
     sat[row] = (m * 1.0e10) as i32;
     acc[row] = (m as f64) * scale + 0.25;
@@ -231,7 +261,8 @@ fn relax_matches_reference_over_split_tasks() {
     let dist = vec![0.0, 4.0, f32::INFINITY, 1.5, 2.0, f32::INFINITY];
     let want: Vec<f32> = (0..n)
         .map(|v| {
-            (ptr[v] as usize..ptr[v + 1] as usize).fold(dist[v], |d, e| d.min(dist[src[e] as usize] + w[e]))
+            (ptr[v] as usize..ptr[v + 1] as usize)
+                .fold(dist[v], |d, e| d.min(dist[src[e] as usize] + w[e]))
         })
         .collect();
     for list in task_lists(&ptr) {
@@ -240,7 +271,17 @@ fn relax_matches_reference_over_split_tasks() {
         assert_eq!(next, want);
     }
     let mut next = vec![0.0; n];
-    relax::launch_with(&Device::cpu(), &LaunchConfig::default(), n, &ptr, &src, &w, &dist, &mut next).unwrap();
+    relax::launch_with(
+        &Device::cpu(),
+        &LaunchConfig::default(),
+        n,
+        &ptr,
+        &src,
+        &w,
+        &dist,
+        &mut next,
+    )
+    .unwrap();
     assert_eq!(next, want);
 }
 
@@ -261,7 +302,18 @@ fn pagerank_matches_reference() {
         .collect();
     for list in task_lists(&ptr) {
         let mut next = vec![0.0; n];
-        pagerank::launch(&Device::cpu(), &list, &ptr, &src, &rank, &inv_deg, base, damping, &mut next).unwrap();
+        pagerank::launch(
+            &Device::cpu(),
+            &list,
+            &ptr,
+            &src,
+            &rank,
+            &inv_deg,
+            base,
+            damping,
+            &mut next,
+        )
+        .unwrap();
         assert_eq!(next, want);
     }
     let mut plain = vec![0.0; n];
@@ -272,7 +324,10 @@ fn pagerank_matches_reference() {
     // Two gathered arrays: not a throttling shape.
     assert_eq!(pagerank::GATHERED, None);
     let err = pagerank::work_graph(n, &ptr, &src, &rank, &inv_deg, base, damping).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("`rank`, `inv_deg`")), "{err}");
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("`rank`, `inv_deg`")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -285,11 +340,29 @@ fn bfs_levels_reach_every_vertex() {
     loop {
         let mut next = vec![0i32; n];
         let mut changed = vec![7u32; n];
-        bfs_step::launch(&Device::cpu(), n, &ptr, &src, &level, cur, &mut next, &mut changed).unwrap();
+        bfs_step::launch(
+            &Device::cpu(),
+            n,
+            &ptr,
+            &src,
+            &level,
+            cur,
+            &mut next,
+            &mut changed,
+        )
+        .unwrap();
         let mut plain_next = vec![0i32; n];
         let mut plain_changed = vec![0u32; n];
         for v in 0..n {
-            bfs_step(v, &ptr, &src, &level, cur, &mut plain_next, &mut plain_changed);
+            bfs_step(
+                v,
+                &ptr,
+                &src,
+                &level,
+                cur,
+                &mut plain_next,
+                &mut plain_changed,
+            );
         }
         assert_eq!((&next, &changed), (&plain_next, &plain_changed));
         level = next;
@@ -310,7 +383,9 @@ fn device_fn_reduce_matches_reference() {
     let dist = vec![0.0, 4.0, -1.0, 1.5, 2.0, 3.0];
     let want: Vec<f32> = (0..n)
         .map(|v| {
-            (ptr[v] as usize..ptr[v + 1] as usize).fold(f32::NEG_INFINITY, |d, e| d.max(dist[src[e] as usize] + w[e]))
+            (ptr[v] as usize..ptr[v + 1] as usize).fold(f32::NEG_INFINITY, |d, e| {
+                d.max(dist[src[e] as usize] + w[e])
+            })
         })
         .collect();
     for list in task_lists(&ptr) {
@@ -321,7 +396,9 @@ fn device_fn_reduce_matches_reference() {
     assert_eq!(longest::SPEC.device_fns.len(), 1);
     assert_eq!(longest::SPEC.device_fns[0].name, "max_plus");
     let src_text = longest::SPEC.assembled_source();
-    assert!(src_text.contains("__device__ __forceinline__ float max_plus(float a, float b, warpfit::Fault& wf_f)"));
+    assert!(src_text.contains(
+        "__device__ __forceinline__ float max_plus(float a, float b, warpfit::Fault& wf_f)"
+    ));
     assert!(src_text.contains("return warpfit_user::max_plus(wf_a, wf_b, wf_f);"));
 }
 
@@ -336,16 +413,27 @@ fn out_of_range_index_is_an_error() {
     match err {
         Error::IndexOutOfRange { what, index, len } => {
             assert_eq!((index, len), (7, 2));
-            assert!(what.contains("`spmv`") && what.contains("task 0") && what.contains("`x`"), "{what}");
+            assert!(
+                what.contains("`spmv`") && what.contains("task 0") && what.contains("`x`"),
+                "{what}"
+            );
         }
         other => panic!("expected IndexOutOfRange, got {other}"),
     }
     // A pointer array shorter than the task count faults in the prologue.
-    let err = spmv::launch(&Device::cpu(), 3, &ptr, &[0, 1, 1], &val, &x, &mut [0.0; 3]).unwrap_err();
-    assert!(matches!(err, Error::IndexOutOfRange { ref what, index: 3, len: 3 } if what.contains("`row_ptr`")), "{err}");
+    let err =
+        spmv::launch(&Device::cpu(), 3, &ptr, &[0, 1, 1], &val, &x, &mut [0.0; 3]).unwrap_err();
+    assert!(
+        matches!(err, Error::IndexOutOfRange { ref what, index: 3, len: 3 } if what.contains("`row_ptr`")),
+        "{err}"
+    );
     // An output shorter than the task count faults in the epilogue.
-    let err = spmv::launch(&Device::cpu(), 2, &ptr, &[0, 1, 1], &val, &x, &mut [0.0; 1]).unwrap_err();
-    assert!(matches!(err, Error::IndexOutOfRange { ref what, index: 1, len: 1 } if what.contains("`y`")), "{err}");
+    let err =
+        spmv::launch(&Device::cpu(), 2, &ptr, &[0, 1, 1], &val, &x, &mut [0.0; 1]).unwrap_err();
+    assert!(
+        matches!(err, Error::IndexOutOfRange { ref what, index: 1, len: 1 } if what.contains("`y`")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -355,13 +443,32 @@ fn division_by_zero_is_an_error_and_min_over_minus_one_wraps() {
     let den = [-1, 2, 0];
     let mut y = [0i32; 2];
     let err = quotient::launch(&Device::cpu(), 2, &ptr, &num, &den, &mut y).unwrap_err();
-    assert!(matches!(err, Error::DivisionByZero { kernel: "quotient", task: 1 }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::DivisionByZero {
+                kernel: "quotient",
+                task: 1
+            }
+        ),
+        "{err}"
+    );
     let mut y = [0i32; 1];
     quotient::launch(&Device::cpu(), 1, &ptr, &num, &den, &mut y).unwrap();
     // MIN / -1 wraps to MIN; MIN % 1000 = -648; 7 / 2 % 1000 = 3.
     assert_eq!(y, [(i32::MIN % 1000).wrapping_add(3)]);
-    let err = ratios::launch(&Device::cpu(), 2, &ptr, &[1, 2, 3], &[1, 1, 0], &mut [0; 2]).unwrap_err();
-    assert!(matches!(err, Error::DivisionByZero { kernel: "ratios", task: 1 }), "{err}");
+    let err =
+        ratios::launch(&Device::cpu(), 2, &ptr, &[1, 2, 3], &[1, 1, 0], &mut [0; 2]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::DivisionByZero {
+                kernel: "ratios",
+                task: 1
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -373,10 +480,19 @@ fn integer_arithmetic_wraps_as_in_release_builds() {
         let mut z = [0u8; 3];
         wrap_sum::launch(&Device::cpu(), 3, &ptr, &val, shift, &mut y, &mut z).unwrap();
         for r in 0..3 {
-            let s = (ptr[r] as usize..ptr[r + 1] as usize)
-                .fold(i32::MAX, |a, k| a.wrapping_add(val[k].wrapping_mul(1_000_000)));
-            assert_eq!(y[r], s.wrapping_shl(shift).wrapping_div(-1), "row {r} shift {shift}");
-            assert_eq!(z[r], (s as u8).wrapping_mul(200).wrapping_add(100), "row {r}");
+            let s = (ptr[r] as usize..ptr[r + 1] as usize).fold(i32::MAX, |a, k| {
+                a.wrapping_add(val[k].wrapping_mul(1_000_000))
+            });
+            assert_eq!(
+                y[r],
+                s.wrapping_shl(shift).wrapping_div(-1),
+                "row {r} shift {shift}"
+            );
+            assert_eq!(
+                z[r],
+                (s as u8).wrapping_mul(200).wrapping_add(100),
+                "row {r}"
+            );
         }
     }
 }
@@ -386,7 +502,17 @@ fn expression_forms_follow_rust() {
     let ptr = [0u32, 3, 3, 5];
     let val = [1.5f32, -9.0, f32::NAN, 0.25, 0.5];
     let (mut y, mut sat, mut acc) = ([0.0f32; 3], [0i32; 3], [0.0f64; 3]);
-    forms::launch(&Device::cpu(), 3, &ptr, &val, 2.0, &mut y, &mut sat, &mut acc).unwrap();
+    forms::launch(
+        &Device::cpu(),
+        3,
+        &ptr,
+        &val,
+        2.0,
+        &mut y,
+        &mut sat,
+        &mut acc,
+    )
+    .unwrap();
     let (mut py, mut psat, mut pacc) = ([0.0f32; 3], [0i32; 3], [0.0f64; 3]);
     for r in 0..3 {
         forms(r, &ptr, &val, 2.0, &mut py, &mut psat, &mut pacc);
@@ -404,14 +530,25 @@ fn expression_forms_follow_rust() {
 fn usize_index_arithmetic_folds_into_u64() {
     let ptr = [0u32, 3, 3, 5];
     let mut y = [0u64; 3];
-    index_sum::launch(&Device::cpu(), &TaskList::chunked(&ptr, 2).unwrap(), &ptr, &mut y).unwrap();
+    index_sum::launch(
+        &Device::cpu(),
+        &TaskList::chunked(&ptr, 2).unwrap(),
+        &ptr,
+        &mut y,
+    )
+    .unwrap();
     assert_eq!(y, [3, 0, 2000 + 2000 + 3 + 4]);
     assert_eq!(index_sum::SPEC.acc, ScalarType::U64);
 }
 
 #[test]
 fn f32_accumulators_stay_f32_in_cuda() {
-    for src in [spmv::CUDA_SOURCE, relax::CUDA_SOURCE, pagerank::CUDA_SOURCE, longest::CUDA_SOURCE] {
+    for src in [
+        spmv::CUDA_SOURCE,
+        relax::CUDA_SOURCE,
+        pagerank::CUDA_SOURCE,
+        longest::CUDA_SOURCE,
+    ] {
         assert!(!src.contains("double"), "{src}");
         assert!(src.contains("typedef float acc_t;"), "{src}");
     }
@@ -431,16 +568,30 @@ fn work_graph_of_a_gather_kernel() {
     assert_eq!(g.gathered(), &col[..]);
     assert_eq!(g.gathered_elem_bytes(), 4);
     // The twin's GatherKernel view agrees.
-    let kernel = spmv::Kernel { row_ptr: &ptr, col: &col, val: &val, x: &x, y: SharedOut::new(&mut []) };
+    let kernel = spmv::Kernel {
+        row_ptr: &ptr,
+        col: &col,
+        val: &val,
+        x: &x,
+        y: SharedOut::new(&mut []),
+    };
     assert_eq!(<spmv::Kernel as GatherKernel>::GATHERED, "x");
     let (ctx, lo, hi) = kernel.prologue(2).unwrap();
-    let got: Vec<usize> = (lo..hi).map(|k| kernel.gathered_index(2, &ctx, k).unwrap()).collect();
-    assert_eq!(got, col[2..9].iter().map(|&c| c as usize).collect::<Vec<_>>());
+    let got: Vec<usize> = (lo..hi)
+        .map(|k| kernel.gathered_index(2, &ctx, k).unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        col[2..9].iter().map(|&c| c as usize).collect::<Vec<_>>()
+    );
     // A gathered index past the gathered array is an error, not a panic.
     let err = spmv::work_graph(n, &ptr, &col, &val, &x[..3]).unwrap_err();
     assert!(matches!(err, Error::IndexOutOfRange { .. }), "{err}");
     let err = row_sum::work_graph(n, &ptr, &val).unwrap_err();
-    assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("row_sum") && m.contains("no array")), "{err}");
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("row_sum") && m.contains("no array")),
+        "{err}"
+    );
     assert_eq!(row_sum::GATHERED, None);
     assert_eq!(relax::GATHERED, Some("dist"));
 }

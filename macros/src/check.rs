@@ -49,20 +49,30 @@ fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Opti
             }
         }
         ExprKind::Binary(op, _, l, r) => {
-            let inner = if matches!(op, BinOp::And | BinOp::Or) { b(Blocked::Logic) } else { blocked };
+            let inner = if matches!(op, BinOp::And | BinOp::Or) {
+                b(Blocked::Logic)
+            } else {
+                blocked
+            };
             find(l, inner, out);
             find(r, inner, out);
         }
-        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => find(x, blocked, out),
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => {
+            find(x, blocked, out)
+        }
         ExprKind::If(c, t, f) => {
             find(c, b(Blocked::If), out);
             for blk in [t, f] {
-                blk.lets.iter().for_each(|l| find(&l.init, b(Blocked::If), out));
+                blk.lets
+                    .iter()
+                    .for_each(|l| find(&l.init, b(Blocked::If), out));
                 find(&blk.tail, b(Blocked::If), out);
             }
         }
         ExprKind::Block(blk) => {
-            blk.lets.iter().for_each(|l| find(&l.init, b(Blocked::Block), out));
+            blk.lets
+                .iter()
+                .for_each(|l| find(&l.init, b(Blocked::Block), out));
             find(&blk.tail, b(Blocked::Block), out);
         }
         ExprKind::Method { recv, args, .. } => {
@@ -74,14 +84,20 @@ fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Opti
     }
 }
 
-fn find_stmt<'a>(s: &'a Stmt, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Option<Blocked>)>) {
+fn find_stmt<'a>(
+    s: &'a Stmt,
+    blocked: Option<Blocked>,
+    out: &mut Vec<(&'a Expr, Option<Blocked>)>,
+) {
     match s {
         Stmt::Let(l) => find(&l.init, blocked, out),
         Stmt::Assign { index, value, .. } => {
             find(index, Some(blocked.unwrap_or(Blocked::Index)), out);
             find(value, blocked, out);
         }
-        Stmt::If { cond, then, els, .. } => {
+        Stmt::If {
+            cond, then, els, ..
+        } => {
             let b = Some(blocked.unwrap_or(Blocked::If));
             find(cond, b, out);
             then.iter().chain(els).for_each(|s| find_stmt(s, b, out));

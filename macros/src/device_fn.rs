@@ -5,7 +5,7 @@
 //! `__wf_cpu_<name>`, which follows the kernel language's release semantics
 //! and reports faults instead of panicking, as the rest of a CPU kernel does.
 
-use crate::emit_rust::{fault, rust_ty, sibling_path, Emitter};
+use crate::emit_rust::{call_consts, fault, rust_ty, sibling_path, Emitter};
 use crate::{emit_cuda, lower, parse};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -20,7 +20,12 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let vis = &item.vis;
     let stat = format_ident!("__WF_DEVICE_FN_{}", name);
     let cpu = format_ident!("__wf_cpu_{}", name);
-    let em = Emitter { locals: &f.locals, params: &[], calls: &f.calls, in_module: false };
+    let em = Emitter {
+        locals: &f.locals,
+        params: &[],
+        calls: &f.calls,
+        in_module: false,
+    };
     let params = f.params.iter().map(|id| {
         let n = em.local(*id);
         let t = rust_ty(f.locals[*id].ty);
@@ -38,12 +43,17 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
         if seen.insert(p.to_string()) {
             deps.push(quote!(&#p));
         }
-        let span = c.path.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
+        let span = c
+            .path
+            .segments
+            .last()
+            .map_or_else(Span::call_site, |s| s.ident.span());
         let fp = &c.path;
         let args = c.args.iter().map(|t| rust_ty(*t));
         let r = rust_ty(c.ret);
         checks.push(quote_spanned!(span=> const _: fn(#(#args),*) -> #r = #fp;));
     }
+    let twin_calls = call_consts(&f.calls, false);
     let doc_static = format!("CUDA of `#[device_fn] {name_str}` for the kernels that call it.");
     let doc_cpu = format!("CPU twin of `{name_str}` with the kernel language's release semantics; faults instead of panics.");
     Ok(quote! {
@@ -64,6 +74,7 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
         #[allow(clippy::all, clippy::pedantic, unused_parens, unused_braces, non_snake_case)]
         #vis fn #cpu(#(#params),*) -> ::core::result::Result<#ret, #flt> {
             #(#checks)*
+            #twin_calls
             #(#lets)*
             ::core::result::Result::Ok(#body)
         }

@@ -5,7 +5,10 @@
 //! `f32` is `0.0f`, never a double), and every operation whose C++ meaning
 //! differs from Rust's goes through a `warpfit::` helper of the device library.
 
-use crate::ir::{BinOp, ConstKind, DeviceCall, DeviceFn, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method, Param, ParamKind, Reduce, Stmt, Ty, UnOp};
+use crate::ir::{
+    BinOp, ConstKind, DeviceCall, DeviceFn, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method,
+    Param, ParamKind, Reduce, Stmt, Ty, UnOp,
+};
 use std::collections::HashSet;
 use std::fmt::Write;
 
@@ -90,7 +93,9 @@ impl Emitter<'_> {
     }
 
     fn task(&self) -> String {
-        self.task.map(|t| cuda_ident(&self.locals[t].name)).unwrap_or_default()
+        self.task
+            .map(|t| cuda_ident(&self.locals[t].name))
+            .unwrap_or_default()
     }
 
     pub fn expr(&self, x: &Expr) -> String {
@@ -104,7 +109,9 @@ impl Emitter<'_> {
             ExprKind::Scalar(i) => format!("wf_p.{}", self.param(*i)),
             ExprKind::Acc => "wf_acc".into(),
             ExprKind::Const(c) => const_value(*c, t),
-            ExprKind::Unary(UnOp::Neg, a) if t.is_int() => format!("warpfit::sub<{tn}>({}, {})", int_lit(0, t), self.expr(a)),
+            ExprKind::Unary(UnOp::Neg, a) if t.is_int() => {
+                format!("warpfit::sub<{tn}>({}, {})", int_lit(0, t), self.expr(a))
+            }
             ExprKind::Unary(UnOp::Neg, a) => format!("(-{})", self.expr(a)),
             ExprKind::Unary(UnOp::Not, a) if t == Ty::Bool => format!("(!{})", self.expr(a)),
             ExprKind::Unary(UnOp::Not, a) => format!("static_cast<{tn}>(~{})", self.expr(a)),
@@ -120,26 +127,42 @@ impl Emitter<'_> {
                     BinOp::Shl => format!("warpfit::shl<{ot}>({a}, {b})"),
                     BinOp::Shr => format!("warpfit::shr<{ot}>({a}, {b})"),
                     // Integer promotion would widen u8/bool: cast back.
-                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => format!("static_cast<{ot}>({a} {} {b})", op.symbol()),
+                    BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                        format!("static_cast<{ot}>({a} {} {b})", op.symbol())
+                    }
                     _ => format!("({a} {} {b})", op.symbol()),
                 }
             }
             ExprKind::Cast(a) => format!("warpfit::cast<{tn}>({})", self.expr(a)),
             ExprKind::Load(i, idx) => {
                 let p = self.param(*i);
-                format!("warpfit::ld(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)", self.expr(idx))
+                format!(
+                    "warpfit::ld(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)",
+                    self.expr(idx)
+                )
             }
             ExprKind::LoadOut(i) => {
                 let p = self.param(*i);
-                format!("warpfit::ld_out(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)", self.task())
+                format!(
+                    "warpfit::ld_out(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)",
+                    self.task()
+                )
             }
-            ExprKind::If(c, a, b) => format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b)),
+            ExprKind::If(c, a, b) => {
+                format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b))
+            }
             ExprKind::Block(lets, tail) => {
                 // C++ has no block expressions: an immediately invoked lambda
                 // keeps the `let`s scoped and evaluated only on this path.
                 let mut s = format!("([&]() -> {tn} {{ ");
                 for (id, v) in lets {
-                    let _ = write!(s, "const {} {} = {}; ", self.locals[*id].ty.cuda_name(), self.local(*id), self.expr(v));
+                    let _ = write!(
+                        s,
+                        "const {} {} = {}; ",
+                        self.locals[*id].ty.cuda_name(),
+                        self.local(*id),
+                        self.expr(v)
+                    );
                 }
                 let _ = write!(s, "return {}; }}())", self.expr(tail));
                 s
@@ -163,7 +186,14 @@ impl Emitter<'_> {
             Method::Min if rt.is_float() => format!("warpfit::fmin({a})"),
             Method::Max if rt.is_float() => format!("warpfit::fmax({a})"),
             // Templates for integers: explicit type, no deduction surprises.
-            Method::Min | Method::Max | Method::Abs | Method::Clamp | Method::Pow | Method::Signum if rt.is_int() => {
+            Method::Min
+            | Method::Max
+            | Method::Abs
+            | Method::Clamp
+            | Method::Pow
+            | Method::Signum
+                if rt.is_int() =>
+            {
                 format!("warpfit::{}<{tn}>({a})", m.name())
             }
             Method::Clamp => format!("warpfit::clamp<{tn}>({a})"),
@@ -175,7 +205,13 @@ impl Emitter<'_> {
         let pad = "    ".repeat(ind);
         match s {
             Stmt::Let(id, v) => {
-                let _ = writeln!(out, "{pad}const {} {} = {};", self.locals[*id].ty.cuda_name(), self.local(*id), self.expr(v));
+                let _ = writeln!(
+                    out,
+                    "{pad}const {} {} = {};",
+                    self.locals[*id].ty.cuda_name(),
+                    self.local(*id),
+                    self.expr(v)
+                );
             }
             Stmt::Store { param, value } => {
                 let p = self.param(*param);
@@ -216,7 +252,11 @@ pub fn kernel(k: &Kernel) -> String {
     let acc = k.acc.cuda_name();
     let task = em.task();
     let mut s = String::new();
-    let _ = writeln!(s, "// Generated by #[nested_reduce] from `fn {}`; do not edit.", k.name);
+    let _ = writeln!(
+        s,
+        "// Generated by #[nested_reduce] from `fn {}`; do not edit.",
+        k.name
+    );
     let _ = writeln!(s, "namespace wf_{} {{", k.name);
     let _ = writeln!(s, "struct Params {{");
     for p in &k.params {
@@ -234,7 +274,12 @@ pub fn kernel(k: &Kernel) -> String {
     let _ = writeln!(s, "    typedef {acc} acc_t;");
     let _ = writeln!(s, "    struct ctx_t {{");
     for id in &k.ctx {
-        let _ = writeln!(s, "        {} {};", k.locals[*id].ty.cuda_name(), cuda_ident(&k.locals[*id].name));
+        let _ = writeln!(
+            s,
+            "        {} {};",
+            k.locals[*id].ty.cuda_name(),
+            cuda_ident(&k.locals[*id].name)
+        );
     }
     let _ = writeln!(s, "    }};");
 
@@ -267,12 +312,21 @@ pub fn kernel(k: &Kernel) -> String {
     let _ = writeln!(s, "    }}");
     match &k.reduce {
         Reduce::Closure { a, b, body } => {
-            let (a, b) = (cuda_ident(&k.locals[*a].name), cuda_ident(&k.locals[*b].name));
-            let _ = writeln!(s, "    {QUAL} acc_t reduce(acc_t {a}, acc_t {b}, warpfit::Fault& wf_f) {{");
+            let (a, b) = (
+                cuda_ident(&k.locals[*a].name),
+                cuda_ident(&k.locals[*b].name),
+            );
+            let _ = writeln!(
+                s,
+                "    {QUAL} acc_t reduce(acc_t {a}, acc_t {b}, warpfit::Fault& wf_f) {{"
+            );
             let _ = writeln!(s, "        return {};", em.expr(body));
         }
         Reduce::MinMax { max } => {
-            let _ = writeln!(s, "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{");
+            let _ = writeln!(
+                s,
+                "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{"
+            );
             let m = if *max { "max" } else { "min" };
             if k.acc.is_float() {
                 let _ = writeln!(s, "        return warpfit::f{m}(wf_a, wf_b);");
@@ -281,8 +335,15 @@ pub fn kernel(k: &Kernel) -> String {
             }
         }
         Reduce::DeviceFn(i) => {
-            let _ = writeln!(s, "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{");
-            let _ = writeln!(s, "        return warpfit_user::{}(wf_a, wf_b, wf_f);", cuda_ident(&k.calls[*i].name()));
+            let _ = writeln!(
+                s,
+                "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{"
+            );
+            let _ = writeln!(
+                s,
+                "        return warpfit_user::{}(wf_a, wf_b, wf_f);",
+                cuda_ident(&k.calls[*i].name())
+            );
         }
     }
     let _ = writeln!(s, "    }}");
@@ -303,12 +364,25 @@ pub fn kernel(k: &Kernel) -> String {
 /// It takes the thread's `warpfit::Fault&` last (integer division inside it
 /// records faults like the kernel's own code).
 pub fn device_fn(f: &DeviceFn) -> String {
-    let em = Emitter { locals: &f.locals, params: &[], calls: &f.calls, ctx: HashSet::new(), via_ctx: false, task: None };
+    let em = Emitter {
+        locals: &f.locals,
+        params: &[],
+        calls: &f.calls,
+        ctx: HashSet::new(),
+        via_ctx: false,
+        task: None,
+    };
     let mut s = String::new();
     let params: Vec<String> = f
         .params
         .iter()
-        .map(|id| format!("{} {}", f.locals[*id].ty.cuda_name(), cuda_ident(&f.locals[*id].name)))
+        .map(|id| {
+            format!(
+                "{} {}",
+                f.locals[*id].ty.cuda_name(),
+                cuda_ident(&f.locals[*id].name)
+            )
+        })
         .chain(std::iter::once("warpfit::Fault& wf_f".to_string()))
         .collect();
     let _ = writeln!(s, "namespace warpfit_user {{");

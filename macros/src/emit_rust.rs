@@ -5,7 +5,10 @@
 //! by zero as a `Fault`, checked indexing. Nothing in it can panic.
 //! Plumbing names use `Span::mixed_site()` so they never capture user locals.
 
-use crate::ir::{BinOp, ConstKind, DeviceCall, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method, Param, ParamKind, Reduce, Stmt, Ty, UnOp};
+use crate::ir::{
+    BinOp, ConstKind, DeviceCall, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method, Param,
+    ParamKind, Reduce, Stmt, Ty, UnOp,
+};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::BTreeSet;
@@ -49,6 +52,37 @@ pub fn sibling_path(path: &syn::Path, prefix: &str, from_submodule: bool) -> Tok
     quote!(#p)
 }
 
+/// The typed function pointer through which the twin makes device call `i`.
+fn call_const(i: usize) -> Ident {
+    format_ident!("__WF_CALL_{}", i, span = Span::mixed_site())
+}
+
+/// Declares the twin's device calls as fn pointers of the types inference
+/// gave them, spanned on each call: a wrong guess is one error at the call,
+/// and the code that uses the pointer type-checks regardless.
+pub fn call_consts(calls: &[DeviceCall], in_module: bool) -> TokenStream {
+    let f = fault();
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let name = call_const(i);
+            let p = sibling_path(&c.path, "__wf_cpu_", in_module);
+            let args = c.args.iter().map(|t| ty(*t));
+            let ret = ty(c.ret);
+            let span = c
+                .path
+                .segments
+                .last()
+                .map_or_else(Span::call_site, |s| s.ident.span());
+            quote::quote_spanned!(span=>
+                #[allow(non_upper_case_globals)]
+                const #name: fn(#(#args),*) -> ::core::result::Result<#ret, #f> = #p;
+            )
+        })
+        .collect()
+}
+
 pub struct Emitter<'a> {
     pub locals: &'a [Local],
     pub params: &'a [Param],
@@ -71,7 +105,9 @@ impl Emitter<'_> {
             Lit::Bool(b) => quote!(#b),
             Lit::Int(v) => {
                 let lit = proc_macro2::Literal::u128_unsuffixed(v.unsigned_abs());
-                let lit: TokenStream = format!("{lit}{}", t.rust_name()).parse().expect("valid literal");
+                let lit: TokenStream = format!("{lit}{}", t.rust_name())
+                    .parse()
+                    .expect("valid literal");
                 if *v < 0 {
                     quote!((-#lit))
                 } else {
@@ -83,7 +119,9 @@ impl Emitter<'_> {
                 if d.ends_with('.') {
                     d.push('0');
                 }
-                let lit: TokenStream = format!("{d}{}", t.rust_name()).parse().expect("valid literal");
+                let lit: TokenStream = format!("{d}{}", t.rust_name())
+                    .parse()
+                    .expect("valid literal");
                 lit
             }
         }
@@ -138,7 +176,11 @@ impl Emitter<'_> {
                     BinOp::Mul if int => quote!((#a).wrapping_mul(#b)),
                     BinOp::Div | BinOp::Rem if int => {
                         let (n, d) = (h("__n"), h("__d"));
-                        let m = if *op == BinOp::Div { quote!(wrapping_div) } else { quote!(wrapping_rem) };
+                        let m = if *op == BinOp::Div {
+                            quote!(wrapping_div)
+                        } else {
+                            quote!(wrapping_rem)
+                        };
                         quote!({
                             let #n = #a;
                             let #d = #b;
@@ -149,7 +191,11 @@ impl Emitter<'_> {
                         })
                     }
                     BinOp::Shl | BinOp::Shr => {
-                        let m = if *op == BinOp::Shl { quote!(wrapping_shl) } else { quote!(wrapping_shr) };
+                        let m = if *op == BinOp::Shl {
+                            quote!(wrapping_shl)
+                        } else {
+                            quote!(wrapping_shr)
+                        };
                         quote!((#a).#m((#b) as ::core::primitive::u32))
                     }
                     _ => {
@@ -194,10 +240,9 @@ impl Emitter<'_> {
             }
             ExprKind::Method(m, args) => self.method(*m, args, t),
             ExprKind::Call(i, args) => {
-                let c = &self.calls[*i];
-                let p = sibling_path(&c.path, "__wf_cpu_", self.in_module);
+                let f = call_const(*i);
                 let args = args.iter().map(|a| self.expr(a));
-                quote!(#p(#(#args),*)?)
+                quote!(#f(#(#args),*)?)
             }
         }
     }
@@ -208,7 +253,9 @@ impl Emitter<'_> {
         let a: Vec<_> = args.iter().map(|a| self.expr(a)).collect();
         let name = format_ident!("{}", m.name());
         match m {
-            Method::Min | Method::Max if recv_ty.is_int() => quote!(::core::cmp::Ord::#name(#(#a),*)),
+            Method::Min | Method::Max if recv_ty.is_int() => {
+                quote!(::core::cmp::Ord::#name(#(#a),*))
+            }
             Method::Abs if recv_ty.is_int() => quote!(#p::wrapping_abs(#(#a),*)),
             Method::Pow => quote!(#p::wrapping_pow(#(#a),*)),
             // `clamp` without the std assertion (`min <= max`, no NaN bound), so
@@ -241,7 +288,8 @@ impl Emitter<'_> {
         match s {
             Stmt::Let(id, v) => self.let_(*id, v),
             Stmt::Store { param, value } => {
-                let set = format_ident!("__wf_set_{}", self.param(*param), span = Span::mixed_site());
+                let set =
+                    format_ident!("__wf_set_{}", self.param(*param), span = Span::mixed_site());
                 let task = h("__task");
                 let v = self.expr(value);
                 quote!(self.#set(#task, #v)?;)
@@ -276,7 +324,9 @@ pub fn uses(x: &Expr, out: &mut BTreeSet<LocalId>) {
             lets.iter().for_each(|(_, v)| uses(v, out));
             uses(t, out);
         }
-        ExprKind::Method(_, args) | ExprKind::Call(_, args) => args.iter().for_each(|a| uses(a, out)),
+        ExprKind::Method(_, args) | ExprKind::Call(_, args) => {
+            args.iter().for_each(|a| uses(a, out))
+        }
         _ => {}
     }
 }
@@ -293,8 +343,16 @@ pub fn stmt_uses(s: &Stmt, out: &mut BTreeSet<LocalId>) {
 
 fn param_doc(p: &Param) -> String {
     match p.kind {
-        ParamKind::Input => format!("- `{}: &[{}]`: read-only input array", p.name, p.ty.rust_name()),
-        ParamKind::Output => format!("- `{}: &mut [{}]`: output, written at the task index", p.name, p.ty.rust_name()),
+        ParamKind::Input => format!(
+            "- `{}: &[{}]`: read-only input array",
+            p.name,
+            p.ty.rust_name()
+        ),
+        ParamKind::Output => format!(
+            "- `{}: &mut [{}]`: output, written at the task index",
+            p.name,
+            p.ty.rust_name()
+        ),
         ParamKind::Scalar => format!("- `{}: {}`: scalar", p.name, p.ty.rust_name()),
     }
 }
@@ -303,7 +361,12 @@ fn param_doc(p: &Param) -> String {
 pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let name = &k.name;
     let name_str = name.to_string();
-    let em = Emitter { locals: &k.locals, params: &k.params, calls: &k.calls, in_module: true };
+    let em = Emitter {
+        locals: &k.locals,
+        params: &k.params,
+        calls: &k.calls,
+        in_module: true,
+    };
     let f = fault();
     let res = |t: TokenStream| quote!(::core::result::Result<#t, #f>);
     let (task_h, ctx_h, acc_h, k_h) = (h("__task"), h("__ctx"), h("__acc"), h("__k"));
@@ -440,8 +503,8 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
             }
         }
         Reduce::DeviceFn(i) => {
-            let p = sibling_path(&k.calls[*i].path, "__wf_cpu_", true);
-            quote!(#p(#a_h, #b_h))
+            let f = call_const(*i);
+            quote!(#f(#a_h, #b_h))
         }
     };
 
@@ -459,10 +522,22 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
         v.dedup();
         v
     };
-    let same_index = k.gathers.windows(2).all(|w| em.expr(&w[0].index).to_string() == em.expr(&w[1].index).to_string());
+    let same_index = k
+        .gathers
+        .windows(2)
+        .all(|w| em.expr(&w[0].index).to_string() == em.expr(&w[1].index).to_string());
     let gather_ok = gathered.len() == 1 && same_index;
-    let out_bytes: usize = k.params.iter().filter(|p| p.kind == ParamKind::Output).map(|p| p.ty.size()).sum();
-    let scalar_params: Vec<_> = k.params.iter().filter(|p| p.kind != ParamKind::Output).collect();
+    let out_bytes: usize = k
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Output)
+        .map(|p| p.ty.size())
+        .sum();
+    let scalar_params: Vec<_> = k
+        .params
+        .iter()
+        .filter(|p| p.kind != ParamKind::Output)
+        .collect();
     let wg_params = scalar_params.iter().map(|p| {
         let (n, t) = (&p.name, ty(p.ty));
         if p.kind == ParamKind::Input {
@@ -516,10 +591,16 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
         let why = if gathered.is_empty() {
             "its map reads no array through an index array (like `x[col[k] as usize]`)".to_string()
         } else if gathered.len() > 1 {
-            let names: Vec<_> = gathered.iter().map(|&i| format!("`{}`", k.params[i].name)).collect();
+            let names: Vec<_> = gathered
+                .iter()
+                .map(|&i| format!("`{}`", k.params[i].name))
+                .collect();
             format!("its map gathers from several arrays ({})", names.join(", "))
         } else {
-            format!("its map reads `{}` through several different index expressions", k.params[gathered[0]].name)
+            format!(
+                "its map reads `{}` through several different index expressions",
+                k.params[gathered[0]].name
+            )
         };
         let msg = format!(
             "kernel `{name_str}` cannot be throttled: {why}; a work graph needs exactly one gathered array with one index expression"
@@ -550,16 +631,24 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
         let check = quote!(const _: fn(#(#args),*) -> #ret = #fp;);
         if check_seen.insert(check.to_string()) {
             // Spanned on the call's path so a wrong guess points at the call.
-            let span = c.path.segments.last().map_or_else(Span::call_site, |s| s.ident.span());
+            let span = c
+                .path
+                .segments
+                .last()
+                .map_or_else(Span::call_site, |s| s.ident.span());
             let args = c.args.iter().map(|t| ty(*t));
             let ret = ty(c.ret);
             fn_checks.push(quote::quote_spanned!(span=> const _: fn(#(#args),*) -> #ret = #fp;));
         }
     }
 
+    let call_consts = call_consts(&k.calls, true);
     let params_spec = k.params.iter().map(|p| {
         let n = p.name.to_string();
-        let t = format_ident!("{}", p.ty.scalar_variant().expect("params are scalar types"));
+        let t = format_ident!(
+            "{}",
+            p.ty.scalar_variant().expect("params are scalar types")
+        );
         let kind = format_ident!(
             "{}",
             match p.kind {
@@ -614,6 +703,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
             use super::*;
 
             #(#fn_checks)*
+            #call_consts
 
             /// Generated CUDA C++ for this kernel: the functor of `docs/codegen.md`.
             pub const CUDA_SOURCE: &str = #cuda;

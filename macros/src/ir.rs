@@ -461,7 +461,10 @@ pub enum Stmt {
     Let(LocalId, Expr),
     /// `out[task] = value` (a compound `out[task] op= v` is lowered to
     /// `out[task] = out[task] op v`).
-    Store { param: usize, value: Expr },
+    Store {
+        param: usize,
+        value: Expr,
+    },
     If(Expr, Vec<Stmt>, Vec<Stmt>),
 }
 

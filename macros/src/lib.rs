@@ -33,7 +33,11 @@ pub fn device_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 type Expand = fn(&syn::ItemFn) -> syn::Result<proc_macro2::TokenStream>;
 
-fn expand(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream, f: Expand) -> proc_macro2::TokenStream {
+fn expand(
+    attr: proc_macro2::TokenStream,
+    item: proc_macro2::TokenStream,
+    f: Expand,
+) -> proc_macro2::TokenStream {
     let func: syn::ItemFn = match syn::parse2(item) {
         Ok(func) => func,
         Err(e) => return e.to_compile_error(),
@@ -41,7 +45,10 @@ fn expand(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream, f: Exp
     let result = if attr.is_empty() {
         f(&func)
     } else {
-        Err(syn::Error::new_spanned(attr, "this attribute takes no arguments"))
+        Err(syn::Error::new_spanned(
+            attr,
+            "this attribute takes no arguments",
+        ))
     };
     result.unwrap_or_else(|e| nested::fallback(&func, e))
 }

@@ -3,7 +3,8 @@
 //! unsuffixed literals take their type from context, else `i32` / `f64`).
 
 use crate::ir::{
-    self, BinOp, ConstKind, DeviceCall, Errors, Gather, Local, LocalId, Method, ParamKind, Sp, Stmt, Ty, UnOp,
+    self, BinOp, ConstKind, DeviceCall, Errors, Gather, Local, LocalId, Method, ParamKind, Sp,
+    Stmt, Ty, UnOp,
 };
 use crate::parse::{self, ExprKind as A};
 use std::collections::HashSet;
@@ -90,12 +91,13 @@ impl Solver {
     }
 
     /// The final type: literal variables default to `i32` / `f64` like Rust's.
+    /// `None` when unknown, or when an earlier error already covers it.
     fn resolve(&mut self, v: Tv) -> Option<Ty> {
         match self.get(v) {
             Bound::Is(t) => Some(t),
-            Bound::Int | Bound::Error => Some(Ty::I32),
+            Bound::Int => Some(Ty::I32),
             Bound::Float => Some(Ty::F64),
-            Bound::Any => None,
+            Bound::Any | Bound::Error => None,
         }
     }
 }
@@ -158,7 +160,11 @@ struct Cx<'a> {
 }
 
 fn e(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
-    ir::Expr { kind, ty: Ty::I32, tv }
+    ir::Expr {
+        kind,
+        ty: Ty::I32,
+        tv,
+    }
 }
 
 impl<'a> Cx<'a> {
@@ -197,13 +203,25 @@ impl<'a> Cx<'a> {
 
     fn declare(&mut self, ident: &syn::Ident, tv: Tv) -> LocalId {
         let id = self.vars.len();
-        self.vars.push(Var { ident: ident.clone(), tv, phase: self.phase });
-        self.scopes.last_mut().expect("a scope").push((ident.to_string(), id));
+        self.vars.push(Var {
+            ident: ident.clone(),
+            tv,
+            phase: self.phase,
+        });
+        self.scopes
+            .last_mut()
+            .expect("a scope")
+            .push((ident.to_string(), id));
         id
     }
 
     fn lookup(&self, name: &str) -> Option<LocalId> {
-        self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name).map(|&(_, id)| id)
+        self.scopes
+            .iter()
+            .rev()
+            .flat_map(|s| s.iter().rev())
+            .find(|(n, _)| n == name)
+            .map(|&(_, id)| id)
     }
 
     fn param(&self, name: &str) -> Option<(usize, &'a parse::Param)> {
@@ -222,7 +240,12 @@ impl<'a> Cx<'a> {
             let want = self.is(t);
             let sp = l.init.sp;
             self.unify_or(init.tv, want, sp, |found, _| {
-                format!("mismatched types: `{}` is annotated `{}`, the value is {found}{}", l.name, t.rust_name(), cast_hint(&found))
+                format!(
+                    "mismatched types: `{}` is annotated `{}`, the value is {found}{}",
+                    l.name,
+                    t.rust_name(),
+                    cast_hint(&found)
+                )
             });
             let _ = tsp;
         }
@@ -313,24 +336,38 @@ impl<'a> Cx<'a> {
                 let then = self.block(t);
                 let els = self.block(f);
                 self.unify_or(then.tv, els.tv, f.tail.sp, |a, b| {
-                    format!("`if` and `else` have incompatible types: {a} and {b}{}", cast_hint(&b))
+                    format!(
+                        "`if` and `else` have incompatible types: {a} and {b}{}",
+                        cast_hint(&b)
+                    )
                 });
                 let tv = then.tv;
-                e(ir::ExprKind::If(Box::new(cond), Box::new(then), Box::new(els)), tv)
+                e(
+                    ir::ExprKind::If(Box::new(cond), Box::new(then), Box::new(els)),
+                    tv,
+                )
             }
             A::Block(b) => self.block(b),
             A::Method { recv, name, args } => self.method(recv, name, args, sp),
             A::Call { path, args } => {
                 let args: Vec<_> = args.iter().map(|a| self.expr(a)).collect();
                 let ret = self.s.fresh(Bound::Any);
-                let name = path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+                let name = path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default();
                 self.obligs.push(Oblig::Known(
                     ret,
                     sp,
                     format!("cannot infer the result type of `{name}(..)`: annotate the binding, e.g. `let v: f32 = {name}(..);`"),
                 ));
                 let i = self.calls.len();
-                self.calls.push(CallSite { path: path.clone(), args: args.iter().map(|a| a.tv).collect(), ret });
+                self.calls.push(CallSite {
+                    path: path.clone(),
+                    args: args.iter().map(|a| a.tv).collect(),
+                    ret,
+                });
                 e(ir::ExprKind::Call(i, args), ret)
             }
             // Misplaced or extra patterns were reported by `check`.
@@ -368,10 +405,16 @@ impl<'a> Cx<'a> {
             }
             Some((_, p)) => self.error_expr(sp.error(format!(
                 "`{name}` is an array (`{}[{}]`): it can only be indexed, `{name}[i]`",
-                if p.kind == ParamKind::Output { "&mut " } else { "&" },
+                if p.kind == ParamKind::Output {
+                    "&mut "
+                } else {
+                    "&"
+                },
                 p.ty.rust_name()
             ))),
-            None => self.error_expr(sp.error(format!("cannot find `{name}` in this {}", self.what()))),
+            None => {
+                self.error_expr(sp.error(format!("cannot find `{name}` in this {}", self.what())))
+            }
         }
     }
 
@@ -391,7 +434,9 @@ impl<'a> Cx<'a> {
     }
 
     fn task_name(&self) -> String {
-        self.task.map(|t| self.vars[t].ident.to_string()).unwrap_or_default()
+        self.task
+            .map(|t| self.vars[t].ident.to_string())
+            .unwrap_or_default()
     }
 
     fn index(&mut self, array: &syn::Ident, idx: &parse::Expr, sp: Sp) -> ir::Expr {
@@ -402,7 +447,10 @@ impl<'a> Cx<'a> {
             )));
         }
         let Some((i, p)) = self.param(&name) else {
-            return self.error_expr(Sp::of(array).error(format!("cannot find array `{name}` in this {}", self.what())));
+            return self.error_expr(Sp::of(array).error(format!(
+                "cannot find array `{name}` in this {}",
+                self.what()
+            )));
         };
         if self.phase == Phase::Reduce {
             return self.error_expr(sp.error(
@@ -431,7 +479,10 @@ impl<'a> Cx<'a> {
                     format!("arrays are indexed by `usize`, found {found}: add `as usize`")
                 });
                 if self.phase == Phase::Map && reads_input(&ix) {
-                    self.gathers.push(Gather { array: i, index: ix.clone() });
+                    self.gathers.push(Gather {
+                        array: i,
+                        index: ix.clone(),
+                    });
                 }
                 let tv = self.is(p.ty);
                 e(ir::ExprKind::Load(i, Box::new(ix)), tv)
@@ -469,8 +520,15 @@ impl<'a> Cx<'a> {
         e(ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), tv)
     }
 
-    fn method(&mut self, recv: &parse::Expr, name: &syn::Ident, args: &[parse::Expr], sp: Sp) -> ir::Expr {
-        let m = Method::from_name(&name.to_string()).expect("parse accepts whitelisted methods only");
+    fn method(
+        &mut self,
+        recv: &parse::Expr,
+        name: &syn::Ident,
+        args: &[parse::Expr],
+        sp: Sp,
+    ) -> ir::Expr {
+        let m =
+            Method::from_name(&name.to_string()).expect("parse accepts whitelisted methods only");
         let r = self.expr(recv);
         if args.len() != m.arity() {
             return self.error_expr(Sp::of(name).error(format!(
@@ -490,7 +548,11 @@ impl<'a> Cx<'a> {
                 _ => out[0].tv,
             };
             self.unify_or(v.tv, want, a.sp, |found, want| {
-                format!("mismatched types: `{}` expects {want} here, found {found}{}", m.name(), cast_hint(&found))
+                format!(
+                    "mismatched types: `{}` expects {want} here, found {found}{}",
+                    m.name(),
+                    cast_hint(&found)
+                )
             });
             out.push(v);
         }
@@ -498,7 +560,10 @@ impl<'a> Cx<'a> {
         if !m.int_ok() {
             let f = self.s.fresh(Bound::Float);
             self.unify_or(recv_tv, f, Sp::of(name), |found, _| {
-                format!("`{}` is a float method (f32, f64), but the receiver is {found}", m.name())
+                format!(
+                    "`{}` is a float method (f32, f64), but the receiver is {found}",
+                    m.name()
+                )
             });
         } else if !m.float_ok() {
             let i = self.s.fresh(Bound::Int);
@@ -507,7 +572,11 @@ impl<'a> Cx<'a> {
             });
         }
         self.obligs.push(Oblig::Method(m, recv_tv, sp));
-        let tv = if m == Method::IsNan { self.is(Ty::Bool) } else { recv_tv };
+        let tv = if m == Method::IsNan {
+            self.is(Ty::Bool)
+        } else {
+            recv_tv
+        };
         e(ir::ExprKind::Method(m, out), tv)
     }
 
@@ -519,7 +588,9 @@ impl<'a> Cx<'a> {
                 Oblig::Binary(op, tv, sp) => {
                     let t = self.s.resolve(tv);
                     let ok = match op {
-                        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => t.map_or(true, |t| t.is_int() || t == Ty::Bool),
+                        BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                            t.map_or(true, |t| t.is_int() || t == Ty::Bool)
+                        }
                         _ => t != Some(Ty::Bool),
                     };
                     (!ok).then(|| {
@@ -531,17 +602,23 @@ impl<'a> Cx<'a> {
                     })
                 }
                 Oblig::ShiftOperand(tv, sp) => match self.s.resolve(tv) {
-                    Some(t) if !t.is_int() => Some(sp.error(format!("shift operands must be integers, found `{}`", t.rust_name()))),
+                    Some(t) if !t.is_int() => Some(sp.error(format!(
+                        "shift operands must be integers, found `{}`",
+                        t.rust_name()
+                    ))),
                     _ => None,
                 },
                 Oblig::Neg(tv, sp) => match self.s.resolve(tv) {
-                    Some(t) if !(t.is_float() || t.is_signed_int()) => {
-                        Some(sp.error(format!("unary `-` is not defined for `{}` (unsigned or bool)", t.rust_name())))
-                    }
+                    Some(t) if !(t.is_float() || t.is_signed_int()) => Some(sp.error(format!(
+                        "unary `-` is not defined for `{}` (unsigned or bool)",
+                        t.rust_name()
+                    ))),
                     _ => None,
                 },
                 Oblig::Not(tv, sp) => match self.s.resolve(tv) {
-                    Some(t) if t.is_float() => Some(sp.error(format!("`!` is not defined for `{}`", t.rust_name()))),
+                    Some(t) if t.is_float() => {
+                        Some(sp.error(format!("`!` is not defined for `{}`", t.rust_name())))
+                    }
                     _ => None,
                 },
                 Oblig::Method(m, tv, sp) => match self.s.resolve(tv) {
@@ -567,13 +644,18 @@ impl<'a> Cx<'a> {
                 },
                 Oblig::Cast(tv, to, sp) => match self.s.resolve(tv) {
                     Some(from) => {
-                        let bad = to == Ty::Bool && from != Ty::Bool || from == Ty::Bool && to.is_float();
+                        let bad =
+                            to == Ty::Bool && from != Ty::Bool || from == Ty::Bool && to.is_float();
                         bad.then(|| {
                             sp.error(format!(
                                 "cannot cast `{}` as `{}`: {}",
                                 from.rust_name(),
                                 to.rust_name(),
-                                if to == Ty::Bool { "compare instead, e.g. `x != 0`" } else { "cast through an integer, `b as u32 as f32`" }
+                                if to == Ty::Bool {
+                                    "compare instead, e.g. `x != 0`"
+                                } else {
+                                    "cast through an integer, `b as u32 as f32`"
+                                }
                             ))
                         })
                     }
@@ -584,13 +666,20 @@ impl<'a> Cx<'a> {
                         let max = t.int_max() as i128;
                         let min = if t.is_signed_int() { -max - 1 } else { 0 };
                         (v < min || v > max).then(|| {
-                            sp.error(format!("literal out of range for `{}` ({min}..={max})", t.rust_name()))
+                            sp.error(format!(
+                                "literal out of range for `{}` ({min}..={max})",
+                                t.rust_name()
+                            ))
                         })
                     }
                     Some(t) => Some(sp.error(format!(
                         "mismatched types: expected `{}`, found an integer literal{}",
                         t.rust_name(),
-                        if t.is_float() { ": write it with a decimal point, e.g. `1.0`" } else { "" }
+                        if t.is_float() {
+                            ": write it with a decimal point, e.g. `1.0`"
+                        } else {
+                            ""
+                        }
                     ))),
                     None => None,
                 },
@@ -599,13 +688,17 @@ impl<'a> Cx<'a> {
                         .parse::<f32>()
                         .map_or(true, |v| v.is_infinite())
                         .then(|| sp.error("literal out of range for `f32`")),
-                    Some(Ty::F64) => {
-                        digits.parse::<f64>().map_or(true, |v| v.is_infinite()).then(|| sp.error("literal out of range for `f64`"))
-                    }
-                    Some(t) => Some(sp.error(format!("mismatched types: expected `{}`, found a float literal", t.rust_name()))),
+                    Some(Ty::F64) => digits
+                        .parse::<f64>()
+                        .map_or(true, |v| v.is_infinite())
+                        .then(|| sp.error("literal out of range for `f64`")),
+                    Some(t) => Some(sp.error(format!(
+                        "mismatched types: expected `{}`, found a float literal",
+                        t.rust_name()
+                    ))),
                     None => None,
                 },
-                Oblig::Known(tv, sp, msg) => self.s.resolve(tv).is_none().then(|| sp.error(msg)),
+                Oblig::Known(tv, sp, msg) => (self.s.get(tv) == Bound::Any).then(|| sp.error(msg)),
             };
             if let Some(err) = err {
                 self.errs.push(err);
@@ -672,7 +765,10 @@ impl<'a> Cx<'a> {
                 n += 1;
             }
             let tv = self.vars[i].tv;
-            out.push(Local { name, ty: self.ty(tv) });
+            out.push(Local {
+                name,
+                ty: self.ty(tv),
+            });
         }
         out
     }
@@ -696,7 +792,13 @@ impl<'a> Cx<'a> {
                 let (id, v) = self.let_(l);
                 Some(Stmt::Let(id, v))
             }
-            parse::Stmt::Assign { array, index, op, value, sp } => {
+            parse::Stmt::Assign {
+                array,
+                index,
+                op,
+                value,
+                sp,
+            } => {
                 let name = array.to_string();
                 let target = match (self.lookup(&name), self.param(&name)) {
                     (None, Some((i, p))) => Some((i, p)),
@@ -730,7 +832,10 @@ impl<'a> Cx<'a> {
                         self.obligs.push(Oblig::ShiftOperand(elem, *osp));
                         self.obligs.push(Oblig::ShiftOperand(v.tv, value.sp));
                         let old = e(ir::ExprKind::LoadOut(i), elem);
-                        e(ir::ExprKind::Binary(op.expect("some").0, Box::new(old), Box::new(v)), elem)
+                        e(
+                            ir::ExprKind::Binary(op.expect("some").0, Box::new(old), Box::new(v)),
+                            elem,
+                        )
                     }
                     Some((o, osp)) => {
                         self.unify_or(v.tv, elem, value.sp, |found, want| {
@@ -742,7 +847,10 @@ impl<'a> Cx<'a> {
                     }
                     None => {
                         self.unify_or(v.tv, elem, value.sp, |found, want| {
-                            format!("mismatched types: `{name}` holds {want}, the value is {found}{}", cast_hint(&found))
+                            format!(
+                                "mismatched types: `{name}` holds {want}, the value is {found}{}",
+                                cast_hint(&found)
+                            )
                         });
                         v
                     }
@@ -750,7 +858,9 @@ impl<'a> Cx<'a> {
                 let _ = sp;
                 Some(Stmt::Store { param: i, value })
             }
-            parse::Stmt::If { cond, then, els, .. } => {
+            parse::Stmt::If {
+                cond, then, els, ..
+            } => {
                 let c = self.expr(cond);
                 self.expect_bool(&c, cond.sp, "an `if` condition");
                 self.scopes.push(Vec::new());
@@ -790,18 +900,138 @@ fn cast_hint(found: &str) -> &'static str {
 /// Rust and C++ keywords (and C++ names the generated code relies on) that a
 /// local must not be spelled as in the emitted code.
 const RESERVED: &[&str] = &[
-    "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class", "const",
-    "constexpr", "continue", "decltype", "default", "delete", "do", "double", "else", "enum", "explicit",
-    "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable",
-    "namespace", "new", "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public",
-    "register", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
-    "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void",
-    "volatile", "while", "xor", "warpfit", "warpfit_user", "int32_t", "uint32_t", "int64_t", "uint64_t",
-    "uint8_t", "abstract", "become", "box", "crate", "dyn", "final", "fn", "impl", "in", "let", "loop",
-    "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref", "self", "Self", "super", "trait",
-    "type", "typeof", "unsafe", "unsized", "use", "where", "yield", "async", "await", "gen", "min", "max",
-    "abs", "fmin", "fmax", "sqrt", "exp", "pow", "powf", "floor", "ceil", "round", "trunc", "sin", "cos",
-    "tanh", "exp2", "log2", "log10", "log", "fma", "signbit", "isnan",
+    "alignas",
+    "alignof",
+    "and",
+    "asm",
+    "auto",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "class",
+    "const",
+    "constexpr",
+    "continue",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "nullptr",
+    "operator",
+    "or",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "while",
+    "xor",
+    "warpfit",
+    "warpfit_user",
+    "int32_t",
+    "uint32_t",
+    "int64_t",
+    "uint64_t",
+    "uint8_t",
+    "abstract",
+    "become",
+    "box",
+    "crate",
+    "dyn",
+    "final",
+    "fn",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "macro",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "override",
+    "priv",
+    "pub",
+    "ref",
+    "self",
+    "Self",
+    "super",
+    "trait",
+    "type",
+    "typeof",
+    "unsafe",
+    "unsized",
+    "use",
+    "where",
+    "yield",
+    "async",
+    "await",
+    "gen",
+    "min",
+    "max",
+    "abs",
+    "fmin",
+    "fmax",
+    "sqrt",
+    "exp",
+    "pow",
+    "powf",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "sin",
+    "cos",
+    "tanh",
+    "exp2",
+    "log2",
+    "log10",
+    "log",
+    "fma",
+    "signbit",
+    "isnan",
 ];
 
 /// Whether `name` cannot be used verbatim as a local in the emitted code.
@@ -865,12 +1095,19 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     let kid = cx.declare(&nested.k, ku);
     let mut map = cx.expr(&nested.map);
     cx.scopes.pop();
-    cx.unify_or(map.tv, acc, nested.map.sp, |m, _| format!("the map yields {m}, which must be the fold's accumulator type"));
-    cx.unify_or(init.tv, acc, nested.init.sp, |i, a| {
-        format!("mismatched types: the fold's initial value is {i}, but the map yields {a}{}", cast_hint(&i))
+    cx.unify_or(map.tv, acc, nested.map.sp, |m, _| {
+        format!("the map yields {m}, which must be the fold's accumulator type")
     });
+    cx.unify_or(init.tv, acc, nested.init.sp, |i, a| {
+        format!(
+            "mismatched types: the fold's initial value is {i}, but the map yields {a}{}",
+            cast_hint(&i)
+        )
+    });
+    // The reduce closure's scope sits inside the others so that `var` can
+    // say why a captured name is unavailable (phase check), not just unknown.
     cx.phase = Phase::Reduce;
-    let saved = std::mem::replace(&mut cx.scopes, vec![Vec::new()]);
+    cx.scopes.push(Vec::new());
     let mut reduce = match &nested.reduce {
         parse::Reduce::Closure { a, b, tys, body } => {
             let ia = cx.declare(a, acc);
@@ -886,20 +1123,34 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
             cx.unify_or(v.tv, acc, body.sp, |r, a| {
                 format!("mismatched types: the reduce operator returns {r}, but the accumulator is {a}{}", cast_hint(&r))
             });
-            ir::Reduce::Closure { a: ia, b: ib, body: v }
+            ir::Reduce::Closure {
+                a: ia,
+                b: ib,
+                body: v,
+            }
         }
         parse::Reduce::MinMax { ty, max, sp } => {
             let t = cx.is(*ty);
-            cx.unify_or(t, acc, *sp, |t, a| format!("`{}::{}` reduces {t} values, but the accumulator is {a}", ty.rust_name(), if *max { "max" } else { "min" }));
+            cx.unify_or(t, acc, *sp, |t, a| {
+                format!(
+                    "`{}::{}` reduces {t} values, but the accumulator is {a}",
+                    ty.rust_name(),
+                    if *max { "max" } else { "min" }
+                )
+            });
             ir::Reduce::MinMax { max: *max }
         }
         parse::Reduce::DeviceFn(path) => {
             let i = cx.calls.len();
-            cx.calls.push(CallSite { path: path.clone(), args: vec![acc, acc], ret: acc });
+            cx.calls.push(CallSite {
+                path: path.clone(),
+                args: vec![acc, acc],
+                ret: acc,
+            });
             ir::Reduce::DeviceFn(i)
         }
     };
-    cx.scopes = saved;
+    cx.scopes.pop();
 
     // Epilogue: the pattern's statement and the ones after it.
     cx.phase = Phase::Epilogue;
@@ -917,7 +1168,7 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
         Some(Ty::Usize) => cx.errs.push(nested.init.sp.error(
             "the fold's accumulator cannot be `usize` (its size differs between host and device): fold `u64` or `u32` values, e.g. `(k as u64)`",
         )),
-        None => cx.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
+        None if cx.s.get(acc) == Bound::Any => cx.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
         _ => {}
     }
     let mut errs = std::mem::take(&mut cx.errs);
@@ -945,7 +1196,15 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     Ok(ir::Kernel {
         name: k.name.clone(),
         task,
-        params: k.params.iter().map(|p| ir::Param { name: p.name.clone(), ty: p.ty, kind: p.kind }).collect(),
+        params: k
+            .params
+            .iter()
+            .map(|p| ir::Param {
+                name: p.name.clone(),
+                ty: p.ty,
+                kind: p.kind,
+            })
+            .collect(),
         locals,
         prologue,
         lo,
@@ -962,13 +1221,14 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     })
 }
 
-
 /// Replaces the nested pattern in a statement by the `__acc` marker variable
 /// the epilogue lowering turns into [`ir::ExprKind::Acc`].
 fn substitute_nested(s: &parse::Stmt) -> parse::Stmt {
     fn go(x: &mut parse::Expr) {
         match &mut x.kind {
-            A::Nested(_) => x.kind = A::Var(syn::Ident::new(ACC_MARK, proc_macro2::Span::call_site())),
+            A::Nested(_) => {
+                x.kind = A::Var(syn::Ident::new(ACC_MARK, proc_macro2::Span::call_site()))
+            }
             A::Unary(_, a) | A::Cast(a, _) | A::Index(_, a) => go(a),
             A::Binary(_, _, a, b) => {
                 go(a);
@@ -1008,7 +1268,10 @@ pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
     let mut body = cx.expr(&f.block.tail);
     let ret = cx.is(f.ret);
     cx.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {
-        format!("mismatched types: the #[device_fn] returns {want}, the value is {found}{}", cast_hint(&found))
+        format!(
+            "mismatched types: the #[device_fn] returns {want}, the value is {found}{}",
+            cast_hint(&found)
+        )
     });
     cx.finish();
     let errs = std::mem::take(&mut cx.errs);
@@ -1019,5 +1282,13 @@ pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
     cx.zonk(&mut body);
     let locals = cx.locals();
     let calls = cx.calls();
-    Ok(ir::DeviceFn { name: f.name.clone(), params, locals, ret: f.ret, lets, body, calls })
+    Ok(ir::DeviceFn {
+        name: f.name.clone(),
+        params,
+        locals,
+        ret: f.ret,
+        lets,
+        body,
+        calls,
+    })
 }

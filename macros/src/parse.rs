@@ -55,19 +55,35 @@ pub struct Block {
 
 #[derive(Debug, Clone)]
 pub enum ExprKind {
-    Int { value: u128, suffix: Option<Ty> },
-    Float { digits: String, suffix: Option<Ty> },
+    Int {
+        value: u128,
+        suffix: Option<Ty>,
+    },
+    Float {
+        digits: String,
+        suffix: Option<Ty>,
+    },
     Bool(bool),
     Var(syn::Ident),
-    Const { ty: Ty, name: syn::Ident },
+    Const {
+        ty: Ty,
+        name: syn::Ident,
+    },
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Sp, Box<Expr>, Box<Expr>),
     Cast(Box<Expr>, Ty),
     Index(syn::Ident, Box<Expr>),
     If(Box<Expr>, Box<Block>, Box<Block>),
     Block(Box<Block>),
-    Method { recv: Box<Expr>, name: syn::Ident, args: Vec<Expr> },
-    Call { path: syn::Path, args: Vec<Expr> },
+    Method {
+        recv: Box<Expr>,
+        name: syn::Ident,
+        args: Vec<Expr>,
+    },
+    Call {
+        path: syn::Path,
+        args: Vec<Expr>,
+    },
     Nested(Box<Nested>),
 }
 
@@ -89,7 +105,11 @@ pub enum Reduce {
         tys: [Option<(Ty, Sp)>; 2],
         body: Expr,
     },
-    MinMax { ty: Ty, max: bool, sp: Sp },
+    MinMax {
+        ty: Ty,
+        max: bool,
+        sp: Sp,
+    },
     DeviceFn(syn::Path),
 }
 
@@ -128,7 +148,10 @@ fn check_sig_common(sig: &syn::Signature, what: &str, errs: &mut Errors) {
         ));
     }
     if let Some(t) = &sig.abi {
-        errs.push(err(t, format!("`extern` functions are not supported in {what}")));
+        errs.push(err(
+            t,
+            format!("`extern` functions are not supported in {what}"),
+        ));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         errs.push(err(
@@ -140,7 +163,10 @@ fn check_sig_common(sig: &syn::Signature, what: &str, errs: &mut Errors) {
         ));
     }
     if let Some(v) = &sig.variadic {
-        errs.push(err(v, format!("variadic parameters are not supported in {what}")));
+        errs.push(err(
+            v,
+            format!("variadic parameters are not supported in {what}"),
+        ));
     }
 }
 
@@ -158,7 +184,10 @@ fn plain_ident(pat: &Pat, what: &str) -> syn::Result<syn::Ident> {
                 ));
             }
             if let Some(r) = &p.by_ref {
-                return Err(err(r, format!("`ref` bindings are not supported in {what}")));
+                return Err(err(
+                    r,
+                    format!("`ref` bindings are not supported in {what}"),
+                ));
             }
             if let Some((at, _)) = &p.subpat {
                 return Err(err(at, format!("sub-patterns are not supported in {what}")));
@@ -175,7 +204,10 @@ fn plain_ident(pat: &Pat, what: &str) -> syn::Result<syn::Ident> {
 /// `f32`, …, `usize` as a plain path type.
 pub fn scalar_type(ty: &Type) -> Option<Ty> {
     match ty {
-        Type::Path(p) if p.qself.is_none() => p.path.get_ident().and_then(|i| Ty::from_name(&i.to_string())),
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .get_ident()
+            .and_then(|i| Ty::from_name(&i.to_string())),
         Type::Paren(p) => scalar_type(&p.elem),
         Type::Group(g) => scalar_type(&g.elem),
         _ => None,
@@ -246,7 +278,9 @@ pub fn kernel(item: &syn::ItemFn) -> syn::Result<KernelFn> {
             }
             task = name;
         }
-        Some(FnArg::Receiver(r)) => errs.push(err(r, format!("`self` is not supported in {KERNEL}"))),
+        Some(FnArg::Receiver(r)) => {
+            errs.push(err(r, format!("`self` is not supported in {KERNEL}")))
+        }
         None => errs.push(err(
             &sig.ident,
             format!("{KERNEL} takes the coarse-task index `task: usize` as its first parameter"),
@@ -268,7 +302,9 @@ pub fn kernel(item: &syn::ItemFn) -> syn::Result<KernelFn> {
     if !params.iter().any(|p| p.kind == ParamKind::Output) && errs.is_empty() {
         errs.push(err(
             &sig.inputs,
-            format!("{KERNEL} needs at least one output parameter `&mut [T]` to write its result to"),
+            format!(
+                "{KERNEL} needs at least one output parameter `&mut [T]` to write its result to"
+            ),
         ));
     }
     let body = stmts(&item.block.stmts, &mut errs);
@@ -295,7 +331,9 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
                 if ty.is_none() {
                     errs.push(err(
                         &pt.ty,
-                        format!("unsupported parameter type in {WHAT}: scalars only ({TYPES}, usize)"),
+                        format!(
+                            "unsupported parameter type in {WHAT}: scalars only ({TYPES}, usize)"
+                        ),
                     ));
                 }
                 if let (Some(n), Some(t)) = (name, ty) {
@@ -309,7 +347,10 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
         ReturnType::Type(_, ty) => {
             let t = scalar_type(ty);
             if t.is_none() {
-                errs.push(err(ty, format!("unsupported return type in {WHAT}: scalars only ({TYPES}, usize)")));
+                errs.push(err(
+                    ty,
+                    format!("unsupported return type in {WHAT}: scalars only ({TYPES}, usize)"),
+                ));
             }
             t
         }
@@ -342,7 +383,10 @@ fn let_stmt(l: &syn::Local) -> syn::Result<Let> {
     let (pat, ty) = match &l.pat {
         Pat::Type(pt) => {
             let t = scalar_type(&pt.ty).ok_or_else(|| {
-                err(&pt.ty, format!("unsupported type annotation: supported are {TYPES}, usize"))
+                err(
+                    &pt.ty,
+                    format!("unsupported type annotation: supported are {TYPES}, usize"),
+                )
             })?;
             (&*pt.pat, Some((t, Sp::of(&pt.ty))))
         }
@@ -350,12 +394,22 @@ fn let_stmt(l: &syn::Local) -> syn::Result<Let> {
     };
     let name = plain_ident(pat, KERNEL)?;
     let init = l.init.as_ref().ok_or_else(|| {
-        err(l, format!("a `let` in {KERNEL} needs an initializer: `let {name} = ...;`"))
+        err(
+            l,
+            format!("a `let` in {KERNEL} needs an initializer: `let {name} = ...;`"),
+        )
     })?;
     if let Some((else_tok, _)) = &init.diverge {
-        return Err(err(else_tok, format!("`let ... else` is not supported in {KERNEL}")));
+        return Err(err(
+            else_tok,
+            format!("`let ... else` is not supported in {KERNEL}"),
+        ));
     }
-    Ok(Let { name, ty, init: expr(&init.expr)? })
+    Ok(Let {
+        name,
+        ty,
+        init: expr(&init.expr)?,
+    })
 }
 
 fn compound_op(op: &syn::BinOp) -> Option<BinOp> {
@@ -410,12 +464,24 @@ fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
     match e {
         SExpr::Assign(a) => {
             let (array, index) = assign_target(&a.left)?;
-            Ok(Stmt::Assign { array, index, op: None, value: expr(&a.right)?, sp })
+            Ok(Stmt::Assign {
+                array,
+                index,
+                op: None,
+                value: expr(&a.right)?,
+                sp,
+            })
         }
         SExpr::Binary(b) if compound_op(&b.op).is_some() => {
             let (array, index) = assign_target(&b.left)?;
             let op = compound_op(&b.op).map(|o| (o, Sp::of(&b.op)));
-            Ok(Stmt::Assign { array, index, op, value: expr(&b.right)?, sp })
+            Ok(Stmt::Assign {
+                array,
+                index,
+                op,
+                value: expr(&b.right)?,
+                sp,
+            })
         }
         SExpr::If(i) => {
             let cond = cond_expr(&i.cond)?;
@@ -433,7 +499,12 @@ fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
                 },
             };
             errs.finish()?;
-            Ok(Stmt::If { cond, then, els, sp })
+            Ok(Stmt::If {
+                cond,
+                then,
+                els,
+                sp,
+            })
         }
         SExpr::Paren(p) => stmt_expr(&p.expr),
         // Unsupported expression kinds get their specific message from `expr`.
@@ -449,7 +520,10 @@ fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
 
 fn cond_expr(e: &SExpr) -> syn::Result<Expr> {
     if let SExpr::Let(l) = e {
-        return Err(err(l, format!("`if let` is not supported in {KERNEL}: conditions are `bool` expressions")));
+        return Err(err(
+            l,
+            format!("`if let` is not supported in {KERNEL}: conditions are `bool` expressions"),
+        ));
     }
     expr(e)
 }
@@ -476,12 +550,19 @@ fn block_stmts(stmts: &[syn::Stmt], sp: Sp) -> syn::Result<Block> {
             }
             other => {
                 errs.ok(stmt(other));
-                errs.push(err(other, format!("a block in {KERNEL} holds `let` bindings and a final value expression")));
+                errs.push(err(
+                    other,
+                    format!(
+                        "a block in {KERNEL} holds `let` bindings and a final value expression"
+                    ),
+                ));
             }
         }
     }
     errs.finish()?;
-    let tail = tail.ok_or_else(|| sp.error("this block has no value: end it with an expression (without `;`)"))?;
+    let tail = tail.ok_or_else(|| {
+        sp.error("this block has no value: end it with an expression (without `;`)")
+    })?;
     Ok(Block { lets, tail })
 }
 
@@ -515,7 +596,10 @@ fn lit_suffix(suffix: &str, node: &impl quote::ToTokens) -> syn::Result<Option<T
         return Ok(None);
     }
     match Ty::from_name(suffix) {
-        Some(Ty::Bool) | None => Err(err(node, format!("unsupported literal suffix `{suffix}`: supported are {TYPES}, usize"))),
+        Some(Ty::Bool) | None => Err(err(
+            node,
+            format!("unsupported literal suffix `{suffix}`: supported are {TYPES}, usize"),
+        )),
         Some(t) => Ok(Some(t)),
     }
 }
@@ -666,13 +750,19 @@ fn loop_err(tok: &impl quote::ToTokens) -> syn::Error {
 
 fn path_expr(p: &syn::ExprPath) -> syn::Result<ExprKind> {
     if p.qself.is_some() {
-        return Err(err(p, format!("qualified paths are not supported in {KERNEL}")));
+        return Err(err(
+            p,
+            format!("qualified paths are not supported in {KERNEL}"),
+        ));
     }
     if let Some(id) = p.path.get_ident() {
         return Ok(ExprKind::Var(id.clone()));
     }
     let segs: Vec<_> = p.path.segments.iter().collect();
-    if segs.len() == 2 && p.path.leading_colon.is_none() && segs.iter().all(|s| s.arguments.is_none()) {
+    if segs.len() == 2
+        && p.path.leading_colon.is_none()
+        && segs.iter().all(|s| s.arguments.is_none())
+    {
         if let Some(ty) = Ty::from_name(&segs[0].ident.to_string()) {
             let name = segs[1].ident.clone();
             let n = name.to_string();
@@ -689,7 +779,13 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<ExprKind> {
             } else {
                 "MAX, MIN"
             };
-            return Err(err(&segs[1].ident, format!("unsupported constant `{}::{n}`: supported are {supported}", ty.rust_name())));
+            return Err(err(
+                &segs[1].ident,
+                format!(
+                    "unsupported constant `{}::{n}`: supported are {supported}",
+                    ty.rust_name()
+                ),
+            ));
         }
     }
     Err(err(
@@ -716,7 +812,22 @@ fn method_call(m: &syn::ExprMethodCall, sp: Sp) -> syn::Result<Expr> {
     }
     if matches!(
         name.as_str(),
-        "sum" | "product" | "iter" | "into_iter" | "map" | "filter" | "count" | "reduce" | "for_each" | "zip" | "enumerate" | "collect" | "rev" | "step_by" | "skip" | "take"
+        "sum"
+            | "product"
+            | "iter"
+            | "into_iter"
+            | "map"
+            | "filter"
+            | "count"
+            | "reduce"
+            | "for_each"
+            | "zip"
+            | "enumerate"
+            | "collect"
+            | "rev"
+            | "step_by"
+            | "skip"
+            | "take"
     ) {
         let hint = if name == "sum" {
             "write `.fold(0, |a, b| a + b)` (an explicit fold compiles to a warp reduction)"
@@ -725,7 +836,10 @@ fn method_call(m: &syn::ExprMethodCall, sp: Sp) -> syn::Result<Expr> {
         } else {
             "the only iterator form is the nested pattern `(lo..hi).map(|k| ..).fold(init, op)`"
         };
-        return Err(err(&m.method, format!("`.{name}()` is not supported in {KERNEL}: {hint}")));
+        return Err(err(
+            &m.method,
+            format!("`.{name}()` is not supported in {KERNEL}: {hint}"),
+        ));
     }
     if crate::ir::Method::from_name(&name).is_none() {
         return Err(err(
@@ -739,7 +853,14 @@ fn method_call(m: &syn::ExprMethodCall, sp: Sp) -> syn::Result<Expr> {
     }
     let recv = expr(&m.receiver)?;
     let args = m.args.iter().map(expr).collect::<syn::Result<_>>()?;
-    Ok(Expr { kind: ExprKind::Method { recv: Box::new(recv), name: m.method.clone(), args }, sp })
+    Ok(Expr {
+        kind: ExprKind::Method {
+            recv: Box::new(recv),
+            name: m.method.clone(),
+            args,
+        },
+        sp,
+    })
 }
 
 fn strip(e: &SExpr) -> &SExpr {
@@ -755,27 +876,48 @@ fn closure_checks(c: &syn::ExprClosure, n: usize, what: &str) -> syn::Result<()>
         return Err(err(m, format!("`move` closures are not supported in {KERNEL}: the {what} closure borrows nothing; drop `move`")));
     }
     if let Some(t) = c.asyncness.as_ref() {
-        return Err(err(t, format!("async closures are not supported in {KERNEL}")));
+        return Err(err(
+            t,
+            format!("async closures are not supported in {KERNEL}"),
+        ));
     }
     if let Some(t) = c.constness.as_ref() {
-        return Err(err(t, format!("const closures are not supported in {KERNEL}")));
+        return Err(err(
+            t,
+            format!("const closures are not supported in {KERNEL}"),
+        ));
     }
     if let Some(t) = c.movability.as_ref() {
-        return Err(err(t, format!("static closures are not supported in {KERNEL}")));
+        return Err(err(
+            t,
+            format!("static closures are not supported in {KERNEL}"),
+        ));
     }
     if let Some(l) = &c.lifetimes {
-        return Err(err(l, format!("`for<..>` closures are not supported in {KERNEL}")));
+        return Err(err(
+            l,
+            format!("`for<..>` closures are not supported in {KERNEL}"),
+        ));
     }
     if c.inputs.len() != n {
-        let shape = if n == 1 { "`|k| expr` (the fine-task index)" } else { "`|a, b| expr` (two accumulator values)" };
-        return Err(Sp::single(c.or1_token.span).to(Sp::single(c.or2_token.span)).error(format!(
-            "the {what} closure takes {n} parameter{}, found {}: write {shape}",
-            if n == 1 { "" } else { "s" },
-            c.inputs.len()
-        )));
+        let shape = if n == 1 {
+            "`|k| expr` (the fine-task index)"
+        } else {
+            "`|a, b| expr` (two accumulator values)"
+        };
+        return Err(Sp::single(c.or1_token.span)
+            .to(Sp::single(c.or2_token.span))
+            .error(format!(
+                "the {what} closure takes {n} parameter{}, found {}: write {shape}",
+                if n == 1 { "" } else { "s" },
+                c.inputs.len()
+            )));
     }
     if let ReturnType::Type(_, ty) = &c.output {
-        return Err(err(ty, format!("closure return types are not supported in {KERNEL}: the type is inferred")));
+        return Err(err(
+            ty,
+            format!("closure return types are not supported in {KERNEL}: the type is inferred"),
+        ));
     }
     Ok(())
 }
@@ -784,8 +926,12 @@ fn closure_checks(c: &syn::ExprClosure, n: usize, what: &str) -> syn::Result<()>
 fn closure_param(p: &Pat) -> syn::Result<(syn::Ident, Option<(Ty, Sp)>)> {
     match p {
         Pat::Type(pt) => {
-            let t = scalar_type(&pt.ty)
-                .ok_or_else(|| err(&pt.ty, format!("unsupported type annotation: supported are {TYPES}, usize")))?;
+            let t = scalar_type(&pt.ty).ok_or_else(|| {
+                err(
+                    &pt.ty,
+                    format!("unsupported type annotation: supported are {TYPES}, usize"),
+                )
+            })?;
             Ok((plain_ident(&pt.pat, KERNEL)?, Some((t, Sp::of(&pt.ty)))))
         }
         p => Ok((plain_ident(p, KERNEL)?, None)),
@@ -804,14 +950,25 @@ fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn:
         }
     };
     if let syn::RangeLimits::Closed(t) = &range.limits {
-        return Err(err(t, "inclusive ranges are not supported in the nested pattern: write `lo..hi + 1`"));
+        return Err(err(
+            t,
+            "inclusive ranges are not supported in the nested pattern: write `lo..hi + 1`",
+        ));
     }
     let (lo, hi) = match (&range.start, &range.end) {
         (Some(lo), Some(hi)) => (expr(lo)?, expr(hi)?),
-        _ => return Err(err(range, format!("the nested pattern needs both bounds: {SHAPE}"))),
+        _ => {
+            return Err(err(
+                range,
+                format!("the nested pattern needs both bounds: {SHAPE}"),
+            ))
+        }
     };
     if map.args.len() != 1 {
-        return Err(err(&map.method, format!("`.map` takes one closure `|k| expr`: {SHAPE}")));
+        return Err(err(
+            &map.method,
+            format!("`.map` takes one closure `|k| expr`: {SHAPE}"),
+        ));
     }
     let (k, map_body) = match &map.args[0] {
         SExpr::Closure(c) => {
@@ -819,15 +976,25 @@ fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn:
             let (k, ty) = closure_param(&c.inputs[0])?;
             if let Some((t, tsp)) = ty {
                 if t != Ty::Usize {
-                    return Err(tsp.error("the map closure's parameter is a fine-task index of type `usize`"));
+                    return Err(tsp.error(
+                        "the map closure's parameter is a fine-task index of type `usize`",
+                    ));
                 }
             }
             (k, expr(&c.body)?)
         }
-        other => return Err(err(other, format!("`.map` takes a closure `|k| expr`: {SHAPE}"))),
+        other => {
+            return Err(err(
+                other,
+                format!("`.map` takes a closure `|k| expr`: {SHAPE}"),
+            ))
+        }
     };
     if fold.args.len() != 2 {
-        return Err(err(&fold.method, format!("`.fold` takes an initial value and a reduce operator: {SHAPE}")));
+        return Err(err(
+            &fold.method,
+            format!("`.fold` takes an initial value and a reduce operator: {SHAPE}"),
+        ));
     }
     let init = expr(&fold.args[0])?;
     let reduce = match &fold.args[1] {
@@ -864,7 +1031,14 @@ fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn:
         }
     };
     Ok(Expr {
-        kind: ExprKind::Nested(Box::new(Nested { lo, hi, k, map: map_body, init, reduce })),
+        kind: ExprKind::Nested(Box::new(Nested {
+            lo,
+            hi,
+            k,
+            map: map_body,
+            init,
+            reduce,
+        })),
         sp,
     })
 }

@@ -94,7 +94,10 @@ fn k(t: usize, p: &[u32], a: &[f64], s: u8, y: &mut [f32], z: &mut [u8]) {
     let c = cuda(src);
     assert!(c.contains("typedef double acc_t;"), "{c}");
     assert!(c.contains("const float half = 0.5f;"), "{c}");
-    assert!(c.contains("warpfit::add<uint8_t>(wf_p.s, uint8_t(1))"), "{c}");
+    assert!(
+        c.contains("warpfit::add<uint8_t>(wf_p.s, uint8_t(1))"),
+        "{c}"
+    );
     assert!(c.contains("return 1.0;"), "{c}");
 }
 
@@ -111,7 +114,13 @@ fn k(t: usize, p: &[u32], y: &mut [i32]) {
     y[t] = s;
 }";
     let c = cuda(src);
-    for decl in ["const uint64_t lo = ", "const uint64_t lo_1 = ", "const int32_t int_ = 3;", "const int32_t s = wf_acc;", "const int32_t s_1 = "] {
+    for decl in [
+        "const uint64_t lo = ",
+        "const uint64_t lo_1 = ",
+        "const int32_t int_ = 3;",
+        "const int32_t s = wf_acc;",
+        "const int32_t s_1 = ",
+    ] {
         assert!(c.contains(decl), "missing `{decl}` in\n{c}");
     }
     assert!(c.contains("wf_c.int_"), "{c}");
@@ -140,8 +149,17 @@ mod random {
                 Just("f32::INFINITY".to_string())
             ]
             .boxed(),
-            T::I => prop_oneof![Just("i".to_string()), (-50i32..50).prop_map(|v| format!("({v})")), Just("i32::MIN".to_string())].boxed(),
-            T::U => prop_oneof![Just("u".to_string()), (0u32..50).prop_map(|v| v.to_string())].boxed(),
+            T::I => prop_oneof![
+                Just("i".to_string()),
+                (-50i32..50).prop_map(|v| format!("({v})")),
+                Just("i32::MIN".to_string())
+            ]
+            .boxed(),
+            T::U => prop_oneof![
+                Just("u".to_string()),
+                (0u32..50).prop_map(|v| v.to_string())
+            ]
+            .boxed(),
             T::B => prop_oneof![Just("true".to_string()), Just("(a < b)".to_string())].boxed(),
         }
     }
@@ -154,22 +172,39 @@ mod random {
         match t {
             T::F => prop_oneof![
                 leaf(T::F),
-                (sub(T::F), sub(T::F), prop::sample::select(vec!["+", "-", "*", "/", "%"]))
+                (
+                    sub(T::F),
+                    sub(T::F),
+                    prop::sample::select(vec!["+", "-", "*", "/", "%"])
+                )
                     .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
-                (sub(T::F), prop::sample::select(vec!["sqrt", "abs", "floor", "exp", "tanh", "signum"]))
+                (
+                    sub(T::F),
+                    prop::sample::select(vec!["sqrt", "abs", "floor", "exp", "tanh", "signum"])
+                )
                     .prop_map(|(x, m)| format!("({x}).{m}()")),
-                (sub(T::F), sub(T::F), prop::sample::select(vec!["min", "max", "powf"]))
+                (
+                    sub(T::F),
+                    sub(T::F),
+                    prop::sample::select(vec!["min", "max", "powf"])
+                )
                     .prop_map(|(x, y, m)| format!("({x}).{m}({y})")),
                 sub(T::I).prop_map(|x| format!("(({x}) as f32)")),
-                (sub(T::B), sub(T::F), sub(T::F)).prop_map(|(c, x, y)| format!("(if {c} {{ {x} }} else {{ {y} }})")),
+                (sub(T::B), sub(T::F), sub(T::F))
+                    .prop_map(|(c, x, y)| format!("(if {c} {{ {x} }} else {{ {y} }})")),
                 (sub(T::F), sub(T::F)).prop_map(|(x, y)| format!("{{ let q = {x}; q * {y} }}")),
             ]
             .boxed(),
             T::I => prop_oneof![
                 leaf(T::I),
-                (sub(T::I), sub(T::I), prop::sample::select(vec!["+", "-", "*", "&", "|", "^"]))
+                (
+                    sub(T::I),
+                    sub(T::I),
+                    prop::sample::select(vec!["+", "-", "*", "&", "|", "^"])
+                )
                     .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
-                (sub(T::I), sub(T::U), prop::sample::select(vec!["<<", ">>"])).prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                (sub(T::I), sub(T::U), prop::sample::select(vec!["<<", ">>"]))
+                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
                 // `a +` ties the float literals to f32 (alone they would default to f64).
                 sub(T::F).prop_map(|x| format!("((a + {x}) as i32)")),
                 sub(T::I).prop_map(|x| format!("(-{x})")),
@@ -178,7 +213,11 @@ mod random {
             .boxed(),
             T::U => prop_oneof![
                 leaf(T::U),
-                (sub(T::U), sub(T::U), prop::sample::select(vec!["+", "-", "*", "&"]))
+                (
+                    sub(T::U),
+                    sub(T::U),
+                    prop::sample::select(vec!["+", "-", "*", "&"])
+                )
                     .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
                 sub(T::I).prop_map(|x| format!("(({x}) as u32)")),
                 (sub(T::U), sub(T::U)).prop_map(|(x, y)| format!("({x}).min({y})")),
@@ -186,9 +225,14 @@ mod random {
             .boxed(),
             T::B => prop_oneof![
                 leaf(T::B),
-                (sub(T::F), sub(T::F), prop::sample::select(vec!["<", "<=", "==", "!="]))
+                (
+                    sub(T::F),
+                    sub(T::F),
+                    prop::sample::select(vec!["<", "<=", "==", "!="])
+                )
                     .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
-                (sub(T::B), sub(T::B), prop::sample::select(vec!["&&", "||"])).prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                (sub(T::B), sub(T::B), prop::sample::select(vec!["&&", "||"]))
+                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
                 sub(T::I).prop_map(|x| format!("({x} > 0)")),
             ]
             .boxed(),
@@ -218,11 +262,13 @@ mod random {
                 '(' | '{' | '[' => stack.push(c),
                 ')' | '}' | ']' => {
                     let open = stack.pop();
-                    if open != Some(match c {
-                        ')' => '(',
-                        '}' => '{',
-                        _ => '[',
-                    }) {
+                    if open
+                        != Some(match c {
+                            ')' => '(',
+                            '}' => '{',
+                            _ => '[',
+                        })
+                    {
                         return false;
                     }
                 }

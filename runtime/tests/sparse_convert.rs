@@ -336,3 +336,49 @@ proptest! {
         prop_assert_eq!(Csr::from_sprs(&csr.to_sprs().unwrap()).unwrap(), csr);
     }
 }
+
+#[test]
+fn many_buckets_use_the_partitioned_sort_correctly() {
+    // > 2^16 rows and > 2^20 entries: the two-pass (partition, then in-cache)
+    // counting sort; checked against a plain sort and against the COO input.
+    let (nr, nc) = (300_007usize, 70_001usize);
+    let nnz = 1_300_000usize;
+    let mut x = 99u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let rows: Vec<u32> = (0..nnz).map(|_| (next() % nr as u64) as u32).collect();
+    let cols: Vec<u32> = (0..nnz).map(|_| (next() % nc as u64) as u32).collect();
+    let vals: Vec<u32> = (0..nnz as u32).collect();
+    let coo = Coo::new(nr, nc, rows.clone(), cols.clone(), vals).unwrap();
+    let m = coo.to_csr().unwrap();
+    assert_eq!(m, coo.clone().into_csr().unwrap());
+    let mut order: Vec<usize> = (0..nnz).collect();
+    order.sort_by_key(|&k| rows[k]); // stable: input order within a row
+    assert_eq!(
+        m.col_idx(),
+        order.iter().map(|&k| cols[k]).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        m.values(),
+        order.iter().map(|&k| k as u32).collect::<Vec<_>>()
+    );
+    for r in [0, 1, 65_535, 65_536, 131_072, nr - 1] {
+        let n = rows.iter().filter(|&&x| x as usize == r).count();
+        assert_eq!(m.row_range(r).len(), n, "row {r}");
+    }
+    // Transpose (70001 buckets) and back (300007 buckets).
+    let t = m.transpose();
+    let mut order_t: Vec<usize> = (0..nnz).collect();
+    order_t.sort_by_key(|&k| (cols[k], rows[k], k));
+    assert_eq!(
+        t.col_idx(),
+        order_t.iter().map(|&k| rows[k]).collect::<Vec<_>>()
+    );
+    let mut sorted = m.clone();
+    sorted.sort_indices();
+    assert_eq!(t.transpose(), sorted);
+}

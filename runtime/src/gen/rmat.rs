@@ -66,24 +66,21 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
                     }
                     let u = (bits & 0xffff) as u32;
                     bits >>= 16;
-                    let (di, dj) = if u < t_a {
-                        (0, 0)
-                    } else if u < t_ab {
-                        (0, 1)
-                    } else if u < t_abc {
-                        (1, 0)
-                    } else {
-                        (1, 1)
-                    };
+                    // Quadrant [0,a) → (0,0), [a,a+b) → (0,1), [a+b,a+b+c)
+                    // → (1,0), the rest → (1,1); branch-free, since the
+                    // choice is unpredictable by design.
+                    let di = (u >= t_ab) as u32;
+                    let dj = ((u >= t_a) & (u < t_ab)) | (u >= t_abc);
                     i = (i << 1) | di;
-                    j = (j << 1) | dj;
+                    j = (j << 1) | dj as u32;
                 }
                 *r = perm[i as usize];
                 *c = perm[j as usize];
                 *v = unit_value(&mut rng);
             }
         });
-    let coo = Coo::new(n, n, rows, cols, vals)?;
+    // Indices are < n by construction.
+    let coo = Coo::from_parts_unchecked(n, n, rows, cols, vals);
     let mut csr = coo.into_csr()?;
     csr.merge_duplicates(|_, _| {});
     Ok(csr)

@@ -3,6 +3,7 @@ use super::par::{self, EntrySource};
 use crate::error::to_u32;
 use crate::{Error, Result};
 use rayon::prelude::*;
+use std::borrow::Borrow;
 
 /// Coordinate (triplet) storage with u32 indices: entry `k` is
 /// `(rows[k], cols[k], values[k])`.
@@ -160,20 +161,32 @@ impl<T: Copy + Send + Sync> Coo<T> {
     pub fn to_csr(&self) -> Result<Csr<T>> {
         let nnz = self.nnz();
         to_u32("nnz", nnz)?;
+        let (nrows, ncols) = (self.nrows, self.ncols);
         let src = CooSource {
+            chunks: par::even_ranges(nnz, par::sort_chunks(nnz, nrows)),
             coo: self,
-            chunks: par::even_ranges(nnz, par::sort_chunks(nnz, self.nrows)),
         };
-        let (row_ptr, col_idx, values) = par::bucket_sort(self.nrows, nnz, &src);
+        let (row_ptr, col_idx, values) = par::bucket_sort(nrows, nnz, src);
         Ok(Csr::from_parts_unchecked(
-            self.nrows, self.ncols, row_ptr, col_idx, values,
+            nrows, ncols, row_ptr, col_idx, values,
         ))
     }
 
-    /// Like [`Coo::to_csr`], consuming the COO arrays (they are released as
-    /// soon as the CSR arrays are built).
+    /// Like [`Coo::to_csr`], consuming the COO: for large matrices with many
+    /// rows its arrays are released halfway, before the CSR arrays are
+    /// allocated, which lowers peak memory.
     pub fn into_csr(self) -> Result<Csr<T>> {
-        self.to_csr()
+        let nnz = self.nnz();
+        to_u32("nnz", nnz)?;
+        let (nrows, ncols) = (self.nrows, self.ncols);
+        let src = CooSource {
+            chunks: par::even_ranges(nnz, par::sort_chunks(nnz, nrows)),
+            coo: self,
+        };
+        let (row_ptr, col_idx, values) = par::bucket_sort(nrows, nnz, src);
+        Ok(Csr::from_parts_unchecked(
+            nrows, ncols, row_ptr, col_idx, values,
+        ))
     }
 
     /// Converts to canonical CSR: columns sorted within each row and
@@ -207,20 +220,21 @@ fn check_range(what: &str, idx: &[u32], len: usize) -> Result<()> {
     }
 }
 
-/// COO entries keyed by row, in contiguous chunks of the input.
-struct CooSource<'a, T> {
-    coo: &'a Coo<T>,
+/// COO entries keyed by row, in contiguous chunks of the input; owns or
+/// borrows the COO (`C` is `Coo<T>` or `&Coo<T>`).
+struct CooSource<C> {
+    coo: C,
     chunks: Vec<std::ops::Range<usize>>,
 }
 
-impl<T: Copy + Sync> EntrySource<T> for CooSource<'_, T> {
+impl<T: Copy + Sync, C: Borrow<Coo<T>> + Sync> EntrySource<T> for CooSource<C> {
     fn nchunks(&self) -> usize {
         self.chunks.len()
     }
     #[inline]
     fn for_each<F: FnMut(u32, u32, T)>(&self, chunk: usize, mut f: F) {
         let range = self.chunks[chunk].clone();
-        let c = self.coo;
+        let c: &Coo<T> = self.coo.borrow();
         for ((&r, &col), &v) in c.rows[range.clone()]
             .iter()
             .zip(&c.cols[range.clone()])

@@ -382,7 +382,7 @@ impl<T: Copy + Send + Sync> Csr<T> {
             csr: self,
             bounds: par::row_blocks(&self.row_ptr, par::sort_chunks(self.nnz(), self.ncols)),
         };
-        let (row_ptr, col_idx, values) = par::bucket_sort(self.ncols, self.nnz(), &src);
+        let (row_ptr, col_idx, values) = par::bucket_sort(self.ncols, self.nnz(), src);
         Csr::from_parts_unchecked(self.ncols, self.nrows, row_ptr, col_idx, values)
     }
 

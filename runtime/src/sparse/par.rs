@@ -70,11 +70,51 @@ pub(crate) fn even_ranges(len: usize, parts: usize) -> Vec<Range<usize>> {
 /// Returns `(ptr, cols, values)`: `ptr` has `nbuckets + 1` offsets and bucket
 /// `b` holds, in input order, the entries whose bucket is `b`. The caller
 /// guarantees that `nnz` (the number of entries `src` yields) fits in u32.
-pub(crate) fn bucket_sort<T, S>(
-    nbuckets: usize,
-    nnz: usize,
-    src: &S,
-) -> (Vec<u32>, Vec<u32>, Vec<T>)
+///
+/// With few buckets (their counters fit in cache) this is one histogram pass
+/// and one scatter pass. With many buckets and random keys (COO read from a
+/// column-major file, transposes) a direct scatter misses the cache and the
+/// TLB on every entry, so the entries are first partitioned by the high bits
+/// of their bucket into a few hundred cache-sized partitions (a stable MSD
+/// radix pass into a temporary copy), then each partition is sorted in cache,
+/// in parallel. `src` is dropped between the two passes, so a caller that
+/// hands over ownership of its input frees it before the output is
+/// allocated: peak memory is the larger of input + temporary and temporary +
+/// output (the temporary stores a 16-bit key, the column and the value).
+pub(crate) fn bucket_sort<T, S>(nbuckets: usize, nnz: usize, src: S) -> (Vec<u32>, Vec<u32>, Vec<T>)
+where
+    T: Copy + Send + Sync,
+    S: EntrySource<T>,
+{
+    if nbuckets <= DIRECT_MAX_BUCKETS || nnz < (1 << 20) {
+        direct_sort(nbuckets, nnz, &src)
+    } else {
+        partitioned_sort(nbuckets, nnz, src)
+    }
+}
+
+/// Up to this many buckets, per-chunk counters fit in L2 and one scatter pass
+/// is fastest.
+const DIRECT_MAX_BUCKETS: usize = 1 << 16;
+
+/// Turns per-chunk histograms into per-chunk write cursors, bucket-major and
+/// chunk-minor (chunk c writes after chunks < c: the stability), starting at
+/// `base`; returns the bucket start offsets (`ptr`, without the final entry)
+/// and the total.
+fn cursors(counts: &mut [Vec<u32>], nbuckets: usize, base: u32, ptr: &mut [u32]) -> u32 {
+    let mut running = base;
+    for b in 0..nbuckets {
+        ptr[b] = running;
+        for h in counts.iter_mut() {
+            let n = h[b];
+            h[b] = running;
+            running += n;
+        }
+    }
+    running
+}
+
+fn direct_sort<T, S>(nbuckets: usize, nnz: usize, src: &S) -> (Vec<u32>, Vec<u32>, Vec<T>)
 where
     T: Copy + Send + Sync,
     S: EntrySource<T>,
@@ -89,21 +129,11 @@ where
             h
         })
         .collect();
-    // Turn the histograms into per-chunk write cursors: within a bucket, the
-    // entries of chunk c go after those of chunks < c (this is the stability).
     let mut ptr = vec![0u32; nbuckets + 1];
-    let mut running = 0u32;
-    for b in 0..nbuckets {
-        ptr[b] = running;
-        for h in counts.iter_mut() {
-            let n = h[b];
-            h[b] = running;
-            running += n;
-        }
-    }
-    ptr[nbuckets] = running;
+    let total = cursors(&mut counts, nbuckets, 0, &mut ptr);
+    ptr[nbuckets] = total;
     assert_eq!(
-        running as usize, nnz,
+        total as usize, nnz,
         "entry source yielded a different count"
     );
 
@@ -131,6 +161,129 @@ where
             });
         });
     // SAFETY: every slot in 0..nnz was written exactly once (see above).
+    unsafe {
+        cols.set_len(nnz);
+        vals.set_len(nnz);
+    }
+    (ptr, cols, vals)
+}
+
+fn partitioned_sort<T, S>(nbuckets: usize, nnz: usize, src: S) -> (Vec<u32>, Vec<u32>, Vec<T>)
+where
+    T: Copy + Send + Sync,
+    S: EntrySource<T>,
+{
+    // Buckets per partition: 2^shift, aiming at ~2^17 entries per partition
+    // (a partition's temporary and output then fit in L2/L3) with at most
+    // 2^16 buckets (the in-partition key is 16 bits).
+    let ideal = (nbuckets as u128 * (1 << 17) / nnz.max(1) as u128).max(1);
+    let shift = (127 - ideal.leading_zeros()).clamp(8, 16);
+    let nparts = (nbuckets + (1 << shift) - 1) >> shift;
+    let nchunks = src.nchunks();
+
+    // Pass A: stable partition by the high bits into (low key, col, value).
+    let mut counts: Vec<Vec<u32>> = (0..nchunks)
+        .into_par_iter()
+        .map(|c| {
+            let mut h = vec![0u32; nparts];
+            src.for_each(c, |b, _, _| h[(b >> shift) as usize] += 1);
+            h
+        })
+        .collect();
+    let mut part_ptr = vec![0u32; nparts + 1];
+    let total = cursors(&mut counts, nparts, 0, &mut part_ptr);
+    part_ptr[nparts] = total;
+    assert_eq!(
+        total as usize, nnz,
+        "entry source yielded a different count"
+    );
+    let mut keys: Vec<u16> = Vec::with_capacity(nnz);
+    let mut tcols: Vec<u32> = Vec::with_capacity(nnz);
+    let mut tvals: Vec<T> = Vec::with_capacity(nnz);
+    let (kp, cp, vp) = (
+        SyncPtr(keys.as_mut_ptr()),
+        SyncPtr(tcols.as_mut_ptr()),
+        SyncPtr(tvals.as_mut_ptr()),
+    );
+    let mask = (1u32 << shift) - 1;
+    counts
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(c, mut cursor)| {
+            src.for_each(c, |b, col, v| {
+                let part = (b >> shift) as usize;
+                let p = cursor[part] as usize;
+                cursor[part] += 1;
+                // SAFETY: as in `direct_sort`, with partitions for buckets: the
+                // (chunk, partition) cursor ranges are disjoint and tile 0..nnz.
+                unsafe {
+                    kp.write(p, (b & mask) as u16);
+                    cp.write(p, col);
+                    vp.write(p, v);
+                }
+            });
+        });
+    // SAFETY: every slot in 0..nnz was written exactly once (see above).
+    unsafe {
+        keys.set_len(nnz);
+        tcols.set_len(nnz);
+        tvals.set_len(nnz);
+    }
+    // The input is no longer needed; release it before allocating the output.
+    drop(src);
+
+    // Pass B: each partition is a contiguous range of buckets and of output
+    // slots; sort it by its low key, in cache, partitions in parallel.
+    let mut ptr = vec![0u32; nbuckets + 1];
+    ptr[nbuckets] = total;
+    let mut cols: Vec<u32> = Vec::with_capacity(nnz);
+    let mut vals: Vec<T> = Vec::with_capacity(nnz);
+    {
+        let mut work = Vec::with_capacity(nparts);
+        let mut ptr_rest = &mut ptr[..nbuckets];
+        let mut cols_rest = &mut cols.spare_capacity_mut()[..nnz];
+        let mut vals_rest = &mut vals.spare_capacity_mut()[..nnz];
+        for p in 0..nparts {
+            let (lo, hi) = (part_ptr[p] as usize, part_ptr[p + 1] as usize);
+            let nb = (1usize << shift).min(nbuckets - (p << shift));
+            let (pp, r) = std::mem::take(&mut ptr_rest).split_at_mut(nb);
+            ptr_rest = r;
+            let (oc, r) = std::mem::take(&mut cols_rest).split_at_mut(hi - lo);
+            cols_rest = r;
+            let (ov, r) = std::mem::take(&mut vals_rest).split_at_mut(hi - lo);
+            vals_rest = r;
+            work.push((lo..hi, pp, oc, ov));
+        }
+        let (keys, tcols, tvals) = (&keys, &tcols, &tvals);
+        work.into_par_iter().for_each_init(
+            || vec![0u32; 1 << shift],
+            |hist, (range, pp, oc, ov)| {
+                let base = range.start;
+                let k = &keys[range.clone()];
+                let (c, v) = (&tcols[range.clone()], &tvals[range]);
+                hist[..pp.len()].fill(0);
+                for &key in k {
+                    hist[key as usize] += 1;
+                }
+                let mut running = 0u32;
+                for (b, slot) in pp.iter_mut().enumerate() {
+                    *slot = base as u32 + running;
+                    let n = hist[b];
+                    hist[b] = running;
+                    running += n;
+                }
+                for i in 0..k.len() {
+                    let key = k[i] as usize;
+                    let at = hist[key] as usize;
+                    hist[key] += 1;
+                    oc[at].write(c[i]);
+                    ov[at].write(v[i]);
+                }
+            },
+        );
+    }
+    // SAFETY: the partitions' output slices tile 0..nnz and each partition's
+    // local counting sort writes every slot of its slice exactly once.
     unsafe {
         cols.set_len(nnz);
         vals.set_len(nnz);

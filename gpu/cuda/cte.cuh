@@ -9,8 +9,12 @@
 //      fine-task counts gives every item its offset in the warp's
 //      concatenated range [0, total);
 //   2. the warp walks that range 32 fine tasks at a time: lane l takes
-//      position base + l, finds the item that owns it by binary search over
-//      the scan (kept in shared memory), and maps it (coalesced loads);
+//      position base + l and finds the item that owns it — the paper's
+//      binary search over the scan, done here in O(1): the items starting in
+//      the round OR their start positions into a mask, and a lane's owner is the item of
+//      the nearest start at or below it (a count-leading-zeros), else the
+//      item carried over from the previous round; then it maps it
+//      (consecutive positions: coalesced loads);
 //   3. a segmented shuffle scan, keyed by owner, folds each owner's run of
 //      the round in fine-task order; the owner lane picks its run's total
 //      from the run's last lane and folds it onto its own accumulator.
@@ -21,9 +25,9 @@
 // row from serializing a warp.
 //
 // Two fallbacks run each lane's own item serially (the 1D order): a warp
-// that is not full (the launch's tail), and a warp whose items are so even
-// that expansion would cost more than it balances — the longest item is at
-// most `cte_thread_ratio` times the number of rounds expansion would take.
+// that is not full (the launch's tail), and a warp whose longest item has
+// at most `cte_serial_max` fine tasks — a few serial steps per lane cost
+// less than the shuffles of expansion, and nothing is left to balance.
 #pragma once
 #include "warpfit/task_source.cuh"
 
@@ -32,16 +36,74 @@ namespace warpfit {
 template <class K> struct CteSlot {
     typename K::ctx_t ctx;
     uint64_t task;
-    uint64_t lo;
-    uint64_t excl;  // offset of the item's first fine task in the warp's range
+    uint64_t delta;  // lo - excl: fine task = position + delta
+};
+
+/// Per-warp shared state of the expansion.
+template <class K> struct CteShared {
+    CteSlot<K> slot[WARP];
+    uint8_t owner_at[WARP];  // item that starts at each lane's position of the round
 };
 
 struct Cte {
+    /// The expansion proper, with positions of type `Off` (u32 when the
+    /// warp's total fits, the common case: cheaper compares and shuffles).
+    template <class K, class Off>
+    static __device__ __forceinline__ Partial<typename K::acc_t> expand(const typename K::params_t& p,
+                                                                        CteShared<K>& sh, Off excl, Off size,
+                                                                        Off total, Fault& f) {
+        typedef typename K::acc_t acc_t;
+        const int lane = lane_id();
+        const Off incl = excl + size;
+        Partial<acc_t> own;
+        int carry = 0;  // the item owning the round's first position when no item starts there
+        for (Off base = 0; base < total; base += WARP) {
+            // Items starting in this round mark their start position; every
+            // lane's owner is the item of the nearest start at or below it.
+            const bool starts = size > 0 && excl >= base && excl < base + WARP;
+            const unsigned start_mask = __reduce_or_sync(FULL_MASK, starts ? 1u << unsigned(excl - base) : 0u);
+            if (starts) {
+                sh.owner_at[excl - base] = uint8_t(lane);
+            }
+            __syncwarp();
+            const unsigned below = start_mask & (0xffffffffu >> (WARP - 1 - lane));
+            const int o = below ? int(sh.owner_at[31 - __clz(below)]) : carry;
+            const int run_start = below ? 31 - __clz(below) : 0;
+            const Off pos = base + Off(lane);
+            const bool active = pos < total;
+            acc_t v = acc_t(0);
+            if (active) {
+                const CteSlot<K>& sl = sh.slot[o];
+                v = K::map(p, sl.task, sl.ctx, uint64_t(pos) + sl.delta, f);
+                f.attribute(sl.task);
+            }
+            // Segmented inclusive scan over the round, operands in lane order.
+            // Lanes of one run are contiguous and active, so a partner inside
+            // the run always holds a value.
+#pragma unroll
+            for (int d = 1; d < WARP; d <<= 1) {
+                const acc_t u = shfl_up(v, d);
+                if (active && lane - d >= run_start) {
+                    v = K::reduce(u, v, f);
+                }
+            }
+            // The owner lane takes its run's total from the run's last lane.
+            const bool mine = size > 0 && excl < base + WARP && incl > base;
+            const Off end = incl < base + WARP ? incl : base + WARP;
+            const acc_t r = shfl(v, mine ? int(end - 1 - base) : 0);
+            if (mine) {
+                own.template push<K>(r, f);
+            }
+            carry = shfl(o, WARP - 1);
+            __syncwarp();  // owner_at is rewritten next round
+        }
+        return own;
+    }
+
     template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
                                                                              const LaunchArgs& a) {
         typedef typename K::acc_t acc_t;
-        __shared__ uint64_t s_incl[WARPS_PER_BLOCK][WARP];
-        __shared__ CteSlot<K> s_slot[WARPS_PER_BLOCK][WARP];
+        __shared__ CteShared<K> s_warp[WARPS_PER_BLOCK];
 
         const int lane = lane_id();
         const int w = int(threadIdx.x) / WARP;
@@ -63,11 +125,11 @@ struct Cte {
             }
         }
         const uint64_t total = shfl(incl, WARP - 1);
-        const uint64_t rounds = (total + WARP - 1) / WARP;
         const unsigned max_size = __reduce_max_sync(FULL_MASK, unsigned(size > 0xffffffffull ? 0xffffffffull : size));
         const bool full = base_item + WARP <= a.n_items;
 
-        if (!full || uint64_t(max_size) <= uint64_t(a.cte_thread_ratio) * rounds) {
+        // Warp-uniform: `full`, `max_size` and `total` are the same on every lane.
+        if (!full || max_size <= a.cte_serial_max) {
             // 1D: every lane folds its own item from `init`.
             if (it.valid) {
                 Partial<acc_t> acc = seed<K>(p, it, f);
@@ -75,62 +137,19 @@ struct Cte {
                 finish<K>(p, a, it, acc, true, f);
             }
             publish(a.fault, f);
-            return;  // warp-uniform: `full` and the ratio test are the same on every lane
+            return;
         }
 
-        s_incl[w][lane] = incl;
-        s_slot[w][lane].ctx = it.ctx;
-        s_slot[w][lane].task = it.task;
-        s_slot[w][lane].lo = it.lo;
-        s_slot[w][lane].excl = incl - size;
+        CteShared<K>& sh = s_warp[w];
+        const uint64_t excl = incl - size;
+        sh.slot[lane].ctx = it.ctx;
+        sh.slot[lane].task = it.task;
+        sh.slot[lane].delta = it.lo - excl;
         __syncwarp();
 
-        const uint64_t my_excl = incl - size;
-        Partial<acc_t> own;
-        for (uint64_t base = 0; base < total; base += WARP) {
-            const uint64_t pos = base + uint64_t(lane);
-            const bool active = pos < total;
-            // Owner: the number of items whose inclusive end is <= pos (the
-            // first item ending after pos). pos < total = incl[31], so o < 32.
-            int o = 0;
-#pragma unroll
-            for (int s = WARP / 2; s > 0; s >>= 1) {
-                if (s_incl[w][o + s - 1] <= pos) {
-                    o += s;
-                }
-            }
-            Partial<acc_t> v;
-            int run_start = lane;  // first lane of this lane's owner run in the round
-            if (active) {
-                const CteSlot<K>& sl = s_slot[w][o];
-                const uint64_t k = sl.lo + (pos - sl.excl);
-                v.value = K::map(p, sl.task, sl.ctx, k, f);
-                v.has = true;
-                f.attribute(sl.task);
-                run_start = sl.excl > base ? int(sl.excl - base) : 0;
-            }
-            // Segmented inclusive scan over the round, operands in lane order.
-#pragma unroll
-            for (int d = 1; d < WARP; d <<= 1) {
-                Partial<acc_t> u;
-                u.value = shfl_up(v.value, d);
-                u.has = shfl_up(v.has, d);
-                if (lane - d >= run_start) {
-                    u.template append<K>(v, f);
-                    v = u;
-                }
-            }
-            // The owner lane takes its run's total from the run's last lane.
-            const uint64_t my_end = incl < base + WARP ? incl : base + WARP;
-            const bool mine = size > 0 && my_excl < base + WARP && incl > base;
-            const int tail = mine ? int(my_end - 1 - base) : 0;
-            Partial<acc_t> r;
-            r.value = shfl(v.value, tail);
-            r.has = shfl(v.has, tail);
-            if (mine) {
-                own.template append<K>(r, f);
-            }
-        }
+        Partial<acc_t> own = total < 0xffffff00ull
+                                 ? expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), f)
+                                 : expand<K, uint64_t>(p, sh, excl, size, total, f);
         f.attribute(it.task);
         finish<K>(p, a, it, own, false, f);
         publish(a.fault, f);

@@ -24,7 +24,7 @@ struct LaunchArgs {
     const uint32_t* split_segments;  // merge: segment ids grouped by split task
     FaultRecord* fault;
     uint32_t* sizes;           // sizes kernel: (lo, hi) per task, saturated to u32
-    uint32_t cte_thread_ratio;  // CTE: fold per lane when max size <= ratio * rounds (0: never)
+    uint32_t cte_serial_max;   // CTE: fold per lane when the warp's longest item is at most this
     uint32_t pad;
 };
 

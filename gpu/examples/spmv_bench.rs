@@ -19,9 +19,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 i += 1;
                 opts.runs = args.get(i).ok_or("--runs needs a value")?.parse()?;
             }
-            "--ratio" => {
+            "--serial-max" => {
                 i += 1;
-                opts.cte_thread_ratio = args.get(i).ok_or("--ratio needs a value")?.parse()?;
+                opts.cte_serial_max = args.get(i).ok_or("--serial-max needs a value")?.parse()?;
             }
             "--mtx" => {
                 i += 1;

@@ -152,8 +152,8 @@ pub struct SpmvBenchOptions {
     pub warmup: usize,
     /// Fixed CTE segment lengths timed besides the automatic choice.
     pub segment_lens: Vec<u32>,
-    /// `cte_thread_ratio` of the CTE variants.
-    pub cte_thread_ratio: u32,
+    /// `cte_serial_max` of the CTE variants (besides the tuning variants).
+    pub cte_serial_max: u32,
 }
 
 impl Default for SpmvBenchOptions {
@@ -163,7 +163,7 @@ impl Default for SpmvBenchOptions {
             runs: 20,
             warmup: 3,
             segment_lens: vec![32, 64, 256],
-            cte_thread_ratio: LaunchConfig::default().cte_thread_ratio,
+            cte_serial_max: LaunchConfig::default().cte_serial_max,
         }
     }
 }
@@ -403,12 +403,20 @@ pub fn run_spmv(
         let cte = |split| LaunchConfig {
             decomposition: Decomposition::Cte,
             split,
-            cte_thread_ratio: opts.cte_thread_ratio,
+            cte_serial_max: opts.cte_serial_max,
         };
         configs.push(("cte".into(), cte(Split::Auto)));
         configs.push(("cte:whole".into(), cte(Split::Never)));
         for &s in &opts.segment_lens {
             configs.push((format!("cte:S={s}"), cte(Split::Max(s))));
+        }
+        // The serial fallback off and wider, for tuning `cte_serial_max`.
+        for serial in [0u32, 32] {
+            let c = LaunchConfig {
+                cte_serial_max: serial,
+                ..cte(Split::Auto)
+            };
+            configs.push((format!("cte:serial={serial}"), c));
         }
         for (vname, cfg) in configs {
             let mut y = vec![f32::NAN; n];

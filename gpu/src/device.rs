@@ -111,10 +111,10 @@ pub struct LaunchConfig {
     /// (task lists are launched as given).
     pub split: Split,
     /// CTE folds each lane's own task serially (the 1D order) in a warp
-    /// whose longest task has at most this many times as many fine tasks as
-    /// expansion would take rounds: even warps gain nothing from expansion
-    /// and pay its shuffles. 0 always expands.
-    pub cte_thread_ratio: u32,
+    /// whose longest task has at most this many fine tasks: a few serial
+    /// steps cost less than expansion's shuffles, and there is nothing to
+    /// balance (the 5-point grid). 0 always expands.
+    pub cte_serial_max: u32,
 }
 
 impl Default for LaunchConfig {
@@ -122,7 +122,7 @@ impl Default for LaunchConfig {
         LaunchConfig {
             decomposition: Decomposition::Cte,
             split: Split::Auto,
-            cte_thread_ratio: 2,
+            cte_serial_max: 8,
         }
     }
 }

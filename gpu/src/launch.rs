@@ -69,7 +69,7 @@ pub struct LaunchArgs {
     pub split_segments: u64,
     pub fault: u64,
     pub sizes: u64,
-    pub cte_thread_ratio: u32,
+    pub cte_serial_max: u32,
     pub pad: u32,
 }
 
@@ -294,7 +294,7 @@ pub struct Prepared {
     params: ParamBlock,
     tasks: PreparedTasks,
     decomposition: Decomposition,
-    cte_thread_ratio: u32,
+    cte_serial_max: u32,
     fault: DeviceBuffer<u64>,
 }
 
@@ -321,7 +321,7 @@ impl Prepared {
             params,
             tasks: PreparedTasks::All(0),
             decomposition: config.decomposition,
-            cte_thread_ratio: config.cte_thread_ratio,
+            cte_serial_max: config.cte_serial_max,
             fault: DeviceBuffer::zeros(dev, FAULT_WORDS)?,
         };
         p.tasks =
@@ -445,7 +445,7 @@ impl Prepared {
                 let a = LaunchArgs {
                     n_items: *n,
                     fault,
-                    cte_thread_ratio: self.cte_thread_ratio,
+                    cte_serial_max: self.cte_serial_max,
                     ..Default::default()
                 };
                 self.launch_kernel(&format!("{prefix}_all"), grid(*n, tpi)?, &a)
@@ -460,7 +460,7 @@ impl Prepared {
                     split: l.split.device_ptr(&self.dev),
                     split_segments: l.split_segments.device_ptr(&self.dev),
                     fault,
-                    cte_thread_ratio: self.cte_thread_ratio,
+                    cte_serial_max: self.cte_serial_max,
                     ..Default::default()
                 };
                 self.launch_kernel(&format!("{prefix}_list"), grid(a.n_items, tpi)?, &a)?;

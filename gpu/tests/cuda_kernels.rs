@@ -126,17 +126,17 @@ fn configs(a: &Csr<f32>) -> Vec<(String, LaunchConfig, Option<TaskList>)> {
             &[Split::Never]
         };
         for &s in splits {
-            for ratio in if d == Decomposition::Cte {
-                vec![0, 2]
+            for serial in if d == Decomposition::Cte {
+                vec![0, 8, 64]
             } else {
-                vec![2]
+                vec![8]
             } {
                 let cfg = LaunchConfig {
                     decomposition: d,
                     split: s,
-                    cte_thread_ratio: ratio,
+                    cte_serial_max: serial,
                 };
-                out.push((format!("{d} all split={s:?} ratio={ratio}"), cfg, None));
+                out.push((format!("{d} all split={s:?} serial={serial}"), cfg, None));
             }
         }
         for max in [7u32, 64, u32::MAX] {

@@ -1,0 +1,92 @@
+//! `warpfit bench spmv`: warpfit's decompositions against cuSPARSE on the GPU.
+//!
+//! The protocol lives in `warpfit_gpu::bench` (CPU check first, CUDA events,
+//! L2 flushed before every run, median of at least 20 runs, copy bandwidth
+//! measured in the same run); this module parses the options, prints
+//! progress and writes the `## GPU SpMV` section of `BENCHMARKS.md`.
+
+use std::path::{Path, PathBuf};
+use warpfit::gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
+use warpfit::gpu::CudaDevice;
+use warpfit::{Error, Result};
+
+/// Options of `warpfit bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// What to benchmark (only `spmv` so far).
+    #[arg(value_parser = ["spmv"])]
+    pub kernel: String,
+    /// Matrix suite: `default` (RMAT 20/22/24, uniform 2^22/2^24, rgg 2^22
+    /// random and spatial, grid 4096²) or `small` (a smoke run).
+    #[arg(long, default_value = "default", value_parser = ["default", "small"])]
+    pub suite: String,
+    /// Generated matrices to run instead of the suite (`--gen rmat:scale=20`); repeatable.
+    #[arg(long = "gen", value_name = "SPEC")]
+    pub gens: Vec<String>,
+    /// Matrix Market files to add (the largest real matrices); repeatable.
+    #[arg(long = "mtx", value_name = "FILE")]
+    pub mtx: Vec<PathBuf>,
+    /// Timed runs per variant; the median is reported.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(20..))]
+    pub runs: u32,
+    /// Untimed runs before timing.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Replace the `## GPU SpMV` section of this Markdown file with the report.
+    #[arg(long, value_name = "FILE")]
+    pub write: Option<PathBuf>,
+}
+
+/// Runs `warpfit bench`.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let mut opts = SpmvBenchOptions {
+        runs: args.runs as usize,
+        warmup: args.warmup as usize,
+        ..SpmvBenchOptions::default()
+    };
+    opts.matrices = if !args.gens.is_empty() {
+        args.gens
+            .iter()
+            .map(|g| g.parse().map(MatrixSource::Gen))
+            .collect::<Result<Vec<_>>>()?
+    } else if args.suite == "small" {
+        small_suite()
+    } else {
+        default_suite()
+    };
+    opts.matrices.extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
+    let dev = CudaDevice::new(args.device)?;
+    let report = run_spmv(&dev, &opts, &mut |line| eprintln!("{line}"))?;
+    let command: Vec<String> = std::env::args().collect();
+    let md = report.to_markdown(&format!("warpfit {}", command[1..].join(" ")));
+    println!("{md}");
+    if let Some(path) = &args.write {
+        write_section(path, "## GPU SpMV", &md)?;
+        eprintln!("wrote the `## GPU SpMV` section of {}", path.display());
+    }
+    Ok(())
+}
+
+/// Replaces (or appends) the section that starts with `heading` in the
+/// Markdown file at `path`, up to the next heading of the same level.
+fn write_section(path: &Path, heading: &str, body: &str) -> Result<()> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
+    };
+    let section = format!("{heading}\n\n{body}\n");
+    let new = match old.find(&format!("{heading}\n")) {
+        Some(start) => {
+            let after = start + heading.len() + 1;
+            let end = old[after..].find("\n## ").map_or(old.len(), |i| after + i + 1);
+            format!("{}{section}{}", &old[..start], &old[end..])
+        }
+        None if old.is_empty() => format!("# Benchmarks\n\n{section}"),
+        None => format!("{}\n{section}", old.trim_end()),
+    };
+    std::fs::write(path, new).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+}

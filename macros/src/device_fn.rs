@@ -23,8 +23,6 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let em = Emitter {
         locals: &f.locals,
         params: &[],
-        calls: &f.calls,
-        in_module: false,
     };
     let params = f.params.iter().map(|id| {
         let n = em.local(*id);

@@ -185,14 +185,16 @@ impl Emitter<'_> {
         match m {
             Method::Min if rt.is_float() => format!("warpfit::fmin({a})"),
             Method::Max if rt.is_float() => format!("warpfit::fmax({a})"),
+            // `wrapping_pow` by squaring, inline: the device library has no
+            // integer `pow`. Products wrap, so the result is exact mod 2^bits.
+            Method::Pow => format!(
+                "([](const {tn} wf_x, const uint32_t wf_e) -> {tn} {{ {tn} r = {one}, b = wf_x; \
+                 for (uint32_t e = wf_e; e != 0u; e >>= 1) {{ if (e & 1u) r = warpfit::mul<{tn}>(r, b); b = warpfit::mul<{tn}>(b, b); }} \
+                 return r; }}({a}))",
+                one = int_lit(1, rt)
+            ),
             // Templates for integers: explicit type, no deduction surprises.
-            Method::Min
-            | Method::Max
-            | Method::Abs
-            | Method::Clamp
-            | Method::Pow
-            | Method::Signum
-                if rt.is_int() =>
+            Method::Min | Method::Max | Method::Abs | Method::Clamp | Method::Signum if rt.is_int() =>
             {
                 format!("warpfit::{}<{tn}>({a})", m.name())
             }

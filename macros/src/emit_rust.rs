@@ -86,9 +86,6 @@ pub fn call_consts(calls: &[DeviceCall], in_module: bool) -> TokenStream {
 pub struct Emitter<'a> {
     pub locals: &'a [Local],
     pub params: &'a [Param],
-    pub calls: &'a [DeviceCall],
-    /// Whether code lives in the generated module (paths need `super`).
-    pub in_module: bool,
 }
 
 impl Emitter<'_> {
@@ -364,8 +361,6 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let em = Emitter {
         locals: &k.locals,
         params: &k.params,
-        calls: &k.calls,
-        in_module: true,
     };
     let f = fault();
     let res = |t: TokenStream| quote!(::core::result::Result<#t, #f>);

@@ -1,0 +1,270 @@
+//! The CUDA that `#[nested_reduce]` and `#[device_fn]` generate compiles with
+//! NVRTC against the device library, for every expression form, type and
+//! method of the kernel language. Needs only NVRTC, no GPU: skipped when
+//! NVRTC cannot be loaded, except under `CI=true`, where that fails.
+
+use warpfit::__private::KernelSpec;
+use warpfit::gpu::compile::{compile_uncached, translation_unit, Arch};
+use warpfit::gpu::probe::{self, Library};
+use warpfit::prelude::*;
+
+#[nested_reduce]
+pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0.0, |a, b| a + b);
+}
+
+#[nested_reduce]
+pub fn relax(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi)
+        .map(|e| dist[src[e] as usize] + w[e])
+        .fold(dist[v], f32::min);
+}
+
+#[device_fn]
+pub fn sq(a: f64) -> f64 {
+    a * a
+}
+
+#[device_fn]
+pub fn hyp(a: f64, b: f64) -> f64 {
+    let s: f64 = sq(a) + sq(b);
+    s.sqrt()
+}
+
+#[device_fn]
+pub fn idiv(a: i64, b: i64) -> i64 {
+    a / b % 7
+}
+
+#[device_fn]
+pub fn umax(a: u64, b: u64) -> u64 {
+    a.max(b)
+}
+
+/// Every expression form on every type; compiled, not run. Deliberately
+/// redundant (`min` then `max` then `clamp`, …), hence the lint allowance.
+#[nested_reduce]
+#[allow(clippy::all)]
+pub fn every_form(
+    t: usize,
+    ptr: &[u32],
+    f: &[f32],
+    d: &[f64],
+    i: &[i32],
+    u: &[u32],
+    l: &[i64],
+    q: &[u64],
+    b: &[u8],
+    m: &[bool],
+    sf: f32,
+    si: i32,
+    sb: bool,
+    su8: u8,
+    of: &mut [f32],
+    od: &mut [f64],
+    oi: &mut [i32],
+    ou: &mut [u32],
+    ol: &mut [i64],
+    oq: &mut [u64],
+    ob: &mut [u8],
+    om: &mut [bool],
+) {
+    let lo = ptr[t] as usize;
+    let hi = ptr[t + 1] as usize;
+    let int = (hi - lo) as i32;
+    let float = sf * 0.5;
+    let x = (lo..hi)
+        .map(|k| {
+            let a = f[k];
+            let c = d[k];
+            let v = if m[k] && !sb || a > float {
+                a.sqrt() + a.exp() - a.ln() * a.powi(2) / a.powf(0.5)
+            } else {
+                a.mul_add(2.0, 1.0).floor().ceil().round().trunc()
+            };
+            let w = v.sin()
+                + v.cos()
+                + v.tanh()
+                + v.exp2()
+                + v.log2()
+                + v.log10()
+                + v.signum()
+                + v.abs();
+            let w = w + v.min(1.0).max(-1.0).clamp(0.0, 0.5) + if v.is_nan() { 1.0 } else { -v };
+            let z =
+                hyp(c, c * 0.5) + c % 3.0 + f64::INFINITY.min(f64::MAX) - f64::EPSILON * f64::MIN;
+            let cs = (i[k] as f32)
+                + (u[k] as f32)
+                + (l[k] as f32)
+                + (q[k] as f32)
+                + (b[k] as f32)
+                + ((m[k] as u8) as f32);
+            w + (z as f32) + cs + f32::INFINITY.min(f32::MAX) + f32::EPSILON
+                - f32::NAN.max(f32::MIN)
+                + f32::NEG_INFINITY.max(0.0)
+                + (int as f32)
+        })
+        .fold(sf, |p, r| p + r);
+    let y = {
+        let h = x * 2.0;
+        h - 1.0
+    };
+    of[t] = y;
+    of[t] += 1.0;
+    of[t] -= 1.0;
+    of[t] *= 2.0;
+    of[t] /= 2.0;
+    of[t] %= 1000.0;
+    od[t] = (y as f64) + hyp(1.0, 2.0);
+    let ii = i[t];
+    oi[t] = ((si * 3 - ii / 2 % 5) << 3 >> 1u8 & 0xff
+        | 1 ^ -ii.abs().min(i32::MAX).max(i32::MIN).clamp(-5, 5).pow(2))
+        + !ii;
+    oi[t] <<= 1;
+    oi[t] >>= 1;
+    oi[t] &= 7;
+    oi[t] |= 8;
+    oi[t] ^= 2;
+    oi[t] %= 3;
+    ou[t] = (u[t] / 3 % 7).pow(2).min(u32::MAX) + (sb as u32) + !u[t];
+    if ou[t] > 10 {
+        ol[t] = idiv(l[t], i64::MIN) * -1 - (l[t] << 63u32);
+    } else if sb {
+        ol[t] = i64::MAX;
+    } else {
+        ol[t] = -9_223_372_036_854_775_808;
+    }
+    oq[t] = umax(q[t], u64::MAX) + (t as u64) * 18_446_744_073_709_551_615;
+    oq[t] >>= (t as u64) + 65;
+    ob[t] = (su8 << 2)
+        + !b[t]
+        + (b[t] & 0x0f)
+        + (b[t] ^ 1u8)
+        + (b[t] | su8)
+        + u8::MAX
+        + ((1.0e9f32) as u8);
+    om[t] = (m[t] & sb | !sb) ^ (ob[t] == u8::MIN) || m[t] != sb && b[t] < su8;
+}
+
+/// The PageRank pull step, with scalars.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn pagerank(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    rank: &[f32],
+    inv_deg: &[f32],
+    base: f32,
+    damping: f32,
+    next: &mut [f32],
+) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = base
+        + damping
+            * (lo..hi)
+                .map(|e| rank[src[e] as usize] * inv_deg[src[e] as usize])
+                .fold(0.0, |a, b| a + b);
+}
+
+/// Prologue bindings read in the map, the init and the epilogue (`ctx_t`),
+/// an integer min reduce, a u8 accumulator, a bool accumulator.
+#[nested_reduce]
+pub fn ctx_use(t: usize, ptr: &[u32], w: &[u32], y: &mut [u32], a: &mut [bool]) {
+    let lo = ptr[t] as usize;
+    let hi = ptr[t + 1] as usize;
+    let bias = w[lo.min(hi)] + 1;
+    let m = (lo..hi).map(|k| w[k] + bias).fold(bias * 2, u32::min);
+    y[t] = m + bias;
+    a[t] = true;
+}
+
+#[nested_reduce]
+pub fn u8_max(t: usize, ptr: &[u32], w: &[u32], z: &mut [u8]) {
+    let lo = ptr[t] as usize;
+    let hi = ptr[t + 1] as usize;
+    z[t] = (lo..hi).map(|k| w[k] as u8).fold(0, |p, r| p.max(r));
+}
+
+#[nested_reduce]
+pub fn any_set(t: usize, ptr: &[u32], m: &[bool], a: &mut [bool]) {
+    let lo = ptr[t] as usize;
+    let hi = ptr[t + 1] as usize;
+    a[t] = (lo..hi).map(|k| m[k]).fold(false, |p, r| p || r);
+}
+
+#[device_fn]
+pub fn max_plus(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+#[nested_reduce]
+pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi)
+        .map(|e| dist[src[e] as usize] + w[e])
+        .fold(f32::NEG_INFINITY, max_plus);
+}
+
+fn nvrtc_or_skip() -> bool {
+    match probe::require(Library::Nvrtc) {
+        Ok(()) => true,
+        Err(e) => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("CI=true and NVRTC cannot be loaded: {e}");
+            }
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+const SPECS: &[&KernelSpec] = &[
+    &spmv::SPEC,
+    &relax::SPEC,
+    &every_form::SPEC,
+    &pagerank::SPEC,
+    &ctx_use::SPEC,
+    &any_set::SPEC,
+    &u8_max::SPEC,
+    &longest::SPEC,
+];
+
+#[test]
+fn generated_cuda_compiles_with_nvrtc() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for spec in SPECS {
+        let tu = translation_unit(spec);
+        let c = compile_uncached(spec.name, &tu, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
+    }
+}
+
+#[test]
+fn every_form_has_no_double_where_the_ir_says_f32() {
+    // The f32 map never widens: its only doubles come from the f64 inputs.
+    let src = every_form::CUDA_SOURCE;
+    let map = &src[src.find("acc_t map(").unwrap()..src.find("acc_t reduce(").unwrap()];
+    assert!(map.contains("const double c = "), "{map}");
+    assert!(map.contains("const float a = "), "{map}");
+    assert!(src.contains("typedef float acc_t;"));
+    assert!(
+        ctx_use::CUDA_SOURCE.contains("uint32_t bias;"),
+        "{}",
+        ctx_use::CUDA_SOURCE
+    );
+}

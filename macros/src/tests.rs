@@ -230,7 +230,7 @@ mod random {
                     sub(T::F),
                     prop::sample::select(vec!["<", "<=", "==", "!="])
                 )
-                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                    .prop_map(|(x, y, op)| format!("((a + {x}) {op} {y})")),
                 (sub(T::B), sub(T::B), prop::sample::select(vec!["&&", "||"]))
                     .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
                 sub(T::I).prop_map(|x| format!("({x} > 0)")),

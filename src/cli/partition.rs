@@ -1,0 +1,240 @@
+//! `warpfit partition`: cache-fit partitions of a matrix's work graph (DBWP).
+
+use super::input::MatrixInput;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use warpfit::runtime::partition::{
+    dbwp, parse_bytes, Bisection, Capacity, CoarsenOptions, Metrics, Partition, PartitionOptions,
+    WorkGraph, DEFAULT_SAFETY,
+};
+use warpfit::{Device, Error, Result};
+
+/// Work graphs with at least this many tuples get a progress bar (on a
+/// terminal): below it partitioning takes well under a second.
+const PROGRESS_MIN_TUPLES: usize = 1 << 20;
+
+/// Options of `warpfit partition`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PartitionArgs {
+    #[command(flatten)]
+    pub input: MatrixInput,
+    /// Cache size the partitions must fit: `50MB`, `8MiB`, `52428800`.
+    /// Defaults to the GPU's L2 when there is one.
+    #[arg(long, value_name = "BYTES")]
+    pub cache: Option<String>,
+    /// Bisection method: `kd` (K-D tiling, fast) or `bisect` (coarsened
+    /// multilevel bisection, fewer replicas).
+    #[arg(long, value_name = "kd|bisect", default_value = "kd")]
+    pub partitioner: String,
+    /// Coarsened bisection only: skip refinement on this many of the finest levels.
+    #[arg(long, value_name = "L", default_value_t = 0)]
+    pub skip_levels: u32,
+    /// Fraction of the cache a partition may fill, in (0, 1].
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_SAFETY)]
+    pub safety: f64,
+    /// Prints one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Writes the partition id of every tuple, one per line, in CSR order
+    /// (row by row, entries in stored order).
+    #[arg(long, value_name = "FILE")]
+    pub assignments: Option<PathBuf>,
+}
+
+/// The cache size: `--cache`, else the GPU's L2.
+fn cache_bytes(args: &PartitionArgs) -> Result<u64> {
+    match &args.cache {
+        Some(s) => parse_bytes(s),
+        None => Device::best()
+            .describe()
+            .l2_bytes
+            .map(|b| b as u64)
+            .ok_or_else(|| {
+                Error::invalid("no GPU here to take the L2 size from: give --cache BYTES (e.g. 8MiB)")
+            }),
+    }
+}
+
+fn bisection(args: &PartitionArgs) -> Result<Bisection> {
+    match args.partitioner.parse::<Bisection>()? {
+        Bisection::Coarsened(c) => Ok(Bisection::Coarsened(CoarsenOptions {
+            skip_levels: args.skip_levels,
+            ..c
+        })),
+        Bisection::KdTiling if args.skip_levels != 0 => Err(Error::invalid(
+            "--skip-levels applies to --partitioner bisect only",
+        )),
+        kd => Ok(kd),
+    }
+}
+
+/// Runs `warpfit partition`.
+pub fn run(args: &PartitionArgs) -> Result<()> {
+    let bisection = bisection(args)?;
+    let cache = cache_bytes(args)?;
+    let csr = args.input.load()?;
+    let (nrows, ncols) = (csr.nrows(), csr.ncols());
+    let graph = WorkGraph::from_csr(&csr)?;
+    // The partitioner needs only the work graph: free the values and indices.
+    drop(csr);
+    let capacity = Capacity::for_graph(&graph, cache)
+        .with_safety(args.safety)
+        .vertices()?;
+    let opts = PartitionOptions {
+        capacity,
+        bisection,
+    };
+    let partition = partition_with_progress(&graph, &opts, !args.json)?;
+    let m = Metrics::of(&graph, &partition)?;
+    if let Some(path) = &args.assignments {
+        write_assignments(path, &partition)?;
+    }
+    if args.json {
+        let v = serde_json::json!({
+            "input": args.input.label(),
+            "rows": nrows,
+            "cols": ncols,
+            "tuples": graph.n_tuples(),
+            "partitioner": args.partitioner,
+            "skip_levels": args.skip_levels,
+            "cache_bytes": cache,
+            "safety": args.safety,
+            "capacity": m.capacity,
+            "partitions": m.partitions,
+            "max_unique": m.max_unique,
+            "mean_unique": m.mean_unique,
+            "replication": m.replication,
+            "split_tasks": m.split_tasks,
+            "min_edges": m.min_edges,
+            "mean_edges": m.mean_edges,
+            "max_edges": m.max_edges,
+            "tree_depth": partition.tree().depth(),
+            "seconds": m.seconds,
+        });
+        println!("{v}");
+    } else {
+        println!("input:        {} ({nrows} x {ncols}, {} tuples)", args.input.label(), graph.n_tuples());
+        println!(
+            "capacity:     T = {} unique vertices ({} bytes of cache at safety {})",
+            m.capacity, cache, args.safety
+        );
+        println!("partitioner:  {}", args.partitioner);
+        println!("partitions:   {} (SJ-tree depth {})", m.partitions, partition.tree().depth());
+        println!("unique:       max {}, mean {:.1}", m.max_unique, m.mean_unique);
+        println!(
+            "edges:        min {}, mean {:.1}, max {}",
+            m.min_edges, m.mean_edges, m.max_edges
+        );
+        println!("replication:  R = {}", m.replication);
+        println!("split tasks:  {}", m.split_tasks);
+        println!("time:         {:.3} s", m.seconds);
+    }
+    Ok(())
+}
+
+/// DBWP with a progress bar on stderr for large inputs (hidden when stderr is
+/// not a terminal).
+fn partition_with_progress(graph: &WorkGraph, opts: &PartitionOptions, show: bool) -> Result<Partition> {
+    if !show || graph.n_tuples() < PROGRESS_MIN_TUPLES {
+        return dbwp(graph, opts, None);
+    }
+    let bar = indicatif::ProgressBar::new(graph.n_tuples() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "partitioning [{elapsed_precise}] {wide_bar} {pos}/{len} tuples",
+        )
+        .map_err(|e| Error::invalid(format!("progress bar template: {e}")))?,
+    );
+    // Reports arrive from several threads, possibly out of order: keep the max.
+    let high = AtomicU64::new(0);
+    let report = |done: u64| {
+        if high.fetch_max(done, Ordering::Relaxed) < done {
+            bar.set_position(done);
+        }
+    };
+    let result = dbwp(graph, opts, Some(&report));
+    bar.finish_and_clear();
+    result
+}
+
+/// One partition id per line, tuples in CSR order.
+fn write_assignments(path: &Path, partition: &Partition) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut out = std::io::BufWriter::new(file);
+    for a in partition.assignments() {
+        writeln!(out, "{a}").map_err(io)?;
+    }
+    out.flush().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeSet, HashMap};
+
+    fn args(gen: &str, cache: &str, partitioner: &str, out: Option<PathBuf>) -> PartitionArgs {
+        PartitionArgs {
+            input: MatrixInput {
+                matrix: None,
+                gen: Some(gen.into()),
+            },
+            cache: Some(cache.into()),
+            partitioner: partitioner.into(),
+            skip_levels: 0,
+            safety: 1.0,
+            json: true,
+            assignments: out,
+        }
+    }
+
+    /// The assignments file alone lets anyone check the partition: every
+    /// tuple has an id, and each partition's rows + columns fit the capacity.
+    #[test]
+    fn assignments_file_checks_independently() {
+        let gen = "grid2d:side=30";
+        let csr = warpfit::runtime::gen::grid2d(30).unwrap();
+        for partitioner in ["kd", "bisect"] {
+            let path = std::env::temp_dir().join(format!(
+                "warpfit-partition-{}-{partitioner}.txt",
+                std::process::id()
+            ));
+            // 1600 bytes / 4-byte f32 = 400 vertices per partition.
+            run(&args(gen, "1600", partitioner, Some(path.clone()))).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            let ids: Vec<u32> = text.lines().map(|l| l.parse().unwrap()).collect();
+            assert_eq!(ids.len(), csr.nnz());
+            let mut vertices: HashMap<u32, (BTreeSet<u32>, BTreeSet<u32>)> = HashMap::new();
+            for r in 0..csr.nrows() {
+                for k in csr.row_range(r) {
+                    let e = vertices.entry(ids[k]).or_default();
+                    e.0.insert(r as u32);
+                    e.1.insert(csr.col_idx()[k]);
+                }
+            }
+            assert!(vertices.len() > 1, "{partitioner}: expected several partitions");
+            for (p, (rows, cols)) in &vertices {
+                assert!(rows.len() + cols.len() <= 400, "{partitioner}: partition {p} too big");
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_bad_options() {
+        let mut a = args("grid2d:side=8", "1600", "metis", None);
+        assert!(run(&a).is_err());
+        a.partitioner = "kd".into();
+        a.skip_levels = 2;
+        assert!(run(&a).unwrap_err().to_string().contains("--skip-levels"));
+        a.skip_levels = 0;
+        a.cache = Some("12 parsecs".into());
+        assert!(run(&a).is_err());
+        a.cache = Some("4".into());
+        assert!(run(&a).unwrap_err().to_string().contains("at least 2"));
+    }
+}

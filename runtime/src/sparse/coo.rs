@@ -156,11 +156,20 @@ impl<T> Coo<T> {
 
 impl<T: Copy + Send + Sync> Coo<T> {
     /// Converts to CSR by a parallel stable counting sort on the row index:
-    /// entries of a row keep their input order and duplicates are kept. Peak
-    /// memory is the input plus the output (no intermediate copy).
+    /// entries of a row keep their input order and duplicates are kept.
+    /// Entries already in row order are only counted (and copied).
     pub fn to_csr(&self) -> Result<Csr<T>> {
         let nnz = self.nnz();
         to_u32("nnz", nnz)?;
+        if self.rows_sorted() {
+            return Ok(Csr::from_parts_unchecked(
+                self.nrows,
+                self.ncols,
+                self.sorted_row_ptr(),
+                self.cols.clone(),
+                self.values.clone(),
+            ));
+        }
         let (nrows, ncols) = (self.nrows, self.ncols);
         let src = CooSource {
             chunks: par::even_ranges(nnz, par::sort_chunks(nnz, nrows)),
@@ -172,12 +181,23 @@ impl<T: Copy + Send + Sync> Coo<T> {
         ))
     }
 
-    /// Like [`Coo::to_csr`], consuming the COO: for large matrices with many
-    /// rows its arrays are released halfway, before the CSR arrays are
-    /// allocated, which lowers peak memory.
+    /// Like [`Coo::to_csr`], consuming the COO: entries already in row order
+    /// keep their column and value arrays (no copy), and for large matrices
+    /// with many rows the COO arrays are released halfway through the sort,
+    /// before the CSR arrays are allocated, which lowers peak memory.
     pub fn into_csr(self) -> Result<Csr<T>> {
         let nnz = self.nnz();
         to_u32("nnz", nnz)?;
+        if self.rows_sorted() {
+            let row_ptr = self.sorted_row_ptr();
+            return Ok(Csr::from_parts_unchecked(
+                self.nrows,
+                self.ncols,
+                row_ptr,
+                self.cols,
+                self.values,
+            ));
+        }
         let (nrows, ncols) = (self.nrows, self.ncols);
         let src = CooSource {
             chunks: par::even_ranges(nnz, par::sort_chunks(nnz, nrows)),
@@ -199,6 +219,34 @@ impl<T: Copy + Send + Sync> Coo<T> {
         let mut csr = self.to_csr()?;
         csr.sum_duplicates();
         Ok(csr)
+    }
+}
+
+impl<T> Coo<T> {
+    /// Whether the entries are already in row order (then conversion to CSR
+    /// is a count, not a sort).
+    fn rows_sorted(&self) -> bool {
+        let r = &self.rows;
+        if r.len() >= par::PAR_MIN {
+            (0..r.len() - 1)
+                .into_par_iter()
+                .with_min_len(1 << 14)
+                .all(|k| r[k] <= r[k + 1])
+        } else {
+            r.windows(2).all(|w| w[0] <= w[1])
+        }
+    }
+
+    /// Row pointers of row-ordered entries.
+    fn sorted_row_ptr(&self) -> Vec<u32> {
+        let mut ptr = vec![0u32; self.nrows + 1];
+        for &r in &self.rows {
+            ptr[r as usize + 1] += 1;
+        }
+        for k in 0..self.nrows {
+            ptr[k + 1] += ptr[k];
+        }
+        ptr
     }
 }
 

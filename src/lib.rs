@@ -1,4 +1,10 @@
 //! warpfit: irregular sparse-matrix and graph kernels as plain Rust map/fold.
+
+// Generated code names `::warpfit::…`; this makes those paths resolve inside
+// this crate too (its own apps are `#[nested_reduce]` kernels).
+extern crate self as warpfit;
+
+pub mod apps;
 pub use warpfit_gpu as gpu;
 pub use warpfit_gpu::{Decomposition, Device, LaunchConfig};
 pub use warpfit_macros::{device_fn, nested_reduce};
@@ -14,9 +20,11 @@ pub mod prelude {
 /// Items the generated code refers to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use warpfit_gpu::spec::{Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, ScalarType};
-    pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
-    pub use warpfit_runtime::{Error, Result, Tasks};
+    pub use warpfit_gpu::spec::{
+        Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, ScalarType,
+    };
     pub use warpfit_gpu::{Device, LaunchConfig};
+    pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::partition::WorkGraph;
+    pub use warpfit_runtime::{Error, Result, Tasks};
 }

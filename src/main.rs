@@ -1,1 +1,39 @@
-fn main() {}
+//! The `warpfit` command line.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cli;
+
+#[derive(Debug, Parser)]
+#[command(name = "warpfit", version, about = "Warp-collaborative sparse and graph kernels", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Backend in use, device name, L2 size when there is a GPU.
+    Info,
+    /// Writes a generated matrix as Matrix Market.
+    Gen(cli::gen::GenArgs),
+    /// Runs an app (spmv, pagerank, sssp, bfs) on a matrix.
+    Run(cli::run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Info => cli::info::run(),
+        Command::Gen(args) => cli::gen::run(args),
+        Command::Run(args) => cli::run::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

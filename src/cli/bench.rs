@@ -57,7 +57,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     } else {
         default_suite()
     };
-    opts.matrices.extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
+    opts.matrices
+        .extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
     let dev = CudaDevice::new(args.device)?;
     let report = run_spmv(&dev, &opts, &mut |line| eprintln!("{line}"))?;
     let command: Vec<String> = std::env::args().collect();
@@ -76,17 +77,27 @@ fn write_section(path: &Path, heading: &str, body: &str) -> Result<()> {
     let old = match std::fs::read_to_string(path) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
+        Err(source) => {
+            return Err(Error::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     };
     let section = format!("{heading}\n\n{body}\n");
     let new = match old.find(&format!("{heading}\n")) {
         Some(start) => {
             let after = start + heading.len() + 1;
-            let end = old[after..].find("\n## ").map_or(old.len(), |i| after + i + 1);
+            let end = old[after..]
+                .find("\n## ")
+                .map_or(old.len(), |i| after + i + 1);
             format!("{}{section}{}", &old[..start], &old[end..])
         }
         None if old.is_empty() => format!("# Benchmarks\n\n{section}"),
         None => format!("{}\n{section}", old.trim_end()),
     };
-    std::fs::write(path, new).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+    std::fs::write(path, new).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
 }

@@ -51,7 +51,9 @@ fn cache_bytes(args: &PartitionArgs) -> Result<u64> {
             .l2_bytes
             .map(|b| b as u64)
             .ok_or_else(|| {
-                Error::invalid("no GPU here to take the L2 size from: give --cache BYTES (e.g. 8MiB)")
+                Error::invalid(
+                    "no GPU here to take the L2 size from: give --cache BYTES (e.g. 8MiB)",
+                )
             }),
     }
 }
@@ -114,14 +116,25 @@ pub fn run(args: &PartitionArgs) -> Result<()> {
         });
         println!("{v}");
     } else {
-        println!("input:        {} ({nrows} x {ncols}, {} tuples)", args.input.label(), graph.n_tuples());
+        println!(
+            "input:        {} ({nrows} x {ncols}, {} tuples)",
+            args.input.label(),
+            graph.n_tuples()
+        );
         println!(
             "capacity:     T = {} unique vertices ({} bytes of cache at safety {})",
             m.capacity, cache, args.safety
         );
         println!("partitioner:  {}", args.partitioner);
-        println!("partitions:   {} (SJ-tree depth {})", m.partitions, partition.tree().depth());
-        println!("unique:       max {}, mean {:.1}", m.max_unique, m.mean_unique);
+        println!(
+            "partitions:   {} (SJ-tree depth {})",
+            m.partitions,
+            partition.tree().depth()
+        );
+        println!(
+            "unique:       max {}, mean {:.1}",
+            m.max_unique, m.mean_unique
+        );
         println!(
             "edges:        min {}, mean {:.1}, max {}",
             m.min_edges, m.mean_edges, m.max_edges
@@ -135,7 +148,11 @@ pub fn run(args: &PartitionArgs) -> Result<()> {
 
 /// DBWP with a progress bar on stderr for large inputs (hidden when stderr is
 /// not a terminal).
-fn partition_with_progress(graph: &WorkGraph, opts: &PartitionOptions, show: bool) -> Result<Partition> {
+fn partition_with_progress(
+    graph: &WorkGraph,
+    opts: &PartitionOptions,
+    show: bool,
+) -> Result<Partition> {
     if !show || graph.n_tuples() < PROGRESS_MIN_TUPLES {
         return dbwp(graph, opts, None);
     }
@@ -217,9 +234,15 @@ mod tests {
                     e.1.insert(csr.col_idx()[k]);
                 }
             }
-            assert!(vertices.len() > 1, "{partitioner}: expected several partitions");
+            assert!(
+                vertices.len() > 1,
+                "{partitioner}: expected several partitions"
+            );
             for (p, (rows, cols)) in &vertices {
-                assert!(rows.len() + cols.len() <= 400, "{partitioner}: partition {p} too big");
+                assert!(
+                    rows.len() + cols.len() <= 400,
+                    "{partitioner}: partition {p} too big"
+                );
             }
         }
     }

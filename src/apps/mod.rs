@@ -1,0 +1,46 @@
+//! Ready-made kernels and their drivers: SpMV, PageRank, SSSP (Bellman-Ford)
+//! and BFS, each a `#[nested_reduce]` kernel over a CSR matrix. The `warpfit`
+//! CLI and the examples run these; they double as worked examples of the
+//! kernel language.
+
+mod graph;
+mod kernels;
+
+pub use graph::{bfs, pagerank, sssp, Graph, PageRankOptions};
+pub use kernels::{bfs_step, pagerank_pull, relax, spmv};
+
+use crate::runtime::Csr;
+use crate::{Device, LaunchConfig, Result};
+
+/// The input vector the `spmv` app multiplies by: `x[i] = 1 + (i mod 7) / 7`.
+pub fn spmv_input(n: usize) -> Vec<f32> {
+    (0..n).map(|i| 1.0 + (i % 7) as f32 / 7.0).collect()
+}
+
+/// `y = A·x` on `device`.
+pub fn spmv_csr(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<f32>,
+    x: &[f32],
+) -> Result<Vec<f32>> {
+    if x.len() != a.ncols() {
+        return Err(crate::Error::length(
+            "spmv: x (= ncols)",
+            a.ncols(),
+            x.len(),
+        ));
+    }
+    let mut y = vec![0.0f32; a.nrows()];
+    spmv::launch_with(
+        device,
+        config,
+        a.nrows(),
+        a.row_ptr(),
+        a.col_idx(),
+        a.values(),
+        x,
+        &mut y,
+    )?;
+    Ok(y)
+}

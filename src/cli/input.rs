@@ -1,0 +1,43 @@
+//! The matrix a subcommand works on: a Matrix Market file or a generator spec.
+
+use std::path::PathBuf;
+use warpfit::runtime::gen::GenSpec;
+use warpfit::runtime::sparse::{mm, Csr};
+use warpfit::{Error, Result};
+
+/// `--matrix FILE.mtx` or `--gen SPEC`, exactly one.
+#[derive(Debug, Clone, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct MatrixInput {
+    /// Matrix Market file (coordinate; real, integer or pattern).
+    #[arg(long, value_name = "FILE.mtx")]
+    pub matrix: Option<PathBuf>,
+    /// Generated input, e.g. `rmat:scale=20,edge_factor=16,seed=1`,
+    /// `uniform:n=1048576,per_row=16`, `rgg:n=1048576,order=spatial`, `grid2d:side=4096`.
+    #[arg(long = "gen", value_name = "SPEC")]
+    pub gen: Option<String>,
+}
+
+impl MatrixInput {
+    /// Reads or generates the matrix, with f32 values.
+    pub fn load(&self) -> Result<Csr<f32>> {
+        match (&self.matrix, &self.gen) {
+            (Some(path), None) => mm::read_csr::<f32>(path),
+            (None, Some(spec)) => spec.parse::<GenSpec>()?.generate(),
+            _ => Err(Error::invalid(
+                "give exactly one of --matrix FILE or --gen SPEC",
+            )),
+        }
+    }
+
+    /// A short name for summaries: the file name or the canonical spec.
+    pub fn label(&self) -> String {
+        match (&self.matrix, &self.gen) {
+            (Some(p), _) => p.display().to_string(),
+            (_, Some(s)) => s
+                .parse::<GenSpec>()
+                .map_or_else(|_| s.clone(), |g| g.to_string()),
+            _ => String::new(),
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! The built-in apps on the CPU backend against straightforward references,
+//! on generated and real matrices; task-list launches against whole-task ones.
+
+use std::collections::{BinaryHeap, VecDeque};
+use warpfit::apps::{self, Graph, PageRankOptions};
+use warpfit::runtime::gen::GenSpec;
+use warpfit::runtime::sparse::{mm, Csr};
+use warpfit::{Device, LaunchConfig, Segment, TaskList};
+
+fn generated() -> Vec<(String, Csr<f32>)> {
+    [
+        "rmat:scale=12,edge_factor=16,seed=3",
+        "uniform:n=3000,per_row=9,seed=4",
+        "rgg:n=4000,seed=5",
+        "grid2d:side=40",
+    ]
+    .iter()
+    .map(|s| {
+        (
+            s.to_string(),
+            s.parse::<GenSpec>().unwrap().generate().unwrap(),
+        )
+    })
+    .collect()
+}
+
+fn real() -> Vec<(String, Csr<f32>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "mtx") {
+            out.push((
+                path.display().to_string(),
+                mm::read_csr::<f32>(&path).unwrap(),
+            ));
+        }
+    }
+    assert!(out.len() >= 3, "tests/data should hold real matrices");
+    out
+}
+
+fn all_matrices() -> Vec<(String, Csr<f32>)> {
+    let mut m = generated();
+    m.extend(real());
+    m
+}
+
+/// Plain loop, accumulated in f64: the independent reference.
+fn spmv_reference(a: &Csr<f32>, x: &[f32]) -> Vec<f64> {
+    (0..a.nrows())
+        .map(|r| {
+            a.row_range(r)
+                .map(|k| a.values()[k] as f64 * x[a.col_idx()[k] as usize] as f64)
+                .sum()
+        })
+        .collect()
+}
+
+/// Σ |a_rk · x_k| per row: the scale of f32 rounding error under cancellation.
+fn abs_sums(a: &Csr<f32>, x: &[f32]) -> Vec<f64> {
+    (0..a.nrows())
+        .map(|r| {
+            a.row_range(r)
+                .map(|k| (a.values()[k] as f64 * x[a.col_idx()[k] as usize] as f64).abs())
+                .sum()
+        })
+        .collect()
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f64], a: &Csr<f32>, x: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let scale = abs_sums(a, x);
+    for (r, (&g, &w)) in got.iter().zip(want).enumerate() {
+        // f32 accumulation: error bound grows with the row length and Σ|terms|.
+        let len = a.row_range(r).len();
+        let tol = 1.2e-7 * (len as f64 + 2.0) * scale[r].max(w.abs()) + 1e-30;
+        assert!(
+            (g as f64 - w).abs() <= tol,
+            "{what}: row {r}: got {g}, want {w} (tol {tol})"
+        );
+    }
+}
+
+#[test]
+fn spmv_matches_plain_loop_on_generated_and_real_matrices() {
+    let dev = Device::cpu();
+    for (name, a) in all_matrices() {
+        let x = apps::spmv_input(a.ncols());
+        let y = apps::spmv_csr(&dev, &LaunchConfig::default(), &a, &x).unwrap();
+        assert_close(&name, &y, &spmv_reference(&a, &x), &a, &x);
+    }
+}
+
+#[test]
+fn split_task_lists_equal_whole_task_launches() {
+    let dev = Device::cpu();
+    for (name, a) in all_matrices() {
+        let x = apps::spmv_input(a.ncols());
+        let mut whole = vec![0.0f32; a.nrows()];
+        apps::spmv::launch(
+            &dev,
+            a.nrows(),
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &x,
+            &mut whole,
+        )
+        .unwrap();
+        for max_len in [1, 3, 32] {
+            let list = TaskList::chunked(a.row_ptr(), max_len).unwrap();
+            let mut split = vec![f32::NAN; a.nrows()];
+            apps::spmv::launch(
+                &dev,
+                &list,
+                a.row_ptr(),
+                a.col_idx(),
+                a.values(),
+                &x,
+                &mut split,
+            )
+            .unwrap();
+            // Partials fold in list order: the same sums up to reassociation.
+            assert_close(
+                &format!("{name}, segments of {max_len}"),
+                &split,
+                &whole.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+                &a,
+                &x,
+            );
+        }
+    }
+}
+
+#[test]
+fn reversed_segment_order_folds_in_list_order() {
+    // (min, +) is exact in any order: a task split into segments listed
+    // backwards and interleaved with other tasks gives the whole result.
+    let a = "rmat:scale=10,edge_factor=8,seed=9"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let g = Graph::from_matrix(&a).unwrap();
+    let inc = &g.incoming;
+    let dist: Vec<f32> = (0..g.len()).map(|v| (v % 13) as f32).collect();
+    let dev = Device::cpu();
+    let mut whole = vec![0.0; g.len()];
+    apps::relax::launch(
+        &dev,
+        g.len(),
+        inc.row_ptr(),
+        inc.col_idx(),
+        inc.values(),
+        &dist,
+        &mut whole,
+    )
+    .unwrap();
+    let mut segs = Vec::new();
+    for t in (0..g.len()).rev() {
+        let (lo, hi) = (inc.row_ptr()[t], inc.row_ptr()[t + 1]);
+        let mid = lo + (hi - lo) / 2;
+        segs.push(Segment::new(t as u32, mid, hi));
+        segs.push(Segment::new(t as u32, lo, mid));
+    }
+    let list = TaskList::new(segs).unwrap();
+    let mut split = vec![0.0; g.len()];
+    apps::relax::launch(
+        &dev,
+        &list,
+        inc.row_ptr(),
+        inc.col_idx(),
+        inc.values(),
+        &dist,
+        &mut split,
+    )
+    .unwrap();
+    assert_eq!(whole, split);
+}
+
+fn pagerank_reference(a: &Csr<f32>, iters: usize, d: f64) -> Vec<f64> {
+    let n = a.nrows();
+    let mut rank = vec![1.0 / n as f64; n];
+    for _ in 0..iters {
+        let mut next = vec![0.0; n];
+        let mut dangling = 0.0;
+        for i in 0..n {
+            let r = a.row_range(i);
+            if r.is_empty() {
+                dangling += rank[i];
+            }
+            for k in r.clone() {
+                next[a.col_idx()[k] as usize] += rank[i] / r.len() as f64;
+            }
+        }
+        for v in next.iter_mut() {
+            *v = (1.0 - d) / n as f64 + d * (*v + dangling / n as f64);
+        }
+        rank = next;
+    }
+    rank
+}
+
+#[test]
+fn pagerank_matches_push_reference() {
+    let dev = Device::cpu();
+    for (name, a) in all_matrices() {
+        if a.nrows() != a.ncols() {
+            continue;
+        }
+        let g = Graph::from_matrix(&a).unwrap();
+        let opts = PageRankOptions {
+            iterations: 15,
+            ..Default::default()
+        };
+        let got = apps::pagerank(&dev, &LaunchConfig::default(), &g, opts).unwrap();
+        let want = pagerank_reference(&a, 15, 0.85);
+        let sum: f64 = got.iter().map(|&r| r as f64).sum();
+        assert!((sum - 1.0).abs() < 1e-3, "{name}: rank sum {sum}");
+        for (v, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g as f64 - w).abs() <= 1e-4 * w.max(1.0 / a.nrows() as f64) + 1e-7,
+                "{name}: vertex {v}: {g} vs {w}"
+            );
+        }
+    }
+}
+
+#[derive(PartialEq)]
+struct Item(f64, usize);
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Item {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+    }
+}
+
+fn dijkstra(a: &Csr<f32>, s: usize) -> Vec<f64> {
+    let mut dist = vec![f64::INFINITY; a.nrows()];
+    dist[s] = 0.0;
+    let mut heap = BinaryHeap::from([Item(0.0, s)]);
+    while let Some(Item(d, u)) = heap.pop() {
+        if d > dist[u] {
+            continue;
+        }
+        for k in a.row_range(u) {
+            let v = a.col_idx()[k] as usize;
+            let nd = d + a.values()[k].abs() as f64;
+            if nd < dist[v] {
+                dist[v] = nd;
+                heap.push(Item(nd, v));
+            }
+        }
+    }
+    dist
+}
+
+#[test]
+fn sssp_matches_dijkstra() {
+    let dev = Device::cpu();
+    for (name, a) in all_matrices() {
+        if a.nrows() != a.ncols() || a.nrows() == 0 {
+            continue;
+        }
+        let g = Graph::from_matrix(&a).unwrap();
+        let (got, _) = apps::sssp(&dev, &LaunchConfig::default(), &g, 0).unwrap();
+        let want = dijkstra(&a, 0);
+        for (v, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            if w.is_infinite() {
+                assert!(
+                    g.is_infinite(),
+                    "{name}: vertex {v} should be unreachable, got {g}"
+                );
+            } else {
+                assert!(
+                    (g as f64 - w).abs() <= 1e-4 * w.max(1.0),
+                    "{name}: vertex {v}: {g} vs {w}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bfs_matches_queue_bfs() {
+    let dev = Device::cpu();
+    for (name, a) in all_matrices() {
+        if a.nrows() != a.ncols() || a.nrows() == 0 {
+            continue;
+        }
+        let g = Graph::from_matrix(&a).unwrap();
+        let (got, _) = apps::bfs(&dev, &LaunchConfig::default(), &g, 0).unwrap();
+        let mut want = vec![-1i32; a.nrows()];
+        want[0] = 0;
+        let mut q = VecDeque::from([0usize]);
+        while let Some(u) = q.pop_front() {
+            for k in a.row_range(u) {
+                let v = a.col_idx()[k] as usize;
+                if want[v] < 0 {
+                    want[v] = want[u] + 1;
+                    q.push_back(v);
+                }
+            }
+        }
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn bad_sources_and_shapes_are_errors() {
+    let dev = Device::cpu();
+    let a = "grid2d:side=4"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let g = Graph::from_matrix(&a).unwrap();
+    let e = apps::sssp(&dev, &LaunchConfig::default(), &g, 16).unwrap_err();
+    assert!(e.to_string().contains("source vertex"), "{e}");
+    let rect = Csr::new(1, 2, vec![0, 1], vec![1], vec![1.0f32]).unwrap();
+    assert!(Graph::from_matrix(&rect)
+        .unwrap_err()
+        .to_string()
+        .contains("square"));
+    let x = vec![1.0; 3];
+    assert!(apps::spmv_csr(&dev, &LaunchConfig::default(), &rect, &x).is_err());
+}

@@ -20,6 +20,10 @@ enum Command {
     Gen(cli::gen::GenArgs),
     /// Runs an app (spmv, pagerank, sssp, bfs) on a matrix.
     Run(cli::run::RunArgs),
+    /// Partitions a matrix's work graph into cache-sized pieces (DBWP).
+    Partition(cli::partition::PartitionArgs),
+    /// Times the GPU SpMV variants against cuSPARSE.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +32,8 @@ fn main() -> ExitCode {
         Command::Info => cli::info::run(),
         Command::Gen(args) => cli::gen::run(args),
         Command::Run(args) => cli::run::run(args),
+        Command::Partition(args) => cli::partition::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,259 @@
+//! Kernels and inputs shared by the macro test suites (CPU twin and GPU).
+#![allow(dead_code)]
+
+use warpfit::prelude::*;
+
+/// y = A·x over (+, ×).
+#[nested_reduce]
+pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0.0, |a, b| a + b);
+}
+
+/// Bellman-Ford step over (min, +).
+#[nested_reduce]
+pub fn relax(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi)
+        .map(|e| dist[src[e] as usize] + w[e])
+        .fold(dist[v], f32::min);
+}
+
+/// PageRank pull step.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn pagerank(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    rank: &[f32],
+    inv_deg: &[f32],
+    base: f32,
+    damping: f32,
+    next: &mut [f32],
+) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = base
+        + damping
+            * (lo..hi)
+                .map(|e| rank[src[e] as usize] * inv_deg[src[e] as usize])
+                .fold(0.0, |a, b| a + b);
+}
+
+/// BFS step: an unreached vertex with an in-neighbour at level `cur` gets `cur + 1`.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn bfs_step(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    level: &[i32],
+    cur: i32,
+    next: &mut [i32],
+    changed: &mut [u32],
+) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let hits = (lo..hi)
+        .map(|e| {
+            if level[src[e] as usize] == cur {
+                1u32
+            } else {
+                0
+            }
+        })
+        .fold(0, |a, b| a + b);
+    if level[v] < 0 && hits > 0 {
+        next[v] = cur + 1;
+        changed[v] = 1;
+    } else if level[v] < 0 {
+        next[v] = -1;
+        changed[v] = 0;
+    } else {
+        next[v] = level[v];
+        changed[v] = 0;
+    }
+}
+
+/// ⊕ of the (max, +) semiring.
+#[device_fn]
+pub fn max_plus(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// One step of longest paths over (max, +).
+#[nested_reduce]
+pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi)
+        .map(|e| dist[src[e] as usize] + w[e])
+        .fold(f32::NEG_INFINITY, max_plus);
+}
+
+/// Row sums: no gather, so no work graph.
+#[nested_reduce]
+pub fn row_sum(row: usize, row_ptr: &[u32], val: &[f32], y: &mut [f32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| val[k]).fold(0.0, |a, b| a + b);
+}
+
+/// Integer arithmetic that overflows: wraps as in release Rust.
+#[nested_reduce]
+pub fn wrap_sum(row: usize, row_ptr: &[u32], val: &[i32], shift: u32, y: &mut [i32], z: &mut [u8]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let s = (lo..hi)
+        .map(|k| val[k] * 1_000_000)
+        .fold(i32::MAX, |a, b| a + b);
+    y[row] = (s << shift) / -1;
+    z[row] = (s as u8) * 200 + 100;
+}
+
+/// Division by a data value: zero is a fault, `MIN / -1` wraps.
+#[nested_reduce]
+pub fn quotient(row: usize, row_ptr: &[u32], num: &[i32], den: &[i32], y: &mut [i32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi)
+        .map(|k| num[k] / den[k] % 1000)
+        .fold(0, |a, b| a + b);
+}
+
+/// Integer division inside a device function: a fault, not a panic.
+#[device_fn]
+pub fn ratio(a: u32, b: u32) -> u32 {
+    let q = a / b;
+    q.min(100)
+}
+
+#[nested_reduce]
+pub fn ratios(row: usize, row_ptr: &[u32], a: &[u32], b: &[u32], y: &mut [u32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| ratio(a[k], b[k])).fold(0, |s, t| s + t);
+}
+
+/// Expression forms: blocks, `if` values, methods, casts that saturate,
+/// compound assignment reading the output, literals typed by context.
+#[nested_reduce]
+pub fn forms(
+    row: usize,
+    row_ptr: &[u32],
+    val: &[f32],
+    scale: f64,
+    y: &mut [f32],
+    sat: &mut [i32],
+    acc: &mut [f64],
+) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let n = (hi - lo) as f32;
+    let m = (lo..hi)
+        .map(|k| {
+            let v = val[k];
+            let c = v.clamp(-2.0, 2.0);
+            if c.is_nan() {
+                0.0
+            } else {
+                c.abs().sqrt().powi(2)
+            }
+        })
+        .fold(f32::NEG_INFINITY, |a, b| a.max(b));
+    y[row] = if n > 0.0 {
+        m * 0.5 + n.mul_add(2.0, 1.0)
+    } else {
+        -1.0
+    };
+    y[row] += 1.0;
+    sat[row] = (m * 1.0e10) as i32;
+    acc[row] = (m as f64) * scale + 0.25;
+}
+
+/// A u64 accumulator from `usize` fine-task indices, and `k` in the map.
+#[nested_reduce]
+pub fn index_sum(row: usize, row_ptr: &[u32], y: &mut [u64]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let base = row as u64 * 1000;
+    y[row] = (lo..hi).map(|k| k as u64 + base).fold(0, |a, b| a + b);
+}
+
+/// A small graph: 6 vertices, an empty row, a long row to split.
+pub fn graph() -> (Vec<u32>, Vec<u32>) {
+    let ptr = vec![0u32, 2, 2, 9, 10, 13, 14];
+    let src = vec![1u32, 3, 0, 1, 2, 3, 4, 5, 1, 0, 2, 5, 4, 3];
+    (ptr, src)
+}
+
+/// Exactly representable weights so that every fold order gives the same sum.
+pub fn weights(n: usize) -> Vec<f32> {
+    (0..n).map(|i| (i % 5) as f32 * 0.5 + 0.25).collect()
+}
+
+pub fn task_lists(ptr: &[u32]) -> Vec<TaskList> {
+    let mut lists = vec![TaskList::from_ptr(ptr).unwrap()];
+    for len in [1, 2, 3] {
+        lists.push(TaskList::chunked(ptr, len).unwrap());
+    }
+    // Segments out of order: split task 2 with its pieces apart.
+    let segs = vec![
+        Segment::new(2, 6, 9),
+        Segment::new(0, 0, 2),
+        Segment::new(5, 13, 14),
+        Segment::new(2, 2, 4),
+        Segment::new(3, 9, 10),
+        Segment::new(4, 10, 13),
+        Segment::new(1, 2, 2),
+        Segment::new(2, 4, 6),
+    ];
+    lists.push(TaskList::new(segs).unwrap());
+    lists
+}
+
+/// A deterministic graph of `n` vertices with skewed in-degrees (most short,
+/// a few hundreds long) for launches that exercise warp-level decompositions.
+pub fn skewed_graph(n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as u32
+    };
+    let mut ptr = vec![0u32];
+    let mut src = Vec::new();
+    for _ in 0..n {
+        let r = next() % 100;
+        let deg = match r {
+            0 => 300 + next() % 400,
+            1..=9 => 20 + next() % 60,
+            _ => next() % 8,
+        };
+        for _ in 0..deg {
+            src.push(next() % n as u32);
+        }
+        ptr.push(src.len() as u32);
+    }
+    (ptr, src)
+}
+
+/// Values that are multiples of 1/4 up to 2: sums of their products with
+/// multiples of 1/2 stay exact in f32 in any order, so results compare exactly.
+pub fn quarters(n: usize, seed: u32) -> Vec<f32> {
+    (0..n as u32)
+        .map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed) >> 7) % 9) as f32 * 0.25)
+        .collect()
+}

@@ -1,0 +1,188 @@
+//! Generated kernels on a CUDA GPU against their CPU twin: every
+//! decomposition, all tasks and split task lists, integer wrapping, faults.
+//! Needs a CUDA GPU; skipped without one, unless `WARPFIT_REQUIRE_GPU=1`.
+
+mod macro_common;
+
+use macro_common::*;
+use warpfit::prelude::*;
+
+fn gpu() -> Option<Device> {
+    match Device::open_cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            if std::env::var("WARPFIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("WARPFIT_REQUIRE_GPU=1 and no CUDA device: {e}");
+            }
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
+
+fn configs() -> Vec<LaunchConfig> {
+    [
+        Decomposition::Cte,
+        Decomposition::Thread,
+        Decomposition::SubWarp(4),
+        Decomposition::SubWarp(32),
+    ]
+    .into_iter()
+    .map(|decomposition| LaunchConfig {
+        decomposition,
+        ..LaunchConfig::default()
+    })
+    .collect()
+}
+
+fn lists(ptr: &[u32]) -> Vec<TaskList> {
+    vec![
+        TaskList::from_ptr(ptr).unwrap(),
+        TaskList::chunked(ptr, 7).unwrap(),
+        TaskList::chunked(ptr, 64).unwrap(),
+    ]
+}
+
+#[test]
+fn float_semirings_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let (ptr, src) = skewed_graph(3000, 7);
+    let n = ptr.len() - 1;
+    let w = quarters(src.len(), 3);
+    let x: Vec<f32> = quarters(n, 11).iter().map(|v| v * 2.0).collect();
+    let inv: Vec<f32> = quarters(n, 5);
+    let cpu = Device::cpu();
+    for cfg in configs() {
+        for list in lists(&ptr) {
+            let (mut a, mut b) = (vec![0.0f32; n], vec![1.0f32; n]);
+            spmv::launch_with(&cpu, &cfg, &list, &ptr, &src, &w, &x, &mut a).unwrap();
+            spmv::launch_with(&dev, &cfg, &list, &ptr, &src, &w, &x, &mut b).unwrap();
+            assert_eq!(a, b, "spmv {cfg:?}");
+            relax::launch_with(&cpu, &cfg, &list, &ptr, &src, &w, &x, &mut a).unwrap();
+            relax::launch_with(&dev, &cfg, &list, &ptr, &src, &w, &x, &mut b).unwrap();
+            assert_eq!(a, b, "relax {cfg:?}");
+            longest::launch_with(&cpu, &cfg, &list, &ptr, &src, &w, &x, &mut a).unwrap();
+            longest::launch_with(&dev, &cfg, &list, &ptr, &src, &w, &x, &mut b).unwrap();
+            assert_eq!(a, b, "longest {cfg:?}");
+            pagerank::launch_with(&cpu, &cfg, &list, &ptr, &src, &x, &inv, 0.25, 0.5, &mut a)
+                .unwrap();
+            pagerank::launch_with(&dev, &cfg, &list, &ptr, &src, &x, &inv, 0.25, 0.5, &mut b)
+                .unwrap();
+            assert_eq!(a, b, "pagerank {cfg:?}");
+        }
+    }
+}
+
+#[test]
+fn integer_kernels_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let (ptr, src) = skewed_graph(2000, 3);
+    let n = ptr.len() - 1;
+    let level: Vec<i32> = (0..n as i32)
+        .map(|v| if v % 5 == 0 { v % 3 } else { -1 })
+        .collect();
+    let val: Vec<i32> = src
+        .iter()
+        .map(|&s| (s as i32).wrapping_mul(40503) - 7_000_000)
+        .collect();
+    let cpu = Device::cpu();
+    for cfg in configs() {
+        let list = TaskList::chunked(&ptr, 16).unwrap();
+        let (mut a, mut b) = (vec![0i32; n], vec![9i32; n]);
+        let (mut ca, mut cb) = (vec![0u32; n], vec![9u32; n]);
+        bfs_step::launch_with(&cpu, &cfg, &list, &ptr, &src, &level, 1, &mut a, &mut ca).unwrap();
+        bfs_step::launch_with(&dev, &cfg, &list, &ptr, &src, &level, 1, &mut b, &mut cb).unwrap();
+        assert_eq!((&a, &ca), (&b, &cb), "bfs {cfg:?}");
+        let (mut za, mut zb) = (vec![0u8; n], vec![1u8; n]);
+        for shift in [0u32, 5, 37] {
+            wrap_sum::launch_with(&cpu, &cfg, n, &ptr, &val, shift, &mut a, &mut za).unwrap();
+            wrap_sum::launch_with(&dev, &cfg, n, &ptr, &val, shift, &mut b, &mut zb).unwrap();
+            assert_eq!((&a, &za), (&b, &zb), "wrap_sum {cfg:?} shift {shift}");
+        }
+        let (mut ua, mut ub) = (vec![0u64; n], vec![1u64; n]);
+        index_sum::launch_with(&cpu, &cfg, &list, &ptr, &mut ua).unwrap();
+        index_sum::launch_with(&dev, &cfg, &list, &ptr, &mut ub).unwrap();
+        assert_eq!(ua, ub, "index_sum {cfg:?}");
+    }
+}
+
+#[test]
+fn methods_and_casts_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let (ptr, _) = skewed_graph(500, 9);
+    let n = ptr.len() - 1;
+    let m = *ptr.last().unwrap() as usize;
+    let val: Vec<f32> = (0..m)
+        .map(|i| {
+            if i % 97 == 0 {
+                f32::NAN
+            } else {
+                (i % 13) as f32 * 0.75 - 4.0
+            }
+        })
+        .collect();
+    let (mut y, mut s, mut d) = (vec![0.0f32; n], vec![0i32; n], vec![0.0f64; n]);
+    let (mut gy, mut gs, mut gd) = (vec![1.0f32; n], vec![1i32; n], vec![1.0f64; n]);
+    forms::launch(&Device::cpu(), n, &ptr, &val, 1.5, &mut y, &mut s, &mut d).unwrap();
+    forms::launch(&dev, n, &ptr, &val, 1.5, &mut gy, &mut gs, &mut gd).unwrap();
+    // sqrt/powi may differ by an ulp between libm and CUDA's math library.
+    for t in 0..n {
+        assert!(
+            (y[t] - gy[t]).abs() <= 1e-5 * y[t].abs().max(1.0),
+            "row {t}: {} vs {}",
+            y[t],
+            gy[t]
+        );
+        assert!(
+            (d[t] - gd[t]).abs() <= 1e-5 * d[t].abs().max(1.0),
+            "row {t}: {} vs {}",
+            d[t],
+            gd[t]
+        );
+    }
+    assert_eq!(
+        s.iter().filter(|&&v| v == i32::MAX).count(),
+        gs.iter().filter(|&&v| v == i32::MAX).count()
+    );
+}
+
+#[test]
+fn faults_are_errors_on_the_gpu_too() {
+    let Some(dev) = gpu() else { return };
+    let ptr = [0u32, 2, 3];
+    let err = spmv::launch(
+        &dev,
+        2,
+        &ptr,
+        &[0, 7, 1],
+        &[1.0; 3],
+        &[1.0, 2.0],
+        &mut [0.0; 2],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::IndexOutOfRange {
+                index: 7,
+                len: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err =
+        quotient::launch(&dev, 2, &ptr, &[i32::MIN, 7, 9], &[-1, 2, 0], &mut [0; 2]).unwrap_err();
+    assert!(
+        matches!(err, Error::DivisionByZero { task: 1, .. }),
+        "{err}"
+    );
+    let mut y = [0i32; 1];
+    quotient::launch(&dev, 1, &ptr, &[i32::MIN, 7, 9], &[-1, 2, 0], &mut y).unwrap();
+    assert_eq!(y, [(i32::MIN % 1000).wrapping_add(3)]);
+    let err = ratios::launch(&dev, 2, &ptr, &[1, 2, 3], &[1, 1, 0], &mut [0; 2]).unwrap_err();
+    assert!(
+        matches!(err, Error::DivisionByZero { task: 1, .. }),
+        "{err}"
+    );
+}

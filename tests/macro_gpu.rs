@@ -126,24 +126,22 @@ fn methods_and_casts_match_the_twin() {
     forms::launch(&Device::cpu(), n, &ptr, &val, 1.5, &mut y, &mut s, &mut d).unwrap();
     forms::launch(&dev, n, &ptr, &val, 1.5, &mut gy, &mut gs, &mut gd).unwrap();
     // sqrt/powi may differ by an ulp between libm and CUDA's math library.
+    fn close(a: f64, b: f64) -> bool {
+        a == b || (a - b).abs() <= 1e-5 * a.abs().max(1.0) || (a.is_nan() && b.is_nan())
+    }
     for t in 0..n {
         assert!(
-            (y[t] - gy[t]).abs() <= 1e-5 * y[t].abs().max(1.0),
+            close(y[t] as f64, gy[t] as f64),
             "row {t}: {} vs {}",
             y[t],
             gy[t]
         );
-        assert!(
-            (d[t] - gd[t]).abs() <= 1e-5 * d[t].abs().max(1.0),
-            "row {t}: {} vs {}",
-            d[t],
-            gd[t]
-        );
+        assert!(close(d[t], gd[t]), "row {t}: {} vs {}", d[t], gd[t]);
+        // The saturating cast agrees wherever its input does.
+        if y[t] == gy[t] {
+            assert_eq!(s[t], gs[t], "row {t}");
+        }
     }
-    assert_eq!(
-        s.iter().filter(|&&v| v == i32::MAX).count(),
-        gs.iter().filter(|&&v| v == i32::MAX).count()
-    );
 }
 
 #[test]

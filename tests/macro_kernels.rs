@@ -380,3 +380,56 @@ fn work_graph_of_a_gather_kernel() {
     assert_eq!(row_sum::GATHERED, None);
     assert_eq!(relax::GATHERED, Some("dist"));
 }
+
+mod random_inputs {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A random CSR structure (rows of 0..40 entries, columns in range),
+    /// values that sum exactly in any order, and a segment bound.
+    fn csr() -> impl Strategy<Value = (Vec<u32>, Vec<u32>, Vec<f32>, Vec<f32>, u32)> {
+        (1usize..40, 1u32..9).prop_flat_map(|(n, chunk)| {
+            prop::collection::vec(0usize..40, n).prop_flat_map(move |degs| {
+                let nnz: usize = degs.iter().sum();
+                let ptr: Vec<u32> = std::iter::once(0)
+                    .chain(degs.iter().scan(0u32, |s, &d| {
+                        *s += d as u32;
+                        Some(*s)
+                    }))
+                    .collect();
+                (
+                    Just(ptr),
+                    prop::collection::vec(0..n as u32, nnz),
+                    prop::collection::vec((0u8..9).prop_map(|v| v as f32 * 0.25), nnz),
+                    prop::collection::vec((0u8..17).prop_map(|v| v as f32 * 0.5 - 4.0), n),
+                    Just(chunk),
+                )
+            })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The twin over split task lists equals a plain loop and the plain function.
+        #[test]
+        fn spmv_and_relax_match_references((ptr, col, val, x, chunk) in csr()) {
+            let n = ptr.len() - 1;
+            let list = TaskList::chunked(&ptr, chunk).unwrap();
+            let mut y = vec![f32::NAN; n];
+            spmv::launch(&Device::cpu(), &list, &ptr, &col, &val, &x, &mut y).unwrap();
+            let mut plain = vec![0.0; n];
+            for r in 0..n {
+                spmv(r, &ptr, &col, &val, &x, &mut plain);
+            }
+            prop_assert_eq!(&y, &plain);
+            let mut next = vec![f32::NAN; n];
+            relax::launch(&Device::cpu(), &list, &ptr, &col, &val, &x, &mut next).unwrap();
+            for v in 0..n {
+                let want = (ptr[v] as usize..ptr[v + 1] as usize)
+                    .fold(x[v], |d, e| d.min(x[col[e] as usize] + val[e]));
+                prop_assert_eq!(next[v], want);
+            }
+        }
+    }
+}

@@ -117,14 +117,13 @@ pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
             at = Some(i);
         }
     }
-    let Some((first, _)) = found.first() else {
+    if found.is_empty() {
         errs.push(syn::Error::new_spanned(
             &k.name,
             format!("{KERNEL} needs exactly one nested pattern {SHAPE}, found none"),
         ));
         return None;
-    };
-    let _ = first;
+    }
     let mut ok = true;
     for (i, (e, blocked)) in found.iter().enumerate() {
         if i > 0 {

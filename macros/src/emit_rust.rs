@@ -235,7 +235,7 @@ impl Emitter<'_> {
                 let tail = self.expr(tail);
                 quote!({ #(#lets)* #tail })
             }
-            ExprKind::Method(m, args) => self.method(*m, args, t),
+            ExprKind::Method(m, args) => self.method(*m, args),
             ExprKind::Call(i, args) => {
                 let f = call_const(*i);
                 let args = args.iter().map(|a| self.expr(a));
@@ -244,7 +244,7 @@ impl Emitter<'_> {
         }
     }
 
-    fn method(&self, m: Method, args: &[Expr], t: Ty) -> TokenStream {
+    fn method(&self, m: Method, args: &[Expr]) -> TokenStream {
         let recv_ty = args[0].ty;
         let p = prim(recv_ty);
         let a: Vec<_> = args.iter().map(|a| self.expr(a)).collect();
@@ -267,10 +267,7 @@ impl Emitter<'_> {
                     if #x < #lo { #lo } else if #x > #hi { #hi } else { #x }
                 })
             }
-            _ => {
-                let _ = t;
-                quote!(#p::#name(#(#a),*))
-            }
+            _ => quote!(#p::#name(#(#a),*)),
         }
     }
 
@@ -543,6 +540,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     });
     let n_tasks = h("n_tasks");
     let f_res_usize = res(quote!(usize));
+    let kernel_h = h("__kernel");
     let (gathered_const, gather_impl, work_graph_body) = if gather_ok {
         let g = &k.gathers[0];
         let gp = &k.params[g.array];
@@ -578,8 +576,8 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
                 }
             },
             quote! {
-                let kernel = Kernel { #(#kernel_wg),* };
-                ::warpfit::__private::WorkGraph::from_kernel(&kernel, #n_tasks)
+                let #kernel_h = Kernel { #(#kernel_wg),* };
+                ::warpfit::__private::WorkGraph::from_kernel(&#kernel_h, #n_tasks)
             },
         )
     } else {
@@ -661,7 +659,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let acc_variant = format_ident!("{}", k.acc.scalar_variant().expect("checked in lower"));
 
     let mod_doc = format!(
-        "Launch API and generated code of the `#[nested_reduce]` kernel [`{name_str}`](fn@super::{name_str}).\n\n\
+        "Launch API and generated code of the `#[nested_reduce]` kernel `fn {name_str}`.\n\n\
          The function itself stays the plain-Rust reference; [`launch`] runs it on a `Device` \
          (CUDA when available, else the CPU twin [`Kernel`]). Integer arithmetic follows Rust's \
          release semantics on every backend: `+ - *` wrap, shifts are masked, `/` and `%` by zero \

@@ -236,7 +236,7 @@ impl<'a> Cx<'a> {
 
     fn let_(&mut self, l: &parse::Let) -> (LocalId, ir::Expr) {
         let init = self.expr(&l.init);
-        if let Some((t, tsp)) = l.ty {
+        if let Some((t, _)) = l.ty {
             let want = self.is(t);
             let sp = l.init.sp;
             self.unify_or(init.tv, want, sp, |found, _| {
@@ -247,7 +247,6 @@ impl<'a> Cx<'a> {
                     cast_hint(&found)
                 )
             });
-            let _ = tsp;
         }
         let id = self.declare(&l.name, init.tv);
         (id, init)
@@ -797,7 +796,7 @@ impl<'a> Cx<'a> {
                 index,
                 op,
                 value,
-                sp,
+                ..
             } => {
                 let name = array.to_string();
                 let target = match (self.lookup(&name), self.param(&name)) {
@@ -855,7 +854,6 @@ impl<'a> Cx<'a> {
                         v
                     }
                 };
-                let _ = sp;
                 Some(Stmt::Store { param: i, value })
             }
             parse::Stmt::If {

@@ -299,6 +299,21 @@ pub fn kernel(item: &syn::ItemFn) -> syn::Result<KernelFn> {
             FnArg::Receiver(r) => errs.push(err(r, format!("`self` is not supported in {KERNEL}"))),
         }
     }
+    // Arrays travel as a pointer and a `<name>_len` field of the CUDA `Params`.
+    for p in &params {
+        let n = p.name.to_string();
+        if let Some(a) = n.strip_suffix("_len") {
+            if params
+                .iter()
+                .any(|q| q.name == a && q.kind != ParamKind::Scalar)
+            {
+                errs.push(err(
+                    &p.name,
+                    format!("parameter `{n}` collides with the length field the generated CUDA gives array `{a}`: rename it"),
+                ));
+            }
+        }
+    }
     if !params.iter().any(|p| p.kind == ParamKind::Output) && errs.is_empty() {
         errs.push(err(
             &sig.inputs,

@@ -417,3 +417,88 @@ fn missing_file_is_io_error_with_path() {
     assert!(matches!(e, Error::Io { .. }));
     assert!(e.to_string().contains("no_such_file.mtx"), "{e}");
 }
+
+mod float_parsing {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Reads one `real` entry whose value token is `tok`.
+    fn read_one<T: mm::MmValue>(tok: &str) -> T {
+        let text = format!("%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 {tok}\n");
+        parse::<T>(&text).unwrap().values()[0]
+    }
+
+    #[test]
+    fn tokens_match_the_standard_parser() {
+        for tok in [
+            "0",
+            "-0",
+            "+1",
+            "1.",
+            ".5",
+            "-.2788416",
+            "1e10",
+            "1E-10",
+            "2.5e+3",
+            "123456789012345678",
+            "1234567890123456789012",
+            "0.000000000000000000000001",
+            "9007199254740993",
+            "16777217",
+            "3.4028235e38",
+            "1e-45",
+            "4.9e-324",
+            "1e400",
+            "inf",
+            "-inf",
+            "NaN",
+            "0.1",
+            "0.30000000000000004",
+            "1e22",
+            "1e23",
+            "8.589973e9",
+        ] {
+            let want64: f64 = tok.parse().unwrap();
+            let got64: f64 = read_one(tok);
+            assert!(
+                got64.to_bits() == want64.to_bits() || (got64.is_nan() && want64.is_nan()),
+                "{tok}: {got64} vs {want64}"
+            );
+            let want32: f32 = tok.parse().unwrap();
+            let got32: f32 = read_one(tok);
+            assert!(
+                got32.to_bits() == want32.to_bits() || (got32.is_nan() && want32.is_nan()),
+                "{tok}: {got32} vs {want32}"
+            );
+        }
+        for bad in ["1e", "e5", "1.2.3", "--1", "1e+", "0x10", "1,5", "."] {
+            let text = format!("%%MatrixMarket matrix coordinate real general\n1 1 1\n1 1 {bad}\n");
+            assert!(parse::<f64>(&text).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn random_decimals_parse_exactly(m in 0u64..100_000_000_000u64, e in -40i32..40, neg: bool, dot in 0usize..12) {
+            // Build `±digits` with a decimal point at `dot` and an exponent.
+            let digits = m.to_string();
+            let cut = dot.min(digits.len());
+            let tok = format!("{}{}.{}e{}", if neg { "-" } else { "" }, &digits[..cut], &digits[cut..], e);
+            let want64: f64 = tok.parse().unwrap();
+            prop_assert_eq!(read_one::<f64>(&tok).to_bits(), want64.to_bits(), "{}", tok);
+            let want32: f32 = tok.parse().unwrap();
+            prop_assert_eq!(read_one::<f32>(&tok).to_bits(), want32.to_bits(), "{}", tok);
+        }
+
+        #[test]
+        fn written_floats_read_back_bit_exact(bits in any::<u64>()) {
+            let v = f64::from_bits(bits);
+            prop_assume!(v.is_finite());
+            let m = Csr::new(1, 1, vec![0, 1], vec![0], vec![v]).unwrap();
+            let mut buf = Vec::new();
+            mm::write_to(&mut buf, &m).unwrap();
+            let back = mm::read_from::<_, f64>(Cursor::new(&buf[..]), "x").unwrap();
+            prop_assert_eq!(back.values()[0].to_bits(), bits);
+        }
+    }
+}

@@ -98,8 +98,9 @@ pub trait MmValue: Copy + Send + Sync + 'static {
     const NAME: &'static str;
     /// The field this type is written as (`Real` or `Integer`).
     const FIELD: MmField;
-    /// Parses a `real` token (only called when `FIELD` is `Real`).
-    fn parse_real(token: &str) -> Option<Self>;
+    /// Parses a `real` token (only called when `FIELD` is `Real`), correctly
+    /// rounded to the type.
+    fn parse_real(token: &[u8]) -> Option<Self>;
     /// Converts an `integer` value, `None` when out of range.
     fn from_i64(v: i64) -> Option<Self>;
     /// The value of a `pattern` entry.
@@ -113,12 +114,22 @@ pub trait MmValue: Copy + Send + Sync + 'static {
 }
 
 macro_rules! mm_float {
-    ($t:ty) => {
+    ($t:ty, $mant_max:expr, $exp_max:expr, $pow10:expr) => {
         impl MmValue for $t {
             const NAME: &'static str = stringify!($t);
             const FIELD: MmField = MmField::Real;
-            fn parse_real(token: &str) -> Option<Self> {
-                token.parse().ok()
+            fn parse_real(token: &[u8]) -> Option<Self> {
+                // Exact fast path (one correctly rounded operation on exact
+                // operands), else the standard library's parser.
+                if let Some((neg, m, e)) = simple_decimal(token) {
+                    if m <= $mant_max && (-$exp_max..=$exp_max).contains(&e) {
+                        let x = m as $t;
+                        let p = $pow10[e.unsigned_abs() as usize];
+                        let x = if e >= 0 { x * p } else { x / p };
+                        return Some(if neg { -x } else { x });
+                    }
+                }
+                std::str::from_utf8(token).ok()?.parse().ok()
             }
             fn from_i64(v: i64) -> Option<Self> {
                 // Exact up to 2^24 (f32) / 2^53 (f64), rounded beyond.
@@ -148,15 +159,101 @@ macro_rules! mm_float {
         }
     };
 }
-mm_float!(f32);
-mm_float!(f64);
+// Clinger's fast path: integers up to 2^24 (f32) / 2^53 (f64) and powers of
+// ten up to 10^10 / 10^22 are exact, so one multiplication or division is
+// correctly rounded.
+mm_float!(f32, 1 << 24, 10, POW10_F32);
+mm_float!(f64, 1 << 53, 22, POW10_F64);
+
+const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+const POW10_F64: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Splits a plain decimal token `[+-]digits[.digits][(e|E)[+-]digits]` into
+/// `(negative, mantissa, exponent)` with value `±mantissa · 10^exponent`;
+/// `None` for anything else (too many digits, `inf`, `nan`, ...), which the
+/// caller hands to the standard parser.
+#[inline]
+fn simple_decimal(tok: &[u8]) -> Option<(bool, u64, i32)> {
+    let (neg, mut i) = match tok.first()? {
+        b'-' => (true, 1),
+        b'+' => (false, 1),
+        _ => (false, 0),
+    };
+    let mut m: u64 = 0;
+    let mut digits = 0u32;
+    let mut any = false;
+    let mut e: i32 = 0;
+    while let Some(&b) = tok.get(i) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        any = true;
+        if m != 0 || d != 0 {
+            digits += 1;
+        }
+        m = m.wrapping_mul(10).wrapping_add(d as u64);
+        i += 1;
+    }
+    if tok.get(i) == Some(&b'.') {
+        i += 1;
+        while let Some(&b) = tok.get(i) {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            any = true;
+            if m != 0 || d != 0 {
+                digits += 1;
+            }
+            m = m.wrapping_mul(10).wrapping_add(d as u64);
+            e -= 1;
+            i += 1;
+        }
+    }
+    if !any || digits > 19 {
+        return None;
+    }
+    if let Some(b'e' | b'E') = tok.get(i) {
+        i += 1;
+        let eneg = match tok.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let mut x: i32 = 0;
+        let start = i;
+        while let Some(&b) = tok.get(i) {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 || x > 100_000 {
+                return None;
+            }
+            x = x * 10 + d as i32;
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        e += if eneg { -x } else { x };
+    }
+    (i == tok.len()).then_some((neg, m, e))
+}
 
 macro_rules! mm_int {
     ($t:ty) => {
         impl MmValue for $t {
             const NAME: &'static str = stringify!($t);
             const FIELD: MmField = MmField::Integer;
-            fn parse_real(_: &str) -> Option<Self> {
+            fn parse_real(_: &[u8]) -> Option<Self> {
                 None
             }
             fn from_i64(v: i64) -> Option<Self> {
@@ -744,7 +841,7 @@ fn skip_blanks(buf: &[u8], p: &mut usize) {
 }
 
 /// Parses a 1-based index token and returns it 0-based.
-#[inline]
+#[inline(always)]
 fn parse_index(
     buf: &[u8],
     p: &mut usize,
@@ -754,33 +851,54 @@ fn parse_index(
     skip_blanks(buf, p);
     let start = *p;
     let mut v: u64 = 0;
-    while *p < buf.len() && buf[*p].is_ascii_digit() {
-        // Saturate: anything this large is out of range anyway.
-        v = v.saturating_mul(10).saturating_add((buf[*p] - b'0') as u64);
+    while let Some(&b) = buf.get(*p) {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(d as u64);
         *p += 1;
     }
-    let end_ok = *p == buf.len() || is_blank(buf[*p]) || buf[*p] == b'\n';
-    if start == *p || !end_ok {
+    let end_ok = buf.get(*p).is_none_or(|&b| is_blank(b) || b == b'\n');
+    // 19 digits cannot overflow u64; longer tokens are out of range anyway.
+    let digits = *p - start;
+    if digits == 0 || digits > 19 || !end_ok || v == 0 || v > size as u64 {
+        return Err(index_error(buf, start, *p, end_ok, v, what, size));
+    }
+    Ok((v - 1) as u32)
+}
+
+#[cold]
+#[inline(never)]
+fn index_error(
+    buf: &[u8],
+    start: usize,
+    end_digits: usize,
+    end_ok: bool,
+    v: u64,
+    what: &str,
+    size: usize,
+) -> String {
+    if start == end_digits || !end_ok {
         let end = buf[start..]
             .iter()
             .position(|&b| is_blank(b) || b == b'\n')
             .map_or(buf.len(), |e| start + e);
         let tok = String::from_utf8_lossy(&buf[start..end]);
-        return Err(if tok.is_empty() {
+        return if tok.is_empty() {
             format!("expected a {what} index, found the end of the line")
         } else {
             format!("expected a positive integer {what} index, found `{tok}`")
-        });
+        };
+    }
+    if end_digits - start > 19 {
+        let tok = String::from_utf8_lossy(&buf[start..end_digits]);
+        return format!("{what} index {tok} out of range: the matrix has {size} {what}s");
     }
     if v == 0 {
-        return Err(format!("{what} index 0: Matrix Market indices start at 1"));
+        return format!("{what} index 0: Matrix Market indices start at 1");
     }
-    if v > size as u64 {
-        return Err(format!(
-            "{what} index {v} out of range: the matrix has {size} {what}s"
-        ));
-    }
-    Ok((v - 1) as u32)
+    format!("{what} index {v} out of range: the matrix has {size} {what}s")
 }
 
 fn parse_value<T: MmValue>(tok: &[u8], field: MmField) -> std::result::Result<T, String> {
@@ -791,10 +909,7 @@ fn parse_value<T: MmValue>(tok: &[u8], field: MmField) -> std::result::Result<T,
                 .ok_or_else(|| format!("expected an integer value, found `{}`", text()))?;
             T::from_i64(v).ok_or_else(|| format!("integer value {v} does not fit {}", T::NAME))
         }
-        _ => std::str::from_utf8(tok)
-            .ok()
-            .and_then(T::parse_real)
-            .ok_or_else(|| format!("expected a real value, found `{}`", text())),
+        _ => T::parse_real(tok).ok_or_else(|| format!("expected a real value, found `{}`", text())),
     }
 }
 

@@ -44,14 +44,21 @@ fn reset_peak() {
 }
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let mut skip = 0u32;
     let mut pos = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--skip-levels" {
-            let v = it.next().ok_or_else(|| Error::invalid("--skip-levels needs a value"))?;
-            skip = v.parse().map_err(|_| Error::invalid(format!("bad --skip-levels `{v}`")))?;
+            let v = it
+                .next()
+                .ok_or_else(|| Error::invalid("--skip-levels needs a value"))?;
+            skip = v
+                .parse()
+                .map_err(|_| Error::invalid(format!("bad --skip-levels `{v}`")))?;
         } else {
             pos.push(a.as_str());
         }
@@ -94,7 +101,14 @@ fn main() -> Result<()> {
             other => other.parse()?,
         };
         let cpu0 = cpu_seconds();
-        let p = dbwp(&g, &PartitionOptions { capacity, bisection }, None)?;
+        let p = dbwp(
+            &g,
+            &PartitionOptions {
+                capacity,
+                bisection,
+            },
+            None,
+        )?;
         let cpu = cpu_seconds() - cpu0;
         let m = Metrics::of(&g, &p)?;
         let peak = peak_rss().unwrap_or(0);

@@ -131,7 +131,10 @@ fn from_kernel_reports_bad_gathered_indices() {
         offset: 0,
     };
     let err = WorkGraph::from_kernel(&k, 2).unwrap_err().to_string();
-    assert!(err.contains("spmv") && err.contains("task 1") && err.contains("`x`"), "{err}");
+    assert!(
+        err.contains("spmv") && err.contains("task 1") && err.contains("`x`"),
+        "{err}"
+    );
     // A prologue fault names the task too.
     let err = WorkGraph::from_kernel(&k, 3).unwrap_err().to_string();
     assert!(err.contains("row_ptr") && err.contains("task 2"), "{err}");
@@ -143,17 +146,29 @@ fn segment_lists_reproduce_whole_task_results() {
         let (csr, x) = matrix_and_x(&csr);
         let want = spmv(&csr, &x, Tasks::All(csr.nrows()), 0);
         let g = WorkGraph::from_csr(&csr).unwrap();
-        for bisection in [Bisection::KdTiling, Bisection::Coarsened(CoarsenOptions::default())] {
+        for bisection in [
+            Bisection::KdTiling,
+            Bisection::Coarsened(CoarsenOptions::default()),
+        ] {
             for t in [4u32, 40, 400] {
-                let p = dbwp(&g, &PartitionOptions { capacity: t, bisection: bisection.clone() }, None)
-                    .unwrap();
+                let p = dbwp(
+                    &g,
+                    &PartitionOptions {
+                        capacity: t,
+                        bisection: bisection.clone(),
+                    },
+                    None,
+                )
+                .unwrap();
                 let segs = SegmentList::new(&g, &p).unwrap();
                 // Segments cover each partition's tuples exactly, in order.
                 for part in 0..p.len() {
                     let ids: Vec<u32> = segs.part(part).iter().flat_map(|s| s.lo..s.hi).collect();
                     assert_eq!(ids, p.part(part));
                 }
-                let empty = (0..csr.nrows()).filter(|&r| csr.row_range(r).is_empty()).count();
+                let empty = (0..csr.nrows())
+                    .filter(|&r| csr.row_range(r).is_empty())
+                    .count();
                 assert_eq!(segs.empty_tasks().len(), empty);
                 let list = segs.task_list().unwrap();
                 assert_eq!(spmv(&csr, &x, Tasks::List(&list), 0), want, "T = {t}");
@@ -178,7 +193,15 @@ fn segments_use_the_kernels_fine_task_indices() {
     };
     let g = WorkGraph::from_kernel(&k, csr.nrows()).unwrap();
     assert_eq!(g.fine_index(1, 0), offset as u32);
-    let p = dbwp(&g, &PartitionOptions { capacity: 12, bisection: Bisection::KdTiling }, None).unwrap();
+    let p = dbwp(
+        &g,
+        &PartitionOptions {
+            capacity: 12,
+            bisection: Bisection::KdTiling,
+        },
+        None,
+    )
+    .unwrap();
     assert!(p.len() > 2);
     let segs = SegmentList::new(&g, &p).unwrap();
     assert!(segs.segments().iter().all(|s| s.lo >= offset as u32));
@@ -192,7 +215,15 @@ fn remapped_spmv_maps_back_to_the_original() {
         let (csr, x) = matrix_and_x(&csr);
         let want = spmv(&csr, &x, Tasks::All(csr.nrows()), 0);
         let g = WorkGraph::from_csr(&csr).unwrap();
-        let p = dbwp(&g, &PartitionOptions { capacity: 64, bisection: Bisection::KdTiling }, None).unwrap();
+        let p = dbwp(
+            &g,
+            &PartitionOptions {
+                capacity: 64,
+                bisection: Bisection::KdTiling,
+            },
+            None,
+        )
+        .unwrap();
         let remap = Remapping::new(&g, &p).unwrap();
         let mut rp = remap.task_perm().to_vec();
         rp.sort_unstable();
@@ -210,9 +241,24 @@ fn remapped_spmv_maps_back_to_the_original() {
 fn remapping_packs_private_vertices_first() {
     // Two partitions by hand: rows 0,1 read cols 0,1; rows 2,3 read cols 2,3;
     // row 3 also reads col 0, a boundary column.
-    let csr = Csr::new(4, 4, vec![0, 2, 3, 4, 6], vec![0, 1, 1, 2, 3, 0], vec![1.0; 6]).unwrap();
+    let csr = Csr::new(
+        4,
+        4,
+        vec![0, 2, 3, 4, 6],
+        vec![0, 1, 1, 2, 3, 0],
+        vec![1.0; 6],
+    )
+    .unwrap();
     let g = WorkGraph::from_csr(&csr).unwrap();
-    let p = dbwp(&g, &PartitionOptions { capacity: 4, bisection: Bisection::KdTiling }, None).unwrap();
+    let p = dbwp(
+        &g,
+        &PartitionOptions {
+            capacity: 4,
+            bisection: Bisection::KdTiling,
+        },
+        None,
+    )
+    .unwrap();
     let remap = Remapping::new(&g, &p).unwrap();
     let assign = p.assignments();
     // Columns touched by two partitions come after every private column.
@@ -223,7 +269,14 @@ fn remapping_packs_private_vertices_first() {
         }
     }
     let boundary: Vec<bool> = parts_of_col.iter().map(|s| s.len() > 1).collect();
-    let order: Vec<bool> = remap.gathered_perm().iter().map(|&c| boundary[c as usize]).collect();
+    let order: Vec<bool> = remap
+        .gathered_perm()
+        .iter()
+        .map(|&c| boundary[c as usize])
+        .collect();
     assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
-    assert!(Remapping::new(&g, &p).unwrap().tasks_to_old(&[1.0f32]).is_err());
+    assert!(Remapping::new(&g, &p)
+        .unwrap()
+        .tasks_to_old(&[1.0f32])
+        .is_err());
 }

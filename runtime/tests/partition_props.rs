@@ -11,8 +11,8 @@ use warpfit_runtime::Csr;
 /// A random CSR with possibly empty rows and repeated columns in a row.
 fn csr_strategy() -> impl Strategy<Value = Csr<f32>> {
     (1usize..24, 1usize..24).prop_flat_map(|(nrows, ncols)| {
-        proptest::collection::vec(proptest::collection::vec(0..ncols as u32, 0..10), nrows).prop_map(
-            move |rows| {
+        proptest::collection::vec(proptest::collection::vec(0..ncols as u32, 0..10), nrows)
+            .prop_map(move |rows| {
                 let mut ptr = vec![0u32];
                 let mut cols = Vec::new();
                 for r in &rows {
@@ -21,8 +21,7 @@ fn csr_strategy() -> impl Strategy<Value = Csr<f32>> {
                 }
                 let vals = vec![1.0; cols.len()];
                 Csr::new(nrows, ncols, ptr, cols, vals).unwrap()
-            },
-        )
+            })
     })
 }
 
@@ -53,7 +52,10 @@ fn check_partition(csr: &Csr<f32>, g: &WorkGraph, p: &Partition, t: u32) {
     for part in 0..p.len() {
         let ids = p.part(part);
         assert!(!ids.is_empty(), "partition {part} is empty");
-        assert!(ids.windows(2).all(|w| w[0] < w[1]), "partition {part} not in CSR order");
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "partition {part} not in CSR order"
+        );
         for &id in ids {
             seen[id as usize] += 1;
         }
@@ -62,9 +64,16 @@ fn check_partition(csr: &Csr<f32>, g: &WorkGraph, p: &Partition, t: u32) {
         let cols: BTreeSet<u32> = ids.iter().map(|&id| tup[id as usize].1).collect();
         let u = (rows.len() + cols.len()) as u32;
         assert!(u <= t, "partition {part}: {u} unique > T = {t}");
-        assert_eq!(p.unique(part).total(), u, "recorded unique of partition {part}");
+        assert_eq!(
+            p.unique(part).total(),
+            u,
+            "recorded unique of partition {part}"
+        );
     }
-    assert!(seen.iter().all(|&c| c == 1), "tuples not covered exactly once: {seen:?}");
+    assert!(
+        seen.iter().all(|&c| c == 1),
+        "tuples not covered exactly once: {seen:?}"
+    );
 
     // Metrics against brute force: R = Σ over touched vertices (P(n) − 1).
     let m = Metrics::of(g, p).unwrap();
@@ -78,7 +87,10 @@ fn check_partition(csr: &Csr<f32>, g: &WorkGraph, p: &Partition, t: u32) {
     }
     let r: u64 = parts_of.values().map(|s| s.len() as u64 - 1).sum();
     assert_eq!(m.replication, r);
-    let split = parts_of.iter().filter(|((col, _), s)| !col && s.len() > 1).count() as u64;
+    let split = parts_of
+        .iter()
+        .filter(|((col, _), s)| !col && s.len() > 1)
+        .count() as u64;
     assert_eq!(m.split_tasks, split);
     assert_eq!(m.partitions, p.len());
     assert!(m.max_unique <= t);
@@ -114,7 +126,10 @@ fn check_partition(csr: &Csr<f32>, g: &WorkGraph, p: &Partition, t: u32) {
                 let (l, r) = (&nodes[l as usize], &nodes[r as usize]);
                 assert!(l.edges() > 0 && r.edges() > 0);
                 assert_eq!((l.lo, l.hi, r.lo, r.hi), (n.lo, r.lo, l.hi, n.hi));
-                assert_eq!((l.leaves.start, l.leaves.end), (n.leaves.start, r.leaves.start));
+                assert_eq!(
+                    (l.leaves.start, l.leaves.end),
+                    (n.leaves.start, r.leaves.start)
+                );
                 assert_eq!(r.leaves.end, n.leaves.end);
                 assert_eq!((l.depth, r.depth), (n.depth + 1, n.depth + 1));
             }
@@ -143,13 +158,29 @@ fn grid_partitions_are_valid_and_bisection_beats_tiling() {
     let g = WorkGraph::from_csr(&csr).unwrap();
     let t = 600;
     let mut r = Vec::new();
-    for bisection in [Bisection::KdTiling, Bisection::Coarsened(CoarsenOptions::default())] {
-        let p = dbwp(&g, &PartitionOptions { capacity: t, bisection }, None).unwrap();
+    for bisection in [
+        Bisection::KdTiling,
+        Bisection::Coarsened(CoarsenOptions::default()),
+    ] {
+        let p = dbwp(
+            &g,
+            &PartitionOptions {
+                capacity: t,
+                bisection,
+            },
+            None,
+        )
+        .unwrap();
         check_partition(&csr, &g, &p, t);
         r.push(Metrics::of(&g, &p).unwrap().replication);
     }
     // Random vertex order: tiling sees no locality, bisection finds it.
-    assert!(r[1] * 2 < r[0], "replication: tiling {}, bisection {}", r[0], r[1]);
+    assert!(
+        r[1] * 2 < r[0],
+        "replication: tiling {}, bisection {}",
+        r[0],
+        r[1]
+    );
 }
 
 #[test]
@@ -160,7 +191,10 @@ fn progress_reaches_every_tuple() {
     let report = |done: u64| {
         max.fetch_max(done, std::sync::atomic::Ordering::Relaxed);
     };
-    let opts = PartitionOptions { capacity: 100, bisection: Bisection::KdTiling };
+    let opts = PartitionOptions {
+        capacity: 100,
+        bisection: Bisection::KdTiling,
+    };
     let p = dbwp(&g, &opts, Some(&report)).unwrap();
     assert!(p.len() > 1);
     assert_eq!(max.into_inner(), g.n_tuples() as u64);
@@ -170,7 +204,15 @@ fn progress_reaches_every_tuple() {
 fn a_graph_that_fits_is_one_partition_and_empty_graphs_work() {
     let csr = Csr::new(3, 3, vec![0, 1, 1, 3], vec![2, 0, 1], vec![1.0; 3]).unwrap();
     let g = WorkGraph::from_csr(&csr).unwrap();
-    let p = dbwp(&g, &PartitionOptions { capacity: 5, bisection: Bisection::KdTiling }, None).unwrap();
+    let p = dbwp(
+        &g,
+        &PartitionOptions {
+            capacity: 5,
+            bisection: Bisection::KdTiling,
+        },
+        None,
+    )
+    .unwrap();
     assert_eq!(p.len(), 1);
     assert_eq!(p.tree().depth(), 1);
     let m = Metrics::of(&g, &p).unwrap();
@@ -178,7 +220,15 @@ fn a_graph_that_fits_is_one_partition_and_empty_graphs_work() {
 
     let empty = Csr::<f32>::new(4, 4, vec![0; 5], vec![], vec![]).unwrap();
     let g = WorkGraph::from_csr(&empty).unwrap();
-    let p = dbwp(&g, &PartitionOptions { capacity: 2, bisection: Bisection::KdTiling }, None).unwrap();
+    let p = dbwp(
+        &g,
+        &PartitionOptions {
+            capacity: 2,
+            bisection: Bisection::KdTiling,
+        },
+        None,
+    )
+    .unwrap();
     assert!(p.is_empty());
     assert_eq!(Metrics::of(&g, &p).unwrap().replication, 0);
 }
@@ -187,12 +237,30 @@ fn a_graph_that_fits_is_one_partition_and_empty_graphs_work() {
 fn bad_options_are_errors() {
     let csr = warpfit_runtime::gen::grid2d(4).unwrap();
     let g = WorkGraph::from_csr(&csr).unwrap();
-    let err = dbwp(&g, &PartitionOptions { capacity: 1, bisection: Bisection::KdTiling }, None)
-        .unwrap_err()
-        .to_string();
+    let err = dbwp(
+        &g,
+        &PartitionOptions {
+            capacity: 1,
+            bisection: Bisection::KdTiling,
+        },
+        None,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("at least 2"), "{err}");
-    let bad = Bisection::Coarsened(CoarsenOptions { imbalance: 1.5, ..CoarsenOptions::default() });
-    assert!(dbwp(&g, &PartitionOptions { capacity: 8, bisection: bad }, None).is_err());
+    let bad = Bisection::Coarsened(CoarsenOptions {
+        imbalance: 1.5,
+        ..CoarsenOptions::default()
+    });
+    assert!(dbwp(
+        &g,
+        &PartitionOptions {
+            capacity: 8,
+            bisection: bad
+        },
+        None
+    )
+    .is_err());
     assert!(WorkGraph::new(vec![0, 2], vec![0, 5], 3, 4, 4).is_err());
     assert!(WorkGraph::new(vec![0, 2, 1], vec![0], 3, 4, 4).is_err());
     assert!(WorkGraph::new(vec![0, 1], vec![0], 3, 0, 4).is_err());

@@ -36,9 +36,9 @@ const MIN_REDUCTION: f64 = 0.08;
 /// each of its nets are looked at. Scanning whole nets makes matching
 /// quadratic in a dense row or column; a window in input order keeps it
 /// linear and still finds the close neighbours of mesh-like inputs.
-const MATCH_WINDOW: usize = 4;
+const MATCH_WINDOW: usize = 3;
 /// Nets of one entity looked at while scoring its matches, at most.
-const MATCH_NETS: usize = 24;
+const MATCH_NETS: usize = 12;
 /// Initial bisections tried on the coarsest hypergraph.
 const INITIAL_TRIES: u64 = 2;
 /// FM passes on the coarsest level at most.
@@ -63,6 +63,17 @@ struct Hypergraph {
 }
 
 impl Hypergraph {
+    /// A hypergraph with no entity, standing in for a level that was freed.
+    fn empty() -> Self {
+        Hypergraph {
+            w: Vec::new(),
+            xpins: vec![0],
+            pins: Vec::new(),
+            xnets: vec![0],
+            net_pins: Vec::new(),
+            pin_pos: Vec::new(),
+        }
+    }
     fn n(&self) -> usize {
         self.w.len()
     }
@@ -143,7 +154,6 @@ impl Hypergraph {
     /// pairs shrink a level by more than half, so fewer levels are built.
     /// Returns the coarse hypergraph and the coarse id of every entity, or
     /// `None` when the level would barely shrink.
-    #[inline(never)]
     fn coarsen(&self, max_w: u32) -> Option<(Hypergraph, Vec<u32>)> {
         let n = self.n();
         // Algorithm 4: visit by entity degree, low first. Degrees are bucketed
@@ -161,7 +171,9 @@ impl Hypergraph {
         // Clusters of at most ~3 average entities: one level then shrinks the
         // hypergraph by 2-3x, leaving levels for refinement to work on.
         let total: u64 = self.w.iter().map(|&w| w as u64).sum();
-        let max_w = max_w.min((3 * total / n as u64).max(1) as u32).max(2 * self.w.iter().copied().min().unwrap_or(1));
+        let max_w = max_w
+            .min((3 * total / n as u64).max(1) as u32)
+            .max(2 * self.w.iter().copied().min().unwrap_or(1));
         let mut rep = vec![NONE; n];
         let mut cw = self.w.clone();
         let mut score = vec![0f32; n];
@@ -181,7 +193,8 @@ impl Hypergraph {
                 // Pins are in entity order, which follows the input's order:
                 // the window around `u` holds its nearest candidates.
                 let at = self.pin_pos[i] as usize;
-                let window = &pins[at.saturating_sub(MATCH_WINDOW)..(at + MATCH_WINDOW + 1).min(pins.len())];
+                let window =
+                    &pins[at.saturating_sub(MATCH_WINDOW)..(at + MATCH_WINDOW + 1).min(pins.len())];
                 for &v in window {
                     let v = v as usize;
                     if v == u {
@@ -235,20 +248,19 @@ impl Hypergraph {
         let mut w = vec![0u32; nc];
         // Members grouped by coarse id (counting sort).
         let mut xm = vec![0u32; nc + 1];
-        for u in 0..n {
-            let c = cmap[u] as usize;
-            w[c] += self.w[u];
-            xm[c + 1] += 1;
+        for (&c, &wu) in cmap.iter().zip(&self.w) {
+            w[c as usize] += wu;
+            xm[c as usize + 1] += 1;
         }
         for c in 0..nc {
             xm[c + 1] += xm[c];
         }
         let mut fill = xm.clone();
         let mut members = vec![0u32; n];
-        for u in 0..n {
-            let c = cmap[u] as usize;
-            members[fill[c] as usize] = u as u32;
-            fill[c] += 1;
+        for (u, &c) in cmap.iter().enumerate() {
+            let f = &mut fill[c as usize];
+            members[*f as usize] = u as u32;
+            *f += 1;
         }
         drop(fill);
         // Coarse pins: union of the members' nets, deduplicated by stamp.
@@ -297,6 +309,10 @@ impl Rng {
     }
 }
 
+/// FM priority queues, one per source side: `(gain, random tie-break,
+/// entity)`, with stale entries skipped when popped.
+type Heaps = [BinaryHeap<(i32, u32, u32)>; 2];
+
 /// A bisection of one level's entities with its pin counts per side.
 struct Bisection<'h> {
     h: &'h Hypergraph,
@@ -312,8 +328,8 @@ impl<'h> Bisection<'h> {
     fn new(h: &'h Hypergraph, side: Vec<u8>, max_side: u64) -> Self {
         let mut cnt = vec![[0u32; 2]; h.n_nets()];
         let mut weight = [0u64; 2];
-        for e in 0..h.n() {
-            let s = side[e] as usize;
+        for (e, &s) in side.iter().enumerate() {
+            let s = s as usize;
             weight[s] += h.w[e] as u64;
             for &net in h.nets_of(e) {
                 cnt[net as usize][s] += 1;
@@ -334,7 +350,9 @@ impl<'h> Bisection<'h> {
 
     /// How far the heavier side is over its bound (0 when balanced).
     fn overload(&self) -> u64 {
-        self.weight[0].max(self.weight[1]).saturating_sub(self.max_side)
+        self.weight[0]
+            .max(self.weight[1])
+            .saturating_sub(self.max_side)
     }
 
     fn gain(&self, e: usize) -> i32 {
@@ -359,7 +377,7 @@ impl<'h> Bisection<'h> {
         e: usize,
         gain: &mut [i32],
         locked: &[bool],
-        heaps: Option<&mut [BinaryHeap<(i32, u32, u32)>; 2]>,
+        heaps: Option<&mut Heaps>,
         rng: &mut Rng,
     ) {
         let from = self.side[e] as usize;
@@ -427,7 +445,7 @@ impl<'h> Bisection<'h> {
         let patience = (n / 100).clamp(10, 50);
         for _ in 0..passes {
             locked.iter_mut().for_each(|l| *l = false);
-            let mut heaps: [BinaryHeap<(i32, u32, u32)>; 2] = [BinaryHeap::new(), BinaryHeap::new()];
+            let mut heaps: Heaps = [BinaryHeap::new(), BinaryHeap::new()];
             for e in 0..n {
                 gain[e] = self.gain(e);
                 // Only boundary entities can have a non-negative gain; interior
@@ -463,7 +481,8 @@ impl<'h> Bisection<'h> {
                     let w = this.h.w[e] as u64;
                     // A move is allowed when the target stays within bound, or
                     // when it relieves an overloaded source side.
-                    this.weight[1 - s] + w <= this.max_side || this.weight[s] > this.max_side && this.weight[1 - s] + w < this.weight[s]
+                    this.weight[1 - s] + w <= this.max_side
+                        || this.weight[s] > this.max_side && this.weight[1 - s] + w < this.weight[s]
                 };
                 let mut pick: Option<(usize, usize, i32)> = None;
                 for s in 0..2 {
@@ -514,7 +533,6 @@ impl<'h> Bisection<'h> {
 /// Greedy growing: a breadth-first region from `seed` takes side 0 until it
 /// holds half the weight; disconnected remainders restart from the next
 /// unassigned entity.
-#[inline(never)]
 fn grow(h: &Hypergraph, seed: usize, rng: &mut Rng) -> Vec<u8> {
     let n = h.n();
     let total: u64 = h.w.iter().map(|&w| w as u64).sum();
@@ -573,13 +591,21 @@ pub(crate) fn split(
     let total = n as u64;
     let max_side = ((total as f64 / 2.0) * (1.0 + opts.imbalance)).ceil() as u64;
     // Coarsen.
-    let max_w = ((total / (COARSEST as u64 / 2)).max(1) as u32).max(*h0.w.iter().max().unwrap_or(&1));
+    let max_w =
+        ((total / (COARSEST as u64 / 2)).max(1) as u32).max(*h0.w.iter().max().unwrap_or(&1));
     let mut levels: Vec<Hypergraph> = vec![h0];
     let mut maps: Vec<Vec<u32>> = Vec::new();
     while levels.last().is_some_and(|h| h.n() > COARSEST) {
         let Some((coarse, cmap)) = levels.last().and_then(|h| h.coarsen(max_w)) else {
             break;
         };
+        let finer = levels.len() - 1;
+        // Only coarsening reads pin positions; a level whose refinement is
+        // skipped is never read again, only its map.
+        levels[finer].pin_pos = Vec::new();
+        if (finer as u32) < opts.skip_levels {
+            levels[finer] = Hypergraph::empty();
+        }
         levels.push(coarse);
         maps.push(cmap);
     }
@@ -603,7 +629,9 @@ pub(crate) fn split(
     };
     // Uncoarsen: project, refine except on the finest `skip_levels` levels.
     for level in (0..maps.len()).rev() {
-        let cmap = &maps[level];
+        // The coarser level is done with: free it before refining this one.
+        levels.truncate(level + 1);
+        let cmap = maps.pop().expect("one map per level");
         side = cmap.iter().map(|&c| side[c as usize]).collect();
         if level as u32 >= opts.skip_levels {
             let mut b = Bisection::new(&levels[level], side, max_side);
@@ -611,10 +639,7 @@ pub(crate) fn split(
             side = b.side;
         }
     }
-    if std::env::var_os("WF_DEBUG_BISECT").is_some() {
-        let b = Bisection::new(&levels[0], side.clone(), max_side);
-        eprintln!("bisect n={} depth={} levels={:?} cut={} w={:?}", n, depth, levels.iter().map(|h| (h.n(), h.n_nets())).collect::<Vec<_>>(), b.cut(), b.weight);
-    }
+    drop(levels);
     let mut pos = 0usize;
     let left = stable_partition(ids, scratch, |_| {
         let l = side[entity_of_pos[pos] as usize] == 0;
@@ -636,7 +661,6 @@ pub(crate) fn split(
 /// (so unrelated rows of a badly ordered input are never glued together).
 /// Nets are gathered elements and split tasks. Returns the hypergraph with
 /// the entity of every position.
-#[inline(never)]
 fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32>) {
     let n = ids.len();
     let gathered = g.gathered();
@@ -732,5 +756,8 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
         }
         last_ent.len()
     });
-    (Hypergraph::from_entity_nets(w, xpins, pins, n_nets), entity_of_pos)
+    (
+        Hypergraph::from_entity_nets(w, xpins, pins, n_nets),
+        entity_of_pos,
+    )
 }

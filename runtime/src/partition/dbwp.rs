@@ -1,7 +1,7 @@
 //! Data-balanced work partition (Algorithm 1) and the SJ-tree it records.
 
 use super::graph::WorkGraph;
-use super::scratch::with_marks;
+use super::scratch::count_distinct;
 use super::{bisect, kd, Bisection, PartitionOptions};
 use crate::error::to_u32;
 use crate::{Error, Result};
@@ -180,15 +180,7 @@ pub(crate) fn count_tasks(g: &WorkGraph, ids: &[u32]) -> u32 {
 /// Distinct gathered elements among tuple ids.
 pub(crate) fn count_gathered(g: &WorkGraph, ids: &[u32]) -> u32 {
     let gathered = g.gathered();
-    with_marks(g.n_gathered(), |marks, epoch| {
-        let mut count = 0u32;
-        for &id in ids {
-            let m = &mut marks[gathered[id as usize] as usize];
-            count += u32::from(*m != epoch);
-            *m = epoch;
-        }
-        count
-    })
+    count_distinct(g.n_gathered(), ids, |id| gathered[id as usize])
 }
 
 /// Unique vertices of a subset of ascending tuple ids.

@@ -56,7 +56,10 @@ impl WorkGraph {
             ));
         }
         let n_tasks = ptr.len() - 1;
-        to_u32("work graph vertices (tasks + gathered)", n_tasks + n_gathered)?;
+        to_u32(
+            "work graph vertices (tasks + gathered)",
+            n_tasks + n_gathered,
+        )?;
         to_u32("work graph tuples", gathered.len())?;
         if ptr[0] != 0 {
             return Err(Error::InvalidMatrix {
@@ -128,7 +131,10 @@ impl WorkGraph {
     pub fn from_kernel<K: GatherKernel>(kernel: &K, n_tasks: usize) -> Result<Self> {
         to_u32("number of tasks", n_tasks)?;
         let n_gathered = kernel.gathered_len();
-        to_u32("work graph vertices (tasks + gathered)", n_tasks + n_gathered)?;
+        to_u32(
+            "work graph vertices (tasks + gathered)",
+            n_tasks + n_gathered,
+        )?;
         // Pass 1: ranges, in parallel.
         let ranges: Vec<(usize, usize)> = (0..n_tasks)
             .into_par_iter()

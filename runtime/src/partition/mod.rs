@@ -239,7 +239,14 @@ mod tests {
         assert_eq!(parse_bytes("1.5KiB").unwrap(), 1536);
         assert_eq!(parse_bytes("40kB").unwrap(), 40_000);
         assert_eq!(parse_bytes("3GB").unwrap(), 3_000_000_000);
-        for bad in ["", "MB", "12XB", "1.2.3MB", "-4MB", "99999999999999999999GiB"] {
+        for bad in [
+            "",
+            "MB",
+            "12XB",
+            "1.2.3MB",
+            "-4MB",
+            "99999999999999999999GiB",
+        ] {
             assert!(parse_bytes(bad).is_err(), "{bad:?} should be rejected");
         }
     }

@@ -52,7 +52,12 @@ fn owners(n: usize, partition: &Partition, vertex: impl Fn(u32) -> u32) -> Vec<u
 
 /// Lays out one kind of vertex: non-boundary by ranked partition, then
 /// boundary by first appearance, then untouched ones.
-fn layout(owner: &[u32], ranked: &[u32], partition: &Partition, vertex: impl Fn(u32) -> u32) -> Vec<u32> {
+fn layout(
+    owner: &[u32],
+    ranked: &[u32],
+    partition: &Partition,
+    vertex: impl Fn(u32) -> u32,
+) -> Vec<u32> {
     let n = owner.len();
     let mut placed = vec![false; n];
     let mut perm = Vec::with_capacity(n);
@@ -142,7 +147,11 @@ impl Remapping {
         row_ptr.push(0u32);
         for &old in &self.task_perm {
             let r = csr.row_range(old as usize);
-            col_idx.extend(csr.col_idx()[r.clone()].iter().map(|&c| self.gathered_inv[c as usize]));
+            col_idx.extend(
+                csr.col_idx()[r.clone()]
+                    .iter()
+                    .map(|&c| self.gathered_inv[c as usize]),
+            );
             values.extend_from_slice(&csr.values()[r]);
             row_ptr.push(col_idx.len() as u32);
         }

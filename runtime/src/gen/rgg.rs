@@ -68,12 +68,20 @@ pub fn rgg_with(n: usize, seed: u64, order: RggOrder) -> Result<Csr<f32>> {
     } else {
         1
     };
-    let cell_of = |p: usize| -> usize {
-        let cx = ((xs[p] * g as f64) as usize).min(g - 1);
-        let cy = ((ys[p] * g as f64) as usize).min(g - 1);
-        cy * g + cx
+    let gf = g as f64;
+    let cell_xy = |x: f64, y: f64| -> (usize, usize) {
+        (
+            ((x * gf) as usize).min(g - 1),
+            ((y * gf) as usize).min(g - 1),
+        )
     };
-    let cells: Vec<u32> = (0..n).into_par_iter().map(|p| cell_of(p) as u32).collect();
+    let cells: Vec<u32> = (0..n)
+        .into_par_iter()
+        .map(|p| {
+            let (cx, cy) = cell_xy(xs[p], ys[p]);
+            (cy * g + cx) as u32
+        })
+        .collect();
     // Counting sort of the points by cell (stable: generation order inside).
     let mut cell_start = vec![0u32; g * g + 1];
     for &c in &cells {
@@ -90,39 +98,41 @@ pub fn rgg_with(n: usize, seed: u64, order: RggOrder) -> Result<Csr<f32>> {
             cursor[c as usize] += 1;
         }
     }
-    // Labels: vertex v is point point_of[v]; point p has label label_of[p].
-    let (point_of, label_of): (Vec<u32>, Vec<u32>) = match order {
-        RggOrder::Random => ((0..n as u32).collect(), (0..n as u32).collect()),
-        RggOrder::Spatial => {
-            let mut label = vec![0u32; n];
-            for (k, &p) in by_cell.iter().enumerate() {
-                label[p as usize] = k as u32;
-            }
-            (by_cell.clone(), label)
-        }
+    drop(cells);
+    // All the neighbour search runs in cell order on copies of the points in
+    // that order, so candidates are contiguous in memory whatever the final
+    // numbering. `label[k]` is the vertex number of the k-th point in cell
+    // order: its generation index (random order) or k itself (spatial).
+    let sx: Vec<f64> = by_cell.par_iter().map(|&p| xs[p as usize]).collect();
+    let sy: Vec<f64> = by_cell.par_iter().map(|&p| ys[p as usize]).collect();
+    drop((xs, ys));
+    let label: Vec<u32> = match order {
+        RggOrder::Random => by_cell.clone(),
+        RggOrder::Spatial => (0..n as u32).collect(),
     };
-    // Calls `f(q)` for every point q ≠ p within distance r of p.
-    let neighbours = |p: usize, f: &mut dyn FnMut(usize)| {
-        let c = cells[p] as usize;
-        let (cx, cy) = (c % g, c / g);
+    // Calls `f(j)` for every point j ≠ k (cell-order positions) within
+    // distance r of point k.
+    let neighbours = |k: usize, f: &mut dyn FnMut(usize)| {
+        let (cx, cy) = cell_xy(sx[k], sy[k]);
         for ny in cy.saturating_sub(1)..=(cy + 1).min(g - 1) {
-            for nx in cx.saturating_sub(1)..=(cx + 1).min(g - 1) {
-                let cell = ny * g + nx;
-                for &q in &by_cell[cell_start[cell] as usize..cell_start[cell + 1] as usize] {
-                    let q = q as usize;
-                    let (dx, dy) = (xs[p] - xs[q], ys[p] - ys[q]);
-                    if q != p && dx * dx + dy * dy < r2 {
-                        f(q);
-                    }
+            // The three cells of a grid row are contiguous in cell order.
+            let lo = cell_start[ny * g + cx.saturating_sub(1)] as usize;
+            let hi = cell_start[ny * g + (cx + 1).min(g - 1) + 1] as usize;
+            for j in lo..hi {
+                let (dx, dy) = (sx[k] - sx[j], sy[k] - sy[j]);
+                if j != k && dx * dx + dy * dy < r2 {
+                    f(j);
                 }
             }
         }
     };
+    // Adjacency in cell order: row k lists the vertex numbers of point k's
+    // neighbours, sorted.
     let degree: Vec<u32> = (0..n)
         .into_par_iter()
-        .map(|v| {
+        .map(|k| {
             let mut d = 0u32;
-            neighbours(point_of[v] as usize, &mut |_| d += 1);
+            neighbours(k, &mut |_| d += 1);
             d
         })
         .collect();
@@ -138,15 +148,51 @@ pub fn rgg_with(n: usize, seed: u64, order: RggOrder) -> Result<Csr<f32>> {
     let mut values = vec![1f32; total];
     crate::sparse::par_rows_mut(&row_ptr, &mut col_idx, &mut values, |rows, cols, _| {
         let base = row_ptr[rows.start] as usize;
-        for v in rows {
-            let row = &mut cols[row_ptr[v] as usize - base..row_ptr[v + 1] as usize - base];
-            let mut k = 0;
-            neighbours(point_of[v] as usize, &mut |q| {
-                row[k] = label_of[q];
-                k += 1;
+        for k in rows {
+            let row = &mut cols[row_ptr[k] as usize - base..row_ptr[k + 1] as usize - base];
+            let mut at = 0;
+            neighbours(k, &mut |j| {
+                row[at] = label[j];
+                at += 1;
             });
             row.sort_unstable();
         }
     });
-    Ok(Csr::from_parts_unchecked(n, n, row_ptr, col_idx, values))
+    let spatial = Csr::from_parts_unchecked(n, n, row_ptr, col_idx, values);
+    match order {
+        RggOrder::Spatial => Ok(spatial),
+        // Vertex v's row is the row of its cell-order position.
+        RggOrder::Random => {
+            let mut pos = vec![0u32; n];
+            for (k, &p) in by_cell.iter().enumerate() {
+                pos[p as usize] = k as u32;
+            }
+            Ok(permute_rows(&spatial, &pos))
+        }
+    }
+}
+
+/// The matrix whose row `v` is row `src_row[v]` of `m`.
+fn permute_rows(m: &Csr<f32>, src_row: &[u32]) -> Csr<f32> {
+    let n = src_row.len();
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    row_ptr.push(0u32);
+    let mut total = 0u32;
+    for &s in src_row {
+        // Same total as `m`, which fits u32.
+        total += m.row_range(s as usize).len() as u32;
+        row_ptr.push(total);
+    }
+    let mut col_idx = vec![0u32; total as usize];
+    let mut values = vec![0f32; total as usize];
+    crate::sparse::par_rows_mut(&row_ptr, &mut col_idx, &mut values, |rows, cols, vals| {
+        let base = row_ptr[rows.start] as usize;
+        for v in rows {
+            let out = row_ptr[v] as usize - base..row_ptr[v + 1] as usize - base;
+            let (c, x) = m.row(src_row[v] as usize);
+            cols[out.clone()].copy_from_slice(c);
+            vals[out].copy_from_slice(x);
+        }
+    });
+    Csr::from_parts_unchecked(n, m.ncols(), row_ptr, col_idx, values)
 }

@@ -309,7 +309,7 @@ fn golden_fingerprints() {
     assert_eq!(
         got,
         [
-            0xe5177e43393bafa0,
+            0xc347a0db122e20a5,
             0x8d65faa9e34b7aa9,
             0x03880ecb030bc5bd,
             0x8a0e78ce0f9b5358,

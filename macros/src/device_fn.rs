@@ -1,14 +1,16 @@
 //! `#[device_fn]`: a scalar helper usable from kernels, on both backends.
 //!
-//! The function is kept unchanged. Next to it go its CUDA (a static the
-//! kernels that call it list in `SPEC.device_fns`) and its CPU twin
-//! `__wf_cpu_<name>`, which follows the kernel language's release semantics
-//! and reports faults instead of panicking, as the rest of a CPU kernel does.
+//! The function is kept unchanged. Next to it goes a hidden companion module
+//! of the same name (modules and functions live in different namespaces, so
+//! `use path::f;` imports both): `f::SOURCE`, its CUDA, which the kernels that
+//! call `f` list in `SPEC.device_fns`, and `f::cpu`, its CPU twin, which
+//! follows the kernel language's release semantics and reports faults
+//! instead of panicking, as the rest of a CPU kernel does.
 
-use crate::emit_rust::{call_consts, fault, rust_ty, sibling_path, Emitter};
+use crate::emit_rust::{call_consts, companion, fault, name_check, rust_ty, Emitter};
 use crate::{emit_cuda, lower, parse};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use std::collections::BTreeSet;
 
 pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
@@ -18,8 +20,6 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let name = &f.name;
     let name_str = name.to_string();
     let vis = &item.vis;
-    let stat = format_ident!("__WF_DEVICE_FN_{}", name);
-    let cpu = format_ident!("__wf_cpu_{}", name);
     let em = Emitter {
         locals: &f.locals,
         params: &[],
@@ -37,44 +37,57 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let mut deps = Vec::new();
     let mut checks = Vec::new();
     for c in &f.calls {
-        let p = sibling_path(&c.path, "__WF_DEVICE_FN_", false);
+        let p = companion(&c.path, Some("SOURCE"));
         if seen.insert(p.to_string()) {
             deps.push(quote!(&#p));
+            checks.push(name_check(c));
         }
         let span = c
             .path
             .segments
             .last()
             .map_or_else(Span::call_site, |s| s.ident.span());
-        let fp = &c.path;
+        let fp = companion(&c.path, None);
         let args = c.args.iter().map(|t| rust_ty(*t));
         let r = rust_ty(c.ret);
         checks.push(quote_spanned!(span=> const _: fn(#(#args),*) -> #r = #fp;));
     }
-    let twin_calls = call_consts(&f.calls, false);
-    let doc_static = format!("CUDA of `#[device_fn] {name_str}` for the kernels that call it.");
-    let doc_cpu = format!("CPU twin of `{name_str}` with the kernel language's release semantics; faults instead of panics.");
+    let twin_calls = call_consts(&f.calls);
+    let doc_mod =
+        format!("Generated companion of `#[device_fn] {name_str}`: its CUDA and its CPU twin.");
+    let doc_static = format!("CUDA of `{name_str}` for the kernels that call it.");
+    let doc_cpu = format!(
+        "CPU twin of `{name_str}`: release semantics (wrapping integers, masked shifts), faults instead of panics."
+    );
     Ok(quote! {
         #item
 
-        #[doc = #doc_static]
+        #[doc = #doc_mod]
         #[doc(hidden)]
-        #[allow(non_upper_case_globals)]
-        #vis static #stat: ::warpfit::__private::DeviceFnSource = ::warpfit::__private::DeviceFnSource {
-            name: #name_str,
-            cuda: #cuda,
-            deps: &[#(#deps),*],
-        };
+        #[allow(dead_code, clippy::all, clippy::pedantic, unused_parens, unused_braces)]
+        #vis mod #name {
+            #[allow(unused_imports)]
+            use super::*;
 
-        #[doc = #doc_cpu]
-        #[doc(hidden)]
-        #[inline]
-        #[allow(clippy::all, clippy::pedantic, unused_parens, unused_braces, non_snake_case)]
-        #vis fn #cpu(#(#params),*) -> ::core::result::Result<#ret, #flt> {
             #(#checks)*
             #twin_calls
-            #(#lets)*
-            ::core::result::Result::Ok(#body)
+
+            /// The function's own name (what the CUDA side calls it).
+            pub const NAME: &str = #name_str;
+
+            #[doc = #doc_static]
+            pub static SOURCE: ::warpfit::__private::DeviceFnSource = ::warpfit::__private::DeviceFnSource {
+                name: #name_str,
+                cuda: #cuda,
+                deps: &[#(#deps),*],
+            };
+
+            #[doc = #doc_cpu]
+            #[inline]
+            pub fn cpu(#(#params),*) -> ::core::result::Result<#ret, #flt> {
+                #(#lets)*
+                ::core::result::Result::Ok(#body)
+            }
         }
     })
 }

@@ -32,24 +32,60 @@ fn ty(t: Ty) -> TokenStream {
     quote!(#i)
 }
 
-/// Path of a device function's CPU twin: `a::b::f` → `a::b::__wf_cpu_f`,
-/// seen from the generated module (one level below the user's code).
-pub fn sibling_path(path: &syn::Path, prefix: &str, from_submodule: bool) -> TokenStream {
+/// A device function's path as seen from a generated module (one level below
+/// the user's code), optionally followed by an item of its companion module:
+/// `f` → `f::cpu`, `self::f` → `super::f::cpu`, `super::f` → `super::super::f::cpu`.
+pub fn companion(path: &syn::Path, item: Option<&str>) -> TokenStream {
     let mut p = path.clone();
-    if let Some(last) = p.segments.last_mut() {
-        last.ident = format_ident!("{}{}", prefix, last.ident);
-    }
-    if from_submodule && p.leading_colon.is_none() {
-        let first = p.segments.first().map(|s| s.ident.to_string());
-        match first.as_deref() {
-            Some("self") => {
-                p.segments[0].ident = Ident::new("super", p.segments[0].ident.span());
-            }
-            Some("super") => return quote!(super::#p),
+    let mut prefix = TokenStream::new();
+    if p.leading_colon.is_none() {
+        match p.segments.first().map(|s| s.ident.to_string()).as_deref() {
+            Some("self") => p.segments[0].ident = Ident::new("super", p.segments[0].ident.span()),
+            Some("super") => prefix = quote!(super::),
             _ => {}
         }
     }
-    quote!(#p)
+    match item {
+        Some(item) => {
+            // Spanned like the call, so that errors about it point there.
+            let span = p
+                .segments
+                .last()
+                .map_or_else(Span::call_site, |s| s.ident.span());
+            let item = Ident::new(item, span);
+            quote!(#prefix #p::#item)
+        }
+        None => quote!(#prefix #p),
+    }
+}
+
+/// A compile-time check that the device function a call names is really
+/// called that: the CUDA calls `warpfit_user::<last path segment>`, so a
+/// `use path::f as g;` rename would name a function that does not exist.
+pub fn name_check(c: &DeviceCall) -> TokenStream {
+    let name_const = companion(&c.path, Some("NAME"));
+    let written = c.name();
+    let msg = format!(
+        "`{written}` is a renamed #[device_fn]: kernels must call a device function by its own name (the CUDA side sees only the name)"
+    );
+    let span = c
+        .path
+        .segments
+        .last()
+        .map_or_else(Span::call_site, |s| s.ident.span());
+    quote::quote_spanned!(span=>
+        const _: () = {
+            let a = #name_const.as_bytes();
+            let b = #written.as_bytes();
+            let mut same = a.len() == b.len();
+            let mut i = 0;
+            while same && i < a.len() {
+                same = a[i] == b[i];
+                i += 1;
+            }
+            ::core::assert!(same, #msg);
+        };
+    )
 }
 
 /// The typed function pointer through which the twin makes device call `i`.
@@ -60,14 +96,14 @@ fn call_const(i: usize) -> Ident {
 /// Declares the twin's device calls as fn pointers of the types inference
 /// gave them, spanned on each call: a wrong guess is one error at the call,
 /// and the code that uses the pointer type-checks regardless.
-pub fn call_consts(calls: &[DeviceCall], in_module: bool) -> TokenStream {
+pub fn call_consts(calls: &[DeviceCall]) -> TokenStream {
     let f = fault();
     calls
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let name = call_const(i);
-            let p = sibling_path(&c.path, "__wf_cpu_", in_module);
+            let p = companion(&c.path, Some("cpu"));
             let args = c.args.iter().map(|t| ty(*t));
             let ret = ty(c.ret);
             let span = c
@@ -614,11 +650,12 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let mut fn_checks = Vec::new();
     let mut check_seen = BTreeSet::new();
     for c in &k.calls {
-        let p = sibling_path(&c.path, "__WF_DEVICE_FN_", true);
+        let p = companion(&c.path, Some("SOURCE"));
         if seen.insert(p.to_string()) {
             device_fns.push(quote!(&#p));
+            fn_checks.push(name_check(c));
         }
-        let fp = sibling_path(&c.path, "", true);
+        let fp = companion(&c.path, None);
         let args = c.args.iter().map(|t| ty(*t));
         let ret = ty(c.ret);
         let check = quote!(const _: fn(#(#args),*) -> #ret = #fp;);
@@ -635,7 +672,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
         }
     }
 
-    let call_consts = call_consts(&k.calls, true);
+    let call_consts = call_consts(&k.calls);
     let params_spec = k.params.iter().map(|p| {
         let n = p.name.to_string();
         let t = format_ident!(

@@ -20,12 +20,59 @@ mod parse;
 mod tests;
 
 /// Turns a map/fold kernel into a CUDA functor, a CPU twin and a launch API.
+///
+/// ```text
+/// #[nested_reduce]
+/// pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
+///     let lo = row_ptr[row] as usize;
+///     let hi = row_ptr[row + 1] as usize;
+///     y[row] = (lo..hi).map(|k| val[k] * x[col[k] as usize]).fold(0.0, |a, b| a + b);
+/// }
+/// // spmv(row, ..) is unchanged; spmv::launch(&device, n_rows, &row_ptr, ..) runs it.
+/// ```
+///
+/// The function is kept as the plain-Rust reference; a module of the same
+/// name holds `CUDA_SOURCE`, `SPEC`, the CPU twin `Kernel`, `launch`,
+/// `launch_with`, `GATHERED` and `work_graph` (see `docs/codegen.md`).
+///
+/// The kernel language, checked at compile time with errors on the offending
+/// token:
+/// - signature `fn name(task: usize, ...)`; other parameters `&[T]` (input),
+///   `&mut [T]` (output, at least one), `T` (scalar), with T one of f32, f64,
+///   i32, u32, i64, u64, u8, bool; no generics, return type or patterns;
+/// - body: `let`s (prologue), exactly one `(lo..hi).map(|k| e).fold(init, op)`
+///   at statement level, then `let`s, `out[task] = e`, `out[task] op= e` and
+///   `if`/`else` (epilogue); `op` is `|a, b| e`, `T::min`/`T::max` or a
+///   two-argument `#[device_fn]`, and sees only its two arguments;
+/// - expressions: literals, locals, parameters, arithmetic, bitwise, shifts,
+///   comparisons, `&&`/`||`, `as` casts, `a[i]` with a `usize` index, `if`
+///   values, blocks, `T::MAX`-style constants, whitelisted methods, and
+///   `#[device_fn]` calls;
+/// - owner-computes: outputs are read and written only at `out[task]`, written
+///   only in the epilogue: tasks never race, on any backend;
+/// - Rust's typing (no implicit conversions; unsuffixed literals from context,
+///   else `i32`/`f64`) and Rust's release semantics on every backend: integer
+///   `+ - *` wrap, shifts are masked, `/` and `%` by zero fail the launch,
+///   indices are checked, float-to-int casts saturate.
 #[proc_macro_attribute]
 pub fn nested_reduce(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(attr.into(), item.into(), nested::expand).into()
 }
 
 /// Makes a scalar function callable from `#[nested_reduce]` kernels.
+///
+/// ```text
+/// #[device_fn]
+/// pub fn max_plus(a: f32, b: f32) -> f32 { a.max(b) }
+/// // ... .fold(f32::NEG_INFINITY, max_plus) in a kernel
+/// ```
+///
+/// Scalar parameters, a scalar return type, and a body of `let`s and a final
+/// expression in the kernel language (it may call other device functions).
+/// The function is kept; a hidden companion module of the same name carries
+/// its CUDA and its CPU twin, so `use path::max_plus;` brings everything a
+/// kernel needs. Call it by its own name (renamed imports are rejected), and
+/// suffix literal arguments whose type the call does not fix (`2.0f32`).
 #[proc_macro_attribute]
 pub fn device_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(attr.into(), item.into(), device_fn::expand).into()

@@ -1,8 +1,8 @@
 //! Attribute macros of warpfit: `#[nested_reduce]` and `#[device_fn]`.
 //!
-//! Pipeline: [`parse`] (syn → AST of the kernel language) → [`check`] (the
-//! language's structural rules) → [`lower`] (names, owner-computes, types →
-//! [`ir`]) → [`emit_rust`] (CPU twin, launch API) and [`emit_cuda`] (CUDA
+//! Pipeline: `parse` (syn → AST of the kernel language) → `check` (the
+//! language's structural rules) → `lower` (names, owner-computes, types →
+//! `ir`) → `emit_rust` (CPU twin, launch API) and `emit_cuda` (CUDA
 //! functor). The contract with the runtime and the device library is
 //! `docs/codegen.md`; user documentation lives in the `warpfit` crate.
 

@@ -355,19 +355,17 @@ impl<'h> Bisection<'h> {
             .saturating_sub(self.max_side)
     }
 
-    fn gain(&self, e: usize) -> i32 {
+    /// FM gain of moving `e` (cut nets removed minus cut nets created), and
+    /// whether `e` touches a cut net.
+    fn gain(&self, e: usize) -> (i32, bool) {
         let s = self.side[e] as usize;
-        let mut g = 0i32;
+        let (mut g, mut boundary) = (0i32, false);
         for &net in self.h.nets_of(e) {
             let c = self.cnt[net as usize];
-            if c[s] == 1 {
-                g += 1;
-            }
-            if c[1 - s] == 0 {
-                g -= 1;
-            }
+            g += i32::from(c[s] == 1) - i32::from(c[1 - s] == 0);
+            boundary |= c[1 - s] > 0;
         }
-        g
+        (g, boundary)
     }
 
     /// Moves `e` to the other side, updating pin counts, weights and (for free
@@ -447,16 +445,12 @@ impl<'h> Bisection<'h> {
             locked.iter_mut().for_each(|l| *l = false);
             let mut heaps: Heaps = [BinaryHeap::new(), BinaryHeap::new()];
             for e in 0..n {
-                gain[e] = self.gain(e);
+                let (g, boundary) = self.gain(e);
+                gain[e] = g;
                 // Only boundary entities can have a non-negative gain; interior
                 // ones join the heaps when a neighbour's move changes their gain.
-                let boundary = self
-                    .h
-                    .nets_of(e)
-                    .iter()
-                    .any(|&net| self.cnt[net as usize].iter().all(|&c| c > 0));
                 if boundary || n <= COARSEST * 4 {
-                    heaps[self.side[e] as usize].push((gain[e], rng.next() as u32, e as u32));
+                    heaps[self.side[e] as usize].push((g, rng.next() as u32, e as u32));
                 }
             }
             let start_cut = cut;
@@ -657,8 +651,10 @@ pub(crate) fn split(
 /// while the subset is read. A task whose tuples exceed `entity_tuples` is
 /// cut into chunks of that size, joined by the task's net; shorter tasks are
 /// whole, and consecutive ones share an entity while it stays within
-/// `entity_tuples` and the next task reads an element the entity already reads
-/// (so unrelated rows of a badly ordered input are never glued together).
+/// `2 × entity_tuples` and the next task reads an element the entity already
+/// reads (so unrelated rows of a badly ordered input are never glued
+/// together). Merging short tasks more than chunking long ones halves the
+/// hypergraph of short-row meshes, while long rows keep fine pieces to split.
 /// Nets are gathered elements and split tasks. Returns the hypergraph with
 /// the entity of every position.
 fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32>) {
@@ -731,7 +727,7 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
             } else {
                 let ent = w.len() as u32;
                 let joins = open_w > 0
-                    && open_w as usize + len <= chunk
+                    && open_w as usize + len <= 2 * chunk
                     && ids[i..j].iter().any(|&id| {
                         map.get(gathered[id as usize])
                             .is_some_and(|net| last_ent[net as usize] == ent)

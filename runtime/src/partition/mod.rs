@@ -110,8 +110,9 @@ pub struct CoarsenOptions {
     /// overhead trade-off: the last levels cost most and gain least). 0
     /// refines every level.
     pub skip_levels: u32,
-    /// Largest initial entity, in tuples: long tasks are read as several
-    /// entities so that they can be split.
+    /// Initial entity size, in tuples: longer tasks are read as chunks of
+    /// this many tuples so that they can be split; consecutive short tasks
+    /// that share data are merged up to twice this size.
     pub entity_tuples: u32,
     /// Allowed tuple imbalance of a bisection: each side holds at most
     /// `(1 + imbalance) / 2` of the tuples.

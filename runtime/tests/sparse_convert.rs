@@ -382,3 +382,32 @@ fn many_buckets_use_the_partitioned_sort_correctly() {
     sorted.sort_indices();
     assert_eq!(t.transpose(), sorted);
 }
+
+#[test]
+fn empty_shapes() {
+    for (nr, nc) in [(0usize, 0usize), (0, 5), (5, 0), (3, 4)] {
+        let coo = Coo::<f32>::empty(nr, nc).unwrap();
+        let m = coo.to_csr().unwrap();
+        assert_eq!((m.nrows(), m.ncols(), m.nnz()), (nr, nc, 0));
+        assert_eq!(m.row_ptr(), vec![0u32; nr + 1]);
+        let t = m.transpose();
+        assert_eq!((t.nrows(), t.ncols(), t.nnz()), (nc, nr, 0));
+        assert_eq!(m.to_coo(), coo);
+        assert_eq!(m.clone().into_coo(), coo);
+        let mut c = m.clone();
+        c.sum_duplicates();
+        assert_eq!(c, m);
+        assert_eq!(Csr::from_sprs(&m.to_sprs().unwrap()).unwrap(), m);
+        assert!(m.is_sorted() && m.check_canonical().is_ok());
+    }
+}
+
+#[test]
+fn into_coo_reuses_storage_order() {
+    let m = Csr::new(3, 3, vec![0, 2, 2, 3], vec![2, 0, 1], vec![1, 2, 3]).unwrap();
+    let c = m.clone().into_coo();
+    assert_eq!(c.rows(), &[0, 0, 2]);
+    assert_eq!(c.cols(), &[2, 0, 1]);
+    assert_eq!(c.values(), &[1, 2, 3]);
+    assert_eq!(c.into_csr().unwrap(), m);
+}

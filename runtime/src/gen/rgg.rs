@@ -43,7 +43,10 @@ pub fn rgg(n: usize, seed: u64) -> Result<Csr<f32>> {
 /// mean degree is about `π r² n` (slightly less: the square's border). Built
 /// in expected O(n) with a grid of cells of side ≥ r, so only the 3×3
 /// neighbouring cells are searched. Deterministic for a given seed on every
-/// machine.
+/// machine and thread count (points are drawn per fixed-size chunk; distances
+/// are plain IEEE arithmetic). The one platform-dependent input is `ln n` in
+/// the radius (the system's libm); a last-bit difference there could only
+/// flip a pair at distance exactly `r`.
 pub fn rgg_with(n: usize, seed: u64, order: RggOrder) -> Result<Csr<f32>> {
     to_u32("rgg n", n)?;
     let r = rgg_radius(n);

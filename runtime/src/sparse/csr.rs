@@ -388,6 +388,24 @@ impl<T: Copy + Send + Sync> Csr<T> {
 
     /// The same entries as coordinates, in storage order.
     pub fn to_coo(&self) -> Coo<T> {
+        Coo::from_parts_unchecked(
+            self.nrows,
+            self.ncols,
+            self.expand_rows(),
+            self.col_idx.clone(),
+            self.values.clone(),
+        )
+    }
+
+    /// The same entries as coordinates, in storage order, reusing the column
+    /// and value arrays (only the row indices are allocated).
+    pub fn into_coo(self) -> Coo<T> {
+        let rows = self.expand_rows();
+        Coo::from_parts_unchecked(self.nrows, self.ncols, rows, self.col_idx, self.values)
+    }
+
+    /// The row index of every stored entry.
+    fn expand_rows(&self) -> Vec<u32> {
         let mut rows = vec![0u32; self.nnz()];
         let row_ptr = &self.row_ptr;
         let mut empty: Vec<()> = vec![(); self.nnz()];
@@ -397,13 +415,7 @@ impl<T: Copy + Send + Sync> Csr<T> {
                 out[row_ptr[r] as usize - base..row_ptr[r + 1] as usize - base].fill(r as u32);
             }
         });
-        Coo::from_parts_unchecked(
-            self.nrows,
-            self.ncols,
-            rows,
-            self.col_idx.clone(),
-            self.values.clone(),
-        )
+        rows
     }
 
     /// Whether the matrix equals its transpose, stored entries compared in

@@ -334,7 +334,7 @@ pub fn write<T: MmValue>(path: &Path, m: &Csr<T>) -> Result<()> {
     w.flush().map_err(|e| io_err(path, e))
 }
 
-/// Writes Matrix Market text to any writer (see [`write`]).
+/// Writes Matrix Market text to any writer (see [`write()`]).
 pub fn write_to<W: Write, T: MmValue>(w: &mut W, m: &Csr<T>) -> std::io::Result<()> {
     writeln!(w, "%%MatrixMarket matrix coordinate {} general", T::FIELD)?;
     writeln!(w, "{} {} {}", m.nrows(), m.ncols(), m.nnz())?;
@@ -859,7 +859,7 @@ fn parse_index(
         v = v.wrapping_mul(10).wrapping_add(d as u64);
         *p += 1;
     }
-    let end_ok = buf.get(*p).is_none_or(|&b| is_blank(b) || b == b'\n');
+    let end_ok = buf.get(*p).map_or(true, |&b| is_blank(b) || b == b'\n');
     // 19 digits cannot overflow u64; longer tokens are out of range anyway.
     let digits = *p - start;
     if digits == 0 || digits > 19 || !end_ok || v == 0 || v > size as u64 {

@@ -321,7 +321,7 @@ pub fn read_with_header_from<R: BufRead, T: MmValue>(
             ),
         ));
     }
-    let coo = read_entries::<R, T>(reader, name, &header, next_line)?;
+    let coo = read_entries::<R, T>(reader, name, &header, next_line, READ_BLOCK)?;
     Ok((header, coo))
 }
 
@@ -589,6 +589,7 @@ fn read_entries<R: BufRead, T: MmValue>(
     name: &str,
     header: &MmHeader,
     first_line: usize,
+    block: usize,
 ) -> Result<Coo<T>> {
     let declared = header.entries;
     let mut rows: Vec<u32> = Vec::new();
@@ -610,8 +611,8 @@ fn read_entries<R: BufRead, T: MmValue>(
         let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(batch);
         while blocks.len() < batch && !eof {
             let mut buf = std::mem::take(&mut carry);
-            let want = buf.len() + READ_BLOCK;
-            buf.reserve(READ_BLOCK);
+            let want = buf.len() + block;
+            buf.reserve(block);
             while buf.len() < want {
                 let n = (&mut reader)
                     .take((want - buf.len()) as u64)
@@ -936,4 +937,66 @@ fn parse_i64(tok: &[u8]) -> Option<i64> {
         };
     }
     Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    /// Reads `text` with parse blocks of `block` bytes.
+    fn read_blocks(text: &str, block: usize) -> Result<Coo<f64>> {
+        let mut r = Cursor::new(text.as_bytes());
+        let (header, next) = parse_header(&mut r, "t")?;
+        read_entries(r, "t", &header, next, block)
+    }
+
+    fn sample(n: usize) -> String {
+        let mut t = format!("%%MatrixMarket matrix coordinate real general\n{n} 3 {n}\n");
+        for k in 0..n {
+            if k % 7 == 3 {
+                t.push_str("% a comment line that is longer than the smallest blocks\n\n");
+            }
+            t.push_str(&format!("{}   {} {}.25\n", k + 1, k % 3 + 1, k));
+        }
+        t
+    }
+
+    #[test]
+    fn block_boundaries_do_not_matter() {
+        let text = sample(500);
+        let whole = read_blocks(&text, 1 << 22).unwrap();
+        assert_eq!(whole.nnz(), 500);
+        // Tiny blocks: many batches, lines split everywhere, and lines longer
+        // than a block (read on until their newline).
+        for block in [1, 2, 5, 16, 61, 1000] {
+            assert_eq!(read_blocks(&text, block).unwrap(), whole, "block {block}");
+        }
+    }
+
+    #[test]
+    fn error_lines_are_exact_across_blocks() {
+        // Entry k is on line 3 + k + 2·(number of comment groups before it).
+        let text = sample(200).replace("\n150   3 149.25\n", "\n150   3 x\n");
+        let line = text.lines().position(|l| l.ends_with(" x")).unwrap() + 1;
+        for block in [3, 40, 1 << 22] {
+            match read_blocks(&text, block) {
+                Err(Error::MatrixMarket { line: l, .. }) => assert_eq!(l, line, "block {block}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        let extra = format!("{}1 1 1\n", sample(100));
+        let line = extra.lines().count();
+        for block in [7, 1 << 22] {
+            match read_blocks(&extra, block) {
+                Err(Error::MatrixMarket {
+                    line: l, message, ..
+                }) => {
+                    assert_eq!(l, line, "block {block}");
+                    assert!(message.contains("extra entry"), "{message}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }

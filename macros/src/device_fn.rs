@@ -59,9 +59,11 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let doc_cpu = format!(
         "CPU twin of `{name_str}`: release semantics (wrapping integers, masked shifts), faults instead of panics."
     );
+    let cfgs = crate::nested::cfg_attrs(item);
     Ok(quote! {
         #item
 
+        #(#cfgs)*
         #[doc = #doc_mod]
         #[doc(hidden)]
         #[allow(dead_code, clippy::all, clippy::pedantic, unused_parens, unused_braces)]

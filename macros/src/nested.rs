@@ -12,11 +12,22 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     // The language spells reductions as an explicit fold (it becomes a warp
     // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
     // the language does not accept. The function is otherwise kept verbatim.
+    let cfgs = cfg_attrs(item);
     Ok(quote! {
         #[allow(clippy::unnecessary_fold)]
         #item
+        #(#cfgs)*
         #module
     })
+}
+
+/// The function's `#[cfg(..)]`s: the generated companion exists exactly when
+/// the function does.
+pub fn cfg_attrs(item: &syn::ItemFn) -> Vec<&syn::Attribute> {
+    item.attrs
+        .iter()
+        .filter(|a| a.path().is_ident("cfg"))
+        .collect()
 }
 
 /// What an expansion that failed leaves behind: the errors, and the function

@@ -51,3 +51,18 @@ fn main() {
     longest::launch(&Device::cpu(), 2, &ptr, &col, &val, &x, &mut y).unwrap();
     assert_eq!(y, [22.0, 13.0]);
 }
+
+/// A kernel that is compiled out (the `cfg` comes after the macro, which
+/// sees it): its companion module must go with it, or `gone::launch` would
+/// exist without `gone`.
+#[nested_reduce]
+#[cfg(any())]
+pub fn gone(row: usize, ptr: &[u32], y: &mut [f32]) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| k as f32).fold(0.0, |a, b| a + b);
+}
+
+/// Compiles only if no `gone` module exists: both live in the type namespace.
+#[allow(non_camel_case_types, dead_code)]
+struct gone;

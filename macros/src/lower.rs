@@ -159,6 +159,7 @@ struct Cx<'a> {
     acc: Option<Tv>,
 }
 
+/// An IR node typed by variable `tv`; `ty` is filled in by `zonk` once solved.
 fn e(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
     ir::Expr {
         kind,

@@ -581,7 +581,7 @@ pub(crate) fn split(
 ) -> usize {
     let n = ids.len();
     let mut rng = Rng::new(opts.seed ^ ((ids[0] as u64) << 20) ^ ((n as u64) << 40) ^ depth as u64);
-    let (h0, entity_of_pos) = build(g, ids, opts.entity_tuples);
+    let (h0, entity_end) = build(g, ids, opts.entity_tuples);
     let total = n as u64;
     let max_side = ((total as f64 / 2.0) * (1.0 + opts.imbalance)).ceil() as u64;
     // Coarsen.
@@ -634,9 +634,13 @@ pub(crate) fn split(
         }
     }
     drop(levels);
-    let mut pos = 0usize;
+    // Entities are runs of consecutive positions: walk them alongside.
+    let (mut pos, mut e) = (0usize, 0usize);
     let left = stable_partition(ids, scratch, |_| {
-        let l = side[entity_of_pos[pos] as usize] == 0;
+        while pos >= entity_end[e] as usize {
+            e += 1;
+        }
+        let l = side[e] == 0;
         pos += 1;
         l
     });
@@ -655,14 +659,13 @@ pub(crate) fn split(
 /// reads (so unrelated rows of a badly ordered input are never glued
 /// together). Merging short tasks more than chunking long ones halves the
 /// hypergraph of short-row meshes, while long rows keep fine pieces to split.
-/// Nets are gathered elements and split tasks. Returns the hypergraph with
-/// the entity of every position.
+/// Nets are gathered elements and split tasks. Returns the hypergraph and
+/// the end position (exclusive) of every entity.
 fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32>) {
     let n = ids.len();
     let gathered = g.gathered();
     let ptr = g.ptr();
     let n_g = g.n_gathered();
-    let mut entity_of_pos = vec![0u32; n];
     let mut w: Vec<u32> = Vec::new();
     let mut xpins: Vec<u32> = vec![0];
     let mut pins: Vec<u32> = Vec::with_capacity(n + n / 4);
@@ -717,7 +720,6 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
                     let ent = w.len() as u32;
                     pins.push(task_net);
                     for p in s..e {
-                        entity_of_pos[p] = ent;
                         let net = local(gathered[ids[p] as usize], map, &mut last_ent);
                         last_ent[net as usize] = ent;
                         pins.push(net);
@@ -738,7 +740,6 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
                 }
                 let ent = w.len() as u32;
                 for p in i..j {
-                    entity_of_pos[p] = ent;
                     let net = local(gathered[ids[p] as usize], map, &mut last_ent);
                     last_ent[net as usize] = ent;
                     pins.push(net);
@@ -752,8 +753,17 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
         }
         last_ent.len()
     });
+    // Entities are runs of consecutive positions, in order, so their ends
+    // are the running sum of their weights: no per-tuple entity id needed.
+    let entity_end: Vec<u32> = w
+        .iter()
+        .scan(0u32, |end, &x| {
+            *end += x;
+            Some(*end)
+        })
+        .collect();
     (
         Hypergraph::from_entity_nets(w, xpins, pins, n_nets),
-        entity_of_pos,
+        entity_end,
     )
 }

@@ -479,7 +479,7 @@ mod float_parsing {
 
     proptest! {
         #[test]
-        fn random_decimals_parse_exactly(m in 0u64..100_000_000_000u64, e in -40i32..40, neg: bool, dot in 0usize..12) {
+        fn random_decimals_parse_exactly(m in 0u64..100_000_000_000_000_000u64, e in -40i32..40, neg: bool, dot in 0usize..20) {
             // Build `±digits` with a decimal point at `dot` and an exponent.
             let digits = m.to_string();
             let cut = dot.min(digits.len());
@@ -488,6 +488,19 @@ mod float_parsing {
             prop_assert_eq!(read_one::<f64>(&tok).to_bits(), want64.to_bits(), "{}", tok);
             let want32: f32 = tok.parse().unwrap();
             prop_assert_eq!(read_one::<f32>(&tok).to_bits(), want32.to_bits(), "{}", tok);
+        }
+
+        #[test]
+        fn f32_near_midpoints_parse_exactly(bits in 0x0080_0000u32..0x7f7f_ffff, delta in -2i64..=2) {
+            // The f64 halfway between two adjacent f32s, nudged by a few f64
+            // ulps, printed exactly: the double-rounding trap for f32.
+            let a = f32::from_bits(bits) as f64;
+            let b = f32::from_bits(bits + 1) as f64;
+            let mid = f64::from_bits(((a + b) / 2.0).to_bits().wrapping_add(delta as u64));
+            for tok in [format!("{mid:e}"), format!("{mid}")] {
+                let want: f32 = tok.parse().unwrap();
+                prop_assert_eq!(read_one::<f32>(&tok).to_bits(), want.to_bits(), "{}", tok);
+            }
         }
 
         #[test]

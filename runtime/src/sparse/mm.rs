@@ -114,7 +114,7 @@ pub trait MmValue: Copy + Send + Sync + 'static {
 }
 
 macro_rules! mm_float {
-    ($t:ty, $mant_max:expr, $exp_max:expr, $pow10:expr) => {
+    ($t:ty, $mant_max:expr, $exp_max:expr, $pow10:expr, $wider:expr) => {
         impl MmValue for $t {
             const NAME: &'static str = stringify!($t);
             const FIELD: MmField = MmField::Real;
@@ -127,6 +127,9 @@ macro_rules! mm_float {
                         let p = $pow10[e.unsigned_abs() as usize];
                         let x = if e >= 0 { x * p } else { x / p };
                         return Some(if neg { -x } else { x });
+                    }
+                    if let Some(x) = $wider(neg, m, e) {
+                        return Some(x);
                     }
                 }
                 std::str::from_utf8(token).ok()?.parse().ok()
@@ -162,8 +165,29 @@ macro_rules! mm_float {
 // Clinger's fast path: integers up to 2^24 (f32) / 2^53 (f64) and powers of
 // ten up to 10^10 / 10^22 are exact, so one multiplication or division is
 // correctly rounded.
-mm_float!(f32, 1 << 24, 10, POW10_F32);
-mm_float!(f64, 1 << 53, 22, POW10_F64);
+mm_float!(f32, 1 << 24, 10, POW10_F32, f32_via_f64);
+mm_float!(f64, 1 << 53, 22, POW10_F64, |_, _, _| None);
+
+/// The f32 nearest to `±m · 10^e` through the f64 fast path, when that is
+/// provably the same as rounding the decimal directly: the f64 result is
+/// correctly rounded, and rounding it again to f32 can only differ when it
+/// landed exactly on a midpoint between two f32s (every such midpoint is an
+/// f64, so a correctly rounded f64 cannot cross one). Midpoints and the f32
+/// subnormal range (where the midpoint spacing changes) go to the slow path.
+#[inline]
+fn f32_via_f64(neg: bool, m: u64, e: i32) -> Option<f32> {
+    if m > 1 << 53 || !(-22..=22).contains(&e) {
+        return None;
+    }
+    let p = POW10_F64[e.unsigned_abs() as usize];
+    let x = if e >= 0 { m as f64 * p } else { m as f64 / p };
+    const LOW: u64 = (1 << 29) - 1; // f64 mantissa bits below f32 precision
+    if x < f32::MIN_POSITIVE as f64 || x.to_bits() & LOW == 1 << 28 {
+        return None;
+    }
+    let y = x as f32;
+    Some(if neg { -y } else { y })
+}
 
 const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
 const POW10_F64: [f64; 23] = [
@@ -582,7 +606,7 @@ struct Block<T> {
 }
 
 /// Data-section size of one parse block.
-const READ_BLOCK: usize = 1 << 22;
+const READ_BLOCK: usize = 1 << 20;
 
 fn read_entries<R: BufRead, T: MmValue>(
     mut reader: R,

@@ -1,38 +1,52 @@
 // warpfit device library: the merge of split tasks.
 //
 // After a task-list launch, each task that occurs in several segments has
-// one partial per segment in scratch (or none, for an empty segment). One
-// warp per split task folds them in list order: lane j folds a contiguous
-// chunk of the task's segments, an ordered shuffle tree joins the chunks,
-// and lane 0 puts `init` in front and runs the epilogue. No atomics; the
+// one partial per segment in scratch (or none, for an empty segment). A
+// group of MERGE_LANES lanes per split task folds them in list order: lane
+// j folds a contiguous chunk of the task's segments, an ordered shuffle
+// tree joins the chunks, and the group's first lane puts `init` in front
+// and runs the epilogue. No atomics; the
 // same result for any associative operator, on every run.
 #pragma once
 #include "warpfit/task_source.cuh"
 
 namespace warpfit {
 
+/// Lanes per split task in the merge: most split tasks have a few
+/// segments, so a whole warp each would idle most lanes; a hub task's
+/// hundreds of partials are still folded 8 chunks wide.
+constexpr int MERGE_LANES = 8;
+
 template <class K> __device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
     typedef typename K::acc_t acc_t;
-    const uint64_t wid = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP;
-    if (wid >= a.n_items) {
-        return;  // warp-uniform
+    constexpr int W = MERGE_LANES;
+    const uint64_t tid = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
+    const uint64_t t = tid / W;
+    const int j = int(tid & (W - 1));
+    const bool valid = t < a.n_items;
+    SplitTask st;
+    st.task = 0;
+    st.first = 0;
+    st.count = 0;
+    if (valid) {
+        st = a.split[t];
     }
-    const int lane = lane_id();
-    const SplitTask st = a.split[wid];
-    const uint32_t chunk = (st.count + WARP - 1) / WARP;
-    const uint32_t b = min(uint32_t(lane) * chunk, st.count);
+    const uint32_t chunk = (st.count + W - 1) / W;
+    const uint32_t b = min(uint32_t(j) * chunk, st.count);
     const uint32_t e = min(b + chunk, st.count);
     const acc_t* scratch = static_cast<const acc_t*>(a.scratch);
     Fault f;
     Partial<acc_t> acc;
+#pragma unroll 4
     for (uint32_t g = b; g < e; ++g) {
         const uint32_t s = a.split_segments[st.first + g];
         if (a.present[s]) {
             acc.template push<K>(scratch[s], f);
         }
     }
-    acc = group_reduce<K, WARP>(acc, f);
-    if (lane == 0) {
+    // Every lane takes part in the shuffles, valid group or not.
+    acc = group_reduce<K, W>(acc, f);
+    if (valid && j == 0) {
         Item<K> it;
         it.task = st.task;
         it.valid = true;
@@ -44,7 +58,9 @@ template <class K> __device__ __forceinline__ void merge(const typename K::param
             finish<K>(p, a, it, acc, false, f);
         }
     }
-    f.attribute(st.task);
+    if (valid) {
+        f.attribute(st.task);
+    }
     publish(a.fault, f);
 }
 

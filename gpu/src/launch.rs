@@ -12,6 +12,8 @@ use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 
 /// Threads per block of every library kernel (`warpfit::BLOCK`).
 const BLOCK: u32 = 256;
+/// Lanes per split task in the merge kernel (`warpfit::MERGE_LANES`).
+const MERGE_LANES: u64 = 8;
 /// Largest `Params` struct passed by value (CUDA's kernel-parameter limit
 /// is 4 KiB on every supported architecture; `LaunchArgs` takes the rest).
 const MAX_PARAMS: usize = 4096 - std::mem::size_of::<LaunchArgs>();
@@ -470,7 +472,7 @@ impl Prepared {
                         n_items: n_split,
                         ..a
                     };
-                    self.launch_kernel("wf_merge", grid(n_split, 32)?, &m)?;
+                    self.launch_kernel("wf_merge", grid(n_split, MERGE_LANES)?, &m)?;
                 }
                 Ok(())
             }

@@ -41,11 +41,25 @@ impl<T: Copy + Send + Sync> Csr<T> {
         };
         let base = to_usize(raw[0])?;
         let mut ptr = Vec::with_capacity(raw.len());
+        let broken = |what: &str| Error::InvalidMatrix {
+            format: "sprs",
+            message: what.to_string(),
+        };
         for &p in raw {
-            ptr.push(to_u32("sprs nnz", to_usize(p)? - base)?);
+            let off = to_usize(p)?
+                .checked_sub(base)
+                .ok_or_else(|| broken("decreasing index pointers"))?;
+            ptr.push(to_u32("sprs nnz", off)?);
         }
         let nnz = *ptr.last().unwrap() as usize;
-        let indices = &m.indices()[base..base + nnz];
+        let indices = m
+            .indices()
+            .get(base..base + nnz)
+            .ok_or_else(|| broken("index pointers beyond the index array"))?;
+        let data = m
+            .data()
+            .get(base..base + nnz)
+            .ok_or_else(|| broken("index pointers beyond the data array"))?;
         let mut idx = Vec::with_capacity(nnz);
         for (k, &i) in indices.iter().enumerate() {
             let i = i.try_index().ok_or_else(|| Error::InvalidMatrix {
@@ -54,7 +68,7 @@ impl<T: Copy + Send + Sync> Csr<T> {
             })?;
             idx.push(to_u32("sprs inner index", i)?);
         }
-        let values = m.data()[base..base + nnz].to_vec();
+        let values = data.to_vec();
         let compressed = Csr::new(outer, inner, ptr, idx, values)?;
         if csc {
             Ok(compressed.transpose())

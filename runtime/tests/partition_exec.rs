@@ -280,3 +280,56 @@ fn remapping_packs_private_vertices_first() {
         .tasks_to_old(&[1.0f32])
         .is_err());
 }
+
+#[test]
+fn reversed_and_overlapping_kernel_ranges() {
+    // Task 1's range is 3..1 (empty, as the executor runs it) and task 2
+    // re-reads fine tasks 1..4: the work graph keeps each task's own `k`.
+    let row_ptr = [0u32, 3, 1, 4];
+    let col = [0u32, 2, 1, 3];
+    let val = [1.0f32, 2.0, 3.0, 4.0];
+    let x = [1.0f32, 10.0, 100.0, 1000.0];
+    let run = |tasks: Tasks<'_>| {
+        let mut y = vec![f32::NAN; 3];
+        let k = Spmv {
+            row_ptr: &row_ptr,
+            col: &col,
+            val: &val,
+            x: &x,
+            y: SharedOut::new(&mut y),
+            offset: 0,
+        };
+        cpu::run(&k, tasks).unwrap();
+        y
+    };
+    let mut y = vec![0f32; 3];
+    let k = Spmv {
+        row_ptr: &row_ptr,
+        col: &col,
+        val: &val,
+        x: &x,
+        y: SharedOut::new(&mut y),
+        offset: 0,
+    };
+    let g = WorkGraph::from_kernel(&k, 3).unwrap();
+    assert_eq!(g.ptr(), &[0, 3, 3, 6]);
+    assert_eq!(g.gathered(), &[0, 2, 1, 2, 1, 3]);
+    assert_eq!((g.fine_index(2, 3), g.fine_lo(1)), (1, 3));
+    let p = dbwp(
+        &g,
+        &PartitionOptions {
+            capacity: 3,
+            bisection: Bisection::KdTiling,
+        },
+        None,
+    )
+    .unwrap();
+    assert!(p.len() > 1);
+    let segs = SegmentList::new(&g, &p).unwrap();
+    assert_eq!(
+        segs.empty_tasks(),
+        &[warpfit_runtime::Segment::new(1, 3, 3)]
+    );
+    let list = segs.task_list().unwrap();
+    assert_eq!(run(Tasks::List(&list)), run(Tasks::All(3)));
+}

@@ -176,6 +176,11 @@ fn configs(a: &Csr<f32>) -> Vec<(String, LaunchConfig, Option<TaskList>)> {
     out
 }
 
+/// `|d| <= tol`, false for a NaN difference (a NaN result never passes).
+fn within(d: f64, tol: f64) -> bool {
+    d.abs() <= tol
+}
+
 fn tasks_of(n: usize, list: &Option<TaskList>) -> Tasks<'_> {
     match list {
         Some(l) => Tasks::List(l),
@@ -248,7 +253,7 @@ fn every_kernel_decomposition_and_task_source_matches_the_cpu() {
                         let tol =
                             4.0 * f64::from(f32::EPSILON) * (mags[i].1 as f64 + 1.0) * mags[i].0
                                 + 1e-30;
-                        !((f64::from(got[i]) - f64::from(want[i])).abs() <= tol)
+                        !within(f64::from(got[i]) - f64::from(want[i]), tol)
                     }) {
                         failures.push(format!(
                             "{mname} / spmv_f32 / {cname}: row {i}: got {} want {}",
@@ -290,7 +295,7 @@ fn every_kernel_decomposition_and_task_source_matches_the_cpu() {
                     if let Some(i) = (0..n).find(|&i| {
                         let tol =
                             4.0 * f64::EPSILON * (mags[i].1 as f64 + 1.0) * mags[i].0 + 1e-300;
-                        !((got[i] - want[i]).abs() <= tol)
+                        !within(got[i] - want[i], tol)
                     }) {
                         failures.push(format!(
                             "{mname} / spmv_f64 / {cname}: row {i}: got {} want {}",

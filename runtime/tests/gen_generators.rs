@@ -309,7 +309,7 @@ fn golden_fingerprints() {
     assert_eq!(
         got,
         [
-            0xc347a0db122e20a5,
+            0xf0da072c14c41213,
             0x8d65faa9e34b7aa9,
             0x03880ecb030bc5bd,
             0x8a0e78ce0f9b5358,

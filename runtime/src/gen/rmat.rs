@@ -29,8 +29,10 @@ const EDGE_CHUNK: usize = 1 << 16;
 ///   `nnz ≤ edge_factor · n` and rows are sorted and duplicate-free;
 /// - self loops are kept (they are ordinary diagonal entries for SpMV).
 ///
-/// Values are uniform in (0, 1]. Quadrant choices use 16 random bits per
-/// level (probabilities rounded to multiples of 2⁻¹⁶). Deterministic for a
+/// Values are uniform in (0, 1]. The descent draws two levels at a time from
+/// 16 random bits through a table of the 16 quadrant pairs (pair
+/// probabilities rounded to multiples of 2⁻¹⁶; an odd last level uses its own
+/// 16-bit table). Deterministic for a
 /// given `(scale, edge_factor, seed)` on every machine (see the module docs).
 pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
     if scale > 31 {
@@ -47,9 +49,7 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
     to_u32("rmat edge count (edge_factor · 2^scale)", m)?;
 
     let scramble = Scramble::new(scale, seed);
-    let t_a = (A * 65536.0).round() as u32;
-    let t_ab = ((A + B) * 65536.0).round() as u32;
-    let t_abc = ((A + B + C) * 65536.0).round() as u32;
+    let table = PairTable::new();
 
     let mut rows = vec![0u32; m];
     let mut cols = vec![0u32; m];
@@ -63,19 +63,29 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
             for ((r, c), v) in rs.iter_mut().zip(cs.iter_mut()).zip(vs.iter_mut()) {
                 let (mut i, mut j) = (0u32, 0u32);
                 let mut bits = 0u64;
-                for level in 0..scale {
-                    if level % 4 == 0 {
+                let mut left = 0u32; // 16-bit draws left in `bits`
+                let mut level = 0;
+                while level < scale {
+                    if left == 0 {
                         bits = rng.next_u64();
+                        left = 4;
                     }
-                    let u = (bits & 0xffff) as u32;
+                    let u = (bits & 0xffff) as usize;
                     bits >>= 16;
-                    // Quadrant [0,a) → (0,0), [a,a+b) → (0,1), [a+b,a+b+c)
-                    // → (1,0), the rest → (1,1); branch-free, since the
-                    // choice is unpredictable by design.
-                    let di = (u >= t_ab) as u32;
-                    let dj = ((u >= t_a) & (u < t_ab)) | (u >= t_abc);
-                    i = (i << 1) | di;
-                    j = (j << 1) | dj as u32;
+                    left -= 1;
+                    if level + 2 <= scale {
+                        // Two levels at once: bits 3..2 are (di, dj) of the
+                        // first level, bits 1..0 of the second.
+                        let q = table.pair[u] as u32;
+                        i = (i << 2) | (q >> 3 & 1) << 1 | (q >> 1 & 1);
+                        j = (j << 2) | (q >> 2 & 1) << 1 | (q & 1);
+                        level += 2;
+                    } else {
+                        let q = table.single[u] as u32;
+                        i = (i << 1) | q >> 1;
+                        j = (j << 1) | (q & 1);
+                        level += 1;
+                    }
                 }
                 *r = scramble.apply(i);
                 *c = scramble.apply(j);
@@ -87,6 +97,45 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
     let mut csr = coo.into_csr()?;
     csr.merge_duplicates(|_, _| {});
     Ok(csr)
+}
+
+/// Quadrant lookup tables indexed by 16 random bits. A quadrant is encoded
+/// as `di << 1 | dj`; quadrants in the order (0,0), (0,1), (1,0), (1,1) have
+/// probabilities a, b, c, d, and each outcome owns a run of indices whose
+/// length is its probability times 2^16 (cumulative bounds rounded, so the
+/// runs tile the table exactly).
+struct PairTable {
+    /// One level: the quadrant.
+    single: Vec<u8>,
+    /// Two levels: `first << 2 | second`.
+    pair: Vec<u8>,
+}
+
+impl PairTable {
+    fn new() -> Self {
+        let p = [A, B, C, 1.0 - A - B - C];
+        let fill = |probs: &[(u8, f64)]| {
+            let mut t = vec![0u8; 1 << 16];
+            let mut cum = 0.0;
+            let mut lo = 0usize;
+            for &(q, pr) in probs {
+                cum += pr;
+                let hi = ((cum * 65536.0).round() as usize).min(1 << 16);
+                t[lo..hi].fill(q);
+                lo = hi;
+            }
+            // Rounding of the total cannot leave a gap: the last run ends at
+            // 2^16 since the probabilities sum to 1.
+            t[lo..].fill(probs[probs.len() - 1].0);
+            t
+        };
+        let single: Vec<(u8, f64)> = (0..4).map(|q| (q as u8, p[q])).collect();
+        let pair: Vec<(u8, f64)> = (0..16).map(|k| (k as u8, p[k >> 2] * p[k & 3])).collect();
+        PairTable {
+            single: fill(&single),
+            pair: fill(&pair),
+        }
+    }
 }
 
 /// A bijection of `0..2^scale` keyed by the seed (see [`rmat`]). Each step
@@ -123,7 +172,22 @@ impl Scramble {
 
 #[cfg(test)]
 mod tests {
-    use super::Scramble;
+    use super::{PairTable, Scramble};
+
+    #[test]
+    fn pair_table_matches_the_probabilities() {
+        let t = PairTable::new();
+        let p = [0.57, 0.19, 0.19, 0.05];
+        for q in 0..16usize {
+            let n = t.pair.iter().filter(|&&x| x as usize == q).count() as f64;
+            let want = p[q >> 2] * p[q & 3] * 65536.0;
+            assert!((n - want).abs() <= 1.0, "pair {q}: {n} vs {want}");
+        }
+        for (q, &pq) in p.iter().enumerate() {
+            let n = t.single.iter().filter(|&&x| x as usize == q).count() as f64;
+            assert!((n - pq * 65536.0).abs() <= 1.0, "quadrant {q}");
+        }
+    }
 
     #[test]
     fn scramble_is_a_bijection() {

@@ -39,6 +39,9 @@ const MIN_REDUCTION: f64 = 0.08;
 const MATCH_WINDOW: usize = 3;
 /// Nets of one entity looked at while scoring its matches, at most.
 const MATCH_NETS: usize = 12;
+/// Level-0 hypergraphs with more pins than this (16 MiB of pin arrays, far
+/// beyond a core's L2) are renumbered breadth-first before coarsening.
+const RENUMBER_PINS: usize = 1 << 20;
 /// Initial bisections tried on the coarsest hypergraph.
 const INITIAL_TRIES: u64 = 2;
 /// FM passes on the coarsest level at most.
@@ -63,6 +66,54 @@ struct Hypergraph {
 }
 
 impl Hypergraph {
+    /// The same hypergraph with entities renumbered in breadth-first order
+    /// (over shared nets, from entity 0, then from the next unvisited one);
+    /// returns it with the new id of every old entity. Each net is expanded
+    /// once, so this costs O(pins).
+    fn renumbered_bfs(self) -> (Hypergraph, Vec<u32>) {
+        let n = self.n();
+        const NONE: u32 = u32::MAX;
+        let mut new_id = vec![NONE; n];
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        let mut net_done = vec![false; self.n_nets()];
+        let mut head = 0;
+        for root in 0..n {
+            if new_id[root] != NONE {
+                continue;
+            }
+            new_id[root] = order.len() as u32;
+            order.push(root as u32);
+            while head < order.len() {
+                let e = order[head] as usize;
+                head += 1;
+                for &net in self.nets_of(e) {
+                    if std::mem::replace(&mut net_done[net as usize], true) {
+                        continue;
+                    }
+                    for &u in self.pins_of(net as usize) {
+                        if new_id[u as usize] == NONE {
+                            new_id[u as usize] = order.len() as u32;
+                            order.push(u);
+                        }
+                    }
+                }
+            }
+        }
+        drop(net_done);
+        let mut w = Vec::with_capacity(n);
+        let mut xpins = Vec::with_capacity(n + 1);
+        xpins.push(0u32);
+        let mut pins = Vec::with_capacity(self.pins.len());
+        for &old in &order {
+            w.push(self.w[old as usize]);
+            pins.extend_from_slice(self.nets_of(old as usize));
+            xpins.push(pins.len() as u32);
+        }
+        let n_nets = self.n_nets();
+        drop(self);
+        (Hypergraph::from_entity_nets(w, xpins, pins, n_nets), new_id)
+    }
+
     /// A hypergraph with no entity, standing in for a level that was freed.
     fn empty() -> Self {
         Hypergraph {
@@ -582,6 +633,16 @@ pub(crate) fn split(
     let n = ids.len();
     let mut rng = Rng::new(opts.seed ^ ((ids[0] as u64) << 20) ^ ((n as u64) << 40) ^ depth as u64);
     let (h0, entity_end) = build(g, ids, opts.entity_tuples);
+    // Breadth-first renumbering gives neighbours nearby ids, so coarsening and
+    // refinement touch memory locally even when the input order is random. It
+    // only pays when the hypergraph is larger than a core's cache; smaller
+    // ones keep the input order (and its tie-breaking) unchanged.
+    let (h0, new_id) = if h0.pins.len() > RENUMBER_PINS {
+        h0.renumbered_bfs()
+    } else {
+        let n0 = h0.n() as u32;
+        (h0, (0..n0).collect())
+    };
     let total = n as u64;
     let max_side = ((total as f64 / 2.0) * (1.0 + opts.imbalance)).ceil() as u64;
     // Coarsen.
@@ -640,7 +701,7 @@ pub(crate) fn split(
         while pos >= entity_end[e] as usize {
             e += 1;
         }
-        let l = side[e] == 0;
+        let l = side[new_id[e] as usize] == 0;
         pos += 1;
         l
     });

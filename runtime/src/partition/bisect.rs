@@ -828,3 +828,44 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
         entity_end,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bfs_renumbering_is_an_isomorphism() {
+        let csr = crate::gen::rgg(2000, 5).unwrap();
+        let g = WorkGraph::from_csr(&csr).unwrap();
+        let ids: Vec<u32> = (0..g.n_tuples() as u32).collect();
+        let (h, _) = build(&g, &ids, 16);
+        let (r, new_id) = Hypergraph {
+            w: h.w.clone(),
+            xpins: h.xpins.clone(),
+            pins: h.pins.clone(),
+            xnets: h.xnets.clone(),
+            net_pins: h.net_pins.clone(),
+            pin_pos: h.pin_pos.clone(),
+        }
+        .renumbered_bfs();
+        let mut seen = vec![false; h.n()];
+        for &n in &new_id {
+            assert!(!std::mem::replace(&mut seen[n as usize], true));
+        }
+        assert_eq!((r.n(), r.n_nets()), (h.n(), h.n_nets()));
+        for e in 0..h.n() {
+            let m = new_id[e] as usize;
+            assert_eq!(r.w[m], h.w[e]);
+            assert_eq!(r.nets_of(m), h.nets_of(e));
+        }
+        // Pin positions still locate each entity in its nets.
+        for e in 0..r.n() {
+            for i in r.xpins[e] as usize..r.xpins[e + 1] as usize {
+                assert_eq!(
+                    r.pins_of(r.pins[i] as usize)[r.pin_pos[i] as usize],
+                    e as u32
+                );
+            }
+        }
+    }
+}

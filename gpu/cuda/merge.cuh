@@ -65,17 +65,32 @@ template <class K> __device__ __forceinline__ void merge(const typename K::param
 }
 
 /// The fine-task range of every task, `sizes[2i] = lo`, `sizes[2i+1] = hi`
-/// (saturated to u32), for splitting long tasks on the host.
+/// (saturated to u32), and the launch-wide longest range and total in
+/// `scratch` (two u64: max, sum), so that the host reads 16 bytes to decide
+/// whether long tasks need splitting and the ranges only when they do.
 template <class K> __device__ __forceinline__ void task_sizes(const typename K::params_t& p, const LaunchArgs& a) {
     const uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
-    if (i >= a.n_items) {
-        return;
-    }
     Fault f;
     Item<K> it;
-    AllTasks::load<K>(p, a, i, it, f);
-    a.sizes[2 * i] = it.lo > 0xffffffffull ? 0xffffffffu : uint32_t(it.lo);
-    a.sizes[2 * i + 1] = it.hi > 0xffffffffull ? 0xffffffffu : uint32_t(it.hi);
+    AllTasks::load<K>(p, a, i, it, f);  // past the end: invalid, empty range
+    uint64_t len = 0;
+    if (i < a.n_items) {
+        a.sizes[2 * i] = it.lo > 0xffffffffull ? 0xffffffffu : uint32_t(it.lo);
+        a.sizes[2 * i + 1] = it.hi > 0xffffffffull ? 0xffffffffu : uint32_t(it.hi);
+        len = it.hi - it.lo;
+    }
+    // Every lane reaches the warp reductions (no early return above).
+    const unsigned longest = __reduce_max_sync(FULL_MASK, unsigned(len > 0xffffffffull ? 0xffffffffull : len));
+    uint64_t sum = len;
+#pragma unroll
+    for (int d = WARP / 2; d > 0; d >>= 1) {
+        sum += shfl_down(sum, d);
+    }
+    if (lane_id() == 0) {
+        uint64_t* stats = static_cast<uint64_t*>(a.scratch);
+        atomicMax(reinterpret_cast<unsigned long long*>(&stats[0]), (unsigned long long)longest);
+        atomicAdd(reinterpret_cast<unsigned long long*>(&stats[1]), (unsigned long long)sum);
+    }
     publish(a.fault, f);
 }
 

@@ -364,29 +364,21 @@ impl Prepared {
     /// length into segments; `None` when nothing needs cutting.
     fn split_list(&self, n: usize, split: Split) -> Result<Option<TaskList>> {
         check_u32_items(n)?;
-        let mut ranges = DeviceBuffer::<u32>::zeros(&self.dev, 2 * n)?;
+        let ranges = DeviceBuffer::<u32>::zeros(&self.dev, 2 * n)?;
+        let stats = DeviceBuffer::<u64>::zeros(&self.dev, 2)?;
         let a = LaunchArgs {
             n_items: n as u64,
             sizes: ranges.device_ptr(&self.dev),
+            scratch: stats.device_ptr(&self.dev),
             fault: self.fault.device_ptr(&self.dev),
             ..Default::default()
         };
         self.launch_kernel("wf_sizes", grid(n as u64, 1)?, &a)?;
         self.check_fault()?;
-        let lr = ranges.to_vec(&self.dev)?;
-        ranges.clear(&self.dev)?;
-        if lr.contains(&u32::MAX) {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: fine-task indices reach u32::MAX, too large to split into segments",
-                self.spec.name
-            )));
-        }
-        let (mut max, mut total) = (0u64, 0u64);
-        for t in 0..n {
-            let len = u64::from(lr[2 * t + 1].saturating_sub(lr[2 * t]));
-            max = max.max(len);
-            total += len;
-        }
+        // The longest task and the total first (16 bytes): most launches
+        // need no split and never read the ranges back.
+        let st = stats.to_vec(&self.dev)?;
+        let (max, total) = (st[0], st[1]);
         let s = match split {
             Split::Max(s) if s > 0 => s,
             Split::Max(_) => return Err(Error::invalid("segment length bound must be at least 1")),
@@ -397,6 +389,13 @@ impl Prepared {
         };
         if max <= u64::from(s) {
             return Ok(None);
+        }
+        let lr = ranges.to_vec(&self.dev)?;
+        if lr.contains(&u32::MAX) {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: fine-task indices reach u32::MAX, too large to split into segments",
+                self.spec.name
+            )));
         }
         let mut segs = Vec::with_capacity(n + (total / u64::from(s)) as usize);
         for t in 0..n {

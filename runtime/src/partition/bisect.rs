@@ -853,8 +853,8 @@ mod tests {
             assert!(!std::mem::replace(&mut seen[n as usize], true));
         }
         assert_eq!((r.n(), r.n_nets()), (h.n(), h.n_nets()));
-        for e in 0..h.n() {
-            let m = new_id[e] as usize;
+        for (e, &m) in new_id.iter().enumerate() {
+            let m = m as usize;
             assert_eq!(r.w[m], h.w[e]);
             assert_eq!(r.nets_of(m), h.nets_of(e));
         }

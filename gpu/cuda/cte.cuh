@@ -9,11 +9,11 @@
 //      fine-task counts gives every item its offset in the warp's
 //      concatenated range [0, total);
 //   2. the warp walks that range 32 fine tasks at a time: lane l takes
-//      position base + l and finds the item that owns it — the paper's
-//      binary search over the scan, done here in O(1): the items starting in
-//      the round OR their start positions into a mask, and a lane's owner is the item of
-//      the nearest start at or below it (a count-leading-zeros), else the
-//      item carried over from the previous round; then it maps it
+//      position base + l and finds the item that owns it: the paper's
+//      binary search over the scan, done here in O(1). The items starting
+//      in the round OR their start positions into a mask; a lane's owner is
+//      the item of the nearest start at or below it (count leading zeros),
+//      else the item carried over from the previous round. Then it maps it
 //      (consecutive positions: coalesced loads);
 //   3. a segmented shuffle scan, keyed by owner, folds each owner's run of
 //      the round in fine-task order; the owner lane picks its run's total

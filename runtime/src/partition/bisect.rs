@@ -8,17 +8,22 @@
 //! bisection is the replication cost it adds, and summed over DBWP's recursion
 //! it is Equation 2's R. Balance is on tuples (edges), as in the paper.
 //!
-//! The first coarsening happens while the subset is read: the tuples of one
-//! task, consecutive in CSR order, form one entity (chunks of at most
-//! [`CoarsenOptions::entity_tuples`] tuples for long tasks, joined by the task's
-//! net). Then, level by level, each entity is merged with its heaviest
-//! available neighbour (heavy-connectivity matching: shared nets weighted by
-//! `1 / (|net| - 1)`), visiting entities by increasing degree; nets left with a
-//! single pin are dropped. The coarsest hypergraph is bisected by greedy
-//! growing from several seeds, each refined by Fiduccia–Mattheyses (FM), the
-//! best kept; the bisection is then projected back level by level and refined
-//! by FM at each level except the finest [`CoarsenOptions::skip_levels`],
-//! which the paper shows cost most of the time for little gain.
+//! The first coarsening happens while the subset is read (see [`build`]): a
+//! task's consecutive tuples form one entity, long tasks are cut into chunks of
+//! [`CoarsenOptions::entity_tuples`] joined by the task's net, and consecutive
+//! short tasks that read common data share an entity. Large hypergraphs are
+//! then renumbered breadth-first so that neighbours sit close in memory. Level
+//! by level, each entity joins the cluster it is most connected to (heavy
+//! connectivity: shared nets weighted by `1 / (|net| - 1)`), visiting entities
+//! by increasing degree as Algorithm 4 does; nets left with a single pin are
+//! dropped. The coarsest hypergraph is bisected by greedy growing from a few
+//! seeds, each refined by Fiduccia–Mattheyses (FM), the best kept; the
+//! bisection is then projected back level by level and refined by FM at each
+//! level except the finest [`CoarsenOptions::skip_levels`], which the paper
+//! shows cost most of the time for little gain.
+//!
+//! A bisection runs on one thread; DBWP runs the two halves of every split in
+//! parallel, which keeps both cores busy below the root.
 
 use super::dbwp::stable_partition;
 use super::graph::WorkGraph;
@@ -34,13 +39,13 @@ const COARSEST: usize = 160;
 const MIN_REDUCTION: f64 = 0.08;
 /// While scoring matches, only this many pins on each side of an entity in
 /// each of its nets are looked at. Scanning whole nets makes matching
-/// quadratic in a dense row or column; a window in input order keeps it
-/// linear and still finds the close neighbours of mesh-like inputs.
+/// quadratic in a dense row or column; a window in entity order (input or
+/// breadth-first order) keeps it linear and still finds close neighbours.
 const MATCH_WINDOW: usize = 3;
 /// Nets of one entity looked at while scoring its matches, at most.
 const MATCH_NETS: usize = 12;
-/// Level-0 hypergraphs with more pins than this (16 MiB of pin arrays, far
-/// beyond a core's L2) are renumbered breadth-first before coarsening.
+/// Level-0 hypergraphs with more pins than this (4 MiB per pin array, beyond
+/// a core's L2) are renumbered breadth-first before coarsening.
 const RENUMBER_PINS: usize = 1 << 20;
 /// Initial bisections tried on the coarsest hypergraph.
 const INITIAL_TRIES: u64 = 2;

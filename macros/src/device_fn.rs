@@ -23,6 +23,7 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let em = Emitter {
         locals: &f.locals,
         params: &[],
+        prechecked: None,
     };
     let params = f.params.iter().map(|id| {
         let n = em.local(*id);

@@ -122,9 +122,16 @@ pub fn call_consts(calls: &[DeviceCall]) -> TokenStream {
 pub struct Emitter<'a> {
     pub locals: &'a [Local],
     pub params: &'a [Param],
+    /// Loads `array[k]` by this local whose bound the caller has already
+    /// checked for the whole range: read without a per-element check.
+    pub prechecked: Option<(LocalId, &'a BTreeSet<usize>)>,
 }
 
 impl Emitter<'_> {
+    fn is_prechecked(&self, array: usize, idx: &Expr) -> bool {
+        matches!((&idx.kind, self.prechecked), (ExprKind::Local(id), Some((k, arrays))) if *id == k && arrays.contains(&array))
+    }
+
     pub fn local(&self, id: LocalId) -> Ident {
         Ident::new(&self.locals[id].name, Span::call_site())
     }
@@ -241,6 +248,13 @@ impl Emitter<'_> {
                 let to = ty(t);
                 let a = self.expr(a);
                 quote!(((#a) as #to))
+            }
+            ExprKind::Load(i, idx) if self.is_prechecked(*i, idx) => {
+                let n = self.param(*i);
+                let idx = self.expr(idx);
+                // SAFETY: `fold_range` checked `hi <= len` for every array read by
+                // the fine-task index before entering the loop, and `k < hi`.
+                quote!(unsafe { *self.#n.get_unchecked(#idx) })
             }
             ExprKind::Load(i, idx) => {
                 let n = self.param(*i);
@@ -361,6 +375,37 @@ pub fn uses(x: &Expr, out: &mut BTreeSet<LocalId>) {
     }
 }
 
+/// Input arrays that `x` reads at exactly the local `k` (`val[k]`, `col[k]`):
+/// one bound check per range covers them all.
+fn direct_loads(x: &Expr, k: LocalId, out: &mut BTreeSet<usize>) {
+    match &x.kind {
+        ExprKind::Load(i, a) => {
+            if matches!(a.kind, ExprKind::Local(id) if id == k) {
+                out.insert(*i);
+            }
+            direct_loads(a, k, out);
+        }
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => direct_loads(a, k, out),
+        ExprKind::Binary(_, a, b) => {
+            direct_loads(a, k, out);
+            direct_loads(b, k, out);
+        }
+        ExprKind::If(a, b, c) => {
+            direct_loads(a, k, out);
+            direct_loads(b, k, out);
+            direct_loads(c, k, out);
+        }
+        ExprKind::Block(lets, t) => {
+            lets.iter().for_each(|(_, v)| direct_loads(v, k, out));
+            direct_loads(t, k, out);
+        }
+        ExprKind::Method(_, args) | ExprKind::Call(_, args) => {
+            args.iter().for_each(|a| direct_loads(a, k, out))
+        }
+        _ => {}
+    }
+}
+
 pub fn stmt_uses(s: &Stmt, out: &mut BTreeSet<LocalId>) {
     match s {
         Stmt::Let(_, v) | Stmt::Store { value: v, .. } => uses(v, out),
@@ -394,6 +439,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let em = Emitter {
         locals: &k.locals,
         params: &k.params,
+        prechecked: None,
     };
     let f = fault();
     let res = |t: TokenStream| quote!(::core::result::Result<#t, #f>);
@@ -511,6 +557,18 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let map_bind = bind(&used, true);
     let kn = em.local(k.k);
     let map = em.expr(&k.map);
+    // The hot loop: arrays read at the fine-task index are bound-checked once
+    // per range, the rest per element. An out-of-range range takes the checked
+    // loop, which reports the exact fault.
+    let mut direct = BTreeSet::new();
+    direct_loads(&k.map, k.k, &mut direct);
+    let fast = Emitter {
+        locals: &k.locals,
+        params: &k.params,
+        prechecked: Some((k.k, &direct)),
+    };
+    let map_fast = fast.expr(&k.map);
+    let direct_names = direct.iter().map(|&i| &k.params[i].name);
 
     // reduce
     let (a_h, b_h) = (h("__a"), h("__b"));
@@ -786,6 +844,31 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
                     #map_bind
                     let #kn: ::core::primitive::usize = #k_h;
                     ::core::result::Result::Ok(#map)
+                }
+
+                #[inline]
+                fn fold_range(
+                    &self,
+                    #task_h: usize,
+                    #ctx_h: &Ctx,
+                    #lo_h: usize,
+                    #hi_h: usize,
+                    mut #acc_h: #acc_t,
+                ) -> ::core::result::Result<#acc_t, #f> {
+                    if #lo_h < #hi_h && (false #(|| #hi_h > self.#direct_names.len())*) {
+                        for #k_h in #lo_h..#hi_h {
+                            let #b_h = self.map(#task_h, #ctx_h, #k_h)?;
+                            #acc_h = self.reduce(#acc_h, #b_h)?;
+                        }
+                        return ::core::result::Result::Ok(#acc_h);
+                    }
+                    #map_bind
+                    for #k_h in #lo_h..#hi_h {
+                        let #kn: ::core::primitive::usize = #k_h;
+                        let #b_h: #acc_t = #map_fast;
+                        #acc_h = self.reduce(#acc_h, #b_h)?;
+                    }
+                    ::core::result::Result::Ok(#acc_h)
                 }
 
                 #[inline]

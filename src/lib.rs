@@ -6,7 +6,7 @@ extern crate self as warpfit;
 
 pub mod apps;
 pub use warpfit_gpu as gpu;
-pub use warpfit_gpu::{Decomposition, Device, LaunchConfig};
+pub use warpfit_gpu::{Decomposition, Device, LaunchConfig, Split};
 pub use warpfit_macros::{device_fn, nested_reduce};
 pub use warpfit_runtime as runtime;
 pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
@@ -14,7 +14,7 @@ pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 /// What a kernel file needs in scope.
 pub mod prelude {
     pub use crate::{device_fn, nested_reduce};
-    pub use crate::{Decomposition, Device, Error, LaunchConfig, Segment, TaskList, Tasks};
+    pub use crate::{Decomposition, Device, Error, LaunchConfig, Segment, Split, TaskList, Tasks};
 }
 
 /// Items the generated code refers to; not a public API.

@@ -30,11 +30,7 @@ pub enum Error {
     U32Overflow { what: &'static str, value: u64 },
     /// An index outside its array.
     #[error("{what}: index {index} out of range for length {len}")]
-    IndexOutOfRange {
-        what: String,
-        index: u64,
-        len: u64,
-    },
+    IndexOutOfRange { what: String, index: u64, len: u64 },
     /// Two sizes that must agree and do not.
     #[error("{what}: expected length {expected}, got {got}")]
     LengthMismatch {

@@ -185,13 +185,13 @@ fn pagerank_reference(a: &Csr<f32>, iters: usize, d: f64) -> Vec<f64> {
     for _ in 0..iters {
         let mut next = vec![0.0; n];
         let mut dangling = 0.0;
-        for i in 0..n {
+        for (i, &ri) in rank.iter().enumerate() {
             let r = a.row_range(i);
             if r.is_empty() {
-                dangling += rank[i];
+                dangling += ri;
             }
             for k in r.clone() {
-                next[a.col_idx()[k] as usize] += rank[i] / r.len() as f64;
+                next[a.col_idx()[k] as usize] += ri / r.len() as f64;
             }
         }
         for v in next.iter_mut() {

@@ -24,6 +24,19 @@ pub fn spmv_csr(
     a: &Csr<f32>,
     x: &[f32],
 ) -> Result<Vec<f32>> {
+    let mut y = vec![0.0f32; a.nrows()];
+    spmv_into(device, config, a, x, &mut y)?;
+    Ok(y)
+}
+
+/// `y = A·x` on `device`, into a caller's buffer (no allocation per call).
+pub fn spmv_into(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<f32>,
+    x: &[f32],
+    y: &mut [f32],
+) -> Result<()> {
     if x.len() != a.ncols() {
         return Err(crate::Error::length(
             "spmv: x (= ncols)",
@@ -31,7 +44,13 @@ pub fn spmv_csr(
             x.len(),
         ));
     }
-    let mut y = vec![0.0f32; a.nrows()];
+    if y.len() != a.nrows() {
+        return Err(crate::Error::length(
+            "spmv: y (= nrows)",
+            a.nrows(),
+            y.len(),
+        ));
+    }
     spmv::launch_with(
         device,
         config,
@@ -40,7 +59,6 @@ pub fn spmv_csr(
         a.col_idx(),
         a.values(),
         x,
-        &mut y,
-    )?;
-    Ok(y)
+        y,
+    )
 }

@@ -46,56 +46,85 @@ template <class K> struct CteShared {
 };
 
 struct Cte {
+    /// One round's mapped value and the facts its segmented scan needs.
+    template <class K> struct Round {
+        typename K::acc_t v;
+        int run_start;  // first lane of this lane's owner run in the round
+        bool active;    // the lane's position is below the warp's total
+    };
+
+    /// Maps the round at `base`: finds every lane's owner (updating
+    /// `carry` for the next round) and maps its fine task. Touches only the
+    /// owner table and the slots, so it may run while an earlier round's
+    /// loads are still in flight.
+    template <class K, class Off>
+    static __device__ __forceinline__ Round<K> map_round(const typename K::params_t& p, CteShared<K>& sh, Off excl,
+                                                         Off size, Off total, Off base, int& carry, Fault& f) {
+        typedef typename K::acc_t acc_t;
+        const int lane = lane_id();
+        __syncwarp();  // the previous round's owner_at reads are done
+        // Items starting in this round mark their start position; every
+        // lane's owner is the item of the nearest start at or below it.
+        const bool starts = size > 0 && excl >= base && excl < base + WARP;
+        const unsigned start_mask = __reduce_or_sync(FULL_MASK, starts ? 1u << unsigned(excl - base) : 0u);
+        if (starts) {
+            sh.owner_at[excl - base] = uint8_t(lane);
+        }
+        __syncwarp();
+        const unsigned below = start_mask & (0xffffffffu >> (WARP - 1 - lane));
+        const int o = below ? int(sh.owner_at[31 - __clz(below)]) : carry;
+        Round<K> r;
+        r.run_start = below ? 31 - __clz(below) : 0;
+        const Off pos = base + Off(lane);
+        r.active = pos < total;
+        r.v = acc_t(0);
+        if (r.active) {
+            const CteSlot<K>& sl = sh.slot[o];
+            r.v = K::map(p, sl.task, sl.ctx, uint64_t(pos) + sl.delta, f);
+            f.attribute(sl.task);
+        }
+        carry = shfl(o, WARP - 1);
+        return r;
+    }
+
+    /// Segmented inclusive scan of round `base`, operands in lane order;
+    /// the owner lane of each run folds the run's total onto `own`. Lanes
+    /// of one run are contiguous and active, so a partner inside the run
+    /// always holds a value.
+    template <class K, class Off>
+    static __device__ __forceinline__ void reduce_round(Round<K> r, Off excl, Off size, Off base,
+                                                        Partial<typename K::acc_t>& own, Fault& f) {
+        typedef typename K::acc_t acc_t;
+        const int lane = lane_id();
+        acc_t v = r.v;
+#pragma unroll
+        for (int d = 1; d < WARP; d <<= 1) {
+            const acc_t u = shfl_up(v, d);
+            if (r.active && lane - d >= r.run_start) {
+                v = K::reduce(u, v, f);
+            }
+        }
+        // The owner lane takes its run's total from the run's last lane.
+        const Off incl = excl + size;
+        const bool mine = size > 0 && excl < base + WARP && incl > base;
+        const Off end = incl < base + WARP ? incl : base + WARP;
+        const acc_t t = shfl(v, mine ? int(end - 1 - base) : 0);
+        if (mine) {
+            own.template push<K>(t, f);
+        }
+    }
+
     /// The expansion proper, with positions of type `Off` (u32 when the
     /// warp's total fits, the common case: cheaper compares and shuffles).
     template <class K, class Off>
     static __device__ __forceinline__ Partial<typename K::acc_t> expand(const typename K::params_t& p,
                                                                         CteShared<K>& sh, Off excl, Off size,
                                                                         Off total, Fault& f) {
-        typedef typename K::acc_t acc_t;
-        const int lane = lane_id();
-        const Off incl = excl + size;
-        Partial<acc_t> own;
+        Partial<typename K::acc_t> own;
         int carry = 0;  // the item owning the round's first position when no item starts there
         for (Off base = 0; base < total; base += WARP) {
-            // Items starting in this round mark their start position; every
-            // lane's owner is the item of the nearest start at or below it.
-            const bool starts = size > 0 && excl >= base && excl < base + WARP;
-            const unsigned start_mask = __reduce_or_sync(FULL_MASK, starts ? 1u << unsigned(excl - base) : 0u);
-            if (starts) {
-                sh.owner_at[excl - base] = uint8_t(lane);
-            }
-            __syncwarp();
-            const unsigned below = start_mask & (0xffffffffu >> (WARP - 1 - lane));
-            const int o = below ? int(sh.owner_at[31 - __clz(below)]) : carry;
-            const int run_start = below ? 31 - __clz(below) : 0;
-            const Off pos = base + Off(lane);
-            const bool active = pos < total;
-            acc_t v = acc_t(0);
-            if (active) {
-                const CteSlot<K>& sl = sh.slot[o];
-                v = K::map(p, sl.task, sl.ctx, uint64_t(pos) + sl.delta, f);
-                f.attribute(sl.task);
-            }
-            // Segmented inclusive scan over the round, operands in lane order.
-            // Lanes of one run are contiguous and active, so a partner inside
-            // the run always holds a value.
-#pragma unroll
-            for (int d = 1; d < WARP; d <<= 1) {
-                const acc_t u = shfl_up(v, d);
-                if (active && lane - d >= run_start) {
-                    v = K::reduce(u, v, f);
-                }
-            }
-            // The owner lane takes its run's total from the run's last lane.
-            const bool mine = size > 0 && excl < base + WARP && incl > base;
-            const Off end = incl < base + WARP ? incl : base + WARP;
-            const acc_t r = shfl(v, mine ? int(end - 1 - base) : 0);
-            if (mine) {
-                own.template push<K>(r, f);
-            }
-            carry = shfl(o, WARP - 1);
-            __syncwarp();  // owner_at is rewritten next round
+            const Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, carry, f);
+            reduce_round<K, Off>(r, excl, size, base, own, f);
         }
         return own;
     }

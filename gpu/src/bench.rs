@@ -162,7 +162,7 @@ impl Default for SpmvBenchOptions {
             matrices: default_suite(),
             runs: 20,
             warmup: 3,
-            segment_lens: vec![32, 64, 256],
+            segment_lens: vec![8, 16, 32, 64, 256],
             cte_serial_max: LaunchConfig::default().cte_serial_max,
         }
     }

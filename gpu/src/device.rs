@@ -146,9 +146,25 @@ impl LaunchConfig {
 /// slot (`total / resident_warps`) bounds the tail a hub task leaves, while
 /// `S >= 32` keeps the extra segments and merges few. Measured on an H100:
 /// RMAT scale 20 is fastest at S = 32, scale 22 at S = 64, which this gives.
+///
+/// Small launches (under 256 fine tasks per resident warp slot, about 2M on
+/// an H200) are bound by latency and parallelism, not by work: 32 items of
+/// up to 32 fine tasks per warp leave most of the GPU idle (a 5k-row matrix
+/// gives 150 warps). Shorter segments give more warps, and at S = 8 (the
+/// default `cte_serial_max`) every warp folds its segments serially,
+/// without the expansion's shuffles. Measured on an H200: under 64 per slot
+/// S = 8 is fastest (bcsstk16 2.7x, mbeacxc 2.8x, bayer10 1.6x faster than
+/// S = 32), RMAT scale 16 (113 per slot) is fastest at S = 16, scale 18
+/// (466) at S = 32.
 pub fn auto_segment_len(max_task: u64, total: u64, resident_warps: u64) -> Option<u32> {
-    let share = total / resident_warps.max(1) / (32 * 4);
-    let s = share.clamp(32, 1 << 16).next_power_of_two();
+    let per_slot = total / resident_warps.max(1);
+    let s: u64 = if per_slot < 64 {
+        8
+    } else if per_slot < 256 {
+        16
+    } else {
+        (per_slot / (32 * 4)).clamp(32, 1 << 16).next_power_of_two()
+    };
     (max_task > s).then_some(s as u32)
 }
 
@@ -562,5 +578,12 @@ mod tests {
         assert_eq!(auto_segment_len(100_000, 67_000_000, 8448), Some(64));
         // No task longer than S: no split.
         assert_eq!(auto_segment_len(5, 84_000_000, 8448), None);
+        // Small launches: bcsstk16 (290k fine tasks, longest 81) at S = 8,
+        // RMAT scale 16 (956k) at S = 16, scale 18 (3.9M) at S = 32.
+        assert_eq!(auto_segment_len(81, 290_378, 8448), Some(8));
+        assert_eq!(auto_segment_len(6_283, 955_744, 8448), Some(16));
+        assert_eq!(auto_segment_len(15_937, 3_939_657, 8448), Some(32));
+        // A small launch whose tasks are all short still runs unsplit.
+        assert_eq!(auto_segment_len(8, 290_378, 8448), None);
     }
 }

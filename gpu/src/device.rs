@@ -113,7 +113,8 @@ pub struct LaunchConfig {
     /// CTE folds each lane's own task serially (the 1D order) in a warp
     /// whose longest task has at most this many fine tasks: a few serial
     /// steps cost less than expansion's shuffles, and there is nothing to
-    /// balance (the 5-point grid). 0 always expands.
+    /// balance (the 5-point grid). 0 always expands. With [`Split::Auto`],
+    /// a small launch left unsplit raises it (see [`auto_serial_max`]).
     pub cte_serial_max: u32,
 }
 
@@ -137,15 +138,40 @@ impl LaunchConfig {
     }
 }
 
+/// Fine tasks per resident warp slot under which a launch counts as small
+/// for the automatic split (see [`auto_segment_len`]).
+const SMALL_LAUNCH_PER_SLOT: u64 = 64;
+
+/// The longest task a small launch leaves unsplit. One launch that folds
+/// rows of up to 32 serially beats a split at 8 plus the merge launch:
+/// bayer10 (longest row 27) 0.0105 ms against 0.0125 on an H200.
+pub const SMALL_LAUNCH_SERIAL_MAX: u32 = 32;
+
+/// The serial-fallback bound (`cte_serial_max`) of a CTE launch with
+/// [`Split::Auto`]: `configured`, raised to [`SMALL_LAUNCH_SERIAL_MAX`] for
+/// a small launch that [`auto_segment_len`] leaves unsplit because its
+/// tasks are short (expanding them would leave most lanes of the few warps
+/// waiting on shuffles).
+pub fn auto_serial_max(configured: u32, max_task: u64, total: u64, resident_warps: u64) -> u32 {
+    let per_slot = total / resident_warps.max(1);
+    if per_slot < SMALL_LAUNCH_PER_SLOT && max_task <= u64::from(SMALL_LAUNCH_SERIAL_MAX) {
+        configured.max(SMALL_LAUNCH_SERIAL_MAX)
+    } else {
+        configured
+    }
+}
+
 /// The segment length at which an automatic split cuts long tasks, from
 /// the total fine-task count and the number of warps the GPU keeps
 /// resident; `None` when no task is longer than that (no split needed).
 ///
 /// A warp over 32 segments of at most `S` fine tasks does at most `32·S`
-/// of them; keeping that a quarter of the average share of a resident warp
-/// slot (`total / resident_warps`) bounds the tail a hub task leaves, while
-/// `S >= 32` keeps the extra segments and merges few. Measured on an H100:
-/// RMAT scale 20 is fastest at S = 32, scale 22 at S = 64, which this gives.
+/// of them, which bounds the tail a hub task leaves; a larger `S` makes
+/// fewer segments and merges. Above 1024 fine tasks per resident warp slot
+/// (`total / resident_warps`), S = 64; from 256, S = 32. Measured on an
+/// H200: RMAT scale 18 (466 per slot) is fastest at S = 32 (0.084 ms
+/// against 0.099 at 64), scale 20 (1905) at S = 64 (3-5% ahead of 32), scale
+/// 22 at 64, and scale 24 (31k per slot) at 64 (3% ahead of 256, 5% of 32).
 ///
 /// Small launches (under 256 fine tasks per resident warp slot, about 2M on
 /// an H200) are bound by latency and parallelism, not by work: 32 items of
@@ -156,14 +182,23 @@ impl LaunchConfig {
 /// S = 8 is fastest (bcsstk16 2.7x, mbeacxc 2.8x, bayer10 1.6x faster than
 /// S = 32), RMAT scale 16 (113 per slot) is fastest at S = 16, scale 18
 /// (466) at S = 32.
+///
+/// A small launch whose tasks are all at most [`SMALL_LAUNCH_SERIAL_MAX`]
+/// long is not split at all: it runs in one launch (no merge) with every
+/// warp folding serially (see [`auto_serial_max`]).
 pub fn auto_segment_len(max_task: u64, total: u64, resident_warps: u64) -> Option<u32> {
     let per_slot = total / resident_warps.max(1);
-    let s: u64 = if per_slot < 64 {
+    if per_slot < SMALL_LAUNCH_PER_SLOT && max_task <= u64::from(SMALL_LAUNCH_SERIAL_MAX) {
+        return None;
+    }
+    let s: u64 = if per_slot < SMALL_LAUNCH_PER_SLOT {
         8
     } else if per_slot < 256 {
         16
+    } else if per_slot < 1024 {
+        32
     } else {
-        (per_slot / (32 * 4)).clamp(32, 1 << 16).next_power_of_two()
+        64
     };
     (max_task > s).then_some(s as u32)
 }
@@ -572,10 +607,13 @@ mod tests {
 
     #[test]
     fn auto_split_follows_the_work_per_warp_slot() {
-        // 132 SMs x 64 warps, RMAT scale 20 (16.1M fine tasks): S = 32.
-        assert_eq!(auto_segment_len(39_476, 16_100_000, 8448), Some(32));
-        // Scale 22 (67M): S = 64.
+        // 132 SMs x 64 warps, RMAT scale 20 (16.1M fine tasks): S = 64.
+        assert_eq!(auto_segment_len(39_476, 16_100_000, 8448), Some(64));
+        // Scale 22 (67M) and 24 (263M): S = 64.
         assert_eq!(auto_segment_len(100_000, 67_000_000, 8448), Some(64));
+        assert_eq!(auto_segment_len(238_816, 263_432_965, 8448), Some(64));
+        // 700 per slot (5.9M): S = 32.
+        assert_eq!(auto_segment_len(10_000, 5_900_000, 8448), Some(32));
         // No task longer than S: no split.
         assert_eq!(auto_segment_len(5, 84_000_000, 8448), None);
         // Small launches: bcsstk16 (290k fine tasks, longest 81) at S = 8,
@@ -583,7 +621,14 @@ mod tests {
         assert_eq!(auto_segment_len(81, 290_378, 8448), Some(8));
         assert_eq!(auto_segment_len(6_283, 955_744, 8448), Some(16));
         assert_eq!(auto_segment_len(15_937, 3_939_657, 8448), Some(32));
-        // A small launch whose tasks are all short still runs unsplit.
-        assert_eq!(auto_segment_len(8, 290_378, 8448), None);
+        // A small launch whose tasks are all short runs unsplit, serially
+        // up to 32 (bayer10: 94,926 fine tasks, longest 27) ...
+        assert_eq!(auto_segment_len(27, 94_926, 8448), None);
+        assert_eq!(auto_serial_max(8, 27, 94_926, 8448), 32);
+        assert_eq!(auto_serial_max(64, 27, 94_926, 8448), 64);
+        // ... but a split small launch and a large one keep the configured bound.
+        assert_eq!(auto_segment_len(33, 94_926, 8448), Some(8));
+        assert_eq!(auto_serial_max(8, 33, 94_926, 8448), 8);
+        assert_eq!(auto_serial_max(8, 27, 84_000_000, 8448), 8);
     }
 }

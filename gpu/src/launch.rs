@@ -3,7 +3,9 @@
 //! themselves, and the fault word read back as the CPU twin's `Error`.
 
 use crate::buffer::{cuda_err, DeviceBuffer};
-use crate::device::{auto_segment_len, CudaDevice, Decomposition, LaunchConfig, Module, Split};
+use crate::device::{
+    auto_segment_len, auto_serial_max, CudaDevice, Decomposition, LaunchConfig, Module, Split,
+};
 use crate::spec::{Arg, KernelSpec, ParamKind, ScalarValue};
 use cudarc::driver::{DeviceRepr, LaunchConfig as CuLaunch, PushKernelArg};
 use std::sync::Arc;
@@ -361,8 +363,10 @@ impl Prepared {
     }
 
     /// Runs the size kernel and cuts tasks longer than the chosen segment
-    /// length into segments; `None` when nothing needs cutting.
-    fn split_list(&self, n: usize, split: Split) -> Result<Option<TaskList>> {
+    /// length into segments; `None` when nothing needs cutting. With
+    /// [`Split::Auto`], also sets the launch's serial-fallback bound
+    /// ([`auto_serial_max`]).
+    fn split_list(&mut self, n: usize, split: Split) -> Result<Option<TaskList>> {
         check_u32_items(n)?;
         let ranges = DeviceBuffer::<u32>::zeros(&self.dev, 2 * n)?;
         let stats = DeviceBuffer::<u64>::zeros(&self.dev, 2)?;
@@ -382,10 +386,14 @@ impl Prepared {
         let s = match split {
             Split::Max(s) if s > 0 => s,
             Split::Max(_) => return Err(Error::invalid("segment length bound must be at least 1")),
-            _ => match auto_segment_len(max, total, self.dev.resident_warps()) {
-                Some(s) => s,
-                None => return Ok(None),
-            },
+            _ => {
+                let warps = self.dev.resident_warps();
+                self.cte_serial_max = auto_serial_max(self.cte_serial_max, max, total, warps);
+                match auto_segment_len(max, total, warps) {
+                    Some(s) => s,
+                    None => return Ok(None),
+                }
+            }
         };
         if max <= u64::from(s) {
             return Ok(None);

@@ -17,7 +17,8 @@ pub mod spec;
 
 pub use compile::Arch;
 pub use device::{
-    auto_segment_len, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig, Split,
+    auto_segment_len, auto_serial_max, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig,
+    Split,
 };
 pub use spec::{
     Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,

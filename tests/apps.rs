@@ -331,3 +331,17 @@ fn bad_sources_and_shapes_are_errors() {
     let x = vec![1.0; 3];
     assert!(apps::spmv_csr(&dev, &LaunchConfig::default(), &rect, &x).is_err());
 }
+
+#[test]
+fn the_gpu_benchmark_times_a_kernel_of_the_generated_shape() {
+    // `warpfit bench spmv` passes the generated SPEC; binaries that cannot
+    // link the macros use the written-out functor: both must agree.
+    let shape = |k: &warpfit::gpu::KernelSpec| -> Vec<_> {
+        k.params.iter().map(|p| (p.name, p.ty, p.kind)).collect()
+    };
+    assert_eq!(
+        shape(&apps::spmv::SPEC),
+        shape(&warpfit::gpu::bench::SPMV_F32)
+    );
+    assert_eq!(apps::spmv::SPEC.acc, warpfit::gpu::bench::SPMV_F32.acc);
+}

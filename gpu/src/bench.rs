@@ -146,6 +146,11 @@ pub fn small_suite() -> Vec<MatrixSource> {
 /// Benchmark options.
 #[derive(Debug, Clone)]
 pub struct SpmvBenchOptions {
+    /// The kernel timed: a `(row_ptr: &[u32], col: &[u32], val: &[f32],
+    /// x: &[f32], y: &mut [f32])` SpMV. `warpfit bench` passes the generated
+    /// `warpfit::apps::spmv::SPEC`; the default is [`SPMV_F32`], the same
+    /// functor written out, for binaries that cannot link the macros.
+    pub kernel: &'static KernelSpec,
     pub matrices: Vec<MatrixSource>,
     /// Timed runs per variant (the median is reported); at least 20 is the protocol.
     pub runs: usize,
@@ -159,6 +164,7 @@ pub struct SpmvBenchOptions {
 impl Default for SpmvBenchOptions {
     fn default() -> Self {
         SpmvBenchOptions {
+            kernel: &SPMV_F32,
             matrices: default_suite(),
             runs: 20,
             warmup: 3,
@@ -354,6 +360,15 @@ pub fn run_spmv(
     if opts.runs < 1 {
         return Err(Error::invalid("at least one timed run is needed"));
     }
+    let shape = |k: &KernelSpec| -> Vec<(ScalarType, ParamKind)> {
+        k.params.iter().map(|p| (p.ty, p.kind)).collect()
+    };
+    if shape(opts.kernel) != shape(&SPMV_F32) || opts.kernel.acc != ScalarType::F32 {
+        return Err(Error::invalid(format!(
+            "kernel `{}` does not have the SpMV signature (row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32])",
+            opts.kernel.name
+        )));
+    }
     let t0 = Instant::now();
     let mut timer = Timer::new(dev)?;
     let copy_gbs = copy_bandwidth(dev, &mut timer)?;
@@ -427,7 +442,7 @@ pub fn run_spmv(
                     Arg::input(&x),
                     Arg::output(&mut y),
                 ];
-                Prepared::new(dev, &SPMV_F32, &cfg, Tasks::All(n), &args)?
+                Prepared::new(dev, opts.kernel, &cfg, Tasks::All(n), &args)?
             };
             if vname == "cte" {
                 auto_s = prepared

@@ -43,6 +43,8 @@ pub struct BenchArgs {
 /// Runs `warpfit bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
     let mut opts = SpmvBenchOptions {
+        // The generated kernel of the built-in spmv app, not a hand-written one.
+        kernel: &warpfit::apps::spmv::SPEC,
         runs: args.runs as usize,
         warmup: args.warmup as usize,
         ..SpmvBenchOptions::default()

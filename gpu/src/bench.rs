@@ -23,8 +23,9 @@ use warpfit_runtime::{Csr, Error, Result, Tasks};
 /// `fn spmv(row, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32])`
 /// (docs/codegen.md).
 pub static SPMV_F32: KernelSpec = KernelSpec {
-    name: "bench_spmv",
-    cuda_source: SPMV_SOURCE,
+    name: "spmv_f32",
+    // The same file the GPU tests check against the CPU twin.
+    cuda_source: include_str!("../tests/fixtures/spmv_f32.cu"),
     device_fns: &[],
     params: &[
         ParamSpec {
@@ -55,40 +56,6 @@ pub static SPMV_F32: KernelSpec = KernelSpec {
     ],
     acc: ScalarType::F32,
 };
-
-const SPMV_SOURCE: &str = r#"
-namespace wf_bench_spmv {
-struct Params {
-    const uint32_t* row_ptr; uint64_t row_ptr_len;
-    const uint32_t* col; uint64_t col_len;
-    const float* val; uint64_t val_len;
-    const float* x; uint64_t x_len;
-    float* y; uint64_t y_len;
-};
-struct Kernel {
-    typedef Params params_t;
-    typedef float acc_t;
-    struct ctx_t {};
-    static __device__ __forceinline__ void prologue(const Params& p, uint64_t task, ctx_t& c, uint64_t& lo, uint64_t& hi, warpfit::Fault& f) {
-        lo = warpfit::cast<uint64_t>(warpfit::ld(p.row_ptr, p.row_ptr_len, task, 0, f));
-        hi = warpfit::cast<uint64_t>(warpfit::ld(p.row_ptr, p.row_ptr_len, warpfit::add<uint64_t>(task, 1ull), 0, f));
-    }
-    static __device__ __forceinline__ acc_t init(const Params& p, uint64_t task, const ctx_t& c, warpfit::Fault& f) {
-        return 0.0f;
-    }
-    static __device__ __forceinline__ acc_t map(const Params& p, uint64_t task, const ctx_t& c, uint64_t k, warpfit::Fault& f) {
-        return warpfit::mul<float>(warpfit::ld(p.val, p.val_len, k, 2, f),
-            warpfit::ld(p.x, p.x_len, warpfit::cast<uint64_t>(warpfit::ld(p.col, p.col_len, k, 1, f)), 3, f));
-    }
-    static __device__ __forceinline__ acc_t reduce(acc_t a, acc_t b, warpfit::Fault& f) {
-        return warpfit::add<float>(a, b);
-    }
-    static __device__ __forceinline__ void epilogue(const Params& p, uint64_t task, const ctx_t& c, acc_t acc, warpfit::Fault& f) {
-        warpfit::st_out(p.y, p.y_len, task, acc, 4, f);
-    }
-};
-}
-"#;
 
 /// Where a benchmark matrix comes from.
 #[derive(Debug, Clone)]

@@ -222,7 +222,8 @@ impl Module {
     }
 }
 
-const ENTRY_POINTS: &[&str] = &[
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel.
+pub const ENTRY_POINTS: &[&str] = &[
     "wf_thread_all",
     "wf_sub2_all",
     "wf_sub4_all",

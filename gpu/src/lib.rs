@@ -18,7 +18,7 @@ pub mod spec;
 pub use compile::Arch;
 pub use device::{
     auto_segment_len, auto_serial_max, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig,
-    Split,
+    Split, ENTRY_POINTS,
 };
 pub use spec::{
     Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,

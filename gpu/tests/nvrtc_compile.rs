@@ -7,27 +7,7 @@ mod common;
 
 use warpfit_gpu::compile::{compile_uncached, translation_unit};
 use warpfit_gpu::probe::{self, Library};
-use warpfit_gpu::Arch;
-
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines.
-const ENTRY_POINTS: &[&str] = &[
-    "wf_thread_all",
-    "wf_sub2_all",
-    "wf_sub4_all",
-    "wf_sub8_all",
-    "wf_sub16_all",
-    "wf_sub32_all",
-    "wf_cte_all",
-    "wf_thread_list",
-    "wf_sub2_list",
-    "wf_sub4_list",
-    "wf_sub8_list",
-    "wf_sub16_list",
-    "wf_sub32_list",
-    "wf_cte_list",
-    "wf_merge",
-    "wf_sizes",
-];
+use warpfit_gpu::{Arch, ENTRY_POINTS};
 
 fn nvrtc_or_skip() -> bool {
     match probe::require(Library::Nvrtc) {

@@ -9,19 +9,8 @@ const fn p(name: &'static str, ty: ScalarType, kind: ParamKind) -> ParamSpec {
     ParamSpec { name, ty, kind }
 }
 
-pub static SPMV_F32: KernelSpec = KernelSpec {
-    name: "spmv_f32",
-    cuda_source: include_str!("../fixtures/spmv_f32.cu"),
-    device_fns: &[],
-    params: &[
-        p("row_ptr", ScalarType::U32, ParamKind::Input),
-        p("col", ScalarType::U32, ParamKind::Input),
-        p("val", ScalarType::F32, ParamKind::Input),
-        p("x", ScalarType::F32, ParamKind::Input),
-        p("y", ScalarType::F32, ParamKind::Output),
-    ],
-    acc: ScalarType::F32,
-};
+/// The benchmark's spec over `fixtures/spmv_f32.cu`: one copy for both.
+pub use warpfit_gpu::bench::SPMV_F32;
 
 pub static SPMV_F64: KernelSpec = KernelSpec {
     name: "spmv_f64",

@@ -381,9 +381,52 @@ fn work_graph_of_a_gather_kernel() {
     assert_eq!(relax::GATHERED, Some("dist"));
 }
 
+/// Two gathers: through an unsigned `u8` index (its range maximum is checked
+/// once per row) and through a signed `i32` one (checked per element).
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+fn two_gathers(
+    row: usize,
+    ptr: &[u32],
+    a: &[u8],
+    b: &[i32],
+    val: &[f32],
+    x: &[f32],
+    z: &[f32],
+    y: &mut [f32],
+) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row] = (lo..hi)
+        .map(|k| val[k] * x[a[k] as usize] + z[b[k] as usize])
+        .fold(0.0, |p, q| p + q);
+}
+
 mod random_inputs {
     use super::*;
     use proptest::prelude::*;
+
+    /// What `two_gathers` must give: each row folded in order, or the first
+    /// out-of-range gather of the lowest faulting row.
+    fn two_gathers_reference(
+        ptr: &[u32],
+        a: &[u8],
+        b: &[i32],
+        val: &[f32],
+        x: &[f32],
+        z: &[f32],
+    ) -> Result<Vec<f32>, (usize, &'static str, usize)> {
+        (0..ptr.len() - 1)
+            .map(|r| {
+                (ptr[r] as usize..ptr[r + 1] as usize).try_fold(0.0f32, |s, k| {
+                    let (i, j) = (a[k] as usize, b[k] as usize);
+                    let xv = *x.get(i).ok_or((r, "`x`", i))?;
+                    let zv = *z.get(j).ok_or((r, "`z`", j))?;
+                    Ok(s + val[k] * xv + zv)
+                })
+            })
+            .collect()
+    }
 
     /// A random CSR structure (rows of 0..40 entries, columns in range),
     /// values that sum exactly in any order, and a segment bound.
@@ -429,6 +472,78 @@ mod random_inputs {
                 let want = (ptr[v] as usize..ptr[v + 1] as usize)
                     .fold(x[v], |d, e| d.min(x[col[e] as usize] + val[e]));
                 prop_assert_eq!(next[v], want);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Gathers with indices that are sometimes out of range (and negative,
+        /// for the signed index): the twin, whole rows or split, gives the
+        /// reference's result or exactly its fault.
+        #[test]
+        fn gathers_fault_like_a_checked_loop(
+            degs in prop::collection::vec(0usize..50, 1..30),
+            seed in any::<u64>(),
+            nx in 1usize..300,
+            nz in 1usize..40,
+            bad_a in 0u32..3,
+            bad_b in 0u32..3,
+            chunk in 1u32..9,
+        ) {
+            let nnz: usize = degs.iter().sum();
+            let ptr: Vec<u32> = std::iter::once(0)
+                .chain(degs.iter().scan(0u32, |s, &d| {
+                    *s += d as u32;
+                    Some(*s)
+                }))
+                .collect();
+            // A small deterministic generator: out-of-range values are rare
+            // (bad_* = 0: never), so both the fast and the checked loops run.
+            let mut state = seed | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let a: Vec<u8> = (0..nnz)
+                .map(|_| {
+                    let r = next();
+                    if bad_a > 0 && r % 97 < bad_a as u64 { 255 } else { (r % nx.min(256) as u64) as u8 }
+                })
+                .collect();
+            let b: Vec<i32> = (0..nnz)
+                .map(|_| {
+                    let r = next();
+                    if bad_b > 0 && r % 89 < bad_b as u64 { -((r % 3) as i32) - 1 } else { (r % nz as u64) as i32 }
+                })
+                .collect();
+            let val: Vec<f32> = (0..nnz).map(|k| (k % 5) as f32 * 0.5).collect();
+            let x: Vec<f32> = (0..nx).map(|i| (i % 7) as f32 - 3.0).collect();
+            let z: Vec<f32> = (0..nz).map(|i| (i % 3) as f32).collect();
+            let n = ptr.len() - 1;
+            let want = two_gathers_reference(&ptr, &a, &b, &val, &x, &z);
+            if let Ok(w) = &want {
+                let mut plain = vec![0.0; n];
+                for r in 0..n {
+                    two_gathers(r, &ptr, &a, &b, &val, &x, &z, &mut plain);
+                }
+                prop_assert_eq!(&plain, w);
+            }
+            let list = TaskList::chunked(&ptr, chunk).unwrap();
+            for tasks in [Tasks::from(n), Tasks::from(&list)] {
+                let mut y = vec![f32::NAN; n];
+                let got = two_gathers::launch(&Device::cpu(), tasks, &ptr, &a, &b, &val, &x, &z, &mut y);
+                match (&want, got) {
+                    (Ok(w), Ok(())) => prop_assert_eq!(&y, w),
+                    (Err((row, array, index)), Err(Error::IndexOutOfRange { what, index: i, .. })) => {
+                        prop_assert_eq!(i, *index as u64);
+                        prop_assert!(what.contains(array) && what.contains(&format!("task {row}")), "{}", what);
+                    }
+                    (w, g) => prop_assert!(false, "want {:?}, got {:?}", w, g),
+                }
             }
         }
     }

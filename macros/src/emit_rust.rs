@@ -122,14 +122,33 @@ pub fn call_consts(calls: &[DeviceCall]) -> TokenStream {
 pub struct Emitter<'a> {
     pub locals: &'a [Local],
     pub params: &'a [Param],
-    /// Loads `array[k]` by this local whose bound the caller has already
-    /// checked for the whole range: read without a per-element check.
-    pub prechecked: Option<(LocalId, &'a BTreeSet<usize>)>,
+    /// Loads whose bound the caller has already checked for the whole
+    /// range: read without a per-element check.
+    pub prechecked: Option<Prechecked<'a>>,
+}
+
+/// What `fold_range`'s fast loop has checked before entering the loop.
+#[derive(Clone, Copy)]
+pub struct Prechecked<'a> {
+    /// The fine-task index.
+    pub k: LocalId,
+    /// Arrays read at `k` (`val[k]`, `col[k]`): `hi <= len` was checked.
+    pub direct: &'a BTreeSet<usize>,
+    /// `(gathered, index)` pairs read as `gathered[index[k] as usize]`: the
+    /// largest `index[lo..hi]` was checked against `gathered.len()`.
+    pub gathers: &'a BTreeSet<(usize, usize)>,
 }
 
 impl Emitter<'_> {
     fn is_prechecked(&self, array: usize, idx: &Expr) -> bool {
-        matches!((&idx.kind, self.prechecked), (ExprKind::Local(id), Some((k, arrays))) if *id == k && arrays.contains(&array))
+        let Some(pc) = self.prechecked else {
+            return false;
+        };
+        match &idx.kind {
+            ExprKind::Local(id) => *id == pc.k && pc.direct.contains(&array),
+            _ => gather_index(idx, pc.k, self.params)
+                .is_some_and(|c| pc.direct.contains(&c) && pc.gathers.contains(&(array, c))),
+        }
     }
 
     pub fn local(&self, id: LocalId) -> Ident {
@@ -252,8 +271,9 @@ impl Emitter<'_> {
             ExprKind::Load(i, idx) if self.is_prechecked(*i, idx) => {
                 let n = self.param(*i);
                 let idx = self.expr(idx);
-                // SAFETY: `fold_range` checked `hi <= len` for every array read by
-                // the fine-task index before entering the loop, and `k < hi`.
+                // SAFETY: before entering the loop `fold_range` checked `hi <= len`
+                // for every array read at the fine-task index (and `k < hi`), and
+                // `max(index[lo..hi]) < len` for every array gathered through one.
                 quote!(unsafe { *self.#n.get_unchecked(#idx) })
             }
             ExprKind::Load(i, idx) => {
@@ -406,6 +426,53 @@ fn direct_loads(x: &Expr, k: LocalId, out: &mut BTreeSet<usize>) {
     }
 }
 
+/// The index array `c` when `idx` is `c[k] as usize` with `c` of an unsigned
+/// element type: then `max(c[lo..hi]) < len` bounds every such load of a range.
+/// (Signed indices are excluded: a negative value cast to `usize` is huge,
+/// which the maximum of the signed values would not show.)
+fn gather_index(idx: &Expr, k: LocalId, params: &[Param]) -> Option<usize> {
+    let ExprKind::Cast(inner) = &idx.kind else {
+        return None;
+    };
+    let ExprKind::Load(c, at) = &inner.kind else {
+        return None;
+    };
+    let unsigned = matches!(params[*c].ty, Ty::U8 | Ty::U32 | Ty::U64 | Ty::Usize);
+    (idx.ty == Ty::Usize && unsigned && matches!(at.kind, ExprKind::Local(id) if id == k))
+        .then_some(*c)
+}
+
+/// `(gathered, index)` pairs of loads `gathered[index[k] as usize]` in `x`.
+fn gather_loads(x: &Expr, k: LocalId, params: &[Param], out: &mut BTreeSet<(usize, usize)>) {
+    let rec = |e: &Expr, out: &mut BTreeSet<(usize, usize)>| gather_loads(e, k, params, out);
+    match &x.kind {
+        ExprKind::Load(g, a) => {
+            if let Some(c) = gather_index(a, k, params) {
+                out.insert((*g, c));
+            }
+            rec(a, out);
+        }
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => rec(a, out),
+        ExprKind::Binary(_, a, b) => {
+            rec(a, out);
+            rec(b, out);
+        }
+        ExprKind::If(a, b, c) => {
+            rec(a, out);
+            rec(b, out);
+            rec(c, out);
+        }
+        ExprKind::Block(lets, t) => {
+            lets.iter().for_each(|(_, v)| rec(v, out));
+            rec(t, out);
+        }
+        ExprKind::Method(_, args) | ExprKind::Call(_, args) => {
+            args.iter().for_each(|a| rec(a, out))
+        }
+        _ => {}
+    }
+}
+
 pub fn stmt_uses(s: &Stmt, out: &mut BTreeSet<LocalId>) {
     match s {
         Stmt::Let(_, v) | Stmt::Store { value: v, .. } => uses(v, out),
@@ -544,6 +611,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let pro_lets = k.prologue.iter().map(|(id, v)| em.let_(*id, v));
     let (lo, hi) = (em.expr(&k.lo), em.expr(&k.hi));
     let (lo_h, hi_h) = (h("__lo"), h("__hi"));
+    let checked_h = h("__checked");
 
     // init
     let mut used = BTreeSet::new();
@@ -560,15 +628,39 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     // The hot loop: arrays read at the fine-task index are bound-checked once
     // per range, the rest per element. An out-of-range range takes the checked
     // loop, which reports the exact fault.
+    // Gathers `x[col[k] as usize]` through a directly read unsigned index
+    // array are covered by one maximum of `col[lo..hi]` (a vectorised pass
+    // over what the loop reads next anyway) compared with `x.len()`.
     let mut direct = BTreeSet::new();
     direct_loads(&k.map, k.k, &mut direct);
+    let mut gathers = BTreeSet::new();
+    gather_loads(&k.map, k.k, &k.params, &mut gathers);
+    gathers.retain(|(_, c)| direct.contains(c));
     let fast = Emitter {
         locals: &k.locals,
         params: &k.params,
-        prechecked: Some((k.k, &direct)),
+        prechecked: Some(Prechecked {
+            k: k.k,
+            direct: &direct,
+            gathers: &gathers,
+        }),
     };
     let map_fast = fast.expr(&k.map);
     let direct_names = direct.iter().map(|&i| &k.params[i].name);
+    let index_arrays: BTreeSet<usize> = gathers.iter().map(|&(_, c)| c).collect();
+    let max_of =
+        |c: usize| format_ident!("__wf_max_{}", k.params[c].name, span = Span::mixed_site());
+    let index_max = index_arrays.iter().map(|&c| {
+        let (m, n, t) = (max_of(c), &k.params[c].name, prim(k.params[c].ty));
+        let (a, v) = (h("__m"), h("__v"));
+        quote!(let #m: ::core::primitive::u64 = self.#n[#lo_h..#hi_h]
+            .iter()
+            .fold(0 as #t, |#a, &#v| ::core::cmp::Ord::max(#a, #v)) as ::core::primitive::u64;)
+    });
+    let gather_fail = gathers.iter().map(|&(g, c)| {
+        let (m, n) = (max_of(c), &k.params[g].name);
+        quote!(|| #m >= self.#n.len() as ::core::primitive::u64)
+    });
 
     // reduce
     let (a_h, b_h) = (h("__a"), h("__b"));
@@ -855,7 +947,14 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
                     #hi_h: usize,
                     mut #acc_h: #acc_t,
                 ) -> ::core::result::Result<#acc_t, #f> {
-                    if #lo_h < #hi_h && (false #(|| #hi_h > self.#direct_names.len())*) {
+                    if #lo_h >= #hi_h {
+                        return ::core::result::Result::Ok(#acc_h);
+                    }
+                    let #checked_h = false #(|| #hi_h > self.#direct_names.len())* || {
+                        #(#index_max)*
+                        false #(#gather_fail)*
+                    };
+                    if #checked_h {
                         for #k_h in #lo_h..#hi_h {
                             let #b_h = self.map(#task_h, #ctx_h, #k_h)?;
                             #acc_h = self.reduce(#acc_h, #b_h)?;

@@ -10,11 +10,12 @@
 //      concatenated range [0, total);
 //   2. the warp walks that range 32 fine tasks at a time: lane l takes
 //      position base + l and finds the item that owns it: the paper's
-//      binary search over the scan, done here in O(1). The items starting
-//      in the round OR their start positions into a mask; a lane's owner is
-//      the item of the nearest start at or below it (count leading zeros),
-//      else the item carried over from the previous round. Then it maps it
-//      (consecutive positions: coalesced loads);
+//      binary search over the scan, done here in O(1) with no shared-memory
+//      round trip per round. The non-empty items are ranked once (their
+//      slots stored by rank); in a round, the items ending inside it OR
+//      their end offsets into a mask, and a lane's owner is the item of
+//      rank (items ended before the round) + (ends below the lane). Then
+//      it maps it (consecutive positions: coalesced loads);
 //   3. a segmented shuffle scan, keyed by owner, folds each owner's run of
 //      the round in fine-task order; the owner lane picks its run's total
 //      from the run's last lane and folds it onto its own accumulator.
@@ -39,10 +40,11 @@ template <class K> struct CteSlot {
     uint64_t delta;  // lo - excl: fine task = position + delta
 };
 
-/// Per-warp shared state of the expansion.
+/// Per-warp shared state of the expansion: the slots of the warp's
+/// non-empty items, indexed by their rank among them. Written once before
+/// the rounds; the rounds only read it, so they need no barrier.
 template <class K> struct CteShared {
     CteSlot<K> slot[WARP];
-    uint8_t owner_at[WARP];  // item that starts at each lane's position of the round
 };
 
 struct Cte {
@@ -53,37 +55,31 @@ struct Cte {
         bool active;    // the lane's position is below the warp's total
     };
 
-    /// Maps the round at `base`: finds every lane's owner (updating
-    /// `carry` for the next round) and maps its fine task. Touches only the
-    /// owner table and the slots, so it may run while an earlier round's
-    /// loads are still in flight.
+    /// Maps the round at `base`: finds every lane's owner and maps its fine
+    /// task. `ended` counts the non-empty items that ended before the round
+    /// (the rank of the round's first owner) and is advanced past it.
     template <class K, class Off>
-    static __device__ __forceinline__ Round<K> map_round(const typename K::params_t& p, CteShared<K>& sh, Off excl,
-                                                         Off size, Off total, Off base, int& carry, Fault& f) {
+    static __device__ __forceinline__ Round<K> map_round(const typename K::params_t& p, const CteShared<K>& sh,
+                                                         Off excl, Off size, Off total, Off base, int& ended,
+                                                         Fault& f) {
         typedef typename K::acc_t acc_t;
         const int lane = lane_id();
-        __syncwarp();  // the previous round's owner_at reads are done
-        // Items starting in this round mark their start position; every
-        // lane's owner is the item of the nearest start at or below it.
-        const bool starts = size > 0 && excl >= base && excl < base + WARP;
-        const unsigned start_mask = __reduce_or_sync(FULL_MASK, starts ? 1u << unsigned(excl - base) : 0u);
-        if (starts) {
-            sh.owner_at[excl - base] = uint8_t(lane);
-        }
-        __syncwarp();
-        const unsigned below = start_mask & (0xffffffffu >> (WARP - 1 - lane));
-        const int o = below ? int(sh.owner_at[31 - __clz(below)]) : carry;
+        // Non-empty items end at distinct positions, so one bit each.
+        const Off incl = excl + size;
+        const bool ends = size > 0 && incl > base && incl <= base + WARP;
+        const unsigned end_mask = __reduce_or_sync(FULL_MASK, ends ? 1u << unsigned(incl - base - 1) : 0u);
+        const unsigned below = end_mask & ((1u << lane) - 1u);
         Round<K> r;
-        r.run_start = below ? 31 - __clz(below) : 0;
+        r.run_start = below ? WARP - __clz(below) : 0;  // one past the last end below the lane
         const Off pos = base + Off(lane);
         r.active = pos < total;
         r.v = acc_t(0);
         if (r.active) {
-            const CteSlot<K>& sl = sh.slot[o];
+            const CteSlot<K>& sl = sh.slot[ended + __popc(below)];
             r.v = K::map(p, sl.task, sl.ctx, uint64_t(pos) + sl.delta, f);
             f.attribute(sl.task);
         }
-        carry = shfl(o, WARP - 1);
+        ended += __popc(end_mask);
         return r;
     }
 
@@ -121,9 +117,9 @@ struct Cte {
                                                                         CteShared<K>& sh, Off excl, Off size,
                                                                         Off total, Fault& f) {
         Partial<typename K::acc_t> own;
-        int carry = 0;  // the item owning the round's first position when no item starts there
+        int ended = 0;  // non-empty items that ended before the round
         for (Off base = 0; base < total; base += WARP) {
-            const Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, carry, f);
+            const Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, ended, f);
             reduce_round<K, Off>(r, excl, size, base, own, f);
         }
         return own;
@@ -171,9 +167,13 @@ struct Cte {
 
         CteShared<K>& sh = s_warp[w];
         const uint64_t excl = incl - size;
-        sh.slot[lane].ctx = it.ctx;
-        sh.slot[lane].task = it.task;
-        sh.slot[lane].delta = it.lo - excl;
+        const unsigned nonempty = __ballot_sync(FULL_MASK, size > 0);
+        if (size > 0) {
+            CteSlot<K>& sl = sh.slot[__popc(nonempty & ((1u << lane) - 1u))];
+            sl.ctx = it.ctx;
+            sl.task = it.task;
+            sl.delta = it.lo - excl;
+        }
         __syncwarp();
 
         Partial<acc_t> own = total < 0xffffff00ull

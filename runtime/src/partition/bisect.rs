@@ -25,10 +25,9 @@
 //! A bisection runs on one thread; DBWP runs the two halves of every split in
 //! parallel, which keeps both cores busy below the root.
 
-use super::dbwp::stable_partition;
 use super::graph::WorkGraph;
 use super::kd;
-use super::scratch::with_id_map;
+use super::scratch::{release_free_memory, with_sparse_map, SparseMap};
 use super::CoarsenOptions;
 use std::collections::BinaryHeap;
 
@@ -47,6 +46,21 @@ const MATCH_NETS: usize = 12;
 /// Level-0 hypergraphs with more pins than this (4 MiB per pin array, beyond
 /// a core's L2) are renumbered breadth-first before coarsening.
 const RENUMBER_PINS: usize = 1 << 20;
+/// A level-0 hypergraph with more pins than this (16 MiB per array) is freed
+/// once the next level is built, and its bisection is the projection of
+/// level 1's, unrefined. It is the largest level: keeping it through
+/// coarsening held it alongside the whole rest of the hierarchy, and
+/// reading it again for refinement cost a fifth of the bisection's time,
+/// for a cut about 5 % smaller on rgg 2^20 (whose cut entities at level 1
+/// hold some 40 tuples: refinement there already finds the separator).
+const DROP_LEVEL0_PINS: usize = 1 << 22;
+/// Levels with at most this many pins keep their transpose from clustering
+/// to refinement: rebuilding it costs a scatter over all pins, and only
+/// large levels are worth the memory saved.
+const KEEP_TRANSPOSE_PINS: usize = 1 << 20;
+/// Subsets of at least this many tuples hand freed hierarchy levels back to
+/// the operating system as they go (see [`release_free_memory`]).
+const RELEASE_TUPLES: usize = 1 << 20;
 /// Initial bisections tried on the coarsest hypergraph.
 const INITIAL_TRIES: u64 = 2;
 /// FM passes on the coarsest level at most.
@@ -55,86 +69,43 @@ const FM_PASSES: usize = 2;
 /// bisection, so later passes rarely find much.
 const FM_PASSES_PROJECTED: usize = 2;
 
-/// A hypergraph in both orientations, CSR style.
+/// One level of the hypergraph, CSR style.
+///
+/// A level keeps only its entity→net incidence. The net→entity incidence
+/// (the transpose) is needed only while the level is clustered or refined,
+/// so it is built then and dropped afterwards: keeping both orientations of
+/// every level alive made the hierarchy of a large bisection cost several
+/// times the matrix itself.
 struct Hypergraph {
     /// Weight (tuples) of every entity.
     w: Vec<u32>,
-    /// Nets of entity `e`: `pins[xpins[e]..xpins[e + 1]]`.
+    /// Nets of entity `e`: `pins[xpins[e]..xpins[e + 1]]`, without duplicates.
     xpins: Vec<u32>,
     pins: Vec<u32>,
-    /// Entities of net `n`: `net_pins[xnets[n]..xnets[n + 1]]`.
+    n_nets: usize,
+    /// Entities of net `n`, ascending: `net_pins[xnets[n]..xnets[n + 1]]`.
+    /// Empty unless [`Hypergraph::transpose`] was called.
     xnets: Vec<u32>,
     net_pins: Vec<u32>,
-    /// Per pin of `pins`: the entity's position in the net's pin list, so
-    /// that matching finds an entity's neighbourhood in a net without search.
-    pin_pos: Vec<u32>,
 }
 
 impl Hypergraph {
-    /// The same hypergraph with entities renumbered in breadth-first order
-    /// (over shared nets, from entity 0, then from the next unvisited one);
-    /// returns it with the new id of every old entity. Each net is expanded
-    /// once, so this costs O(pins).
-    fn renumbered_bfs(self) -> (Hypergraph, Vec<u32>) {
-        let n = self.n();
-        const NONE: u32 = u32::MAX;
-        let mut new_id = vec![NONE; n];
-        let mut order: Vec<u32> = Vec::with_capacity(n);
-        let mut net_done = vec![false; self.n_nets()];
-        let mut head = 0;
-        for root in 0..n {
-            if new_id[root] != NONE {
-                continue;
-            }
-            new_id[root] = order.len() as u32;
-            order.push(root as u32);
-            while head < order.len() {
-                let e = order[head] as usize;
-                head += 1;
-                for &net in self.nets_of(e) {
-                    if std::mem::replace(&mut net_done[net as usize], true) {
-                        continue;
-                    }
-                    for &u in self.pins_of(net as usize) {
-                        if new_id[u as usize] == NONE {
-                            new_id[u as usize] = order.len() as u32;
-                            order.push(u);
-                        }
-                    }
-                }
-            }
-        }
-        drop(net_done);
-        let mut w = Vec::with_capacity(n);
-        let mut xpins = Vec::with_capacity(n + 1);
-        xpins.push(0u32);
-        let mut pins = Vec::with_capacity(self.pins.len());
-        for &old in &order {
-            w.push(self.w[old as usize]);
-            pins.extend_from_slice(self.nets_of(old as usize));
-            xpins.push(pins.len() as u32);
-        }
-        let n_nets = self.n_nets();
-        drop(self);
-        (Hypergraph::from_entity_nets(w, xpins, pins, n_nets), new_id)
-    }
-
     /// A hypergraph with no entity, standing in for a level that was freed.
     fn empty() -> Self {
         Hypergraph {
             w: Vec::new(),
             xpins: vec![0],
             pins: Vec::new(),
-            xnets: vec![0],
+            n_nets: 0,
+            xnets: Vec::new(),
             net_pins: Vec::new(),
-            pin_pos: Vec::new(),
         }
     }
     fn n(&self) -> usize {
         self.w.len()
     }
     fn n_nets(&self) -> usize {
-        self.xnets.len() - 1
+        self.n_nets
     }
     fn nets_of(&self, e: usize) -> &[u32] {
         &self.pins[self.xpins[e] as usize..self.xpins[e + 1] as usize]
@@ -144,84 +115,174 @@ impl Hypergraph {
     }
 
     /// Builds from per-entity net lists (each without duplicates), dropping
-    /// nets with fewer than two pins and renumbering the rest.
-    fn from_entity_nets(w: Vec<u32>, xpins: Vec<u32>, mut pins: Vec<u32>, n_nets: usize) -> Self {
-        let mut count = vec![0u32; n_nets];
+    /// nets with fewer than two pins, which no bisection can cut, and
+    /// renumbering the rest. The lists are compacted in place.
+    fn from_entity_nets(
+        w: Vec<u32>,
+        mut xpins: Vec<u32>,
+        mut pins: Vec<u32>,
+        n_nets: usize,
+    ) -> Self {
+        const NONE: u32 = u32::MAX;
+        // Pin counts, then (same array) the new id of every kept net.
+        let mut renum = vec![0u32; n_nets];
         for &p in &pins {
-            count[p as usize] += 1;
+            renum[p as usize] += 1;
         }
-        let mut renum = vec![u32::MAX; n_nets];
         let mut kept = 0u32;
-        for (r, &c) in renum.iter_mut().zip(&count) {
-            if c >= 2 {
+        for r in renum.iter_mut() {
+            if *r >= 2 {
                 *r = kept;
                 kept += 1;
+            } else {
+                *r = NONE;
             }
         }
-        // Compact pins in place, rewriting net ids.
-        let n = w.len();
-        let mut new_x = Vec::with_capacity(n + 1);
-        new_x.push(0u32);
         let mut wpos = 0usize;
-        for e in 0..n {
-            for i in xpins[e] as usize..xpins[e + 1] as usize {
+        let mut start = 0usize;
+        for e in 0..w.len() {
+            let end = xpins[e + 1] as usize;
+            for i in start..end {
                 let r = renum[pins[i] as usize];
-                if r != u32::MAX {
+                if r != NONE {
                     pins[wpos] = r;
                     wpos += 1;
                 }
             }
-            new_x.push(wpos as u32);
+            start = end;
+            xpins[e + 1] = wpos as u32;
         }
         pins.truncate(wpos);
-        // Transpose.
-        let m = kept as usize;
-        let mut xnets = vec![0u32; m + 1];
-        for &p in &pins {
-            xnets[p as usize + 1] += 1;
-        }
-        for i in 0..m {
-            xnets[i + 1] += xnets[i];
-        }
-        let mut fill = xnets.clone();
-        let mut net_pins = vec![0u32; pins.len()];
-        let mut pin_pos = vec![0u32; pins.len()];
-        for e in 0..n {
-            for i in new_x[e] as usize..new_x[e + 1] as usize {
-                let p = pins[i] as usize;
-                net_pins[fill[p] as usize] = e as u32;
-                pin_pos[i] = fill[p] - xnets[p];
-                fill[p] += 1;
-            }
-        }
         Hypergraph {
             w,
-            xpins: new_x,
+            xpins,
             pins,
-            xnets,
-            net_pins,
-            pin_pos,
+            n_nets: kept as usize,
+            xnets: Vec::new(),
+            net_pins: Vec::new(),
         }
+    }
+
+    /// Builds the net→entity incidence (counting sort of the pins by net).
+    /// Entities are visited in order, so every net's list is ascending.
+    fn transpose(&mut self) {
+        let m = self.n_nets;
+        // Counts at `p + 2`, prefix sums leave the start of net `p` at
+        // `p + 1`, which then serves as its fill cursor and ends as its end.
+        let mut xnets = vec![0u32; m + 2];
+        for &p in &self.pins {
+            xnets[p as usize + 2] += 1;
+        }
+        for i in 2..m + 2 {
+            xnets[i] += xnets[i - 1];
+        }
+        let mut net_pins = vec![0u32; self.pins.len()];
+        for e in 0..self.n() {
+            for &p in self.nets_of(e) {
+                let f = &mut xnets[p as usize + 1];
+                net_pins[*f as usize] = e as u32;
+                *f += 1;
+            }
+        }
+        xnets.truncate(m + 1);
+        self.xnets = xnets;
+        self.net_pins = net_pins;
+    }
+
+    /// Frees the net→entity incidence.
+    fn drop_transpose(&mut self) {
+        self.xnets = Vec::new();
+        self.net_pins = Vec::new();
+    }
+
+    /// Entities in breadth-first order over shared nets (from entity 0, then
+    /// from the next unvisited one). Each net is expanded once, so this costs
+    /// O(pins). Needs the transpose.
+    fn bfs_order(&self) -> Vec<u32> {
+        let n = self.n();
+        let mut seen = vec![false; n];
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        let mut net_done = vec![false; self.n_nets()];
+        let mut head = 0;
+        for root in 0..n {
+            if std::mem::replace(&mut seen[root], true) {
+                continue;
+            }
+            order.push(root as u32);
+            while head < order.len() {
+                let e = order[head] as usize;
+                head += 1;
+                for &net in self.nets_of(e) {
+                    if std::mem::replace(&mut net_done[net as usize], true) {
+                        continue;
+                    }
+                    for &u in self.pins_of(net as usize) {
+                        if !std::mem::replace(&mut seen[u as usize], true) {
+                            order.push(u);
+                        }
+                    }
+                }
+            }
+        }
+        order
+    }
+
+    /// The same hypergraph with entity `order[i]` renumbered `i`; returns it
+    /// with the new id of every old entity. The transpose is not carried over.
+    fn permuted(self, order: &[u32]) -> (Hypergraph, Vec<u32>) {
+        let n = self.n();
+        let mut new_id = vec![0u32; n];
+        let mut w = Vec::with_capacity(n);
+        let mut xpins = Vec::with_capacity(n + 1);
+        xpins.push(0u32);
+        let mut pins = Vec::with_capacity(self.pins.len());
+        for (i, &old) in order.iter().enumerate() {
+            new_id[old as usize] = i as u32;
+            w.push(self.w[old as usize]);
+            pins.extend_from_slice(self.nets_of(old as usize));
+            xpins.push(pins.len() as u32);
+        }
+        let n_nets = self.n_nets;
+        drop(self);
+        let h = Hypergraph {
+            w,
+            xpins,
+            pins,
+            n_nets,
+            xnets: Vec::new(),
+            net_pins: Vec::new(),
+        };
+        (h, new_id)
     }
 
     /// One level of heavy-connectivity clustering: every entity not yet in a
     /// cluster joins the cluster (or unclustered entity) it shares the most
     /// net weight with, within the weight bound `max_w`. Clusters rather than
     /// pairs shrink a level by more than half, so fewer levels are built.
-    /// Returns the coarse hypergraph and the coarse id of every entity, or
-    /// `None` when the level would barely shrink.
-    fn coarsen(&self, max_w: u32) -> Option<(Hypergraph, Vec<u32>)> {
+    /// Returns the coarse id of every entity and the number of clusters, or
+    /// `None` when the level would barely shrink. Needs the transpose.
+    fn cluster(&self, max_w: u32) -> Option<(Vec<u32>, usize)> {
         let n = self.n();
+        const NONE: u32 = u32::MAX;
         // Algorithm 4: visit by entity degree, low first. Degrees are bucketed
         // by powers of two and ties kept in entity order, which is input
         // order: the sweep then walks the arrays nearly sequentially, where a
         // fine-grained or random order would miss the cache on every entity.
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&e| {
-            let e = e as usize;
-            (self.xpins[e + 1] - self.xpins[e]).max(1).ilog2()
-        });
-        const NONE: u32 = u32::MAX;
+        // A stable counting sort over the 33 buckets.
+        let bucket = |e: usize| (self.xpins[e + 1] - self.xpins[e]).max(1).ilog2() as usize;
+        let mut start = [0u32; 34];
+        for e in 0..n {
+            start[bucket(e) + 1] += 1;
+        }
+        for b in 0..33 {
+            start[b + 1] += start[b];
+        }
+        let mut order = vec![0u32; n];
+        for e in 0..n {
+            let s = &mut start[bucket(e)];
+            order[*s as usize] = e as u32;
+            *s += 1;
+        }
         // Representative entity of every entity's cluster (NONE: unvisited
         // and unclustered), and the weight of each cluster at its representative.
         // Clusters of at most ~3 average entities: one level then shrinks the
@@ -248,7 +309,7 @@ impl Hypergraph {
                 let s = 1.0 / (pins.len() - 1) as f32;
                 // Pins are in entity order, which follows the input's order:
                 // the window around `u` holds its nearest candidates.
-                let at = self.pin_pos[i] as usize;
+                let at = pins.binary_search(&(u as u32)).unwrap_or(0);
                 let window =
                     &pins[at.saturating_sub(MATCH_WINDOW)..(at + MATCH_WINDOW + 1).min(pins.len())];
                 for &v in window {
@@ -286,7 +347,9 @@ impl Hypergraph {
                 cw[best] += wu;
             }
         }
+        drop((order, cw, score));
         // Coarse ids by representative, in entity order (keeps input order).
+        // `rep[r]` is rewritten once `r`'s id is known, so mark it.
         let mut cmap = vec![NONE; n];
         let mut nc = 0u32;
         for u in 0..n {
@@ -301,24 +364,31 @@ impl Hypergraph {
         if nc as f64 > (1.0 - MIN_REDUCTION) * n as f64 {
             return None;
         }
+        Some((cmap, nc))
+    }
+
+    /// The coarse level of a clustering: every cluster's nets are the union
+    /// of its members' nets. Needs no transpose.
+    fn contract(&self, cmap: &[u32], nc: usize) -> Hypergraph {
+        let n = self.n();
+        const NONE: u32 = u32::MAX;
         let mut w = vec![0u32; nc];
-        // Members grouped by coarse id (counting sort).
-        let mut xm = vec![0u32; nc + 1];
+        // Members grouped by coarse id (counting sort, cursor trick as in
+        // `transpose`).
+        let mut xm = vec![0u32; nc + 2];
         for (&c, &wu) in cmap.iter().zip(&self.w) {
             w[c as usize] += wu;
-            xm[c as usize + 1] += 1;
+            xm[c as usize + 2] += 1;
         }
-        for c in 0..nc {
-            xm[c + 1] += xm[c];
+        for c in 2..nc + 2 {
+            xm[c] += xm[c - 1];
         }
-        let mut fill = xm.clone();
         let mut members = vec![0u32; n];
         for (u, &c) in cmap.iter().enumerate() {
-            let f = &mut fill[c as usize];
+            let f = &mut xm[c as usize + 1];
             members[*f as usize] = u as u32;
             *f += 1;
         }
-        drop(fill);
         // Coarse pins: union of the members' nets, deduplicated by stamp.
         let mut stamp = vec![NONE; self.n_nets()];
         let mut xpins = Vec::with_capacity(nc + 1);
@@ -335,8 +405,8 @@ impl Hypergraph {
             }
             xpins.push(pins.len() as u32);
         }
-        let coarse = Hypergraph::from_entity_nets(w, xpins, pins, self.n_nets());
-        Some((coarse, cmap))
+        drop((members, stamp, xm));
+        Hypergraph::from_entity_nets(w, xpins, pins, self.n_nets())
     }
 }
 
@@ -628,93 +698,160 @@ fn grow(h: &Hypergraph, seed: usize, rng: &mut Rng) -> Vec<u8> {
 
 /// Bisects ascending tuple ids `ids` (`len >= 2`) in place into two non-empty
 /// ascending halves; returns the left half's length.
-pub(crate) fn split(
-    g: &WorkGraph,
-    ids: &mut [u32],
-    scratch: &mut [u32],
-    depth: u32,
-    opts: &CoarsenOptions,
-) -> usize {
+pub(crate) fn split(g: &WorkGraph, ids: &mut [u32], depth: u32, opts: &CoarsenOptions) -> usize {
     let n = ids.len();
     let mut rng = Rng::new(opts.seed ^ ((ids[0] as u64) << 20) ^ ((n as u64) << 40) ^ depth as u64);
-    let (h0, entity_end) = build(g, ids, opts.entity_tuples);
+    let (mut h0, entity_end) = build(g, ids, opts.entity_tuples);
     // Breadth-first renumbering gives neighbours nearby ids, so coarsening and
     // refinement touch memory locally even when the input order is random. It
     // only pays when the hypergraph is larger than a core's cache; smaller
     // ones keep the input order (and its tie-breaking) unchanged.
-    let (h0, new_id) = if h0.pins.len() > RENUMBER_PINS {
-        h0.renumbered_bfs()
+    let new_id = if h0.pins.len() > RENUMBER_PINS {
+        h0.transpose();
+        let order = h0.bfs_order();
+        h0.drop_transpose();
+        let (h, new_id) = h0.permuted(&order);
+        h0 = h;
+        Some(new_id)
     } else {
-        let n0 = h0.n() as u32;
-        (h0, (0..n0).collect())
+        None
     };
     let total = n as u64;
     let max_side = ((total as f64 / 2.0) * (1.0 + opts.imbalance)).ceil() as u64;
-    // Coarsen.
+    let release = n >= RELEASE_TUPLES;
+    let side = multilevel(h0, total, max_side, opts.skip_levels, release, &mut rng);
+    let Some(side) = side else {
+        return kd::split(g, ids, &mut vec![0; n], depth);
+    };
+    let side_of = |e: usize| side[new_id.as_ref().map_or(e, |m| m[e] as usize)];
+    // Entities are runs of consecutive positions: walk them alongside.
+    let mut right = 0usize;
+    let mut begin = 0usize;
+    for (e, &end) in entity_end.iter().enumerate() {
+        if side_of(e) != 0 {
+            right += end as usize - begin;
+        }
+        begin = end as usize;
+    }
+    if right == 0 || right == n {
+        // Degenerate (e.g. one heavy entity): fall back to a geometric cut.
+        return kd::split(g, ids, &mut vec![0; n], depth);
+    }
+    // The right side waits in a buffer of its own size, allocated only now
+    // that the hierarchy is freed.
+    let mut buf = Vec::with_capacity(right);
+    let (mut w, mut begin) = (0usize, 0usize);
+    for (e, &end) in entity_end.iter().enumerate() {
+        let end = end as usize;
+        if side_of(e) == 0 {
+            ids.copy_within(begin..end, w);
+            w += end - begin;
+        } else {
+            buf.extend_from_slice(&ids[begin..end]);
+        }
+        begin = end;
+    }
+    ids[w..].copy_from_slice(&buf);
+    if release {
+        drop(buf);
+        release_free_memory();
+    }
+    w
+}
+
+/// The multilevel bisection of a level-0 hypergraph: coarsen, bisect the
+/// coarsest level, project back with refinement. Returns the side of every
+/// level-0 entity, or `None` when the hypergraph has fewer than two entities.
+/// With `release`, freed levels are handed back to the operating system.
+fn multilevel(
+    h0: Hypergraph,
+    total: u64,
+    max_side: u64,
+    skip_levels: u32,
+    release: bool,
+    rng: &mut Rng,
+) -> Option<Vec<u8>> {
+    // A huge level 0 is not refined (see [`DROP_LEVEL0_PINS`]).
+    let skip_levels = skip_levels.max(u32::from(h0.pins.len() > DROP_LEVEL0_PINS));
+    let released = || {
+        if release {
+            release_free_memory();
+        }
+    };
     let max_w =
         ((total / (COARSEST as u64 / 2)).max(1) as u32).max(*h0.w.iter().max().unwrap_or(&1));
     let mut levels: Vec<Hypergraph> = vec![h0];
     let mut maps: Vec<Vec<u32>> = Vec::new();
-    while levels.last().is_some_and(|h| h.n() > COARSEST) {
-        let Some((coarse, cmap)) = levels.last().and_then(|h| h.coarsen(max_w)) else {
+    loop {
+        let h = levels.last_mut().expect("level 0 exists");
+        if h.n() <= COARSEST {
+            break;
+        }
+        if h.net_pins.is_empty() {
+            h.transpose();
+        }
+        let clusters = h.cluster(max_w);
+        if h.pins.len() > KEEP_TRANSPOSE_PINS {
+            h.drop_transpose();
+        }
+        let Some((cmap, nc)) = clusters else {
             break;
         };
+        let coarse = h.contract(&cmap, nc);
         let finer = levels.len() - 1;
-        // Only coarsening reads pin positions; a level whose refinement is
-        // skipped is never read again, only its map.
-        levels[finer].pin_pos = Vec::new();
-        if (finer as u32) < opts.skip_levels {
+        // A level whose refinement is skipped is never read again, only its map.
+        if (finer as u32) < skip_levels {
             levels[finer] = Hypergraph::empty();
         }
         levels.push(coarse);
         maps.push(cmap);
+        released();
     }
     // Initial bisection of the coarsest level: best of several grown regions.
-    let coarsest = levels.last().expect("level 0 exists");
-    let mut best: Option<(u64, u64, Vec<u8>)> = None;
-    if coarsest.n() >= 2 {
-        for t in 0..INITIAL_TRIES {
-            let seed = if t == 0 { 0 } else { rng.below(coarsest.n()) };
-            let side = grow(coarsest, seed, &mut rng);
-            let mut b = Bisection::new(coarsest, side, max_side);
-            let cut = b.fm(&mut rng, FM_PASSES);
-            let key = (b.overload(), cut);
-            if best.as_ref().map_or(true, |(o, c, _)| key < (*o, *c)) {
-                best = Some((key.0, key.1, b.side));
-            }
-        }
+    let coarsest = levels.last_mut().expect("level 0 exists");
+    if coarsest.n() < 2 {
+        return None;
     }
-    let Some((_, _, mut side)) = best else {
-        return kd::split(g, ids, scratch, depth);
-    };
+    if coarsest.net_pins.is_empty() {
+        coarsest.transpose();
+    }
+    let mut side = initial(coarsest, max_side, rng);
     // Uncoarsen: project, refine except on the finest `skip_levels` levels.
     for level in (0..maps.len()).rev() {
         // The coarser level is done with: free it before refining this one.
         levels.truncate(level + 1);
         let cmap = maps.pop().expect("one map per level");
         side = cmap.iter().map(|&c| side[c as usize]).collect();
-        if level as u32 >= opts.skip_levels {
-            let mut b = Bisection::new(&levels[level], side, max_side);
-            b.fm(&mut rng, FM_PASSES_PROJECTED);
+        drop(cmap);
+        released();
+        if level as u32 >= skip_levels {
+            let h = &mut levels[level];
+            if h.net_pins.is_empty() {
+                h.transpose();
+            }
+            let mut b = Bisection::new(h, side, max_side);
+            b.fm(rng, FM_PASSES_PROJECTED);
             side = b.side;
         }
     }
-    drop(levels);
-    // Entities are runs of consecutive positions: walk them alongside.
-    let (mut pos, mut e) = (0usize, 0usize);
-    let left = stable_partition(ids, scratch, |_| {
-        while pos >= entity_end[e] as usize {
-            e += 1;
+    Some(side)
+}
+
+/// Best of [`INITIAL_TRIES`] grown regions, each refined by FM. Needs the
+/// transpose.
+fn initial(h: &Hypergraph, max_side: u64, rng: &mut Rng) -> Vec<u8> {
+    let mut best: Option<(u64, u64, Vec<u8>)> = None;
+    for t in 0..INITIAL_TRIES {
+        let seed = if t == 0 { 0 } else { rng.below(h.n()) };
+        let side = grow(h, seed, rng);
+        let mut b = Bisection::new(h, side, max_side);
+        let cut = b.fm(rng, FM_PASSES);
+        let key = (b.overload(), cut);
+        if best.as_ref().map_or(true, |(o, c, _)| key < (*o, *c)) {
+            best = Some((key.0, key.1, b.side));
         }
-        let l = side[new_id[e] as usize] == 0;
-        pos += 1;
-        l
-    });
-    if left == 0 || left == n {
-        // Degenerate (e.g. one heavy entity): fall back to a geometric cut.
-        return kd::split(g, ids, scratch, depth);
     }
-    left
+    best.expect("at least one try").2
 }
 
 /// The level-0 hypergraph of a subset: Algorithm 4's first coarsening, done
@@ -754,8 +891,8 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
         xpins.push(pins.len() as u32);
         w.push(weight);
     };
-    let n_nets = with_id_map(n_g + g.n_tasks(), |map| {
-        let local = |v: u32, map: &mut super::scratch::IdMap<'_>, last_ent: &mut Vec<u32>| {
+    let n_nets = with_sparse_map(n_g, |map| {
+        let local = |v: u32, map: &mut SparseMap<'_>, last_ent: &mut Vec<u32>| {
             map.get(v).unwrap_or_else(|| {
                 let id = last_ent.len() as u32;
                 map.insert(v, id);
@@ -780,7 +917,9 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
                     close(&mut pins, &mut xpins, &mut w, open_w);
                     open_w = 0;
                 }
-                let task_net = local(n_g as u32 + t as u32, map, &mut last_ent);
+                // Tuple ids ascend, so a task is met once: its net is new.
+                let task_net = last_ent.len() as u32;
+                last_ent.push(u32::MAX);
                 for s in (i..j).step_by(chunk) {
                     let e = (s + chunk).min(j);
                     let ent = w.len() as u32;
@@ -838,21 +977,30 @@ fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32
 mod tests {
     use super::*;
 
-    #[test]
-    fn bfs_renumbering_is_an_isomorphism() {
-        let csr = crate::gen::rgg(2000, 5).unwrap();
-        let g = WorkGraph::from_csr(&csr).unwrap();
-        let ids: Vec<u32> = (0..g.n_tuples() as u32).collect();
-        let (h, _) = build(&g, &ids, 16);
-        let (r, new_id) = Hypergraph {
+    fn copy(h: &Hypergraph) -> Hypergraph {
+        Hypergraph {
             w: h.w.clone(),
             xpins: h.xpins.clone(),
             pins: h.pins.clone(),
+            n_nets: h.n_nets,
             xnets: h.xnets.clone(),
             net_pins: h.net_pins.clone(),
-            pin_pos: h.pin_pos.clone(),
         }
-        .renumbered_bfs();
+    }
+
+    fn rgg_level0(n: usize) -> Hypergraph {
+        let csr = crate::gen::rgg(n, 5).unwrap();
+        let g = WorkGraph::from_csr(&csr).unwrap();
+        let ids: Vec<u32> = (0..g.n_tuples() as u32).collect();
+        build(&g, &ids, 16).0
+    }
+
+    #[test]
+    fn bfs_renumbering_is_an_isomorphism() {
+        let mut h = rgg_level0(2000);
+        h.transpose();
+        let order = h.bfs_order();
+        let (mut r, new_id) = copy(&h).permuted(&order);
         let mut seen = vec![false; h.n()];
         for &n in &new_id {
             assert!(!std::mem::replace(&mut seen[n as usize], true));
@@ -863,14 +1011,42 @@ mod tests {
             assert_eq!(r.w[m], h.w[e]);
             assert_eq!(r.nets_of(m), h.nets_of(e));
         }
-        // Pin positions still locate each entity in its nets.
-        for e in 0..r.n() {
-            for i in r.xpins[e] as usize..r.xpins[e + 1] as usize {
-                assert_eq!(
-                    r.pins_of(r.pins[i] as usize)[r.pin_pos[i] as usize],
-                    e as u32
-                );
+        // The transpose lists every entity of a net once, ascending.
+        r.transpose();
+        for net in 0..r.n_nets() {
+            let pins = r.pins_of(net);
+            assert!(pins.len() >= 2 && pins.windows(2).all(|p| p[0] < p[1]));
+            for &e in pins {
+                assert!(r.nets_of(e as usize).contains(&(net as u32)));
             }
         }
+        assert_eq!(r.net_pins.len(), r.pins.len());
+    }
+
+    #[test]
+    fn contraction_unions_member_nets() {
+        let mut h = rgg_level0(3000);
+        h.transpose();
+        let (cmap, nc) = h.cluster(u32::MAX).expect("an rgg level shrinks");
+        assert!(nc < h.n() && cmap.iter().all(|&c| (c as usize) < nc));
+        let c = h.contract(&cmap, nc);
+        assert_eq!(c.n(), nc);
+        let total = |w: &[u32]| w.iter().map(|&x| x as u64).sum::<u64>();
+        assert_eq!(total(&c.w), total(&h.w));
+        // A coarse net set is the members' nets that still join two clusters.
+        let mut clusters_of = vec![std::collections::BTreeSet::new(); h.n_nets()];
+        for (e, &c) in cmap.iter().enumerate() {
+            for &net in h.nets_of(e) {
+                clusters_of[net as usize].insert(c);
+            }
+        }
+        let kept = clusters_of.iter().filter(|s| s.len() >= 2).count();
+        assert_eq!(c.n_nets(), kept);
+        let pins: usize = clusters_of
+            .iter()
+            .filter(|s| s.len() >= 2)
+            .map(|s| s.len())
+            .sum();
+        assert_eq!(c.pins.len(), pins);
     }
 }

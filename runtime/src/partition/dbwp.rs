@@ -259,11 +259,13 @@ impl Run<'_> {
         }
         let cut = match self.opts.bisection {
             Bisection::KdTiling => kd::split(self.g, ids, scratch, depth),
-            Bisection::Coarsened(ref c) => bisect::split(self.g, ids, scratch, depth, c),
+            Bisection::Coarsened(ref c) => bisect::split(self.g, ids, depth, c),
         };
         debug_assert!(cut > 0 && cut < n);
         let (li, ri) = ids.split_at_mut(cut);
-        let (ls, rs) = scratch.split_at_mut(cut);
+        // Coarsened bisection has no shared scratch (empty): it allocates its
+        // partition buffer once its hierarchy is freed.
+        let (ls, rs) = scratch.split_at_mut(cut.min(scratch.len()));
         let go_left = |li: &mut [u32], ls: &mut [u32]| {
             let u = unique_of(self.g, li);
             self.dbwp(li, ls, base, depth + 1, u)
@@ -314,7 +316,13 @@ pub fn dbwp(
     let n = graph.n_tuples();
     to_u32("work graph tuples", n)?;
     let mut order: Vec<u32> = (0..n as u32).collect();
-    let mut scratch = vec![0u32; n];
+    // Only K-D tiling uses a scratch array as long as the input: coarsened
+    // bisection would leave it resident (half of it after the first split)
+    // while its hierarchies peak.
+    let mut scratch = match opts.bisection {
+        Bisection::KdTiling => vec![0u32; n],
+        Bisection::Coarsened(_) => Vec::new(),
+    };
     let run = Run {
         g: graph,
         capacity: opts.capacity,

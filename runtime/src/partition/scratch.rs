@@ -2,44 +2,15 @@
 //!
 //! Counting the unique vertices of a tuple subset needs a "seen" mark per
 //! vertex. Clearing an array of `n_vertices` marks per subset would make every
-//! DBWP node cost O(n_vertices); clearing only what was set (bitsets) or
-//! epoch stamps (maps) make it O(subset). Each rayon worker keeps its own
+//! DBWP node cost O(n_vertices); clearing only what was set makes it
+//! O(subset). Each rayon worker keeps its own
 //! arrays, so parallel recursion shares nothing.
 
 use std::cell::RefCell;
 
-/// Stamp array plus the current epoch: `stamp[v] == epoch` means "marked".
-pub(crate) struct Marks {
-    stamp: Vec<u32>,
-    epoch: u32,
-}
-
-impl Marks {
-    const fn new() -> Self {
-        Marks {
-            stamp: Vec::new(),
-            epoch: 0,
-        }
-    }
-
-    /// Starts a fresh marking over `n` ids and returns the epoch to compare with.
-    fn begin(&mut self, n: usize) -> u32 {
-        if self.stamp.len() < n {
-            self.stamp.resize(n, 0);
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            // Wrapped: stale stamps could collide with the new epoch.
-            self.stamp.fill(0);
-            self.epoch = 1;
-        }
-        self.epoch
-    }
-}
-
 thread_local! {
     static BITS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
-    static MAP: RefCell<(Marks, Vec<u32>)> = const { RefCell::new((Marks::new(), Vec::new())) };
+    static SLOTS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Number of distinct values `key(id)` (each `< n`) over `ids`.
@@ -74,46 +45,113 @@ pub(crate) fn count_distinct(n: usize, ids: &[u32], key: impl Fn(u32) -> u32) ->
     })
 }
 
-/// A cleared sparse map from ids `< n` to u32 values: `get` is `None` until
-/// `insert`. Used to give the vertices of a subset compact local ids.
-pub(crate) struct IdMap<'a> {
-    stamp: &'a mut [u32],
-    value: &'a mut [u32],
-    epoch: u32,
+/// A map from ids `< n` to u32 values, empty when it is handed out: `get`
+/// is `None` until `insert`. Used to give the vertices of a subset compact
+/// local ids.
+///
+/// One slot per id, no epoch stamps: the inserted keys are remembered and
+/// their slots cleared when the map is dropped, which costs O(subset) and
+/// halves the per-thread array that lives for the whole run.
+pub(crate) struct SparseMap<'a> {
+    slot: &'a mut [u32],
+    keys: Vec<u32>,
 }
 
-impl IdMap<'_> {
+impl SparseMap<'_> {
+    /// Marks an empty slot; not a storable value.
+    const NONE: u32 = u32::MAX;
+
     #[inline]
     pub(crate) fn get(&self, id: u32) -> Option<u32> {
-        let i = id as usize;
-        (self.stamp[i] == self.epoch).then(|| self.value[i])
+        let v = self.slot[id as usize];
+        (v != Self::NONE).then_some(v)
     }
 
+    /// Sets `id`'s value (`v != u32::MAX`).
     #[inline]
     pub(crate) fn insert(&mut self, id: u32, v: u32) {
-        let i = id as usize;
-        self.stamp[i] = self.epoch;
-        self.value[i] = v;
+        debug_assert_ne!(v, Self::NONE);
+        let s = &mut self.slot[id as usize];
+        if *s == Self::NONE {
+            self.keys.push(id);
+        }
+        *s = v;
     }
 }
 
-/// Runs `f` with a cleared [`IdMap`] over ids `< n`.
+impl Drop for SparseMap<'_> {
+    fn drop(&mut self) {
+        for &k in &self.keys {
+            self.slot[k as usize] = Self::NONE;
+        }
+    }
+}
+
+/// Runs `f` with an empty [`SparseMap`] over ids `< n`.
 ///
 /// `f` must not call into rayon: a stolen job on this thread would need the
 /// same map.
-pub(crate) fn with_id_map<R>(n: usize, f: impl FnOnce(&mut IdMap<'_>) -> R) -> R {
-    MAP.with(|m| {
-        let mut guard = m.borrow_mut();
-        let (marks, values) = &mut *guard;
-        let epoch = marks.begin(n);
-        if values.len() < n {
-            values.resize(n, 0);
+pub(crate) fn with_sparse_map<R>(n: usize, f: impl FnOnce(&mut SparseMap<'_>) -> R) -> R {
+    SLOTS.with(|s| {
+        let mut slots = s.borrow_mut();
+        if slots.len() < n {
+            slots.resize(n, SparseMap::NONE);
         }
-        let mut map = IdMap {
-            stamp: &mut marks.stamp,
-            value: values,
-            epoch,
+        let mut map = SparseMap {
+            slot: &mut slots[..n],
+            keys: Vec::new(),
         };
         f(&mut map)
     })
+}
+
+/// Hands freed heap memory back to the operating system.
+///
+/// A large bisection frees hierarchy levels of tens of MB while it builds
+/// others. glibc serves most of them from its heap (its mmap threshold rises
+/// to the size of the largest chunk freed), and freed heap pages stay
+/// resident: without this the process kept the garbage of the first
+/// bisections on top of the live hierarchies of the next ones.
+/// Elsewhere a no-op.
+pub(crate) fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+        }
+        // SAFETY: glibc's malloc_trim takes no pointer, may be called from
+        // any thread at any time, and only releases pages of free chunks.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_map_is_empty_again_after_use() {
+        with_sparse_map(100, |m| {
+            m.insert(7, 0);
+            m.insert(99, 1);
+            m.insert(7, 2);
+            assert_eq!((m.get(7), m.get(99), m.get(8)), (Some(2), Some(1), None));
+        });
+        // A smaller request reuses the slots: none may be left set.
+        with_sparse_map(50, |m| assert!((0..50).all(|i| m.get(i).is_none())));
+        with_sparse_map(100, |m| assert!((0..100).all(|i| m.get(i).is_none())));
+    }
+
+    #[test]
+    fn distinct_counts_leave_the_bitset_clear() {
+        let keys = [3u32, 3, 64, 200, 3];
+        assert_eq!(
+            count_distinct(256, &[0, 1, 2, 3, 4], |i| keys[i as usize]),
+            3
+        );
+        assert_eq!(count_distinct(256, &[0, 1], |i| keys[i as usize]), 1);
+        assert_eq!(count_distinct(8, &[], |i| i), 0);
+    }
 }

@@ -182,7 +182,7 @@ fn device_fn_reduce_matches_reference() {
     assert_eq!(longest::SPEC.device_fns[0].name, "max_plus");
     let src_text = longest::SPEC.assembled_source();
     assert!(src_text.contains(
-        "__device__ __forceinline__ float max_plus(float a, float b, warpfit::Fault& wf_f)"
+        "template <class F> __device__ __forceinline__ float max_plus(float a, float b, F& wf_f)"
     ));
     assert!(src_text.contains("return warpfit_user::max_plus(wf_a, wf_b, wf_f);"));
 }

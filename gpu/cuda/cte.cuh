@@ -58,10 +58,10 @@ struct Cte {
     /// Maps the round at `base`: finds every lane's owner and maps its fine
     /// task. `ended` counts the non-empty items that ended before the round
     /// (the rank of the round's first owner) and is advanced past it.
-    template <class K, class Off>
+    template <class K, class Off, class F>
     static __device__ __forceinline__ Round<K> map_round(const typename K::params_t& p, const CteShared<K>& sh,
                                                          Off excl, Off size, Off total, Off base, int& ended,
-                                                         Fault& f) {
+                                                         F& f) {
         typedef typename K::acc_t acc_t;
         const int lane = lane_id();
         // Non-empty items end at distinct positions, so one bit each.
@@ -87,9 +87,9 @@ struct Cte {
     /// the owner lane of each run folds the run's total onto `own`. Lanes
     /// of one run are contiguous and active, so a partner inside the run
     /// always holds a value.
-    template <class K, class Off>
+    template <class K, class Off, class F>
     static __device__ __forceinline__ void reduce_round(Round<K> r, Off excl, Off size, Off base,
-                                                        Partial<typename K::acc_t>& own, Fault& f) {
+                                                        Partial<typename K::acc_t>& own, F& f) {
         typedef typename K::acc_t acc_t;
         const int lane = lane_id();
         acc_t v = r.v;
@@ -112,10 +112,10 @@ struct Cte {
 
     /// The expansion proper, with positions of type `Off` (u32 when the
     /// warp's total fits, the common case: cheaper compares and shuffles).
-    template <class K, class Off>
+    template <class K, class Off, class F>
     static __device__ __forceinline__ Partial<typename K::acc_t> expand(const typename K::params_t& p,
                                                                         CteShared<K>& sh, Off excl, Off size,
-                                                                        Off total, Fault& f) {
+                                                                        Off total, F& f) {
         Partial<typename K::acc_t> own;
         int ended = 0;  // non-empty items that ended before the round
         for (Off base = 0; base < total; base += WARP) {
@@ -168,17 +168,37 @@ struct Cte {
         CteShared<K>& sh = s_warp[w];
         const uint64_t excl = incl - size;
         const unsigned nonempty = __ballot_sync(FULL_MASK, size > 0);
+        const int rank = __popc(nonempty & ((1u << lane) - 1u));
         if (size > 0) {
-            CteSlot<K>& sl = sh.slot[__popc(nonempty & ((1u << lane) - 1u))];
+            CteSlot<K>& sl = sh.slot[rank];
             sl.ctx = it.ctx;
             sl.task = it.task;
             sl.delta = it.lo - excl;
         }
         __syncwarp();
+        // A prologue fault is final (the item is invalid): publish it now,
+        // so that no fault record stays live across the rounds.
+        publish(a.fault, f);
+        f = Fault();
 
+        // Expanded with lean checks; if any lane's flag went up, every lane
+        // folds its own item again with the exact fault record (the warp
+        // fails the launch, so only the record matters). Its range comes
+        // back from the slot, so that `lo`/`hi` need no registers meanwhile.
+        LeanFault lean;
         Partial<acc_t> own = total < 0xffffff00ull
-                                 ? expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), f)
-                                 : expand<K, uint64_t>(p, sh, excl, size, total, f);
+                                 ? expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), lean)
+                                 : expand<K, uint64_t>(p, sh, excl, size, total, lean);
+        if (__any_sync(FULL_MASK, lean.bad)) {
+            Item<K> again = it;
+            again.lo = again.hi = 0;
+            if (size > 0) {
+                again.lo = excl + sh.slot[rank].delta;
+                again.hi = again.lo + size;
+            }
+            own = Partial<acc_t>();
+            fold_serial<K>(p, again, own, f);
+        }
         f.attribute(it.task);
         finish<K>(p, a, it, own, false, f);
         publish(a.fault, f);

@@ -51,8 +51,8 @@ template <> __device__ __forceinline__ uint64_t ldg<uint64_t>(const uint64_t* p)
 
 /// `array[i]` of a read-only array (`&[T]`): out of range records a fault
 /// (array id = parameter position, task index excluded) and yields zero.
-template <class T, class I>
-__device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id, Fault& f) {
+template <class T, class I, class F>
+__device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
     uint64_t j = uint64_t(i);
     if (j < len) {
         return ldg(p + j);
@@ -63,8 +63,8 @@ __device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id
 
 /// `out[i]` read of an output (`&mut [T]`), checked like `ld` but through
 /// the coherent path: the epilogue may read what this launch wrote earlier.
-template <class T, class I>
-__device__ __forceinline__ T ld_out(const T* p, uint64_t len, I i, uint32_t array_id, Fault& f) {
+template <class T, class I, class F>
+__device__ __forceinline__ T ld_out(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
     uint64_t j = uint64_t(i);
     if (j < len) {
         return p[j];
@@ -75,8 +75,8 @@ __device__ __forceinline__ T ld_out(const T* p, uint64_t len, I i, uint32_t arra
 
 /// `out[i] = v` of an output, checked; out of range records a fault and
 /// writes nothing.
-template <class T, class I, class V>
-__device__ __forceinline__ void st_out(T* p, uint64_t len, I i, V v, uint32_t array_id, Fault& f) {
+template <class T, class I, class V, class F>
+__device__ __forceinline__ void st_out(T* p, uint64_t len, I i, V v, uint32_t array_id, F& f) {
     uint64_t j = uint64_t(i);
     if (j < len) {
         p[j] = T(v);
@@ -126,8 +126,8 @@ template <class T, bool Int = traits<T>::is_int> struct arith {
     static __device__ __forceinline__ T add(T a, T b) { return a + b; }
     static __device__ __forceinline__ T sub(T a, T b) { return a - b; }
     static __device__ __forceinline__ T mul(T a, T b) { return a * b; }
-    static __device__ __forceinline__ T div(T a, T b, Fault&) { return a / b; }
-    static __device__ __forceinline__ T rem(T a, T b, Fault&) { return fmod(a, b); }
+    template <class F> static __device__ __forceinline__ T div(T a, T b, F&) { return a / b; }
+    template <class F> static __device__ __forceinline__ T rem(T a, T b, F&) { return fmod(a, b); }
 };
 
 template <class T> struct arith<T, true> {
@@ -139,7 +139,7 @@ template <class T> struct arith<T, true> {
         // Promote narrow types to unsigned int so that u8/i8 products wrap too.
         return T(U((unsigned long long)U(a) * (unsigned long long)U(b)));
     }
-    static __device__ __forceinline__ T div(T a, T b, Fault& f) {
+    template <class F> static __device__ __forceinline__ T div(T a, T b, F& f) {
         if (b == T(0)) {
             f.div_zero();
             return T(0);
@@ -149,7 +149,7 @@ template <class T> struct arith<T, true> {
         }
         return a / b;
     }
-    static __device__ __forceinline__ T rem(T a, T b, Fault& f) {
+    template <class F> static __device__ __forceinline__ T rem(T a, T b, F& f) {
         if (b == T(0)) {
             f.div_zero();
             return T(0);
@@ -165,16 +165,16 @@ template <> struct arith<float, false> {
     static __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
     static __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
     static __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
-    static __device__ __forceinline__ float div(float a, float b, Fault&) { return __fdiv_rn(a, b); }
-    static __device__ __forceinline__ float rem(float a, float b, Fault&) { return fmodf(a, b); }
+    template <class F> static __device__ __forceinline__ float div(float a, float b, F&) { return __fdiv_rn(a, b); }
+    template <class F> static __device__ __forceinline__ float rem(float a, float b, F&) { return fmodf(a, b); }
 };
 
 template <> struct arith<double, false> {
     static __device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
     static __device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, b); }
     static __device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
-    static __device__ __forceinline__ double div(double a, double b, Fault&) { return __ddiv_rn(a, b); }
-    static __device__ __forceinline__ double rem(double a, double b, Fault&) { return fmod(a, b); }
+    template <class F> static __device__ __forceinline__ double div(double a, double b, F&) { return __ddiv_rn(a, b); }
+    template <class F> static __device__ __forceinline__ double rem(double a, double b, F&) { return fmod(a, b); }
 };
 
 // Floats: `__f*_rn` keep the compiler from contracting a*b+c into an FMA,
@@ -187,9 +187,9 @@ template <class T> __device__ __forceinline__ T sub(T a, T b) { return arith<T>:
 /// Rust `a * b` (integers wrap).
 template <class T> __device__ __forceinline__ T mul(T a, T b) { return arith<T>::mul(a, b); }
 /// Rust `a / b`: integer division by zero records a fault and yields 0; `MIN / -1` wraps.
-template <class T> __device__ __forceinline__ T div(T a, T b, Fault& f) { return arith<T>::div(a, b, f); }
+template <class T, class F> __device__ __forceinline__ T div(T a, T b, F& f) { return arith<T>::div(a, b, f); }
 /// Rust `a % b`: integer remainder by zero records a fault and yields 0; `MIN % -1` is 0.
-template <class T> __device__ __forceinline__ T rem(T a, T b, Fault& f) { return arith<T>::rem(a, b, f); }
+template <class T, class F> __device__ __forceinline__ T rem(T a, T b, F& f) { return arith<T>::rem(a, b, f); }
 
 /// Rust `a << b` (release: the amount is masked to the bit width).
 template <class T, class S> __device__ __forceinline__ T shl(T a, S b) {

@@ -123,9 +123,9 @@ __device__ __forceinline__ Partial<typename K::acc_t> seed(const typename K::par
 }
 
 /// Folds fine tasks `lo..hi` of `it` onto `acc`, left to right.
-template <class K>
+template <class K, class F>
 __device__ __forceinline__ void fold_serial(const typename K::params_t& p, const Item<K>& it,
-                                            Partial<typename K::acc_t>& acc, Fault& f) {
+                                            Partial<typename K::acc_t>& acc, F& f) {
 #pragma unroll 4
     for (uint64_t k = it.lo; k < it.hi; ++k) {
         acc.template push<K>(K::map(p, it.task, it.ctx, k, f), f);

@@ -366,6 +366,55 @@ fn every_kernel_decomposition_and_task_source_matches_the_cpu() {
     );
 }
 
+/// One out-of-range gather in the middle of a long row: every launch reports
+/// exactly the CPU twin's fault (task, array, index), whichever path ran it:
+/// the lean-checked CTE expansion and its exact replay, the serial
+/// fallback, sub-warps, whole or split tasks.
+#[test]
+fn a_single_fault_is_reported_exactly_by_every_path() {
+    let Some(dev) = device() else { return };
+    let lengths: Vec<usize> = (0..200).map(|r| 9 + (r * 37) % 90).collect();
+    let a = from_lengths(&lengths, 1000);
+    let n = a.nrows();
+    let row = (100..n).find(|&r| lengths[r] > 60).unwrap();
+    let mut col = a.col_idx().to_vec();
+    col[a.row_ptr()[row] as usize + 45] = 5000;
+    let x = vec![1.0f32; 1000];
+    let mut failures = Vec::new();
+    for (cname, cfg, list) in configs(&a) {
+        let mut want = vec![0f32; n];
+        let cpu_err = cpu::run(
+            &Spmv {
+                row_ptr: a.row_ptr(),
+                col: &col,
+                val: a.values(),
+                x: &x,
+                y: SharedOut::new(&mut want),
+            },
+            tasks_of(n, &list),
+        )
+        .unwrap_err();
+        let mut got = vec![0f32; n];
+        let gpu = dev.launch(
+            &SPMV_F32,
+            &cfg,
+            tasks_of(n, &list),
+            &mut [
+                Arg::input(a.row_ptr()),
+                Arg::input(&col),
+                Arg::input(a.values()),
+                Arg::input(&x),
+                Arg::output(&mut got),
+            ],
+        );
+        match gpu {
+            Err(e) if e.to_string() == cpu_err.to_string() => {}
+            other => failures.push(format!("{cname}: gpu {other:?}, cpu {cpu_err}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn faults_come_back_as_the_cpu_twins_errors() {
     let Some(dev) = device() else { return };

@@ -308,7 +308,7 @@ pub fn kernel(k: &Kernel) -> String {
     let kn = cuda_ident(&k.locals[k.k].name);
     let _ = writeln!(
         s,
-        "    {QUAL} acc_t map(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, uint64_t {kn}, warpfit::Fault& wf_f) {{"
+        "    template <class F> {QUAL} acc_t map(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, uint64_t {kn}, F& wf_f) {{"
     );
     let _ = writeln!(s, "        return {};", em.expr(&k.map));
     let _ = writeln!(s, "    }}");
@@ -320,14 +320,14 @@ pub fn kernel(k: &Kernel) -> String {
             );
             let _ = writeln!(
                 s,
-                "    {QUAL} acc_t reduce(acc_t {a}, acc_t {b}, warpfit::Fault& wf_f) {{"
+                "    template <class F> {QUAL} acc_t reduce(acc_t {a}, acc_t {b}, F& wf_f) {{"
             );
             let _ = writeln!(s, "        return {};", em.expr(body));
         }
         Reduce::MinMax { max } => {
             let _ = writeln!(
                 s,
-                "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{"
+                "    template <class F> {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, F& wf_f) {{"
             );
             let m = if *max { "max" } else { "min" };
             if k.acc.is_float() {
@@ -339,7 +339,7 @@ pub fn kernel(k: &Kernel) -> String {
         Reduce::DeviceFn(i) => {
             let _ = writeln!(
                 s,
-                "    {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, warpfit::Fault& wf_f) {{"
+                "    template <class F> {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, F& wf_f) {{"
             );
             let _ = writeln!(
                 s,
@@ -363,8 +363,9 @@ pub fn kernel(k: &Kernel) -> String {
 }
 
 /// A `#[device_fn]` as a `__device__` function in `namespace warpfit_user`.
-/// It takes the thread's `warpfit::Fault&` last (integer division inside it
-/// records faults like the kernel's own code).
+/// It takes the thread's fault state last, `warpfit::Fault` or the hot
+/// loops' `warpfit::LeanFault` (integer division inside it records faults
+/// like the kernel's own code).
 pub fn device_fn(f: &DeviceFn) -> String {
     let em = Emitter {
         locals: &f.locals,
@@ -385,12 +386,12 @@ pub fn device_fn(f: &DeviceFn) -> String {
                 cuda_ident(&f.locals[*id].name)
             )
         })
-        .chain(std::iter::once("warpfit::Fault& wf_f".to_string()))
+        .chain(std::iter::once("F& wf_f".to_string()))
         .collect();
     let _ = writeln!(s, "namespace warpfit_user {{");
     let _ = writeln!(
         s,
-        "__device__ __forceinline__ {} {}({}) {{",
+        "template <class F> __device__ __forceinline__ {} {}({}) {{",
         f.ret.cuda_name(),
         cuda_ident(&f.name.to_string()),
         params.join(", ")

@@ -47,8 +47,13 @@ const MATCH_WINDOW: usize = 3;
 /// bcsstk16 cut on average over seeds (8,850 against 9,080).
 const MATCH_NETS: usize = 8;
 /// Level-0 hypergraphs with more pins than this (4 MiB per pin array, beyond
-/// a core's L2) are renumbered breadth-first before coarsening.
+/// a core's L2) are renumbered breadth-first before coarsening, unless their
+/// order is already local (see [`Hypergraph::is_local`]).
 const RENUMBER_PINS: usize = 1 << 20;
+/// An order is local when a net's entities span, on average, less than this
+/// fraction of all entities. rgg 2^20 numbered by grid cell spans about 1/250
+/// at level 0, randomly numbered about 1/3.
+const LOCAL_SPAN: usize = 32;
 /// A level-0 hypergraph with more pins than this (16 MiB per array) is freed
 /// once the next level is built, and its bisection is the projection of
 /// level 1's, unrefined. It is the largest level: keeping it through
@@ -204,6 +209,31 @@ impl Hypergraph {
     fn drop_transpose(&mut self) {
         self.xnets = Vec::new();
         self.net_pins = Vec::new();
+    }
+
+    /// Whether the entity order already keeps every net's entities close:
+    /// their mean span (last minus first) is under `1 / LOCAL_SPAN` of the
+    /// entities. Breadth-first renumbering then buys little locality for a
+    /// transpose and a copy of the level.
+    fn is_local(&self) -> bool {
+        const NONE: u32 = u32::MAX;
+        let mut first = vec![NONE; self.n_nets];
+        let mut last = vec![0u32; self.n_nets];
+        for e in 0..self.n() {
+            for &p in self.nets_of(e) {
+                let f = &mut first[p as usize];
+                if *f == NONE {
+                    *f = e as u32;
+                }
+                last[p as usize] = e as u32;
+            }
+        }
+        let span: u64 = first
+            .iter()
+            .zip(&last)
+            .map(|(&f, &l)| u64::from(l.saturating_sub(f)))
+            .sum();
+        span * (LOCAL_SPAN as u64) < self.n() as u64 * self.n_nets as u64
     }
 
     /// Entities in breadth-first order over shared nets (from entity 0, then
@@ -717,7 +747,7 @@ pub(crate) fn split(g: &WorkGraph, ids: &mut [u32], depth: u32, opts: &CoarsenOp
     // refinement touch memory locally even when the input order is random. It
     // only pays when the hypergraph is larger than a core's cache; smaller
     // ones keep the input order (and its tie-breaking) unchanged.
-    let new_id = if h0.pins.len() > RENUMBER_PINS {
+    let new_id = if h0.pins.len() > RENUMBER_PINS && !h0.is_local() {
         h0.transpose();
         let order = h0.bfs_order();
         h0.drop_transpose();
@@ -1167,5 +1197,19 @@ mod tests {
         crate::partition::scratch::release_free_memory();
         let w = vec![2u32; 1 << 20];
         assert!(w.iter().all(|&x| x == 2));
+    }
+
+    #[test]
+    fn locality_tells_grid_order_from_random_order() {
+        for (order, local) in [
+            (crate::gen::RggOrder::Spatial, true),
+            (crate::gen::RggOrder::Random, false),
+        ] {
+            let csr = crate::gen::rgg_with(20_000, 2, order).unwrap();
+            let g = WorkGraph::from_csr(&csr).unwrap();
+            let ids: Vec<u32> = (0..g.n_tuples() as u32).collect();
+            let h = build(&g, &ids, 16).0;
+            assert_eq!(h.is_local(), local, "{order:?}");
+        }
     }
 }

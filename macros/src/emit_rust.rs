@@ -127,15 +127,15 @@ pub struct Emitter<'a> {
     pub prechecked: Option<Prechecked<'a>>,
 }
 
-/// What `fold_range`'s fast loop has checked before entering the loop.
+/// What `precheck` covers, so that `fold_range_prechecked` reads unchecked.
 #[derive(Clone, Copy)]
 pub struct Prechecked<'a> {
     /// The fine-task index.
     pub k: LocalId,
     /// Arrays read at `k` (`val[k]`, `col[k]`): `hi <= len` was checked.
     pub direct: &'a BTreeSet<usize>,
-    /// `(gathered, index)` pairs read as `gathered[index[k] as usize]`: the
-    /// largest `index[lo..hi]` was checked against `gathered.len()`.
+    /// `(gathered, index)` pairs read as `gathered[index[k] as usize]`: every
+    /// `index[lo..hi]` was checked to be below `gathered.len()`.
     pub gathers: &'a BTreeSet<(usize, usize)>,
 }
 
@@ -271,9 +271,10 @@ impl Emitter<'_> {
             ExprKind::Load(i, idx) if self.is_prechecked(*i, idx) => {
                 let n = self.param(*i);
                 let idx = self.expr(idx);
-                // SAFETY: before entering the loop `fold_range` checked `hi <= len`
-                // for every array read at the fine-task index (and `k < hi`), and
-                // `max(index[lo..hi]) < len` for every array gathered through one.
+                // SAFETY: `fold_range_prechecked` runs only on ranges inside one
+                // that `precheck` passed: `hi <= len` for every array read at the
+                // fine-task index (and `k < hi`), and every `index[lo..hi]` below
+                // the length of each array gathered through it.
                 quote!(unsafe { *self.#n.get_unchecked(#idx) })
             }
             ExprKind::Load(i, idx) => {
@@ -611,7 +612,6 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let pro_lets = k.prologue.iter().map(|(id, v)| em.let_(*id, v));
     let (lo, hi) = (em.expr(&k.lo), em.expr(&k.hi));
     let (lo_h, hi_h) = (h("__lo"), h("__hi"));
-    let checked_h = h("__checked");
 
     // init
     let mut used = BTreeSet::new();
@@ -626,11 +626,11 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     let kn = em.local(k.k);
     let map = em.expr(&k.map);
     // The hot loop: arrays read at the fine-task index are bound-checked once
-    // per range, the rest per element. An out-of-range range takes the checked
-    // loop, which reports the exact fault.
+    // per range (or per block of tasks), the rest per element. A range that
+    // fails the precheck takes the checked loop, which reports the exact fault.
     // Gathers `x[col[k] as usize]` through a directly read unsigned index
-    // array are covered by one maximum of `col[lo..hi]` (a vectorised pass
-    // over what the loop reads next anyway) compared with `x.len()`.
+    // array are covered by one pass over `col[lo..hi]` (vectorised; the
+    // executor runs it once for a block of tasks whose ranges it spans).
     let mut direct = BTreeSet::new();
     direct_loads(&k.map, k.k, &mut direct);
     let mut gathers = BTreeSet::new();
@@ -647,20 +647,31 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
     };
     let map_fast = fast.expr(&k.map);
     let direct_names = direct.iter().map(|&i| &k.params[i].name);
+    // One pass over `index[lo..hi]` per index array, against the shortest
+    // array gathered through it (a compare-and-OR fold, which vectorises on
+    // any x86-64; a maximum of u32 needs SSE4.1).
     let index_arrays: BTreeSet<usize> = gathers.iter().map(|&(_, c)| c).collect();
-    let max_of =
-        |c: usize| format_ident!("__wf_max_{}", k.params[c].name, span = Span::mixed_site());
-    let index_max = index_arrays.iter().map(|&c| {
-        let (m, n, t) = (max_of(c), &k.params[c].name, prim(k.params[c].ty));
-        let (a, v) = (h("__m"), h("__v"));
-        quote!(let #m: ::core::primitive::u64 = self.#n[#lo_h..#hi_h]
-            .iter()
-            .fold(0 as #t, |#a, &#v| ::core::cmp::Ord::max(#a, #v)) as ::core::primitive::u64;)
-    });
-    let gather_fail = gathers.iter().map(|&(g, c)| {
-        let (m, n) = (max_of(c), &k.params[g].name);
-        quote!(|| #m >= self.#n.len() as ::core::primitive::u64)
-    });
+    let index_ok: Vec<TokenStream> = index_arrays
+        .iter()
+        .map(|&c| {
+            let (n, t) = (&k.params[c].name, prim(k.params[c].ty));
+            let lens = gathers
+                .iter()
+                .filter(|&&(_, c2)| c2 == c)
+                .map(|&(g, _)| &k.params[g].name);
+            let (lim, l, b, v) = (h("__lim"), h("__l"), h("__b"), h("__v"));
+            quote!(&& {
+                let #lim = ::core::primitive::usize::MAX #(.min(self.#lens.len()))*;
+                match <#t as ::core::convert::TryFrom<::core::primitive::usize>>::try_from(#lim) {
+                    ::core::result::Result::Ok(#l) => {
+                        !self.#n[#lo_h..#hi_h].iter().fold(false, |#b, &#v| #b | (#v >= #l))
+                    }
+                    // Longer than the index type reaches: every index is in range.
+                    ::core::result::Result::Err(_) => true,
+                }
+            })
+        })
+        .collect();
 
     // reduce
     let (a_h, b_h) = (h("__a"), h("__b"));
@@ -947,20 +958,32 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
                     #hi_h: usize,
                     mut #acc_h: #acc_t,
                 ) -> ::core::result::Result<#acc_t, #f> {
-                    if #lo_h >= #hi_h {
-                        return ::core::result::Result::Ok(#acc_h);
+                    if #lo_h < #hi_h && self.precheck(#lo_h, #hi_h) {
+                        // SAFETY: `precheck` just passed for exactly `lo..hi`.
+                        return unsafe { self.fold_range_prechecked(#task_h, #ctx_h, #lo_h, #hi_h, #acc_h) };
                     }
-                    let #checked_h = false #(|| #hi_h > self.#direct_names.len())* || {
-                        #(#index_max)*
-                        false #(#gather_fail)*
-                    };
-                    if #checked_h {
-                        for #k_h in #lo_h..#hi_h {
-                            let #b_h = self.map(#task_h, #ctx_h, #k_h)?;
-                            #acc_h = self.reduce(#acc_h, #b_h)?;
-                        }
-                        return ::core::result::Result::Ok(#acc_h);
+                    for #k_h in #lo_h..#hi_h {
+                        let #b_h = self.map(#task_h, #ctx_h, #k_h)?;
+                        #acc_h = self.reduce(#acc_h, #b_h)?;
                     }
+                    ::core::result::Result::Ok(#acc_h)
+                }
+
+                #[inline]
+                fn precheck(&self, #lo_h: usize, #hi_h: usize) -> bool {
+                    #lo_h <= #hi_h #(&& #hi_h <= self.#direct_names.len())* #(#index_ok)*
+                }
+
+                #[inline]
+                #[allow(unused_unsafe)]
+                unsafe fn fold_range_prechecked(
+                    &self,
+                    #task_h: usize,
+                    #ctx_h: &Ctx,
+                    #lo_h: usize,
+                    #hi_h: usize,
+                    mut #acc_h: #acc_t,
+                ) -> ::core::result::Result<#acc_t, #f> {
                     #map_bind
                     for #k_h in #lo_h..#hi_h {
                         let #kn: ::core::primitive::usize = #k_h;

@@ -1,6 +1,6 @@
 //! The CPU executor: runs a [`NestedKernel`] over [`Tasks`] with rayon.
 
-use super::{Fault, NestedKernel, TaskList, Tasks};
+use super::{Fault, NestedKernel, Prechecked, TaskList, Tasks};
 use crate::Result;
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -50,15 +50,62 @@ pub fn run<K: NestedKernel>(kernel: &K, tasks: Tasks<'_>) -> Result<()> {
 
 fn run_all<K: NestedKernel>(kernel: &K, n: usize) -> Result<()> {
     let faults = FirstFault::new();
-    (0..n).into_par_iter().with_min_len(GRAIN).for_each(|t| {
-        if let Err(f) = kernel.run_task(t) {
-            faults.record(t, f);
+    (0..n.div_ceil(GRAIN)).into_par_iter().for_each(|b| {
+        let end = ((b + 1) * GRAIN).min(n);
+        let mut t = b * GRAIN;
+        while t < end {
+            let (tasks, block) = next_run(kernel, t, end);
+            for t in tasks.clone() {
+                let r = match &block {
+                    Some(block) => block.run_task(t),
+                    None => kernel.run_task(t),
+                };
+                if let Err(f) = r {
+                    faults.record(t, f);
+                }
+            }
+            t = tasks.end;
         }
     });
     faults.into_result::<K>()
 }
 
-/// Fine-task range of `task`, checked against the segment `lo..hi`.
+/// Fine tasks one precheck covers at most: the pass over their indices
+/// should leave them in L1/L2 for the fold that follows (RMAT's hub rows
+/// in one pass would be read twice from memory).
+const PRECHECK_SPAN: usize = 4096;
+
+/// The next run of tasks from `t` (at least one, fewer than `end`) whose
+/// fine-task ranges add up to about [`PRECHECK_SPAN`], and their precheck:
+/// one bound check for the run, over the hull of its ranges, when that is
+/// not much larger than the ranges themselves (consecutive CSR rows:
+/// exactly their union). `None` (each task checks its own range) when the
+/// kernel has no fast path, a prologue faults, or the ranges are scattered.
+fn next_run<K: NestedKernel>(
+    kernel: &K,
+    t: usize,
+    end: usize,
+) -> (std::ops::Range<usize>, Option<Prechecked<'_, K>>) {
+    let (mut lo, mut hi, mut work) = (usize::MAX, 0usize, 0usize);
+    let mut u = t;
+    while u < end && (u == t || work < PRECHECK_SPAN) {
+        match kernel.prologue(u) {
+            Ok((_, a, b)) if a < b => {
+                lo = lo.min(a);
+                hi = hi.max(b);
+                work += b - a;
+            }
+            Ok(_) => {}
+            Err(_) => return (t..u.max(t + 1), None),
+        }
+        u += 1;
+    }
+    if work == 0 || hi - lo > 2 * work {
+        return (t..u, None);
+    }
+    (t..u, Prechecked::new(kernel, lo, hi))
+}
+
 #[inline]
 fn segment_ctx<K: NestedKernel>(
     kernel: &K,
@@ -234,5 +281,127 @@ mod tests {
             let e = task_of(run(&k, Tasks::List(&list)).unwrap_err());
             assert!(e.contains("task 4:"), "{e}");
         }
+    }
+
+    /// Sums of given fine-task ranges, with a fast path whose use is
+    /// counted: `precheck` passes when `lo..hi` lies within `limit`.
+    struct Ranged<'a> {
+        ranges: &'a [(usize, usize)],
+        limit: usize,
+        prechecks: std::sync::atomic::AtomicUsize,
+        fast_folds: std::sync::atomic::AtomicUsize,
+        out: SharedOut<'a, u64>,
+    }
+
+    impl NestedKernel for Ranged<'_> {
+        const NAME: &'static str = "ranged";
+        type Acc = u64;
+        type Ctx = ();
+        fn prologue(&self, t: usize) -> Result<((), usize, usize), Fault> {
+            Ok(((), self.ranges[t].0, self.ranges[t].1))
+        }
+        fn init(&self, _: usize, _: &()) -> Result<u64, Fault> {
+            Ok(0)
+        }
+        fn map(&self, _: usize, _: &(), k: usize) -> Result<u64, Fault> {
+            if k >= self.limit {
+                return Err(Fault::index("v", k, self.limit));
+            }
+            Ok(k as u64)
+        }
+        fn reduce(&self, a: u64, b: u64) -> Result<u64, Fault> {
+            Ok(a + b)
+        }
+        fn epilogue(&self, t: usize, _: &(), acc: u64) -> Result<(), Fault> {
+            // SAFETY: each task writes only its own index.
+            unsafe { self.out.set(t, acc, "out") }
+        }
+        fn precheck(&self, lo: usize, hi: usize) -> bool {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.prechecks.fetch_add(1, Relaxed);
+            lo <= hi && hi <= self.limit
+        }
+        unsafe fn fold_range_prechecked(
+            &self,
+            task: usize,
+            ctx: &(),
+            lo: usize,
+            hi: usize,
+            acc: u64,
+        ) -> Result<u64, Fault> {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.fast_folds.fetch_add(1, Relaxed);
+            self.fold_range(task, ctx, lo, hi, acc)
+        }
+    }
+
+    fn ranged<'a>(ranges: &'a [(usize, usize)], limit: usize, out: &'a mut [u64]) -> Ranged<'a> {
+        Ranged {
+            ranges,
+            limit,
+            prechecks: Default::default(),
+            fast_folds: Default::default(),
+            out: SharedOut::new(out),
+        }
+    }
+
+    #[test]
+    fn consecutive_ranges_are_prechecked_in_runs_of_a_bounded_span() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let n = 3 * GRAIN + 7;
+        let ptr: Vec<usize> = std::iter::once(0)
+            .chain((0..n).scan(0, |s, t| {
+                *s += t * 7 % 5;
+                Some(*s)
+            }))
+            .collect();
+        let ranges: Vec<(usize, usize)> = ptr.windows(2).map(|w| (w[0], w[1])).collect();
+        let want: Vec<u64> = (0..n)
+            .map(|t| (ptr[t]..ptr[t + 1]).map(|k| k as u64).sum())
+            .collect();
+        let mut out = vec![0u64; n];
+        let k = ranged(&ranges, ptr[n], &mut out);
+        run(&k, Tasks::All(n)).unwrap();
+        // One precheck per block of GRAIN tasks (2 fine tasks on average
+        // each: under one span), and every non-empty task folds through the
+        // fast path.
+        assert_eq!(k.prechecks.load(Relaxed), n.div_ceil(GRAIN));
+        let nonempty = ranges.iter().filter(|(a, b)| a < b).count();
+        assert_eq!(k.fast_folds.load(Relaxed), nonempty);
+        assert_eq!(out, want);
+        // Long ranges: one precheck per run of tasks reaching PRECHECK_SPAN.
+        let long: Vec<(usize, usize)> = (0..64).map(|t| (t * 1000, t * 1000 + 1000)).collect();
+        let mut out = vec![0u64; 64];
+        let k = ranged(&long, 64_000, &mut out);
+        run(&k, Tasks::All(64)).unwrap();
+        assert_eq!(
+            k.prechecks.load(Relaxed),
+            64usize.div_ceil(PRECHECK_SPAN.div_ceil(1000))
+        );
+        assert_eq!(k.fast_folds.load(Relaxed), 64);
+        // A block whose hull fails the precheck runs each task checked,
+        // and the first failing task's own fault comes back.
+        let mut out = vec![0u64; n];
+        let limit = ptr[GRAIN + 10] + 1;
+        let k = ranged(&ranges, limit, &mut out);
+        let e = run(&k, Tasks::All(n)).unwrap_err().to_string();
+        let first_bad = (0..n).find(|&t| ptr[t + 1] > limit).unwrap();
+        assert!(e.contains(&format!("task {first_bad}:")), "{e}");
+    }
+
+    #[test]
+    fn scattered_ranges_are_not_prechecked_as_a_block() {
+        // Two tasks far apart: the hull is mostly not theirs.
+        let ranges = [(0usize, 4usize), (7, 7), (1000, 1004)];
+        let mut out = vec![0u64; 3];
+        let k = ranged(&ranges, 2000, &mut out);
+        let (run, block) = next_run(&k, 0, 3);
+        assert_eq!(run, 0..3);
+        assert!(block.is_none());
+        assert!(next_run(&k, 0, 2).1.is_some());
+        assert!(
+            next_run(&k, 1, 2).1.is_none(),
+            "an empty task has nothing to check"
+        );
     }
 }

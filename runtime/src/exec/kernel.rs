@@ -109,6 +109,74 @@ pub trait NestedKernel: Sync {
         let acc = self.fold_range(task, &ctx, lo, hi, init)?;
         self.epilogue(task, &ctx, acc)
     }
+
+    /// Whether the loads that [`fold_range_prechecked`](Self::fold_range_prechecked)
+    /// reads unchecked are in bounds for every fine task in `lo..hi`: the
+    /// arrays read at the fine-task index reach `hi`, and the arrays
+    /// gathered through an index array hold every index it has there. One
+    /// call for a block of tasks whose ranges lie in `lo..hi` replaces a
+    /// check per task and per element. `false`: no such fast path.
+    #[inline]
+    fn precheck(&self, lo: usize, hi: usize) -> bool {
+        let _ = (lo, hi);
+        false
+    }
+
+    /// [`fold_range`](Self::fold_range) without the checks that
+    /// [`precheck`](Self::precheck) covers.
+    ///
+    /// # Safety
+    ///
+    /// `precheck(a, b)` returned `true` for some `a <= lo` and `hi <= b`.
+    #[inline]
+    unsafe fn fold_range_prechecked(
+        &self,
+        task: usize,
+        ctx: &Self::Ctx,
+        lo: usize,
+        hi: usize,
+        acc: Self::Acc,
+    ) -> Result<Self::Acc, Fault> {
+        self.fold_range(task, ctx, lo, hi, acc)
+    }
+}
+
+/// A kernel together with a fine-task range whose loads its
+/// [`precheck`](NestedKernel::precheck) found in bounds: tasks whose ranges
+/// lie inside run their fold without the covered checks. It borrows the
+/// kernel, whose inputs are shared borrows, so they cannot change meanwhile.
+pub struct Prechecked<'k, K: ?Sized> {
+    kernel: &'k K,
+    lo: usize,
+    hi: usize,
+}
+
+impl<'k, K: NestedKernel + ?Sized> Prechecked<'k, K> {
+    /// Runs `kernel.precheck(lo, hi)`; `Some` when it passed.
+    pub fn new(kernel: &'k K, lo: usize, hi: usize) -> Option<Self> {
+        (lo <= hi && kernel.precheck(lo, hi)).then_some(Prechecked { kernel, lo, hi })
+    }
+
+    /// [`NestedKernel::run_task`], its fold unchecked where the precheck
+    /// covers it: when the task's range lies in the prechecked one (else it
+    /// runs checked, so a block that misses a task costs speed, never safety).
+    #[inline]
+    pub fn run_task(&self, task: usize) -> Result<(), Fault> {
+        let k = self.kernel;
+        let (ctx, lo, hi) = k.prologue(task)?;
+        let init = k.init(task, &ctx)?;
+        let acc = if lo >= hi {
+            init // an empty range folds nothing (half of RMAT's rows)
+        } else if self.lo <= lo && hi <= self.hi {
+            // SAFETY: `new` ran `precheck(self.lo, self.hi)` on this kernel,
+            // whose inputs are immutable while it is borrowed, and `lo..hi`
+            // lies inside that range.
+            unsafe { k.fold_range_prechecked(task, &ctx, lo, hi, init)? }
+        } else {
+            k.fold_range(task, &ctx, lo, hi, init)?
+        };
+        k.epilogue(task, &ctx, acc)
+    }
 }
 
 /// A kernel whose map reads one array through an index array (`x[col[k]]`):

@@ -11,6 +11,6 @@ mod kernel;
 mod shared;
 mod tasks;
 
-pub use kernel::{Fault, GatherKernel, NestedKernel};
+pub use kernel::{Fault, GatherKernel, NestedKernel, Prechecked};
 pub use shared::SharedOut;
 pub use tasks::{Segment, SplitTask, TaskList, Tasks};

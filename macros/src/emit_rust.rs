@@ -369,68 +369,56 @@ impl Emitter<'_> {
     }
 }
 
-/// Locals an expression reads.
-pub fn uses(x: &Expr, out: &mut BTreeSet<LocalId>) {
+/// Calls `f` on `x` and every expression inside it, parents first.
+fn visit(x: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(x);
     match &x.kind {
-        ExprKind::Local(id) => {
-            out.insert(*id);
-        }
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Load(_, a) => uses(a, out),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Load(_, a) => visit(a, f),
         ExprKind::Binary(_, a, b) => {
-            uses(a, out);
-            uses(b, out);
+            visit(a, f);
+            visit(b, f);
         }
         ExprKind::If(a, b, c) => {
-            uses(a, out);
-            uses(b, out);
-            uses(c, out);
+            visit(a, f);
+            visit(b, f);
+            visit(c, f);
         }
         ExprKind::Block(lets, t) => {
-            lets.iter().for_each(|(_, v)| uses(v, out));
-            uses(t, out);
+            lets.iter().for_each(|(_, v)| visit(v, f));
+            visit(t, f);
         }
         ExprKind::Method(_, args) | ExprKind::Call(_, args) => {
-            args.iter().for_each(|a| uses(a, out))
+            args.iter().for_each(|a| visit(a, f))
         }
         _ => {}
     }
+}
+
+/// Locals an expression reads.
+pub fn uses(x: &Expr, out: &mut BTreeSet<LocalId>) {
+    visit(x, &mut |e| {
+        if let ExprKind::Local(id) = e.kind {
+            out.insert(id);
+        }
+    });
 }
 
 /// Input arrays that `x` reads at exactly the local `k` (`val[k]`, `col[k]`):
 /// one bound check per range covers them all.
 fn direct_loads(x: &Expr, k: LocalId, out: &mut BTreeSet<usize>) {
-    match &x.kind {
-        ExprKind::Load(i, a) => {
+    visit(x, &mut |e| {
+        if let ExprKind::Load(i, a) = &e.kind {
             if matches!(a.kind, ExprKind::Local(id) if id == k) {
                 out.insert(*i);
             }
-            direct_loads(a, k, out);
         }
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => direct_loads(a, k, out),
-        ExprKind::Binary(_, a, b) => {
-            direct_loads(a, k, out);
-            direct_loads(b, k, out);
-        }
-        ExprKind::If(a, b, c) => {
-            direct_loads(a, k, out);
-            direct_loads(b, k, out);
-            direct_loads(c, k, out);
-        }
-        ExprKind::Block(lets, t) => {
-            lets.iter().for_each(|(_, v)| direct_loads(v, k, out));
-            direct_loads(t, k, out);
-        }
-        ExprKind::Method(_, args) | ExprKind::Call(_, args) => {
-            args.iter().for_each(|a| direct_loads(a, k, out))
-        }
-        _ => {}
-    }
+    });
 }
 
 /// The index array `c` when `idx` is `c[k] as usize` with `c` of an unsigned
-/// element type: then `max(c[lo..hi]) < len` bounds every such load of a range.
-/// (Signed indices are excluded: a negative value cast to `usize` is huge,
-/// which the maximum of the signed values would not show.)
+/// element type: then every `c[lo..hi]` below `len` bounds every such load
+/// of a range. (Signed indices are excluded: a negative value cast to
+/// `usize` is huge, which a comparison of the signed values would not show.)
 fn gather_index(idx: &Expr, k: LocalId, params: &[Param]) -> Option<usize> {
     let ExprKind::Cast(inner) = &idx.kind else {
         return None;
@@ -445,33 +433,13 @@ fn gather_index(idx: &Expr, k: LocalId, params: &[Param]) -> Option<usize> {
 
 /// `(gathered, index)` pairs of loads `gathered[index[k] as usize]` in `x`.
 fn gather_loads(x: &Expr, k: LocalId, params: &[Param], out: &mut BTreeSet<(usize, usize)>) {
-    let rec = |e: &Expr, out: &mut BTreeSet<(usize, usize)>| gather_loads(e, k, params, out);
-    match &x.kind {
-        ExprKind::Load(g, a) => {
+    visit(x, &mut |e| {
+        if let ExprKind::Load(g, a) = &e.kind {
             if let Some(c) = gather_index(a, k, params) {
                 out.insert((*g, c));
             }
-            rec(a, out);
         }
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => rec(a, out),
-        ExprKind::Binary(_, a, b) => {
-            rec(a, out);
-            rec(b, out);
-        }
-        ExprKind::If(a, b, c) => {
-            rec(a, out);
-            rec(b, out);
-            rec(c, out);
-        }
-        ExprKind::Block(lets, t) => {
-            lets.iter().for_each(|(_, v)| rec(v, out));
-            rec(t, out);
-        }
-        ExprKind::Method(_, args) | ExprKind::Call(_, args) => {
-            args.iter().for_each(|a| rec(a, out))
-        }
-        _ => {}
-    }
+    });
 }
 
 pub fn stmt_uses(s: &Stmt, out: &mut BTreeSet<LocalId>) {

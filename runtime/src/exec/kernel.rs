@@ -165,9 +165,7 @@ impl<'k, K: NestedKernel + ?Sized> Prechecked<'k, K> {
         let k = self.kernel;
         let (ctx, lo, hi) = k.prologue(task)?;
         let init = k.init(task, &ctx)?;
-        let acc = if lo >= hi {
-            init // an empty range folds nothing (half of RMAT's rows)
-        } else if self.lo <= lo && hi <= self.hi {
+        let acc = if self.lo <= lo && hi <= self.hi {
             // SAFETY: `new` ran `precheck(self.lo, self.hi)` on this kernel,
             // whose inputs are immutable while it is borrowed, and `lo..hi`
             // lies inside that range.

@@ -918,26 +918,6 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
                 }
 
                 #[inline]
-                fn fold_range(
-                    &self,
-                    #task_h: usize,
-                    #ctx_h: &Ctx,
-                    #lo_h: usize,
-                    #hi_h: usize,
-                    mut #acc_h: #acc_t,
-                ) -> ::core::result::Result<#acc_t, #f> {
-                    if #lo_h < #hi_h && self.precheck(#lo_h, #hi_h) {
-                        // SAFETY: `precheck` just passed for exactly `lo..hi`.
-                        return unsafe { self.fold_range_prechecked(#task_h, #ctx_h, #lo_h, #hi_h, #acc_h) };
-                    }
-                    for #k_h in #lo_h..#hi_h {
-                        let #b_h = self.map(#task_h, #ctx_h, #k_h)?;
-                        #acc_h = self.reduce(#acc_h, #b_h)?;
-                    }
-                    ::core::result::Result::Ok(#acc_h)
-                }
-
-                #[inline]
                 fn precheck(&self, #lo_h: usize, #hi_h: usize) -> bool {
                     #lo_h <= #hi_h #(&& #hi_h <= self.#direct_names.len())* #(#index_ok)*
                 }

@@ -83,6 +83,19 @@ fn spmv(csr: &Csr<f32>, x: &[f32], tasks: Tasks<'_>, offset: usize) -> Vec<f32> 
     y
 }
 
+/// The K-D tiling partition of `g` at capacity `t`.
+fn kd(g: &WorkGraph, t: u32) -> warpfit_runtime::partition::Partition {
+    dbwp(
+        g,
+        &PartitionOptions {
+            capacity: t,
+            bisection: Bisection::KdTiling,
+        },
+        None,
+    )
+    .unwrap()
+}
+
 fn inputs() -> Vec<Csr<f32>> {
     vec![
         warpfit_runtime::gen::rgg(2000, 3).unwrap(),
@@ -193,15 +206,7 @@ fn segments_use_the_kernels_fine_task_indices() {
     };
     let g = WorkGraph::from_kernel(&k, csr.nrows()).unwrap();
     assert_eq!(g.fine_index(1, 0), offset as u32);
-    let p = dbwp(
-        &g,
-        &PartitionOptions {
-            capacity: 12,
-            bisection: Bisection::KdTiling,
-        },
-        None,
-    )
-    .unwrap();
+    let p = kd(&g, 12);
     assert!(p.len() > 2);
     let segs = SegmentList::new(&g, &p).unwrap();
     assert!(segs.segments().iter().all(|s| s.lo >= offset as u32));
@@ -215,15 +220,7 @@ fn remapped_spmv_maps_back_to_the_original() {
         let (csr, x) = matrix_and_x(&csr);
         let want = spmv(&csr, &x, Tasks::All(csr.nrows()), 0);
         let g = WorkGraph::from_csr(&csr).unwrap();
-        let p = dbwp(
-            &g,
-            &PartitionOptions {
-                capacity: 64,
-                bisection: Bisection::KdTiling,
-            },
-            None,
-        )
-        .unwrap();
+        let p = kd(&g, 64);
         let remap = Remapping::new(&g, &p).unwrap();
         let mut rp = remap.task_perm().to_vec();
         rp.sort_unstable();
@@ -250,15 +247,7 @@ fn remapping_packs_private_vertices_first() {
     )
     .unwrap();
     let g = WorkGraph::from_csr(&csr).unwrap();
-    let p = dbwp(
-        &g,
-        &PartitionOptions {
-            capacity: 4,
-            bisection: Bisection::KdTiling,
-        },
-        None,
-    )
-    .unwrap();
+    let p = kd(&g, 4);
     let remap = Remapping::new(&g, &p).unwrap();
     let assign = p.assignments();
     // Columns touched by two partitions come after every private column.
@@ -315,15 +304,7 @@ fn reversed_and_overlapping_kernel_ranges() {
     assert_eq!(g.ptr(), &[0, 3, 3, 6]);
     assert_eq!(g.gathered(), &[0, 2, 1, 2, 1, 3]);
     assert_eq!((g.fine_index(2, 3), g.fine_lo(1)), (1, 3));
-    let p = dbwp(
-        &g,
-        &PartitionOptions {
-            capacity: 3,
-            bisection: Bisection::KdTiling,
-        },
-        None,
-    )
-    .unwrap();
+    let p = kd(&g, 3);
     assert!(p.len() > 1);
     let segs = SegmentList::new(&g, &p).unwrap();
     assert_eq!(

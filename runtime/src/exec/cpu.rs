@@ -333,7 +333,7 @@ mod tests {
         ) -> Result<u64, Fault> {
             use std::sync::atomic::Ordering::Relaxed;
             self.fast_folds.fetch_add(1, Relaxed);
-            self.fold_range(task, ctx, lo, hi, acc)
+            self.fold_range_checked(task, ctx, lo, hi, acc)
         }
     }
 

@@ -84,9 +84,29 @@ pub trait NestedKernel: Sync {
     /// The statements after the fold, given its result; the only place that writes.
     fn epilogue(&self, task: usize, ctx: &Self::Ctx, acc: Self::Acc) -> Result<(), Fault>;
 
-    /// Folds fine tasks `lo..hi` of `task` onto `acc`.
+    /// Folds fine tasks `lo..hi` of `task` onto `acc`: through
+    /// [`fold_range_prechecked`](Self::fold_range_prechecked) when
+    /// [`precheck`](Self::precheck) passes for the range, else checked.
     #[inline]
     fn fold_range(
+        &self,
+        task: usize,
+        ctx: &Self::Ctx,
+        lo: usize,
+        hi: usize,
+        acc: Self::Acc,
+    ) -> Result<Self::Acc, Fault> {
+        if lo < hi && self.precheck(lo, hi) {
+            // SAFETY: `precheck` just passed for exactly `lo..hi`.
+            return unsafe { self.fold_range_prechecked(task, ctx, lo, hi, acc) };
+        }
+        self.fold_range_checked(task, ctx, lo, hi, acc)
+    }
+
+    /// Folds fine tasks `lo..hi` with every check `map` makes: the path that
+    /// reports the exact first fault.
+    #[inline]
+    fn fold_range_checked(
         &self,
         task: usize,
         ctx: &Self::Ctx,
@@ -137,7 +157,7 @@ pub trait NestedKernel: Sync {
         hi: usize,
         acc: Self::Acc,
     ) -> Result<Self::Acc, Fault> {
-        self.fold_range(task, ctx, lo, hi, acc)
+        self.fold_range_checked(task, ctx, lo, hi, acc)
     }
 }
 

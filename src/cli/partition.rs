@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use warpfit::runtime::partition::{
-    dbwp, parse_bytes, Bisection, Capacity, CoarsenOptions, Metrics, Partition, PartitionOptions,
-    WorkGraph, DEFAULT_SAFETY,
+    dbwp, parse_bytes, Bisection, Capacity, CoarsenOptions, HeapMeter, Metrics, Partition,
+    PartitionOptions, WorkGraph, DEFAULT_SAFETY,
 };
 use warpfit::{Device, Error, Result};
 
@@ -71,15 +71,41 @@ fn bisection(args: &PartitionArgs) -> Result<Bisection> {
     }
 }
 
-/// Runs `warpfit partition`.
-pub fn run(args: &PartitionArgs) -> Result<()> {
+/// What one `warpfit partition` run measured.
+struct Report {
+    nrows: usize,
+    ncols: usize,
+    tuples: usize,
+    cache: u64,
+    /// Bytes of the loaded CSR: row pointers and column indices (u32) plus
+    /// values (f32).
+    csr_bytes: u64,
+    /// Heap high mark of the partitioning (see [`HeapMeter`]), when the
+    /// binary counts its heap.
+    peak_heap_bytes: Option<u64>,
+    metrics: Metrics,
+    tree_depth: u32,
+}
+
+/// Loads the input and partitions it; writes the assignments file if asked.
+///
+/// Memory: the work graph takes the CSR's row pointers and column indices
+/// over (moved, not copied) and the values are freed, since the
+/// partitioner does not read them. The heap is metered from there to the end
+/// of partitioning: what the partitioner allocates, its result included,
+/// but not the matrix it reads.
+fn execute(args: &PartitionArgs) -> Result<Report> {
     let bisection = bisection(args)?;
     let cache = cache_bytes(args)?;
     let csr = args.input.load()?;
-    let (nrows, ncols) = (csr.nrows(), csr.ncols());
-    let graph = WorkGraph::from_csr(&csr)?;
-    // The partitioner needs only the work graph: free the values and indices.
-    drop(csr);
+    let csr_bytes = (std::mem::size_of_val(csr.row_ptr())
+        + std::mem::size_of_val(csr.col_idx())
+        + std::mem::size_of_val(csr.values())) as u64;
+    let (nrows, ncols, row_ptr, col_idx, values) = csr.into_parts();
+    drop(values);
+    let meter = HeapMeter::start().ok();
+    let elem = std::mem::size_of::<f32>();
+    let graph = WorkGraph::new(row_ptr, col_idx, ncols, elem, elem)?;
     let capacity = Capacity::for_graph(&graph, cache)
         .with_safety(args.safety)
         .vertices()?;
@@ -88,19 +114,34 @@ pub fn run(args: &PartitionArgs) -> Result<()> {
         bisection,
     };
     let partition = partition_with_progress(&graph, &opts, !args.json)?;
-    let m = Metrics::of(&graph, &partition)?;
+    let peak_heap_bytes = meter.and_then(|m| m.peak_bytes().ok());
+    let metrics = Metrics::of(&graph, &partition)?;
     if let Some(path) = &args.assignments {
         write_assignments(path, &partition)?;
     }
-    if args.json {
-        let v = serde_json::json!({
+    Ok(Report {
+        nrows,
+        ncols,
+        tuples: graph.n_tuples(),
+        cache,
+        csr_bytes,
+        peak_heap_bytes,
+        metrics,
+        tree_depth: partition.tree().depth(),
+    })
+}
+
+impl Report {
+    fn json(&self, args: &PartitionArgs) -> serde_json::Value {
+        let m = &self.metrics;
+        serde_json::json!({
             "input": args.input.label(),
-            "rows": nrows,
-            "cols": ncols,
-            "tuples": graph.n_tuples(),
+            "rows": self.nrows,
+            "cols": self.ncols,
+            "tuples": self.tuples,
             "partitioner": args.partitioner,
             "skip_levels": args.skip_levels,
-            "cache_bytes": cache,
+            "cache_bytes": self.cache,
             "safety": args.safety,
             "capacity": m.capacity,
             "partitions": m.partitions,
@@ -111,25 +152,29 @@ pub fn run(args: &PartitionArgs) -> Result<()> {
             "min_edges": m.min_edges,
             "mean_edges": m.mean_edges,
             "max_edges": m.max_edges,
-            "tree_depth": partition.tree().depth(),
+            "tree_depth": self.tree_depth,
             "seconds": m.seconds,
-        });
-        println!("{v}");
-    } else {
+            "csr_bytes": self.csr_bytes,
+            "peak_heap_bytes": self.peak_heap_bytes,
+        })
+    }
+
+    fn print_table(&self, args: &PartitionArgs) {
+        let m = &self.metrics;
+        let (nrows, ncols) = (self.nrows, self.ncols);
         println!(
             "input:        {} ({nrows} x {ncols}, {} tuples)",
             args.input.label(),
-            graph.n_tuples()
+            self.tuples
         );
         println!(
             "capacity:     T = {} unique vertices ({} bytes of cache at safety {})",
-            m.capacity, cache, args.safety
+            m.capacity, self.cache, args.safety
         );
         println!("partitioner:  {}", args.partitioner);
         println!(
             "partitions:   {} (SJ-tree depth {})",
-            m.partitions,
-            partition.tree().depth()
+            m.partitions, self.tree_depth
         );
         println!(
             "unique:       max {}, mean {:.1}",
@@ -142,6 +187,24 @@ pub fn run(args: &PartitionArgs) -> Result<()> {
         println!("replication:  R = {}", m.replication);
         println!("split tasks:  {}", m.split_tasks);
         println!("time:         {:.3} s", m.seconds);
+        if let Some(peak) = self.peak_heap_bytes {
+            println!(
+                "heap peak:    {:.2} MB = {:.2}x the {:.2} MB CSR",
+                peak as f64 / 1e6,
+                peak as f64 / self.csr_bytes.max(1) as f64,
+                self.csr_bytes as f64 / 1e6
+            );
+        }
+    }
+}
+
+/// Runs `warpfit partition`.
+pub fn run(args: &PartitionArgs) -> Result<()> {
+    let report = execute(args)?;
+    if args.json {
+        println!("{}", report.json(args));
+    } else {
+        report.print_table(args);
     }
     Ok(())
 }
@@ -193,6 +256,15 @@ fn write_assignments(path: &Path, partition: &Partition) -> Result<()> {
 mod tests {
     use super::*;
     use std::collections::{BTreeSet, HashMap};
+    use std::sync::Mutex;
+
+    /// The heap meter has one window per process: tests that partition run
+    /// one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
     fn args(gen: &str, cache: &str, partitioner: &str, out: Option<PathBuf>) -> PartitionArgs {
         PartitionArgs {
@@ -213,6 +285,7 @@ mod tests {
     /// tuple has an id, and each partition's rows + columns fit the capacity.
     #[test]
     fn assignments_file_checks_independently() {
+        let _serial = serial();
         let gen = "grid2d:side=30";
         let csr = warpfit::runtime::gen::grid2d(30).unwrap();
         for partitioner in ["kd", "bisect"] {
@@ -247,8 +320,32 @@ mod tests {
         }
     }
 
+    /// `--json` carries the CSR size and the counted heap peak of the
+    /// partitioning (the binary's global allocator counts).
+    #[test]
+    fn json_reports_the_counted_heap_peak() {
+        let _serial = serial();
+        for partitioner in ["kd", "bisect"] {
+            let a = args("grid2d:side=40", "1600", partitioner, None);
+            let csr = warpfit::runtime::gen::grid2d(40).unwrap();
+            let v = execute(&a).unwrap().json(&a);
+            let csr_bytes = 4 * (csr.nrows() + 1 + 2 * csr.nnz()) as u64;
+            assert_eq!(v["csr_bytes"].as_u64(), Some(csr_bytes));
+            let peak = v["peak_heap_bytes"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{partitioner}: no peak_heap_bytes in {v}"));
+            // At least the partition's tuple order (4 bytes per tuple) is
+            // allocated while it is metered.
+            assert!(
+                peak >= 4 * csr.nnz() as u64,
+                "{partitioner}: peak {peak} below the result's size"
+            );
+        }
+    }
+
     #[test]
     fn rejects_bad_options() {
+        let _serial = serial();
         let mut a = args("grid2d:side=8", "1600", "metis", None);
         assert!(run(&a).is_err());
         a.partitioner = "kd".into();

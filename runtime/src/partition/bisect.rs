@@ -26,7 +26,7 @@
 //! parallel, which keeps both cores busy below the root.
 
 use super::dbwp::task_from;
-use super::graph::WorkGraph;
+use super::graph::WorkGraphOf;
 use super::kd;
 use super::scratch::{release_free_memory, with_sparse_map, SparseMap};
 use super::CoarsenOptions;
@@ -62,10 +62,6 @@ const LOCAL_SPAN: usize = 32;
 /// for a cut about 5 % smaller on rgg 2^20 (whose cut entities at level 1
 /// hold some 40 tuples: refinement there already finds the separator).
 const DROP_LEVEL0_PINS: usize = 1 << 22;
-/// Levels with at most this many pins keep their transpose from clustering
-/// to refinement: rebuilding it costs a scatter over all pins, and only
-/// large levels are worth the memory saved.
-const KEEP_TRANSPOSE_PINS: usize = 1 << 20;
 /// Subsets of at least this many tuples hand freed hierarchy levels back to
 /// the operating system as they go (see [`release_free_memory`]).
 const RELEASE_TUPLES: usize = 1 << 20;
@@ -134,7 +130,7 @@ impl Hypergraph {
     /// nets with fewer than two pins, which no bisection can cut, and
     /// renumbering the rest. The lists are compacted in place.
     fn from_entity_nets(
-        w: Vec<u32>,
+        mut w: Vec<u32>,
         mut xpins: Vec<u32>,
         mut pins: Vec<u32>,
         n_nets: usize,
@@ -169,6 +165,12 @@ impl Hypergraph {
             xpins[e + 1] = wpos as u32;
         }
         pins.truncate(wpos);
+        // Levels live through the whole coarsening: hold no spare capacity
+        // (shrinking a heap block in place does not copy it).
+        drop(renum);
+        pins.shrink_to_fit();
+        xpins.shrink_to_fit();
+        w.shrink_to_fit();
         Hypergraph {
             w,
             xpins,
@@ -739,7 +741,12 @@ fn grow(h: &Hypergraph, seed: usize, rng: &mut Rng) -> Vec<u8> {
 
 /// Bisects ascending tuple ids `ids` (`len >= 2`) in place into two non-empty
 /// ascending halves; returns the left half's length.
-pub(crate) fn split(g: &WorkGraph, ids: &mut [u32], depth: u32, opts: &CoarsenOptions) -> usize {
+pub(crate) fn split(
+    g: &WorkGraphOf<'_>,
+    ids: &mut [u32],
+    depth: u32,
+    opts: &CoarsenOptions,
+) -> usize {
     let n = ids.len();
     let mut rng = Rng::new(opts.seed ^ ((ids[0] as u64) << 20) ^ ((n as u64) << 40) ^ depth as u64);
     let (mut h0, entity_end) = build(g, ids, opts.entity_tuples);
@@ -853,9 +860,10 @@ fn multilevel(
             h.transpose();
         }
         let clusters = h.cluster(max_w);
-        if h.pins.len() > KEEP_TRANSPOSE_PINS {
-            h.drop_transpose();
-        }
+        // The transpose is rebuilt for refinement: keeping every level's
+        // alive until then held them all at once at the coarsest level, and
+        // the contraction does not need it.
+        h.drop_transpose();
         let Some((cmap, nc)) = clusters else {
             break;
         };
@@ -934,7 +942,7 @@ fn initial(h: &Hypergraph, max_side: u64, tries: u64, rng: &mut Rng) -> Vec<u8> 
 /// hypergraph of short-row meshes, while long rows keep fine pieces to split.
 /// Nets are gathered elements and split tasks. Returns the hypergraph and
 /// the end position (exclusive) of every entity.
-fn build(g: &WorkGraph, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32>) {
+fn build(g: &WorkGraphOf<'_>, ids: &[u32], entity_tuples: u32) -> (Hypergraph, Vec<u32>) {
     let n = ids.len();
     let gathered = g.gathered();
     let ptr = g.ptr();
@@ -1056,7 +1064,7 @@ mod tests {
 
     fn rgg_level0(n: usize) -> Hypergraph {
         let csr = crate::gen::rgg(n, 5).unwrap();
-        let g = WorkGraph::from_csr(&csr).unwrap();
+        let g = WorkGraphOf::from_csr(&csr).unwrap();
         let ids: Vec<u32> = (0..g.n_tuples() as u32).collect();
         build(&g, &ids, 16).0
     }
@@ -1114,10 +1122,14 @@ mod tests {
             .map(|s| s.len())
             .sum();
         assert_eq!(c.pins.len(), pins);
+        // Levels live through the whole coarsening: no spare capacity.
+        assert_eq!(c.pins.capacity(), c.pins.len());
+        assert_eq!(c.xpins.capacity(), c.xpins.len());
+        assert_eq!(h.pins.capacity(), h.pins.len());
     }
 
     /// Sorted input, two non-empty ascending halves that together are the input.
-    fn check_split(g: &WorkGraph, ids: &[u32], opts: &CoarsenOptions) -> usize {
+    fn check_split(g: &WorkGraphOf<'_>, ids: &[u32], opts: &CoarsenOptions) -> usize {
         let mut out = ids.to_vec();
         let cut = split(g, &mut out, 0, opts);
         assert!(cut > 0 && cut < ids.len(), "cut {cut} of {}", ids.len());
@@ -1136,7 +1148,7 @@ mod tests {
         // SMALL_TUPLES, the multilevel one.
         for (n, multilevel) in [(400, false), (3000, true)] {
             let csr = crate::gen::rgg(n, 3).unwrap();
-            let g = WorkGraph::from_csr(&csr).unwrap();
+            let g = WorkGraphOf::from_csr(&csr).unwrap();
             let ids: Vec<u32> = (0..g.n_tuples() as u32).collect();
             assert_eq!(
                 ids.len() >= SMALL_TUPLES,
@@ -1160,7 +1172,7 @@ mod tests {
         use super::super::{dbwp, Bisection, PartitionOptions};
         // Most bisections of this recursion are below SMALL_TUPLES: direct.
         let csr = crate::gen::rgg(1500, 11).unwrap();
-        let g = WorkGraph::from_csr(&csr).unwrap();
+        let g = WorkGraphOf::from_csr(&csr).unwrap();
         for t in [40, 150, 700] {
             let p = dbwp(
                 &g,
@@ -1206,7 +1218,7 @@ mod tests {
             (crate::gen::RggOrder::Random, false),
         ] {
             let csr = crate::gen::rgg_with(20_000, 2, order).unwrap();
-            let g = WorkGraph::from_csr(&csr).unwrap();
+            let g = WorkGraphOf::from_csr(&csr).unwrap();
             let ids: Vec<u32> = (0..g.n_tuples() as u32).collect();
             let h = build(&g, &ids, 16).0;
             assert_eq!(h.is_local(), local, "{order:?}");

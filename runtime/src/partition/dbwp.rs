@@ -1,6 +1,6 @@
 //! Data-balanced work partition (Algorithm 1) and the SJ-tree it records.
 
-use super::graph::WorkGraph;
+use super::graph::WorkGraphOf;
 use super::scratch::count_distinct;
 use super::{bisect, kd, Bisection, PartitionOptions};
 use crate::error::to_u32;
@@ -157,7 +157,7 @@ impl Partition {
 
 /// Distinct tasks among ascending tuple ids: a task changes only at a range
 /// boundary, found by galloping forward from the previous task.
-pub(crate) fn count_tasks(g: &WorkGraph, ids: &[u32]) -> u32 {
+pub(crate) fn count_tasks(g: &WorkGraphOf<'_>, ids: &[u32]) -> u32 {
     let ptr = g.ptr();
     let (mut count, mut end, mut t) = (0u32, 0u32, 0usize);
     for &id in ids {
@@ -187,13 +187,13 @@ pub(crate) fn task_from(ptr: &[u32], t: usize, id: u32) -> usize {
 }
 
 /// Distinct gathered elements among tuple ids.
-pub(crate) fn count_gathered(g: &WorkGraph, ids: &[u32]) -> u32 {
+pub(crate) fn count_gathered(g: &WorkGraphOf<'_>, ids: &[u32]) -> u32 {
     let gathered = g.gathered();
     count_distinct(g.n_gathered(), ids, |id| gathered[id as usize])
 }
 
 /// Unique vertices of a subset of ascending tuple ids.
-pub(crate) fn unique_of(g: &WorkGraph, ids: &[u32]) -> Unique {
+pub(crate) fn unique_of(g: &WorkGraphOf<'_>, ids: &[u32]) -> Unique {
     Unique {
         tasks: count_tasks(g, ids),
         gathered: count_gathered(g, ids),
@@ -223,7 +223,7 @@ pub(crate) fn stable_partition(
 }
 
 struct Run<'a> {
-    g: &'a WorkGraph,
+    g: &'a WorkGraphOf<'a>,
     capacity: u32,
     opts: &'a PartitionOptions,
     done: AtomicU64,
@@ -310,7 +310,7 @@ impl Run<'_> {
 /// Subsets always split into two non-empty halves, so the recursion ends;
 /// a capacity below 2 is rejected, since a single tuple has two vertices.
 pub fn dbwp(
-    graph: &WorkGraph,
+    graph: &WorkGraphOf<'_>,
     opts: &PartitionOptions,
     progress: Option<&(dyn Fn(u64) + Sync)>,
 ) -> Result<Partition> {

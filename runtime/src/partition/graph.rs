@@ -5,6 +5,7 @@ use crate::exec::GatherKernel;
 use crate::sparse::Csr;
 use crate::{Error, Result};
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// Tasks per rayon job while a work graph is enumerated from a kernel.
 const BUILD_GRAIN: usize = 4096;
@@ -25,18 +26,27 @@ const BUILD_GRAIN: usize = 4096;
 /// `fine_lo(t) + (id - ptr[t])`. For a CSR matrix (and any kernel whose ranges
 /// tile `0..m` in task order) that is `id` itself; otherwise the per-task start
 /// is kept so that segments can name the kernel's own `k`.
+///
+/// The arrays are owned ([`WorkGraph`], the `'static` case) or borrowed from
+/// the CSR matrix whose entries the tuples are
+/// ([`WorkGraphOf::borrow_csr`]): then the graph costs no memory beyond the
+/// matrix, and the partitioner reads the matrix's own row pointers and column
+/// indices.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkGraph {
+pub struct WorkGraphOf<'a> {
     n_gathered: u32,
-    ptr: Vec<u32>,
-    gathered: Vec<u32>,
+    ptr: Cow<'a, [u32]>,
+    gathered: Cow<'a, [u32]>,
     /// First fine-task index of every task, when it differs from `ptr`.
     fine_lo: Option<Vec<u32>>,
     gathered_elem_bytes: usize,
     output_elem_bytes: usize,
 }
 
-impl WorkGraph {
+/// A work graph that owns its arrays.
+pub type WorkGraph = WorkGraphOf<'static>;
+
+impl<'a> WorkGraphOf<'a> {
     /// Builds a work graph from its parts, validating every invariant.
     ///
     /// `ptr` has `n_tasks + 1` non-decreasing entries starting at 0 and ending at
@@ -46,6 +56,23 @@ impl WorkGraph {
     pub fn new(
         ptr: Vec<u32>,
         gathered: Vec<u32>,
+        n_gathered: usize,
+        gathered_elem_bytes: usize,
+        output_elem_bytes: usize,
+    ) -> Result<Self> {
+        Self::validated(
+            Cow::Owned(ptr),
+            Cow::Owned(gathered),
+            n_gathered,
+            gathered_elem_bytes,
+            output_elem_bytes,
+        )
+    }
+
+    /// The checks of [`WorkGraphOf::new`], over owned or borrowed arrays.
+    fn validated(
+        ptr: Cow<'a, [u32]>,
+        gathered: Cow<'a, [u32]>,
         n_gathered: usize,
         gathered_elem_bytes: usize,
         output_elem_bytes: usize,
@@ -96,7 +123,7 @@ impl WorkGraph {
                 "work graph: element sizes must be at least one byte",
             ));
         }
-        Ok(WorkGraph {
+        Ok(WorkGraphOf {
             n_gathered: n_gathered as u32,
             ptr,
             gathered,
@@ -119,6 +146,38 @@ impl WorkGraph {
             bytes,
             bytes,
         )
+    }
+
+    /// The same graph as [`WorkGraphOf::from_csr`], reading the matrix's row
+    /// pointers and column indices in place instead of copying them: no
+    /// allocation, and the matrix must outlive the graph. Use
+    /// [`WorkGraphOf::into_owned`] for a graph that does not borrow.
+    pub fn borrow_csr<T>(csr: &'a Csr<T>) -> Result<Self> {
+        let bytes = std::mem::size_of::<T>().max(1);
+        Self::validated(
+            Cow::Borrowed(csr.row_ptr()),
+            Cow::Borrowed(csr.col_idx()),
+            csr.ncols(),
+            bytes,
+            bytes,
+        )
+    }
+
+    /// Whether the tuple arrays are borrowed from a matrix.
+    pub fn is_borrowed(&self) -> bool {
+        matches!(self.gathered, Cow::Borrowed(_))
+    }
+
+    /// The same graph owning its arrays (copies them if they were borrowed).
+    pub fn into_owned(self) -> WorkGraph {
+        WorkGraphOf {
+            n_gathered: self.n_gathered,
+            ptr: Cow::Owned(self.ptr.into_owned()),
+            gathered: Cow::Owned(self.gathered.into_owned()),
+            fine_lo: self.fine_lo,
+            gathered_elem_bytes: self.gathered_elem_bytes,
+            output_elem_bytes: self.output_elem_bytes,
+        }
     }
 
     /// Enumerates the tuples of a kernel from its own IR: for every task
@@ -288,11 +347,54 @@ impl WorkGraph {
         let tasks = self.ptr.windows(2).filter(|w| w[1] > w[0]).count();
         let mut seen = vec![false; self.n_gathered()];
         let mut cols = 0;
-        for &g in &self.gathered {
+        for &g in self.gathered.iter() {
             let s = &mut seen[g as usize];
             cols += usize::from(!*s);
             *s = true;
         }
         tasks + cols
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_borrowed_graph_is_the_copied_one_without_the_copy() {
+        let csr = crate::gen::rgg(500, 4).unwrap();
+        let owned = WorkGraph::from_csr(&csr).unwrap();
+        let borrowed = WorkGraphOf::borrow_csr(&csr).unwrap();
+        assert!(borrowed.is_borrowed() && !owned.is_borrowed());
+        // The very arrays of the matrix, not copies.
+        assert!(std::ptr::eq(borrowed.ptr(), csr.row_ptr()));
+        assert!(std::ptr::eq(borrowed.gathered(), csr.col_idx()));
+        assert_eq!(borrowed, owned);
+        let again = borrowed.clone().into_owned();
+        assert!(!again.is_borrowed());
+        assert_eq!(again, owned);
+        assert_eq!(
+            (
+                borrowed.n_tasks(),
+                borrowed.n_gathered(),
+                borrowed.n_tuples()
+            ),
+            (csr.nrows(), csr.ncols(), csr.nnz())
+        );
+        assert_eq!(borrowed.touched_vertices(), owned.touched_vertices());
+        // The partitioner gives the same partition either way.
+        for bisection in [
+            super::super::Bisection::KdTiling,
+            super::super::Bisection::Coarsened(Default::default()),
+        ] {
+            let opts = super::super::PartitionOptions {
+                capacity: 300,
+                bisection,
+            };
+            let a = super::super::dbwp(&owned, &opts, None).unwrap();
+            let b = super::super::dbwp(&borrowed, &opts, None).unwrap();
+            assert!(a.len() > 1);
+            assert_eq!((a.order(), a.part_ptr()), (b.order(), b.part_ptr()));
+        }
     }
 }

@@ -11,13 +11,18 @@
 //! between the halves is one replica; they split it only when it would leave a
 //! side empty.
 
-use super::graph::WorkGraph;
+use super::graph::WorkGraphOf;
 use super::stable_partition;
 
 /// Splits `ids` (ascending tuple ids, `len >= 2`) into two non-empty halves in
 /// place, both ascending; returns the length of the left half. Even depths cut
 /// along the task coordinate, odd depths along the gathered index.
-pub(crate) fn split(g: &WorkGraph, ids: &mut [u32], scratch: &mut [u32], depth: u32) -> usize {
+pub(crate) fn split(
+    g: &WorkGraphOf<'_>,
+    ids: &mut [u32],
+    scratch: &mut [u32],
+    depth: u32,
+) -> usize {
     debug_assert!(ids.len() >= 2);
     if depth % 2 == 0 {
         split_tasks(g, ids)
@@ -39,7 +44,7 @@ fn best_cut(n: usize, candidates: [usize; 2]) -> usize {
 
 /// Cut along tasks: the median tuple's task goes wholly to whichever side
 /// balances better. No data moves: ids are already ordered by task.
-fn split_tasks(g: &WorkGraph, ids: &mut [u32]) -> usize {
+fn split_tasks(g: &WorkGraphOf<'_>, ids: &mut [u32]) -> usize {
     let n = ids.len();
     let ptr = g.ptr();
     let t = g.task_of(ids[n / 2]) as usize;
@@ -52,7 +57,7 @@ fn split_tasks(g: &WorkGraph, ids: &mut [u32]) -> usize {
 /// Cut along gathered indices: quickselect the median gathered index `c`, then
 /// move tuples reading `< c` left and `> c` right; those reading `c` all go to
 /// the side that balances better (split only when one side would be empty).
-fn split_gathered(g: &WorkGraph, ids: &mut [u32], scratch: &mut [u32]) -> usize {
+fn split_gathered(g: &WorkGraphOf<'_>, ids: &mut [u32], scratch: &mut [u32]) -> usize {
     let n = ids.len();
     let gathered = g.gathered();
     let cols = &mut scratch[..n];
@@ -88,7 +93,7 @@ mod tests {
     #[test]
     fn task_cut_keeps_the_median_task_whole() {
         // Tasks of sizes 3, 4, 1: the median tuple (id 4) is in task 1 (ids 3..7).
-        let g = WorkGraph::new(vec![0, 3, 7, 8], vec![0, 1, 2, 0, 1, 2, 3, 0], 4, 4, 4).unwrap();
+        let g = WorkGraphOf::new(vec![0, 3, 7, 8], vec![0, 1, 2, 0, 1, 2, 3, 0], 4, 4, 4).unwrap();
         let mut ids: Vec<u32> = (0..8).collect();
         let mut scratch = vec![0; 8];
         let cut = split(&g, &mut ids, &mut scratch, 0);
@@ -99,7 +104,7 @@ mod tests {
 
     #[test]
     fn gathered_cut_is_stable_and_balanced() {
-        let g = WorkGraph::new(vec![0, 4, 8], vec![5, 1, 4, 0, 2, 7, 3, 6], 8, 4, 4).unwrap();
+        let g = WorkGraphOf::new(vec![0, 4, 8], vec![5, 1, 4, 0, 2, 7, 3, 6], 8, 4, 4).unwrap();
         let mut ids: Vec<u32> = (0..8).collect();
         let mut scratch = vec![0; 8];
         let cut = split(&g, &mut ids, &mut scratch, 1);
@@ -112,7 +117,7 @@ mod tests {
     #[test]
     fn single_vertex_subsets_still_split() {
         // One task, every tuple reads element 0: both cuts must split a vertex.
-        let g = WorkGraph::new(vec![0, 5], vec![0; 5], 1, 4, 4).unwrap();
+        let g = WorkGraphOf::new(vec![0, 5], vec![0; 5], 1, 4, 4).unwrap();
         let mut scratch = vec![0; 5];
         for depth in 0..2 {
             let mut ids: Vec<u32> = (0..5).collect();

@@ -1,7 +1,7 @@
 //! V-EP quality metrics of a partition (Definition 2.1).
 
 use super::dbwp::{count_gathered, count_tasks, Partition};
-use super::graph::WorkGraph;
+use super::graph::WorkGraphOf;
 use crate::{Error, Result};
 
 /// What a partition costs and how it fills the cache.
@@ -31,7 +31,7 @@ pub struct Metrics {
 impl Metrics {
     /// Measures `partition` of `graph`, recounting every partition's vertices
     /// from its tuples rather than trusting the tree.
-    pub fn of(graph: &WorkGraph, partition: &Partition) -> Result<Self> {
+    pub fn of(graph: &WorkGraphOf<'_>, partition: &Partition) -> Result<Self> {
         if partition.order().len() != graph.n_tuples() {
             return Err(Error::length(
                 "partition tuples (= work graph tuples)",

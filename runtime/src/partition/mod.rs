@@ -4,7 +4,8 @@
 //!
 //! - [`WorkGraph`]: the kernel's fine tasks as tuples `(task, gathered index)`,
 //!   from a CSR matrix ([`WorkGraph::from_csr`]) or from any
-//!   [`GatherKernel`](crate::exec::GatherKernel) ([`WorkGraph::from_kernel`]).
+//!   [`GatherKernel`](crate::exec::GatherKernel) ([`WorkGraph::from_kernel`]),
+//!   or read in place from a CSR matrix ([`WorkGraphOf::borrow_csr`]).
 //! - [`Capacity`]: the vertex budget T of a partition, from a cache size.
 //! - [`dbwp`]: Algorithm 1, recursive bisection until every partition's unique
 //!   vertices fit T, by [`Bisection::KdTiling`] or
@@ -15,6 +16,8 @@
 //! - [`SegmentList`]: the partition as [`TaskList`](crate::exec::TaskList)
 //!   segments in partition order.
 //! - [`Remapping`]: Algorithm 5, permutations that pack each partition's data.
+//! - [`CountingAlloc`] and [`HeapMeter`]: the heap the partitioning holds,
+//!   for memory measurements.
 //!
 //! A vertex is a data element with reuse: a task's output (`y[t]`) or a
 //! gathered element (`x[g]`). They are distinct elements even when the ids
@@ -23,6 +26,7 @@
 mod bisect;
 mod dbwp;
 mod graph;
+mod heap;
 mod kd;
 mod metrics;
 mod remap;
@@ -30,7 +34,8 @@ mod scratch;
 mod segments;
 
 pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
-pub use graph::WorkGraph;
+pub use graph::{WorkGraph, WorkGraphOf};
+pub use heap::{live_heap_bytes, CountingAlloc, HeapMeter};
 pub use metrics::Metrics;
 pub use remap::Remapping;
 pub use segments::SegmentList;
@@ -69,7 +74,7 @@ pub struct Capacity {
 impl Capacity {
     /// The capacity for `graph`'s element sizes and a cache of `cache_bytes`,
     /// with [`DEFAULT_SAFETY`].
-    pub fn for_graph(graph: &WorkGraph, cache_bytes: u64) -> Self {
+    pub fn for_graph(graph: &WorkGraphOf<'_>, cache_bytes: u64) -> Self {
         Capacity {
             cache_bytes,
             safety: DEFAULT_SAFETY,

@@ -15,7 +15,7 @@
 //! [`Remapping::gathered_to_new`].
 
 use super::dbwp::Partition;
-use super::graph::WorkGraph;
+use super::graph::WorkGraphOf;
 use crate::sparse::Csr;
 use crate::{Error, Result};
 
@@ -86,7 +86,7 @@ fn invert(perm: &[u32]) -> Vec<u32> {
 
 impl Remapping {
     /// Algorithm 5 for `partition` of `graph`.
-    pub fn new(graph: &WorkGraph, partition: &Partition) -> Result<Self> {
+    pub fn new(graph: &WorkGraphOf<'_>, partition: &Partition) -> Result<Self> {
         if partition.order().len() != graph.n_tuples() {
             return Err(Error::length(
                 "partition tuples (= work graph tuples)",

@@ -11,7 +11,7 @@
 //! [`Remapping`]: super::Remapping
 
 use super::dbwp::Partition;
-use super::graph::WorkGraph;
+use super::graph::WorkGraphOf;
 use crate::exec::{Segment, TaskList};
 use crate::{Error, Result};
 
@@ -30,7 +30,7 @@ impl SegmentList {
     /// Segments of `partition` of `graph`: within a partition, tuples are in
     /// CSR order, and each maximal run of consecutive tuples of one task is a
     /// segment over that task's fine-task indices.
-    pub fn new(graph: &WorkGraph, partition: &Partition) -> Result<Self> {
+    pub fn new(graph: &WorkGraphOf<'_>, partition: &Partition) -> Result<Self> {
         if partition.order().len() != graph.n_tuples() {
             return Err(Error::length(
                 "partition tuples (= work graph tuples)",

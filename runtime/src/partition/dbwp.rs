@@ -339,11 +339,16 @@ pub fn dbwp(
         done: AtomicU64::new(0),
         progress,
     };
+    // The recursion runs on rayon's threads from the root on: the per-thread
+    // scratch maps (one u32 per gathered element) then exist on the pool's
+    // threads only, not on the caller's as well.
     let pending = if n == 0 {
         Vec::new()
     } else {
-        let unique = unique_of(graph, &order);
-        run.dbwp(&mut order, &mut scratch, 0, 0, unique)
+        rayon::scope(|_| {
+            let unique = unique_of(graph, &order);
+            run.dbwp(&mut order, &mut scratch, 0, 0, unique)
+        })
     };
     drop(scratch);
     let tree = number_tree(pending);

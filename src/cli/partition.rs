@@ -33,7 +33,10 @@ pub struct PartitionArgs {
     /// Fraction of the cache a partition may fill, in (0, 1].
     #[arg(long, value_name = "F", default_value_t = DEFAULT_SAFETY)]
     pub safety: f64,
-    /// Prints one JSON object instead of a table.
+    /// Prints one JSON object instead of a table. Besides the metrics it
+    /// carries `csr_bytes` (the loaded matrix) and `peak_heap_bytes`: the
+    /// most heap bytes the partitioning held at once, result included,
+    /// beyond the matrix it reads.
     #[arg(long)]
     pub json: bool,
     /// Writes the partition id of every tuple, one per line, in CSR order

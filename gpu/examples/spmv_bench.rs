@@ -1,5 +1,5 @@
 //! `warpfit bench spmv` without the CLI, for machines that get only this
-//! crate's binaries: `spmv_bench [--small] [--runs N] [--mtx FILE]... [--out FILE]`.
+//! crate's binaries: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
 //! Prints progress, then the Markdown report (also written to `--out`).
 
 use warpfit_gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
@@ -22,6 +22,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--serial-max" => {
                 i += 1;
                 opts.cte_serial_max = args.get(i).ok_or("--serial-max needs a value")?.parse()?;
+            }
+            "--variants" => {
+                i += 1;
+                let v = args
+                    .get(i)
+                    .ok_or("--variants needs a comma-separated list")?;
+                opts.variants = v.split(',').map(str::to_string).collect();
             }
             "--mtx" => {
                 i += 1;

@@ -126,6 +126,10 @@ pub struct SpmvBenchOptions {
     pub segment_lens: Vec<u32>,
     /// `cte_serial_max` of the CTE variants (besides the tuning variants).
     pub cte_serial_max: u32,
+    /// The warpfit variants timed, by name (`thread`, `subwarp:8`, `cte`,
+    /// `cte:S=64`, ...); empty: all of them. cuSPARSE is always timed, as
+    /// the reference of every ratio.
+    pub variants: Vec<String>,
 }
 
 impl Default for SpmvBenchOptions {
@@ -137,6 +141,7 @@ impl Default for SpmvBenchOptions {
             warmup: 3,
             segment_lens: vec![8, 16, 32, 64, 256],
             cte_serial_max: LaunchConfig::default().cte_serial_max,
+            variants: Vec::new(),
         }
     }
 }
@@ -398,6 +403,9 @@ pub fn run_spmv(
                 ..cte(Split::Auto)
             };
             configs.push((format!("cte:serial={serial}"), c));
+        }
+        if !opts.variants.is_empty() {
+            configs.retain(|(v, _)| opts.variants.contains(v));
         }
         for (vname, cfg) in configs {
             let mut y = vec![f32::NAN; n];

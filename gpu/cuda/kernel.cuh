@@ -61,13 +61,17 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_(K, wf_cte_##SUFFIX, warpfit::Cte, SRC)
 
 /// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list}`,
-/// `wf_merge` and `wf_sizes`.
+/// `wf_merge`, `wf_merge_wide` and `wf_sizes`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_SOURCE_(K, all, warpfit::AllTasks)                                                 \
     WARPFIT_ENTRY_SOURCE_(K, list, warpfit::TaskList)                                                \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
-        warpfit::merge<K>(p, a);                                                                     \
+        warpfit::merge<K, warpfit::MERGE_LANES>(p, a);                                               \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
+        wf_merge_wide(const K::params_t p, const warpfit::LaunchArgs a) {                            \
+        warpfit::merge<K, warpfit::MERGE_LANES_WIDE>(p, a);                                          \
     }                                                                                                \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_sizes(const K::params_t p, const warpfit::LaunchArgs a) {                                 \

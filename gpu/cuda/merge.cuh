@@ -12,14 +12,18 @@
 
 namespace warpfit {
 
-/// Lanes per split task in the merge: most split tasks have a few
-/// segments, so a whole warp each would idle most lanes; a hub task's
-/// hundreds of partials are still folded 8 chunks wide.
+/// Lanes per split task in the merge (`wf_merge`): most split tasks have a
+/// few segments, so a whole warp each would idle most lanes.
 constexpr int MERGE_LANES = 8;
+/// Lanes per split task in `wf_merge_wide`, which the host launches instead
+/// when some task has many pieces: a lane's chunk is a chain of dependent
+/// loads, so a hub task's hundreds of partials 8 chunks wide would be the
+/// launch's tail.
+constexpr int MERGE_LANES_WIDE = WARP;
 
-template <class K> __device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
+template <class K, int W>
+__device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
     typedef typename K::acc_t acc_t;
-    constexpr int W = MERGE_LANES;
     const uint64_t tid = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
     const uint64_t t = tid / W;
     const int j = int(tid & (W - 1));

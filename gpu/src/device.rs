@@ -239,6 +239,7 @@ pub const ENTRY_POINTS: &[&str] = &[
     "wf_sub32_list",
     "wf_cte_list",
     "wf_merge",
+    "wf_merge_wide",
     "wf_sizes",
 ];
 

@@ -14,8 +14,14 @@ use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 
 /// Threads per block of every library kernel (`warpfit::BLOCK`).
 const BLOCK: u32 = 256;
-/// Lanes per split task in the merge kernel (`warpfit::MERGE_LANES`).
+/// Lanes per split task in the merge kernels (`warpfit::MERGE_LANES` and
+/// `MERGE_LANES_WIDE`).
 const MERGE_LANES: u64 = 8;
+const MERGE_LANES_WIDE: u64 = 32;
+/// The wide merge runs when some split task has more pieces than this:
+/// 8 lanes would fold more than 8 partials each, one dependent chain of
+/// loads per lane.
+const WIDE_MERGE_PIECES: u32 = 64;
 /// Largest `Params` struct passed by value (CUDA's kernel-parameter limit
 /// is 4 KiB on every supported architecture; `LaunchArgs` takes the rest).
 const MAX_PARAMS: usize = 4096 - std::mem::size_of::<LaunchArgs>();
@@ -242,6 +248,8 @@ pub struct DeviceTaskList {
     split_segments: DeviceBuffer<u32>,
     scratch: DeviceBuffer<u64>,
     present: DeviceBuffer<u8>,
+    /// Some split task has more than [`WIDE_MERGE_PIECES`] pieces.
+    wide_merge: bool,
 }
 
 impl DeviceTaskList {
@@ -272,6 +280,10 @@ impl DeviceTaskList {
             split_segments: DeviceBuffer::upload(dev, list.split_segments())?,
             scratch: DeviceBuffer::zeros(dev, scratch_words)?,
             present: DeviceBuffer::zeros(dev, if n_split_segs == 0 { 0 } else { list.len() })?,
+            wide_merge: list
+                .split_tasks()
+                .iter()
+                .any(|t| t.count > WIDE_MERGE_PIECES),
             list,
         })
     }
@@ -479,7 +491,11 @@ impl Prepared {
                         n_items: n_split,
                         ..a
                     };
-                    self.launch_kernel("wf_merge", grid(n_split, MERGE_LANES)?, &m)?;
+                    if l.wide_merge {
+                        self.launch_kernel("wf_merge_wide", grid(n_split, MERGE_LANES_WIDE)?, &m)?;
+                    } else {
+                        self.launch_kernel("wf_merge", grid(n_split, MERGE_LANES)?, &m)?;
+                    }
                 }
                 Ok(())
             }

@@ -370,6 +370,130 @@ fn every_kernel_decomposition_and_task_source_matches_the_cpu() {
 /// exactly the CPU twin's fault (task, array, index), whichever path ran it:
 /// the lean-checked CTE expansion and its exact replay, the serial
 /// fallback, sub-warps, whole or split tasks.
+/// Split tasks merge their pieces' partials in list order, whatever order
+/// the pieces ran in: a prepared launch run again gives the same bits every
+/// time, and a fault inside a split task is the CPU twin's exact error.
+#[test]
+fn a_prepared_split_launch_gives_the_same_bits_on_every_run() {
+    let Some(dev) = device() else { return };
+    let a = gen::rmat(14, 16, 3).unwrap();
+    let n = a.nrows();
+    let x64 = values(a.ncols(), 13);
+    let x: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+    let mags = abs_rows(&a, &x64);
+    let mut bad_col = a.col_idx().to_vec();
+    let long = (0..n).max_by_key(|&r| a.row_range(r).len()).unwrap();
+    bad_col[a.row_range(long).start + a.row_range(long).len() / 2] = u32::MAX;
+    let mut failures = Vec::new();
+    let mut runs = 0usize;
+    for (cname, cfg, list) in configs(&a) {
+        let is_split = list.as_ref().is_some_and(|l| !l.split_tasks().is_empty())
+            || (list.is_none() && cfg.split != Split::Never);
+        if !is_split {
+            continue;
+        }
+        let mut want = vec![f32::NAN; n];
+        cpu::run(
+            &Spmv {
+                row_ptr: a.row_ptr(),
+                col: a.col_idx(),
+                val: a.values(),
+                x: &x,
+                y: SharedOut::new(&mut want),
+            },
+            tasks_of(n, &list),
+        )
+        .unwrap();
+        let mut y = vec![f32::NAN; n];
+        let prepared = warpfit_gpu::launch::Prepared::new(
+            &dev,
+            &SPMV_F32,
+            &cfg,
+            tasks_of(n, &list),
+            &[
+                Arg::input(a.row_ptr()),
+                Arg::input(a.col_idx()),
+                Arg::input(a.values()),
+                Arg::input(&x),
+                Arg::output(&mut y),
+            ],
+        )
+        .unwrap();
+        let mut first: Option<Vec<f32>> = None;
+        for round in 0..4 {
+            let mut got = vec![f32::NAN; n];
+            let r = prepared.run().and_then(|()| {
+                prepared.finish(&mut [
+                    Arg::input(a.row_ptr()),
+                    Arg::input(a.col_idx()),
+                    Arg::input(a.values()),
+                    Arg::input(&x),
+                    Arg::output(&mut got),
+                ])
+            });
+            runs += 1;
+            if let Err(e) = r {
+                failures.push(format!("{cname} run {round}: {e}"));
+                break;
+            }
+            match &first {
+                None => {
+                    if let Some(i) = (0..n).find(|&i| {
+                        let tol =
+                            4.0 * f64::from(f32::EPSILON) * (mags[i].1 as f64 + 1.0) * mags[i].0
+                                + 1e-30;
+                        !within(f64::from(got[i]) - f64::from(want[i]), tol)
+                    }) {
+                        failures.push(format!("{cname}: row {i}: got {} want {}", got[i], want[i]));
+                    }
+                    first = Some(got);
+                }
+                Some(f) => {
+                    if let Some(i) = (0..n).find(|&i| f[i].to_bits() != got[i].to_bits()) {
+                        failures.push(format!(
+                            "{cname} run {round}: row {i}: {} then {}",
+                            f[i], got[i]
+                        ));
+                    }
+                }
+            }
+        }
+        // A fault in the longest (split) row: the CPU twin's exact error.
+        let mut sink = vec![0f32; n];
+        let cpu_err = cpu::run(
+            &Spmv {
+                row_ptr: a.row_ptr(),
+                col: &bad_col,
+                val: a.values(),
+                x: &x,
+                y: SharedOut::new(&mut sink),
+            },
+            tasks_of(n, &list),
+        )
+        .unwrap_err();
+        let prepared = warpfit_gpu::launch::Prepared::new(
+            &dev,
+            &SPMV_F32,
+            &cfg,
+            tasks_of(n, &list),
+            &[
+                Arg::input(a.row_ptr()),
+                Arg::input(&bad_col),
+                Arg::input(a.values()),
+                Arg::input(&x),
+                Arg::output(&mut sink),
+            ],
+        )
+        .unwrap();
+        match prepared.run().and_then(|()| prepared.check_fault()) {
+            Err(e) if e.to_string() == cpu_err.to_string() => {}
+            other => failures.push(format!("{cname} fault: gpu {other:?}, cpu {cpu_err}")),
+        }
+    }
+    assert!(runs >= 20, "only {runs} split launches ran");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn a_single_fault_is_reported_exactly_by_every_path() {
     let Some(dev) = device() else { return };

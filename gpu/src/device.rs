@@ -167,21 +167,24 @@ pub fn auto_serial_max(configured: u32, max_task: u64, total: u64, resident_warp
 ///
 /// A warp over 32 segments of at most `S` fine tasks does at most `32·S`
 /// of them, which bounds the tail a hub task leaves; a larger `S` makes
-/// fewer segments and merges. Above 1024 fine tasks per resident warp slot
-/// (`total / resident_warps`), S = 64; from 256, S = 32. Measured on an
-/// H200: RMAT scale 18 (466 per slot) is fastest at S = 32 (0.084 ms
-/// against 0.099 at 64), scale 20 (1905) at S = 64 (3-5% ahead of 32), scale
-/// 22 at 64, and scale 24 (31k per slot) at 64 (3% ahead of 256, 5% of 32).
+/// fewer segments and merges. From 3072 fine tasks per resident warp slot
+/// (`total / resident_warps`), S = 64; from 1024, S = 32; below, S = 16.
+/// Measured on an H100 with the wide merge for hub tasks, one session:
+/// RMAT scale 18 (466 per slot) is fastest at S = 16 (0.067 ms against
+/// 0.071 at 32), scale 20 (1904) at S = 32 (0.193 against 0.209 at 64),
+/// scale 21 (3837) at S = 64 (0.370 against 0.375 at 32), scales 22 and 24
+/// at 64. (With the 8-lane merge alone, on an H200, scale 20 had been 3-5%
+/// faster at 64 than at 32: a hub task's merge was the tail.)
 ///
-/// Small launches (under 256 fine tasks per resident warp slot, about 2M on
-/// an H200) are bound by latency and parallelism, not by work: 32 items of
-/// up to 32 fine tasks per warp leave most of the GPU idle (a 5k-row matrix
-/// gives 150 warps). Shorter segments give more warps, and at S = 8 (the
-/// default `cte_serial_max`) every warp folds its segments serially,
-/// without the expansion's shuffles. Measured on an H200: under 64 per slot
-/// S = 8 is fastest (bcsstk16 2.7x, mbeacxc 2.8x, bayer10 1.6x faster than
-/// S = 32), RMAT scale 16 (113 per slot) is fastest at S = 16, scale 18
-/// (466) at S = 32.
+/// Small launches are bound by latency and parallelism, not by work: 32
+/// items of up to 32 fine tasks per warp leave most of the GPU idle (a
+/// 5k-row matrix gives 150 warps). Shorter segments give more warps, and at
+/// S = 8 (the default `cte_serial_max`) every warp folds its segments
+/// serially, without the expansion's shuffles. Measured on an H200: under
+/// 64 per slot S = 8 is fastest (bcsstk16 2.7x, mbeacxc 2.8x, bayer10 1.6x
+/// faster than S = 32); on an H100, S = 4 and 2 gain nothing over 8 there
+/// (bcsstk16 0.0126 / 0.0136 / 0.0127 ms at S = 4 / 2 / 8), and RMAT scale
+/// 16 (113 per slot) runs the same at S = 8 and 16.
 ///
 /// A small launch whose tasks are all at most [`SMALL_LAUNCH_SERIAL_MAX`]
 /// long is not split at all: it runs in one launch (no merge) with every
@@ -193,9 +196,9 @@ pub fn auto_segment_len(max_task: u64, total: u64, resident_warps: u64) -> Optio
     }
     let s: u64 = if per_slot < SMALL_LAUNCH_PER_SLOT {
         8
-    } else if per_slot < 256 {
-        16
     } else if per_slot < 1024 {
+        16
+    } else if per_slot < 3072 {
         32
     } else {
         64
@@ -609,20 +612,22 @@ mod tests {
 
     #[test]
     fn auto_split_follows_the_work_per_warp_slot() {
-        // 132 SMs x 64 warps, RMAT scale 20 (16.1M fine tasks): S = 64.
-        assert_eq!(auto_segment_len(39_476, 16_100_000, 8448), Some(64));
+        // 132 SMs x 64 warps, RMAT scale 20 (16.1M fine tasks): S = 32;
+        // scale 21 (32.4M): S = 64.
+        assert_eq!(auto_segment_len(39_476, 16_100_000, 8448), Some(32));
+        assert_eq!(auto_segment_len(62_183, 32_417_070, 8448), Some(64));
         // Scale 22 (67M) and 24 (263M): S = 64.
         assert_eq!(auto_segment_len(100_000, 67_000_000, 8448), Some(64));
         assert_eq!(auto_segment_len(238_816, 263_432_965, 8448), Some(64));
-        // 700 per slot (5.9M): S = 32.
-        assert_eq!(auto_segment_len(10_000, 5_900_000, 8448), Some(32));
+        // 700 per slot (5.9M): S = 16.
+        assert_eq!(auto_segment_len(10_000, 5_900_000, 8448), Some(16));
         // No task longer than S: no split.
         assert_eq!(auto_segment_len(5, 84_000_000, 8448), None);
         // Small launches: bcsstk16 (290k fine tasks, longest 81) at S = 8,
-        // RMAT scale 16 (956k) at S = 16, scale 18 (3.9M) at S = 32.
+        // RMAT scale 16 (956k) and 18 (3.9M) at S = 16.
         assert_eq!(auto_segment_len(81, 290_378, 8448), Some(8));
         assert_eq!(auto_segment_len(6_283, 955_744, 8448), Some(16));
-        assert_eq!(auto_segment_len(15_937, 3_939_657, 8448), Some(32));
+        assert_eq!(auto_segment_len(15_937, 3_939_657, 8448), Some(16));
         // A small launch whose tasks are all short runs unsplit, serially
         // up to 32 (bayer10: 94,926 fine tasks, longest 27) ...
         assert_eq!(auto_segment_len(27, 94_926, 8448), None);

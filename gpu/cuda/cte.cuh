@@ -185,10 +185,20 @@ struct Cte {
         // folds its own item again with the exact fault record (the warp
         // fails the launch, so only the record matters). Its range comes
         // back from the slot, so that `lo`/`hi` need no registers meanwhile.
+        // When every item's range ends within the arrays read at the fine-task
+        // index (`Kernel::direct_len`), those loads go unchecked.
+        const bool ranges_ok = __all_sync(FULL_MASK, size == 0 || it.hi <= K::direct_len(p));
         LeanFault lean;
-        Partial<acc_t> own = total < 0xffffff00ull
-                                 ? expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), lean)
-                                 : expand<K, uint64_t>(p, sh, excl, size, total, lean);
+        Partial<acc_t> own;
+        if (total >= 0xffffff00ull) {
+            own = expand<K, uint64_t>(p, sh, excl, size, total, lean);
+        } else if (ranges_ok) {
+            RangeCheckedLeanFault checked;
+            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), checked);
+            lean.bad = checked.bad;
+        } else {
+            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), lean);
+        }
         if (__any_sync(FULL_MASK, lean.bad)) {
             Item<K> again = it;
             again.lo = again.hi = 0;

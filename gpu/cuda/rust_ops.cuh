@@ -61,6 +61,17 @@ __device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id
     return T(0);
 }
 
+/// `array[k]` at the fine-task index itself (`val[k]`): checked like `ld`,
+/// unless the fault state is one whose caller has checked the item's whole
+/// range against `Kernel::direct_len` already (`F::ranges_checked`).
+template <class T, class I, class F>
+__device__ __forceinline__ T ld_k(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
+    if (F::ranges_checked) {
+        return ldg(p + uint64_t(i));
+    }
+    return ld(p, len, i, array_id, f);
+}
+
 /// `out[i]` read of an output (`&mut [T]`), checked like `ld` but through
 /// the coherent path: the epilogue may read what this launch wrote earlier.
 template <class T, class I, class F>

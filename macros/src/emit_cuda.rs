@@ -76,6 +76,9 @@ pub struct Emitter<'a> {
     pub ctx: HashSet<LocalId>,
     pub via_ctx: bool,
     pub task: Option<LocalId>,
+    /// The fine-task index, while emitting `map`: loads at exactly it are
+    /// `ld_k`, which a range-checked caller runs unchecked.
+    pub fine: Option<LocalId>,
 }
 
 impl Emitter<'_> {
@@ -136,8 +139,10 @@ impl Emitter<'_> {
             ExprKind::Cast(a) => format!("warpfit::cast<{tn}>({})", self.expr(a)),
             ExprKind::Load(i, idx) => {
                 let p = self.param(*i);
+                let at_fine = matches!(idx.kind, ExprKind::Local(id) if Some(id) == self.fine);
+                let ld = if at_fine { "ld_k" } else { "ld" };
                 format!(
-                    "warpfit::ld(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)",
+                    "warpfit::{ld}(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)",
                     self.expr(idx)
                 )
             }
@@ -250,6 +255,7 @@ pub fn kernel(k: &Kernel) -> String {
         ctx: k.ctx.iter().copied().collect(),
         via_ctx: false,
         task: Some(k.task),
+        fine: None,
     };
     let acc = k.acc.cuda_name();
     let task = em.task();
@@ -310,7 +316,26 @@ pub fn kernel(k: &Kernel) -> String {
         s,
         "    template <class F> {QUAL} acc_t map(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, uint64_t {kn}, F& wf_f) {{"
     );
+    em.fine = Some(k.k);
     let _ = writeln!(s, "        return {};", em.expr(&k.map));
+    em.fine = None;
+    let _ = writeln!(s, "    }}");
+    // The shortest array `map` reads at the fine-task index: an item whose
+    // range ends within it needs no check on those loads.
+    let mut direct = std::collections::BTreeSet::new();
+    crate::emit_rust::direct_loads(&k.map, k.k, &mut direct);
+    let lens: Vec<String> = direct
+        .iter()
+        .map(|&i| format!("wf_p.{}_len", em.param(i)))
+        .collect();
+    let direct_len = match lens.split_first() {
+        None => "~0ull".to_string(),
+        Some((first, rest)) => rest.iter().fold(first.clone(), |acc, l| {
+            format!("warpfit::min<uint64_t>({acc}, {l})")
+        }),
+    };
+    let _ = writeln!(s, "    {QUAL} uint64_t direct_len(const Params& wf_p) {{");
+    let _ = writeln!(s, "        return {direct_len};");
     let _ = writeln!(s, "    }}");
     match &k.reduce {
         Reduce::Closure { a, b, body } => {
@@ -374,6 +399,7 @@ pub fn device_fn(f: &DeviceFn) -> String {
         ctx: HashSet::new(),
         via_ctx: false,
         task: None,
+        fine: None,
     };
     let mut s = String::new();
     let params: Vec<String> = f

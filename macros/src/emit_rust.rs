@@ -405,7 +405,7 @@ pub fn uses(x: &Expr, out: &mut BTreeSet<LocalId>) {
 
 /// Input arrays that `x` reads at exactly the local `k` (`val[k]`, `col[k]`):
 /// one bound check per range covers them all.
-fn direct_loads(x: &Expr, k: LocalId, out: &mut BTreeSet<usize>) {
+pub(crate) fn direct_loads(x: &Expr, k: LocalId, out: &mut BTreeSet<usize>) {
     visit(x, &mut |e| {
         if let ExprKind::Load(i, a) = &e.kind {
             if matches!(a.kind, ExprKind::Local(id) if id == k) {

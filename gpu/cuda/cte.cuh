@@ -158,7 +158,7 @@ struct Cte {
             // 1D: every lane folds its own item from `init`.
             if (it.valid) {
                 Partial<acc_t> acc = seed<K>(p, it, f);
-                fold_serial<K>(p, it, acc, f);
+                fold_item<K>(p, it, acc, f);
                 finish<K>(p, a, it, acc, true, f);
             }
             publish(a.fault, f);

@@ -84,6 +84,14 @@ struct LeanFault {
     __device__ __forceinline__ void attribute(uint64_t) {}
 };
 
+/// `Fault` for an item whose range lies within `Kernel::direct_len`: loads
+/// at the fine-task index (`ld_k`) need no check; the record is the same.
+struct RangeCheckedFault : Fault {
+    static constexpr bool ranges_checked = true;
+
+    __device__ __forceinline__ explicit RangeCheckedFault(const Fault& f) : Fault(f) {}
+};
+
 /// `LeanFault` for a warp whose items' ranges all lie within
 /// `Kernel::direct_len`: loads at the fine-task index (`ld_k`) need no
 /// check, only gathers and divisions do. An f32 SpMV round drops from 100

@@ -133,6 +133,21 @@ __device__ __forceinline__ void fold_serial(const typename K::params_t& p, const
     f.attribute(it.task);
 }
 
+/// `fold_serial` with the loads at the fine-task index unchecked when the
+/// item's range ends within `Kernel::direct_len` (the common case: then no
+/// such load can fault), checked otherwise.
+template <class K>
+__device__ __forceinline__ void fold_item(const typename K::params_t& p, const Item<K>& it,
+                                          Partial<typename K::acc_t>& acc, Fault& f) {
+    if (it.hi <= K::direct_len(p)) {
+        RangeCheckedFault r(f);
+        fold_serial<K>(p, it, acc, r);
+        f = r;
+    } else {
+        fold_serial<K>(p, it, acc, f);
+    }
+}
+
 /// What happens to an item's folded value: a whole task runs its epilogue
 /// on it (with `init` put in front unless `seeded`); a piece of a split
 /// task stores its partial in its scratch slot. The epilogue is skipped

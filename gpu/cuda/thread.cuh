@@ -17,7 +17,7 @@ struct Thread {
         Src::template load<K>(p, a, i, it, f);
         if (it.valid) {
             Partial<typename K::acc_t> acc = seed<K>(p, it, f);
-            fold_serial<K>(p, it, acc, f);
+            fold_item<K>(p, it, acc, f);
             finish<K>(p, a, it, acc, true, f);
         }
         publish(a.fault, f);

@@ -166,3 +166,10 @@ fn gen_writes_a_readable_matrix_and_info_runs() {
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("cpu"));
 }
+
+#[test]
+fn bench_rejects_a_zero_segment_length_before_touching_the_gpu() {
+    let o = warpfit(&["bench", "spmv", "--segment-lens", "8,0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--segment-lens"), "{}", stderr(&o));
+}

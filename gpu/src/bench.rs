@@ -404,6 +404,17 @@ pub fn run_spmv(
             };
             configs.push((format!("cte:serial={serial}"), c));
         }
+        if let Some(unknown) = opts
+            .variants
+            .iter()
+            .find(|v| !configs.iter().any(|(name, _)| name == *v))
+        {
+            let known: Vec<&str> = configs.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(Error::invalid(format!(
+                "unknown benchmark variant `{unknown}`; the variants are {}",
+                known.join(", ")
+            )));
+        }
         if !opts.variants.is_empty() {
             configs.retain(|(v, _)| opts.variants.contains(v));
         }

@@ -32,6 +32,14 @@ pub struct BenchArgs {
     /// Untimed runs before timing.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
+    /// Only these warpfit variants (`cte`, `thread`, `subwarp:8`, `cte:S=32`, ...);
+    /// cuSPARSE always runs. Default: all of them.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub variants: Vec<String>,
+    /// Fixed CTE segment lengths timed besides the automatic split.
+    #[arg(long, value_delimiter = ',', value_name = "S,...", default_values_t = [8u32, 16, 32, 64, 256],
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub segment_lens: Vec<u32>,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
@@ -47,6 +55,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         kernel: &warpfit::apps::spmv::SPEC,
         runs: args.runs as usize,
         warmup: args.warmup as usize,
+        variants: args.variants.clone(),
+        segment_lens: args.segment_lens.clone(),
         ..SpmvBenchOptions::default()
     };
     opts.matrices = if !args.gens.is_empty() {

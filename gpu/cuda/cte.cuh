@@ -25,6 +25,9 @@
 // task list of bounded segments (TaskList::chunked) is what keeps one hub
 // row from serializing a warp.
 //
+// Over a task list packed by work (task_source.cuh), a warp takes its
+// group of up to 32 segments instead of 32 consecutive ones.
+//
 // Two fallbacks run each lane's own item serially (the 1D order): a warp
 // that is not full (the launch's tail), and a warp whose longest item has
 // at most `cte_serial_max` fine tasks — a few serial steps per lane cost
@@ -133,7 +136,21 @@ struct Cte {
         const int lane = lane_id();
         const int w = int(threadIdx.x) / WARP;
         const uint64_t base_item = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) - uint64_t(lane);
-        const uint64_t i = base_item + uint64_t(lane);
+        uint64_t i = base_item + uint64_t(lane);
+        const bool packed = Src::is_list && a.warp_first != nullptr;
+        if (packed) {
+            // Packed: this warp's segments are a group the host bounded by
+            // work. A group of fewer than 32 holds long segments (the
+            // budget filled up), exactly what expansion is for, so it counts
+            // as full.
+            const uint64_t gw = base_item / WARP;
+            if (gw >= a.n_warps) {
+                return;  // the last block's spare warps (warp-uniform)
+            }
+            const uint32_t first = a.warp_first[gw];
+            const uint32_t end = a.warp_first[gw + 1];
+            i = first + uint32_t(lane) < end ? uint64_t(first) + uint64_t(lane) : a.n_items;
+        }
 
         Fault f;
         Item<K> it;
@@ -151,7 +168,7 @@ struct Cte {
         }
         const uint64_t total = shfl(incl, WARP - 1);
         const unsigned max_size = __reduce_max_sync(FULL_MASK, unsigned(size > 0xffffffffull ? 0xffffffffull : size));
-        const bool full = base_item + WARP <= a.n_items;
+        const bool full = packed || base_item + WARP <= a.n_items;
 
         // Warp-uniform: `full`, `max_size` and `total` are the same on every lane.
         if (!full || max_size <= a.cte_serial_max) {

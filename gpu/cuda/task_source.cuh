@@ -6,6 +6,12 @@
 // `(task, lo, hi)` segments: a segment whose task occurs once is whole; a
 // piece of a split task leaves a partial in its per-segment scratch slot,
 // which the merge kernel (merge.cuh) folds in list order.
+//
+// A CTE launch may run a task list packed by work: warp w takes segments
+// warp_first[w] .. warp_first[w + 1] (at most 32, one per lane), grouped
+// on the host so that each warp's fine tasks stay within a budget. Tasks
+// no longer than the budget then run whole, wherever they fall, and only
+// longer ones are split.
 #pragma once
 #include "warpfit/fault.cuh"
 #include "warpfit/warp.cuh"
@@ -25,7 +31,8 @@ struct LaunchArgs {
     FaultRecord* fault;
     uint32_t* sizes;           // sizes kernel: (lo, hi) per task, saturated to u32
     uint32_t cte_serial_max;   // CTE: fold per lane when the warp's longest item is at most this
-    uint32_t pad;
+    uint32_t n_warps;          // CTE over a packed TaskList: warps (groups of segments)
+    const uint32_t* warp_first;  // CTE over a packed TaskList: first segment of each warp, then the end
 };
 
 /// One unit of work for a decomposition.

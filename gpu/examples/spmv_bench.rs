@@ -1,5 +1,5 @@
 //! `warpfit bench spmv` without the CLI, for machines that get only this
-//! crate's binaries: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--segment-lens 8,16,...] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
+//! crate's binaries: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--segment-lens 8,16,...] [--budgets 256,1024,...] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
 //! Prints progress, then the Markdown report (also written to `--out`).
 
 use warpfit_gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
@@ -36,6 +36,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .get(i)
                     .ok_or("--segment-lens needs a comma-separated list")?;
                 opts.segment_lens = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
+            }
+            "--budgets" => {
+                i += 1;
+                let v = args
+                    .get(i)
+                    .ok_or("--budgets needs a comma-separated list")?;
+                opts.budgets = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
             }
             "--mtx" => {
                 i += 1;

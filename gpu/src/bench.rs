@@ -124,6 +124,9 @@ pub struct SpmvBenchOptions {
     pub warmup: usize,
     /// Fixed CTE segment lengths timed besides the automatic choice.
     pub segment_lens: Vec<u32>,
+    /// Fixed CTE warp work budgets ([`Split::Budget`]) timed besides the
+    /// automatic choice.
+    pub budgets: Vec<u32>,
     /// `cte_serial_max` of the CTE variants (besides the tuning variants).
     pub cte_serial_max: u32,
     /// The warpfit variants timed, by name (`thread`, `subwarp:8`, `cte`,
@@ -140,6 +143,7 @@ impl Default for SpmvBenchOptions {
             runs: 20,
             warmup: 3,
             segment_lens: vec![8, 16, 32, 64, 256],
+            budgets: vec![256, 512, 1024, 2048],
             cte_serial_max: LaunchConfig::default().cte_serial_max,
             variants: Vec::new(),
         }
@@ -165,8 +169,9 @@ pub struct MatrixResult {
     pub ncols: usize,
     pub nnz: usize,
     pub max_row: usize,
-    /// The segment length the automatic split chose (`None`: no split).
-    pub auto_segment_len: Option<u32>,
+    /// The warp work budget the automatic split chose (`None`: 32
+    /// consecutive rows per warp, none split).
+    pub auto_budget: Option<u32>,
     pub variants: Vec<VariantResult>,
 }
 
@@ -372,7 +377,7 @@ pub fn run_spmv(
             })
             .collect();
         let mut variants = Vec::new();
-        let mut auto_s = None;
+        let mut auto_budget = None;
         let mut configs: Vec<(String, LaunchConfig)> = Vec::new();
         for d in Decomposition::ALL {
             if d != Decomposition::Cte {
@@ -395,6 +400,9 @@ pub fn run_spmv(
         configs.push(("cte:whole".into(), cte(Split::Never)));
         for &s in &opts.segment_lens {
             configs.push((format!("cte:S={s}"), cte(Split::Max(s))));
+        }
+        for &b in &opts.budgets {
+            configs.push((format!("cte:B={b}"), cte(Split::Budget(b))));
         }
         // The serial fallback off and wider, for tuning `cte_serial_max`.
         for serial in [0u32, 32] {
@@ -431,9 +439,7 @@ pub fn run_spmv(
                 Prepared::new(dev, opts.kernel, &cfg, Tasks::All(n), &args)?
             };
             if vname == "cte" {
-                auto_s = prepared
-                    .task_list()
-                    .map(|l| l.segments().iter().map(|s| s.len()).max().unwrap_or(0));
+                auto_budget = prepared.warp_budget();
             }
             prepared.run()?;
             prepared.finish(&mut [
@@ -498,7 +504,7 @@ pub fn run_spmv(
             ncols: a.ncols(),
             nnz: a.nnz(),
             max_row,
-            auto_segment_len: auto_s,
+            auto_budget,
             variants,
         };
         for v in &m.variants {
@@ -542,19 +548,21 @@ impl SpmvReport {
         let _ = writeln!(
             s,
             "Median of the timed runs (CUDA events, L2 flushed before each run, results checked against an f64 CPU reference first). \
-             Effective bytes = 8·nnz + 4·(n+1) + 4·n + 4·ncols. `cte` is the automatic split; `cte:S=…` fixed segment lengths; `cte:whole` no split.\n"
+             Effective bytes = 8·nnz + 4·(n+1) + 4·n + 4·ncols. `cte` is the automatic split; `cte:B=…` warps packed by fixed work budgets; `cte:S=…` fixed segment lengths, 32 per warp; `cte:whole` no split.\n"
         );
         for m in &self.matrices {
             let cus = m.best_cusparse().map_or(f64::NAN, |v| v.median_ms);
             let _ = writeln!(
                 s,
-                "### {}\n\n{} rows, {} nnz, longest row {}, automatic segment length: {}\n",
+                "### {}\n\n{} rows, {} nnz, longest row {}, automatic warp budget: {}\n",
                 m.name,
                 m.nrows,
                 m.nnz,
                 m.max_row,
-                m.auto_segment_len
-                    .map_or("none (no split)".to_string(), |v| v.to_string())
+                m.auto_budget
+                    .map_or("none (32 rows per warp, no split)".to_string(), |v| {
+                        format!("{v} nonzeros (longer rows split)")
+                    })
             );
             let _ = writeln!(s, "| variant | ms (median) | min–max | GFLOP/s | GB/s | % copy BW | vs best cuSPARSE |");
             let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");

@@ -92,15 +92,19 @@ impl std::str::FromStr for Decomposition {
 /// How a CTE launch over all tasks bounds the work of one warp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Split {
-    /// Choose from the tasks' size distribution: split tasks longer than a
-    /// segment length derived from the total work and the GPU's size (see
-    /// [`auto_segment_len`]), or not at all when no task is that long.
+    /// Choose from the tasks' size distribution and the GPU's size
+    /// ([`auto_split`]).
     #[default]
     Auto,
     /// Never split: every task runs whole.
     Never,
     /// Split every task into segments of at most this many fine tasks.
     Max(u32),
+    /// Split tasks longer than this many fine tasks into segments of at
+    /// most that, and give each warp consecutive segments of at most that
+    /// many fine tasks in all (and at most 32 of them): tasks that fit run
+    /// whole wherever they fall, so only the longest need a merge.
+    Budget(u32),
 }
 
 /// Options of one launch.
@@ -139,8 +143,8 @@ impl LaunchConfig {
 }
 
 /// Fine tasks per resident warp slot under which a launch counts as small
-/// for the automatic split (see [`auto_segment_len`]).
-const SMALL_LAUNCH_PER_SLOT: u64 = 64;
+/// for the automatic split (see [`auto_split`]).
+pub const SMALL_LAUNCH_PER_SLOT: u64 = 64;
 
 /// The longest task a small launch leaves unsplit. One launch that folds
 /// rows of up to 32 serially beats a split at 8 plus the merge launch:
@@ -149,7 +153,7 @@ pub const SMALL_LAUNCH_SERIAL_MAX: u32 = 32;
 
 /// The serial-fallback bound (`cte_serial_max`) of a CTE launch with
 /// [`Split::Auto`]: `configured`, raised to [`SMALL_LAUNCH_SERIAL_MAX`] for
-/// a small launch that [`auto_segment_len`] leaves unsplit because its
+/// a small launch that [`auto_split`] leaves unsplit because its
 /// tasks are short (expanding them would leave most lanes of the few warps
 /// waiting on shuffles).
 pub fn auto_serial_max(configured: u32, max_task: u64, total: u64, resident_warps: u64) -> u32 {
@@ -161,49 +165,64 @@ pub fn auto_serial_max(configured: u32, max_task: u64, total: u64, resident_warp
     }
 }
 
-/// The segment length at which an automatic split cuts long tasks, from
-/// the total fine-task count and the number of warps the GPU keeps
-/// resident; `None` when no task is longer than that (no split needed).
+/// The longest task under which a launch that is not small runs 32
+/// consecutive tasks per warp, none split (uniform, rgg, the grid): a warp
+/// then does at most 2048 fine tasks, and reading a segment list would cost
+/// more than the imbalance.
+pub const PACK_ABOVE: u64 = 64;
+
+/// The work budget of packed warps ([`Split::Budget`]) in a launch that is
+/// not small. Measured on an H100, one session, against 32 segments per
+/// warp at the best segment length (RMAT scale 18 / 20 / 22: 0.0659 /
+/// 0.191 / 0.719 ms): budgets of 256, 512, 1024, 2048 gave 0.0583, 0.0561,
+/// 0.0726, 0.1026 ms on scale 18, 0.1669, 0.1682, 0.1790, 0.2066 on scale
+/// 20 and 0.6589, 0.6521, 0.6583, 0.6822 on scale 22. Smaller budgets
+/// make more warps and split more rows (more merge work), larger ones a
+/// longer tail.
+pub const PACKED_WARP_BUDGET: u32 = 512;
+
+/// What [`Split::Auto`] does with a CTE launch, from the longest task, the
+/// total fine-task count and the number of warps the GPU keeps resident.
 ///
-/// A warp over 32 segments of at most `S` fine tasks does at most `32·S`
-/// of them, which bounds the tail a hub task leaves; a larger `S` makes
-/// fewer segments and merges. From 3072 fine tasks per resident warp slot
-/// (`total / resident_warps`), S = 64; from 1024, S = 32; below, S = 16.
-/// Measured on an H100 with the wide merge for hub tasks, one session:
-/// RMAT scale 18 (466 per slot) is fastest at S = 16 (0.067 ms against
-/// 0.071 at 32), scale 20 (1904) at S = 32 (0.193 against 0.209 at 64),
-/// scale 21 (3837) at S = 64 (0.370 against 0.375 at 32), scales 22 and 24
-/// at 64. (With the 8-lane merge alone, on an H200, scale 20 had been 3-5%
-/// faster at 64 than at 32: a hub task's merge was the tail.)
+/// A launch that is not small ([`SMALL_LAUNCH_PER_SLOT`] or more fine
+/// tasks per resident warp slot, `total / resident_warps`) with a task
+/// longer than [`PACK_ABOVE`] packs its warps by work
+/// ([`Split::Budget`]`(`[`PACKED_WARP_BUDGET`]`)`): each warp takes up to 32
+/// consecutive tasks holding at most 512 fine tasks in all, and only tasks
+/// above 512 are split, so few tasks need the merge launch. (Before
+/// packing, every task longer than a segment length S of 16 to 64 was cut
+/// and each warp took 32 segments: on RMAT scale 20 that made 61k split
+/// tasks, and their merge took 27 of the launch's 194 µs.)
 ///
 /// Small launches are bound by latency and parallelism, not by work: 32
 /// items of up to 32 fine tasks per warp leave most of the GPU idle (a
-/// 5k-row matrix gives 150 warps). Shorter segments give more warps, and at
-/// S = 8 (the default `cte_serial_max`) every warp folds its segments
-/// serially, without the expansion's shuffles. Measured on an H200: under
-/// 64 per slot S = 8 is fastest (bcsstk16 2.7x, mbeacxc 2.8x, bayer10 1.6x
-/// faster than S = 32); on an H100, S = 4 and 2 gain nothing over 8 there
-/// (bcsstk16 0.0126 / 0.0136 / 0.0127 ms at S = 4 / 2 / 8), and RMAT scale
-/// 16 (113 per slot) runs the same at S = 8 and 16.
+/// 5k-row matrix gives 150 warps). They are cut into segments of 8
+/// ([`Split::Max`]`(8)`), 32 per warp, which every warp folds serially
+/// (S = 8 is the default `cte_serial_max`), without the expansion's
+/// shuffles. Measured on an H200: under 64 per slot S = 8 is fastest
+/// (bcsstk16 2.7x, mbeacxc 2.8x, bayer10 1.6x faster than S = 32); on an
+/// H100, S = 4 and 2 gain nothing over 8 (bcsstk16 0.0126 / 0.0136 /
+/// 0.0127 ms at S = 4 / 2 / 8), and packing by work is slower there
+/// (bcsstk16 0.0146 ms at a budget of 256 against 0.0123, mbeacxc 0.0185
+/// against 0.0125): serial segments of 8 keep more loads in flight than
+/// expansion rounds over whole rows.
 ///
 /// A small launch whose tasks are all at most [`SMALL_LAUNCH_SERIAL_MAX`]
 /// long is not split at all: it runs in one launch (no merge) with every
 /// warp folding serially (see [`auto_serial_max`]).
-pub fn auto_segment_len(max_task: u64, total: u64, resident_warps: u64) -> Option<u32> {
+pub fn auto_split(max_task: u64, total: u64, resident_warps: u64) -> Split {
     let per_slot = total / resident_warps.max(1);
-    if per_slot < SMALL_LAUNCH_PER_SLOT && max_task <= u64::from(SMALL_LAUNCH_SERIAL_MAX) {
-        return None;
-    }
-    let s: u64 = if per_slot < SMALL_LAUNCH_PER_SLOT {
-        8
-    } else if per_slot < 1024 {
-        16
-    } else if per_slot < 3072 {
-        32
+    if per_slot < SMALL_LAUNCH_PER_SLOT {
+        if max_task <= u64::from(SMALL_LAUNCH_SERIAL_MAX) {
+            Split::Never
+        } else {
+            Split::Max(8)
+        }
+    } else if max_task > PACK_ABOVE {
+        Split::Budget(PACKED_WARP_BUDGET)
     } else {
-        64
-    };
-    (max_task > s).then_some(s as u32)
+        Split::Never
+    }
 }
 
 /// A compiled kernel: the module and its entry points by name.
@@ -612,29 +631,30 @@ mod tests {
 
     #[test]
     fn auto_split_follows_the_work_per_warp_slot() {
-        // 132 SMs x 64 warps, RMAT scale 20 (16.1M fine tasks): S = 32;
-        // scale 21 (32.4M): S = 64.
-        assert_eq!(auto_segment_len(39_476, 16_100_000, 8448), Some(32));
-        assert_eq!(auto_segment_len(62_183, 32_417_070, 8448), Some(64));
-        // Scale 22 (67M) and 24 (263M): S = 64.
-        assert_eq!(auto_segment_len(100_000, 67_000_000, 8448), Some(64));
-        assert_eq!(auto_segment_len(238_816, 263_432_965, 8448), Some(64));
-        // 700 per slot (5.9M): S = 16.
-        assert_eq!(auto_segment_len(10_000, 5_900_000, 8448), Some(16));
-        // No task longer than S: no split.
-        assert_eq!(auto_segment_len(5, 84_000_000, 8448), None);
-        // Small launches: bcsstk16 (290k fine tasks, longest 81) at S = 8,
-        // RMAT scale 16 (956k) and 18 (3.9M) at S = 16.
-        assert_eq!(auto_segment_len(81, 290_378, 8448), Some(8));
-        assert_eq!(auto_segment_len(6_283, 955_744, 8448), Some(16));
-        assert_eq!(auto_segment_len(15_937, 3_939_657, 8448), Some(16));
+        // 132 SMs x 64 warps. RMAT scales 18, 20, 22, 24 (466 to 31k fine
+        // tasks per slot): warps packed by a budget of 512.
+        for (max, total) in [
+            (15_937, 3_939_657),
+            (39_476, 16_100_000),
+            (100_000, 67_000_000),
+            (238_816, 263_432_965),
+        ] {
+            assert_eq!(auto_split(max, total, 8448), Split::Budget(512));
+        }
+        // Rows no longer than 64: 32 per warp, none split (the grid, rgg).
+        assert_eq!(auto_split(5, 84_000_000, 8448), Split::Never);
+        assert_eq!(auto_split(64, 60_000_000, 8448), Split::Never);
+        assert_eq!(auto_split(65, 60_000_000, 8448), Split::Budget(512));
+        // Small launches: bcsstk16 (290k fine tasks, longest 81) in
+        // segments of 8.
+        assert_eq!(auto_split(81, 290_378, 8448), Split::Max(8));
         // A small launch whose tasks are all short runs unsplit, serially
         // up to 32 (bayer10: 94,926 fine tasks, longest 27) ...
-        assert_eq!(auto_segment_len(27, 94_926, 8448), None);
+        assert_eq!(auto_split(27, 94_926, 8448), Split::Never);
         assert_eq!(auto_serial_max(8, 27, 94_926, 8448), 32);
         assert_eq!(auto_serial_max(64, 27, 94_926, 8448), 64);
         // ... but a split small launch and a large one keep the configured bound.
-        assert_eq!(auto_segment_len(33, 94_926, 8448), Some(8));
+        assert_eq!(auto_split(33, 94_926, 8448), Split::Max(8));
         assert_eq!(auto_serial_max(8, 33, 94_926, 8448), 8);
         assert_eq!(auto_serial_max(8, 27, 84_000_000, 8448), 8);
     }

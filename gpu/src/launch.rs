@@ -4,7 +4,7 @@
 
 use crate::buffer::{cuda_err, DeviceBuffer};
 use crate::device::{
-    auto_segment_len, auto_serial_max, CudaDevice, Decomposition, LaunchConfig, Module, Split,
+    auto_serial_max, auto_split, CudaDevice, Decomposition, LaunchConfig, Module, Split,
 };
 use crate::spec::{Arg, KernelSpec, ParamKind, ScalarValue};
 use cudarc::driver::{DeviceRepr, LaunchConfig as CuLaunch, PushKernelArg};
@@ -80,7 +80,8 @@ pub struct LaunchArgs {
     pub fault: u64,
     pub sizes: u64,
     pub cte_serial_max: u32,
-    pub pad: u32,
+    pub n_warps: u32,
+    pub warp_first: u64,
 }
 
 // SAFETY: `#[repr(C)]` of u64/u32 fields, laid out as the device struct.
@@ -239,6 +240,26 @@ impl DeviceArgs {
     }
 }
 
+/// Groups consecutive segments into CTE warps: at most 32 segments each
+/// (one per lane), and at most `budget` fine tasks in all unless the group
+/// is a single longer segment. Returns each group's first segment, then
+/// the number of segments.
+pub fn pack_warps(segments: &[Segment], budget: u32) -> Vec<u32> {
+    let mut first = Vec::with_capacity(segments.len() / 4 + 2);
+    let (mut count, mut work) = (0u32, 0u64);
+    for (i, s) in segments.iter().enumerate() {
+        let len = u64::from(s.hi.saturating_sub(s.lo));
+        if count == 0 || count == 32 || work + len > u64::from(budget) {
+            first.push(i as u32);
+            (count, work) = (0, 0);
+        }
+        count += 1;
+        work += len;
+    }
+    first.push(segments.len() as u32);
+    first
+}
+
 /// A task list in device memory, with its split-task scratch.
 pub struct DeviceTaskList {
     list: TaskList,
@@ -250,11 +271,20 @@ pub struct DeviceTaskList {
     present: DeviceBuffer<u8>,
     /// Some split task has more than [`WIDE_MERGE_PIECES`] pieces.
     wide_merge: bool,
+    /// CTE warps packed by work ([`pack_warps`]): the budget and the groups.
+    packed: Option<(u32, DeviceBuffer<u32>)>,
 }
 
 impl DeviceTaskList {
-    /// Uploads `list`; scratch holds one accumulator per segment.
-    pub fn upload(dev: &CudaDevice, list: TaskList, acc_bytes: usize) -> Result<Self> {
+    /// Uploads `list`; scratch holds one accumulator per segment. With
+    /// `pack_budget`, CTE warps take groups of segments bounded by that much
+    /// work ([`pack_warps`]) instead of 32 segments each.
+    pub fn upload(
+        dev: &CudaDevice,
+        list: TaskList,
+        acc_bytes: usize,
+        pack_budget: Option<u32>,
+    ) -> Result<Self> {
         let segs: Vec<u32> = list
             .segments()
             .iter()
@@ -284,6 +314,13 @@ impl DeviceTaskList {
                 .split_tasks()
                 .iter()
                 .any(|t| t.count > WIDE_MERGE_PIECES),
+            packed: match pack_budget {
+                Some(b) => Some((
+                    b,
+                    DeviceBuffer::upload(dev, &pack_warps(list.segments(), b))?,
+                )),
+                None => None,
+            },
             list,
         })
     }
@@ -340,45 +377,48 @@ impl Prepared {
             cte_serial_max: config.cte_serial_max,
             fault: DeviceBuffer::zeros(dev, FAULT_WORDS)?,
         };
-        p.tasks =
-            match tasks {
-                Tasks::List(list) => {
-                    crate::launch::check_u32_items(list.len())?;
-                    PreparedTasks::List(Box::new(DeviceTaskList::upload(
-                        dev,
-                        list.clone(),
-                        spec.acc.size(),
-                    )?))
-                }
-                Tasks::All(n) => {
-                    let n64 = n as u64;
-                    match (config.decomposition, config.split) {
-                        (Decomposition::Cte, Split::Auto | Split::Max(_)) if n > 0 => {
-                            match p.split_list(n, config.split)? {
-                                Some(list) => PreparedTasks::List(Box::new(
-                                    DeviceTaskList::upload(dev, list, spec.acc.size())?,
-                                )),
-                                None => PreparedTasks::All(n64),
-                            }
+        p.tasks = match tasks {
+            Tasks::List(list) => {
+                crate::launch::check_u32_items(list.len())?;
+                PreparedTasks::List(Box::new(DeviceTaskList::upload(
+                    dev,
+                    list.clone(),
+                    spec.acc.size(),
+                    None,
+                )?))
+            }
+            Tasks::All(n) => {
+                let n64 = n as u64;
+                match (config.decomposition, config.split) {
+                    (Decomposition::Cte, Split::Auto | Split::Max(_) | Split::Budget(_))
+                        if n > 0 =>
+                    {
+                        match p.split_list(n, config.split)? {
+                            Some((list, budget)) => PreparedTasks::List(Box::new(
+                                DeviceTaskList::upload(dev, list, spec.acc.size(), budget)?,
+                            )),
+                            None => PreparedTasks::All(n64),
                         }
-                        _ => PreparedTasks::All(n64),
                     }
+                    _ => PreparedTasks::All(n64),
                 }
-                #[allow(unreachable_patterns)]
-                _ => {
-                    return Err(Error::invalid(
-                        "this task source is not supported by the CUDA backend",
-                    ))
-                }
-            };
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(Error::invalid(
+                    "this task source is not supported by the CUDA backend",
+                ))
+            }
+        };
         Ok(p)
     }
 
     /// Runs the size kernel and cuts tasks longer than the chosen segment
-    /// length into segments; `None` when nothing needs cutting. With
-    /// [`Split::Auto`], also sets the launch's serial-fallback bound
-    /// ([`auto_serial_max`]).
-    fn split_list(&mut self, n: usize, split: Split) -> Result<Option<TaskList>> {
+    /// length into segments, with the budget the CTE warps are packed by
+    /// (none for [`Split::Max`]); `None` when the launch runs all tasks as
+    /// they are. With [`Split::Auto`], also sets the launch's
+    /// serial-fallback bound ([`auto_serial_max`]).
+    fn split_list(&mut self, n: usize, split: Split) -> Result<Option<(TaskList, Option<u32>)>> {
         check_u32_items(n)?;
         let ranges = DeviceBuffer::<u32>::zeros(&self.dev, 2 * n)?;
         let stats = DeviceBuffer::<u64>::zeros(&self.dev, 2)?;
@@ -395,19 +435,22 @@ impl Prepared {
         // need no split and never read the ranges back.
         let st = stats.to_vec(&self.dev)?;
         let (max, total) = (st[0], st[1]);
-        let s = match split {
-            Split::Max(s) if s > 0 => s,
-            Split::Max(_) => return Err(Error::invalid("segment length bound must be at least 1")),
-            _ => {
+        let split = match split {
+            Split::Auto => {
                 let warps = self.dev.resident_warps();
                 self.cte_serial_max = auto_serial_max(self.cte_serial_max, max, total, warps);
-                match auto_segment_len(max, total, warps) {
-                    Some(s) => s,
-                    None => return Ok(None),
-                }
+                auto_split(max, total, warps)
             }
+            s => s,
         };
-        if max <= u64::from(s) {
+        let (s, budget) = match split {
+            Split::Max(s) if s > 0 => (s, None),
+            Split::Max(_) => return Err(Error::invalid("segment length bound must be at least 1")),
+            Split::Budget(b) if b > 0 => (b, Some(b)),
+            Split::Budget(_) => return Err(Error::invalid("warp work budget must be at least 1")),
+            Split::Never | Split::Auto => return Ok(None),
+        };
+        if budget.is_none() && max <= u64::from(s) {
             return Ok(None);
         }
         let lr = ranges.to_vec(&self.dev)?;
@@ -428,7 +471,7 @@ impl Prepared {
                 a = a.saturating_add(s);
             }
         }
-        TaskList::new(segs).map(Some)
+        Ok(Some((TaskList::new(segs)?, budget)))
     }
 
     fn launch_kernel(&self, name: &str, grid_dim: u32, a: &LaunchArgs) -> Result<()> {
@@ -472,8 +515,16 @@ impl Prepared {
                 self.launch_kernel(&format!("{prefix}_all"), grid(*n, tpi)?, &a)
             }
             PreparedTasks::List(l) => {
+                let (n_warps, warp_first) = match &l.packed {
+                    Some((_, groups)) if self.decomposition == Decomposition::Cte => {
+                        (groups.len() as u32 - 1, groups.device_ptr(&self.dev))
+                    }
+                    _ => (0, 0),
+                };
                 let a = LaunchArgs {
                     n_items: l.list.len() as u64,
+                    n_warps,
+                    warp_first,
                     segments: l.segments.device_ptr(&self.dev),
                     whole: l.whole.device_ptr(&self.dev),
                     scratch: l.scratch.device_ptr(&self.dev),
@@ -484,7 +535,12 @@ impl Prepared {
                     cte_serial_max: self.cte_serial_max,
                     ..Default::default()
                 };
-                self.launch_kernel(&format!("{prefix}_list"), grid(a.n_items, tpi)?, &a)?;
+                let blocks = if warp_first != 0 {
+                    grid(u64::from(n_warps), 32)?
+                } else {
+                    grid(a.n_items, tpi)?
+                };
+                self.launch_kernel(&format!("{prefix}_list"), blocks, &a)?;
                 let n_split = l.list.split_tasks().len() as u64;
                 if n_split > 0 {
                     let m = LaunchArgs {
@@ -574,6 +630,15 @@ impl Prepared {
         &self.args
     }
 
+    /// The work budget CTE warps are packed by, when the launch packs them
+    /// ([`Split::Auto`] with long tasks, or [`Split::Budget`]).
+    pub fn warp_budget(&self) -> Option<u32> {
+        match &self.tasks {
+            PreparedTasks::List(l) => l.packed.as_ref().map(|(b, _)| *b),
+            PreparedTasks::All(_) => None,
+        }
+    }
+
     /// The task list the launch runs, when it runs one (given, or built by
     /// an automatic split).
     pub fn task_list(&self) -> Option<&TaskList> {
@@ -623,8 +688,8 @@ mod tests {
 
     #[test]
     fn launch_args_match_the_device_struct() {
-        // 9 pointers/counts + 2 u32 = 80 bytes, as in task_source.cuh.
-        assert_eq!(std::mem::size_of::<LaunchArgs>(), 80);
+        // 9 pointers/counts + 2 u32 + 1 pointer = 88 bytes, as in task_source.cuh.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 88);
         assert_eq!(std::mem::size_of::<FaultRecord>(), 48);
     }
 
@@ -666,6 +731,39 @@ mod tests {
         );
         let xs = [1.0f32];
         assert!(check_args(&SPEC, &[Arg::input(&xs), Arg::output(&mut y)]).is_ok());
+    }
+
+    proptest::proptest! {
+        /// Groups are contiguous and cover the list in order, hold 1 to 32
+        /// segments, and stay within the budget unless they are one segment.
+        #[test]
+        fn packed_warps_respect_count_and_budget(
+            lens in proptest::collection::vec(0u32..300, 0..400),
+            budget in 1u32..1200,
+        ) {
+            let mut at = 0u32;
+            let segs: Vec<Segment> = lens
+                .iter()
+                .enumerate()
+                .map(|(t, &l)| {
+                    at += l;
+                    Segment::new(t as u32, at - l, at)
+                })
+                .collect();
+            let first = pack_warps(&segs, budget);
+            proptest::prop_assert_eq!(first[0], 0);
+            proptest::prop_assert_eq!(*first.last().unwrap() as usize, segs.len());
+            for g in first.windows(2) {
+                let n = g[1] - g[0];
+                proptest::prop_assert!((1..=32).contains(&n) || segs.is_empty());
+                let work: u64 = (g[0]..g[1]).map(|i| u64::from(lens[i as usize])).sum();
+                proptest::prop_assert!(n == 1 || work <= u64::from(budget));
+                // Greedy: the next segment did not fit (or the group was full).
+                if let Some(&next) = lens.get(g[1] as usize) {
+                    proptest::prop_assert!(n == 32 || work + u64::from(next) > u64::from(budget));
+                }
+            }
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod spec;
 
 pub use compile::Arch;
 pub use device::{
-    auto_segment_len, auto_serial_max, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig,
+    auto_serial_max, auto_split, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig,
     Split, ENTRY_POINTS,
 };
 pub use spec::{

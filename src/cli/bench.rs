@@ -32,7 +32,7 @@ pub struct BenchArgs {
     /// Untimed runs before timing.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
-    /// Only these warpfit variants (`cte`, `thread`, `subwarp:8`, `cte:S=32`, ...);
+    /// Only these warpfit variants (`cte`, `thread`, `subwarp:8`, `cte:S=32`, `cte:B=1024`, ...);
     /// cuSPARSE always runs. Default: all of them.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub variants: Vec<String>,
@@ -40,6 +40,11 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "S,...", default_values_t = [8u32, 16, 32, 64, 256],
           value_parser = clap::value_parser!(u32).range(1..))]
     pub segment_lens: Vec<u32>,
+    /// Fixed CTE warp work budgets (warps packed by work, longer rows split)
+    /// timed besides the automatic split.
+    #[arg(long, value_delimiter = ',', value_name = "B,...", default_values_t = [256u32, 512, 1024, 2048],
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub budgets: Vec<u32>,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
@@ -57,6 +62,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         warmup: args.warmup as usize,
         variants: args.variants.clone(),
         segment_lens: args.segment_lens.clone(),
+        budgets: args.budgets.clone(),
         ..SpmvBenchOptions::default()
     };
     opts.matrices = if !args.gens.is_empty() {

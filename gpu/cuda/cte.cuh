@@ -31,7 +31,9 @@
 // Two fallbacks run each lane's own item serially (the 1D order): a warp
 // that is not full (the launch's tail), and a warp whose longest item has
 // at most `cte_serial_max` fine tasks — a few serial steps per lane cost
-// less than the shuffles of expansion, and nothing is left to balance.
+// less than the shuffles of expansion, and nothing is left to balance. (The
+// host raises that bound for a launch whose gathers are local: see
+// `gathers_local`.)
 #pragma once
 #include "warpfit/task_source.cuh"
 
@@ -157,20 +159,10 @@ struct Cte {
         Src::template load<K>(p, a, i, it, f);
         const uint64_t size = it.valid ? it.hi - it.lo : 0;
 
-        // Inclusive scan of the sizes.
-        uint64_t incl = size;
-#pragma unroll
-        for (int d = 1; d < WARP; d <<= 1) {
-            const uint64_t o = shfl_up(incl, d);
-            if (lane >= d) {
-                incl += o;
-            }
-        }
-        const uint64_t total = shfl(incl, WARP - 1);
         const unsigned max_size = __reduce_max_sync(FULL_MASK, unsigned(size > 0xffffffffull ? 0xffffffffull : size));
         const bool full = packed || base_item + WARP <= a.n_items;
 
-        // Warp-uniform: `full`, `max_size` and `total` are the same on every lane.
+        // Warp-uniform: `full` and `max_size` are the same on every lane.
         if (!full || max_size <= a.cte_serial_max) {
             // 1D: every lane folds its own item from `init`.
             if (it.valid) {
@@ -181,6 +173,17 @@ struct Cte {
             publish(a.fault, f);
             return;
         }
+
+        // Inclusive scan of the sizes.
+        uint64_t incl = size;
+#pragma unroll
+        for (int d = 1; d < WARP; d <<= 1) {
+            const uint64_t o = shfl_up(incl, d);
+            if (lane >= d) {
+                incl += o;
+            }
+        }
+        const uint64_t total = shfl(incl, WARP - 1);
 
         CteShared<K>& sh = s_warp[w];
         const uint64_t excl = incl - size;

@@ -69,9 +69,10 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
 }
 
 /// The fine-task range of every task, `sizes[2i] = lo`, `sizes[2i+1] = hi`
-/// (saturated to u32), and the launch-wide longest range and total in
-/// `scratch` (two u64: max, sum), so that the host reads 16 bytes to decide
-/// whether long tasks need splitting and the ranges only when they do.
+/// (saturated to u32), and launch-wide statistics in `scratch` (four u64:
+/// the longest range, the total, warps of 32 tasks whose gathers are local
+/// and warps with any fine task), so that the host reads 32 bytes to decide
+/// how to run the launch and the ranges only when it splits tasks.
 template <class K> __device__ __forceinline__ void task_sizes(const typename K::params_t& p, const LaunchArgs& a) {
     const uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
     Fault f;
@@ -90,10 +91,16 @@ template <class K> __device__ __forceinline__ void task_sizes(const typename K::
     for (int d = WARP / 2; d > 0; d >>= 1) {
         sum += shfl_down(sum, d);
     }
+    const bool busy = __any_sync(FULL_MASK, len > 0);
+    const bool local = gathers_local<K>(p, it, len);
     if (lane_id() == 0) {
         uint64_t* stats = static_cast<uint64_t*>(a.scratch);
         atomicMax(reinterpret_cast<unsigned long long*>(&stats[0]), (unsigned long long)longest);
         atomicAdd(reinterpret_cast<unsigned long long*>(&stats[1]), (unsigned long long)sum);
+        if (busy) {
+            atomicAdd(reinterpret_cast<unsigned long long*>(&stats[2]), (unsigned long long)(local ? 1 : 0));
+            atomicAdd(reinterpret_cast<unsigned long long*>(&stats[3]), 1ull);
+        }
     }
     publish(a.fault, f);
 }

@@ -113,6 +113,32 @@ struct TaskList {
     }
 };
 
+/// Lines (of 32 elements) the first gathers of a warp's 32 items may touch
+/// for the warp to count as local. Neighbouring rows of a spatially ordered
+/// mesh or geometric graph start a handful of lines apart; rows of a
+/// random or power-law matrix, ~32.
+constexpr int LOCAL_LINES = 8;
+
+/// Whether a warp's items gather locally: each non-empty item's first
+/// gathered index (`Kernel::gather_at`), bucketed in lines of 32 elements,
+/// and few distinct lines over the warp. The size kernel counts such warps;
+/// when most are, the host raises CTE's serial-fallback bound, since serial
+/// loads of neighbouring lanes then hit lines already in L1 and a serial
+/// step costs far fewer instructions than a round of expansion. Kernels
+/// with no index-array gather: never.
+template <class K>
+__device__ __forceinline__ bool gathers_local(const typename K::params_t& p, const Item<K>& it, uint64_t size) {
+    if (!K::has_gather) {
+        return false;
+    }
+    // `gather_at` reads an array of at least `direct_len`: only below it.
+    const bool probe = size > 0 && it.lo < K::direct_len(p);
+    const uint64_t line = probe ? (K::gather_at(p, it.lo) >> 5) : ~0ull;
+    const unsigned same = __match_any_sync(FULL_MASK, line);
+    const bool first = probe && (same & ((1u << lane_id()) - 1u)) == 0;
+    return __popc(__ballot_sync(FULL_MASK, first)) <= LOCAL_LINES;
+}
+
 /// The accumulator an item starts from. A lane that folds a whole task
 /// alone starts from `init` and folds left to right, exactly as the CPU
 /// twin does; cooperative decompositions start empty and put `init` in

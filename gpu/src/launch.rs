@@ -5,6 +5,7 @@
 use crate::buffer::{cuda_err, DeviceBuffer};
 use crate::device::{
     auto_serial_max, auto_split, CudaDevice, Decomposition, LaunchConfig, Module, Split,
+    LOCAL_SERIAL_MAX,
 };
 use crate::spec::{Arg, KernelSpec, ParamKind, ScalarValue};
 use cudarc::driver::{DeviceRepr, LaunchConfig as CuLaunch, PushKernelArg};
@@ -421,7 +422,7 @@ impl Prepared {
     fn split_list(&mut self, n: usize, split: Split) -> Result<Option<(TaskList, Option<u32>)>> {
         check_u32_items(n)?;
         let ranges = DeviceBuffer::<u32>::zeros(&self.dev, 2 * n)?;
-        let stats = DeviceBuffer::<u64>::zeros(&self.dev, 2)?;
+        let stats = DeviceBuffer::<u64>::zeros(&self.dev, 4)?;
         let a = LaunchArgs {
             n_items: n as u64,
             sizes: ranges.device_ptr(&self.dev),
@@ -431,14 +432,17 @@ impl Prepared {
         };
         self.launch_kernel("wf_sizes", grid(n as u64, 1)?, &a)?;
         self.check_fault()?;
-        // The longest task and the total first (16 bytes): most launches
-        // need no split and never read the ranges back.
+        // The statistics first (32 bytes): most launches need no split and
+        // never read the ranges back.
         let st = stats.to_vec(&self.dev)?;
-        let (max, total) = (st[0], st[1]);
+        let (max, total, local_warps, busy_warps) = (st[0], st[1], st[2], st[3]);
         let split = match split {
             Split::Auto => {
                 let warps = self.dev.resident_warps();
                 self.cte_serial_max = auto_serial_max(self.cte_serial_max, max, total, warps);
+                if 2 * local_warps > busy_warps {
+                    self.cte_serial_max = self.cte_serial_max.max(LOCAL_SERIAL_MAX);
+                }
                 auto_split(max, total, warps)
             }
             s => s,

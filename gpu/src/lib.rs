@@ -18,7 +18,7 @@ pub mod spec;
 pub use compile::Arch;
 pub use device::{
     auto_serial_max, auto_split, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig,
-    Split, ENTRY_POINTS,
+    Split, ENTRY_POINTS, LOCAL_SERIAL_MAX,
 };
 pub use spec::{
     Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,

@@ -337,6 +337,34 @@ pub fn kernel(k: &Kernel) -> String {
     let _ = writeln!(s, "    {QUAL} uint64_t direct_len(const Params& wf_p) {{");
     let _ = writeln!(s, "        return {direct_len};");
     let _ = writeln!(s, "    }}");
+    // An index array `map` gathers through (`x[col[k] as usize]`): CTE
+    // reads it at each item's first fine task to tell local gathers
+    // (neighbouring items read neighbouring data) from scattered ones.
+    let mut gathers = std::collections::BTreeSet::new();
+    crate::emit_rust::gather_loads(&k.map, k.k, &k.params, &mut gathers);
+    let probe = gathers.iter().map(|&(_, c)| c).find(|c| direct.contains(c));
+    let _ = writeln!(
+        s,
+        "    static constexpr bool has_gather = {};",
+        probe.is_some()
+    );
+    let _ = writeln!(
+        s,
+        "    {QUAL} uint64_t gather_at(const Params& wf_p, uint64_t k) {{"
+    );
+    match probe {
+        Some(c) => {
+            let _ = writeln!(
+                s,
+                "        return warpfit::cast<uint64_t>(wf_p.{}[k]);",
+                em.param(c)
+            );
+        }
+        None => {
+            let _ = writeln!(s, "        return 0;");
+        }
+    }
+    let _ = writeln!(s, "    }}");
     match &k.reduce {
         Reduce::Closure { a, b, body } => {
             let (a, b) = (

@@ -432,7 +432,12 @@ fn gather_index(idx: &Expr, k: LocalId, params: &[Param]) -> Option<usize> {
 }
 
 /// `(gathered, index)` pairs of loads `gathered[index[k] as usize]` in `x`.
-fn gather_loads(x: &Expr, k: LocalId, params: &[Param], out: &mut BTreeSet<(usize, usize)>) {
+pub(crate) fn gather_loads(
+    x: &Expr,
+    k: LocalId,
+    params: &[Param],
+    out: &mut BTreeSet<(usize, usize)>,
+) {
     visit(x, &mut |e| {
         if let ExprKind::Load(g, a) = &e.kind {
             if let Some(c) = gather_index(a, k, params) {

@@ -14,7 +14,7 @@ use warpfit_runtime::exec::Fault;
 use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 
 /// Threads per block of every library kernel (`warpfit::BLOCK`).
-const BLOCK: u32 = 256;
+pub(crate) const BLOCK: u32 = 256;
 /// Lanes per split task in the merge kernels (`warpfit::MERGE_LANES` and
 /// `MERGE_LANES_WIDE`).
 const MERGE_LANES: u64 = 8;

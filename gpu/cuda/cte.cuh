@@ -140,6 +140,7 @@ struct Cte {
         const uint64_t base_item = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) - uint64_t(lane);
         uint64_t i = base_item + uint64_t(lane);
         const bool packed = Src::is_list && a.warp_first != nullptr;
+        uint32_t whole_run = 0xffffffffu;  // packed: the first task of a group of whole tasks
         if (packed) {
             // Packed: this warp's segments are a group the host bounded by
             // work. A group of fewer than 32 holds long segments (the
@@ -151,12 +152,20 @@ struct Cte {
             }
             const uint32_t first = a.warp_first[gw];
             const uint32_t end = a.warp_first[gw + 1];
+            whole_run = a.warp_task[gw];
             i = first + uint32_t(lane) < end ? uint64_t(first) + uint64_t(lane) : a.n_items;
         }
 
         Fault f;
         Item<K> it;
-        Src::template load<K>(p, a, i, it, f);
+        if (whole_run != 0xffffffffu) {
+            // Whole consecutive tasks (the host checked): the tasks' own
+            // ranges, without reading their segments.
+            it.slot = uint32_t(i);
+            load_task<K>(p, uint64_t(whole_run) + uint64_t(lane), i < a.n_items, it, f);
+        } else {
+            Src::template load<K>(p, a, i, it, f);
+        }
         const uint64_t size = it.valid ? it.hi - it.lo : 0;
 
         const unsigned max_size = __reduce_max_sync(FULL_MASK, unsigned(size > 0xffffffffull ? 0xffffffffull : size));

@@ -33,6 +33,8 @@ struct LaunchArgs {
     uint32_t cte_serial_max;   // CTE: fold per lane when the warp's longest item is at most this
     uint32_t n_warps;          // CTE over a packed TaskList: warps (groups of segments)
     const uint32_t* warp_first;  // CTE over a packed TaskList: first segment of each warp, then the end
+    const uint32_t* warp_task;   // CTE over a packed TaskList: the group's first task when its
+                                 // segments are whole consecutive tasks, else ~0u
 };
 
 /// One unit of work for a decomposition.
@@ -46,6 +48,30 @@ template <class K> struct Item {
     bool valid;     // false past the end, or when the prologue faulted
 };
 
+/// Task `i` whole, its range from the prologue (`valid` false when `live`
+/// is, or the prologue faulted).
+template <class K>
+__device__ __forceinline__ void load_task(const typename K::params_t& p, uint64_t i, bool live, Item<K>& it,
+                                          Fault& f) {
+    it.valid = false;
+    it.whole = true;
+    it.task = i;
+    it.lo = it.hi = 0;
+    if (!live) {
+        return;
+    }
+    K::prologue(p, i, it.ctx, it.lo, it.hi, f);
+    if (f.any()) {
+        f.attribute(i);
+        it.lo = it.hi = 0;
+        return;
+    }
+    if (it.hi < it.lo) {
+        it.hi = it.lo;  // an empty Rust range
+    }
+    it.valid = true;
+}
+
 /// Tasks 0..n, each whole.
 struct AllTasks {
     static constexpr bool is_list = false;
@@ -53,24 +79,8 @@ struct AllTasks {
     template <class K>
     static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
                                                 Item<K>& it, Fault& f) {
-        it.valid = false;
-        it.whole = true;
         it.slot = 0;
-        it.task = i;
-        it.lo = it.hi = 0;
-        if (i >= a.n_items) {
-            return;
-        }
-        K::prologue(p, i, it.ctx, it.lo, it.hi, f);
-        if (f.any()) {
-            f.attribute(i);
-            it.lo = it.hi = 0;
-            return;
-        }
-        if (it.hi < it.lo) {
-            it.hi = it.lo;  // an empty Rust range
-        }
-        it.valid = true;
+        load_task<K>(p, i, i < a.n_items, it, f);
     }
 };
 

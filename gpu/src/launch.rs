@@ -83,6 +83,7 @@ pub struct LaunchArgs {
     pub cte_serial_max: u32,
     pub n_warps: u32,
     pub warp_first: u64,
+    pub warp_task: u64,
 }
 
 // SAFETY: `#[repr(C)]` of u64/u32 fields, laid out as the device struct.
@@ -261,6 +262,35 @@ pub fn pack_warps(segments: &[Segment], budget: u32) -> Vec<u32> {
     first
 }
 
+/// The first task of each group that holds whole consecutive tasks only
+/// (CTE loads those by task, without reading their segments), else
+/// `u32::MAX`.
+pub fn whole_runs(list: &TaskList, first: &[u32]) -> Vec<u32> {
+    let (segs, whole) = (list.segments(), list.whole_flags());
+    first
+        .windows(2)
+        .map(|g| {
+            let (b, e) = (g[0] as usize, g[1] as usize);
+            let t0 = segs[b].task;
+            let run = (b..e)
+                .all(|i| whole[i] && u64::from(segs[i].task) == u64::from(t0) + (i - b) as u64);
+            if run {
+                t0
+            } else {
+                u32::MAX
+            }
+        })
+        .collect()
+}
+
+/// CTE warps packed by work: the budget, each group's first segment (then
+/// the end) and [`whole_runs`].
+struct PackedWarps {
+    budget: u32,
+    first: DeviceBuffer<u32>,
+    task: DeviceBuffer<u32>,
+}
+
 /// A task list in device memory, with its split-task scratch.
 pub struct DeviceTaskList {
     list: TaskList,
@@ -272,8 +302,8 @@ pub struct DeviceTaskList {
     present: DeviceBuffer<u8>,
     /// Some split task has more than [`WIDE_MERGE_PIECES`] pieces.
     wide_merge: bool,
-    /// CTE warps packed by work ([`pack_warps`]): the budget and the groups.
-    packed: Option<(u32, DeviceBuffer<u32>)>,
+    /// CTE warps packed by work ([`pack_warps`]).
+    packed: Option<PackedWarps>,
 }
 
 impl DeviceTaskList {
@@ -316,10 +346,14 @@ impl DeviceTaskList {
                 .iter()
                 .any(|t| t.count > WIDE_MERGE_PIECES),
             packed: match pack_budget {
-                Some(b) => Some((
-                    b,
-                    DeviceBuffer::upload(dev, &pack_warps(list.segments(), b))?,
-                )),
+                Some(budget) => {
+                    let first = pack_warps(list.segments(), budget);
+                    Some(PackedWarps {
+                        budget,
+                        task: DeviceBuffer::upload(dev, &whole_runs(&list, &first))?,
+                        first: DeviceBuffer::upload(dev, &first)?,
+                    })
+                }
                 None => None,
             },
             list,
@@ -519,16 +553,19 @@ impl Prepared {
                 self.launch_kernel(&format!("{prefix}_all"), grid(*n, tpi)?, &a)
             }
             PreparedTasks::List(l) => {
-                let (n_warps, warp_first) = match &l.packed {
-                    Some((_, groups)) if self.decomposition == Decomposition::Cte => {
-                        (groups.len() as u32 - 1, groups.device_ptr(&self.dev))
-                    }
-                    _ => (0, 0),
+                let (n_warps, warp_first, warp_task) = match &l.packed {
+                    Some(pw) if self.decomposition == Decomposition::Cte => (
+                        pw.first.len() as u32 - 1,
+                        pw.first.device_ptr(&self.dev),
+                        pw.task.device_ptr(&self.dev),
+                    ),
+                    _ => (0, 0, 0),
                 };
                 let a = LaunchArgs {
                     n_items: l.list.len() as u64,
                     n_warps,
                     warp_first,
+                    warp_task,
                     segments: l.segments.device_ptr(&self.dev),
                     whole: l.whole.device_ptr(&self.dev),
                     scratch: l.scratch.device_ptr(&self.dev),
@@ -638,7 +675,7 @@ impl Prepared {
     /// ([`Split::Auto`] with long tasks, or [`Split::Budget`]).
     pub fn warp_budget(&self) -> Option<u32> {
         match &self.tasks {
-            PreparedTasks::List(l) => l.packed.as_ref().map(|(b, _)| *b),
+            PreparedTasks::List(l) => l.packed.as_ref().map(|pw| pw.budget),
             PreparedTasks::All(_) => None,
         }
     }
@@ -692,8 +729,8 @@ mod tests {
 
     #[test]
     fn launch_args_match_the_device_struct() {
-        // 9 pointers/counts + 2 u32 + 1 pointer = 88 bytes, as in task_source.cuh.
-        assert_eq!(std::mem::size_of::<LaunchArgs>(), 88);
+        // 9 pointers/counts + 2 u32 + 2 pointers = 96 bytes, as in task_source.cuh.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 96);
         assert_eq!(std::mem::size_of::<FaultRecord>(), 48);
     }
 
@@ -768,6 +805,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn whole_runs_name_groups_of_whole_consecutive_tasks() {
+        // Tasks 0-2 whole, task 3 in two pieces, task 4 whole, task 6 then 5.
+        let segs = vec![
+            Segment::new(0, 0, 4),
+            Segment::new(1, 4, 8),
+            Segment::new(2, 8, 9),
+            Segment::new(3, 9, 20),
+            Segment::new(3, 20, 30),
+            Segment::new(4, 30, 31),
+            Segment::new(6, 40, 41),
+            Segment::new(5, 31, 40),
+        ];
+        let list = TaskList::new(segs).unwrap();
+        let first = [0, 3, 4, 5, 6, 8];
+        assert_eq!(
+            whole_runs(&list, &first),
+            vec![0, u32::MAX, u32::MAX, 4, u32::MAX]
+        );
+        assert_eq!(whole_runs(&list, &[0, 8]), vec![u32::MAX]);
+        assert_eq!(whole_runs(&list, &[0, 1]), vec![0]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 #include "warpfit/fault.cuh"
 #include "warpfit/rust_ops.cuh"
 #include "warpfit/warp.cuh"
+#include "warpfit/pdl.cuh"
 #include "warpfit/task_source.cuh"
 #include "warpfit/thread.cuh"
 #include "warpfit/subwarp.cuh"
@@ -48,6 +49,13 @@ template <class K> struct min_blocks<K, Cte> {
 /// Runs kernel `K` over the items of `Src` with decomposition `D`.
 template <class K, class D, class Src>
 __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, const LaunchArgs& a) {
+    if (Src::is_list) {
+        // The merge launch that may follow waits for this grid's completion
+        // itself (`wait_for_primary`), so it may be scheduled as soon as
+        // every block has started: its launch latency hides under this
+        // grid's tail instead of following it.
+        allow_dependents();
+    }
     D::template run<K, Src>(p, a);
 }
 

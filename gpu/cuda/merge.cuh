@@ -9,6 +9,7 @@
 // same result for any associative operator, on every run.
 #pragma once
 #include "warpfit/task_source.cuh"
+#include "warpfit/pdl.cuh"
 
 namespace warpfit {
 
@@ -33,8 +34,11 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     st.first = 0;
     st.count = 0;
     if (valid) {
-        st = a.split[t];
+        st = a.split[t];  // written by the host, not by the task-list launch
     }
+    // Partials and presence come from the task-list launch, which may still
+    // be running when this grid starts (programmatic dependent launch).
+    wait_for_primary();
     const uint32_t chunk = (st.count + W - 1) / W;
     const uint32_t b = min(uint32_t(j) * chunk, st.count);
     const uint32_t e = min(b + chunk, st.count);

@@ -24,6 +24,7 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ("warpfit/fault.cuh", include_str!("../cuda/fault.cuh")),
     ("warpfit/rust_ops.cuh", include_str!("../cuda/rust_ops.cuh")),
     ("warpfit/warp.cuh", include_str!("../cuda/warp.cuh")),
+    ("warpfit/pdl.cuh", include_str!("../cuda/pdl.cuh")),
     (
         "warpfit/task_source.cuh",
         include_str!("../cuda/task_source.cuh"),

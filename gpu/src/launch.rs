@@ -536,6 +536,59 @@ impl Prepared {
         Ok(())
     }
 
+    /// Launches the merge of split tasks as a programmatic dependent of the
+    /// task-list launch before it (sm_90 and newer): the merge grid may be
+    /// scheduled while the task-list grid runs its last blocks, and waits
+    /// for its completion on the device (`wait_for_primary` in merge.cuh).
+    fn launch_dependent(&self, name: &str, grid_dim: u32, a: &LaunchArgs) -> Result<()> {
+        use cudarc::driver::sys;
+        if grid_dim == 0 {
+            return Ok(());
+        }
+        let f = self.module.function(name)?;
+        let context = || format!("launching `{name}` of kernel `{}`", self.spec.name);
+        self.dev
+            .context()
+            .bind_to_thread()
+            .map_err(cuda_err(context()))?;
+        // SAFETY: the union is plain data; only the field the id names is read.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut attr = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: grid_dim,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: BLOCK,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            hStream: self.dev.stream().cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        let mut params: [*mut std::ffi::c_void; 2] = [
+            (&self.params as *const ParamBlock).cast_mut().cast(),
+            (a as *const LaunchArgs).cast_mut().cast(),
+        ];
+        // SAFETY: as in `launch_kernel`: the entry point takes (Params,
+        // LaunchArgs) by value, the driver copies them from `params` before
+        // returning, and every pointer inside refers to a live buffer.
+        let r = unsafe {
+            sys::cuLaunchKernelEx(
+                &cfg,
+                f.cu_function(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        r.result().map_err(cuda_err(context()))
+    }
+
     /// Enqueues the launch (main kernel, then the merge of split tasks).
     /// Asynchronous: call [`Prepared::check_fault`] or [`Prepared::finish`].
     pub fn run(&self) -> Result<()> {
@@ -588,10 +641,16 @@ impl Prepared {
                         n_items: n_split,
                         ..a
                     };
-                    if l.wide_merge {
-                        self.launch_kernel("wf_merge_wide", grid(n_split, MERGE_LANES_WIDE)?, &m)?;
+                    let (name, lanes) = if l.wide_merge {
+                        ("wf_merge_wide", MERGE_LANES_WIDE)
                     } else {
-                        self.launch_kernel("wf_merge", grid(n_split, MERGE_LANES)?, &m)?;
+                        ("wf_merge", MERGE_LANES)
+                    };
+                    let blocks = grid(n_split, lanes)?;
+                    if self.dev.arch() >= crate::Arch::new(9, 0) {
+                        self.launch_dependent(name, blocks, &m)?;
+                    } else {
+                        self.launch_kernel(name, blocks, &m)?;
                     }
                 }
                 Ok(())

@@ -169,9 +169,10 @@ pub struct MatrixResult {
     pub ncols: usize,
     pub nnz: usize,
     pub max_row: usize,
-    /// The warp work budget the automatic split chose (`None`: 32
-    /// consecutive rows per warp, none split).
-    pub auto_budget: Option<u32>,
+    /// What the automatic split chose for `cte`, and its serial-fallback
+    /// bound.
+    pub auto_split: Option<Split>,
+    pub auto_serial_max: u32,
     pub variants: Vec<VariantResult>,
 }
 
@@ -377,7 +378,7 @@ pub fn run_spmv(
             })
             .collect();
         let mut variants = Vec::new();
-        let mut auto_budget = None;
+        let (mut auto_split, mut auto_serial_max) = (None, 0);
         let mut configs: Vec<(String, LaunchConfig)> = Vec::new();
         for d in Decomposition::ALL {
             if d != Decomposition::Cte {
@@ -439,7 +440,8 @@ pub fn run_spmv(
                 Prepared::new(dev, opts.kernel, &cfg, Tasks::All(n), &args)?
             };
             if vname == "cte" {
-                auto_budget = prepared.warp_budget();
+                auto_split = prepared.chosen_split();
+                auto_serial_max = prepared.cte_serial_max();
             }
             prepared.run()?;
             prepared.finish(&mut [
@@ -504,7 +506,8 @@ pub fn run_spmv(
             ncols: a.ncols(),
             nnz: a.nnz(),
             max_row,
-            auto_budget,
+            auto_split,
+            auto_serial_max,
             variants,
         };
         for v in &m.variants {
@@ -554,15 +557,17 @@ impl SpmvReport {
             let cus = m.best_cusparse().map_or(f64::NAN, |v| v.median_ms);
             let _ = writeln!(
                 s,
-                "### {}\n\n{} rows, {} nnz, longest row {}, automatic warp budget: {}\n",
+                "### {}\n\n{} rows, {} nnz, longest row {}; `cte` chose {}, serial fallback up to {}\n",
                 m.name,
                 m.nrows,
                 m.nnz,
                 m.max_row,
-                m.auto_budget
-                    .map_or("none (32 rows per warp, no split)".to_string(), |v| {
-                        format!("{v} nonzeros (longer rows split)")
-                    })
+                match m.auto_split {
+                    Some(Split::Budget(b)) => format!("warps packed by {b} nonzeros (longer rows split)"),
+                    Some(Split::Max(s)) => format!("segments of at most {s}, 32 per warp"),
+                    _ => "32 rows per warp, none split".to_string(),
+                },
+                m.auto_serial_max
             );
             let _ = writeln!(s, "| variant | ms (median) | min–max | GFLOP/s | GB/s | % copy BW | vs best cuSPARSE |");
             let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
@@ -584,7 +589,7 @@ impl SpmvReport {
             s.push('\n');
         }
         let _ = writeln!(s, "### Summary against the targets\n");
-        let _ = writeln!(s, "`cte` is the default configuration (automatic split, serial fallback for warps whose longest row is at most 8, or 32 in a small launch left unsplit).\n");
+        let _ = writeln!(s, "`cte` is the default configuration (`Split::Auto`: warps packed by work when rows are long, segments of 4 on small launches with long rows; serial fallback for warps whose longest row is at most 8, or 64 in a large launch with local gathers).\n");
         let _ = writeln!(s, "| matrix | CTE ms | best sub-warp | CTE speed-up over it | best cuSPARSE | CTE vs it | best warpfit GB/s (% copy) |");
         let _ = writeln!(s, "|---|---:|---|---:|---|---:|---:|");
         let mut logs = Vec::new();

@@ -118,8 +118,7 @@ pub struct LaunchConfig {
     /// whose longest task has at most this many fine tasks: a few serial
     /// steps cost less than expansion's shuffles, and there is nothing to
     /// balance (the 5-point grid). 0 always expands. With [`Split::Auto`],
-    /// a small launch left unsplit raises it (see [`auto_serial_max`]), and
-    /// so do local gathers (see [`LOCAL_SERIAL_MAX`]).
+    /// local gathers raise it (see [`LOCAL_SERIAL_MAX`]).
     pub cte_serial_max: u32,
 }
 
@@ -147,30 +146,29 @@ impl LaunchConfig {
 /// for the automatic split (see [`auto_split`]).
 pub const SMALL_LAUNCH_PER_SLOT: u64 = 64;
 
-/// The longest task a small launch leaves unsplit. One launch that folds
-/// rows of up to 32 serially beats a split at 8 plus the merge launch:
-/// bayer10 (longest row 27) 0.0105 ms against 0.0125 on an H200.
-pub const SMALL_LAUNCH_SERIAL_MAX: u32 = 32;
+/// The longest task a small launch packs whole (no split, one launch): at
+/// most this, [`Split::Budget`] of the next power of two, at least 64.
+pub const SMALL_LAUNCH_WHOLE_MAX: u64 = 128;
 
-/// The serial-fallback bound of a CTE launch with [`Split::Auto`] in which
-/// most warps' gathers are local (the size kernel's probe: the first
+/// The serial-fallback bound of a CTE launch with [`Split::Auto`] that is
+/// not small and in which most warps' gathers are local (the size kernel's probe: the first
 /// gathered index of 32 neighbouring tasks falls in at most 8 lines of 32
 /// elements). Serial loads of neighbouring lanes then hit lines already in
 /// L1, and a serial step costs far fewer instructions than a round of
 /// expansion: on an H100, rgg 2^22 in spatial order 0.339 -> 0.254 ms; the
 /// same matrix in random order, and uniform random columns, expand (serial
-/// there was 0.89 against 0.57 ms, and 0.82 against 0.59).
+/// there was 0.89 against 0.57 ms, and 0.82 against 0.59). Small launches
+/// keep the configured bound: their few warps need the expansion's
+/// parallelism more than L1 hits (bcsstk16, local, packed by 128: 0.0146 ms
+/// serial to 64 against 0.0091; bayer10 at 64: 0.0089 against 0.0071).
 pub const LOCAL_SERIAL_MAX: u32 = 64;
 
-/// The serial-fallback bound (`cte_serial_max`) of a CTE launch with
-/// [`Split::Auto`]: `configured`, raised to [`SMALL_LAUNCH_SERIAL_MAX`] for
-/// a small launch that [`auto_split`] leaves unsplit because its
-/// tasks are short (expanding them would leave most lanes of the few warps
-/// waiting on shuffles).
-pub fn auto_serial_max(configured: u32, max_task: u64, total: u64, resident_warps: u64) -> u32 {
-    let per_slot = total / resident_warps.max(1);
-    if per_slot < SMALL_LAUNCH_PER_SLOT && max_task <= u64::from(SMALL_LAUNCH_SERIAL_MAX) {
-        configured.max(SMALL_LAUNCH_SERIAL_MAX)
+/// The serial-fallback bound of a CTE launch with [`Split::Auto`]:
+/// `configured`, raised to [`LOCAL_SERIAL_MAX`] when the launch is not
+/// small and `local` (most warps' gathers are local).
+pub fn auto_serial_max(configured: u32, total: u64, resident_warps: u64, local: bool) -> u32 {
+    if local && total / resident_warps.max(1) >= SMALL_LAUNCH_PER_SLOT {
+        configured.max(LOCAL_SERIAL_MAX)
     } else {
         configured
     }
@@ -207,27 +205,26 @@ pub const PACKED_WARP_BUDGET: u32 = 512;
 ///
 /// Small launches are bound by latency and parallelism, not by work: 32
 /// items of up to 32 fine tasks per warp leave most of the GPU idle (a
-/// 5k-row matrix gives 150 warps). They are cut into segments of 8
-/// ([`Split::Max`]`(8)`), 32 per warp, which every warp folds serially
-/// (S = 8 is the default `cte_serial_max`), without the expansion's
-/// shuffles. Measured on an H200: under 64 per slot S = 8 is fastest
-/// (bcsstk16 2.7x, mbeacxc 2.8x, bayer10 1.6x faster than S = 32); on an
-/// H100, S = 4 and 2 gain nothing over 8 (bcsstk16 0.0126 / 0.0136 /
-/// 0.0127 ms at S = 4 / 2 / 8), and packing by work is slower there
-/// (bcsstk16 0.0146 ms at a budget of 256 against 0.0123, mbeacxc 0.0185
-/// against 0.0125): serial segments of 8 keep more loads in flight than
-/// expansion rounds over whole rows.
-///
-/// A small launch whose tasks are all at most [`SMALL_LAUNCH_SERIAL_MAX`]
-/// long is not split at all: it runs in one launch (no merge) with every
-/// warp folding serially (see [`auto_serial_max`]).
+/// 5k-row matrix gives 150 warps), and the merge launch of split tasks is
+/// a good part of the time. When no task is longer than
+/// [`SMALL_LAUNCH_WHOLE_MAX`], the warps are packed by the longest task's
+/// next power of two (at least 64): many warps, nothing split, one launch.
+/// Otherwise tasks are cut into segments of 4 ([`Split::Max`]`(4)`), 32 per
+/// warp, folded serially (4 is under the default `cte_serial_max`).
+/// Measured on an H100, one session (with the merge launch as a
+/// programmatic dependent): bayer10 (longest row 27) 0.0071 ms at a budget
+/// of 64 against 0.0093 unsplit with 32 rows per warp (serially) and
+/// 0.0105 in segments of 8; bcsstk16 (longest 81) 0.0091 at 128 against
+/// 0.0121 at 64, 0.0115 at 256 and 0.0098 in segments of 8; mbeacxc
+/// (longest 484) 0.0094 in segments of 4 against 0.0103 of 8, 0.0093 of 2
+/// and 0.0095 at a budget of 64.
 pub fn auto_split(max_task: u64, total: u64, resident_warps: u64) -> Split {
     let per_slot = total / resident_warps.max(1);
     if per_slot < SMALL_LAUNCH_PER_SLOT {
-        if max_task <= u64::from(SMALL_LAUNCH_SERIAL_MAX) {
-            Split::Never
+        if max_task <= SMALL_LAUNCH_WHOLE_MAX {
+            Split::Budget(max_task.next_power_of_two().max(64) as u32)
         } else {
-            Split::Max(8)
+            Split::Max(4)
         }
     } else if max_task > PACK_ABOVE {
         Split::Budget(PACKED_WARP_BUDGET)
@@ -699,17 +696,18 @@ mod tests {
         assert_eq!(auto_split(5, 84_000_000, 8448), Split::Never);
         assert_eq!(auto_split(64, 60_000_000, 8448), Split::Never);
         assert_eq!(auto_split(65, 60_000_000, 8448), Split::Budget(512));
-        // Small launches: bcsstk16 (290k fine tasks, longest 81) in
-        // segments of 8.
-        assert_eq!(auto_split(81, 290_378, 8448), Split::Max(8));
-        // A small launch whose tasks are all short runs unsplit, serially
-        // up to 32 (bayer10: 94,926 fine tasks, longest 27) ...
-        assert_eq!(auto_split(27, 94_926, 8448), Split::Never);
-        assert_eq!(auto_serial_max(8, 27, 94_926, 8448), 32);
-        assert_eq!(auto_serial_max(64, 27, 94_926, 8448), 64);
-        // ... but a split small launch and a large one keep the configured bound.
-        assert_eq!(auto_split(33, 94_926, 8448), Split::Max(8));
-        assert_eq!(auto_serial_max(8, 33, 94_926, 8448), 8);
-        assert_eq!(auto_serial_max(8, 27, 84_000_000, 8448), 8);
+        // Small launches: packed whole up to a longest task of 128
+        // (bayer10: 94,926 fine tasks, longest 27; bcsstk16: 290k, longest
+        // 81), else segments of 4 (mbeacxc: 49,920, longest 484).
+        assert_eq!(auto_split(27, 94_926, 8448), Split::Budget(64));
+        assert_eq!(auto_split(81, 290_378, 8448), Split::Budget(128));
+        assert_eq!(auto_split(128, 290_378, 8448), Split::Budget(128));
+        assert_eq!(auto_split(484, 49_920, 8448), Split::Max(4));
+        assert_eq!(auto_split(0, 0, 8448), Split::Budget(64));
+        // Local gathers raise the serial bound of large launches only.
+        assert_eq!(auto_serial_max(8, 60_000_000, 8448, true), 64);
+        assert_eq!(auto_serial_max(8, 60_000_000, 8448, false), 8);
+        assert_eq!(auto_serial_max(100, 60_000_000, 8448, true), 100);
+        assert_eq!(auto_serial_max(8, 290_378, 8448, true), 8);
     }
 }

@@ -5,7 +5,6 @@
 use crate::buffer::{cuda_err, DeviceBuffer};
 use crate::device::{
     auto_serial_max, auto_split, CudaDevice, Decomposition, LaunchConfig, Module, Split,
-    LOCAL_SERIAL_MAX,
 };
 use crate::spec::{Arg, KernelSpec, ParamKind, ScalarValue};
 use cudarc::driver::{DeviceRepr, LaunchConfig as CuLaunch, PushKernelArg};
@@ -383,6 +382,8 @@ pub struct Prepared {
     tasks: PreparedTasks,
     decomposition: Decomposition,
     cte_serial_max: u32,
+    /// What [`Split::Auto`] chose ([`auto_split`]), when it ran.
+    auto_split: Option<Split>,
     fault: DeviceBuffer<u64>,
 }
 
@@ -410,6 +411,7 @@ impl Prepared {
             tasks: PreparedTasks::All(0),
             decomposition: config.decomposition,
             cte_serial_max: config.cte_serial_max,
+            auto_split: None,
             fault: DeviceBuffer::zeros(dev, FAULT_WORDS)?,
         };
         p.tasks = match tasks {
@@ -451,8 +453,8 @@ impl Prepared {
     /// Runs the size kernel and cuts tasks longer than the chosen segment
     /// length into segments, with the budget the CTE warps are packed by
     /// (none for [`Split::Max`]); `None` when the launch runs all tasks as
-    /// they are. With [`Split::Auto`], also sets the launch's
-    /// serial-fallback bound ([`auto_serial_max`]).
+    /// they are. With [`Split::Auto`], also records the split chosen and
+    /// sets the launch's serial-fallback bound ([`auto_serial_max`]).
     fn split_list(&mut self, n: usize, split: Split) -> Result<Option<(TaskList, Option<u32>)>> {
         check_u32_items(n)?;
         let ranges = DeviceBuffer::<u32>::zeros(&self.dev, 2 * n)?;
@@ -473,11 +475,11 @@ impl Prepared {
         let split = match split {
             Split::Auto => {
                 let warps = self.dev.resident_warps();
-                self.cte_serial_max = auto_serial_max(self.cte_serial_max, max, total, warps);
-                if 2 * local_warps > busy_warps {
-                    self.cte_serial_max = self.cte_serial_max.max(LOCAL_SERIAL_MAX);
-                }
-                auto_split(max, total, warps)
+                let local = 2 * local_warps > busy_warps;
+                self.cte_serial_max = auto_serial_max(self.cte_serial_max, total, warps, local);
+                let chosen = auto_split(max, total, warps);
+                self.auto_split = Some(chosen);
+                chosen
             }
             s => s,
         };
@@ -737,6 +739,18 @@ impl Prepared {
             PreparedTasks::List(l) => l.packed.as_ref().map(|pw| pw.budget),
             PreparedTasks::All(_) => None,
         }
+    }
+
+    /// What [`Split::Auto`] chose for this launch ([`auto_split`]; `None`
+    /// when the launch was configured otherwise).
+    pub fn chosen_split(&self) -> Option<Split> {
+        self.auto_split
+    }
+
+    /// The launch's serial-fallback bound (`cte_serial_max`, after
+    /// [`auto_serial_max`]).
+    pub fn cte_serial_max(&self) -> u32 {
+        self.cte_serial_max
     }
 
     /// The task list the launch runs, when it runs one (given, or built by

@@ -18,7 +18,8 @@ pub mod spec;
 pub use compile::Arch;
 pub use device::{
     auto_serial_max, auto_split, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig,
-    Split, ENTRY_POINTS, LOCAL_SERIAL_MAX,
+    Split, ENTRY_POINTS, LOCAL_SERIAL_MAX, PACKED_WARP_BUDGET, PACK_ABOVE, SMALL_LAUNCH_PER_SLOT,
+    SMALL_LAUNCH_WHOLE_MAX,
 };
 pub use spec::{
     Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,

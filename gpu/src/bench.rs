@@ -551,7 +551,7 @@ impl SpmvReport {
         let _ = writeln!(
             s,
             "Median of the timed runs (CUDA events, L2 flushed before each run, results checked against an f64 CPU reference first). \
-             Effective bytes = 8·nnz + 4·(n+1) + 4·n + 4·ncols. `cte` is the automatic split; `cte:B=…` warps packed by fixed work budgets; `cte:S=…` fixed segment lengths, 32 per warp; `cte:whole` no split.\n"
+             Effective bytes = 8·nnz + 4·(n+1) + 4·n + 4·ncols. `cte` is the automatic split; `cte:B=…` warps packed by fixed work budgets; `cte:S=…` fixed segment lengths, 32 per warp; `cte:whole` no split; `cte:serial=N` the automatic split with a serial-fallback bound of N (raised to 64, as for `cte`, in a large launch with local gathers).\n"
         );
         for m in &self.matrices {
             let cus = m.best_cusparse().map_or(f64::NAN, |v| v.median_ms);

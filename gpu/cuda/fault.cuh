@@ -36,6 +36,7 @@ struct Fault {
 
     /// Loads at the fine-task index are checked one by one (`ld_k`).
     static constexpr bool ranges_checked = false;
+    static constexpr bool streaming = false;
 
     __device__ __forceinline__ Fault() : kind(FAULT_NONE), array(0), index(0), task(NO_TASK) {}
 
@@ -75,6 +76,7 @@ struct LeanFault {
     bool bad;
 
     static constexpr bool ranges_checked = false;
+    static constexpr bool streaming = false;
 
     __device__ __forceinline__ LeanFault() : bad(false) {}
 
@@ -99,6 +101,7 @@ struct RangeCheckedFault : Fault {
 /// faster, RMAT 20 1%.
 struct RangeCheckedLeanFault : LeanFault {
     static constexpr bool ranges_checked = true;
+    static constexpr bool streaming = true;
 };
 
 /// The launch-wide fault word the host reads back; mirrored by

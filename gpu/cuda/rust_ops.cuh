@@ -49,6 +49,19 @@ template <> __device__ __forceinline__ uint64_t ldg<uint64_t>(const uint64_t* p)
     return __ldg(reinterpret_cast<const unsigned long long*>(p));
 }
 
+/// Read-only global load marked streaming (`ld.global.cs`: evict first
+/// from L1 and L2), for data read once.
+template <class T> __device__ __forceinline__ T ldcs(const T* p) { return __ldcs(p); }
+template <> __device__ __forceinline__ bool ldcs<bool>(const bool* p) {
+    return __ldcs(reinterpret_cast<const unsigned char*>(p)) != 0;
+}
+template <> __device__ __forceinline__ int64_t ldcs<int64_t>(const int64_t* p) {
+    return __ldcs(reinterpret_cast<const long long*>(p));
+}
+template <> __device__ __forceinline__ uint64_t ldcs<uint64_t>(const uint64_t* p) {
+    return __ldcs(reinterpret_cast<const unsigned long long*>(p));
+}
+
 /// `array[i]` of a read-only array (`&[T]`): out of range records a fault
 /// (array id = parameter position, task index excluded) and yields zero.
 template <class T, class I, class F>
@@ -67,7 +80,7 @@ __device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id
 template <class T, class I, class F>
 __device__ __forceinline__ T ld_k(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
     if (F::ranges_checked) {
-        return ldg(p + uint64_t(i));
+        return F::streaming ? ldcs(p + uint64_t(i)) : ldg(p + uint64_t(i));
     }
     return ld(p, len, i, array_id, f);
 }

@@ -48,8 +48,8 @@ template <class K> struct Item {
     bool valid;     // false past the end, or when the prologue faulted
 };
 
-/// Task `i` whole, its range from the prologue (`valid` false when `live`
-/// is, or the prologue faulted).
+/// Task `i` whole, its range from the prologue (`valid` false when not
+/// `live`, or when the prologue faulted).
 template <class K>
 __device__ __forceinline__ void load_task(const typename K::params_t& p, uint64_t i, bool live, Item<K>& it,
                                           Fault& f) {

@@ -5,6 +5,16 @@
 use warpfit_gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
 use warpfit_gpu::CudaDevice;
 
+/// The comma-separated list that follows `flag`.
+fn list<T>(value: Option<&String>, flag: &str) -> Result<Vec<T>, Box<dyn std::error::Error>>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + 'static,
+{
+    let v = value.ok_or_else(|| format!("{flag} needs a comma-separated list"))?;
+    Ok(v.split(',').map(str::parse).collect::<Result<_, _>>()?)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut opts = SpmvBenchOptions::default();
@@ -25,24 +35,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             "--variants" => {
                 i += 1;
-                let v = args
-                    .get(i)
-                    .ok_or("--variants needs a comma-separated list")?;
-                opts.variants = v.split(',').map(str::to_string).collect();
+                opts.variants = list(args.get(i), "--variants")?;
             }
             "--segment-lens" => {
                 i += 1;
-                let v = args
-                    .get(i)
-                    .ok_or("--segment-lens needs a comma-separated list")?;
-                opts.segment_lens = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
+                opts.segment_lens = list(args.get(i), "--segment-lens")?;
             }
             "--budgets" => {
                 i += 1;
-                let v = args
-                    .get(i)
-                    .ok_or("--budgets needs a comma-separated list")?;
-                opts.budgets = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
+                opts.budgets = list(args.get(i), "--budgets")?;
             }
             "--mtx" => {
                 i += 1;

@@ -151,9 +151,9 @@ pub const SMALL_LAUNCH_PER_SLOT: u64 = 64;
 pub const SMALL_LAUNCH_WHOLE_MAX: u64 = 128;
 
 /// The serial-fallback bound of a CTE launch with [`Split::Auto`] that is
-/// not small and in which most warps' gathers are local (the size kernel's probe: the first
-/// gathered index of 32 neighbouring tasks falls in at most 8 lines of 32
-/// elements). Serial loads of neighbouring lanes then hit lines already in
+/// not small and in which most warps' gathers are local (the size kernel's
+/// probe: the first gathered index of 32 neighbouring tasks falls in at
+/// most 8 lines of 32 elements). Serial loads of neighbouring lanes then hit lines already in
 /// L1, and a serial step costs far fewer instructions than a round of
 /// expansion: on an H100, rgg 2^22 in spatial order 0.339 -> 0.254 ms; the
 /// same matrix in random order, and uniform random columns, expand (serial

@@ -282,10 +282,9 @@ pub fn whole_runs(list: &TaskList, first: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// CTE warps packed by work: the budget, each group's first segment (then
-/// the end) and [`whole_runs`].
+/// CTE warps packed by work: each group's first segment (then the end)
+/// and [`whole_runs`].
 struct PackedWarps {
-    budget: u32,
     first: DeviceBuffer<u32>,
     task: DeviceBuffer<u32>,
 }
@@ -348,7 +347,6 @@ impl DeviceTaskList {
                 Some(budget) => {
                     let first = pack_warps(list.segments(), budget);
                     Some(PackedWarps {
-                        budget,
                         task: DeviceBuffer::upload(dev, &whole_runs(&list, &first))?,
                         first: DeviceBuffer::upload(dev, &first)?,
                     })
@@ -730,15 +728,6 @@ impl Prepared {
     /// The device buffers of the arguments.
     pub fn args(&self) -> &DeviceArgs {
         &self.args
-    }
-
-    /// The work budget CTE warps are packed by, when the launch packs them
-    /// ([`Split::Auto`] with long tasks, or [`Split::Budget`]).
-    pub fn warp_budget(&self) -> Option<u32> {
-        match &self.tasks {
-            PreparedTasks::List(l) => l.packed.as_ref().map(|pw| pw.budget),
-            PreparedTasks::All(_) => None,
-        }
     }
 
     /// What [`Split::Auto`] chose for this launch ([`auto_split`]; `None`

@@ -105,7 +105,7 @@ struct RangeCheckedLeanFault : LeanFault {
 };
 
 /// The launch-wide fault word the host reads back; mirrored by
-/// `FaultRecord` in `gpu/src/launch.rs`.
+/// `FaultRecord` in `gpu/src/abi.rs`.
 struct FaultRecord {
     uint32_t claimed;  // 0 until a thread publishes its fault
     uint32_t kind;

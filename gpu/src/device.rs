@@ -180,7 +180,7 @@ impl CudaDevice {
     /// CTE kernels (6 KiB of per-warp slots per block), and their serial
     /// folds lose the L1 hits they live on; a smaller hint than the need
     /// cuts occupancy. Kernels without shared memory keep the driver's
-    /// choice.
+    /// choice. Measurements: BENCHMARKS.md, "Tuning constants: history".
     fn set_carveout(&self, f: &CudaFunction, ep: &str) -> Result<()> {
         use sys::CUfunction_attribute_enum as A;
         let context = || format!("shared-memory carveout of entry point `{ep}`");

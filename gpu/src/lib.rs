@@ -20,7 +20,7 @@
 //! - `tasks`, [`launch`], `fault`: the task list on the device, the launch
 //!   itself, and faults read back as the CPU twin's errors;
 //! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory;
-//! - [`baseline`] (cuSPARSE) and [`bench`]: the SpMV benchmark.
+//! - [`baseline`] (cuSPARSE) and [`bench`](mod@bench): the SpMV benchmark.
 
 mod abi;
 mod args;

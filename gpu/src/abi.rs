@@ -358,7 +358,10 @@ mod tests {
             }
         }
         for name in [MERGE_ENTRY, MERGE_WIDE_ENTRY, SIZES_ENTRY] {
-            assert!(k.contains(&format!("        {name}(const K::params_t p")));
+            assert!(
+                k.contains(&format!(" {name}(const K::params_t")),
+                "kernel.cuh defines no entry point {name}"
+            );
             defined.push(name.to_string());
         }
         let mut listed: Vec<String> = ENTRY_POINTS.iter().map(|s| s.to_string()).collect();

@@ -5,8 +5,12 @@
 extern crate self as warpfit;
 
 pub mod apps;
+/// The device layer: the CUDA device, buffers, prepared launches, NVRTC
+/// compilation, the cuSPARSE baseline and the SpMV benchmark.
 pub use warpfit_gpu as gpu;
-pub use warpfit_gpu::{Decomposition, Device, LaunchConfig, Split};
+pub use warpfit_gpu::{
+    CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, LaunchConfig, Split,
+};
 pub use warpfit_macros::{device_fn, nested_reduce};
 pub use warpfit_runtime as runtime;
 pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
@@ -20,10 +24,9 @@ pub mod prelude {
 /// Items the generated code refers to; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use warpfit_gpu::spec::{
-        Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, ScalarType,
+    pub use warpfit_gpu::{
+        Arg, Device, DeviceFnSource, KernelSpec, LaunchConfig, ParamKind, ParamSpec, ScalarType,
     };
-    pub use warpfit_gpu::{Device, LaunchConfig};
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::partition::WorkGraph;
     pub use warpfit_runtime::{Error, Result, Tasks};

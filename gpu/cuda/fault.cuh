@@ -71,7 +71,7 @@ struct Fault {
 /// record's selects, and no task attribution runs per round; a warp that
 /// raised the flag folds its items again with a `Fault` to record exactly
 /// what the CPU twin reports (the launch fails either way, so speed there
-/// is moot). Measured on an H100: 1-2% off the expansion's time.
+/// is moot). Measurements: BENCHMARKS.md, "Tuning constants: history".
 struct LeanFault {
     bool bad;
 
@@ -96,16 +96,15 @@ struct RangeCheckedFault : Fault {
 
 /// `LeanFault` for a warp whose items' ranges all lie within
 /// `Kernel::direct_len`: loads at the fine-task index (`ld_k`) need no
-/// check, only gathers and divisions do. An f32 SpMV round drops from 100
-/// to 88 instructions; measured on an H100, rgg 2^22 in spatial order 5%
-/// faster, RMAT 20 1%.
+/// check, only gathers and divisions do: fewer instructions per round of
+/// expansion (measurements: BENCHMARKS.md, "Tuning constants: history").
 struct RangeCheckedLeanFault : LeanFault {
     static constexpr bool ranges_checked = true;
     static constexpr bool streaming = true;
 };
 
 /// The launch-wide fault word the host reads back; mirrored by
-/// `FaultRecord` in `gpu/src/launch.rs`.
+/// `FaultRecord` in `gpu/src/abi.rs`.
 struct FaultRecord {
     uint32_t claimed;  // 0 until a thread publishes its fault
     uint32_t kind;

@@ -24,15 +24,14 @@ namespace warpfit {
 /// Blocks per SM each decomposition's kernels are compiled for. CTE is
 /// latency-bound (each round waits on a gather), so a kernel with a 4-byte
 /// accumulator and no prologue state (`ctx_t` empty, as SpMV) is held to 6
-/// blocks' worth of registers (40 per thread: 75% occupancy instead of 50%;
-/// the f32 SpMV spills one word on sm_90 for it). Measured on an H200
-/// against 5 blocks (51 registers): grid 8%, rgg spatial 10%, RMAT scale 20
-/// 5% faster, uniform and rgg random 2%; the compiler's own choice (1) was
-/// 7% slower on RMAT. Kernels with more live state would spill under that
-/// cap (the min-plus fixture does on sm_90), so they keep the compiler's
-/// choice; the other decompositions use fewer registers than the cap anyway.
-/// The cap was measured on sm_90; sm_80's code generation spills the
-/// packed task-list path under 40 registers, so it gets 5 blocks (48).
+/// blocks' worth of registers (40 per thread: 75% occupancy instead of 50%),
+/// which hides more gather latency than the word or so it may spill costs.
+/// Kernels with more live state would spill more under that cap (the
+/// min-plus fixture does on sm_90), so they keep the compiler's choice; the
+/// other decompositions use fewer registers than the cap anyway. sm_80's
+/// code generation spills the packed task-list path under 40 registers, so
+/// it gets 5 blocks (48). Measurements: BENCHMARKS.md, "Tuning constants:
+/// history".
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 constexpr int CTE_LIGHT_BLOCKS = 5;
 #else

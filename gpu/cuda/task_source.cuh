@@ -19,7 +19,7 @@
 namespace warpfit {
 
 /// Launch-wide arguments of every library kernel, passed by value after
-/// the kernel's `Params`. Mirrored by `LaunchArgs` in `gpu/src/launch.rs`.
+/// the kernel's `Params`. Mirrored by `LaunchArgs` in `gpu/src/abi.rs`.
 struct LaunchArgs {
     uint64_t n_items;          // tasks (AllTasks), segments (TaskList) or split tasks (merge)
     const Segment* segments;   // TaskList

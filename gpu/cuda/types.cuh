@@ -4,7 +4,16 @@
 // code uses (`uint32_t`, `int64_t`, ...) are defined here. The definitions
 // agree with the LP64 ABI the host uses, so a redundant declaration by some
 // other header is a harmless re-typedef of the same type.
+//
+// The host mirrors of this library's ABI (these constants, the entry-point
+// names, `LaunchArgs`, `FaultRecord`, the fault kinds and the minimum
+// architecture) are in `gpu/src/abi.rs`, whose tests check both sides agree.
 #pragma once
+
+// The warp reductions (`__reduce_max_sync`) need compute capability 8.0.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "warpfit's device library needs compute capability 8.0 or newer"
+#endif
 
 typedef signed char int8_t;
 typedef short int16_t;
@@ -17,7 +26,7 @@ typedef unsigned long long uint64_t;
 
 namespace warpfit {
 
-/// Threads per warp on every architecture warpfit targets (sm_70 and newer).
+/// Threads per warp on every architecture warpfit targets (sm_80 and newer).
 constexpr int WARP = 32;
 /// Threads per block of every library kernel: 8 warps, enough to hide
 /// latency with several blocks per SM, small enough to keep shared memory

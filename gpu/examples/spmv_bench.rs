@@ -5,6 +5,11 @@
 use warpfit_gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
 use warpfit_gpu::CudaDevice;
 
+/// The timed kernel: the f32 SpMV functor written out, as `#[nested_reduce]`
+/// would emit it (this binary does not link the macros).
+#[path = "../tests/fixtures/spmv_f32.rs"]
+mod spmv_f32;
+
 /// The comma-separated list that follows `flag`.
 fn list<T>(value: Option<&String>, flag: &str) -> Result<Vec<T>, Box<dyn std::error::Error>>
 where
@@ -17,7 +22,7 @@ where
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut opts = SpmvBenchOptions::default();
+    let mut opts = SpmvBenchOptions::new(&spmv_f32::SPMV_F32);
     let mut out = None;
     let mut i = 0;
     let mut extra = Vec::new();

@@ -8,54 +8,18 @@
 //! report the median. The device-to-device copy bandwidth, measured in the
 //! same process, is the physical reference for the effective bandwidth.
 
+use crate::args::Arg;
 use crate::baseline::{CusparseSpmv, SpmvAlg};
 use crate::buffer::{cuda_err, DeviceBuffer};
-use crate::device::{CudaDevice, Decomposition, LaunchConfig, Split};
+use crate::config::{Decomposition, LaunchConfig, Split};
+use crate::device::CudaDevice;
 use crate::launch::Prepared;
-use crate::spec::{Arg, KernelSpec, ParamKind, ParamSpec, ScalarType};
+use crate::spec::{KernelSpec, ParamKind, ScalarType};
 use cudarc::driver::sys::CUevent_flags;
 use std::path::PathBuf;
 use std::time::Instant;
 use warpfit_runtime::gen::GenSpec;
 use warpfit_runtime::{Csr, Error, Result, Tasks};
-
-/// The benchmark kernel, as `#[nested_reduce]` emits it for
-/// `fn spmv(row, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32])`
-/// (docs/codegen.md).
-pub static SPMV_F32: KernelSpec = KernelSpec {
-    name: "spmv_f32",
-    // The same file the GPU tests check against the CPU twin.
-    cuda_source: include_str!("../tests/fixtures/spmv_f32.cu"),
-    device_fns: &[],
-    params: &[
-        ParamSpec {
-            name: "row_ptr",
-            ty: ScalarType::U32,
-            kind: ParamKind::Input,
-        },
-        ParamSpec {
-            name: "col",
-            ty: ScalarType::U32,
-            kind: ParamKind::Input,
-        },
-        ParamSpec {
-            name: "val",
-            ty: ScalarType::F32,
-            kind: ParamKind::Input,
-        },
-        ParamSpec {
-            name: "x",
-            ty: ScalarType::F32,
-            kind: ParamKind::Input,
-        },
-        ParamSpec {
-            name: "y",
-            ty: ScalarType::F32,
-            kind: ParamKind::Output,
-        },
-    ],
-    acc: ScalarType::F32,
-};
 
 /// Where a benchmark matrix comes from.
 #[derive(Debug, Clone)]
@@ -110,13 +74,24 @@ pub fn small_suite() -> Vec<MatrixSource> {
     ]
 }
 
+/// The parameters (kind and element type, in order) of the SpMV kernel the
+/// benchmark times, and its accumulator.
+const SPMV_SIGNATURE: [(ScalarType, ParamKind); 5] = [
+    (ScalarType::U32, ParamKind::Input),
+    (ScalarType::U32, ParamKind::Input),
+    (ScalarType::F32, ParamKind::Input),
+    (ScalarType::F32, ParamKind::Input),
+    (ScalarType::F32, ParamKind::Output),
+];
+
 /// Benchmark options.
 #[derive(Debug, Clone)]
 pub struct SpmvBenchOptions {
     /// The kernel timed: a `(row_ptr: &[u32], col: &[u32], val: &[f32],
-    /// x: &[f32], y: &mut [f32])` SpMV. `warpfit bench` passes the generated
-    /// `warpfit::apps::spmv::SPEC`; the default is [`SPMV_F32`], the same
-    /// functor written out, for binaries that cannot link the macros.
+    /// x: &[f32], y: &mut [f32])` SpMV with an f32 accumulator. `warpfit
+    /// bench` passes the generated `warpfit::apps::spmv::SPEC`; the
+    /// `spmv_bench` example, which cannot link the macros, the same functor
+    /// written out (`gpu/tests/fixtures/spmv_f32.rs`).
     pub kernel: &'static KernelSpec,
     pub matrices: Vec<MatrixSource>,
     /// Timed runs per variant (the median is reported); at least 20 is the protocol.
@@ -135,10 +110,12 @@ pub struct SpmvBenchOptions {
     pub variants: Vec<String>,
 }
 
-impl Default for SpmvBenchOptions {
-    fn default() -> Self {
+impl SpmvBenchOptions {
+    /// The protocol's defaults (the default suite, 20 timed runs, every
+    /// variant) for `kernel`.
+    pub fn new(kernel: &'static KernelSpec) -> Self {
         SpmvBenchOptions {
-            kernel: &SPMV_F32,
+            kernel,
             matrices: default_suite(),
             runs: 20,
             warmup: 3,
@@ -338,10 +315,9 @@ pub fn run_spmv(
     if opts.runs < 1 {
         return Err(Error::invalid("at least one timed run is needed"));
     }
-    let shape = |k: &KernelSpec| -> Vec<(ScalarType, ParamKind)> {
-        k.params.iter().map(|p| (p.ty, p.kind)).collect()
-    };
-    if shape(opts.kernel) != shape(&SPMV_F32) || opts.kernel.acc != ScalarType::F32 {
+    let shape: Vec<(ScalarType, ParamKind)> =
+        opts.kernel.params.iter().map(|p| (p.ty, p.kind)).collect();
+    if shape != SPMV_SIGNATURE || opts.kernel.acc != ScalarType::F32 {
         return Err(Error::invalid(format!(
             "kernel `{}` does not have the SpMV signature (row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32])",
             opts.kernel.name

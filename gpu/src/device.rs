@@ -1,237 +1,16 @@
+//! Where kernels run: [`Device`] (CPU or CUDA) and [`CudaDevice`], a GPU
+//! with its context, stream and compiled modules.
+
+use crate::abi::{self, BLOCK, MIN_ARCH};
 use crate::buffer::cuda_err;
 use crate::compile::{self, Arch};
+use crate::config::LaunchConfig;
 use crate::probe::{self, Library};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use warpfit_runtime::{Error, Result};
-
-/// How a kernel's fine tasks are spread over GPU threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Decomposition {
-    /// Collaborative task engagement: a warp expands its 32 tasks' fine tasks together.
-    #[default]
-    Cte,
-    /// One task per thread (1D).
-    Thread,
-    /// `W` threads per task, `W` in {2, 4, 8, 16, 32}.
-    SubWarp(u32),
-}
-
-impl Decomposition {
-    /// Every decomposition, in the order benchmarks report them.
-    pub const ALL: [Decomposition; 7] = [
-        Decomposition::Thread,
-        Decomposition::SubWarp(2),
-        Decomposition::SubWarp(4),
-        Decomposition::SubWarp(8),
-        Decomposition::SubWarp(16),
-        Decomposition::SubWarp(32),
-        Decomposition::Cte,
-    ];
-
-    /// Name prefix of the entry points in the device library.
-    pub(crate) fn entry_prefix(self) -> Result<&'static str> {
-        Ok(match self {
-            Decomposition::Cte => "wf_cte",
-            Decomposition::Thread => "wf_thread",
-            Decomposition::SubWarp(2) => "wf_sub2",
-            Decomposition::SubWarp(4) => "wf_sub4",
-            Decomposition::SubWarp(8) => "wf_sub8",
-            Decomposition::SubWarp(16) => "wf_sub16",
-            Decomposition::SubWarp(32) => "wf_sub32",
-            Decomposition::SubWarp(w) => {
-                return Err(Error::invalid(format!(
-                    "sub-warp width {w} is not supported: expected 2, 4, 8, 16 or 32"
-                )))
-            }
-        })
-    }
-
-    /// Threads that work on one item.
-    pub(crate) fn threads_per_item(self) -> u64 {
-        match self {
-            Decomposition::SubWarp(w) => u64::from(w),
-            _ => 1,
-        }
-    }
-}
-
-impl std::fmt::Display for Decomposition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Decomposition::Cte => f.write_str("cte"),
-            Decomposition::Thread => f.write_str("thread"),
-            Decomposition::SubWarp(w) => write!(f, "subwarp:{w}"),
-        }
-    }
-}
-
-impl std::str::FromStr for Decomposition {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "cte" => Ok(Decomposition::Cte),
-            "thread" => Ok(Decomposition::Thread),
-            _ => {
-                let w = s
-                    .strip_prefix("subwarp:")
-                    .and_then(|w| w.parse::<u32>().ok())
-                    .filter(|w| matches!(w, 2 | 4 | 8 | 16 | 32));
-                w.map(Decomposition::SubWarp).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "unknown decomposition `{s}`: expected cte, thread or subwarp:W with W in 2, 4, 8, 16, 32"
-                    ))
-                })
-            }
-        }
-    }
-}
-
-/// How a CTE launch over all tasks bounds the work of one warp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Split {
-    /// Choose from the tasks' size distribution and the GPU's size
-    /// ([`auto_split`]).
-    #[default]
-    Auto,
-    /// Never split: every task runs whole.
-    Never,
-    /// Split every task into segments of at most this many fine tasks.
-    Max(u32),
-    /// Split tasks longer than this many fine tasks into segments of at
-    /// most that, and give each warp consecutive segments of at most that
-    /// many fine tasks in all (and at most 32 of them): tasks that fit run
-    /// whole wherever they fall, so only the longest need a merge.
-    Budget(u32),
-}
-
-/// Options of one launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchConfig {
-    pub decomposition: Decomposition,
-    /// Splitting of long tasks for [`Decomposition::Cte`] over all tasks
-    /// (task lists are launched as given).
-    pub split: Split,
-    /// CTE folds each lane's own task serially (the 1D order) in a warp
-    /// whose longest task has at most this many fine tasks: a few serial
-    /// steps cost less than expansion's shuffles, and there is nothing to
-    /// balance (the 5-point grid). 0 always expands. With [`Split::Auto`],
-    /// local gathers raise it (see [`LOCAL_SERIAL_MAX`]).
-    pub cte_serial_max: u32,
-}
-
-impl Default for LaunchConfig {
-    fn default() -> Self {
-        LaunchConfig {
-            decomposition: Decomposition::Cte,
-            split: Split::Auto,
-            cte_serial_max: 8,
-        }
-    }
-}
-
-impl LaunchConfig {
-    /// The default options with `decomposition`.
-    pub fn new(decomposition: Decomposition) -> Self {
-        LaunchConfig {
-            decomposition,
-            ..Default::default()
-        }
-    }
-}
-
-/// Fine tasks per resident warp slot under which a launch counts as small
-/// for the automatic split (see [`auto_split`]).
-pub const SMALL_LAUNCH_PER_SLOT: u64 = 64;
-
-/// The longest task a small launch packs whole (no split, one launch): at
-/// most this, [`Split::Budget`] of the next power of two, at least 64.
-pub const SMALL_LAUNCH_WHOLE_MAX: u64 = 128;
-
-/// The serial-fallback bound of a CTE launch with [`Split::Auto`] that is
-/// not small and in which most warps' gathers are local (the size kernel's
-/// probe: the first gathered index of 32 neighbouring tasks falls in at
-/// most 8 lines of 32 elements). Serial loads of neighbouring lanes then hit lines already in
-/// L1, and a serial step costs far fewer instructions than a round of
-/// expansion: on an H100, rgg 2^22 in spatial order 0.339 -> 0.254 ms; the
-/// same matrix in random order, and uniform random columns, expand (serial
-/// there was 0.89 against 0.57 ms, and 0.82 against 0.59). Small launches
-/// keep the configured bound: their few warps need the expansion's
-/// parallelism more than L1 hits (bcsstk16, local, packed by 128: 0.0146 ms
-/// serial to 64 against 0.0091; bayer10 at 64: 0.0089 against 0.0071).
-pub const LOCAL_SERIAL_MAX: u32 = 64;
-
-/// The serial-fallback bound of a CTE launch with [`Split::Auto`]:
-/// `configured`, raised to [`LOCAL_SERIAL_MAX`] when the launch is not
-/// small and `local` (most warps' gathers are local).
-pub fn auto_serial_max(configured: u32, total: u64, resident_warps: u64, local: bool) -> u32 {
-    if local && total / resident_warps.max(1) >= SMALL_LAUNCH_PER_SLOT {
-        configured.max(LOCAL_SERIAL_MAX)
-    } else {
-        configured
-    }
-}
-
-/// The longest task under which a launch that is not small runs 32
-/// consecutive tasks per warp, none split (uniform, rgg, the grid): a warp
-/// then does at most 2048 fine tasks, and reading a segment list would cost
-/// more than the imbalance.
-pub const PACK_ABOVE: u64 = 64;
-
-/// The work budget of packed warps ([`Split::Budget`]) in a launch that is
-/// not small. Measured on an H100, one session, against 32 segments per
-/// warp at the best segment length (RMAT scale 18 / 20 / 22: 0.0659 /
-/// 0.191 / 0.719 ms): budgets of 256, 512, 1024, 2048 gave 0.0583, 0.0561,
-/// 0.0726, 0.1026 ms on scale 18, 0.1669, 0.1682, 0.1790, 0.2066 on scale
-/// 20 and 0.6589, 0.6521, 0.6583, 0.6822 on scale 22. Smaller budgets
-/// make more warps and split more rows (more merge work), larger ones a
-/// longer tail.
-pub const PACKED_WARP_BUDGET: u32 = 512;
-
-/// What [`Split::Auto`] does with a CTE launch, from the longest task, the
-/// total fine-task count and the number of warps the GPU keeps resident.
-///
-/// A launch that is not small ([`SMALL_LAUNCH_PER_SLOT`] or more fine
-/// tasks per resident warp slot, `total / resident_warps`) with a task
-/// longer than [`PACK_ABOVE`] packs its warps by work
-/// ([`Split::Budget`]`(`[`PACKED_WARP_BUDGET`]`)`): each warp takes up to 32
-/// consecutive tasks holding at most 512 fine tasks in all, and only tasks
-/// above 512 are split, so few tasks need the merge launch. (Before
-/// packing, every task longer than a segment length S of 16 to 64 was cut
-/// and each warp took 32 segments: on RMAT scale 20 that made 61k split
-/// tasks, and their merge took 27 of the launch's 194 µs.)
-///
-/// Small launches are bound by latency and parallelism, not by work: 32
-/// items of up to 32 fine tasks per warp leave most of the GPU idle (a
-/// 5k-row matrix gives 150 warps), and the merge launch of split tasks is
-/// a good part of the time. When no task is longer than
-/// [`SMALL_LAUNCH_WHOLE_MAX`], the warps are packed by the longest task's
-/// next power of two (at least 64): many warps, nothing split, one launch.
-/// Otherwise tasks are cut into segments of 4 ([`Split::Max`]`(4)`), 32 per
-/// warp, folded serially (4 is under the default `cte_serial_max`).
-/// Measured on an H100, one session (with the merge launch as a
-/// programmatic dependent): bayer10 (longest row 27) 0.0071 ms at a budget
-/// of 64 against 0.0093 unsplit with 32 rows per warp (serially) and
-/// 0.0105 in segments of 8; bcsstk16 (longest 81) 0.0091 at 128 against
-/// 0.0121 at 64, 0.0115 at 256 and 0.0098 in segments of 8; mbeacxc
-/// (longest 484) 0.0094 in segments of 4 against 0.0103 of 8, 0.0093 of 2
-/// and 0.0095 at a budget of 64.
-pub fn auto_split(max_task: u64, total: u64, resident_warps: u64) -> Split {
-    let per_slot = total / resident_warps.max(1);
-    if per_slot < SMALL_LAUNCH_PER_SLOT {
-        if max_task <= SMALL_LAUNCH_WHOLE_MAX {
-            Split::Budget(max_task.next_power_of_two().max(64) as u32)
-        } else {
-            Split::Max(4)
-        }
-    } else if max_task > PACK_ABOVE {
-        Split::Budget(PACKED_WARP_BUDGET)
-    } else {
-        Split::Never
-    }
-}
 
 /// A compiled kernel: the module and its entry points by name.
 #[derive(Debug)]
@@ -251,27 +30,6 @@ impl Module {
         })
     }
 }
-
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel.
-pub const ENTRY_POINTS: &[&str] = &[
-    "wf_thread_all",
-    "wf_sub2_all",
-    "wf_sub4_all",
-    "wf_sub8_all",
-    "wf_sub16_all",
-    "wf_sub32_all",
-    "wf_cte_all",
-    "wf_thread_list",
-    "wf_sub2_list",
-    "wf_sub4_list",
-    "wf_sub8_list",
-    "wf_sub16_list",
-    "wf_sub32_list",
-    "wf_cte_list",
-    "wf_merge",
-    "wf_merge_wide",
-    "wf_sizes",
-];
 
 struct Inner {
     ctx: Arc<CudaContext>,
@@ -364,10 +122,13 @@ impl CudaDevice {
             .name()
             .map_err(cuda_err(format!("reading the name of device {ordinal}")))?;
         let arch = Arch::new(major as u32, minor as u32);
-        if arch < Arch::new(8, 0) {
+        if arch < MIN_ARCH {
             return Err(Error::Unavailable {
                 what: format!("CUDA device {ordinal} ({name}, {arch})"),
-                reason: "warpfit's device library needs compute capability 8.0 or newer".into(),
+                reason: format!(
+                    "warpfit's device library needs compute capability {}.{} or newer",
+                    MIN_ARCH.major, MIN_ARCH.minor
+                ),
             });
         }
         Ok(CudaDevice {
@@ -417,11 +178,9 @@ impl CudaDevice {
     /// memory at full occupancy, leaving the rest of the unified L1 to
     /// caching. Left to itself the driver picks a larger carveout for the
     /// CTE kernels (6 KiB of per-warp slots per block), and their serial
-    /// folds lose the L1 hits they live on: on an H100, rgg 2^22 in spatial
-    /// order 0.243 -> 0.217 ms at 25% (a hint of 0% cut occupancy: 0.536;
-    /// 50%: 0.327, 100%: 0.411), RMAT 20 0.160 -> 0.158, the grid and
-    /// uniform rows unchanged. Kernels without shared memory keep the
-    /// driver's choice.
+    /// folds lose the L1 hits they live on; a smaller hint than the need
+    /// cuts occupancy. Kernels without shared memory keep the driver's
+    /// choice. Measurements: BENCHMARKS.md, "Tuning constants: history".
     fn set_carveout(&self, f: &CudaFunction, ep: &str) -> Result<()> {
         use sys::CUfunction_attribute_enum as A;
         let context = || format!("shared-memory carveout of entry point `{ep}`");
@@ -432,7 +191,7 @@ impl CudaDevice {
         if smem <= 0 || per_sm == 0 {
             return Ok(());
         }
-        let blocks = u64::from(self.inner.max_threads_per_sm / crate::launch::BLOCK).max(1);
+        let blocks = u64::from(self.inner.max_threads_per_sm / BLOCK).max(1);
         let need = blocks * (smem as u64 + u64::from(self.inner.smem_reserved_per_block));
         let percent = (100 * need).div_ceil(per_sm).min(100) as i32;
         f.set_attribute(
@@ -492,7 +251,7 @@ impl CudaDevice {
                 spec.name
             )))?;
         let mut functions = HashMap::new();
-        for ep in ENTRY_POINTS {
+        for ep in abi::ENTRY_POINTS {
             let f = module.load_function(ep).map_err(cuda_err(format!(
                 "entry point `{ep}` of kernel `{}`",
                 spec.name
@@ -665,49 +424,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn decomposition_names_round_trip() {
-        for d in Decomposition::ALL {
-            assert_eq!(d.to_string().parse::<Decomposition>().unwrap(), d);
-        }
-        assert!("subwarp:3".parse::<Decomposition>().is_err());
-        assert!("warp".parse::<Decomposition>().is_err());
-    }
-
-    #[test]
     fn unknown_backend_is_an_error() {
         let e = Device::from_name("tpu").unwrap_err().to_string();
         assert!(e.contains("unknown backend `tpu`"), "{e}");
         assert!(matches!(Device::from_name("cpu"), Ok(Device::Cpu)));
-    }
-
-    #[test]
-    fn auto_split_follows_the_work_per_warp_slot() {
-        // 132 SMs x 64 warps. RMAT scales 18, 20, 22, 24 (466 to 31k fine
-        // tasks per slot): warps packed by a budget of 512.
-        for (max, total) in [
-            (15_937, 3_939_657),
-            (39_476, 16_100_000),
-            (100_000, 67_000_000),
-            (238_816, 263_432_965),
-        ] {
-            assert_eq!(auto_split(max, total, 8448), Split::Budget(512));
-        }
-        // Rows no longer than 64: 32 per warp, none split (the grid, rgg).
-        assert_eq!(auto_split(5, 84_000_000, 8448), Split::Never);
-        assert_eq!(auto_split(64, 60_000_000, 8448), Split::Never);
-        assert_eq!(auto_split(65, 60_000_000, 8448), Split::Budget(512));
-        // Small launches: packed whole up to a longest task of 128
-        // (bayer10: 94,926 fine tasks, longest 27; bcsstk16: 290k, longest
-        // 81), else segments of 4 (mbeacxc: 49,920, longest 484).
-        assert_eq!(auto_split(27, 94_926, 8448), Split::Budget(64));
-        assert_eq!(auto_split(81, 290_378, 8448), Split::Budget(128));
-        assert_eq!(auto_split(128, 290_378, 8448), Split::Budget(128));
-        assert_eq!(auto_split(484, 49_920, 8448), Split::Max(4));
-        assert_eq!(auto_split(0, 0, 8448), Split::Budget(64));
-        // Local gathers raise the serial bound of large launches only.
-        assert_eq!(auto_serial_max(8, 60_000_000, 8448, true), 64);
-        assert_eq!(auto_serial_max(8, 60_000_000, 8448, false), 8);
-        assert_eq!(auto_serial_max(100, 60_000_000, 8448, true), 100);
-        assert_eq!(auto_serial_max(8, 290_378, 8448, true), 8);
     }
 }

@@ -1,26 +1,52 @@
-//! The device layer of warpfit: where a launch runs (CPU or CUDA), the
-//! kernel description generated code hands over, and the CUDA backend:
-//! NVRTC compilation with an on-disk cache ([`compile`]), module loading and
-//! launches ([`launch`]), device buffers ([`buffer`]), and the cuSPARSE
-//! baseline ([`baseline`]). Every CUDA library is loaded at run time and
-//! probed first ([`probe`]), so the crate builds and its CPU paths run on
-//! machines without CUDA.
+//! The device layer of warpfit: where a launch runs (the CPU or a CUDA
+//! GPU), the description of a kernel that generated code hands over, and
+//! the CUDA backend.
+//!
+//! What users hold is re-exported here: [`Device`] and [`CudaDevice`],
+//! [`LaunchConfig`] with [`Decomposition`] and [`Split`], [`DeviceBuffer`],
+//! [`Prepared`] launches, and [`Error`]/[`Result`]. Every CUDA library is
+//! loaded at run time and probed first ([`probe`]), so the crate builds and
+//! its CPU paths run on machines without CUDA.
+//!
+//! Layout, one concern per module:
+//! - `config`, `device`: launch options, devices and their compiled modules;
+//! - [`spec`]: what `#[nested_reduce]` emits per kernel ([`KernelSpec`]);
+//! - `args`: the kinds of launch argument ([`Arg`]), made resident on the
+//!   device and packed into the kernel's `Params`;
+//! - `abi`: the device library's ABI (`gpu/cuda/*.cuh`) mirrored on the
+//!   host, with tests that both sides agree;
+//! - `plan`: launch planning, host code only: the split policy and its
+//!   tuning constants, task lists, warp packing, the kernels to launch;
+//! - `tasks`, [`launch`], `fault`: the task list on the device, the launch
+//!   itself, and faults read back as the CPU twin's errors;
+//! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory;
+//! - [`baseline`] (cuSPARSE) and [`bench`](mod@bench): the SpMV benchmark.
 
+mod abi;
+mod args;
 pub mod baseline;
 pub mod bench;
 pub mod buffer;
 pub mod compile;
+mod config;
 mod device;
+mod fault;
 pub mod launch;
+mod plan;
 pub mod probe;
 pub mod spec;
+mod tasks;
 
+pub use args::{Arg, HostSlice, HostSliceMut};
+pub use buffer::DeviceBuffer;
 pub use compile::Arch;
-pub use device::{
-    auto_serial_max, auto_split, CudaDevice, Decomposition, Device, DeviceInfo, LaunchConfig,
-    Split, ENTRY_POINTS, LOCAL_SERIAL_MAX, PACKED_WARP_BUDGET, PACK_ABOVE, SMALL_LAUNCH_PER_SLOT,
-    SMALL_LAUNCH_WHOLE_MAX,
-};
-pub use spec::{
-    Arg, DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,
-};
+pub use config::{Decomposition, LaunchConfig, Split};
+pub use device::{CudaDevice, Device, DeviceInfo};
+pub use launch::Prepared;
+pub use spec::{DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
+pub use warpfit_runtime::{Error, Result};
+
+/// Every entry point the device library defines for a kernel (for the
+/// NVRTC compile test).
+#[doc(hidden)]
+pub use abi::ENTRY_POINTS;

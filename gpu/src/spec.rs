@@ -1,6 +1,7 @@
-//! What a generated kernel tells the device layer about itself, and the
-//! type-erased arguments a launch passes. `#[nested_reduce]` emits a
-//! [`KernelSpec`] per kernel; its `launch` turns each argument into an [`Arg`].
+//! What a generated kernel tells the device layer about itself:
+//! `#[nested_reduce]` emits a [`KernelSpec`] per kernel, with a
+//! [`ParamSpec`] per parameter; its `launch` turns each argument into an
+//! [`Arg`](crate::Arg) (`args.rs`).
 
 /// The element and scalar types of the kernel language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,6 +79,44 @@ pub enum ScalarValue {
     Bool(bool),
 }
 
+impl ScalarValue {
+    /// The value's type.
+    pub fn ty(self) -> ScalarType {
+        match self {
+            ScalarValue::F32(_) => ScalarType::F32,
+            ScalarValue::F64(_) => ScalarType::F64,
+            ScalarValue::I32(_) => ScalarType::I32,
+            ScalarValue::U32(_) => ScalarType::U32,
+            ScalarValue::I64(_) => ScalarType::I64,
+            ScalarValue::U64(_) => ScalarType::U64,
+            ScalarValue::U8(_) => ScalarType::U8,
+            ScalarValue::Bool(_) => ScalarType::Bool,
+        }
+    }
+
+    /// The value's bytes as the device reads them (native order; `bool`
+    /// as one byte, 0 or 1).
+    pub(crate) fn to_ne_bytes(self) -> ([u8; 8], usize) {
+        let mut out = [0u8; 8];
+        let n = match self {
+            ScalarValue::F32(x) => put(&mut out, &x.to_ne_bytes()),
+            ScalarValue::F64(x) => put(&mut out, &x.to_ne_bytes()),
+            ScalarValue::I32(x) => put(&mut out, &x.to_ne_bytes()),
+            ScalarValue::U32(x) => put(&mut out, &x.to_ne_bytes()),
+            ScalarValue::I64(x) => put(&mut out, &x.to_ne_bytes()),
+            ScalarValue::U64(x) => put(&mut out, &x.to_ne_bytes()),
+            ScalarValue::U8(x) => put(&mut out, &[x]),
+            ScalarValue::Bool(x) => put(&mut out, &[u8::from(x)]),
+        };
+        (out, n)
+    }
+}
+
+fn put(out: &mut [u8; 8], bytes: &[u8]) -> usize {
+    out[..bytes.len()].copy_from_slice(bytes);
+    bytes.len()
+}
+
 macro_rules! scalars {
     ($($t:ty => $v:ident),*) => {$(
         // SAFETY: primitive plain-old-data; the GPU writes only values of the type.
@@ -98,6 +137,17 @@ pub enum ParamKind {
     Output,
     /// `T`: a scalar passed by value.
     Scalar,
+}
+
+impl ParamKind {
+    /// The Rust spelling of a parameter of this kind over `ty`, for errors.
+    pub fn rust_type(self, ty: ScalarType) -> String {
+        match self {
+            ParamKind::Input => format!("&[{}]", ty.rust_name()),
+            ParamKind::Output => format!("&mut [{}]", ty.rust_name()),
+            ParamKind::Scalar => ty.rust_name().to_string(),
+        }
+    }
 }
 
 /// One parameter of a generated kernel, in signature order (task index excluded).
@@ -154,73 +204,5 @@ impl KernelSpec {
         }
         out.push_str(self.cuda_source);
         out
-    }
-}
-
-/// A host slice of a scalar type, erased to bytes.
-#[derive(Debug, Clone, Copy)]
-pub struct HostSlice<'a> {
-    pub bytes: &'a [u8],
-    pub ty: ScalarType,
-}
-
-/// A mutable host slice of a scalar type, erased to bytes.
-#[derive(Debug)]
-pub struct HostSliceMut<'a> {
-    pub bytes: &'a mut [u8],
-    pub ty: ScalarType,
-}
-
-impl HostSlice<'_> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.bytes.len() / self.ty.size()
-    }
-    /// Whether the slice has no element.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-}
-
-impl HostSliceMut<'_> {
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        self.bytes.len() / self.ty.size()
-    }
-    /// Whether the slice has no element.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-}
-
-/// One launch argument, in [`KernelSpec::params`] order.
-#[derive(Debug)]
-pub enum Arg<'a> {
-    Input(HostSlice<'a>),
-    Output(HostSliceMut<'a>),
-    Scalar(ScalarValue),
-}
-
-impl<'a> Arg<'a> {
-    /// A read-only array argument.
-    pub fn input<T: Scalar>(s: &'a [T]) -> Self {
-        // SAFETY: `T: Scalar` is plain-old-data; the byte view covers exactly `s`.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s))
-        };
-        Arg::Input(HostSlice { bytes, ty: T::TYPE })
-    }
-
-    /// An output array argument.
-    pub fn output<T: Scalar>(s: &'a mut [T]) -> Self {
-        let len = std::mem::size_of_val(s);
-        // SAFETY: as above; writes through the view keep valid values per `Scalar`'s contract.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), len) };
-        Arg::Output(HostSliceMut { bytes, ty: T::TYPE })
-    }
-
-    /// A scalar argument.
-    pub fn scalar<T: Scalar>(v: T) -> Self {
-        Arg::Scalar(v.value())
     }
 }

@@ -87,3 +87,20 @@ fn a_compile_error_carries_the_log_and_the_source() {
     assert!(msg.contains("this is not C++"), "{msg}");
     assert!(msg.contains("error"), "{msg}");
 }
+
+/// types.cuh rejects targets older than the minimum architecture the
+/// device check enforces (abi.rs tests that both name the same one).
+#[test]
+fn targets_before_sm80_are_rejected_by_the_device_library() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let tu = translation_unit(&common::SPMV_F32);
+    let msg = compile_uncached("spmv_f32", &tu, Arch::new(7, 5))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("warpfit's device library needs compute capability 8.0 or newer"),
+        "{msg}"
+    );
+}

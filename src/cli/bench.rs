@@ -56,14 +56,13 @@ pub struct BenchArgs {
 /// Runs `warpfit bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
     let mut opts = SpmvBenchOptions {
-        // The generated kernel of the built-in spmv app, not a hand-written one.
-        kernel: &warpfit::apps::spmv::SPEC,
         runs: args.runs as usize,
         warmup: args.warmup as usize,
         variants: args.variants.clone(),
         segment_lens: args.segment_lens.clone(),
         budgets: args.budgets.clone(),
-        ..SpmvBenchOptions::default()
+        // The generated kernel of the built-in spmv app, not a hand-written one.
+        ..SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC)
     };
     opts.matrices = if !args.gens.is_empty() {
         args.gens

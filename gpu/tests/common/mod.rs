@@ -9,8 +9,10 @@ const fn p(name: &'static str, ty: ScalarType, kind: ParamKind) -> ParamSpec {
     ParamSpec { name, ty, kind }
 }
 
-/// The benchmark's spec over `fixtures/spmv_f32.cu`: one copy for both.
-pub use warpfit_gpu::bench::SPMV_F32;
+#[path = "../fixtures/spmv_f32.rs"]
+mod spmv_f32;
+/// The benchmark example's spec over `fixtures/spmv_f32.cu`: one copy for both.
+pub use spmv_f32::SPMV_F32;
 
 pub static SPMV_F64: KernelSpec = KernelSpec {
     name: "spmv_f64",

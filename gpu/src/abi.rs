@@ -1,0 +1,443 @@
+//! The device library's ABI as the host sees it: block and merge widths,
+//! entry-point names, the minimum architecture, the `LaunchArgs` and
+//! `FaultRecord` structs and the fault kinds.
+//!
+//! Each item mirrors one spelled in `gpu/cuda/*.cuh`; the tests at the end
+//! of this file read those headers and check that both sides agree, so a
+//! change on one side that is not made on the other fails `cargo test`.
+
+use crate::compile::Arch;
+use crate::config::Decomposition;
+use cudarc::driver::DeviceRepr;
+use warpfit_runtime::{Error, Result};
+
+/// Threads per warp (`warpfit::WARP` in types.cuh).
+pub(crate) const WARP: u32 = 32;
+
+/// Threads per block of every library kernel (`warpfit::BLOCK` in types.cuh).
+pub(crate) const BLOCK: u32 = 256;
+
+/// Lanes per split task in `wf_merge` (`warpfit::MERGE_LANES` in merge.cuh).
+pub(crate) const MERGE_LANES: u64 = 8;
+
+/// Lanes per split task in `wf_merge_wide` (`warpfit::MERGE_LANES_WIDE`).
+pub(crate) const MERGE_LANES_WIDE: u64 = WARP as u64;
+
+/// The oldest architecture the device library compiles for (the warp
+/// reductions `__reduce_*_sync` need 8.0); types.cuh rejects older ones
+/// with `#error`, and [`crate::CudaDevice::new`] refuses such devices.
+pub(crate) const MIN_ARCH: Arch = Arch::new(8, 0);
+
+/// The first architecture with programmatic dependent launches, which the
+/// merge of split tasks uses (`pdl.cuh`).
+pub(crate) const PDL_ARCH: Arch = Arch::new(9, 0);
+
+/// The task-size kernel (`task_sizes` in merge.cuh).
+pub(crate) const SIZES_ENTRY: &str = "wf_sizes";
+/// The merge of split tasks with [`MERGE_LANES`] lanes per task.
+pub(crate) const MERGE_ENTRY: &str = "wf_merge";
+/// The merge of split tasks with [`MERGE_LANES_WIDE`] lanes per task.
+pub(crate) const MERGE_WIDE_ENTRY: &str = "wf_merge_wide";
+
+/// Where a launch's items come from: suffix `_all` or `_list` of an entry
+/// point (`warpfit::AllTasks`, `warpfit::TaskList` in task_source.cuh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskSource {
+    All,
+    List,
+}
+
+/// The entry point that runs `decomposition` over `source`: one of the
+/// `extern "C"` kernels `WARPFIT_ENTRY_POINTS` (kernel.cuh) defines.
+pub(crate) fn entry_point(
+    decomposition: Decomposition,
+    source: TaskSource,
+) -> Result<&'static str> {
+    use Decomposition as D;
+    use TaskSource as S;
+    Ok(match (decomposition, source) {
+        (D::Thread, S::All) => "wf_thread_all",
+        (D::SubWarp(2), S::All) => "wf_sub2_all",
+        (D::SubWarp(4), S::All) => "wf_sub4_all",
+        (D::SubWarp(8), S::All) => "wf_sub8_all",
+        (D::SubWarp(16), S::All) => "wf_sub16_all",
+        (D::SubWarp(32), S::All) => "wf_sub32_all",
+        (D::Cte, S::All) => "wf_cte_all",
+        (D::Thread, S::List) => "wf_thread_list",
+        (D::SubWarp(2), S::List) => "wf_sub2_list",
+        (D::SubWarp(4), S::List) => "wf_sub4_list",
+        (D::SubWarp(8), S::List) => "wf_sub8_list",
+        (D::SubWarp(16), S::List) => "wf_sub16_list",
+        (D::SubWarp(32), S::List) => "wf_sub32_list",
+        (D::Cte, S::List) => "wf_cte_list",
+        (D::SubWarp(w), _) => {
+            return Err(Error::invalid(format!(
+                "sub-warp width {w} is not supported: expected 2, 4, 8, 16 or 32"
+            )))
+        }
+    })
+}
+
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel.
+#[doc(hidden)]
+pub const ENTRY_POINTS: &[&str] = &[
+    "wf_thread_all",
+    "wf_sub2_all",
+    "wf_sub4_all",
+    "wf_sub8_all",
+    "wf_sub16_all",
+    "wf_sub32_all",
+    "wf_cte_all",
+    "wf_thread_list",
+    "wf_sub2_list",
+    "wf_sub4_list",
+    "wf_sub8_list",
+    "wf_sub16_list",
+    "wf_sub32_list",
+    "wf_cte_list",
+    MERGE_ENTRY,
+    MERGE_WIDE_ENTRY,
+    SIZES_ENTRY,
+];
+
+/// Launch-wide arguments; mirrors `warpfit::LaunchArgs` in task_source.cuh
+/// (device pointers as `u64`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct LaunchArgs {
+    pub n_items: u64,
+    pub segments: u64,
+    pub whole: u64,
+    pub scratch: u64,
+    pub present: u64,
+    pub split: u64,
+    pub split_segments: u64,
+    pub fault: u64,
+    pub sizes: u64,
+    pub cte_serial_max: u32,
+    pub n_warps: u32,
+    pub warp_first: u64,
+    pub warp_task: u64,
+}
+
+// SAFETY: `#[repr(C)]` of u64/u32 fields, laid out as the device struct.
+unsafe impl DeviceRepr for LaunchArgs {}
+
+/// What kind of fault a `FaultRecord` holds (`warpfit::FaultKind` in fault.cuh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FaultKind {
+    /// `array[index]` out of range; `array` is the parameter's position.
+    Index,
+    /// Integer `/` or `%` by zero.
+    DivisionByZero,
+    /// A task-list segment outside its task's own fine-task range; `index`
+    /// is the segment id, `aux0..aux1` the task's range.
+    Segment,
+}
+
+impl FaultKind {
+    /// `FAULT_INDEX`, `FAULT_DIV_ZERO`, `FAULT_SEGMENT`.
+    pub(crate) const fn code(self) -> u32 {
+        match self {
+            FaultKind::Index => 1,
+            FaultKind::DivisionByZero => 2,
+            FaultKind::Segment => 3,
+        }
+    }
+
+    /// The kind recorded as `code` (`FAULT_NONE`, 0, is no fault).
+    pub(crate) fn from_code(code: u32) -> Option<Self> {
+        [Self::Index, Self::DivisionByZero, Self::Segment]
+            .into_iter()
+            .find(|k| k.code() == code)
+    }
+}
+
+/// The launch's fault word; mirrors `warpfit::FaultRecord` in fault.cuh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct FaultRecord {
+    /// 0 until a thread publishes its fault.
+    pub claimed: u32,
+    pub kind: u32,
+    pub array: u32,
+    pub pad: u32,
+    pub task: u64,
+    pub index: u64,
+    pub aux0: u64,
+    pub aux1: u64,
+}
+
+impl FaultRecord {
+    /// The record's size in u64 words, as the host allocates and reads it.
+    pub(crate) const WORDS: usize = std::mem::size_of::<FaultRecord>() / 8;
+
+    /// The record from the words read back (little-endian halves, as the
+    /// device wrote the u32 fields).
+    pub(crate) fn from_words(w: &[u64; Self::WORDS]) -> Self {
+        FaultRecord {
+            claimed: w[0] as u32,
+            kind: (w[0] >> 32) as u32,
+            array: w[1] as u32,
+            pad: (w[1] >> 32) as u32,
+            task: w[2],
+            index: w[3],
+            aux0: w[4],
+            aux1: w[5],
+        }
+    }
+}
+
+/// The size kernel's launch-wide statistics, four u64 in `LaunchArgs::scratch`
+/// (`task_sizes` in merge.cuh).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TaskStats {
+    /// The longest task's fine-task count.
+    pub longest: u64,
+    /// Fine tasks in all.
+    pub total: u64,
+    /// Warps of 32 tasks whose gathers are local (`gathers_local`).
+    pub local_warps: u64,
+    /// Warps of 32 tasks with any fine task.
+    pub busy_warps: u64,
+}
+
+impl TaskStats {
+    /// The statistics' size in u64 words.
+    pub(crate) const WORDS: usize = 4;
+
+    pub(crate) fn from_words(w: &[u64; Self::WORDS]) -> Self {
+        TaskStats {
+            longest: w[0],
+            total: w[1],
+            local_warps: w[2],
+            busy_warps: w[3],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The device side of each mirror, read from the headers NVRTC compiles.
+    use super::*;
+    use std::collections::HashMap;
+
+    fn header(name: &str) -> &'static str {
+        crate::compile::LIBRARY_HEADERS
+            .iter()
+            .find(|(n, _)| *n == format!("warpfit/{name}"))
+            .map(|(_, s)| *s)
+            .unwrap_or_else(|| panic!("no header {name}"))
+    }
+
+    /// `constexpr int NAME = VALUE;` of every header, VALUE a literal or an
+    /// earlier such constant.
+    fn int_constants() -> HashMap<String, i64> {
+        let mut out = HashMap::new();
+        for (_, text) in crate::compile::LIBRARY_HEADERS {
+            for line in text.lines() {
+                let Some(rest) = line.trim().strip_prefix("constexpr int ") else {
+                    continue;
+                };
+                let Some((name, value)) = rest.trim_end_matches(';').split_once(" = ") else {
+                    continue;
+                };
+                let value = value.trim();
+                let v = value.parse().ok().or_else(|| out.get(value).copied());
+                if let Some(v) = v {
+                    out.insert(name.trim().to_string(), v);
+                }
+            }
+        }
+        out
+    }
+
+    /// Field names of `struct NAME { ... };` in `text`, in order.
+    fn struct_fields(text: &str, name: &str) -> Vec<String> {
+        let start = text
+            .find(&format!("struct {name} {{"))
+            .unwrap_or_else(|| panic!("struct {name} not found"));
+        let body = &text[start..];
+        let body = &body[body.find('{').unwrap() + 1..body.find("};").unwrap()];
+        body.lines()
+            .map(|l| l.split("//").next().unwrap().trim())
+            .filter(|l| l.ends_with(';'))
+            .map(|l| {
+                l.trim_end_matches(';')
+                    .rsplit(|c: char| c.is_whitespace() || c == '*')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn block_warp_and_merge_widths_match_the_headers() {
+        let c = int_constants();
+        assert_eq!(c["WARP"], i64::from(WARP));
+        assert_eq!(c["BLOCK"], i64::from(BLOCK));
+        assert_eq!(c["MERGE_LANES"], MERGE_LANES as i64);
+        assert_eq!(c["MERGE_LANES_WIDE"], MERGE_LANES_WIDE as i64);
+        // Each merge entry point instantiates the width the host sizes it by.
+        let k = header("kernel.cuh");
+        for (entry, lanes) in [
+            (MERGE_ENTRY, "MERGE_LANES>"),
+            (MERGE_WIDE_ENTRY, "MERGE_LANES_WIDE>"),
+        ] {
+            let at = k.find(&format!("{entry}(")).unwrap();
+            let body = &k[at..at + k[at..].find('}').unwrap()];
+            assert!(body.contains(lanes), "{entry}: {body}");
+        }
+    }
+
+    #[test]
+    fn the_minimum_architecture_matches_the_headers() {
+        let want = format!("__CUDA_ARCH__ < {}{}0", MIN_ARCH.major, MIN_ARCH.minor);
+        let t = header("types.cuh");
+        let guard = t
+            .lines()
+            .position(|l| l.contains(&want))
+            .unwrap_or_else(|| panic!("types.cuh has no `{want}` guard"));
+        assert!(t.lines().nth(guard + 1).unwrap().contains("#error"));
+        let pdl = format!("__CUDA_ARCH__ >= {}{}0", PDL_ARCH.major, PDL_ARCH.minor);
+        assert!(header("pdl.cuh").contains(&pdl), "pdl.cuh: no `{pdl}`");
+    }
+
+    #[test]
+    fn entry_points_match_the_headers() {
+        let k = header("kernel.cuh");
+        // `WARPFIT_ENTRY_(K, wf_thread_##SUFFIX, warpfit::Thread, SRC)`
+        let per_source: Vec<(String, String)> = k
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("WARPFIT_ENTRY_(K, "))
+            .map(|l| {
+                let mut parts = l.split(", ");
+                let prefix = parts.next().unwrap().trim_end_matches("_##SUFFIX");
+                let ty = parts.next().unwrap().trim_start_matches("warpfit::");
+                (prefix.to_string(), ty.to_string())
+            })
+            .collect();
+        // `WARPFIT_ENTRY_SOURCE_(K, all, warpfit::AllTasks)`
+        let sources: Vec<(String, String)> = k
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("WARPFIT_ENTRY_SOURCE_(K, "))
+            .map(|l| {
+                let (suffix, ty) = l.split_once(", ").unwrap();
+                let ty = ty
+                    .split(')')
+                    .next()
+                    .unwrap()
+                    .trim_start_matches("warpfit::");
+                (suffix.to_string(), ty.to_string())
+            })
+            .collect();
+        assert_eq!(per_source.len(), Decomposition::ALL.len());
+        assert_eq!(sources.len(), 2);
+        let mut defined = Vec::new();
+        for (suffix, src_ty) in &sources {
+            let source = match src_ty.as_str() {
+                "AllTasks" => TaskSource::All,
+                "TaskList" => TaskSource::List,
+                other => panic!("unknown task source {other}"),
+            };
+            for (prefix, ty) in &per_source {
+                let d = match ty.as_str() {
+                    "Thread" => Decomposition::Thread,
+                    "Cte" => Decomposition::Cte,
+                    t => Decomposition::SubWarp(
+                        t.strip_prefix("SubWarp<")
+                            .and_then(|w| w.strip_suffix('>'))
+                            .and_then(|w| w.parse().ok())
+                            .unwrap_or_else(|| panic!("unknown decomposition {t}")),
+                    ),
+                };
+                let name = format!("{prefix}_{suffix}");
+                assert_eq!(entry_point(d, source).unwrap(), name, "{d} {source:?}");
+                defined.push(name);
+            }
+        }
+        for name in [MERGE_ENTRY, MERGE_WIDE_ENTRY, SIZES_ENTRY] {
+            assert!(
+                k.contains(&format!(" {name}(const K::params_t")),
+                "kernel.cuh defines no entry point {name}"
+            );
+            defined.push(name.to_string());
+        }
+        let mut listed: Vec<String> = ENTRY_POINTS.iter().map(|s| s.to_string()).collect();
+        listed.sort();
+        defined.sort();
+        assert_eq!(listed, defined);
+        assert!(entry_point(Decomposition::SubWarp(3), TaskSource::All).is_err());
+    }
+
+    #[test]
+    fn launch_args_and_fault_record_match_the_device_structs() {
+        let l = struct_fields(header("task_source.cuh"), "LaunchArgs");
+        assert_eq!(
+            l,
+            [
+                "n_items",
+                "segments",
+                "whole",
+                "scratch",
+                "present",
+                "split",
+                "split_segments",
+                "fault",
+                "sizes",
+                "cte_serial_max",
+                "n_warps",
+                "warp_first",
+                "warp_task"
+            ]
+        );
+        // 9 pointers/counts + 2 u32 + 2 pointers.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 96);
+        let f = struct_fields(header("fault.cuh"), "FaultRecord");
+        assert_eq!(
+            f,
+            ["claimed", "kind", "array", "pad", "task", "index", "aux0", "aux1"]
+        );
+        assert_eq!(std::mem::size_of::<FaultRecord>(), 48);
+        assert_eq!(FaultRecord::WORDS, 6);
+    }
+
+    #[test]
+    fn fault_kinds_match_the_headers() {
+        let f = header("fault.cuh");
+        for (kind, name) in [
+            (FaultKind::Index, "FAULT_INDEX"),
+            (FaultKind::DivisionByZero, "FAULT_DIV_ZERO"),
+            (FaultKind::Segment, "FAULT_SEGMENT"),
+        ] {
+            assert!(
+                f.contains(&format!("{name} = {},", kind.code())),
+                "{name} is not {} in fault.cuh",
+                kind.code()
+            );
+            assert_eq!(FaultKind::from_code(kind.code()), Some(kind));
+        }
+        assert!(f.contains("FAULT_NONE = 0,"));
+        assert_eq!(FaultKind::from_code(0), None);
+        assert_eq!(FaultKind::from_code(4), None);
+    }
+
+    #[test]
+    fn fault_words_unpack_as_the_device_wrote_them() {
+        let r = FaultRecord::from_words(&[(2u64 << 32) | 1, 5, 7, 9, 11, 13]);
+        assert_eq!(
+            r,
+            FaultRecord {
+                claimed: 1,
+                kind: 2,
+                array: 5,
+                pad: 0,
+                task: 7,
+                index: 9,
+                aux0: 11,
+                aux1: 13
+            }
+        );
+    }
+}

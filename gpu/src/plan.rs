@@ -1,0 +1,710 @@
+//! Launch planning: how a launch runs, decided on the host without a GPU.
+//!
+//! From the launch's configuration and the size kernel's statistics: the
+//! split a CTE launch over all tasks uses ([`choose_split`], with the
+//! automatic policy [`auto_split`] and its tuning constants), the task list
+//! that split makes ([`cut_tasks`]), the packing of CTE warps by work
+//! ([`pack_warps`], [`whole_runs`]), and the kernel launches with their grid
+//! sizes ([`plan_launches`]). `launch.rs` runs what this module decides.
+//! Measurements behind the constants are in BENCHMARKS.md, "Tuning
+//! constants: history".
+
+use crate::abi::{
+    self, TaskSource, TaskStats, BLOCK, MERGE_ENTRY, MERGE_LANES, MERGE_LANES_WIDE,
+    MERGE_WIDE_ENTRY, PDL_ARCH, WARP,
+};
+use crate::compile::Arch;
+use crate::config::{Decomposition, Split};
+use warpfit_runtime::{Error, Result, Segment, TaskList};
+
+/// Fine tasks per resident warp slot under which a launch counts as small
+/// for the automatic split: its few warps are bound by latency and
+/// parallelism, not by work.
+pub(crate) const SMALL_LAUNCH_PER_SLOT: u64 = 64;
+
+/// The longest task a small launch packs whole (no split, one launch): at
+/// most this, [`Split::Budget`] of the next power of two, at least 64.
+/// Longer tasks in a small launch are cut into segments of
+/// [`SMALL_LAUNCH_SEGMENT`] instead: the merge launch then costs less than
+/// the longest task's serial tail.
+pub(crate) const SMALL_LAUNCH_WHOLE_MAX: u64 = 128;
+
+/// The segment length of a small launch with a task longer than
+/// [`SMALL_LAUNCH_WHOLE_MAX`]: short enough that every warp's segments fold
+/// serially (it is under the default `cte_serial_max`).
+pub(crate) const SMALL_LAUNCH_SEGMENT: u32 = 4;
+
+/// The serial-fallback bound of a CTE launch with [`Split::Auto`] that is
+/// not small and in which most warps' gathers are local (the size kernel's
+/// probe: the first gathered index of 32 neighbouring tasks falls in at
+/// most 8 lines of 32 elements). Serial loads of neighbouring lanes then
+/// hit lines already in L1, and a serial step costs far fewer instructions
+/// than a round of expansion; scattered gathers expand. Small launches
+/// keep the configured bound: their few warps need the expansion's
+/// parallelism more than L1 hits.
+pub(crate) const LOCAL_SERIAL_MAX: u32 = 64;
+
+/// The longest task under which a launch that is not small runs 32
+/// consecutive tasks per warp, none split (uniform, rgg, the grid): a warp
+/// then does at most 2048 fine tasks, and reading a segment list would cost
+/// more than the imbalance.
+pub(crate) const PACK_ABOVE: u64 = 64;
+
+/// The work budget of packed warps ([`Split::Budget`]) in a launch that is
+/// not small: smaller budgets make more warps and split more rows (more
+/// merge work), larger ones a longer tail.
+pub(crate) const PACKED_WARP_BUDGET: u32 = 512;
+
+/// The wide merge runs when some split task has more pieces than this:
+/// [`MERGE_LANES`] lanes would fold more than 8 partials each, one
+/// dependent chain of loads per lane.
+pub(crate) const WIDE_MERGE_PIECES: u32 = 64;
+
+/// The serial-fallback bound of a CTE launch with [`Split::Auto`]:
+/// `configured`, raised to [`LOCAL_SERIAL_MAX`] when the launch is not
+/// small and `local` (most warps' gathers are local).
+pub(crate) fn auto_serial_max(
+    configured: u32,
+    total: u64,
+    resident_warps: u64,
+    local: bool,
+) -> u32 {
+    if local && total / resident_warps.max(1) >= SMALL_LAUNCH_PER_SLOT {
+        configured.max(LOCAL_SERIAL_MAX)
+    } else {
+        configured
+    }
+}
+
+/// What [`Split::Auto`] does with a CTE launch, from the longest task, the
+/// total fine-task count and the number of warps the GPU keeps resident.
+///
+/// A launch that is not small ([`SMALL_LAUNCH_PER_SLOT`] or more fine
+/// tasks per resident warp slot) with a task longer than [`PACK_ABOVE`]
+/// packs its warps by work ([`Split::Budget`]`(`[`PACKED_WARP_BUDGET`]`)`):
+/// each warp takes up to 32 consecutive tasks holding at most that many
+/// fine tasks in all, and only longer tasks are split, so few tasks need
+/// the merge launch (cutting every long task into short segments made tens
+/// of thousands of split tasks, whose merge was a good part of the time).
+///
+/// Small launches are bound by latency and parallelism, not by work: 32
+/// items per warp leave most of the GPU idle, and the merge launch of
+/// split tasks is a good part of the time. When no task is longer than
+/// [`SMALL_LAUNCH_WHOLE_MAX`], the warps are packed by the longest task's
+/// next power of two (at least 64): many warps, nothing split, one launch.
+/// Otherwise tasks are cut into segments of [`SMALL_LAUNCH_SEGMENT`], 32
+/// per warp, folded serially.
+pub(crate) fn auto_split(max_task: u64, total: u64, resident_warps: u64) -> Split {
+    let per_slot = total / resident_warps.max(1);
+    if per_slot < SMALL_LAUNCH_PER_SLOT {
+        if max_task <= SMALL_LAUNCH_WHOLE_MAX {
+            Split::Budget(max_task.next_power_of_two().max(64) as u32)
+        } else {
+            Split::Max(SMALL_LAUNCH_SEGMENT)
+        }
+    } else if max_task > PACK_ABOVE {
+        Split::Budget(PACKED_WARP_BUDGET)
+    } else {
+        Split::Never
+    }
+}
+
+/// Task lists and automatic splits address items with u32 ids.
+pub(crate) fn check_u32_items(n: usize) -> Result<()> {
+    warpfit_runtime::error::to_u32("number of launch items", n).map(|_| ())
+}
+
+/// Rejects split bounds no launch can use, before any work is done.
+pub(crate) fn check_split(split: Split) -> Result<()> {
+    match split {
+        Split::Max(0) => Err(Error::invalid("segment length bound must be at least 1")),
+        Split::Budget(0) => Err(Error::invalid("warp work budget must be at least 1")),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a launch over `n` tasks runs the size kernel first: CTE with a
+/// split that depends on the tasks' sizes.
+pub(crate) fn needs_task_sizes(decomposition: Decomposition, split: Split, n: usize) -> bool {
+    decomposition == Decomposition::Cte && split != Split::Never && n > 0
+}
+
+/// How tasks are cut into a task list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cut {
+    /// Longest segment.
+    pub max_len: u32,
+    /// CTE warps take consecutive segments up to this much work
+    /// ([`pack_warps`]); `None`: 32 segments each.
+    pub pack_budget: Option<u32>,
+}
+
+/// What a CTE launch over all tasks does, decided from the size kernel's
+/// statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SplitDecision {
+    /// What [`Split::Auto`] chose; `None` for a configured split.
+    pub chosen: Option<Split>,
+    /// The launch's serial-fallback bound.
+    pub cte_serial_max: u32,
+    /// The task list to build, or `None` to run every task whole.
+    pub cut: Option<Cut>,
+}
+
+/// Resolves `split` for a launch whose tasks measured `stats`, on a GPU
+/// that keeps `resident_warps` warps resident.
+pub(crate) fn choose_split(
+    split: Split,
+    stats: &TaskStats,
+    resident_warps: u64,
+    configured_serial_max: u32,
+) -> Result<SplitDecision> {
+    check_split(split)?;
+    let (split, chosen, cte_serial_max) = match split {
+        Split::Auto => {
+            let local = 2 * stats.local_warps > stats.busy_warps;
+            let serial = auto_serial_max(configured_serial_max, stats.total, resident_warps, local);
+            let chosen = auto_split(stats.longest, stats.total, resident_warps);
+            (chosen, Some(chosen), serial)
+        }
+        s => (s, None, configured_serial_max),
+    };
+    let cut = match split {
+        // A pure length bound that no task exceeds changes nothing.
+        Split::Max(s) if stats.longest <= u64::from(s) => None,
+        Split::Max(s) => Some(Cut {
+            max_len: s,
+            pack_budget: None,
+        }),
+        Split::Budget(b) => Some(Cut {
+            max_len: b,
+            pack_budget: Some(b),
+        }),
+        Split::Never | Split::Auto => None,
+    };
+    Ok(SplitDecision {
+        chosen,
+        cte_serial_max,
+        cut,
+    })
+}
+
+/// Cuts every task's fine-task range into segments of at most `max_len`
+/// fine tasks, in task order; an empty task keeps one empty segment.
+/// `ranges` holds `lo, hi` per task as the size kernel writes them (a `hi`
+/// below `lo` counts as empty).
+///
+/// The cutting is the runtime's [`TaskList::chunked`]. Ranges that follow
+/// one another (CSR rows, the common case) are its pointer array as they
+/// are; other ranges are laid end to end from 0 (in batches whose total
+/// fits u32), cut, and each segment moved back to its task's range.
+pub(crate) fn cut_tasks(ranges: &[u32], max_len: u32) -> Result<TaskList> {
+    let n = ranges.len() / 2;
+    check_u32_items(n)?;
+    let range = |t: usize| (ranges[2 * t], ranges[2 * t + 1].max(ranges[2 * t]));
+    if n > 0 && (1..n).all(|t| range(t).0 == range(t - 1).1) {
+        let mut ptr = Vec::with_capacity(n + 1);
+        ptr.push(range(0).0);
+        ptr.extend((0..n).map(|t| range(t).1));
+        return TaskList::chunked(&ptr, max_len);
+    }
+    let mut segments = Vec::with_capacity(n);
+    let mut first = 0;
+    while first < n {
+        let mut ptr = vec![0u32];
+        let mut end = first;
+        while end < n {
+            let (lo, hi) = range(end);
+            // One task always fits: its length is at most u32::MAX.
+            match ptr[end - first].checked_add(hi - lo) {
+                Some(p) => ptr.push(p),
+                None => break,
+            }
+            end += 1;
+        }
+        let batch = TaskList::chunked(&ptr, max_len)?;
+        segments.extend(batch.segments().iter().map(|s| {
+            let (t, base) = (first + s.task as usize, ptr[s.task as usize]);
+            let lo = range(t).0;
+            Segment::new(t as u32, lo + (s.lo - base), lo + (s.hi - base))
+        }));
+        first = end;
+    }
+    TaskList::new(segments)
+}
+
+/// Groups consecutive segments into CTE warps: at most 32 segments each
+/// (one per lane), and at most `budget` fine tasks in all unless the group
+/// is a single longer segment. Returns each group's first segment, then
+/// the number of segments.
+pub(crate) fn pack_warps(segments: &[Segment], budget: u32) -> Vec<u32> {
+    let mut first = Vec::with_capacity(segments.len() / 4 + 2);
+    let (mut count, mut work) = (0u32, 0u64);
+    for (i, s) in segments.iter().enumerate() {
+        let len = u64::from(s.hi.saturating_sub(s.lo));
+        if count == 0 || count == WARP || work + len > u64::from(budget) {
+            first.push(i as u32);
+            (count, work) = (0, 0);
+        }
+        count += 1;
+        work += len;
+    }
+    first.push(segments.len() as u32);
+    first
+}
+
+/// The first task of each group that holds whole consecutive tasks only
+/// (CTE loads those by task, without reading their segments), else
+/// `u32::MAX`.
+pub(crate) fn whole_runs(list: &TaskList, first: &[u32]) -> Vec<u32> {
+    let (segs, whole) = (list.segments(), list.whole_flags());
+    first
+        .windows(2)
+        .map(|g| {
+            let (b, e) = (g[0] as usize, g[1] as usize);
+            let t0 = segs[b].task;
+            let run = (b..e)
+                .all(|i| whole[i] && u64::from(segs[i].task) == u64::from(t0) + (i - b) as u64);
+            if run {
+                t0
+            } else {
+                u32::MAX
+            }
+        })
+        .collect()
+}
+
+/// Whether a task list's merge needs the wide variant.
+pub(crate) fn needs_wide_merge(list: &TaskList) -> bool {
+    list.split_tasks()
+        .iter()
+        .any(|t| t.count > WIDE_MERGE_PIECES)
+}
+
+/// Blocks for `n` items of `threads_per_item` threads.
+pub(crate) fn grid(n: u64, threads_per_item: u64) -> Result<u32> {
+    let blocks = (n * threads_per_item).div_ceil(u64::from(BLOCK));
+    u32::try_from(blocks)
+        .ok()
+        .filter(|&b| b < (1u32 << 31))
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "{n} items need {blocks} blocks, more than CUDA's grid allows"
+            ))
+        })
+}
+
+/// The items a launch runs, as far as planning its kernels goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Items {
+    /// Tasks `0..n`, each whole.
+    All(u64),
+    /// A task list on the device.
+    List {
+        segments: u64,
+        /// Groups of segments when CTE warps are packed by work.
+        packed_warps: Option<u32>,
+        split_tasks: u64,
+        wide_merge: bool,
+    },
+}
+
+/// One kernel launch of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub entry: &'static str,
+    pub blocks: u32,
+    /// `LaunchArgs::n_items`.
+    pub items: u64,
+    /// Launched as a programmatic dependent of the step before it: it may
+    /// be scheduled while that grid runs its last blocks, and waits for its
+    /// completion on the device (`wait_for_primary` in merge.cuh).
+    pub dependent: bool,
+}
+
+/// The kernels a launch enqueues, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LaunchPlan {
+    /// Launches with no block are left out.
+    pub steps: Vec<Step>,
+    /// The task-list kernel reads the packed warp groups.
+    pub packed_warps: bool,
+}
+
+/// The kernels that run `items` with `decomposition` on `arch`: the
+/// decomposition's entry point, then for a task list with split tasks the
+/// merge, as a programmatic dependent where the GPU has them.
+pub(crate) fn plan_launches(
+    decomposition: Decomposition,
+    items: Items,
+    arch: Arch,
+) -> Result<LaunchPlan> {
+    let tpi = decomposition.threads_per_item();
+    let mut steps = Vec::with_capacity(2);
+    let mut push = |step: Step| {
+        if step.blocks > 0 {
+            steps.push(step);
+        }
+    };
+    let packed_warps = match items {
+        Items::All(n) => {
+            push(Step {
+                entry: abi::entry_point(decomposition, TaskSource::All)?,
+                blocks: grid(n, tpi)?,
+                items: n,
+                dependent: false,
+            });
+            false
+        }
+        Items::List {
+            segments,
+            packed_warps,
+            split_tasks,
+            wide_merge,
+        } => {
+            // Only CTE reads the packed groups, a warp per group.
+            let packed = packed_warps.filter(|_| decomposition == Decomposition::Cte);
+            push(Step {
+                entry: abi::entry_point(decomposition, TaskSource::List)?,
+                blocks: match packed {
+                    Some(w) => grid(u64::from(w), u64::from(WARP))?,
+                    None => grid(segments, tpi)?,
+                },
+                items: segments,
+                dependent: false,
+            });
+            if split_tasks > 0 {
+                let (entry, lanes) = if wide_merge {
+                    (MERGE_WIDE_ENTRY, MERGE_LANES_WIDE)
+                } else {
+                    (MERGE_ENTRY, MERGE_LANES)
+                };
+                push(Step {
+                    entry,
+                    blocks: grid(split_tasks, lanes)?,
+                    items: split_tasks,
+                    dependent: arch >= PDL_ARCH,
+                });
+            }
+            packed.is_some()
+        }
+    };
+    Ok(LaunchPlan {
+        steps,
+        packed_warps,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H100_WARPS: u64 = 132 * 64;
+
+    #[test]
+    fn auto_split_follows_the_work_per_warp_slot() {
+        // 132 SMs x 64 warps. RMAT scales 18, 20, 22, 24 (466 to 31k fine
+        // tasks per slot): warps packed by a budget of 512.
+        for (max, total) in [
+            (15_937, 3_939_657),
+            (39_476, 16_100_000),
+            (100_000, 67_000_000),
+            (238_816, 263_432_965),
+        ] {
+            assert_eq!(auto_split(max, total, H100_WARPS), Split::Budget(512));
+        }
+        // Rows no longer than 64: 32 per warp, none split (the grid, rgg).
+        assert_eq!(auto_split(5, 84_000_000, H100_WARPS), Split::Never);
+        assert_eq!(auto_split(64, 60_000_000, H100_WARPS), Split::Never);
+        assert_eq!(auto_split(65, 60_000_000, H100_WARPS), Split::Budget(512));
+        // Small launches: packed whole up to a longest task of 128
+        // (bayer10: 94,926 fine tasks, longest 27; bcsstk16: 290k, longest
+        // 81), else segments of 4 (mbeacxc: 49,920, longest 484).
+        assert_eq!(auto_split(27, 94_926, H100_WARPS), Split::Budget(64));
+        assert_eq!(auto_split(81, 290_378, H100_WARPS), Split::Budget(128));
+        assert_eq!(auto_split(128, 290_378, H100_WARPS), Split::Budget(128));
+        assert_eq!(auto_split(484, 49_920, H100_WARPS), Split::Max(4));
+        assert_eq!(auto_split(0, 0, H100_WARPS), Split::Budget(64));
+        // Local gathers raise the serial bound of large launches only.
+        assert_eq!(auto_serial_max(8, 60_000_000, H100_WARPS, true), 64);
+        assert_eq!(auto_serial_max(8, 60_000_000, H100_WARPS, false), 8);
+        assert_eq!(auto_serial_max(100, 60_000_000, H100_WARPS, true), 100);
+        assert_eq!(auto_serial_max(8, 290_378, H100_WARPS, true), 8);
+    }
+
+    fn stats(longest: u64, total: u64, local_warps: u64, busy_warps: u64) -> TaskStats {
+        TaskStats {
+            longest,
+            total,
+            local_warps,
+            busy_warps,
+        }
+    }
+
+    #[test]
+    fn choose_split_resolves_auto_and_skips_needless_cuts() {
+        // RMAT-like, scattered gathers: packed by 512, serial bound kept.
+        let d = choose_split(
+            Split::Auto,
+            &stats(40_000, 16_000_000, 10, 100),
+            H100_WARPS,
+            8,
+        )
+        .unwrap();
+        assert_eq!(d.chosen, Some(Split::Budget(512)));
+        assert_eq!(d.cte_serial_max, 8);
+        assert_eq!(
+            d.cut,
+            Some(Cut {
+                max_len: 512,
+                pack_budget: Some(512)
+            })
+        );
+        // Grid-like, local gathers: nothing cut, serial bound raised.
+        let d = choose_split(Split::Auto, &stats(5, 84_000_000, 90, 100), H100_WARPS, 8).unwrap();
+        assert_eq!(
+            (d.chosen, d.cte_serial_max, d.cut),
+            (Some(Split::Never), 64, None)
+        );
+        // A length bound no task exceeds builds no list; a budget always does.
+        let d = choose_split(Split::Max(16), &stats(16, 1000, 0, 1), H100_WARPS, 8).unwrap();
+        assert_eq!((d.chosen, d.cut), (None, None));
+        let d = choose_split(Split::Max(16), &stats(17, 1000, 0, 1), H100_WARPS, 8).unwrap();
+        assert_eq!(
+            d.cut,
+            Some(Cut {
+                max_len: 16,
+                pack_budget: None
+            })
+        );
+        let d = choose_split(Split::Budget(40), &stats(3, 1000, 0, 1), H100_WARPS, 0).unwrap();
+        assert_eq!(
+            (d.cte_serial_max, d.cut),
+            (
+                0,
+                Some(Cut {
+                    max_len: 40,
+                    pack_budget: Some(40)
+                })
+            )
+        );
+        let d = choose_split(Split::Never, &stats(9999, 1000, 0, 1), H100_WARPS, 8).unwrap();
+        assert_eq!(d.cut, None);
+        // Zero bounds are errors.
+        let e = choose_split(Split::Max(0), &stats(1, 1, 0, 1), H100_WARPS, 8).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("segment length bound must be at least 1"));
+        let e = check_split(Split::Budget(0)).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("warp work budget must be at least 1"));
+    }
+
+    #[test]
+    fn only_cte_over_all_tasks_with_a_split_measures_task_sizes() {
+        assert!(needs_task_sizes(Decomposition::Cte, Split::Auto, 10));
+        assert!(needs_task_sizes(Decomposition::Cte, Split::Max(4), 10));
+        assert!(!needs_task_sizes(Decomposition::Cte, Split::Never, 10));
+        assert!(!needs_task_sizes(Decomposition::Cte, Split::Auto, 0));
+        assert!(!needs_task_sizes(Decomposition::Thread, Split::Auto, 10));
+    }
+
+    /// The cutting `cut_tasks` must reproduce: each task on its own.
+    fn cut_each(ranges: &[u32], s: u32) -> Vec<Segment> {
+        let mut segs = Vec::new();
+        for t in 0..ranges.len() / 2 {
+            let (lo, hi) = (ranges[2 * t], ranges[2 * t + 1].max(ranges[2 * t]));
+            let mut a = lo;
+            segs.push(Segment::new(t as u32, a, hi.min(a.saturating_add(s))));
+            a = a.saturating_add(s);
+            while a < hi {
+                segs.push(Segment::new(t as u32, a, hi.min(a.saturating_add(s))));
+                a = a.saturating_add(s);
+            }
+        }
+        segs
+    }
+
+    #[test]
+    fn cut_tasks_handles_csr_rows_gaps_overlaps_and_huge_ranges() {
+        // CSR rows from 0 and from 10, an empty row.
+        for ranges in [vec![0, 5, 5, 5, 5, 6], vec![10, 15, 15, 15, 15, 16]] {
+            let l = cut_tasks(&ranges, 2).unwrap();
+            assert_eq!(l.segments(), cut_each(&ranges, 2));
+            assert_eq!(l.split_tasks().len(), 1);
+        }
+        // Gaps, overlaps, a reversed range (empty), ranges near u32::MAX
+        // whose lengths add up past u32.
+        let big = u32::MAX - 1;
+        for (ranges, lens) in [
+            (
+                vec![0, 3, 10, 12, 1, 7, 9, 4],
+                vec![1, 2, 3, 1000, u32::MAX],
+            ),
+            (
+                vec![0, big, 0, big, 5, 9, big - 3, big],
+                vec![1 << 20, 1 << 31, u32::MAX],
+            ),
+        ] {
+            for s in lens {
+                let l = cut_tasks(&ranges, s).unwrap();
+                assert_eq!(l.segments(), cut_each(&ranges, s), "{ranges:?} {s}");
+            }
+        }
+        assert!(cut_tasks(&[], 4).unwrap().is_empty());
+        assert!(cut_tasks(&[0, 4], 0).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cut_tasks_matches_cutting_each_task(
+            ranges in proptest::collection::vec(0u32..200, 0..120),
+            contiguous in proptest::bool::ANY,
+            s in 1u32..40,
+        ) {
+            let mut ranges = ranges;
+            ranges.truncate(ranges.len() / 2 * 2);
+            if contiguous {
+                // Prefix sums of the values: CSR-style rows.
+                let mut at = 0;
+                for t in 0..ranges.len() / 2 {
+                    let len = ranges[2 * t + 1] % 50;
+                    ranges[2 * t] = at;
+                    at += len;
+                    ranges[2 * t + 1] = at;
+                }
+            }
+            let l = cut_tasks(&ranges, s).unwrap();
+            proptest::prop_assert_eq!(l.segments(), &cut_each(&ranges, s)[..]);
+        }
+
+        /// Groups are contiguous and cover the list in order, hold 1 to 32
+        /// segments, and stay within the budget unless they are one segment.
+        #[test]
+        fn packed_warps_respect_count_and_budget(
+            lens in proptest::collection::vec(0u32..300, 0..400),
+            budget in 1u32..1200,
+        ) {
+            let mut at = 0u32;
+            let segs: Vec<Segment> = lens
+                .iter()
+                .enumerate()
+                .map(|(t, &l)| {
+                    at += l;
+                    Segment::new(t as u32, at - l, at)
+                })
+                .collect();
+            let first = pack_warps(&segs, budget);
+            proptest::prop_assert_eq!(first[0], 0);
+            proptest::prop_assert_eq!(*first.last().unwrap() as usize, segs.len());
+            for g in first.windows(2) {
+                let n = g[1] - g[0];
+                proptest::prop_assert!((1..=32).contains(&n) || segs.is_empty());
+                let work: u64 = (g[0]..g[1]).map(|i| u64::from(lens[i as usize])).sum();
+                proptest::prop_assert!(n == 1 || work <= u64::from(budget));
+                // Greedy: the next segment did not fit (or the group was full).
+                if let Some(&next) = lens.get(g[1] as usize) {
+                    proptest::prop_assert!(n == 32 || work + u64::from(next) > u64::from(budget));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn whole_runs_name_groups_of_whole_consecutive_tasks() {
+        // Tasks 0-2 whole, task 3 in two pieces, task 4 whole, task 6 then 5.
+        let segs = vec![
+            Segment::new(0, 0, 4),
+            Segment::new(1, 4, 8),
+            Segment::new(2, 8, 9),
+            Segment::new(3, 9, 20),
+            Segment::new(3, 20, 30),
+            Segment::new(4, 30, 31),
+            Segment::new(6, 40, 41),
+            Segment::new(5, 31, 40),
+        ];
+        let list = TaskList::new(segs).unwrap();
+        let first = [0, 3, 4, 5, 6, 8];
+        assert_eq!(
+            whole_runs(&list, &first),
+            vec![0, u32::MAX, u32::MAX, 4, u32::MAX]
+        );
+        assert_eq!(whole_runs(&list, &[0, 8]), vec![u32::MAX]);
+        assert_eq!(whole_runs(&list, &[0, 1]), vec![0]);
+    }
+
+    #[test]
+    fn the_wide_merge_runs_past_64_pieces() {
+        assert!(!needs_wide_merge(&TaskList::chunked(&[0, 64], 1).unwrap()));
+        assert!(needs_wide_merge(&TaskList::chunked(&[0, 65], 1).unwrap()));
+    }
+
+    #[test]
+    fn grid_counts_threads_per_item() {
+        assert_eq!(grid(256, 1).unwrap(), 1);
+        assert_eq!(grid(257, 1).unwrap(), 2);
+        assert_eq!(grid(256, 32).unwrap(), 32);
+        assert_eq!(grid(0, 4).unwrap(), 0);
+        assert!(grid(u64::from(u32::MAX) * 64, 32).is_err());
+    }
+
+    const SM80: Arch = Arch::new(8, 0);
+    const SM90: Arch = Arch::new(9, 0);
+
+    fn step(entry: &'static str, blocks: u32, items: u64, dependent: bool) -> Step {
+        Step {
+            entry,
+            blocks,
+            items,
+            dependent,
+        }
+    }
+
+    #[test]
+    fn all_tasks_launch_one_kernel_sized_by_threads_per_task() {
+        let p = plan_launches(Decomposition::Cte, Items::All(1000), SM90).unwrap();
+        assert_eq!(p.steps, [step("wf_cte_all", 4, 1000, false)]);
+        assert!(!p.packed_warps);
+        let p = plan_launches(Decomposition::SubWarp(8), Items::All(1000), SM90).unwrap();
+        assert_eq!(p.steps, [step("wf_sub8_all", 32, 1000, false)]);
+        // No task: no launch.
+        let p = plan_launches(Decomposition::Thread, Items::All(0), SM90).unwrap();
+        assert!(p.steps.is_empty());
+        assert!(plan_launches(Decomposition::SubWarp(6), Items::All(1), SM90).is_err());
+    }
+
+    #[test]
+    fn task_lists_add_the_merge_as_a_dependent_on_sm90() {
+        let list = |packed_warps, split_tasks, wide_merge| Items::List {
+            segments: 5000,
+            packed_warps,
+            split_tasks,
+            wide_merge,
+        };
+        // Packed CTE: a warp per group; the merge 8 lanes per split task.
+        let p = plan_launches(Decomposition::Cte, list(Some(300), 100, false), SM90).unwrap();
+        assert_eq!(
+            p.steps,
+            [
+                step("wf_cte_list", 38, 5000, false),
+                step("wf_merge", 4, 100, true)
+            ]
+        );
+        assert!(p.packed_warps);
+        // Before sm_90 the merge follows in stream order; wide: 32 lanes.
+        let p = plan_launches(Decomposition::Cte, list(None, 100, true), SM80).unwrap();
+        assert_eq!(
+            p.steps,
+            [
+                step("wf_cte_list", 20, 5000, false),
+                step("wf_merge_wide", 13, 100, false)
+            ]
+        );
+        assert!(!p.packed_warps);
+        // Other decompositions ignore packed groups; no split task, no merge.
+        let p = plan_launches(Decomposition::SubWarp(4), list(Some(300), 0, false), SM90).unwrap();
+        assert_eq!(p.steps, [step("wf_sub4_list", 79, 5000, false)]);
+        assert!(!p.packed_warps);
+    }
+}

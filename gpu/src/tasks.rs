@@ -1,0 +1,127 @@
+//! A task list on the device: its segments, the split tasks' merge order,
+//! the scratch their partials go to, and the packed CTE warp groups.
+
+use crate::abi::LaunchArgs;
+use crate::buffer::DeviceBuffer;
+use crate::device::CudaDevice;
+use crate::plan::{self, Items};
+use warpfit_runtime::{Result, TaskList};
+
+/// CTE warps packed by work: each group's first segment (then the end) and
+/// its first task when it holds whole consecutive tasks only
+/// ([`plan::pack_warps`], [`plan::whole_runs`]).
+struct PackedWarps {
+    first: DeviceBuffer<u32>,
+    task: DeviceBuffer<u32>,
+}
+
+/// A task list in device memory, with its split-task scratch.
+pub(crate) struct DeviceTaskList {
+    list: TaskList,
+    segments: DeviceBuffer<u32>,
+    whole: DeviceBuffer<u8>,
+    split: DeviceBuffer<u32>,
+    split_segments: DeviceBuffer<u32>,
+    scratch: DeviceBuffer<u64>,
+    present: DeviceBuffer<u8>,
+    wide_merge: bool,
+    packed: Option<PackedWarps>,
+}
+
+impl DeviceTaskList {
+    /// Uploads `list`; scratch holds one accumulator of `acc_bytes` per
+    /// segment. With `pack_budget`, CTE warps take groups of segments
+    /// bounded by that much work instead of 32 segments each.
+    pub(crate) fn upload(
+        dev: &CudaDevice,
+        list: TaskList,
+        acc_bytes: usize,
+        pack_budget: Option<u32>,
+    ) -> Result<Self> {
+        let segs: Vec<u32> = list
+            .segments()
+            .iter()
+            .flat_map(|s| [s.task, s.lo, s.hi])
+            .collect();
+        let whole: Vec<u8> = list.whole_flags().iter().map(|&w| u8::from(w)).collect();
+        let split: Vec<u32> = list
+            .split_tasks()
+            .iter()
+            .flat_map(|s| [s.task, s.first, s.count])
+            .collect();
+        let has_split = !list.split_segments().is_empty();
+        // Scratch is indexed by segment id; only split segments write it.
+        let scratch_words = if has_split {
+            (list.len() * acc_bytes).div_ceil(8)
+        } else {
+            0
+        };
+        let packed = match pack_budget {
+            Some(budget) => {
+                let first = plan::pack_warps(list.segments(), budget);
+                Some(PackedWarps {
+                    task: DeviceBuffer::upload(dev, &plan::whole_runs(&list, &first))?,
+                    first: DeviceBuffer::upload(dev, &first)?,
+                })
+            }
+            None => None,
+        };
+        Ok(DeviceTaskList {
+            segments: DeviceBuffer::upload(dev, &segs)?,
+            whole: DeviceBuffer::upload(dev, &whole)?,
+            split: DeviceBuffer::upload(dev, &split)?,
+            split_segments: DeviceBuffer::upload(dev, list.split_segments())?,
+            scratch: DeviceBuffer::zeros(dev, scratch_words)?,
+            present: DeviceBuffer::zeros(dev, if has_split { list.len() } else { 0 })?,
+            wide_merge: plan::needs_wide_merge(&list),
+            packed,
+            list,
+        })
+    }
+
+    /// The host copy.
+    pub(crate) fn list(&self) -> &TaskList {
+        &self.list
+    }
+
+    /// The list as launch planning sees it.
+    pub(crate) fn items(&self) -> Items {
+        Items::List {
+            segments: self.list.len() as u64,
+            packed_warps: self.packed.as_ref().map(|p| p.first.len() as u32 - 1),
+            split_tasks: self.list.split_tasks().len() as u64,
+            wide_merge: self.wide_merge,
+        }
+    }
+
+    /// `LaunchArgs` with this list's buffers, and the packed warp groups
+    /// when the plan runs them.
+    pub(crate) fn launch_args(
+        &self,
+        dev: &CudaDevice,
+        packed_warps: bool,
+        base: LaunchArgs,
+    ) -> LaunchArgs {
+        let (n_warps, warp_first, warp_task) = match &self.packed {
+            Some(p) if packed_warps => (
+                p.first.len() as u32 - 1,
+                p.first.device_ptr(dev),
+                p.task.device_ptr(dev),
+            ),
+            _ => (0, 0, 0),
+        };
+        LaunchArgs {
+            n_items: self.list.len() as u64,
+            segments: self.segments.device_ptr(dev),
+            whole: self.whole.device_ptr(dev),
+            scratch: self.scratch.device_ptr(dev),
+            present: self.present.device_ptr(dev),
+            split: self.split.device_ptr(dev),
+            split_segments: self.split_segments.device_ptr(dev),
+            n_warps,
+            warp_first,
+            warp_task,
+            ..base
+        }
+    }
+}

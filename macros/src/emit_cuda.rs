@@ -48,6 +48,21 @@ fn float_lit(digits: &str, t: Ty) -> String {
     }
 }
 
+/// A literal passed to a device function parameter whose type only rustc
+/// knows: spelled so that C++'s implicit conversion to that parameter gives
+/// Rust's value. Integers are exact in `int64_t`/`uint64_t` (rustc rejects
+/// values out of the parameter's range); a float as a `double` converts to a
+/// `float` parameter with the rounding of Rust's own `f32` parse, which
+/// lowering checked (`Cx::callee_typed_lit`).
+fn callee_typed_lit(lit: &Lit) -> String {
+    match lit {
+        Lit::Int(v) if *v > i64::MAX as i128 => int_lit(*v, Ty::U64),
+        Lit::Int(v) => int_lit(*v, Ty::I64),
+        Lit::Float(d) => float_lit(d, Ty::F64),
+        Lit::Bool(b) => b.to_string(),
+    }
+}
+
 fn const_value(c: ConstKind, t: Ty) -> String {
     match (t, c) {
         (Ty::F32, ConstKind::Infinity) => "__int_as_float(0x7f800000)".into(),
@@ -173,6 +188,7 @@ impl Emitter<'_> {
                 s
             }
             ExprKind::Method(m, args) => self.method(*m, args),
+            ExprKind::CalleeTypedLit { lit, .. } => callee_typed_lit(lit),
             ExprKind::Call(i, args) => {
                 let name = cuda_ident(&self.calls[*i].name());
                 let mut a: Vec<String> = args.iter().map(|a| self.expr(a)).collect();

@@ -6,8 +6,8 @@
 //! Plumbing names use `Span::mixed_site()` so they never capture user locals.
 
 use crate::ir::{
-    BinOp, ConstKind, DeviceCall, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method, Param,
-    ParamKind, Reduce, Stmt, Ty, UnOp,
+    ArgType, BinOp, ConstKind, DeviceCall, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method,
+    Param, ParamKind, Reduce, Stmt, Ty, UnOp,
 };
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -88,6 +88,20 @@ pub fn name_check(c: &DeviceCall) -> TokenStream {
     )
 }
 
+/// The type of argument `i` of a device call: the inferred type, or for a
+/// callee-typed literal the companion's alias of the parameter's own type.
+pub fn arg_type(c: &DeviceCall, i: usize) -> TokenStream {
+    match c.args[i] {
+        ArgType::Inferred(t) => ty(t),
+        ArgType::CalleeParam => companion(&c.path, Some(&format!("Param{i}"))),
+    }
+}
+
+/// The argument types of a device call, as `arg_type` spells them.
+pub fn arg_types(c: &DeviceCall) -> Vec<TokenStream> {
+    (0..c.args.len()).map(|i| arg_type(c, i)).collect()
+}
+
 /// The typed function pointer through which the twin makes device call `i`.
 fn call_const(i: usize) -> Ident {
     format_ident!("__WF_CALL_{}", i, span = Span::mixed_site())
@@ -104,7 +118,7 @@ pub fn call_consts(calls: &[DeviceCall]) -> TokenStream {
         .map(|(i, c)| {
             let name = call_const(i);
             let p = companion(&c.path, Some("cpu"));
-            let args = c.args.iter().map(|t| ty(*t));
+            let args = arg_types(c);
             let ret = ty(c.ret);
             let span = c
                 .path
@@ -307,6 +321,7 @@ impl Emitter<'_> {
                 quote!({ #(#lets)* #tail })
             }
             ExprKind::Method(m, args) => self.method(*m, args),
+            ExprKind::CalleeTypedLit { lit, span } => callee_typed_lit(lit, *span),
             ExprKind::Call(i, args) => {
                 let f = call_const(*i);
                 let args = args.iter().map(|a| self.expr(a));
@@ -366,6 +381,32 @@ impl Emitter<'_> {
                 quote!(if #c { #(#a)* } else { #(#b)* })
             }
         }
+    }
+}
+
+/// An unsuffixed literal with the user's span: rustc types it from the
+/// parameter it is passed to, and reports a literal that does not fit there.
+fn callee_typed_lit(lit: &Lit, span: Span) -> TokenStream {
+    let (negative, digits) = match lit {
+        Lit::Int(v) => (*v < 0, v.unsigned_abs().to_string()),
+        Lit::Float(d) => {
+            let (negative, d) = d
+                .strip_prefix('-')
+                .map_or((false, d.as_str()), |d| (true, d));
+            let mut d = d.to_string();
+            if d.ends_with('.') {
+                d.push('0');
+            }
+            (negative, d)
+        }
+        Lit::Bool(b) => (false, b.to_string()),
+    };
+    let mut token: proc_macro2::Literal = digits.parse().expect("a literal's own digits");
+    token.set_span(span);
+    if negative {
+        quote::quote_spanned!(span=> -#token)
+    } else {
+        quote!(#token)
     }
 }
 
@@ -790,7 +831,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
             fn_checks.push(name_check(c));
         }
         let fp = companion(&c.path, None);
-        let args = c.args.iter().map(|t| ty(*t));
+        let args = arg_types(c);
         let ret = ty(c.ret);
         let check = quote!(const _: fn(#(#args),*) -> #ret = #fp;);
         if check_seen.insert(check.to_string()) {
@@ -800,7 +841,7 @@ pub fn module(k: &Kernel, vis: &syn::Visibility, cuda: &str) -> TokenStream {
                 .segments
                 .last()
                 .map_or_else(Span::call_site, |s| s.ident.span());
-            let args = c.args.iter().map(|t| ty(*t));
+            let args = arg_types(c);
             let ret = ty(c.ret);
             fn_checks.push(quote::quote_spanned!(span=> const _: fn(#(#args),*) -> #ret = #fp;));
         }

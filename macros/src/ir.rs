@@ -400,8 +400,19 @@ impl Method {
 #[derive(Debug, Clone)]
 pub struct DeviceCall {
     pub path: syn::Path,
-    pub args: Vec<Ty>,
+    pub args: Vec<ArgType>,
     pub ret: Ty,
+}
+
+/// The type a call site gives one argument of a device function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgType {
+    /// Inferred in the kernel (checked against the callee's signature).
+    Inferred(Ty),
+    /// An unsuffixed literal argument: it takes the type of the callee's
+    /// parameter, which only rustc sees (through the companion's `ParamN`
+    /// alias); see [`ExprKind::CalleeTypedLit`].
+    CalleeParam,
 }
 
 impl DeviceCall {
@@ -454,6 +465,15 @@ pub enum ExprKind {
     Method(Method, Vec<Expr>),
     /// Call of [`Kernel::calls`]`[i]`.
     Call(usize, Vec<Expr>),
+    /// An unsuffixed literal passed straight to a device function: typed by
+    /// the callee's parameter, as Rust types it (`add1(x, 1.0)` with an `f32`
+    /// parameter). Its `ty` is meaningless; emitters write it so that it
+    /// converts exactly to whichever parameter type the callee has. `span`
+    /// is the literal's, for rustc's errors when it does not fit.
+    CalleeTypedLit {
+        lit: Lit,
+        span: proc_macro2::Span,
+    },
 }
 
 #[derive(Debug, Clone)]

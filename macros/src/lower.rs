@@ -3,8 +3,8 @@
 //! unsuffixed literals take their type from context, else `i32` / `f64`).
 
 use crate::ir::{
-    self, BinOp, ConstKind, DeviceCall, Errors, Gather, Local, LocalId, Method, ParamKind, Sp,
-    Stmt, Ty, UnOp,
+    self, ArgType, BinOp, ConstKind, DeviceCall, Errors, Gather, Local, LocalId, Method, ParamKind,
+    Sp, Stmt, Ty, UnOp,
 };
 use crate::parse::{self, ExprKind as A};
 use std::collections::HashSet;
@@ -138,13 +138,16 @@ struct Var {
 
 struct CallSite {
     path: syn::Path,
-    args: Vec<Tv>,
+    /// Each argument's type variable; `None` for a callee-typed literal.
+    args: Vec<Option<Tv>>,
     ret: Tv,
 }
 
 struct Cx<'a> {
     params: &'a [parse::Param],
     task: Option<LocalId>,
+    /// The task index and the locals bound to plain copies of it.
+    task_copies: HashSet<LocalId>,
     vars: Vec<Var>,
     scopes: Vec<Vec<(String, LocalId)>>,
     s: Solver,
@@ -173,6 +176,7 @@ impl<'a> Cx<'a> {
         Cx {
             params,
             task: None,
+            task_copies: HashSet::new(),
             vars: Vec::new(),
             scopes: vec![Vec::new()],
             s: Solver::default(),
@@ -249,7 +253,11 @@ impl<'a> Cx<'a> {
                 )
             });
         }
+        let copies_task = self.is_task(&l.init);
         let id = self.declare(&l.name, init.tv);
+        if copies_task {
+            self.task_copies.insert(id);
+        }
         (id, init)
     }
 
@@ -350,7 +358,13 @@ impl<'a> Cx<'a> {
             A::Block(b) => self.block(b),
             A::Method { recv, name, args } => self.method(recv, name, args, sp),
             A::Call { path, args } => {
-                let args: Vec<_> = args.iter().map(|a| self.expr(a)).collect();
+                let args: Vec<_> = args
+                    .iter()
+                    .map(|a| match callee_typed_literal(a) {
+                        Some(lit) => self.callee_typed_lit(lit, a.sp),
+                        None => self.expr(a),
+                    })
+                    .collect();
                 let ret = self.s.fresh(Bound::Any);
                 let name = path
                     .segments
@@ -365,7 +379,12 @@ impl<'a> Cx<'a> {
                 let i = self.calls.len();
                 self.calls.push(CallSite {
                     path: path.clone(),
-                    args: args.iter().map(|a| a.tv).collect(),
+                    args: args
+                        .iter()
+                        .map(|a| {
+                            (!matches!(a.kind, ir::ExprKind::CalleeTypedLit { .. })).then_some(a.tv)
+                        })
+                        .collect(),
                     ret,
                 });
                 e(ir::ExprKind::Call(i, args), ret)
@@ -376,6 +395,28 @@ impl<'a> Cx<'a> {
                 e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
             }
         }
+    }
+
+    /// An unsuffixed literal argument of a device function call. Rust types
+    /// it from the callee's parameter, which the macro cannot see; rustc does
+    /// (the twin passes it through a pointer typed by the companion's
+    /// `ParamN` aliases), and the CUDA passes a value that converts exactly to
+    /// either parameter type. A float literal whose `f32` value is not its
+    /// `f64` value rounded to `f32` (rare: a literal within a hair of an `f32`
+    /// rounding boundary) has no such spelling and must be suffixed.
+    fn callee_typed_lit(&mut self, lit: ir::Lit, sp: Sp) -> ir::Expr {
+        if let ir::Lit::Float(digits) = &lit {
+            let (as_f32, as_f64) = (digits.parse::<f32>(), digits.parse::<f64>());
+            let exact =
+                matches!((as_f32, as_f64), (Ok(a), Ok(b)) if (b as f32).to_bits() == a.to_bits());
+            if !exact {
+                return self.error_expr(sp.error(format!(
+                    "this literal takes the type of the device function's parameter, and its value as `f32` differs from its `f64` value rounded to `f32`, which the CUDA side would pass: suffix it, `{digits}f32` or `{digits}f64`"
+                )));
+            }
+        }
+        let tv = self.s.fresh(Bound::Error);
+        e(ir::ExprKind::CalleeTypedLit { lit, span: sp.lo }, tv)
     }
 
     fn var(&mut self, id: &syn::Ident, sp: Sp) -> ir::Expr {
@@ -426,9 +467,14 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// Whether `idx` names the task index: the task parameter itself or a
+    /// local bound to a plain copy of it (`let r = row;`), which holds the
+    /// same value, so indexing with it keeps each task on its own element.
     fn is_task(&self, idx: &parse::Expr) -> bool {
-        match (&idx.kind, self.task) {
-            (A::Var(id), Some(t)) => self.lookup(&id.to_string()) == Some(t),
+        match &idx.kind {
+            A::Var(id) => self
+                .lookup(&id.to_string())
+                .is_some_and(|l| self.task_copies.contains(&l)),
             _ => false,
         }
     }
@@ -465,7 +511,7 @@ impl<'a> Cx<'a> {
             ParamKind::Output => {
                 if !self.is_task(idx) {
                     return self.error_expr(idx.sp.error(format!(
-                        "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]`; each task owns exactly its element, which is what makes tasks race-free",
+                        "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free",
                         self.task_name()
                     )));
                 }
@@ -779,7 +825,14 @@ impl<'a> Cx<'a> {
             .into_iter()
             .map(|c| DeviceCall {
                 path: c.path,
-                args: c.args.iter().map(|&a| self.ty(a)).collect(),
+                args: c
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        Some(tv) => ArgType::Inferred(self.ty(*tv)),
+                        None => ArgType::CalleeParam,
+                    })
+                    .collect(),
                 ret: self.ty(c.ret),
             })
             .collect()
@@ -821,7 +874,7 @@ impl<'a> Cx<'a> {
                 }
                 if !self.is_task(index) {
                     self.errs.push(index.sp.error(format!(
-                        "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...`; each task owns exactly its element, which is what makes tasks race-free",
+                        "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free",
                         self.task_name()
                     )));
                     return None;
@@ -885,6 +938,29 @@ fn reads_input(x: &ir::Expr) -> bool {
         K::Block(lets, t) => lets.iter().any(|(_, v)| reads_input(v)) || reads_input(t),
         K::Method(_, args) | K::Call(_, args) => args.iter().any(reads_input),
         _ => false,
+    }
+}
+
+/// An unsuffixed integer or float literal, possibly negated, as written
+/// directly as a call argument: it takes the type of the callee's parameter.
+fn callee_typed_literal(x: &parse::Expr) -> Option<ir::Lit> {
+    match &x.kind {
+        A::Int {
+            value,
+            suffix: None,
+        } => Some(ir::Lit::Int(*value as i128)),
+        A::Float {
+            digits,
+            suffix: None,
+        } => Some(ir::Lit::Float(digits.clone())),
+        A::Unary(UnOp::Neg, inner) if matches!(inner.kind, A::Int { .. } | A::Float { .. }) => {
+            match callee_typed_literal(inner)? {
+                ir::Lit::Int(v) => Some(ir::Lit::Int(-v)),
+                ir::Lit::Float(d) => Some(ir::Lit::Float(format!("-{d}"))),
+                ir::Lit::Bool(b) => Some(ir::Lit::Bool(b)),
+            }
+        }
+        _ => None,
     }
 }
 
@@ -1067,6 +1143,7 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     let usize_tv = cx.is(Ty::Usize);
     let task = cx.declare(&k.task, usize_tv);
     cx.task = Some(task);
+    cx.task_copies.insert(task);
 
     // Prologue.
     let mut prologue: Vec<(LocalId, ir::Expr)> = Vec::new();
@@ -1143,7 +1220,7 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
             let i = cx.calls.len();
             cx.calls.push(CallSite {
                 path: path.clone(),
-                args: vec![acc, acc],
+                args: vec![Some(acc), Some(acc)],
                 ret: acc,
             });
             ir::Reduce::DeviceFn(i)

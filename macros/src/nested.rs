@@ -64,3 +64,20 @@ pub fn device_fn_cuda_of(src: &str) -> syn::Result<String> {
     let ast = parse::device_fn(&item)?;
     Ok(emit_cuda::device_fn(&crate::lower::device_fn(&ast)?))
 }
+
+/// The generated Rust of a kernel (the function and its module), formatted,
+/// for snapshot tests of the emitters.
+#[cfg(test)]
+pub fn rust_of(src: &str) -> syn::Result<String> {
+    let item: syn::ItemFn = syn::parse_str(src)?;
+    let file: syn::File = syn::parse2(expand(&item)?)?;
+    Ok(prettyplease::unparse(&file))
+}
+
+/// The generated Rust of a `#[device_fn]` (the function and its companion).
+#[cfg(test)]
+pub fn device_fn_rust_of(src: &str) -> syn::Result<String> {
+    let item: syn::ItemFn = syn::parse_str(src)?;
+    let file: syn::File = syn::parse2(crate::device_fn::expand(&item)?)?;
+    Ok(prettyplease::unparse(&file))
+}

@@ -1,7 +1,7 @@
 //! Golden CUDA of the example kernels (insta snapshots) and property tests of
 //! the pipeline on random expressions.
 
-use crate::nested::{cuda_of, device_fn_cuda_of};
+use crate::nested::{cuda_of, device_fn_cuda_of, device_fn_rust_of, rust_of};
 
 const SPMV: &str = "
 pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
@@ -52,6 +52,38 @@ pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next
 
 fn cuda(src: &str) -> String {
     cuda_of(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn rust(src: &str) -> String {
+    rust_of(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+// The generated Rust (CPU twin, launch API, work graph) of the same kernels.
+
+#[test]
+fn snapshot_rust_spmv() {
+    insta::assert_snapshot!(rust(SPMV));
+}
+
+#[test]
+fn snapshot_rust_relax() {
+    insta::assert_snapshot!(rust(RELAX));
+}
+
+#[test]
+fn snapshot_rust_pagerank() {
+    insta::assert_snapshot!(rust(PAGERANK));
+}
+
+#[test]
+fn snapshot_rust_bfs_step() {
+    insta::assert_snapshot!(rust(BFS));
+}
+
+#[test]
+fn snapshot_rust_max_plus_semiring() {
+    let f = device_fn_rust_of(MAX_PLUS).unwrap_or_else(|e| panic!("{e}"));
+    insta::assert_snapshot!(format!("{f}\n{}", rust(LONGEST)));
 }
 
 #[test]

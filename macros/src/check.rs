@@ -4,8 +4,9 @@
 //! Rules that need name resolution or types (owner-computes, typing) are
 //! checked while lowering, in `lower`; they report through the same [`Errors`].
 
-use crate::ir::{BinOp, Errors};
-use crate::parse::{Expr, ExprKind, KernelFn, Reduce, Stmt, KERNEL};
+use crate::diag::Errors;
+use crate::ir::BinOp;
+use crate::parse::{Expr, ExprKind, KernelFn, Let, Nested, Reduce, Stmt, KERNEL};
 
 const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
 
@@ -105,9 +106,20 @@ fn find_stmt<'a>(
     }
 }
 
-/// Checks the body's shape; returns the index of the statement holding the
-/// nested pattern (prologue = the statements before it, all `let`s).
-pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
+/// A kernel body that passed the structural rules, in its three parts.
+pub struct Shape<'a> {
+    /// The `let`s before the nested pattern.
+    pub prologue: Vec<&'a Let>,
+    /// The one nested pattern `(lo..hi).map(..).fold(..)`.
+    pub nested: &'a Nested,
+    /// The statement holding the pattern (which stands there for the folded
+    /// value) and the statements after it.
+    pub epilogue: &'a [Stmt],
+}
+
+/// Checks the body's shape and returns it: exactly one nested pattern, at
+/// statement level, after a prologue of `let`s only.
+pub fn kernel_shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
     let mut found = Vec::new();
     let mut at = None;
     for (i, s) in k.body.iter().enumerate() {
@@ -117,13 +129,13 @@ pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
             at = Some(i);
         }
     }
-    if found.is_empty() {
+    let Some(&(first, _)) = found.first() else {
         errs.push(syn::Error::new_spanned(
             &k.name,
             format!("{KERNEL} needs exactly one nested pattern {SHAPE}, found none"),
         ));
         return None;
-    }
+    };
     let mut ok = true;
     for (i, (e, blocked)) in found.iter().enumerate() {
         if i > 0 {
@@ -137,9 +149,10 @@ pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
         }
     }
     let at = at?;
+    let mut prologue = Vec::new();
     for s in &k.body[..at] {
         match s {
-            Stmt::Let(_) => {}
+            Stmt::Let(l) => prologue.push(l),
             Stmt::Assign { sp, .. } => {
                 errs.push(sp.error(format!(
                     "writes happen only in the epilogue of {KERNEL}, after the nested pattern {SHAPE}: move this write below it"
@@ -154,5 +167,12 @@ pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
             }
         }
     }
-    ok.then_some(at)
+    let ExprKind::Nested(nested) = &first.kind else {
+        unreachable!("`find` reports nested patterns only")
+    };
+    ok.then_some(Shape {
+        prologue,
+        nested,
+        epilogue: &k.body[at..],
+    })
 }

@@ -4,8 +4,7 @@
 //! parameters or to locals with kernel-unique spellings, so the emitters never
 //! see shadowing, untyped literals or the token stream.
 
-use proc_macro2::{Span, TokenStream};
-use quote::ToTokens;
+use proc_macro2::Span;
 
 /// The value types of the kernel language: the element/scalar types plus
 /// `usize` (task and fine-task indices, range bounds, index arithmetic).
@@ -119,72 +118,6 @@ impl Ty {
 
     pub fn ident(self) -> proc_macro2::Ident {
         proc_macro2::Ident::new(self.rust_name(), Span::call_site())
-    }
-}
-
-/// A source range for diagnostics: first and last token of a node, so that
-/// errors underline the whole offending construct on stable Rust.
-#[derive(Debug, Clone, Copy)]
-pub struct Sp {
-    pub lo: Span,
-    pub hi: Span,
-}
-
-impl Sp {
-    pub fn of(node: &impl ToTokens) -> Sp {
-        let mut it = node.to_token_stream().into_iter();
-        let lo = it.next().map_or_else(Span::call_site, |t| t.span());
-        let hi = it.last().map_or(lo, |t| t.span());
-        Sp { lo, hi }
-    }
-
-    pub fn single(s: Span) -> Sp {
-        Sp { lo: s, hi: s }
-    }
-
-    pub fn to(self, other: Sp) -> Sp {
-        Sp {
-            lo: self.lo,
-            hi: other.hi,
-        }
-    }
-
-    /// A `syn::Error` covering this range.
-    pub fn error(self, msg: impl std::fmt::Display) -> syn::Error {
-        let mut ts = TokenStream::new();
-        ts.extend([proc_macro2::TokenTree::Ident(proc_macro2::Ident::new(
-            "a", self.lo,
-        ))]);
-        ts.extend([proc_macro2::TokenTree::Ident(proc_macro2::Ident::new(
-            "b", self.hi,
-        ))]);
-        syn::Error::new_spanned(ts, msg)
-    }
-}
-
-/// Accumulates diagnostics so one expansion reports every independent error.
-#[derive(Default)]
-pub struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(e),
-            None => self.0 = Some(e),
-        }
-    }
-
-    /// Records the error of `r`, if any, and passes its value on.
-    pub fn ok<T>(&mut self, r: syn::Result<T>) -> Option<T> {
-        r.map_err(|e| self.push(e)).ok()
-    }
-
-    pub fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_none()
     }
 }
 

@@ -10,6 +10,7 @@ use proc_macro::TokenStream;
 
 mod check;
 mod device_fn;
+mod diag;
 mod emit_cuda;
 mod emit_rust;
 mod ir;

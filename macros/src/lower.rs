@@ -2,9 +2,10 @@
 //! inference by unification (Rust's rules: no implicit conversions;
 //! unsuffixed literals take their type from context, else `i32` / `f64`).
 
+use crate::diag::{Errors, Sp};
 use crate::ir::{
-    self, ArgType, BinOp, ConstKind, DeviceCall, Errors, Gather, Local, LocalId, Method, ParamKind,
-    Sp, Stmt, Ty, UnOp,
+    self, ArgType, BinOp, ConstKind, DeviceCall, Gather, Local, LocalId, Method, ParamKind, Stmt,
+    Ty, UnOp,
 };
 use crate::parse::{self, ExprKind as A};
 use std::collections::HashSet;
@@ -158,8 +159,9 @@ struct Cx<'a> {
     /// Prologue locals read after the prologue.
     ctx_used: HashSet<LocalId>,
     gathers: Vec<Gather>,
-    /// The fold's accumulator, once the epilogue is being lowered.
-    acc: Option<Tv>,
+    /// The nested pattern and its accumulator, once the epilogue is being
+    /// lowered: there the pattern stands for the folded value.
+    folded: Option<(&'a parse::Nested, Tv)>,
 }
 
 /// An IR node typed by variable `tv`; `ty` is filled in by `zonk` once solved.
@@ -186,7 +188,7 @@ impl<'a> Cx<'a> {
             phase,
             ctx_used: HashSet::new(),
             gathers: Vec::new(),
-            acc: None,
+            folded: None,
         }
     }
 
@@ -389,11 +391,14 @@ impl<'a> Cx<'a> {
                 });
                 e(ir::ExprKind::Call(i, args), ret)
             }
-            // Misplaced or extra patterns were reported by `check`.
-            A::Nested(_) => {
-                let tv = self.s.fresh(Bound::Error);
-                e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
-            }
+            A::Nested(n) => match self.folded {
+                Some((folded, acc)) if std::ptr::eq(&**n, folded) => e(ir::ExprKind::Acc, acc),
+                // Misplaced or extra patterns were reported by `check`.
+                _ => {
+                    let tv = self.s.fresh(Bound::Error);
+                    e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+                }
+            },
         }
     }
 
@@ -421,9 +426,6 @@ impl<'a> Cx<'a> {
 
     fn var(&mut self, id: &syn::Ident, sp: Sp) -> ir::Expr {
         let name = id.to_string();
-        if let (Some(acc), ACC_MARK) = (self.acc, name.as_str()) {
-            return e(ir::ExprKind::Acc, acc);
-        }
         if let Some(l) = self.lookup(&name) {
             if self.phase == Phase::Reduce && self.vars[l].phase != Phase::Reduce {
                 return self.error_expr(sp.error(format!(
@@ -1114,29 +1116,12 @@ pub fn is_reserved(name: &str) -> bool {
     RESERVED.contains(&name)
 }
 
-/// Finds the nested pattern inside the statement `check` located.
-fn nested_of<'a>(s: &'a parse::Stmt) -> Option<&'a parse::Nested> {
-    let mut found: Option<&'a Box<parse::Nested>> = None;
-    let mut visit = |x: &'a parse::Expr| {
-        if let A::Nested(n) = &x.kind {
-            found.get_or_insert(n);
-        }
-    };
-    match s {
-        parse::Stmt::Let(l) => l.init.walk(&mut visit),
-        parse::Stmt::Assign { value, .. } => value.walk(&mut visit),
-        parse::Stmt::If { .. } => {}
-    }
-    found.map(|b| &**b)
-}
-
 pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     let mut errs = Errors::default();
-    let at = crate::check::body_shape(k, &mut errs);
-    let Some(at) = at else {
-        return Err(errs.finish().expect_err("body_shape reports why"));
+    let Some(shape) = crate::check::kernel_shape(k, &mut errs) else {
+        return Err(errs.finish().expect_err("kernel_shape reports why"));
     };
-    let nested = nested_of(&k.body[at]).expect("check located it");
+    let nested = shape.nested;
 
     let mut cx = Cx::new(&k.params, Phase::Prologue);
     cx.errs = errs;
@@ -1147,10 +1132,8 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
 
     // Prologue.
     let mut prologue: Vec<(LocalId, ir::Expr)> = Vec::new();
-    for s in &k.body[..at] {
-        if let parse::Stmt::Let(l) = s {
-            prologue.push(cx.let_(l));
-        }
+    for l in &shape.prologue {
+        prologue.push(cx.let_(l));
     }
     let mut lo = cx.expr(&nested.lo);
     let mut hi = cx.expr(&nested.hi);
@@ -1230,10 +1213,10 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
 
     // Epilogue: the pattern's statement and the ones after it.
     cx.phase = Phase::Epilogue;
-    cx.acc = Some(acc);
+    cx.folded = Some((nested, acc));
     let mut epilogue = Vec::new();
-    for s in &k.body[at..] {
-        if let Some(s) = cx.stmt(&substitute_nested(s)) {
+    for s in shape.epilogue {
+        if let Some(s) = cx.stmt(s) {
             epilogue.push(s);
         }
     }
@@ -1296,39 +1279,6 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
         gathers,
     })
 }
-
-/// Replaces the nested pattern in a statement by the `__acc` marker variable
-/// the epilogue lowering turns into [`ir::ExprKind::Acc`].
-fn substitute_nested(s: &parse::Stmt) -> parse::Stmt {
-    fn go(x: &mut parse::Expr) {
-        match &mut x.kind {
-            A::Nested(_) => {
-                x.kind = A::Var(syn::Ident::new(ACC_MARK, proc_macro2::Span::call_site()))
-            }
-            A::Unary(_, a) | A::Cast(a, _) | A::Index(_, a) => go(a),
-            A::Binary(_, _, a, b) => {
-                go(a);
-                go(b);
-            }
-            A::Method { recv, args, .. } => {
-                go(recv);
-                args.iter_mut().for_each(go);
-            }
-            A::Call { args, .. } => args.iter_mut().for_each(go),
-            _ => {}
-        }
-    }
-    let mut s = s.clone();
-    match &mut s {
-        parse::Stmt::Let(l) => go(&mut l.init),
-        parse::Stmt::Assign { value, .. } => go(value),
-        parse::Stmt::If { .. } => {}
-    }
-    s
-}
-
-/// Not a valid Rust identifier a user could write (it is never parsed).
-const ACC_MARK: &str = "__wf_acc";
 
 pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
     let mut cx = Cx::new(&[], Phase::DeviceFn);

@@ -4,7 +4,8 @@
 //! token, with a message saying what is supported. Names are not resolved and
 //! nothing is typed yet: that is `lower`'s job.
 
-use crate::ir::{BinOp, Errors, ParamKind, Sp, Ty, UnOp};
+use crate::diag::{Errors, Sp};
+use crate::ir::{BinOp, ParamKind, Ty, UnOp};
 use syn::{Expr as SExpr, FnArg, Pat, ReturnType, Type};
 
 pub const KERNEL: &str = "a #[nested_reduce] kernel";
@@ -1056,46 +1057,4 @@ fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn:
         })),
         sp,
     })
-}
-
-impl Expr {
-    /// Visits every sub-expression, this one first.
-    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
-        f(self);
-        match &self.kind {
-            ExprKind::Unary(_, e) | ExprKind::Cast(e, _) | ExprKind::Index(_, e) => e.walk(f),
-            ExprKind::Binary(_, _, a, b) => {
-                a.walk(f);
-                b.walk(f);
-            }
-            ExprKind::If(c, t, e) => {
-                c.walk(f);
-                t.walk(f);
-                e.walk(f);
-            }
-            ExprKind::Block(b) => b.walk(f),
-            ExprKind::Method { recv, args, .. } => {
-                recv.walk(f);
-                args.iter().for_each(|a| a.walk(f));
-            }
-            ExprKind::Call { args, .. } => args.iter().for_each(|a| a.walk(f)),
-            ExprKind::Nested(n) => {
-                n.lo.walk(f);
-                n.hi.walk(f);
-                n.map.walk(f);
-                n.init.walk(f);
-                if let Reduce::Closure { body, .. } = &n.reduce {
-                    body.walk(f);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-impl Block {
-    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
-        self.lets.iter().for_each(|l| l.init.walk(f));
-        self.tail.walk(f);
-    }
 }

@@ -5,6 +5,7 @@
 //! `f32` is `0.0f`, never a double), and every operation whose C++ meaning
 //! differs from Rust's goes through a `warpfit::` helper of the device library.
 
+use crate::analyse::Access;
 use crate::ir::{
     BinOp, ConstKind, DeviceCall, DeviceFn, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method,
     Param, ParamKind, Reduce, Stmt, Ty, UnOp,
@@ -263,7 +264,7 @@ impl Emitter<'_> {
 const QUAL: &str = "static __device__ __forceinline__";
 
 /// The kernel's functor, in `namespace wf_<name>`.
-pub fn kernel(k: &Kernel) -> String {
+pub fn kernel(k: &Kernel, access: &Access) -> String {
     let mut em = Emitter {
         locals: &k.locals,
         params: &k.params,
@@ -338,9 +339,8 @@ pub fn kernel(k: &Kernel) -> String {
     let _ = writeln!(s, "    }}");
     // The shortest array `map` reads at the fine-task index: an item whose
     // range ends within it needs no check on those loads.
-    let mut direct = std::collections::BTreeSet::new();
-    crate::emit_rust::direct_loads(&k.map, k.k, &mut direct);
-    let lens: Vec<String> = direct
+    let lens: Vec<String> = access
+        .direct
         .iter()
         .map(|&i| format!("wf_p.{}_len", em.param(i)))
         .collect();
@@ -356,9 +356,7 @@ pub fn kernel(k: &Kernel) -> String {
     // An index array `map` gathers through (`x[col[k] as usize]`): CTE
     // reads it at each item's first fine task to tell local gathers
     // (neighbouring items read neighbouring data) from scattered ones.
-    let mut gathers = std::collections::BTreeSet::new();
-    crate::emit_rust::gather_loads(&k.map, k.k, &k.params, &mut gathers);
-    let probe = gathers.iter().map(|&(_, c)| c).find(|c| direct.contains(c));
+    let probe = access.probe();
     let _ = writeln!(
         s,
         "    static constexpr bool has_gather = {};",

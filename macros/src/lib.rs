@@ -8,6 +8,7 @@
 
 use proc_macro::TokenStream;
 
+mod analyse;
 mod check;
 mod device_fn;
 mod diag;

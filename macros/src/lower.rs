@@ -4,8 +4,7 @@
 
 use crate::diag::{Errors, Sp};
 use crate::ir::{
-    self, ArgType, BinOp, ConstKind, DeviceCall, Gather, Local, LocalId, Method, ParamKind, Stmt,
-    Ty, UnOp,
+    self, ArgType, BinOp, ConstKind, DeviceCall, Local, LocalId, Method, ParamKind, Stmt, Ty, UnOp,
 };
 use crate::parse::{self, ExprKind as A};
 use std::collections::HashSet;
@@ -50,12 +49,12 @@ impl Bound {
 }
 
 #[derive(Default)]
-struct Solver {
+struct Unifier {
     parent: Vec<Tv>,
     bound: Vec<Bound>,
 }
 
-impl Solver {
+impl Unifier {
     fn fresh(&mut self, b: Bound) -> Tv {
         let v = self.parent.len() as Tv;
         self.parent.push(v);
@@ -105,7 +104,8 @@ impl Solver {
 
 // ---------------------------------------------------------------- checks after solving
 
-enum Oblig {
+/// A rule checked once inference is solved (it needs the final types).
+enum DeferredCheck {
     /// Arithmetic `+ - * / %` needs a number; bitwise `& | ^` an integer or bool.
     Binary(BinOp, Tv, Sp),
     /// Shift operands must be integers.
@@ -151,21 +151,20 @@ struct Cx<'a> {
     task_copies: HashSet<LocalId>,
     vars: Vec<Var>,
     scopes: Vec<Vec<(String, LocalId)>>,
-    s: Solver,
-    obligs: Vec<Oblig>,
+    s: Unifier,
+    deferred: Vec<DeferredCheck>,
     calls: Vec<CallSite>,
     errs: Errors,
     phase: Phase,
     /// Prologue locals read after the prologue.
     ctx_used: HashSet<LocalId>,
-    gathers: Vec<Gather>,
     /// The nested pattern and its accumulator, once the epilogue is being
     /// lowered: there the pattern stands for the folded value.
     folded: Option<(&'a parse::Nested, Tv)>,
 }
 
-/// An IR node typed by variable `tv`; `ty` is filled in by `zonk` once solved.
-fn e(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
+/// An IR node typed by variable `tv`; `ty` is filled in by `resolve_types` once solved.
+fn typed(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
     ir::Expr {
         kind,
         ty: Ty::I32,
@@ -181,13 +180,12 @@ impl<'a> Cx<'a> {
             task_copies: HashSet::new(),
             vars: Vec::new(),
             scopes: vec![Vec::new()],
-            s: Solver::default(),
-            obligs: Vec::new(),
+            s: Unifier::default(),
+            deferred: Vec::new(),
             calls: Vec::new(),
             errs: Errors::default(),
             phase,
             ctx_used: HashSet::new(),
-            gathers: Vec::new(),
             folded: None,
         }
     }
@@ -199,7 +197,7 @@ impl<'a> Cx<'a> {
     fn error_expr(&mut self, err: syn::Error) -> ir::Expr {
         self.errs.push(err);
         let tv = self.s.fresh(Bound::Error);
-        e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+        typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
     }
 
     fn unify_or(&mut self, a: Tv, b: Tv, sp: Sp, msg: impl FnOnce(String, String) -> String) {
@@ -272,7 +270,7 @@ impl<'a> Cx<'a> {
         if lets.is_empty() {
             return tail;
         }
-        e(ir::ExprKind::Block(lets, Box::new(tail)), tv)
+        typed(ir::ExprKind::Block(lets, Box::new(tail)), tv)
     }
 
     fn expect_bool(&mut self, x: &ir::Expr, sp: Sp, what: &str) {
@@ -287,17 +285,19 @@ impl<'a> Cx<'a> {
         match &x.kind {
             A::Int { value, suffix } => {
                 let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
-                self.obligs.push(Oblig::IntLit(tv, *value as i128, sp));
-                e(ir::ExprKind::Lit(ir::Lit::Int(*value as i128)), tv)
+                self.deferred
+                    .push(DeferredCheck::IntLit(tv, *value as i128, sp));
+                typed(ir::ExprKind::Lit(ir::Lit::Int(*value as i128)), tv)
             }
             A::Float { digits, suffix } => {
                 let tv = self.s.fresh(suffix.map_or(Bound::Float, Bound::Is));
-                self.obligs.push(Oblig::FloatLit(tv, digits.clone(), sp));
-                e(ir::ExprKind::Lit(ir::Lit::Float(digits.clone())), tv)
+                self.deferred
+                    .push(DeferredCheck::FloatLit(tv, digits.clone(), sp));
+                typed(ir::ExprKind::Lit(ir::Lit::Float(digits.clone())), tv)
             }
             A::Bool(b) => {
                 let tv = self.is(Ty::Bool);
-                e(ir::ExprKind::Lit(ir::Lit::Bool(*b)), tv)
+                typed(ir::ExprKind::Lit(ir::Lit::Bool(*b)), tv)
             }
             A::Var(id) => self.var(id, sp),
             A::Const { ty, name } => {
@@ -310,34 +310,34 @@ impl<'a> Cx<'a> {
                     _ => ConstKind::Min,
                 };
                 let tv = self.is(*ty);
-                e(ir::ExprKind::Const(kind), tv)
+                typed(ir::ExprKind::Const(kind), tv)
             }
             A::Unary(UnOp::Neg, inner) => {
                 // `-5` is a negative literal (range-checked as such), as in Rust.
                 if let A::Int { value, suffix } = &inner.kind {
                     let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
                     let v = -(*value as i128);
-                    self.obligs.push(Oblig::IntLit(tv, v, sp));
-                    self.obligs.push(Oblig::Neg(tv, sp));
-                    return e(ir::ExprKind::Lit(ir::Lit::Int(v)), tv);
+                    self.deferred.push(DeferredCheck::IntLit(tv, v, sp));
+                    self.deferred.push(DeferredCheck::Neg(tv, sp));
+                    return typed(ir::ExprKind::Lit(ir::Lit::Int(v)), tv);
                 }
                 let v = self.expr(inner);
-                self.obligs.push(Oblig::Neg(v.tv, sp));
+                self.deferred.push(DeferredCheck::Neg(v.tv, sp));
                 let tv = v.tv;
-                e(ir::ExprKind::Unary(UnOp::Neg, Box::new(v)), tv)
+                typed(ir::ExprKind::Unary(UnOp::Neg, Box::new(v)), tv)
             }
             A::Unary(UnOp::Not, inner) => {
                 let v = self.expr(inner);
-                self.obligs.push(Oblig::Not(v.tv, sp));
+                self.deferred.push(DeferredCheck::Not(v.tv, sp));
                 let tv = v.tv;
-                e(ir::ExprKind::Unary(UnOp::Not, Box::new(v)), tv)
+                typed(ir::ExprKind::Unary(UnOp::Not, Box::new(v)), tv)
             }
             A::Binary(op, op_sp, l, r) => self.binary(*op, *op_sp, l, r),
             A::Cast(inner, to) => {
                 let v = self.expr(inner);
-                self.obligs.push(Oblig::Cast(v.tv, *to, sp));
+                self.deferred.push(DeferredCheck::Cast(v.tv, *to, sp));
                 let tv = self.is(*to);
-                e(ir::ExprKind::Cast(Box::new(v)), tv)
+                typed(ir::ExprKind::Cast(Box::new(v)), tv)
             }
             A::Index(array, idx) => self.index(array, idx, sp),
             A::If(c, t, f) => {
@@ -352,7 +352,7 @@ impl<'a> Cx<'a> {
                     )
                 });
                 let tv = then.tv;
-                e(
+                typed(
                     ir::ExprKind::If(Box::new(cond), Box::new(then), Box::new(els)),
                     tv,
                 )
@@ -373,7 +373,7 @@ impl<'a> Cx<'a> {
                     .last()
                     .map(|s| s.ident.to_string())
                     .unwrap_or_default();
-                self.obligs.push(Oblig::Known(
+                self.deferred.push(DeferredCheck::Known(
                     ret,
                     sp,
                     format!("cannot infer the result type of `{name}(..)`: annotate the binding, e.g. `let v: f32 = {name}(..);`"),
@@ -389,14 +389,14 @@ impl<'a> Cx<'a> {
                         .collect(),
                     ret,
                 });
-                e(ir::ExprKind::Call(i, args), ret)
+                typed(ir::ExprKind::Call(i, args), ret)
             }
             A::Nested(n) => match self.folded {
-                Some((folded, acc)) if std::ptr::eq(&**n, folded) => e(ir::ExprKind::Acc, acc),
+                Some((folded, acc)) if std::ptr::eq(&**n, folded) => typed(ir::ExprKind::Acc, acc),
                 // Misplaced or extra patterns were reported by `check`.
                 _ => {
                     let tv = self.s.fresh(Bound::Error);
-                    e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+                    typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
                 }
             },
         }
@@ -421,7 +421,7 @@ impl<'a> Cx<'a> {
             }
         }
         let tv = self.s.fresh(Bound::Error);
-        e(ir::ExprKind::CalleeTypedLit { lit, span: sp.lo }, tv)
+        typed(ir::ExprKind::CalleeTypedLit { lit, span: sp.lo }, tv)
     }
 
     fn var(&mut self, id: &syn::Ident, sp: Sp) -> ir::Expr {
@@ -434,7 +434,7 @@ impl<'a> Cx<'a> {
             }
             self.use_local(l);
             let tv = self.vars[l].tv;
-            return e(ir::ExprKind::Local(l), tv);
+            return typed(ir::ExprKind::Local(l), tv);
         }
         match self.param(&name) {
             Some((i, p)) if p.kind == ParamKind::Scalar => {
@@ -444,7 +444,7 @@ impl<'a> Cx<'a> {
                     )));
                 }
                 let tv = self.is(p.ty);
-                e(ir::ExprKind::Scalar(i), tv)
+                typed(ir::ExprKind::Scalar(i), tv)
             }
             Some((_, p)) => self.error_expr(sp.error(format!(
                 "`{name}` is an array (`{}[{}]`): it can only be indexed, `{name}[i]`",
@@ -518,7 +518,7 @@ impl<'a> Cx<'a> {
                     )));
                 }
                 let tv = self.is(p.ty);
-                e(ir::ExprKind::LoadOut(i), tv)
+                typed(ir::ExprKind::LoadOut(i), tv)
             }
             ParamKind::Input => {
                 let ix = self.expr(idx);
@@ -526,14 +526,8 @@ impl<'a> Cx<'a> {
                 self.unify_or(ix.tv, u, idx.sp, |found, _| {
                     format!("arrays are indexed by `usize`, found {found}: add `as usize`")
                 });
-                if self.phase == Phase::Map && reads_input(&ix) {
-                    self.gathers.push(Gather {
-                        array: i,
-                        index: ix.clone(),
-                    });
-                }
                 let tv = self.is(p.ty);
-                e(ir::ExprKind::Load(i, Box::new(ix)), tv)
+                typed(ir::ExprKind::Load(i, Box::new(ix)), tv)
             }
         }
     }
@@ -549,8 +543,8 @@ impl<'a> Cx<'a> {
                 a.tv
             }
             BinOp::Shl | BinOp::Shr => {
-                self.obligs.push(Oblig::ShiftOperand(a.tv, l.sp));
-                self.obligs.push(Oblig::ShiftOperand(b.tv, r.sp));
+                self.deferred.push(DeferredCheck::ShiftOperand(a.tv, l.sp));
+                self.deferred.push(DeferredCheck::ShiftOperand(b.tv, r.sp));
                 a.tv
             }
             _ => {
@@ -560,12 +554,12 @@ impl<'a> Cx<'a> {
                 if op.is_comparison() {
                     self.is(Ty::Bool)
                 } else {
-                    self.obligs.push(Oblig::Binary(op, a.tv, op_sp));
+                    self.deferred.push(DeferredCheck::Binary(op, a.tv, op_sp));
                     a.tv
                 }
             }
         };
-        e(ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), tv)
+        typed(ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), tv)
     }
 
     fn method(
@@ -619,21 +613,21 @@ impl<'a> Cx<'a> {
                 format!("`{}` is an integer method, but the receiver is {found}: use `powi`/`powf` on floats", m.name())
             });
         }
-        self.obligs.push(Oblig::Method(m, recv_tv, sp));
+        self.deferred.push(DeferredCheck::Method(m, recv_tv, sp));
         let tv = if m == Method::IsNan {
             self.is(Ty::Bool)
         } else {
             recv_tv
         };
-        e(ir::ExprKind::Method(m, out), tv)
+        typed(ir::ExprKind::Method(m, out), tv)
     }
 
     /// Solves the remaining constraints and checks the deferred rules.
     fn finish(&mut self) {
-        let obligs = std::mem::take(&mut self.obligs);
-        for o in obligs {
+        let deferred = std::mem::take(&mut self.deferred);
+        for o in deferred {
             let err = match o {
-                Oblig::Binary(op, tv, sp) => {
+                DeferredCheck::Binary(op, tv, sp) => {
                     let t = self.s.resolve(tv);
                     let ok = match op {
                         BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
@@ -649,27 +643,27 @@ impl<'a> Cx<'a> {
                         ))
                     })
                 }
-                Oblig::ShiftOperand(tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::ShiftOperand(tv, sp) => match self.s.resolve(tv) {
                     Some(t) if !t.is_int() => Some(sp.error(format!(
                         "shift operands must be integers, found `{}`",
                         t.rust_name()
                     ))),
                     _ => None,
                 },
-                Oblig::Neg(tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Neg(tv, sp) => match self.s.resolve(tv) {
                     Some(t) if !(t.is_float() || t.is_signed_int()) => Some(sp.error(format!(
                         "unary `-` is not defined for `{}` (unsigned or bool)",
                         t.rust_name()
                     ))),
                     _ => None,
                 },
-                Oblig::Not(tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Not(tv, sp) => match self.s.resolve(tv) {
                     Some(t) if t.is_float() => {
                         Some(sp.error(format!("`!` is not defined for `{}`", t.rust_name())))
                     }
                     _ => None,
                 },
-                Oblig::Method(m, tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Method(m, tv, sp) => match self.s.resolve(tv) {
                     Some(t) => {
                         let ok = if t.is_float() {
                             m.float_ok()
@@ -690,7 +684,7 @@ impl<'a> Cx<'a> {
                     }
                     None => None,
                 },
-                Oblig::Cast(tv, to, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Cast(tv, to, sp) => match self.s.resolve(tv) {
                     Some(from) => {
                         let bad =
                             to == Ty::Bool && from != Ty::Bool || from == Ty::Bool && to.is_float();
@@ -709,7 +703,7 @@ impl<'a> Cx<'a> {
                     }
                     None => None,
                 },
-                Oblig::IntLit(tv, v, sp) => match self.s.resolve(tv) {
+                DeferredCheck::IntLit(tv, v, sp) => match self.s.resolve(tv) {
                     Some(t) if t.is_int() => {
                         let max = t.int_max() as i128;
                         let min = if t.is_signed_int() { -max - 1 } else { 0 };
@@ -731,7 +725,7 @@ impl<'a> Cx<'a> {
                     ))),
                     None => None,
                 },
-                Oblig::FloatLit(tv, digits, sp) => match self.s.resolve(tv) {
+                DeferredCheck::FloatLit(tv, digits, sp) => match self.s.resolve(tv) {
                     Some(Ty::F32) => digits
                         .parse::<f32>()
                         .map_or(true, |v| v.is_infinite())
@@ -746,7 +740,9 @@ impl<'a> Cx<'a> {
                     ))),
                     None => None,
                 },
-                Oblig::Known(tv, sp, msg) => (self.s.get(tv) == Bound::Any).then(|| sp.error(msg)),
+                DeferredCheck::Known(tv, sp, msg) => {
+                    (self.s.get(tv) == Bound::Any).then(|| sp.error(msg))
+                }
             };
             if let Some(err) = err {
                 self.errs.push(err);
@@ -758,39 +754,14 @@ impl<'a> Cx<'a> {
         self.s.resolve(tv).unwrap_or(Ty::I32)
     }
 
-    fn zonk(&mut self, x: &mut ir::Expr) {
-        x.ty = self.ty(x.tv);
-        use ir::ExprKind as K;
-        match &mut x.kind {
-            K::Unary(_, a) | K::Cast(a) | K::Load(_, a) => self.zonk(a),
-            K::Binary(_, a, b) => {
-                self.zonk(a);
-                self.zonk(b);
-            }
-            K::If(a, b, c) => {
-                self.zonk(a);
-                self.zonk(b);
-                self.zonk(c);
-            }
-            K::Block(lets, t) => {
-                lets.iter_mut().for_each(|(_, v)| self.zonk(v));
-                self.zonk(t);
-            }
-            K::Method(_, args) | K::Call(_, args) => args.iter_mut().for_each(|a| self.zonk(a)),
-            _ => {}
-        }
+    /// Writes each node's solved type into it (`ty` from its variable `tv`).
+    fn resolve_types(&mut self, x: &mut ir::Expr) {
+        x.visit_mut(&mut |node| node.ty = self.s.resolve(node.tv).unwrap_or(Ty::I32));
     }
 
-    fn zonk_stmts(&mut self, stmts: &mut [Stmt]) {
+    fn resolve_stmt_types(&mut self, stmts: &mut [Stmt]) {
         for s in stmts {
-            match s {
-                Stmt::Let(_, v) | Stmt::Store { value: v, .. } => self.zonk(v),
-                Stmt::If(c, t, f) => {
-                    self.zonk(c);
-                    self.zonk_stmts(t);
-                    self.zonk_stmts(f);
-                }
-            }
+            s.visit_exprs_mut(&mut |node| node.ty = self.s.resolve(node.tv).unwrap_or(Ty::I32));
         }
     }
 
@@ -884,10 +855,11 @@ impl<'a> Cx<'a> {
                 let elem = self.is(p.ty);
                 let value = match op {
                     Some((BinOp::Shl | BinOp::Shr, osp)) => {
-                        self.obligs.push(Oblig::ShiftOperand(elem, *osp));
-                        self.obligs.push(Oblig::ShiftOperand(v.tv, value.sp));
-                        let old = e(ir::ExprKind::LoadOut(i), elem);
-                        e(
+                        self.deferred.push(DeferredCheck::ShiftOperand(elem, *osp));
+                        self.deferred
+                            .push(DeferredCheck::ShiftOperand(v.tv, value.sp));
+                        let old = typed(ir::ExprKind::LoadOut(i), elem);
+                        typed(
                             ir::ExprKind::Binary(op.expect("some").0, Box::new(old), Box::new(v)),
                             elem,
                         )
@@ -896,9 +868,9 @@ impl<'a> Cx<'a> {
                         self.unify_or(v.tv, elem, value.sp, |found, want| {
                             format!("mismatched types in `{name}[..] {}=`: `{name}` holds {want}, the value is {found}{}", o.symbol(), cast_hint(&found))
                         });
-                        self.obligs.push(Oblig::Binary(*o, elem, *osp));
-                        let old = e(ir::ExprKind::LoadOut(i), elem);
-                        e(ir::ExprKind::Binary(*o, Box::new(old), Box::new(v)), elem)
+                        self.deferred.push(DeferredCheck::Binary(*o, elem, *osp));
+                        let old = typed(ir::ExprKind::LoadOut(i), elem);
+                        typed(ir::ExprKind::Binary(*o, Box::new(old), Box::new(v)), elem)
                     }
                     None => {
                         self.unify_or(v.tv, elem, value.sp, |found, want| {
@@ -926,20 +898,6 @@ impl<'a> Cx<'a> {
                 Some(Stmt::If(c, t, f))
             }
         }
-    }
-}
-
-/// Whether an index expression reads an input array (the gather shape).
-fn reads_input(x: &ir::Expr) -> bool {
-    use ir::ExprKind as K;
-    match &x.kind {
-        K::Load(..) => true,
-        K::Unary(_, a) | K::Cast(a) => reads_input(a),
-        K::Binary(_, a, b) => reads_input(a) || reads_input(b),
-        K::If(a, b, c) => reads_input(a) || reads_input(b) || reads_input(c),
-        K::Block(lets, t) => lets.iter().any(|(_, v)| reads_input(v)) || reads_input(t),
-        K::Method(_, args) | K::Call(_, args) => args.iter().any(reads_input),
-        _ => false,
     }
 }
 
@@ -1235,19 +1193,15 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
         return Err(std::mem::take(&mut errs).finish().expect_err("non-empty"));
     }
     for (_, v) in &mut prologue {
-        cx.zonk(v);
+        cx.resolve_types(v);
     }
     for x in [&mut lo, &mut hi, &mut init, &mut map] {
-        cx.zonk(x);
+        cx.resolve_types(x);
     }
     if let ir::Reduce::Closure { body, .. } = &mut reduce {
-        cx.zonk(body);
+        cx.resolve_types(body);
     }
-    cx.zonk_stmts(&mut epilogue);
-    let mut gathers = std::mem::take(&mut cx.gathers);
-    for g in &mut gathers {
-        cx.zonk(&mut g.index);
-    }
+    cx.resolve_stmt_types(&mut epilogue);
     let mut ctx: Vec<_> = cx.ctx_used.iter().copied().filter(|&l| l != task).collect();
     ctx.sort_unstable();
     let locals = cx.locals();
@@ -1276,7 +1230,6 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
         acc: acc_ty.expect("checked"),
         epilogue,
         calls,
-        gathers,
     })
 }
 
@@ -1303,9 +1256,9 @@ pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
     let errs = std::mem::take(&mut cx.errs);
     errs.finish()?;
     for (_, v) in &mut lets {
-        cx.zonk(v);
+        cx.resolve_types(v);
     }
-    cx.zonk(&mut body);
+    cx.resolve_types(&mut body);
     let locals = cx.locals();
     let calls = cx.calls();
     Ok(ir::DeviceFn {

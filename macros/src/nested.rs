@@ -1,14 +1,19 @@
 //! `#[nested_reduce]`: the pipeline from the user's function to its module.
 
-use crate::{emit_cuda, emit_rust, lower, parse};
+use crate::{analyse, emit_cuda, emit_rust, lower, parse};
 use proc_macro2::TokenStream;
 use quote::quote;
 
+/// The pipeline: parse (syn → the kernel language's AST) → check (the
+/// body's shape, inside `lower`) → lower (names, owner-computes, types →
+/// IR) → analyse (the map's access facts) → emit (CUDA, then the Rust
+/// module that embeds it).
 pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let ast = parse::kernel(item)?;
-    let k = lower::kernel(&ast)?;
-    let cuda = emit_cuda::kernel(&k);
-    let module = emit_rust::module(&k, &item.vis, &cuda);
+    let kernel = lower::kernel(&ast)?;
+    let access = analyse::kernel(&kernel);
+    let cuda = emit_cuda::kernel(&kernel, &access);
+    let module = emit_rust::module(&kernel, &access, &item.vis, &cuda);
     // The language spells reductions as an explicit fold (it becomes a warp
     // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
     // the language does not accept. The function is otherwise kept verbatim.
@@ -53,8 +58,8 @@ pub fn fallback(item: &syn::ItemFn, err: syn::Error) -> TokenStream {
 pub fn cuda_of(src: &str) -> syn::Result<String> {
     let item: syn::ItemFn = syn::parse_str(src)?;
     let ast = parse::kernel(&item)?;
-    let k = lower::kernel(&ast)?;
-    Ok(emit_cuda::kernel(&k))
+    let kernel = lower::kernel(&ast)?;
+    Ok(emit_cuda::kernel(&kernel, &analyse::kernel(&kernel)))
 }
 
 /// CUDA of a `#[device_fn]`, for tests of the emitters.

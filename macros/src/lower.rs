@@ -11,7 +11,8 @@ use std::collections::HashSet;
 
 // ---------------------------------------------------------------- unification
 
-type Tv = u32;
+/// A type variable of inference (an index into the unifier's tables).
+type TypeVar = u32;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Bound {
@@ -50,19 +51,20 @@ impl Bound {
 
 #[derive(Default)]
 struct Unifier {
-    parent: Vec<Tv>,
+    parent: Vec<TypeVar>,
     bound: Vec<Bound>,
 }
 
 impl Unifier {
-    fn fresh(&mut self, b: Bound) -> Tv {
-        let v = self.parent.len() as Tv;
+    fn fresh(&mut self, b: Bound) -> TypeVar {
+        let v = self.parent.len() as TypeVar;
         self.parent.push(v);
         self.bound.push(b);
         v
     }
 
-    fn find(&mut self, v: Tv) -> Tv {
+    /// The representative of `v`'s class (with path compression).
+    fn find(&mut self, v: TypeVar) -> TypeVar {
         let p = self.parent[v as usize];
         if p == v {
             return v;
@@ -72,13 +74,13 @@ impl Unifier {
         r
     }
 
-    fn get(&mut self, v: Tv) -> Bound {
+    fn get(&mut self, v: TypeVar) -> Bound {
         let r = self.find(v);
         self.bound[r as usize]
     }
 
     /// Unifies; on failure returns both sides' descriptions.
-    fn unify(&mut self, a: Tv, b: Tv) -> Result<(), (String, String)> {
+    fn unify(&mut self, a: TypeVar, b: TypeVar) -> Result<(), (String, String)> {
         let (ra, rb) = (self.find(a), self.find(b));
         if ra == rb {
             return Ok(());
@@ -92,7 +94,7 @@ impl Unifier {
 
     /// The final type: literal variables default to `i32` / `f64` like Rust's.
     /// `None` when unknown, or when an earlier error already covers it.
-    fn resolve(&mut self, v: Tv) -> Option<Ty> {
+    fn resolve(&mut self, v: TypeVar) -> Option<Ty> {
         match self.get(v) {
             Bound::Is(t) => Some(t),
             Bound::Int => Some(Ty::I32),
@@ -107,18 +109,18 @@ impl Unifier {
 /// A rule checked once inference is solved (it needs the final types).
 enum DeferredCheck {
     /// Arithmetic `+ - * / %` needs a number; bitwise `& | ^` an integer or bool.
-    Binary(BinOp, Tv, Sp),
+    Binary(BinOp, TypeVar, Sp),
     /// Shift operands must be integers.
-    ShiftOperand(Tv, Sp),
-    Neg(Tv, Sp),
-    Not(Tv, Sp),
-    Method(Method, Tv, Sp),
-    Cast(Tv, Ty, Sp),
+    ShiftOperand(TypeVar, Sp),
+    Neg(TypeVar, Sp),
+    Not(TypeVar, Sp),
+    Method(Method, TypeVar, Sp),
+    Cast(TypeVar, Ty, Sp),
     /// An integer literal's value must fit its type.
-    IntLit(Tv, i128, Sp),
-    FloatLit(Tv, String, Sp),
+    IntLit(TypeVar, i128, Sp),
+    FloatLit(TypeVar, String, Sp),
     /// The type must be known (a device function's result).
-    Known(Tv, Sp, String),
+    Known(TypeVar, Sp, String),
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -133,18 +135,20 @@ enum Phase {
 
 struct Var {
     ident: syn::Ident,
-    tv: Tv,
+    tv: TypeVar,
     phase: Phase,
 }
 
 struct CallSite {
     path: syn::Path,
     /// Each argument's type variable; `None` for a callee-typed literal.
-    args: Vec<Option<Tv>>,
-    ret: Tv,
+    args: Vec<Option<TypeVar>>,
+    ret: TypeVar,
 }
 
-struct Cx<'a> {
+/// The state of lowering one kernel or device function: scopes, the
+/// inference in progress, the rules to check once it is solved, errors.
+struct Lowering<'a> {
     params: &'a [parse::Param],
     task: Option<LocalId>,
     /// The task index and the locals bound to plain copies of it.
@@ -157,14 +161,14 @@ struct Cx<'a> {
     errs: Errors,
     phase: Phase,
     /// Prologue locals read after the prologue.
-    ctx_used: HashSet<LocalId>,
+    prologue_locals_used_later: HashSet<LocalId>,
     /// The nested pattern and its accumulator, once the epilogue is being
     /// lowered: there the pattern stands for the folded value.
-    folded: Option<(&'a parse::Nested, Tv)>,
+    folded: Option<(&'a parse::Nested, TypeVar)>,
 }
 
 /// An IR node typed by variable `tv`; `ty` is filled in by `resolve_types` once solved.
-fn typed(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
+fn typed(kind: ir::ExprKind, tv: TypeVar) -> ir::Expr {
     ir::Expr {
         kind,
         ty: Ty::I32,
@@ -172,9 +176,9 @@ fn typed(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
     }
 }
 
-impl<'a> Cx<'a> {
+impl<'a> Lowering<'a> {
     fn new(params: &'a [parse::Param], phase: Phase) -> Self {
-        Cx {
+        Lowering {
             params,
             task: None,
             task_copies: HashSet::new(),
@@ -185,12 +189,12 @@ impl<'a> Cx<'a> {
             calls: Vec::new(),
             errs: Errors::default(),
             phase,
-            ctx_used: HashSet::new(),
+            prologue_locals_used_later: HashSet::new(),
             folded: None,
         }
     }
 
-    fn is(&mut self, t: Ty) -> Tv {
+    fn is(&mut self, t: Ty) -> TypeVar {
         self.s.fresh(Bound::Is(t))
     }
 
@@ -200,13 +204,19 @@ impl<'a> Cx<'a> {
         typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
     }
 
-    fn unify_or(&mut self, a: Tv, b: Tv, sp: Sp, msg: impl FnOnce(String, String) -> String) {
+    fn unify_or(
+        &mut self,
+        a: TypeVar,
+        b: TypeVar,
+        sp: Sp,
+        msg: impl FnOnce(String, String) -> String,
+    ) {
         if let Err((x, y)) = self.s.unify(a, b) {
             self.errs.push(sp.error(msg(x, y)));
         }
     }
 
-    fn declare(&mut self, ident: &syn::Ident, tv: Tv) -> LocalId {
+    fn declare(&mut self, ident: &syn::Ident, tv: TypeVar) -> LocalId {
         let id = self.vars.len();
         self.vars.push(Var {
             ident: ident.clone(),
@@ -235,7 +245,7 @@ impl<'a> Cx<'a> {
 
     fn use_local(&mut self, id: LocalId) {
         if self.vars[id].phase == Phase::Prologue && self.phase != Phase::Prologue {
-            self.ctx_used.insert(id);
+            self.prologue_locals_used_later.insert(id);
         }
     }
 
@@ -750,7 +760,7 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn ty(&mut self, tv: Tv) -> Ty {
+    fn ty(&mut self, tv: TypeVar) -> Ty {
         self.s.resolve(tv).unwrap_or(Ty::I32)
     }
 
@@ -1081,41 +1091,41 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     };
     let nested = shape.nested;
 
-    let mut cx = Cx::new(&k.params, Phase::Prologue);
-    cx.errs = errs;
-    let usize_tv = cx.is(Ty::Usize);
-    let task = cx.declare(&k.task, usize_tv);
-    cx.task = Some(task);
-    cx.task_copies.insert(task);
+    let mut lowering = Lowering::new(&k.params, Phase::Prologue);
+    lowering.errs = errs;
+    let usize_tv = lowering.is(Ty::Usize);
+    let task = lowering.declare(&k.task, usize_tv);
+    lowering.task = Some(task);
+    lowering.task_copies.insert(task);
 
     // Prologue.
     let mut prologue: Vec<(LocalId, ir::Expr)> = Vec::new();
     for l in &shape.prologue {
-        prologue.push(cx.let_(l));
+        prologue.push(lowering.let_(l));
     }
-    let mut lo = cx.expr(&nested.lo);
-    let mut hi = cx.expr(&nested.hi);
+    let mut lo = lowering.expr(&nested.lo);
+    let mut hi = lowering.expr(&nested.hi);
     for (x, src) in [(&lo, &nested.lo), (&hi, &nested.hi)] {
-        let u = cx.is(Ty::Usize);
-        cx.unify_or(x.tv, u, src.sp, |found, _| {
+        let u = lowering.is(Ty::Usize);
+        lowering.unify_or(x.tv, u, src.sp, |found, _| {
             format!("the fine-task range bounds are `usize`, found {found}: add `as usize`")
         });
     }
 
     // The fold.
-    let acc = cx.s.fresh(Bound::Any);
-    cx.phase = Phase::Init;
-    let mut init = cx.expr(&nested.init);
-    cx.phase = Phase::Map;
-    cx.scopes.push(Vec::new());
-    let ku = cx.is(Ty::Usize);
-    let kid = cx.declare(&nested.k, ku);
-    let mut map = cx.expr(&nested.map);
-    cx.scopes.pop();
-    cx.unify_or(map.tv, acc, nested.map.sp, |m, _| {
+    let acc = lowering.s.fresh(Bound::Any);
+    lowering.phase = Phase::Init;
+    let mut init = lowering.expr(&nested.init);
+    lowering.phase = Phase::Map;
+    lowering.scopes.push(Vec::new());
+    let ku = lowering.is(Ty::Usize);
+    let kid = lowering.declare(&nested.k, ku);
+    let mut map = lowering.expr(&nested.map);
+    lowering.scopes.pop();
+    lowering.unify_or(map.tv, acc, nested.map.sp, |m, _| {
         format!("the map yields {m}, which must be the fold's accumulator type")
     });
-    cx.unify_or(init.tv, acc, nested.init.sp, |i, a| {
+    lowering.unify_or(init.tv, acc, nested.init.sp, |i, a| {
         format!(
             "mismatched types: the fold's initial value is {i}, but the map yields {a}{}",
             cast_hint(&i)
@@ -1123,21 +1133,21 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     });
     // The reduce closure's scope sits inside the others so that `var` can
     // say why a captured name is unavailable (phase check), not just unknown.
-    cx.phase = Phase::Reduce;
-    cx.scopes.push(Vec::new());
+    lowering.phase = Phase::Reduce;
+    lowering.scopes.push(Vec::new());
     let mut reduce = match &nested.reduce {
         parse::Reduce::Closure { a, b, tys, body } => {
-            let ia = cx.declare(a, acc);
-            let ib = cx.declare(b, acc);
+            let ia = lowering.declare(a, acc);
+            let ib = lowering.declare(b, acc);
             for (ty, (id, _)) in tys.iter().zip([(ia, a), (ib, b)]) {
                 if let Some((t, tsp)) = ty {
-                    let want = cx.is(*t);
-                    let tv = cx.vars[id].tv;
-                    cx.unify_or(tv, want, *tsp, |a, t| format!("the reduce closure's parameters have the accumulator type {a}, not {t}"));
+                    let want = lowering.is(*t);
+                    let tv = lowering.vars[id].tv;
+                    lowering.unify_or(tv, want, *tsp, |a, t| format!("the reduce closure's parameters have the accumulator type {a}, not {t}"));
                 }
             }
-            let v = cx.expr(body);
-            cx.unify_or(v.tv, acc, body.sp, |r, a| {
+            let v = lowering.expr(body);
+            lowering.unify_or(v.tv, acc, body.sp, |r, a| {
                 format!("mismatched types: the reduce operator returns {r}, but the accumulator is {a}{}", cast_hint(&r))
             });
             ir::Reduce::Closure {
@@ -1147,8 +1157,8 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
             }
         }
         parse::Reduce::MinMax { ty, max, sp } => {
-            let t = cx.is(*ty);
-            cx.unify_or(t, acc, *sp, |t, a| {
+            let t = lowering.is(*ty);
+            lowering.unify_or(t, acc, *sp, |t, a| {
                 format!(
                     "`{}::{}` reduces {t} values, but the accumulator is {a}",
                     ty.rust_name(),
@@ -1158,8 +1168,8 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
             ir::Reduce::MinMax { max: *max }
         }
         parse::Reduce::DeviceFn(path) => {
-            let i = cx.calls.len();
-            cx.calls.push(CallSite {
+            let i = lowering.calls.len();
+            lowering.calls.push(CallSite {
                 path: path.clone(),
                 args: vec![Some(acc), Some(acc)],
                 ret: acc,
@@ -1167,45 +1177,50 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
             ir::Reduce::DeviceFn(i)
         }
     };
-    cx.scopes.pop();
+    lowering.scopes.pop();
 
     // Epilogue: the pattern's statement and the ones after it.
-    cx.phase = Phase::Epilogue;
-    cx.folded = Some((nested, acc));
+    lowering.phase = Phase::Epilogue;
+    lowering.folded = Some((nested, acc));
     let mut epilogue = Vec::new();
     for s in shape.epilogue {
-        if let Some(s) = cx.stmt(s) {
+        if let Some(s) = lowering.stmt(s) {
             epilogue.push(s);
         }
     }
 
-    cx.finish();
-    let acc_ty = cx.s.resolve(acc);
+    lowering.finish();
+    let acc_ty = lowering.s.resolve(acc);
     match acc_ty {
-        Some(Ty::Usize) => cx.errs.push(nested.init.sp.error(
+        Some(Ty::Usize) => lowering.errs.push(nested.init.sp.error(
             "the fold's accumulator cannot be `usize` (its size differs between host and device): fold `u64` or `u32` values, e.g. `(k as u64)`",
         )),
-        None if cx.s.get(acc) == Bound::Any => cx.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
+        None if lowering.s.get(acc) == Bound::Any => lowering.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
         _ => {}
     }
-    let mut errs = std::mem::take(&mut cx.errs);
+    let mut errs = std::mem::take(&mut lowering.errs);
     if !errs.is_empty() {
         return Err(std::mem::take(&mut errs).finish().expect_err("non-empty"));
     }
     for (_, v) in &mut prologue {
-        cx.resolve_types(v);
+        lowering.resolve_types(v);
     }
     for x in [&mut lo, &mut hi, &mut init, &mut map] {
-        cx.resolve_types(x);
+        lowering.resolve_types(x);
     }
     if let ir::Reduce::Closure { body, .. } = &mut reduce {
-        cx.resolve_types(body);
+        lowering.resolve_types(body);
     }
-    cx.resolve_stmt_types(&mut epilogue);
-    let mut ctx: Vec<_> = cx.ctx_used.iter().copied().filter(|&l| l != task).collect();
+    lowering.resolve_stmt_types(&mut epilogue);
+    let mut ctx: Vec<_> = lowering
+        .prologue_locals_used_later
+        .iter()
+        .copied()
+        .filter(|&l| l != task)
+        .collect();
     ctx.sort_unstable();
-    let locals = cx.locals();
-    let calls = cx.calls();
+    let locals = lowering.locals();
+    let calls = lowering.calls();
     Ok(ir::Kernel {
         name: k.name.clone(),
         task,
@@ -1234,33 +1249,33 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
 }
 
 pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
-    let mut cx = Cx::new(&[], Phase::DeviceFn);
+    let mut lowering = Lowering::new(&[], Phase::DeviceFn);
     let params: Vec<_> = f
         .params
         .iter()
         .map(|(n, t)| {
-            let tv = cx.is(*t);
-            cx.declare(n, tv)
+            let tv = lowering.is(*t);
+            lowering.declare(n, tv)
         })
         .collect();
-    let mut lets: Vec<_> = f.block.lets.iter().map(|l| cx.let_(l)).collect();
-    let mut body = cx.expr(&f.block.tail);
-    let ret = cx.is(f.ret);
-    cx.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {
+    let mut lets: Vec<_> = f.block.lets.iter().map(|l| lowering.let_(l)).collect();
+    let mut body = lowering.expr(&f.block.tail);
+    let ret = lowering.is(f.ret);
+    lowering.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {
         format!(
             "mismatched types: the #[device_fn] returns {want}, the value is {found}{}",
             cast_hint(&found)
         )
     });
-    cx.finish();
-    let errs = std::mem::take(&mut cx.errs);
+    lowering.finish();
+    let errs = std::mem::take(&mut lowering.errs);
     errs.finish()?;
     for (_, v) in &mut lets {
-        cx.resolve_types(v);
+        lowering.resolve_types(v);
     }
-    cx.resolve_types(&mut body);
-    let locals = cx.locals();
-    let calls = cx.calls();
+    lowering.resolve_types(&mut body);
+    let locals = lowering.locals();
+    let calls = lowering.calls();
     Ok(ir::DeviceFn {
         name: f.name.clone(),
         params,

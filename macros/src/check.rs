@@ -1,8 +1,8 @@
 //! The structural rules of the kernel language on the parsed AST: exactly one
 //! nested pattern, at statement level, after a prologue of `let`s only.
 //!
-//! Rules that need name resolution or types (owner-computes, typing) are
-//! checked while lowering, in `lower`; they report through the same [`Errors`].
+//! Returns the body's [`Shape`], which `lower` reads. Rules that need name
+//! resolution or types (owner-computes, typing) are checked while lowering.
 
 use crate::diag::Errors;
 use crate::ir::BinOp;
@@ -118,8 +118,17 @@ pub struct Shape<'a> {
 }
 
 /// Checks the body's shape and returns it: exactly one nested pattern, at
-/// statement level, after a prologue of `let`s only.
-pub fn kernel_shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
+/// statement level, after a prologue of `let`s only. Reports every
+/// violation at once.
+pub fn kernel(k: &KernelFn) -> syn::Result<Shape<'_>> {
+    let mut errs = Errors::default();
+    match shape(k, &mut errs) {
+        Some(shape) => Ok(shape),
+        None => Err(errs.finish().expect_err("`shape` reports why it has none")),
+    }
+}
+
+fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
     let mut found = Vec::new();
     let mut at = None;
     for (i, s) in k.body.iter().enumerate() {

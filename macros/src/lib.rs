@@ -1,10 +1,15 @@
 //! Attribute macros of warpfit: `#[nested_reduce]` and `#[device_fn]`.
 //!
-//! Pipeline: `parse` (syn → AST of the kernel language) → `check` (the
-//! language's structural rules) → `lower` (names, owner-computes, types →
-//! `ir`) → `emit_rust` (CPU twin, launch API) and `emit_cuda` (CUDA
-//! functor). The contract with the runtime and the device library is
-//! `docs/codegen.md`; user documentation lives in the `warpfit` crate.
+//! The pipeline, one verb per file, spelled out in `nested::expand`:
+//! `parse` (syn → the kernel language's AST) → `check` (the body's shape:
+//! prologue, the nested pattern, epilogue) → `lower` (names,
+//! owner-computes, types → the typed `ir`) → `analyse` (the map's access
+//! facts: direct loads, gathers, throttling) → `emit_cuda` (the CUDA
+//! functor) and `emit_rust` (CPU twin and launch API, one emitter per
+//! generated item). `device_fn` runs parse → lower → emit for
+//! `#[device_fn]`; `diag` holds the diagnostics helpers. The contract with
+//! the runtime and the device library is `docs/codegen.md`; user
+//! documentation lives in the `warpfit` crate.
 
 use proc_macro::TokenStream;
 

@@ -2,6 +2,7 @@
 //! inference by unification (Rust's rules: no implicit conversions;
 //! unsuffixed literals take their type from context, else `i32` / `f64`).
 
+use crate::check::Shape;
 use crate::diag::{Errors, Sp};
 use crate::ir::{
     self, ArgType, BinOp, ConstKind, DeviceCall, Local, LocalId, Method, ParamKind, Stmt, Ty, UnOp,
@@ -1084,15 +1085,11 @@ pub fn is_reserved(name: &str) -> bool {
     RESERVED.contains(&name)
 }
 
-pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
-    let mut errs = Errors::default();
-    let Some(shape) = crate::check::kernel_shape(k, &mut errs) else {
-        return Err(errs.finish().expect_err("kernel_shape reports why"));
-    };
+/// Lowers a kernel whose body `check` split into `shape`.
+pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel> {
     let nested = shape.nested;
 
     let mut lowering = Lowering::new(&k.params, Phase::Prologue);
-    lowering.errs = errs;
     let usize_tv = lowering.is(Ty::Usize);
     let task = lowering.declare(&k.task, usize_tv);
     lowering.task = Some(task);

@@ -1,16 +1,17 @@
 //! `#[nested_reduce]`: the pipeline from the user's function to its module.
 
-use crate::{analyse, emit_cuda, emit_rust, lower, parse};
+use crate::{analyse, check, emit_cuda, emit_rust, lower, parse};
 use proc_macro2::TokenStream;
 use quote::quote;
 
 /// The pipeline: parse (syn → the kernel language's AST) → check (the
-/// body's shape, inside `lower`) → lower (names, owner-computes, types →
-/// IR) → analyse (the map's access facts) → emit (CUDA, then the Rust
-/// module that embeds it).
+/// body's shape: prologue, nested pattern, epilogue) → lower (names,
+/// owner-computes, types → IR) → analyse (the map's access facts) → emit
+/// (CUDA, then the Rust module that embeds it).
 pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let ast = parse::kernel(item)?;
-    let kernel = lower::kernel(&ast)?;
+    let shape = check::kernel(&ast)?;
+    let kernel = lower::kernel(&ast, &shape)?;
     let access = analyse::kernel(&kernel);
     let cuda = emit_cuda::kernel(&kernel, &access);
     let module = emit_rust::module(&kernel, &access, &item.vis, &cuda);
@@ -58,7 +59,7 @@ pub fn fallback(item: &syn::ItemFn, err: syn::Error) -> TokenStream {
 pub fn cuda_of(src: &str) -> syn::Result<String> {
     let item: syn::ItemFn = syn::parse_str(src)?;
     let ast = parse::kernel(&item)?;
-    let kernel = lower::kernel(&ast)?;
+    let kernel = lower::kernel(&ast, &check::kernel(&ast)?)?;
     Ok(emit_cuda::kernel(&kernel, &analyse::kernel(&kernel)))
 }
 

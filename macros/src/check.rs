@@ -6,7 +6,7 @@
 
 use crate::diag::Errors;
 use crate::ir::BinOp;
-use crate::parse::{Expr, ExprKind, KernelFn, Let, Nested, Reduce, Stmt, KERNEL};
+use crate::parse::{Expr, ExprKind, KernelFn, Let, Nested, Stmt, KERNEL};
 
 const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
 
@@ -35,53 +35,24 @@ impl Blocked {
     }
 }
 
-/// Reports every nested pattern found below `e`, with the position's verdict.
+/// Reports every nested pattern found in `e` or below it, with the
+/// position's verdict: a child is blocked for the first reason on its path
+/// from the statement (inside a pattern: a closure; under `&&`/`||`, an
+/// `if` or a block expression).
 fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Option<Blocked>)>) {
-    let b = |x: Blocked| Some(blocked.unwrap_or(x));
-    match &e.kind {
-        ExprKind::Nested(n) => {
+    let here = match &e.kind {
+        ExprKind::Nested(_) => {
             out.push((e, blocked));
-            for part in [&n.lo, &n.hi, &n.init] {
-                find(part, b(Blocked::Closure), out);
-            }
-            find(&n.map, b(Blocked::Closure), out);
-            if let Reduce::Closure { body, .. } = &n.reduce {
-                find(body, b(Blocked::Closure), out);
-            }
+            Some(Blocked::Closure)
         }
-        ExprKind::Binary(op, _, l, r) => {
-            let inner = if matches!(op, BinOp::And | BinOp::Or) {
-                b(Blocked::Logic)
-            } else {
-                blocked
-            };
-            find(l, inner, out);
-            find(r, inner, out);
-        }
-        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => {
-            find(x, blocked, out)
-        }
-        ExprKind::If(c, t, f) => {
-            find(c, b(Blocked::If), out);
-            for blk in [t, f] {
-                blk.lets
-                    .iter()
-                    .for_each(|l| find(&l.init, b(Blocked::If), out));
-                find(&blk.tail, b(Blocked::If), out);
-            }
-        }
-        ExprKind::Block(blk) => {
-            blk.lets
-                .iter()
-                .for_each(|l| find(&l.init, b(Blocked::Block), out));
-            find(&blk.tail, b(Blocked::Block), out);
-        }
-        ExprKind::Method { recv, args, .. } => {
-            find(recv, blocked, out);
-            args.iter().for_each(|a| find(a, blocked, out));
-        }
-        ExprKind::Call { args, .. } => args.iter().for_each(|a| find(a, blocked, out)),
-        _ => {}
+        ExprKind::Binary(BinOp::And | BinOp::Or, ..) => Some(Blocked::Logic),
+        ExprKind::If(..) => Some(Blocked::If),
+        ExprKind::Block(_) => Some(Blocked::Block),
+        _ => None,
+    };
+    let inner = blocked.or(here);
+    for child in e.children() {
+        find(child, inner, out);
     }
 }
 

@@ -88,6 +88,43 @@ pub enum ExprKind {
     Nested(Box<Nested>),
 }
 
+impl Expr {
+    /// The direct sub-expressions, in source order (a block's `let`
+    /// initialisers, then its tail; a nested pattern's bounds, initial
+    /// value, map and reduce closure body): the one traversal of the AST.
+    pub fn children(&self) -> Vec<&Expr> {
+        fn block(b: &Block) -> impl Iterator<Item = &Expr> {
+            b.lets
+                .iter()
+                .map(|l| &l.init)
+                .chain(std::iter::once(&b.tail))
+        }
+        match &self.kind {
+            ExprKind::Int { .. }
+            | ExprKind::Float { .. }
+            | ExprKind::Bool(_)
+            | ExprKind::Var(_)
+            | ExprKind::Const { .. } => Vec::new(),
+            ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => vec![&**x],
+            ExprKind::Binary(_, _, l, r) => vec![&**l, &**r],
+            ExprKind::If(c, t, f) => std::iter::once(&**c)
+                .chain(block(t))
+                .chain(block(f))
+                .collect(),
+            ExprKind::Block(b) => block(b).collect(),
+            ExprKind::Method { recv, args, .. } => std::iter::once(&**recv).chain(args).collect(),
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Nested(n) => {
+                let mut out = vec![&n.lo, &n.hi, &n.init, &n.map];
+                if let Reduce::Closure { body, .. } = &n.reduce {
+                    out.push(body);
+                }
+                out
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Nested {
     pub lo: Expr,

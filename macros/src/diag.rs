@@ -1,4 +1,4 @@
-//! Diagnostics: source ranges ([`Sp`]) and an accumulator ([`Errors`]) so
+//! Diagnostics: source ranges ([`SourceRange`]) and an accumulator ([`Errors`]) so
 //! that one expansion reports every independent error, each on the
 //! offending tokens.
 
@@ -8,25 +8,25 @@ use quote::ToTokens;
 /// A source range for diagnostics: first and last token of a node, so that
 /// errors underline the whole offending construct on stable Rust.
 #[derive(Debug, Clone, Copy)]
-pub struct Sp {
+pub struct SourceRange {
     pub lo: Span,
     pub hi: Span,
 }
 
-impl Sp {
-    pub fn of(node: &impl ToTokens) -> Sp {
+impl SourceRange {
+    pub fn of(node: &impl ToTokens) -> SourceRange {
         let mut it = node.to_token_stream().into_iter();
         let lo = it.next().map_or_else(Span::call_site, |t| t.span());
         let hi = it.last().map_or(lo, |t| t.span());
-        Sp { lo, hi }
+        SourceRange { lo, hi }
     }
 
-    pub fn single(s: Span) -> Sp {
-        Sp { lo: s, hi: s }
+    pub fn single(s: Span) -> SourceRange {
+        SourceRange { lo: s, hi: s }
     }
 
-    pub fn to(self, other: Sp) -> Sp {
-        Sp {
+    pub fn to(self, other: SourceRange) -> SourceRange {
+        SourceRange {
             lo: self.lo,
             hi: other.hi,
         }

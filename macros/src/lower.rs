@@ -3,11 +3,11 @@
 //! unsuffixed literals take their type from context, else `i32` / `f64`).
 
 use crate::check::Shape;
-use crate::diag::{Errors, Sp};
+use crate::diag::{Errors, SourceRange};
 use crate::ir::{
     self, ArgType, BinOp, ConstKind, DeviceCall, Local, LocalId, Method, ParamKind, Stmt, Ty, UnOp,
 };
-use crate::parse::{self, ExprKind as A};
+use crate::parse::{self, ExprKind as Ast};
 use std::collections::HashSet;
 
 // ---------------------------------------------------------------- unification
@@ -110,18 +110,18 @@ impl Unifier {
 /// A rule checked once inference is solved (it needs the final types).
 enum DeferredCheck {
     /// Arithmetic `+ - * / %` needs a number; bitwise `& | ^` an integer or bool.
-    Binary(BinOp, TypeVar, Sp),
+    Binary(BinOp, TypeVar, SourceRange),
     /// Shift operands must be integers.
-    ShiftOperand(TypeVar, Sp),
-    Neg(TypeVar, Sp),
-    Not(TypeVar, Sp),
-    Method(Method, TypeVar, Sp),
-    Cast(TypeVar, Ty, Sp),
+    ShiftOperand(TypeVar, SourceRange),
+    Neg(TypeVar, SourceRange),
+    Not(TypeVar, SourceRange),
+    Method(Method, TypeVar, SourceRange),
+    Cast(TypeVar, Ty, SourceRange),
     /// An integer literal's value must fit its type.
-    IntLit(TypeVar, i128, Sp),
-    FloatLit(TypeVar, String, Sp),
+    IntLit(TypeVar, i128, SourceRange),
+    FloatLit(TypeVar, String, SourceRange),
     /// The type must be known (a device function's result).
-    Known(TypeVar, Sp, String),
+    Known(TypeVar, SourceRange, String),
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -209,7 +209,7 @@ impl<'a> Lowering<'a> {
         &mut self,
         a: TypeVar,
         b: TypeVar,
-        sp: Sp,
+        sp: SourceRange,
         msg: impl FnOnce(String, String) -> String,
     ) {
         if let Err((x, y)) = self.s.unify(a, b) {
@@ -284,7 +284,7 @@ impl<'a> Lowering<'a> {
         typed(ir::ExprKind::Block(lets, Box::new(tail)), tv)
     }
 
-    fn expect_bool(&mut self, x: &ir::Expr, sp: Sp, what: &str) {
+    fn expect_bool(&mut self, x: &ir::Expr, sp: SourceRange, what: &str) {
         let b = self.is(Ty::Bool);
         self.unify_or(x.tv, b, sp, |found, _| {
             format!("{what} must be `bool`, found {found}: compare explicitly, e.g. `x != 0`")
@@ -294,24 +294,24 @@ impl<'a> Lowering<'a> {
     fn expr(&mut self, x: &parse::Expr) -> ir::Expr {
         let sp = x.sp;
         match &x.kind {
-            A::Int { value, suffix } => {
+            Ast::Int { value, suffix } => {
                 let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
                 self.deferred
                     .push(DeferredCheck::IntLit(tv, *value as i128, sp));
                 typed(ir::ExprKind::Lit(ir::Lit::Int(*value as i128)), tv)
             }
-            A::Float { digits, suffix } => {
+            Ast::Float { digits, suffix } => {
                 let tv = self.s.fresh(suffix.map_or(Bound::Float, Bound::Is));
                 self.deferred
                     .push(DeferredCheck::FloatLit(tv, digits.clone(), sp));
                 typed(ir::ExprKind::Lit(ir::Lit::Float(digits.clone())), tv)
             }
-            A::Bool(b) => {
+            Ast::Bool(b) => {
                 let tv = self.is(Ty::Bool);
                 typed(ir::ExprKind::Lit(ir::Lit::Bool(*b)), tv)
             }
-            A::Var(id) => self.var(id, sp),
-            A::Const { ty, name } => {
+            Ast::Var(id) => self.var(id, sp),
+            Ast::Const { ty, name } => {
                 let kind = match name.to_string().as_str() {
                     "INFINITY" => ConstKind::Infinity,
                     "NEG_INFINITY" => ConstKind::NegInfinity,
@@ -323,9 +323,9 @@ impl<'a> Lowering<'a> {
                 let tv = self.is(*ty);
                 typed(ir::ExprKind::Const(kind), tv)
             }
-            A::Unary(UnOp::Neg, inner) => {
+            Ast::Unary(UnOp::Neg, inner) => {
                 // `-5` is a negative literal (range-checked as such), as in Rust.
-                if let A::Int { value, suffix } = &inner.kind {
+                if let Ast::Int { value, suffix } = &inner.kind {
                     let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
                     let v = -(*value as i128);
                     self.deferred.push(DeferredCheck::IntLit(tv, v, sp));
@@ -337,21 +337,21 @@ impl<'a> Lowering<'a> {
                 let tv = v.tv;
                 typed(ir::ExprKind::Unary(UnOp::Neg, Box::new(v)), tv)
             }
-            A::Unary(UnOp::Not, inner) => {
+            Ast::Unary(UnOp::Not, inner) => {
                 let v = self.expr(inner);
                 self.deferred.push(DeferredCheck::Not(v.tv, sp));
                 let tv = v.tv;
                 typed(ir::ExprKind::Unary(UnOp::Not, Box::new(v)), tv)
             }
-            A::Binary(op, op_sp, l, r) => self.binary(*op, *op_sp, l, r),
-            A::Cast(inner, to) => {
+            Ast::Binary(op, op_sp, l, r) => self.binary(*op, *op_sp, l, r),
+            Ast::Cast(inner, to) => {
                 let v = self.expr(inner);
                 self.deferred.push(DeferredCheck::Cast(v.tv, *to, sp));
                 let tv = self.is(*to);
                 typed(ir::ExprKind::Cast(Box::new(v)), tv)
             }
-            A::Index(array, idx) => self.index(array, idx, sp),
-            A::If(c, t, f) => {
+            Ast::Index(array, idx) => self.index(array, idx, sp),
+            Ast::If(c, t, f) => {
                 let cond = self.expr(c);
                 self.expect_bool(&cond, c.sp, "an `if` condition");
                 let then = self.block(t);
@@ -368,9 +368,9 @@ impl<'a> Lowering<'a> {
                     tv,
                 )
             }
-            A::Block(b) => self.block(b),
-            A::Method { recv, name, args } => self.method(recv, name, args, sp),
-            A::Call { path, args } => {
+            Ast::Block(b) => self.block(b),
+            Ast::Method { recv, name, args } => self.method(recv, name, args, sp),
+            Ast::Call { path, args } => {
                 let args: Vec<_> = args
                     .iter()
                     .map(|a| match callee_typed_literal(a) {
@@ -402,7 +402,7 @@ impl<'a> Lowering<'a> {
                 });
                 typed(ir::ExprKind::Call(i, args), ret)
             }
-            A::Nested(n) => match self.folded {
+            Ast::Nested(n) => match self.folded {
                 Some((folded, acc)) if std::ptr::eq(&**n, folded) => typed(ir::ExprKind::Acc, acc),
                 // Misplaced or extra patterns were reported by `check`.
                 _ => {
@@ -420,7 +420,7 @@ impl<'a> Lowering<'a> {
     /// either parameter type. A float literal whose `f32` value is not its
     /// `f64` value rounded to `f32` (rare: a literal within a hair of an `f32`
     /// rounding boundary) has no such spelling and must be suffixed.
-    fn callee_typed_lit(&mut self, lit: ir::Lit, sp: Sp) -> ir::Expr {
+    fn callee_typed_lit(&mut self, lit: ir::Lit, sp: SourceRange) -> ir::Expr {
         if let ir::Lit::Float(digits) = &lit {
             let (as_f32, as_f64) = (digits.parse::<f32>(), digits.parse::<f64>());
             let exact =
@@ -435,7 +435,7 @@ impl<'a> Lowering<'a> {
         typed(ir::ExprKind::CalleeTypedLit { lit, span: sp.lo }, tv)
     }
 
-    fn var(&mut self, id: &syn::Ident, sp: Sp) -> ir::Expr {
+    fn var(&mut self, id: &syn::Ident, sp: SourceRange) -> ir::Expr {
         let name = id.to_string();
         if let Some(l) = self.lookup(&name) {
             if self.phase == Phase::Reduce && self.vars[l].phase != Phase::Reduce {
@@ -485,7 +485,7 @@ impl<'a> Lowering<'a> {
     /// same value, so indexing with it keeps each task on its own element.
     fn is_task(&self, idx: &parse::Expr) -> bool {
         match &idx.kind {
-            A::Var(id) => self
+            Ast::Var(id) => self
                 .lookup(&id.to_string())
                 .is_some_and(|l| self.task_copies.contains(&l)),
             _ => false,
@@ -498,15 +498,15 @@ impl<'a> Lowering<'a> {
             .unwrap_or_default()
     }
 
-    fn index(&mut self, array: &syn::Ident, idx: &parse::Expr, sp: Sp) -> ir::Expr {
+    fn index(&mut self, array: &syn::Ident, idx: &parse::Expr, sp: SourceRange) -> ir::Expr {
         let name = array.to_string();
         if self.lookup(&name).is_some() {
-            return self.error_expr(Sp::of(array).error(format!(
+            return self.error_expr(SourceRange::of(array).error(format!(
                 "`{name}` is a local value, not an array: only `&[T]` / `&mut [T]` parameters can be indexed"
             )));
         }
         let Some((i, p)) = self.param(&name) else {
-            return self.error_expr(Sp::of(array).error(format!(
+            return self.error_expr(SourceRange::of(array).error(format!(
                 "cannot find array `{name}` in this {}",
                 self.what()
             )));
@@ -517,7 +517,7 @@ impl<'a> Lowering<'a> {
             ));
         }
         match p.kind {
-            ParamKind::Scalar => self.error_expr(Sp::of(array).error(format!(
+            ParamKind::Scalar => self.error_expr(SourceRange::of(array).error(format!(
                 "`{name}` is a scalar `{}`, not an array: it cannot be indexed",
                 p.ty.rust_name()
             ))),
@@ -543,7 +543,13 @@ impl<'a> Lowering<'a> {
         }
     }
 
-    fn binary(&mut self, op: BinOp, op_sp: Sp, l: &parse::Expr, r: &parse::Expr) -> ir::Expr {
+    fn binary(
+        &mut self,
+        op: BinOp,
+        op_sp: SourceRange,
+        l: &parse::Expr,
+        r: &parse::Expr,
+    ) -> ir::Expr {
         let a = self.expr(l);
         let b = self.expr(r);
         let sym = op.symbol();
@@ -578,13 +584,13 @@ impl<'a> Lowering<'a> {
         recv: &parse::Expr,
         name: &syn::Ident,
         args: &[parse::Expr],
-        sp: Sp,
+        sp: SourceRange,
     ) -> ir::Expr {
         let m =
             Method::from_name(&name.to_string()).expect("parse accepts whitelisted methods only");
         let r = self.expr(recv);
         if args.len() != m.arity() {
-            return self.error_expr(Sp::of(name).error(format!(
+            return self.error_expr(SourceRange::of(name).error(format!(
                 "`{}` takes {} argument{}, found {}",
                 m.name(),
                 m.arity(),
@@ -612,7 +618,7 @@ impl<'a> Lowering<'a> {
         let recv_tv = out[0].tv;
         if !m.int_ok() {
             let f = self.s.fresh(Bound::Float);
-            self.unify_or(recv_tv, f, Sp::of(name), |found, _| {
+            self.unify_or(recv_tv, f, SourceRange::of(name), |found, _| {
                 format!(
                     "`{}` is a float method (f32, f64), but the receiver is {found}",
                     m.name()
@@ -620,7 +626,7 @@ impl<'a> Lowering<'a> {
             });
         } else if !m.float_ok() {
             let i = self.s.fresh(Bound::Int);
-            self.unify_or(recv_tv, i, Sp::of(name), |found, _| {
+            self.unify_or(recv_tv, i, SourceRange::of(name), |found, _| {
                 format!("`{}` is an integer method, but the receiver is {found}: use `powi`/`powf` on floats", m.name())
             });
         }
@@ -843,14 +849,14 @@ impl<'a> Lowering<'a> {
                 };
                 let v = self.expr(value);
                 let Some((i, p)) = target else {
-                    self.errs.push(Sp::of(array).error(format!(
+                    self.errs.push(SourceRange::of(array).error(format!(
                         "`{name}` is not an output: only `&mut [T]` parameters can be written, as `out[{}] = ...`",
                         self.task_name()
                     )));
                     return None;
                 };
                 if p.kind != ParamKind::Output {
-                    self.errs.push(Sp::of(array).error(format!(
+                    self.errs.push(SourceRange::of(array).error(format!(
                         "`{name}` is a read-only input (`&[{}]`): only `&mut [T]` outputs can be written",
                         p.ty.rust_name()
                     )));
@@ -916,15 +922,17 @@ impl<'a> Lowering<'a> {
 /// directly as a call argument: it takes the type of the callee's parameter.
 fn callee_typed_literal(x: &parse::Expr) -> Option<ir::Lit> {
     match &x.kind {
-        A::Int {
+        Ast::Int {
             value,
             suffix: None,
         } => Some(ir::Lit::Int(*value as i128)),
-        A::Float {
+        Ast::Float {
             digits,
             suffix: None,
         } => Some(ir::Lit::Float(digits.clone())),
-        A::Unary(UnOp::Neg, inner) if matches!(inner.kind, A::Int { .. } | A::Float { .. }) => {
+        Ast::Unary(UnOp::Neg, inner)
+            if matches!(inner.kind, Ast::Int { .. } | Ast::Float { .. }) =>
+        {
             match callee_typed_literal(inner)? {
                 ir::Lit::Int(v) => Some(ir::Lit::Int(-v)),
                 ir::Lit::Float(d) => Some(ir::Lit::Float(format!("-{d}"))),

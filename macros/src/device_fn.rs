@@ -7,11 +7,12 @@
 //! follows the kernel language's release semantics and reports faults
 //! instead of panicking, as the rest of a CPU kernel does.
 
-use crate::emit_rust::{arg_types, call_consts, companion, fault, name_check, rust_ty, Emitter};
+use crate::emit_rust::{
+    call_checks, call_consts, companion, distinct_callees, fault, rust_ty, Emitter,
+};
 use crate::{emit_cuda, lower, parse};
-use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
-use std::collections::BTreeSet;
+use proc_macro2::TokenStream;
+use quote::quote;
 
 pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let ast = parse::device_fn(item)?;
@@ -34,27 +35,12 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let body = em.expr(&f.body);
     let ret = rust_ty(f.ret);
     let flt = fault();
-    let mut seen = BTreeSet::new();
-    let mut deps = Vec::new();
-    let mut checks = Vec::new();
-    let mut callees = Vec::new();
-    for c in &f.calls {
-        let p = companion(&c.path, Some("SOURCE"));
-        if seen.insert(p.to_string()) {
-            deps.push(quote!(&#p));
-            checks.push(name_check(c));
-            callees.push(&c.path);
-        }
-        let span = c
-            .path
-            .segments
-            .last()
-            .map_or_else(Span::call_site, |s| s.ident.span());
-        let fp = companion(&c.path, None);
-        let args = arg_types(c);
-        let r = rust_ty(c.ret);
-        checks.push(quote_spanned!(span=> const _: fn(#(#args),*) -> #r = #fp;));
-    }
+    let checks = call_checks(&f.calls);
+    let callees = distinct_callees(&f.calls);
+    let deps = callees.iter().map(|path| {
+        let source = companion(path, Some("SOURCE"));
+        quote!(&#source)
+    });
     let call_graph = call_graph_check(&f.name, &callees);
     let twin_calls = call_consts(&f.calls);
     // The parameter types by position, for callers' unsuffixed literal
@@ -82,7 +68,7 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
             #[allow(unused_imports)]
             use super::*;
 
-            #(#checks)*
+            #checks
             #call_graph
             #twin_calls
 

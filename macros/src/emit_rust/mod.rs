@@ -108,6 +108,45 @@ pub fn arg_types(c: &DeviceCall) -> Vec<TokenStream> {
     (0..c.args.len()).map(|i| arg_type(c, i)).collect()
 }
 
+/// The device functions `calls` name, each once, in order of first call
+/// (what `SPEC.device_fns` and a companion's `deps` list).
+pub fn distinct_callees(calls: &[DeviceCall]) -> Vec<&syn::Path> {
+    let mut seen = BTreeSet::new();
+    calls
+        .iter()
+        .filter(|c| seen.insert(companion(&c.path, None).to_string()))
+        .map(|c| &c.path)
+        .collect()
+}
+
+/// Compile-time checks of the device functions a kernel or device function
+/// calls: each is called by its own name ([`name_check`]), and with the
+/// signature inference gave the call (`const _: fn(f32) -> f32 = path;`,
+/// spanned on the call's path so that a wrong guess points at the call).
+pub fn call_checks(calls: &[DeviceCall]) -> TokenStream {
+    let mut seen = BTreeSet::new();
+    let mut checks = Vec::new();
+    let mut check_seen = BTreeSet::new();
+    for c in calls {
+        if seen.insert(companion(&c.path, None).to_string()) {
+            checks.push(name_check(c));
+        }
+        let fp = companion(&c.path, None);
+        let args = arg_types(c);
+        let ret = ty(c.ret);
+        let check = quote!(const _: fn(#(#args),*) -> #ret = #fp;);
+        if check_seen.insert(check.to_string()) {
+            let span = c
+                .path
+                .segments
+                .last()
+                .map_or_else(Span::call_site, |s| s.ident.span());
+            checks.push(quote::quote_spanned!(span=> const _: fn(#(#args),*) -> #ret = #fp;));
+        }
+    }
+    quote!(#(#checks)*)
+}
+
 /// The typed function pointer through which the twin makes device call `i`.
 pub(crate) fn call_const(i: usize) -> Ident {
     format_ident!("__WF_CALL_{}", i, span = Span::mixed_site())

@@ -4,13 +4,13 @@
 //! the gather description, `launch`/`launch_with` and `work_graph`.
 
 use super::{
-    arg_types, call_const, call_consts, companion, fault, name_check, plumbing, prim, ty, uses,
-    Emitter,
+    call_checks, call_const, call_consts, companion, distinct_callees, fault, plumbing, prim, ty,
+    uses, Emitter,
 };
 use crate::analyse::Access;
 use crate::ir::{Kernel, LocalId, Param, ParamKind, Reduce};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote};
 use std::collections::BTreeSet;
 
 /// The companion of a kernel.
@@ -71,7 +71,7 @@ impl ModuleEmitter<'_> {
              release semantics on every backend: `+ - *` wrap, shifts are masked, `/` and `%` by zero \
              fail the launch with `Error::DivisionByZero`, and every index is checked."
         );
-        let device_fn_checks = self.device_fn_checks();
+        let device_fn_checks = call_checks(&self.k.calls);
         let call_consts = call_consts(&self.k.calls);
         let gathered = self.gathered_const();
         let spec = self.spec();
@@ -113,34 +113,6 @@ impl ModuleEmitter<'_> {
         }
     }
 
-    /// Compile-time checks of the device functions the kernel calls: each is
-    /// called by its own name, with the signature inference gave the call.
-    fn device_fn_checks(&self) -> TokenStream {
-        let mut seen = BTreeSet::new();
-        let mut checks = Vec::new();
-        let mut check_seen = BTreeSet::new();
-        for c in &self.k.calls {
-            let p = companion(&c.path, Some("SOURCE"));
-            if seen.insert(p.to_string()) {
-                checks.push(name_check(c));
-            }
-            let fp = companion(&c.path, None);
-            let args = arg_types(c);
-            let ret = ty(c.ret);
-            let check = quote!(const _: fn(#(#args),*) -> #ret = #fp;);
-            if check_seen.insert(check.to_string()) {
-                // Spanned on the call's path so a wrong guess points at the call.
-                let span = c
-                    .path
-                    .segments
-                    .last()
-                    .map_or_else(Span::call_site, |s| s.ident.span());
-                checks.push(quote_spanned!(span=> const _: fn(#(#args),*) -> #ret = #fp;));
-            }
-        }
-        quote!(#(#checks)*)
-    }
-
     /// `GATHERED`: the array throttling reads through an index array.
     fn gathered_const(&self) -> TokenStream {
         let value = match &self.access.throttle {
@@ -160,14 +132,10 @@ impl ModuleEmitter<'_> {
     fn spec(&self) -> TokenStream {
         let k = self.k;
         let name = k.name.to_string();
-        let mut seen = BTreeSet::new();
-        let device_fns: Vec<_> = k
-            .calls
-            .iter()
-            .map(|c| companion(&c.path, Some("SOURCE")))
-            .filter(|p| seen.insert(p.to_string()))
-            .map(|p| quote!(&#p))
-            .collect();
+        let device_fns = distinct_callees(&k.calls).into_iter().map(|path| {
+            let source = companion(path, Some("SOURCE"));
+            quote!(&#source)
+        });
         let params = k.params.iter().map(|p| {
             let n = p.name.to_string();
             let t = format_ident!(

@@ -18,7 +18,7 @@ pub fn module(k: &Kernel, access: &Access, vis: &syn::Visibility, cuda: &str) ->
     let module = ModuleEmitter {
         k,
         access,
-        em: Emitter {
+        checked: Emitter {
             locals: &k.locals,
             params: &k.params,
             prechecked: None,
@@ -31,7 +31,7 @@ struct ModuleEmitter<'a> {
     k: &'a Kernel,
     access: &'a Access,
     /// Expressions with every load checked.
-    em: Emitter<'a>,
+    checked: Emitter<'a>,
 }
 
 /// `Result<t, Fault>`.
@@ -174,7 +174,7 @@ impl ModuleEmitter<'_> {
     fn arguments(&self) -> TokenStream {
         let k = self.k;
         let ctx_fields = k.ctx.iter().map(|id| {
-            let n = self.em.local(*id);
+            let n = self.checked.local(*id);
             let t = ty(k.locals[*id].ty);
             quote!(pub #n: #t)
         });
@@ -243,13 +243,13 @@ impl ModuleEmitter<'_> {
         let (task_h, ctx_h) = (&names.task, &names.ctx);
         let mut out = TokenStream::new();
         if used.contains(&k.task) {
-            let n = self.em.local(k.task);
+            let n = self.checked.local(k.task);
             out.extend(quote!(let #n: ::core::primitive::usize = #task_h;));
         }
         if with_ctx {
             let ctx_set: BTreeSet<LocalId> = k.ctx.iter().copied().collect();
             for id in used.intersection(&ctx_set) {
-                let n = self.em.local(*id);
+                let n = self.checked.local(*id);
                 let t = ty(k.locals[*id].ty);
                 out.extend(quote!(let #n: #t = #ctx_h.#n;));
             }
@@ -291,9 +291,9 @@ impl ModuleEmitter<'_> {
         uses(&k.lo, &mut used);
         uses(&k.hi, &mut used);
         let bind = self.bind(&used, false);
-        let lets = k.prologue.iter().map(|(id, v)| self.em.let_(*id, v));
-        let (lo, hi) = (self.em.expr(&k.lo), self.em.expr(&k.hi));
-        let ctx_names = k.ctx.iter().map(|id| self.em.local(*id));
+        let lets = k.prologue.iter().map(|(id, v)| self.checked.let_(*id, v));
+        let (lo, hi) = (self.checked.expr(&k.lo), self.checked.expr(&k.hi));
+        let ctx_names = k.ctx.iter().map(|id| self.checked.local(*id));
         let f = fault();
         quote! {
             #[inline]
@@ -314,7 +314,7 @@ impl ModuleEmitter<'_> {
         let mut used = BTreeSet::new();
         uses(&k.init, &mut used);
         let bind = self.bind(&used, true);
-        let init = self.em.expr(&k.init);
+        let init = self.checked.expr(&k.init);
         let (acc_t, f) = (ty(k.acc), fault());
         quote! {
             #[inline]
@@ -335,16 +335,16 @@ impl ModuleEmitter<'_> {
     fn twin_map(&self) -> TokenStream {
         let k = self.k;
         let names = plumbing_names();
-        let (task_h, ctx_h, k_h) = (&names.task, &names.ctx, &names.fine);
+        let (task_h, ctx_h, fine_h) = (&names.task, &names.ctx, &names.fine);
         let bind = self.map_bind();
-        let kn = self.em.local(k.k);
-        let map = self.em.expr(&k.map);
+        let fine_local = self.checked.local(k.k);
+        let map = self.checked.expr(&k.map);
         let (acc_t, f) = (ty(k.acc), fault());
         quote! {
             #[inline]
-            fn map(&self, #task_h: usize, #ctx_h: &Ctx, #k_h: usize) -> ::core::result::Result<#acc_t, #f> {
+            fn map(&self, #task_h: usize, #ctx_h: &Ctx, #fine_h: usize) -> ::core::result::Result<#acc_t, #f> {
                 #bind
-                let #kn: ::core::primitive::usize = #k_h;
+                let #fine_local: ::core::primitive::usize = #fine_h;
                 ::core::result::Result::Ok(#map)
             }
         }
@@ -395,7 +395,7 @@ impl ModuleEmitter<'_> {
     fn twin_fold_range_prechecked(&self) -> TokenStream {
         let k = self.k;
         let names = plumbing_names();
-        let (task_h, ctx_h, acc_h, k_h, lo_h, hi_h) = (
+        let (task_h, ctx_h, acc_h, fine_h, lo_h, hi_h) = (
             &names.task,
             &names.ctx,
             &names.acc,
@@ -414,7 +414,7 @@ impl ModuleEmitter<'_> {
         };
         let map_fast = fast.expr(&k.map);
         let bind = self.map_bind();
-        let kn = self.em.local(k.k);
+        let fine_local = self.checked.local(k.k);
         let (acc_t, f) = (ty(k.acc), fault());
         quote! {
             #[inline]
@@ -428,8 +428,8 @@ impl ModuleEmitter<'_> {
                 mut #acc_h: #acc_t,
             ) -> ::core::result::Result<#acc_t, #f> {
                 #bind
-                for #k_h in #lo_h..#hi_h {
-                    let #kn: ::core::primitive::usize = #k_h;
+                for #fine_h in #lo_h..#hi_h {
+                    let #fine_local: ::core::primitive::usize = #fine_h;
                     let #b_h: #acc_t = #map_fast;
                     #acc_h = self.reduce(#acc_h, #b_h)?;
                 }
@@ -444,8 +444,8 @@ impl ModuleEmitter<'_> {
         let acc_t = ty(k.acc);
         let body = match &k.reduce {
             Reduce::Closure { a, b, body } => {
-                let (an, bn) = (self.em.local(*a), self.em.local(*b));
-                let body = self.em.expr(body);
+                let (an, bn) = (self.checked.local(*a), self.checked.local(*b));
+                let body = self.checked.expr(body);
                 quote!(let #an: #acc_t = #a_h; let #bn: #acc_t = #b_h; ::core::result::Result::Ok(#body))
             }
             Reduce::MinMax { max } => {
@@ -484,7 +484,7 @@ impl ModuleEmitter<'_> {
             })
         });
         let bind = self.bind(&used, true);
-        let stmts = k.epilogue.iter().map(|s| self.em.stmt(s));
+        let stmts = k.epilogue.iter().map(|s| self.checked.stmt(s));
         let (acc_t, f) = (ty(k.acc), fault());
         quote! {
             #[inline]
@@ -503,11 +503,11 @@ impl ModuleEmitter<'_> {
         };
         let k = self.k;
         let names = plumbing_names();
-        let (task_h, ctx_h, k_h) = (&names.task, &names.ctx, &names.fine);
-        let gp = &k.params[throttle.gathered];
-        let gname = gp.name.to_string();
-        let gn = &gp.name;
-        let gbytes = gp.ty.size();
+        let (task_h, ctx_h, fine_h) = (&names.task, &names.ctx, &names.fine);
+        let gathered = &k.params[throttle.gathered];
+        let gathered_name = gathered.name.to_string();
+        let gathered_field = &gathered.name;
+        let gathered_bytes = gathered.ty.size();
         let out_bytes: usize = k
             .params
             .iter()
@@ -517,20 +517,20 @@ impl ModuleEmitter<'_> {
         let mut used = BTreeSet::new();
         uses(&throttle.index, &mut used);
         let bind = self.bind(&used, true);
-        let idx = self.em.expr(&throttle.index);
-        let kn = self.em.local(k.k);
+        let idx = self.checked.expr(&throttle.index);
+        let fine_local = self.checked.local(k.k);
         let res_usize = result(quote!(usize));
         quote! {
             impl ::warpfit::__private::GatherKernel for Kernel<'_> {
-                const GATHERED: &'static str = #gname;
-                const GATHERED_ELEM_BYTES: usize = #gbytes;
+                const GATHERED: &'static str = #gathered_name;
+                const GATHERED_ELEM_BYTES: usize = #gathered_bytes;
                 const OUTPUT_ELEM_BYTES: usize = #out_bytes;
                 fn gathered_len(&self) -> usize {
-                    self.#gn.len()
+                    self.#gathered_field.len()
                 }
-                fn gathered_index(&self, #task_h: usize, #ctx_h: &Ctx, #k_h: usize) -> #res_usize {
+                fn gathered_index(&self, #task_h: usize, #ctx_h: &Ctx, #fine_h: usize) -> #res_usize {
                     #bind
-                    let #kn: ::core::primitive::usize = #k_h;
+                    let #fine_local: ::core::primitive::usize = #fine_h;
                     ::core::result::Result::Ok(#idx)
                 }
             }

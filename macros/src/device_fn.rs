@@ -116,11 +116,11 @@ fn call_graph_check(name: &syn::Ident, callees: &[&syn::Path]) -> TokenStream {
         let callee_name = companion(path, Some("NAME"));
         let callee_walk = companion(path, Some("calls_reach"));
         quote! {
-            if same_name(#callee_name, target) {
-                return WALK_REACHED;
+            if __wf_same_name(#callee_name, target) {
+                return __WF_WALK_REACHED;
             }
             let found = #callee_walk(target, depth - 1);
-            if found != WALK_CLEAR {
+            if found != __WF_WALK_CLEAR {
                 return found;
             }
         }
@@ -135,7 +135,7 @@ fn call_graph_check(name: &syn::Ident, callees: &[&syn::Path]) -> TokenStream {
     let depth_check = (!callees.is_empty()).then(|| {
         quote! {
             if depth == 0 {
-                return WALK_TOO_DEEP;
+                return __WF_WALK_TOO_DEEP;
             }
         }
     });
@@ -143,30 +143,32 @@ fn call_graph_check(name: &syn::Ident, callees: &[&syn::Path]) -> TokenStream {
     let assertion = quote::quote_spanned!(span=>
         const _: () = {
             let walk = calls_reach(NAME, #MAX_CALL_DEPTH);
-            ::core::assert!(walk != WALK_REACHED, #recursive);
-            ::core::assert!(walk != WALK_TOO_DEEP, #too_deep);
+            ::core::assert!(walk != __WF_WALK_REACHED, #recursive);
+            ::core::assert!(walk != __WF_WALK_TOO_DEEP, #too_deep);
         };
     );
     quote! {
         // The outcomes of `calls_reach`: plain numbers, the same in every
         // companion, so that one companion's walk can return another's.
-        const WALK_CLEAR: u8 = 0;
-        const WALK_REACHED: u8 = 1;
-        const WALK_TOO_DEEP: u8 = 2;
+        // (Prefixed, like `__wf_same_name`, so that they cannot shadow a
+        // user's item that the companion's code reaches through `super::*`.)
+        const __WF_WALK_CLEAR: u8 = 0;
+        const __WF_WALK_REACHED: u8 = 1;
+        const __WF_WALK_TOO_DEEP: u8 = 2;
 
         /// Whether a device function named `target` is called by this one or
         /// by its callees, up to `depth` calls deep (compile-time recursion
-        /// check): `WALK_REACHED`, `WALK_TOO_DEEP` when the depth ran out
-        /// first, else `WALK_CLEAR`.
+        /// check): `__WF_WALK_REACHED`, `__WF_WALK_TOO_DEEP` when the depth ran out
+        /// first, else `__WF_WALK_CLEAR`.
         #[allow(unused_variables, unreachable_code)]
         pub const fn calls_reach(target: &str, depth: u32) -> u8 {
             #depth_check
             #(#steps)*
-            WALK_CLEAR
+            __WF_WALK_CLEAR
         }
 
         #[allow(dead_code)]
-        const fn same_name(a: &str, b: &str) -> bool {
+        const fn __wf_same_name(a: &str, b: &str) -> bool {
             let (a, b) = (a.as_bytes(), b.as_bytes());
             if a.len() != b.len() {
                 return false;

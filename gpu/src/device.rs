@@ -418,8 +418,15 @@ impl std::fmt::Debug for CudaDevice {
 
 impl CudaDevice {
     /// Opens GPU `ordinal`: probes the driver, creates the context and
-    /// reads the properties launches are sized from.
+    /// reads the properties launches are sized from. Kernels are cached in
+    /// [`compile::default_cache_dir`].
     pub fn new(ordinal: usize) -> Result<Self> {
+        Self::with_cache_dir(ordinal, compile::default_cache_dir())
+    }
+
+    /// [`CudaDevice::new`] with the kernel cache in `cache_dir` (`None`:
+    /// no cache, every entry point compiled once per process).
+    pub fn with_cache_dir(ordinal: usize, cache_dir: Option<PathBuf>) -> Result<Self> {
         probe::require(Library::Driver)?;
         let count = CudaContext::device_count().map_err(cuda_err("counting CUDA devices"))?;
         if ordinal >= count.max(0) as usize {
@@ -490,7 +497,7 @@ impl CudaDevice {
                 max_threads_per_sm: tps.max(32) as u32,
                 smem_per_sm: smem.max(0) as u32,
                 smem_reserved_per_block: smem_reserved.max(0) as u32,
-                cache_dir: compile::default_cache_dir(),
+                cache_dir,
                 modules: Mutex::new(HashMap::new()),
             }),
         })

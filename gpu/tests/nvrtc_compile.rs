@@ -161,3 +161,221 @@ fn a_compile_error_carries_the_log_and_the_source() {
     assert!(msg.contains("this is not C++"), "{msg}");
     assert!(msg.contains("error"), "{msg}");
 }
+
+// ------------------------------------------------------------ kernel cache
+
+mod cache {
+    use super::nvrtc_or_skip;
+    use std::path::{Path, PathBuf};
+    use warpfit_gpu::compile::{
+        cache_entry_path, compile_cached, entry_point_unit, lookup_cached, store_cached,
+    };
+    use warpfit_gpu::Arch;
+
+    const ARCH: Arch = Arch::new(9, 0);
+    const LABEL: &str = "spmv_f32.wf_sizes";
+
+    /// A fresh, empty directory under the temporary one, removed on drop.
+    struct TempDir(PathBuf);
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            let d = std::env::temp_dir()
+                .join(format!("warpfit-cache-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            TempDir(d)
+        }
+    }
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The smallest entry point of a fixture: quick to compile.
+    fn source() -> String {
+        entry_point_unit(&super::common::SPMV_F32, &["wf_sizes"]).unwrap()
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Compiles into an empty `dir`, then checks that `damage` of the entry
+    /// makes the next call recompile (same CUBIN) and replace the entry, so
+    /// that the call after that is a hit again.
+    fn recompiles_after(name: &str, damage: impl FnOnce(&Path)) {
+        let dir = TempDir::new(name);
+        let src = source();
+        let cold = compile_cached(LABEL, &src, ARCH, Some(&dir.0)).unwrap();
+        assert!(!cold.cached && cold.cache_warning.is_none());
+        let path = cache_entry_path(LABEL, &src, ARCH, &dir.0).unwrap();
+        damage(&path);
+        assert!(
+            lookup_cached(LABEL, &src, ARCH, Some(&dir.0))
+                .unwrap()
+                .is_none(),
+            "{name}: the damaged entry was accepted"
+        );
+        let again = compile_cached(LABEL, &src, ARCH, Some(&dir.0)).unwrap();
+        assert!(!again.cached, "{name}: the damaged entry was loaded");
+        assert_eq!(again.cubin, cold.cubin, "{name}");
+        let warm = compile_cached(LABEL, &src, ARCH, Some(&dir.0)).unwrap();
+        assert!(warm.cached, "{name}: the entry was not replaced");
+        assert_eq!(warm.cubin, cold.cubin, "{name}");
+        // Written through a temporary name: nothing else is left behind.
+        assert_eq!(files(&dir.0).len(), 1, "{name}: {:?}", files(&dir.0));
+    }
+
+    #[test]
+    fn a_warm_lookup_returns_the_binary_from_a_private_directory() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        let dir = TempDir::new("warm");
+        let nested = dir.0.join("a").join("b");
+        let src = source();
+        let cold = compile_cached(LABEL, &src, ARCH, Some(&nested)).unwrap();
+        let warm = compile_cached(LABEL, &src, ARCH, Some(&nested)).unwrap();
+        assert!(!cold.cached && warm.cached);
+        assert_eq!(cold.cubin, warm.cubin);
+        assert!(warm.log.is_empty(), "a hit runs no NVRTC, so has no log");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for d in [&dir.0, &dir.0.join("a"), &nested] {
+                let mode = std::fs::metadata(d).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o700, "{}", d.display());
+            }
+            let entry = cache_entry_path(LABEL, &src, ARCH, &nested).unwrap();
+            let mode = std::fs::metadata(entry).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+    }
+
+    #[test]
+    fn a_corrupted_binary_is_recompiled_and_replaced() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        recompiles_after("corrupt", |p| {
+            let mut b = std::fs::read(p).unwrap();
+            let last = b.len() - 100;
+            b[last] ^= 0x40;
+            std::fs::write(p, b).unwrap();
+        });
+    }
+
+    #[test]
+    fn a_corrupted_checksum_is_recompiled_and_replaced() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        recompiles_after("checksum", |p| {
+            let mut b = std::fs::read(p).unwrap();
+            let first_digit = b.iter().position(|&c| c == b'\n').unwrap() + 1;
+            b[first_digit] = if b[first_digit] == b'0' { b'1' } else { b'0' };
+            std::fs::write(p, b).unwrap();
+        });
+    }
+
+    #[test]
+    fn a_truncated_entry_is_recompiled_and_replaced() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        recompiles_after("truncated", |p| {
+            let b = std::fs::read(p).unwrap();
+            std::fs::write(p, &b[..b.len() / 2]).unwrap();
+        });
+        recompiles_after("one-byte-short", |p| {
+            let b = std::fs::read(p).unwrap();
+            std::fs::write(p, &b[..b.len() - 1]).unwrap();
+        });
+        recompiles_after("empty", |p| std::fs::write(p, b"").unwrap());
+    }
+
+    #[test]
+    fn a_deleted_entry_is_recompiled() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        recompiles_after("deleted", |p| std::fs::remove_file(p).unwrap());
+    }
+
+    #[test]
+    fn an_entry_of_another_source_or_not_elf_is_refused() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        // Another kernel's valid entry under this source's name (a key
+        // collision, or a planted file): the stored source differs.
+        recompiles_after("collision", |p| {
+            let dir = p.parent().unwrap();
+            let other = entry_point_unit(&super::common::SPMV_F64, &["wf_sizes"]).unwrap();
+            let planted = store_cached("other", &other, ARCH, dir, b"\x7fELF other").unwrap();
+            std::fs::rename(planted, p).unwrap();
+        });
+        // A well-formed entry whose binary is not an ELF image.
+        recompiles_after("not-elf", |p| {
+            let dir = p.parent().unwrap();
+            store_cached(LABEL, &source(), ARCH, dir, b"MZ not a cubin").unwrap();
+        });
+    }
+
+    #[test]
+    fn a_cache_path_that_cannot_be_written_falls_back_to_compiling_with_a_warning() {
+        if !nvrtc_or_skip() {
+            return;
+        }
+        let dir = TempDir::new("unwritable");
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let file = dir.0.join("a-file");
+        std::fs::write(&file, b"not a directory").unwrap();
+        let src = source();
+        // The cache path is a file, or lies under one: compiled, uncached,
+        // with the reason naming the path.
+        for bad in [file.clone(), file.join("sub")] {
+            let c = compile_cached(LABEL, &src, ARCH, Some(&bad)).unwrap();
+            assert!(!c.cached);
+            assert_eq!(&c.cubin[..4], b"\x7fELF");
+            let why = c.cache_warning.expect("a warning");
+            assert!(why.contains(&bad.display().to_string()), "{why}");
+            let err = store_cached(LABEL, &src, ARCH, &bad, &c.cubin).unwrap_err();
+            assert!(
+                err.to_string().contains(&bad.display().to_string()),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_other_users_may_write_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        if !nvrtc_or_skip() {
+            return;
+        }
+        let dir = TempDir::new("shared");
+        let src = source();
+        let compiled = compile_cached(LABEL, &src, ARCH, Some(&dir.0)).unwrap();
+        assert!(compiled.cache_warning.is_none());
+        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // A valid entry is there, but anyone could have planted it.
+        assert!(lookup_cached(LABEL, &src, ARCH, Some(&dir.0))
+            .unwrap()
+            .is_none());
+        let c = compile_cached(LABEL, &src, ARCH, Some(&dir.0)).unwrap();
+        assert!(!c.cached);
+        let why = c.cache_warning.expect("a warning");
+        assert!(why.contains("writable by other users"), "{why}");
+        // Left as the user set it.
+        let mode = std::fs::metadata(&dir.0).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o777);
+    }
+}

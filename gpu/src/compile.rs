@@ -99,7 +99,10 @@ pub fn entry_point_unit(spec: &KernelSpec, entry_points: &[&str]) -> Result<Stri
                 spec.name
             )));
         }
-        tu.push_str(&format!("WARPFIT_ENTRY_POINT_{ep}(wf_{}::Kernel)\n", spec.name));
+        tu.push_str(&format!(
+            "WARPFIT_ENTRY_POINT_{ep}(wf_{}::Kernel)\n",
+            spec.name
+        ));
     }
     Ok(tu)
 }

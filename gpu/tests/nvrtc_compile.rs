@@ -113,17 +113,28 @@ fn every_kernel_and_decomposition_compiles_for_sm80_and_sm90() {
                         spec.name, c.log
                     )
                 };
-                assert!(regs <= 255, "{} {ep} {arch}: registers not reported", spec.name);
+                assert!(
+                    regs <= 255,
+                    "{} {ep} {arch}: registers not reported",
+                    spec.name
+                );
                 // Only the entry point asked for is compiled.
                 assert_eq!(report.len(), 1, "{} {ep} {arch}:\n{}", spec.name, c.log);
                 // No entry point spills more than a word or two (ptxas
                 // sometimes parks one 8-byte value across a warp barrier;
                 // more would mean a register array went to local memory).
-                assert!(spill <= 16, "{} {ep} {arch}: {spill} bytes spilled", spec.name);
+                assert!(
+                    spill <= 16,
+                    "{} {ep} {arch}: {spill} bytes spilled",
+                    spec.name
+                );
                 // Compiled alone, an entry point gets the code it gets among
                 // all the others: no more registers, no more spills.
                 let Some(&(whole_regs, whole_spill)) = whole_report.get(ep) else {
-                    panic!("{} {arch}: no ptxas report for {ep} in the whole module", spec.name)
+                    panic!(
+                        "{} {arch}: no ptxas report for {ep} in the whole module",
+                        spec.name
+                    )
                 };
                 assert!(
                     regs <= whole_regs && spill <= whole_spill,
@@ -179,8 +190,8 @@ mod cache {
     struct TempDir(PathBuf);
     impl TempDir {
         fn new(name: &str) -> Self {
-            let d = std::env::temp_dir()
-                .join(format!("warpfit-cache-{name}-{}", std::process::id()));
+            let d =
+                std::env::temp_dir().join(format!("warpfit-cache-{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&d);
             TempDir(d)
         }

@@ -359,6 +359,11 @@ fn decode_entry(bytes: &[u8], source: &str) -> std::result::Result<Vec<u8>, Stri
     let sum = u64::from_str_radix(sum, 16).map_err(|_| "bad checksum field")?;
     let src_len: usize = src_len.parse().map_err(|_| "bad source length")?;
     let bin_len: usize = bin_len.parse().map_err(|_| "bad binary length")?;
+    // Exactly as written (lowercase hex, no sign or leading zeros), so that
+    // no change to the header goes unnoticed.
+    if header != format!("{sum:016x} {src_len} {bin_len}") {
+        return Err("header is not in its canonical form".into());
+    }
     if src_len.checked_add(bin_len) != Some(body.len()) {
         return Err(format!(
             "holds {} bytes after its header, the header says {src_len} + {bin_len}",
@@ -577,6 +582,59 @@ mod tests {
         assert!(tu
             .trim_end()
             .ends_with("WARPFIT_ENTRY_POINTS(wf_k::Kernel)"));
+    }
+
+    #[test]
+    fn an_entry_point_unit_instantiates_only_the_entry_points_asked_for() {
+        static SPEC: KernelSpec = KernelSpec {
+            name: "k",
+            cuda_source: "namespace wf_k {}",
+            device_fns: &[],
+            params: &[],
+            acc: crate::ScalarType::F32,
+        };
+        let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();
+        assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));
+        assert!(tu.ends_with(
+            "WARPFIT_ENTRY_POINT_wf_sizes(wf_k::Kernel)\n\
+             WARPFIT_ENTRY_POINT_wf_cte_list(wf_k::Kernel)\n"
+        ));
+        assert!(!tu.contains("WARPFIT_ENTRY_POINTS"));
+        // Every entry point has its macro in the device library.
+        let kernel_cuh = include_str!("../cuda/kernel.cuh");
+        for ep in crate::ENTRY_POINTS {
+            assert!(
+                kernel_cuh.contains(&format!("#define WARPFIT_ENTRY_POINT_{ep}(K)")),
+                "{ep}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cache_file_round_trips_and_every_damage_is_caught() {
+        let src = "source text";
+        let cubin = b"\x7fELF and the rest of a binary";
+        let good = encode_entry(src, cubin);
+        assert_eq!(decode_entry(&good, src).unwrap(), cubin);
+        // Cut anywhere, one byte longer, or any single bit flipped.
+        for cut in 0..good.len() {
+            assert!(decode_entry(&good[..cut], src).is_err(), "cut at {cut}");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(decode_entry(&longer, src).is_err());
+        for i in 0..good.len() {
+            for bit in 0..8 {
+                let mut bad = good.clone();
+                bad[i] ^= 1 << bit;
+                assert!(decode_entry(&bad, src).is_err(), "byte {i} bit {bit}");
+            }
+        }
+        // Another source (a key collision), or a binary that is not ELF.
+        let e = decode_entry(&good, "other source").unwrap_err();
+        assert!(e.contains("another source"), "{e}");
+        let e = decode_entry(&encode_entry(src, b"MZ"), src).unwrap_err();
+        assert!(e.contains("not an ELF image"), "{e}");
     }
 
     #[test]

@@ -273,6 +273,22 @@ impl std::fmt::Debug for Module {
     }
 }
 
+impl Drop for Module {
+    /// Waits for the compiles started ahead of need: a thread still inside
+    /// NVRTC while the process exits would race the library's teardown.
+    /// (They started with the launch's first compile, so by the time its
+    /// result is back they have usually finished.)
+    fn drop(&mut self) {
+        let pending = match self.prefetched.get_mut() {
+            Ok(p) => std::mem::take(p),
+            Err(poison) => std::mem::take(poison.into_inner()),
+        };
+        for (_, handle) in pending {
+            let _ = handle.join();
+        }
+    }
+}
+
 /// The entry points a launch that has just asked for `ep` will most likely
 /// ask for next, compiled on other threads meanwhile: a CTE launch over
 /// all tasks runs the size kernel, then (a small launch always) the CTE

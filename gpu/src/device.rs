@@ -290,9 +290,10 @@ impl Drop for Module {
 }
 
 /// The entry points a launch that has just asked for `ep` will most likely
-/// ask for next, compiled on other threads meanwhile: a CTE launch over
-/// all tasks runs the size kernel, then (a small launch always) the CTE
-/// task-list kernel, and a task list with split tasks the merge.
+/// ask for next, most likely first, compiled on other threads meanwhile: a
+/// CTE launch over all tasks runs the size kernel, then (a small launch
+/// always) the CTE task-list kernel, and a task list with split tasks the
+/// merge.
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
         "wf_sizes" => &["wf_cte_list", "wf_merge"],
@@ -347,11 +348,17 @@ impl Module {
 
     /// Starts compiling the entry points [`likely_next`] after `ep` that are
     /// neither loaded nor under way, each on a thread of its own (which
-    /// writes the cache as it finishes). Best effort: a thread that cannot
-    /// be started leaves its entry point to be compiled when asked for.
+    /// writes the cache as it finishes), as many as there are cores beside
+    /// the one compiling `ep`: more threads than cores only slow the one a
+    /// launch waits for (on 2 cores, `wf_sizes` with `wf_cte_list` and
+    /// `wf_merge` beside it took longer than `wf_sizes` then `wf_cte_list`).
+    /// Best effort: a thread that cannot be started leaves its entry point
+    /// to be compiled when asked for.
     fn prefetch_after(&self, ep: &str, arch: Arch, dir: Option<&std::path::Path>) -> Result<()> {
         let mut pending = self.prefetched.lock().map_err(poisoned)?;
-        for &next in likely_next(ep) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let room = cores.saturating_sub(1 + pending.len());
+        for &next in likely_next(ep).iter().take(room) {
             let loaded = ENTRY_POINTS
                 .iter()
                 .position(|e| *e == next)

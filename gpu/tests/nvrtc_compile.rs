@@ -32,9 +32,8 @@ fn ptxas_report(log: &str) -> HashMap<String, (u32, u32)> {
     let number_before = |line: &str, what: &str| -> Option<u32> {
         line.split(what)
             .next()?
-            .rsplit([',', ':'])
-            .next()?
-            .trim()
+            .split_whitespace()
+            .last()?
             .parse()
             .ok()
     };
@@ -54,26 +53,35 @@ fn ptxas_report(log: &str) -> HashMap<String, (u32, u32)> {
     out
 }
 
-/// Each entry point compiled alone, as the device compiles them, on as
-/// many threads as there are entry points.
+/// Each entry point compiled alone, as the device compiles them, on one
+/// thread per core (each NVRTC run holds a few hundred MB at its peak).
 fn compile_each_entry_point(spec: &KernelSpec, arch: Arch) -> Vec<(&'static str, Compiled)> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = ENTRY_POINTS
-            .iter()
-            .map(|&ep| {
-                s.spawn(move || {
-                    let tu = entry_point_unit(spec, &[ep]).unwrap_or_else(|e| panic!("{e}"));
-                    let c = compile_uncached(&format!("{}.{ep}", spec.name), &tu, arch)
-                        .unwrap_or_else(|e| panic!("{e}"));
-                    (ep, c)
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut out: Vec<(&'static str, Compiled)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.min(ENTRY_POINTS.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    while let Some(&ep) = ENTRY_POINTS.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let tu = entry_point_unit(spec, &[ep]).unwrap_or_else(|e| panic!("{e}"));
+                        let c = compile_uncached(&format!("{}.{ep}", spec.name), &tu, arch)
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        done.push((ep, c));
+                    }
+                    done
                 })
             })
             .collect();
-        handles
+        workers
             .into_iter()
-            .map(|h| h.join().expect("compile thread"))
+            .flat_map(|w| w.join().expect("compile thread"))
             .collect()
-    })
+    });
+    out.sort_by_key(|(ep, _)| ENTRY_POINTS.iter().position(|e| e == ep));
+    assert_eq!(out.len(), ENTRY_POINTS.len());
+    out
 }
 
 #[test]

@@ -350,8 +350,7 @@ impl Module {
     /// neither loaded nor under way, each on a thread of its own (which
     /// writes the cache as it finishes), as many as there are cores beside
     /// the one compiling `ep`: more threads than cores only slow the one a
-    /// launch waits for (on 2 cores, `wf_sizes` with `wf_cte_list` and
-    /// `wf_merge` beside it took longer than `wf_sizes` then `wf_cte_list`).
+    /// launch waits for (`BENCHMARKS.md`, "NVRTC compile time").
     /// Best effort: a thread that cannot be started leaves its entry point
     /// to be compiled when asked for.
     fn prefetch_after(&self, ep: &str, arch: Arch, dir: Option<&std::path::Path>) -> Result<()> {

@@ -780,31 +780,40 @@ fn a_first_launch_compiles_only_the_entry_points_it_uses() {
 
 #[test]
 fn a_cached_binary_the_driver_refuses_is_recompiled_and_replaced() {
-    use warpfit_gpu::compile::{entry_point_unit, lookup_cached, store_cached};
+    use warpfit_gpu::compile::{compile_uncached, entry_point_unit, lookup_cached, store_cached};
     let Some(dev) = device() else { return };
     let arch = dev.arch();
     let dir = fresh_cache_dir("refused-binary");
-    // Well-formed entries (checksum, lengths, source, ELF magic) whose
-    // binaries only the driver can tell are not CUBIN.
-    let bogus: &[u8] = b"\x7fELF\x02\x01\x01 not a CUBIN at all";
+    // Well-formed entries (checksum, lengths, source, an ELF image) that
+    // only the driver can refuse: CUBIN for an architecture of another
+    // major version, which the GPU cannot run. (Not junk after an ELF
+    // magic: the driver takes no length and would follow its offsets.)
+    let other = if arch.major == 9 {
+        warpfit_gpu::Arch::new(8, 0)
+    } else {
+        warpfit_gpu::Arch::new(9, 0)
+    };
     let entry = |ep: &str| {
         let label = format!("spmv_f32.{ep}");
         (label, entry_point_unit(&SPMV_F32, &[ep]).unwrap())
     };
+    let mut planted = Vec::new();
     for ep in ["wf_sizes", "wf_cte_list", "wf_cte_all", "wf_merge"] {
         let (label, src) = entry(ep);
-        store_cached(&label, &src, arch, &dir, bogus).unwrap();
-        let planted = lookup_cached(&label, &src, arch, Some(&dir)).unwrap();
-        assert_eq!(planted.unwrap().cubin, bogus);
+        let foreign = compile_uncached(&label, &src, other).unwrap().cubin;
+        store_cached(&label, &src, arch, &dir, &foreign).unwrap();
+        let hit = lookup_cached(&label, &src, arch, Some(&dir)).unwrap();
+        assert_eq!(hit.unwrap().cubin, foreign);
+        planted.push(foreign);
     }
     let dev = CudaDevice::with_cache_dir(0, Some(dir.clone())).unwrap();
     small_spmv_matches_the_cpu(&dev);
-    for ep in ["wf_sizes", "wf_cte_list"] {
+    for (ep, foreign) in ["wf_sizes", "wf_cte_list"].iter().zip(&planted) {
         let (label, src) = entry(ep);
         let replaced = lookup_cached(&label, &src, arch, Some(&dir))
             .unwrap()
             .expect("a valid entry");
-        assert_ne!(replaced.cubin, bogus, "{ep} not replaced");
+        assert_ne!(&replaced.cubin, foreign, "{ep} not replaced");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

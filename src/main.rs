@@ -8,8 +8,7 @@ mod cli;
 /// Counts the heap's live bytes, so that `warpfit partition` can report the
 /// partitioner's peak heap (`peak_heap_bytes`) instead of the process RSS.
 #[global_allocator]
-static HEAP: warpfit::runtime::partition::CountingAlloc =
-    warpfit::runtime::partition::CountingAlloc;
+static HEAP: warpfit::runtime::mem::CountingAlloc = warpfit::runtime::mem::CountingAlloc;
 
 #[derive(Debug, Parser)]
 #[command(name = "warpfit", version, about = "Warp-collaborative sparse and graph kernels", long_about = None)]

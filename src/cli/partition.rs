@@ -4,9 +4,10 @@ use super::input::MatrixInput;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use warpfit::runtime::mem::{parse_bytes, HeapMeter};
 use warpfit::runtime::partition::{
-    dbwp, parse_bytes, Bisection, Capacity, CoarsenOptions, HeapMeter, Metrics, Partition,
-    PartitionOptions, WorkGraph, DEFAULT_SAFETY,
+    dbwp, Bisection, Capacity, CoarsenOptions, Metrics, Partition, PartitionOptions, WorkGraph,
+    DEFAULT_SAFETY,
 };
 use warpfit::{Device, Error, Result};
 

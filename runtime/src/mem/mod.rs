@@ -52,7 +52,10 @@ pub fn limit() -> Result<Option<(u64, String)>> {
         let text = v.to_string_lossy();
         let bytes =
             parse_bytes(&text).map_err(|e| Error::invalid(format!("{MEM_LIMIT_ENV}: {e}")))?;
-        return Ok(Some((bytes, format!("the {MEM_LIMIT_ENV} environment variable"))));
+        return Ok(Some((
+            bytes,
+            format!("the {MEM_LIMIT_ENV} environment variable"),
+        )));
     }
     Ok(machine_limit())
 }
@@ -109,12 +112,14 @@ fn proc_field_kib(text: &str, name: &str) -> Option<u64> {
 pub fn bytes_of<T>(what: &str, count: usize) -> Result<u64> {
     (count as u64)
         .checked_mul(std::mem::size_of::<T>() as u64)
-        .ok_or_else(|| Error::MemoryLimit {
-            what: what.to_string(),
-            needed: u64::MAX,
-            limit: u64::MAX,
-            source_of_limit: "the address space (the size overflows 64 bits)".into(),
-        })
+        .ok_or_else(|| too_many(what, count))
+}
+
+/// A request whose size in bytes does not fit in 64 bits.
+fn too_many(what: &str, count: usize) -> Error {
+    Error::invalid(format!(
+        "out of memory: {what} needs {count} elements, more bytes than a 64-bit size can count"
+    ))
 }
 
 /// Checks that one allocation of `bytes` for `what` fits the limit.
@@ -145,12 +150,7 @@ pub fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<(
     let needed = v
         .len()
         .checked_add(additional)
-        .ok_or_else(|| Error::MemoryLimit {
-            what: what.to_string(),
-            needed: u64::MAX,
-            limit: u64::MAX,
-            source_of_limit: "the address space (the size overflows 64 bits)".into(),
-        })?;
+        .ok_or_else(|| too_many(what, additional))?;
     if needed <= v.capacity() {
         return Ok(());
     }
@@ -314,8 +314,10 @@ mod tests {
         assert!(bytes_of::<u64>("x", usize::MAX).is_err());
         let mut v: Vec<u8> = vec![1, 2];
         let e = try_reserve(&mut v, usize::MAX, "test vector").unwrap_err();
-        assert!(matches!(e, Error::MemoryLimit { .. }), "{e}");
-        assert!(e.to_string().contains("test vector"), "{e}");
+        assert!(e.to_string().contains("out of memory: test vector"), "{e}");
+        let mut v: Vec<u64> = Vec::new();
+        let e = try_reserve(&mut v, usize::MAX / 4, "big vector").unwrap_err();
+        assert!(e.to_string().contains("big vector"), "{e}");
     }
 
     #[test]

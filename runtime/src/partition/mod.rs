@@ -88,7 +88,7 @@ impl Capacity {
     pub fn vertices(&self) -> Result<u32> {
         if !(self.safety > 0.0 && self.safety <= 1.0) {
             return Err(Error::invalid(format!(
-                "cache safety factor must be in (0, 1], got {}",
+                "cache safety factor must be in (0, 1], got {:?}",
                 self.safety
             )));
         }
@@ -96,7 +96,7 @@ impl Capacity {
         let t = (self.safety * self.cache_bytes as f64 / elem).floor();
         if t < 2.0 {
             return Err(Error::invalid(format!(
-                "a cache of {} bytes at safety {} holds {} elements of {} bytes; a partition needs at least 2",
+                "a cache of {} bytes at safety {:?} holds {:.0} elements of {} bytes; a partition needs at least 2",
                 self.cache_bytes, self.safety, t, elem
             )));
         }

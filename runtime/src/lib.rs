@@ -9,6 +9,7 @@ pub mod exec;
 pub mod gen;
 pub mod mem;
 pub mod partition;
+mod rng;
 pub mod sparse;
 
 pub use error::{Error, Result};

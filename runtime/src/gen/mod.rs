@@ -12,7 +12,6 @@
 mod grid;
 mod rgg;
 mod rmat;
-mod rng;
 mod uniform;
 
 pub use grid::grid2d;

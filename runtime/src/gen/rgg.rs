@@ -1,5 +1,5 @@
-use super::rng::{chunk_rng, unit_f64, POINTS};
 use crate::error::to_u32;
+use crate::rng::{chunk_rng, unit_f64, POINTS};
 use crate::sparse::Csr;
 use crate::Result;
 use rayon::prelude::*;

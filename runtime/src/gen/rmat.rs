@@ -1,5 +1,5 @@
-use super::rng::{chunk_rng, unit_value, EDGES, PERMUTATION};
 use crate::error::to_u32;
+use crate::rng::{chunk_rng, unit_value, EDGES, PERMUTATION};
 use crate::sparse::{Coo, Csr};
 use crate::{Error, Result};
 use rand::RngCore;

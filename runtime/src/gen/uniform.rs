@@ -1,5 +1,5 @@
-use super::rng::{below, chunk_rng, unit_value, EDGES};
 use crate::error::to_u32;
+use crate::rng::{below, chunk_rng, unit_value, EDGES};
 use crate::sparse::Csr;
 use crate::{Error, Result};
 use rayon::prelude::*;

@@ -66,11 +66,11 @@ pub enum Error {
     },
     /// An allocation sized by the input that is larger than the memory
     /// warpfit may use, refused before it was made (see
-    /// [`crate::mem`]): `what` needs `needed` bytes, over `limit` bytes
-    /// whose origin `source_of_limit` names.
+    /// [`crate::mem`]), or a device buffer larger than the GPU's free memory:
+    /// `what` needs `needed` bytes, over `limit` bytes whose origin (and how
+    /// to change it) `source_of_limit` names.
     #[error(
-        "out of memory: {what} needs {}, more than the limit of {} ({source_of_limit}; \
-         set WARPFIT_MEM_LIMIT or --mem-limit to change it)",
+        "out of memory: {what} needs {}, more than the limit of {} ({source_of_limit})",
         crate::mem::describe_bytes(*needed),
         crate::mem::describe_bytes(*limit)
     )]

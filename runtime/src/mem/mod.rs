@@ -130,7 +130,9 @@ pub fn check(what: &str, bytes: u64) -> Result<()> {
                 what: what.to_string(),
                 needed: bytes,
                 limit,
-                source_of_limit,
+                source_of_limit: format!(
+                    "{source_of_limit}; set {MEM_LIMIT_ENV} or --mem-limit to change it"
+                ),
             });
         }
     }

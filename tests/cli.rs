@@ -38,6 +38,8 @@ fn spmv_writes_one_value_per_row() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("GFLOP/s"));
+    // stderr is not a terminal here: no progress bar, nothing at all.
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
     let y: Vec<f32> = text.lines().map(|l| l.parse().unwrap()).collect();
     assert_eq!(y.len(), 25);

@@ -8,14 +8,19 @@ mod cli;
 /// Counts the heap's live bytes, so that `warpfit partition` can report the
 /// partitioner's peak heap (`peak_heap_bytes`) instead of the process RSS.
 #[global_allocator]
-static HEAP: warpfit::runtime::partition::CountingAlloc =
-    warpfit::runtime::partition::CountingAlloc;
+static HEAP: warpfit::runtime::mem::CountingAlloc = warpfit::runtime::mem::CountingAlloc;
 
 #[derive(Debug, Parser)]
 #[command(name = "warpfit", version, about = "Warp-collaborative sparse and graph kernels", long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Most memory one allocation sized by the input may take (`8GiB`,
+    /// `500MB`); larger inputs are refused with exit status 2 before
+    /// allocating. Default: the WARPFIT_MEM_LIMIT environment variable, else
+    /// the memory available now (MemAvailable, lowered to `ulimit -v`).
+    #[arg(long, global = true, value_name = "BYTES")]
+    mem_limit: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,7 +38,19 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    if let Some(limit) = &cli.mem_limit {
+        match warpfit::runtime::mem::parse_bytes(limit) {
+            Ok(bytes) => warpfit::runtime::mem::set_limit(Some(bytes)),
+            Err(e) => {
+                eprintln!("error: --mem-limit: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let result = match &cli.command {
         Command::Info => cli::info::run(),
         Command::Gen(args) => cli::gen::run(args),
@@ -46,6 +63,69 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Help and version go to stdout as clap prints them (exit 0); a usage error
+/// becomes one `error:` line on stderr with exit status 2, like every other
+/// error, instead of clap's multi-line block.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    eprintln!("error: {}", one_line_usage_error(&e.to_string()));
+    ExitCode::from(2)
+}
+
+/// clap's rendered error without its `error: ` prefix, usage block and
+/// `--help` hint, on one line: `the following required arguments were not
+/// provided: --matrix <FILE.mtx>`, with the `--help` hint at the end.
+fn one_line_usage_error(rendered: &str) -> String {
+    let body = rendered.split("\n\nUsage:").next().unwrap_or(rendered);
+    let body = body
+        .split("\n\nFor more information")
+        .next()
+        .unwrap_or(body);
+    let body = body.trim().strip_prefix("error:").unwrap_or(body).trim();
+    let mut line = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Keep clap's suggestions (`tip: a similar argument exists: '--gen'`)
+    // on the same line.
+    line = line.replace(" tip: ", "; tip: ");
+    format!("{line} (see --help)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_fit_on_one_line() {
+        for args in [
+            vec!["warpfit", "run"],
+            vec![
+                "warpfit", "run", "spmv", "--gen", "rmat", "--matrix", "x.mtx",
+            ],
+            vec!["warpfit", "run", "spmv", "--gne", "rmat"],
+            vec!["warpfit", "frobnicate"],
+            vec!["warpfit", "run", "spmv", "--gen", "rmat", "--iters", "0"],
+        ] {
+            let e = Cli::try_parse_from(&args).unwrap_err();
+            let line = one_line_usage_error(&e.to_string());
+            assert!(!line.contains('\n'), "{args:?}: {line}");
+            assert!(!line.starts_with("error"), "{args:?}: {line}");
+            assert!(line.len() > 20, "{args:?}: {line}");
         }
     }
 }

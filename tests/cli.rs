@@ -38,6 +38,8 @@ fn spmv_writes_one_value_per_row() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("GFLOP/s"));
+    // stderr is not a terminal here: no progress bar, nothing at all.
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
     let y: Vec<f32> = text.lines().map(|l| l.parse().unwrap()).collect();
     assert_eq!(y.len(), 25);
@@ -172,4 +174,337 @@ fn bench_rejects_a_zero_segment_length_before_touching_the_gpu() {
     let o = warpfit(&["bench", "spmv", "--segment-lens", "8,0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--segment-lens"), "{}", stderr(&o));
+}
+
+/// Runs the binary under `ulimit -v` (address space, in KiB) so that an
+/// allocation the checks missed would abort (exit 134) instead of passing.
+fn warpfit_limited(kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_warpfit"))
+        .args(args)
+        .env_remove("WARPFIT_MEM_LIMIT")
+        .output()
+        .expect("sh runs")
+}
+
+fn assert_one_line_error(o: &Output, args: &[&str], needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
+}
+
+#[test]
+fn oversized_inputs_exit_2_under_a_memory_limit() {
+    let huge = tmp("huge.mtx");
+    std::fs::write(
+        &huge,
+        "%%MatrixMarket matrix coordinate real general\n3000000000 3000000000 2\n1 1 1\n3000000000 2 2\n",
+    )
+    .unwrap();
+    let big = tmp("big.mtx");
+    std::fs::write(
+        &big,
+        "%%MatrixMarket matrix coordinate real general\n100000000 100000000 2\n1 1 1\n100000000 2 2\n",
+    )
+    .unwrap();
+    let nonl = tmp("no-newline.mtx");
+    std::fs::write(&nonl, vec![b'%'; 3 << 20]).unwrap();
+    let (huge, big, nonl) = (
+        huge.to_str().unwrap(),
+        big.to_str().unwrap(),
+        nonl.to_str().unwrap(),
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "spmv", "--matrix", huge], "out of memory"),
+        (vec!["run", "spmv", "--matrix", big], "out of memory"),
+        (vec!["run", "pagerank", "--matrix", big], "out of memory"),
+        (
+            vec!["run", "spmv", "--gen", "rmat:scale=27"],
+            "out of memory",
+        ),
+        (
+            vec!["run", "spmv", "--gen", "uniform:n=4000000000,per_row=1"],
+            "out of memory",
+        ),
+        (
+            vec!["run", "spmv", "--gen", "grid2d:side=29000"],
+            "out of memory",
+        ),
+        (
+            vec!["run", "spmv", "--gen", "rgg:n=4000000000"],
+            "out of memory",
+        ),
+        (
+            vec!["gen", "rmat", "--scale", "27", "-o", "/dev/null"],
+            "out of memory",
+        ),
+        (
+            vec!["partition", "--matrix", huge, "--cache", "1MB"],
+            "out of memory",
+        ),
+        (
+            vec![
+                "run",
+                "spmv",
+                "--gen",
+                "grid2d:side=4",
+                "--iters",
+                "18446744073709551615",
+            ],
+            "out of memory",
+        ),
+        (
+            vec![
+                "run",
+                "spmv",
+                "--gen",
+                "grid2d:side=4",
+                "--iters",
+                "4000000000",
+            ],
+            "out of memory",
+        ),
+        (
+            vec!["run", "spmv", "--matrix", "/dev/zero"],
+            "/dev/zero:1: line longer than",
+        ),
+        (
+            vec!["run", "spmv", "--matrix", nonl],
+            ":1: line longer than",
+        ),
+    ];
+    for (args, needle) in &cases {
+        let o = warpfit_limited(1 << 20, args);
+        assert_one_line_error(&o, args, needle);
+    }
+    // The error names the bytes needed and the limit.
+    let o = warpfit_limited(1 << 20, &["run", "spmv", "--matrix", huge]);
+    let err = stderr(&o);
+    assert!(err.contains("needs 12000000004 bytes"), "{err}");
+    assert!(err.contains("RLIMIT_AS"), "{err}");
+    // --mem-limit takes precedence and is named.
+    let o = warpfit(&[
+        "run",
+        "spmv",
+        "--gen",
+        "grid2d:side=300",
+        "--mem-limit",
+        "100KB",
+    ]);
+    assert_one_line_error(&o, &[], "the --mem-limit option");
+    let o = warpfit(&[
+        "run",
+        "spmv",
+        "--gen",
+        "grid2d:side=3",
+        "--mem-limit",
+        "lots",
+    ]);
+    assert_one_line_error(&o, &[], "--mem-limit");
+}
+
+#[test]
+fn output_paths_are_checked_before_the_work() {
+    let missing = "/nonexistent-dir/out.txt";
+    let dir = std::env::temp_dir();
+    let dir = dir.to_str().unwrap();
+    for (args, option) in [
+        (
+            vec!["run", "spmv", "--gen", "grid2d:side=3", "--output", missing],
+            "--output",
+        ),
+        (
+            vec!["run", "bfs", "--gen", "grid2d:side=3", "--output", dir],
+            "--output",
+        ),
+        (vec!["gen", "grid2d", "--side", "3", "-o", missing], "-o"),
+        (
+            vec![
+                "partition",
+                "--gen",
+                "grid2d:side=3",
+                "--cache",
+                "1KB",
+                "--assignments",
+                missing,
+            ],
+            "--assignments",
+        ),
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, &format!("{option} "));
+        // Nothing was computed: no summary on stdout.
+        assert!(
+            o.stdout.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    // A run that fails after the check leaves no new file behind.
+    let out = tmp("never-written.txt");
+    let _ = std::fs::remove_file(&out);
+    let o = warpfit(&[
+        "run",
+        "sssp",
+        "--gen",
+        "grid2d:side=3",
+        "--source",
+        "99",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists());
+}
+
+#[test]
+fn options_an_app_does_not_use_are_rejected() {
+    for (args, needle) in [
+        (
+            vec!["run", "bfs", "--gen", "grid2d:side=3", "--iters", "3"],
+            "--iters applies to spmv and pagerank",
+        ),
+        (
+            vec!["run", "sssp", "--gen", "grid2d:side=3", "--iters", "3"],
+            "--iters applies",
+        ),
+        (
+            vec!["run", "spmv", "--gen", "grid2d:side=3", "--source", "1"],
+            "--source applies to sssp and bfs",
+        ),
+        (
+            vec!["run", "pagerank", "--gen", "grid2d:side=3", "--iters", "0"],
+            "--iters",
+        ),
+        (
+            vec![
+                "partition",
+                "--gen",
+                "grid2d:side=3",
+                "--cache",
+                "1MB",
+                "--safety",
+                "0",
+            ],
+            "--safety",
+        ),
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, needle);
+    }
+    // --decomp on the CPU: the summary says it has no effect.
+    let o = warpfit(&[
+        "run",
+        "spmv",
+        "--gen",
+        "grid2d:side=3",
+        "--backend",
+        "cpu",
+        "--decomp",
+        "thread",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--decomp thread has no effect on the CPU"));
+}
+
+#[test]
+fn figures_are_not_misleading() {
+    // An empty graph: no per-iteration time, no `-0.000000`.
+    let o = warpfit(&[
+        "run",
+        "pagerank",
+        "--gen",
+        "grid2d:side=0",
+        "--backend",
+        "cpu",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("empty graph") && !out.contains("-0.0") && !out.contains("ms/iter"),
+        "{out}"
+    );
+    for (args, needle, absent) in [
+        (
+            vec!["run", "spmv", "--gen", "rmat:scale=99"],
+            "max 31",
+            "18446744073709551615",
+        ),
+        (
+            vec![
+                "partition",
+                "--gen",
+                "grid2d:side=3",
+                "--cache",
+                "18446744073709551616",
+            ],
+            "too large",
+            "not a number",
+        ),
+        (
+            vec![
+                "partition",
+                "--gen",
+                "grid2d:side=3",
+                "--cache",
+                "1MB",
+                "--safety",
+                "1e-300",
+            ],
+            "safety 1e-300",
+            "0000000000",
+        ),
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, needle);
+        assert!(!stderr(&o).contains(absent), "{args:?}: {}", stderr(&o));
+    }
+    // NaN and out-of-range weights are refused, not read as `inf`/no edge.
+    for value in ["nan", "1e999", "inf"] {
+        let m = tmp(&format!("weight-{value}.mtx"));
+        std::fs::write(
+            &m,
+            format!("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 2 {value}\n"),
+        )
+        .unwrap();
+        let args = ["run", "sssp", "--matrix", m.to_str().unwrap()];
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, ":3: real value");
+    }
+}
+
+#[test]
+fn usage_errors_are_one_line() {
+    for args in [
+        vec!["run"],
+        vec!["run", "spmv"],
+        vec!["run", "spmv", "--gen", "rmat", "--matrix", "x.mtx"],
+        vec!["run", "spmv", "--gne", "rmat"],
+        vec!["frobnicate"],
+        vec!["run", "spmv", "--gen", "rmat", "--iters", "-3"],
+        vec!["gen", "rmat", "--scale", "x", "-o", "/dev/null"],
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, "--help");
+    }
+    // Help and version still print normally.
+    assert!(warpfit(&["--help"]).status.success());
+    assert!(warpfit(&["--version"]).status.success());
+}
+
+#[test]
+fn commands_that_need_a_gpu_say_so_in_one_line() {
+    let info = warpfit(&["info"]);
+    if !String::from_utf8_lossy(&info.stdout).contains("backend: cpu") {
+        eprintln!("skipped: there is a GPU here");
+        return;
+    }
+    let o = warpfit(&["bench", "spmv", "--suite", "small"]);
+    assert_one_line_error(&o, &["bench"], "needs an NVIDIA GPU");
+    let o = warpfit(&["partition", "--gen", "grid2d:side=3"]);
+    assert_one_line_error(&o, &["partition"], "give --cache BYTES");
 }

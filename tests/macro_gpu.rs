@@ -107,6 +107,22 @@ fn integer_kernels_match_the_twin() {
 }
 
 #[test]
+fn literal_arguments_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let (ptr, _) = skewed_graph(2000, 5);
+    let n = ptr.len() - 1;
+    let val = quarters(ptr[n] as usize, 11);
+    let (want_y, want_z) = literal_args_reference(&ptr, &val);
+    for cfg in configs() {
+        let (mut y, mut z) = (vec![0.0f32; n], vec![0i64; n]);
+        literal_args::launch_with(&dev, &cfg, n, &ptr, &val, &mut y, &mut z).unwrap();
+        assert_eq!(z, want_z, "{cfg:?}");
+        // Quarters sum exactly in any order.
+        assert_eq!(y, want_y, "{cfg:?}");
+    }
+}
+
+#[test]
 fn methods_and_casts_match_the_twin() {
     let Some(dev) = gpu() else { return };
     let (ptr, _) = skewed_graph(500, 9);

@@ -188,6 +188,27 @@ fn device_fn_reduce_matches_reference() {
 }
 
 #[test]
+fn literal_arguments_take_the_parameter_type_and_task_copies_own_outputs() {
+    let ptr = [0u32, 3, 3, 5];
+    let val = [1.0f32, -4.0, 2.5, -0.75, 0.0];
+    let (want_y, want_z) = literal_args_reference(&ptr, &val);
+    let split = TaskList::chunked(&ptr, 1).unwrap();
+    let (mut y, mut z) = (vec![9.0f32; 3], vec![9i64; 3]);
+    literal_args::launch(&Device::cpu(), 3, &ptr, &val, &mut y, &mut z).unwrap();
+    assert_eq!((&y, &z), (&want_y, &want_z));
+    let (mut y, mut z) = (vec![9.0f32; 3], vec![9i64; 3]);
+    literal_args::launch(&Device::cpu(), &split, &ptr, &val, &mut y, &mut z).unwrap();
+    assert_eq!((&y, &z), (&want_y, &want_z));
+    assert_eq!(want_y, vec![5.75, -0.25, 1.25]);
+    // The CUDA passes the literals in spellings that convert exactly to the
+    // parameters' types, whichever they are.
+    let cuda = literal_args::CUDA_SOURCE;
+    assert!(cuda.contains("warpfit_user::add1(") && cuda.contains(", 1.0, wf_f)"));
+    assert!(cuda.contains(", 0.5, wf_f)") && cuda.contains(", -0.25, wf_f)"));
+    assert!(cuda.contains("int64_t(-3ll), wf_f)"));
+}
+
+#[test]
 fn out_of_range_index_is_an_error() {
     let ptr = [0u32, 2, 3];
     let col = [0u32, 7, 1];

@@ -218,6 +218,24 @@ pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next
         .fold(f32::NEG_INFINITY, max_plus);
 }
 
+#[device_fn]
+pub fn narrow(a: f32, b: u8, c: i64) -> f32 {
+    a + (b as f32) + (c as f32)
+}
+
+/// Unsuffixed literal arguments typed by the device function's parameters
+/// (`f32`, `u8`, `i64`) and an output written through a copy of the task.
+#[nested_reduce]
+pub fn literal_args(t: usize, ptr: &[u32], x: &[f32], y: &mut [f32]) {
+    let r = t;
+    let lo = ptr[r] as usize;
+    let hi = ptr[t + 1] as usize;
+    y[r] = (lo..hi)
+        .map(|k| narrow(x[k], 200, -3))
+        .fold(0.0f32, |a, b| a + b);
+    y[t] += narrow(0.1, 0, 9_000_000_000);
+}
+
 fn nvrtc_or_skip() -> bool {
     match probe::require(Library::Nvrtc) {
         Ok(()) => true,
@@ -240,6 +258,7 @@ const SPECS: &[&KernelSpec] = &[
     &any_set::SPEC,
     &u8_max::SPEC,
     &longest::SPEC,
+    &literal_args::SPEC,
 ];
 
 #[test]

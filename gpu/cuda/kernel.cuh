@@ -2,7 +2,8 @@
 //
 // Included first in every kernel's translation unit. The generated functor
 // (docs/codegen.md) follows, then the device layer appends
-// `WARPFIT_ENTRY_POINTS(wf_<name>::Kernel)`, which instantiates
+// `WARPFIT_ENTRY_POINTS(wf_<name>::Kernel)` (or, per launch, only the
+// `WARPFIT_ENTRY_POINT_<entry>` lines it needs), which instantiates
 // `nested_reduce<K, Decomposition, TaskSource>` for every decomposition and
 // task source as `extern "C"` kernels with fixed names, plus the merge and
 // task-size kernels. Every kernel takes the functor's `Params` by value,
@@ -66,29 +67,57 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         warpfit::nested_reduce<K, D, SRC>(p, a);                                                     \
     }
 
-#define WARPFIT_ENTRY_SOURCE_(K, SUFFIX, SRC)                                                        \
-    WARPFIT_ENTRY_(K, wf_thread_##SUFFIX, warpfit::Thread, SRC)                                      \
-    WARPFIT_ENTRY_(K, wf_sub2_##SUFFIX, warpfit::SubWarp<2>, SRC)                                    \
-    WARPFIT_ENTRY_(K, wf_sub4_##SUFFIX, warpfit::SubWarp<4>, SRC)                                    \
-    WARPFIT_ENTRY_(K, wf_sub8_##SUFFIX, warpfit::SubWarp<8>, SRC)                                    \
-    WARPFIT_ENTRY_(K, wf_sub16_##SUFFIX, warpfit::SubWarp<16>, SRC)                                  \
-    WARPFIT_ENTRY_(K, wf_sub32_##SUFFIX, warpfit::SubWarp<32>, SRC)                                  \
-    WARPFIT_ENTRY_(K, wf_cte_##SUFFIX, warpfit::Cte, SRC)
-
-/// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list}`,
-/// `wf_merge`, `wf_merge_wide` and `wf_sizes`.
-#define WARPFIT_ENTRY_POINTS(K)                                                                      \
-    WARPFIT_ENTRY_SOURCE_(K, all, warpfit::AllTasks)                                                 \
-    WARPFIT_ENTRY_SOURCE_(K, list, warpfit::TaskList)                                                \
+// One macro per entry point, `WARPFIT_ENTRY_POINT_<name>(K)`, so that a
+// translation unit can instantiate only the entry points a launch needs
+// (`entry_point_unit` in gpu/src/compile.rs): each one costs NVRTC 45 to
+// 200 ms, the whole set about a second.
+#define WARPFIT_ENTRY_POINT_wf_thread_all(K) WARPFIT_ENTRY_(K, wf_thread_all, warpfit::Thread, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub2_all(K) WARPFIT_ENTRY_(K, wf_sub2_all, warpfit::SubWarp<2>, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub4_all(K) WARPFIT_ENTRY_(K, wf_sub4_all, warpfit::SubWarp<4>, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub8_all(K) WARPFIT_ENTRY_(K, wf_sub8_all, warpfit::SubWarp<8>, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub16_all(K) WARPFIT_ENTRY_(K, wf_sub16_all, warpfit::SubWarp<16>, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub32_all(K) WARPFIT_ENTRY_(K, wf_sub32_all, warpfit::SubWarp<32>, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_cte_all(K) WARPFIT_ENTRY_(K, wf_cte_all, warpfit::Cte, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_thread_list(K) WARPFIT_ENTRY_(K, wf_thread_list, warpfit::Thread, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_sub2_list(K) WARPFIT_ENTRY_(K, wf_sub2_list, warpfit::SubWarp<2>, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_sub4_list(K) WARPFIT_ENTRY_(K, wf_sub4_list, warpfit::SubWarp<4>, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_sub8_list(K) WARPFIT_ENTRY_(K, wf_sub8_list, warpfit::SubWarp<8>, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_sub16_list(K) WARPFIT_ENTRY_(K, wf_sub16_list, warpfit::SubWarp<16>, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_sub32_list(K) WARPFIT_ENTRY_(K, wf_sub32_list, warpfit::SubWarp<32>, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_cte_list(K) WARPFIT_ENTRY_(K, wf_cte_list, warpfit::Cte, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_merge(K)                                                              \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
         warpfit::merge<K, warpfit::MERGE_LANES>(p, a);                                               \
-    }                                                                                                \
+    }
+#define WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                         \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge_wide(const K::params_t p, const warpfit::LaunchArgs a) {                            \
         warpfit::merge<K, warpfit::MERGE_LANES_WIDE>(p, a);                                          \
-    }                                                                                                \
+    }
+#define WARPFIT_ENTRY_POINT_wf_sizes(K)                                                              \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_sizes(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
         warpfit::task_sizes<K>(p, a);                                                                \
     }
+
+/// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list}`,
+/// `wf_merge`, `wf_merge_wide` and `wf_sizes`.
+#define WARPFIT_ENTRY_POINTS(K)                                                                      \
+    WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
+    WARPFIT_ENTRY_POINT_wf_sub2_all(K)                                                               \
+    WARPFIT_ENTRY_POINT_wf_sub4_all(K)                                                               \
+    WARPFIT_ENTRY_POINT_wf_sub8_all(K)                                                               \
+    WARPFIT_ENTRY_POINT_wf_sub16_all(K)                                                              \
+    WARPFIT_ENTRY_POINT_wf_sub32_all(K)                                                              \
+    WARPFIT_ENTRY_POINT_wf_cte_all(K)                                                                \
+    WARPFIT_ENTRY_POINT_wf_thread_list(K)                                                            \
+    WARPFIT_ENTRY_POINT_wf_sub2_list(K)                                                              \
+    WARPFIT_ENTRY_POINT_wf_sub4_list(K)                                                              \
+    WARPFIT_ENTRY_POINT_wf_sub8_list(K)                                                              \
+    WARPFIT_ENTRY_POINT_wf_sub16_list(K)                                                             \
+    WARPFIT_ENTRY_POINT_wf_sub32_list(K)                                                             \
+    WARPFIT_ENTRY_POINT_wf_cte_list(K)                                                               \
+    WARPFIT_ENTRY_POINT_wf_merge(K)                                                                  \
+    WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                             \
+    WARPFIT_ENTRY_POINT_wf_sizes(K)

@@ -307,42 +307,18 @@ mod tests {
     #[test]
     fn entry_points_match_the_headers() {
         let k = header("kernel.cuh");
-        // `WARPFIT_ENTRY_(K, wf_thread_##SUFFIX, warpfit::Thread, SRC)`
-        let per_source: Vec<(String, String)> = k
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("WARPFIT_ENTRY_(K, "))
-            .map(|l| {
-                let mut parts = l.split(", ");
-                let prefix = parts.next().unwrap().trim_end_matches("_##SUFFIX");
-                let ty = parts.next().unwrap().trim_start_matches("warpfit::");
-                (prefix.to_string(), ty.to_string())
-            })
-            .collect();
-        // `WARPFIT_ENTRY_SOURCE_(K, all, warpfit::AllTasks)`
-        let sources: Vec<(String, String)> = k
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("WARPFIT_ENTRY_SOURCE_(K, "))
-            .map(|l| {
-                let (suffix, ty) = l.split_once(", ").unwrap();
-                let ty = ty
-                    .split(')')
-                    .next()
-                    .unwrap()
-                    .trim_start_matches("warpfit::");
-                (suffix.to_string(), ty.to_string())
-            })
-            .collect();
-        assert_eq!(per_source.len(), Decomposition::ALL.len());
-        assert_eq!(sources.len(), 2);
+        // `#define WARPFIT_ENTRY_POINT_wf_cte_list(K) WARPFIT_ENTRY_(K, wf_cte_list, warpfit::Cte, warpfit::TaskList)`
         let mut defined = Vec::new();
-        for (suffix, src_ty) in &sources {
-            let source = match src_ty.as_str() {
-                "AllTasks" => TaskSource::All,
-                "TaskList" => TaskSource::List,
-                other => panic!("unknown task source {other}"),
+        for l in k.lines() {
+            let Some(rest) = l.trim().strip_prefix("#define WARPFIT_ENTRY_POINT_") else {
+                continue;
             };
-            for (prefix, ty) in &per_source {
-                let d = match ty.as_str() {
+            let (name, body) = rest.split_once("(K)").unwrap();
+            let body = body.trim();
+            if let Some(args) = body.strip_prefix("WARPFIT_ENTRY_(K, ") {
+                let parts: Vec<&str> = args.trim_end_matches(')').split(", ").collect();
+                assert_eq!(parts[0], name, "{l}");
+                let d = match parts[1].trim_start_matches("warpfit::") {
                     "Thread" => Decomposition::Thread,
                     "Cte" => Decomposition::Cte,
                     t => Decomposition::SubWarp(
@@ -352,17 +328,36 @@ mod tests {
                             .unwrap_or_else(|| panic!("unknown decomposition {t}")),
                     ),
                 };
-                let name = format!("{prefix}_{suffix}");
+                let source = match parts[2].trim_start_matches("warpfit::") {
+                    "AllTasks" => TaskSource::All,
+                    "TaskList" => TaskSource::List,
+                    other => panic!("unknown task source {other}"),
+                };
                 assert_eq!(entry_point(d, source).unwrap(), name, "{d} {source:?}");
-                defined.push(name);
+            } else {
+                // Hand-written entry points (merge, sizes): a multi-line body
+                // that defines the function under the macro's name.
+                assert!(
+                    [MERGE_ENTRY, MERGE_WIDE_ENTRY, SIZES_ENTRY].contains(&name),
+                    "unexpected entry point macro {name}"
+                );
+                assert!(
+                    k.contains(&format!(" {name}(const K::params_t")),
+                    "kernel.cuh defines no entry point {name}"
+                );
             }
-        }
-        for name in [MERGE_ENTRY, MERGE_WIDE_ENTRY, SIZES_ENTRY] {
+            // Every entry point is also in the whole-module list.
             assert!(
-                k.contains(&format!(" {name}(const K::params_t")),
-                "kernel.cuh defines no entry point {name}"
+                k.contains(&format!("    WARPFIT_ENTRY_POINT_{name}(K)")),
+                "WARPFIT_ENTRY_POINTS does not list {name}"
             );
             defined.push(name.to_string());
+        }
+        for d in Decomposition::ALL {
+            for source in [TaskSource::All, TaskSource::List] {
+                let name = entry_point(d, source).unwrap();
+                assert!(defined.iter().any(|n| n == name), "no macro for {name}");
+            }
         }
         let mut listed: Vec<String> = ENTRY_POINTS.iter().map(|s| s.to_string()).collect();
         listed.sort();

@@ -38,14 +38,48 @@ impl<T> std::fmt::Debug for DeviceBuffer<T> {
 
 impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceBuffer<T> {
     /// `len` zeroed elements.
+    ///
+    /// A request larger than the GPU's free memory is refused before the
+    /// driver is asked, as [`Error::MemoryLimit`] naming the bytes asked and
+    /// free; a driver failure of the allocation itself names both too.
     pub fn zeros(dev: &CudaDevice, len: usize) -> Result<Self> {
-        let slice = dev
-            .stream()
-            .alloc_zeros::<T>(len.max(1))
-            .map_err(cuda_err(format!(
-                "allocating {} bytes",
-                len.max(1) * std::mem::size_of::<T>()
-            )))?;
+        let what = format!(
+            "a device buffer of {len} elements of {}",
+            std::any::type_name::<T>()
+        );
+        let bytes = len
+            .max(1)
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "out of memory: {what} needs more bytes than a 64-bit size can count"
+                ))
+            })?;
+        let free_memory = || dev.context().mem_get_info().ok().map(|(free, _)| free);
+        let out_of_memory = |free: usize| Error::MemoryLimit {
+            what: what.clone(),
+            needed: bytes as u64,
+            limit: free as u64,
+            source_of_limit: format!("free memory of GPU {} ({})", dev.ordinal(), dev.name()),
+        };
+        if let Some(free) = free_memory() {
+            if bytes > free {
+                return Err(out_of_memory(free));
+            }
+        }
+        let slice = dev.stream().alloc_zeros::<T>(len.max(1)).map_err(|e| {
+            let out_of_memory_code = e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY;
+            match free_memory() {
+                Some(free) if out_of_memory_code => out_of_memory(free),
+                free => Error::Cuda {
+                    context: format!(
+                        "allocating {bytes} bytes for {what} ({} bytes free)",
+                        free.map_or("unknown".to_string(), |f| f.to_string())
+                    ),
+                    message: e.to_string(),
+                },
+            }
+        })?;
         Ok(DeviceBuffer { slice, len })
     }
 

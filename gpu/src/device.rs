@@ -10,25 +10,155 @@ use crate::probe::{self, Library};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
 use warpfit_runtime::{Error, Result};
 
-/// A compiled kernel: the module and its entry points by name.
-#[derive(Debug)]
+/// A kernel's entry points, each compiled (or read from the on-disk cache)
+/// as a module of its own the first time a launch asks for it: NVRTC takes
+/// 45 to 200 ms per entry point, and a launch uses two or three of the 17.
 pub(crate) struct Module {
+    device: std::sync::Weak<Inner>,
+    spec: crate::KernelSpec,
+    /// One slot per [`abi::ENTRY_POINTS`] name, in that order.
+    entries: Vec<OnceLock<Entry>>,
+    /// Held while an entry point is compiled and loaded, so that each is
+    /// compiled once.
+    loading: Mutex<()>,
+    /// Compiles started ahead of need ([`likely_next`]), by entry point.
+    prefetched: Mutex<HashMap<&'static str, JoinHandle<Result<compile::Compiled>>>>,
+}
+
+/// One loaded entry point.
+struct Entry {
     _module: Arc<CudaModule>,
-    functions: HashMap<String, CudaFunction>,
+    function: CudaFunction,
     /// NVRTC's log when this process compiled it (ptxas report).
-    pub(crate) log: String,
-    pub(crate) cached: bool,
+    log: String,
+    cached: bool,
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let loaded: Vec<&str> = abi::ENTRY_POINTS
+            .iter()
+            .zip(&self.entries)
+            .filter(|(_, e)| e.get().is_some())
+            .map(|(n, _)| *n)
+            .collect();
+        f.debug_struct("Module")
+            .field("kernel", &self.spec.name)
+            .field("loaded", &loaded)
+            .finish()
+    }
+}
+
+impl Drop for Module {
+    /// Waits for the compiles started ahead of need: a thread still inside
+    /// NVRTC while the process exits would race the library's teardown.
+    /// (They started with the launch's first compile, so by the time its
+    /// result is back they have usually finished.)
+    fn drop(&mut self) {
+        let pending = match self.prefetched.get_mut() {
+            Ok(p) => std::mem::take(p),
+            Err(poison) => std::mem::take(poison.into_inner()),
+        };
+        for (_, handle) in pending {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The entry points a launch that has just asked for `ep` will most likely
+/// ask for next, most likely first, compiled on other threads meanwhile: a
+/// CTE launch over all tasks runs the size kernel, then the CTE task-list
+/// kernel (a small launch always), the merge when tasks were split, or,
+/// when none is long enough to need a list, the CTE kernel over all tasks.
+fn likely_next(ep: &str) -> &'static [&'static str] {
+    match ep {
+        "wf_sizes" => &["wf_cte_list", "wf_merge", "wf_cte_all"],
+        _ if ep.ends_with("_list") => &["wf_merge"],
+        _ => &[],
+    }
 }
 
 impl Module {
-    pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction> {
-        self.functions.get(name).ok_or_else(|| Error::Cuda {
-            context: format!("entry point `{name}`"),
-            message: "not found in the compiled module".into(),
+    fn new(device: &CudaDevice, spec: &crate::KernelSpec) -> Self {
+        Module {
+            device: Arc::downgrade(&device.inner),
+            spec: *spec,
+            entries: abi::ENTRY_POINTS.iter().map(|_| OnceLock::new()).collect(),
+            loading: Mutex::new(()),
+            prefetched: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn entry(&self, name: &str) -> Result<&Entry> {
+        let i = abi::ENTRY_POINTS
+            .iter()
+            .position(|e| *e == name)
+            .ok_or_else(|| Error::Cuda {
+                context: format!("entry point `{name}`"),
+                message: "not an entry point of the device library".into(),
+            })?;
+        if let Some(e) = self.entries[i].get() {
+            return Ok(e);
+        }
+        let _loading = self.loading.lock().map_err(poisoned)?;
+        if self.entries[i].get().is_none() {
+            let device = CudaDevice {
+                inner: self.device.upgrade().ok_or_else(|| Error::Cuda {
+                    context: format!("kernel `{}`", self.spec.name),
+                    message: "its device was dropped".into(),
+                })?,
+            };
+            let entry = device.load_entry(self, abi::ENTRY_POINTS[i])?;
+            // Cannot fail: the slot is only set under `loading`.
+            let _ = self.entries[i].set(entry);
+        }
+        self.entries[i].get().ok_or_else(|| Error::Cuda {
+            context: format!("entry point `{name}` of kernel `{}`", self.spec.name),
+            message: "was not loaded".into(),
         })
+    }
+
+    pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction> {
+        self.entry(name).map(|e| &e.function)
+    }
+
+    /// Starts compiling the entry points [`likely_next`] after `ep` that are
+    /// neither loaded nor under way, each on a thread of its own (which
+    /// writes the cache as it finishes), as many as there are cores beside
+    /// the one compiling `ep`: more threads than cores only slow the one a
+    /// launch waits for (`BENCHMARKS.md`, "NVRTC compile time").
+    /// Best effort: a thread that cannot be started leaves its entry point
+    /// to be compiled when asked for.
+    fn prefetch_after(&self, ep: &str, arch: Arch, dir: Option<&std::path::Path>) -> Result<()> {
+        let mut pending = self.prefetched.lock().map_err(poisoned)?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let room = cores.saturating_sub(1 + pending.len());
+        for &next in likely_next(ep).iter().take(room) {
+            let loaded = abi::ENTRY_POINTS
+                .iter()
+                .position(|e| *e == next)
+                .is_some_and(|i| self.entries[i].get().is_some());
+            if loaded || pending.contains_key(next) {
+                continue;
+            }
+            let spec = self.spec;
+            let dir = dir.map(std::path::Path::to_path_buf);
+            let started = std::thread::Builder::new()
+                .name(format!("warpfit-nvrtc-{next}"))
+                .spawn(move || {
+                    let source = compile::entry_point_unit(&spec, &[next])?;
+                    let label = format!("{}.{next}", spec.name);
+                    compile::compile_cached(&label, &source, arch, dir.as_deref())
+                });
+            if let Ok(handle) = started {
+                pending.insert(next, handle);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -77,8 +207,15 @@ impl std::fmt::Debug for CudaDevice {
 
 impl CudaDevice {
     /// Opens GPU `ordinal`: probes the driver, creates the context and
-    /// reads the properties launches are sized from.
+    /// reads the properties launches are sized from. Kernels are cached in
+    /// [`compile::default_cache_dir`].
     pub fn new(ordinal: usize) -> Result<Self> {
+        Self::with_cache_dir(ordinal, compile::default_cache_dir())
+    }
+
+    /// [`CudaDevice::new`] with the kernel cache in `cache_dir` (`None`:
+    /// no cache, every entry point compiled once per process).
+    pub fn with_cache_dir(ordinal: usize, cache_dir: Option<PathBuf>) -> Result<Self> {
         probe::require(Library::Driver)?;
         let count = CudaContext::device_count().map_err(cuda_err("counting CUDA devices"))?;
         if ordinal >= count.max(0) as usize {
@@ -152,7 +289,7 @@ impl CudaDevice {
                 max_threads_per_sm: tps.max(32) as u32,
                 smem_per_sm: smem.max(0) as u32,
                 smem_reserved_per_block: smem_reserved.max(0) as u32,
-                cache_dir: compile::default_cache_dir(),
+                cache_dir,
                 modules: Mutex::new(HashMap::new()),
                 pending: Mutex::new(Vec::new()),
             }),
@@ -264,61 +401,86 @@ impl CudaDevice {
         Ok(())
     }
 
-    /// The compiled module of `spec`: from memory, else the on-disk cache,
-    /// else NVRTC.
+    /// The module of `spec`, whose entry points are compiled (or read from
+    /// the on-disk cache) as launches first ask for them.
     pub(crate) fn module(&self, spec: &crate::KernelSpec) -> Result<Arc<Module>> {
         let source = compile::translation_unit(spec);
         let key = (spec.name.to_string(), fnv(&source));
-        if let Some(m) = self.inner.modules.lock().map_err(poisoned)?.get(&key) {
-            return Ok(m.clone());
-        }
-        let compiled = compile::compile_cached(
-            spec.name,
-            &source,
-            self.inner.arch,
-            self.inner.cache_dir.as_deref(),
-        )?;
-        self.inner
-            .ctx
-            .bind_to_thread()
-            .map_err(cuda_err("binding the context"))?;
-        let module = self
-            .inner
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
-            .map_err(cuda_err(format!(
-                "loading the module of kernel `{}`",
-                spec.name
-            )))?;
-        let mut functions = HashMap::new();
-        for ep in abi::ENTRY_POINTS {
-            let f = module.load_function(ep).map_err(cuda_err(format!(
-                "entry point `{ep}` of kernel `{}`",
-                spec.name
-            )))?;
-            self.set_carveout(&f, ep)?;
-            functions.insert(ep.to_string(), f);
-        }
-        let m = Arc::new(Module {
+        let mut modules = self.inner.modules.lock().map_err(poisoned)?;
+        let m = modules
+            .entry(key)
+            .or_insert_with(|| Arc::new(Module::new(self, spec)));
+        Ok(m.clone())
+    }
+
+    /// Compiles (or reads from the cache, or takes from a prefetch) entry
+    /// point `ep` of `m` as a module of its own, and loads it. A cached
+    /// binary the driver refuses to load is compiled again and its cache
+    /// entry replaced.
+    fn load_entry(&self, m: &Module, ep: &'static str) -> Result<Entry> {
+        let arch = self.inner.arch;
+        let dir = self.inner.cache_dir.as_deref();
+        let kernel = m.spec.name;
+        let source = compile::entry_point_unit(&m.spec, &[ep])?;
+        let label = format!("{kernel}.{ep}");
+        let prefetched = m.prefetched.lock().map_err(poisoned)?.remove(ep);
+        let compiled = match prefetched {
+            Some(handle) => handle.join().map_err(|_| Error::Cuda {
+                context: format!("compiling entry point `{ep}` of kernel `{kernel}`"),
+                message: "the compiling thread panicked".into(),
+            })??,
+            None => match compile::lookup_cached(&label, &source, arch, dir)? {
+                Some(hit) => hit,
+                None => {
+                    m.prefetch_after(ep, arch, dir)?;
+                    compile::compile_and_cache(&label, &source, arch, dir)?
+                }
+            },
+        };
+        let load = |cubin: &[u8]| {
+            self.inner
+                .ctx
+                .bind_to_thread()
+                .map_err(cuda_err("binding the context"))?;
+            self.inner
+                .ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec()))
+                .map_err(cuda_err(format!(
+                    "loading entry point `{ep}` of kernel `{kernel}`"
+                )))
+        };
+        let (module, compiled) = match load(&compiled.cubin) {
+            Ok(module) => (module, compiled),
+            Err(_) if compiled.cached => {
+                let fresh = compile::compile_and_cache(&label, &source, arch, dir)?;
+                (load(&fresh.cubin)?, fresh)
+            }
+            Err(e) => return Err(e),
+        };
+        let function = module
+            .load_function(ep)
+            .map_err(cuda_err(format!("entry point `{ep}` of kernel `{kernel}`")))?;
+        self.set_carveout(&function, ep)?;
+        Ok(Entry {
             _module: module,
-            functions,
+            function,
             log: compiled.log,
             cached: compiled.cached,
-        });
-        self.inner
-            .modules
-            .lock()
-            .map_err(poisoned)?
-            .insert(key, m.clone());
-        Ok(m)
+        })
     }
 
     /// NVRTC's ptxas report for `spec` (registers, spills, shared memory per
-    /// entry point), compiling it if needed; empty when it came from the
-    /// on-disk cache.
+    /// entry point), compiling every entry point if needed, and whether all
+    /// came from the on-disk cache (whose entries carry no report).
     pub fn compile_report(&self, spec: &crate::KernelSpec) -> Result<(bool, String)> {
         let m = self.module(spec)?;
-        Ok((m.cached, m.log.clone()))
+        let (mut cached, mut log) = (true, String::new());
+        for ep in abi::ENTRY_POINTS {
+            let e = m.entry(ep)?;
+            cached &= e.cached;
+            log.push_str(&e.log);
+        }
+        Ok((cached, log))
     }
 
     /// Compiles (or fetches from the cache) and launches `spec` over `tasks`.

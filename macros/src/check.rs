@@ -1,11 +1,12 @@
 //! The structural rules of the kernel language on the parsed AST: exactly one
 //! nested pattern, at statement level, after a prologue of `let`s only.
 //!
-//! Rules that need name resolution or types (owner-computes, typing) are
-//! checked while lowering, in `lower`; they report through the same [`Errors`].
+//! Returns the body's [`Shape`], which `lower` reads. Rules that need name
+//! resolution or types (owner-computes, typing) are checked while lowering.
 
-use crate::ir::{BinOp, Errors};
-use crate::parse::{Expr, ExprKind, KernelFn, Reduce, Stmt, KERNEL};
+use crate::diag::Errors;
+use crate::ir::BinOp;
+use crate::parse::{Expr, ExprKind, KernelFn, Let, Nested, Stmt, KERNEL};
 
 const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
 
@@ -34,53 +35,24 @@ impl Blocked {
     }
 }
 
-/// Reports every nested pattern found below `e`, with the position's verdict.
+/// Reports every nested pattern found in `e` or below it, with the
+/// position's verdict: a child is blocked for the first reason on its path
+/// from the statement (inside a pattern: a closure; under `&&`/`||`, an
+/// `if` or a block expression).
 fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Option<Blocked>)>) {
-    let b = |x: Blocked| Some(blocked.unwrap_or(x));
-    match &e.kind {
-        ExprKind::Nested(n) => {
+    let here = match &e.kind {
+        ExprKind::Nested(_) => {
             out.push((e, blocked));
-            for part in [&n.lo, &n.hi, &n.init] {
-                find(part, b(Blocked::Closure), out);
-            }
-            find(&n.map, b(Blocked::Closure), out);
-            if let Reduce::Closure { body, .. } = &n.reduce {
-                find(body, b(Blocked::Closure), out);
-            }
+            Some(Blocked::Closure)
         }
-        ExprKind::Binary(op, _, l, r) => {
-            let inner = if matches!(op, BinOp::And | BinOp::Or) {
-                b(Blocked::Logic)
-            } else {
-                blocked
-            };
-            find(l, inner, out);
-            find(r, inner, out);
-        }
-        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => {
-            find(x, blocked, out)
-        }
-        ExprKind::If(c, t, f) => {
-            find(c, b(Blocked::If), out);
-            for blk in [t, f] {
-                blk.lets
-                    .iter()
-                    .for_each(|l| find(&l.init, b(Blocked::If), out));
-                find(&blk.tail, b(Blocked::If), out);
-            }
-        }
-        ExprKind::Block(blk) => {
-            blk.lets
-                .iter()
-                .for_each(|l| find(&l.init, b(Blocked::Block), out));
-            find(&blk.tail, b(Blocked::Block), out);
-        }
-        ExprKind::Method { recv, args, .. } => {
-            find(recv, blocked, out);
-            args.iter().for_each(|a| find(a, blocked, out));
-        }
-        ExprKind::Call { args, .. } => args.iter().for_each(|a| find(a, blocked, out)),
-        _ => {}
+        ExprKind::Binary(BinOp::And | BinOp::Or, ..) => Some(Blocked::Logic),
+        ExprKind::If(..) => Some(Blocked::If),
+        ExprKind::Block(_) => Some(Blocked::Block),
+        _ => None,
+    };
+    let inner = blocked.or(here);
+    for child in e.children() {
+        find(child, inner, out);
     }
 }
 
@@ -105,9 +77,29 @@ fn find_stmt<'a>(
     }
 }
 
-/// Checks the body's shape; returns the index of the statement holding the
-/// nested pattern (prologue = the statements before it, all `let`s).
-pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
+/// A kernel body that passed the structural rules, in its three parts.
+pub struct Shape<'a> {
+    /// The `let`s before the nested pattern.
+    pub prologue: Vec<&'a Let>,
+    /// The one nested pattern `(lo..hi).map(..).fold(..)`.
+    pub nested: &'a Nested,
+    /// The statement holding the pattern (which stands there for the folded
+    /// value) and the statements after it.
+    pub epilogue: &'a [Stmt],
+}
+
+/// Checks the body's shape and returns it: exactly one nested pattern, at
+/// statement level, after a prologue of `let`s only. Reports every
+/// violation at once.
+pub fn kernel(k: &KernelFn) -> syn::Result<Shape<'_>> {
+    let mut errs = Errors::default();
+    match shape(k, &mut errs) {
+        Some(shape) => Ok(shape),
+        None => Err(errs.finish().expect_err("`shape` reports why it has none")),
+    }
+}
+
+fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
     let mut found = Vec::new();
     let mut at = None;
     for (i, s) in k.body.iter().enumerate() {
@@ -117,13 +109,13 @@ pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
             at = Some(i);
         }
     }
-    if found.is_empty() {
+    let Some(&(first, _)) = found.first() else {
         errs.push(syn::Error::new_spanned(
             &k.name,
             format!("{KERNEL} needs exactly one nested pattern {SHAPE}, found none"),
         ));
         return None;
-    }
+    };
     let mut ok = true;
     for (i, (e, blocked)) in found.iter().enumerate() {
         if i > 0 {
@@ -137,9 +129,10 @@ pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
         }
     }
     let at = at?;
+    let mut prologue = Vec::new();
     for s in &k.body[..at] {
         match s {
-            Stmt::Let(_) => {}
+            Stmt::Let(l) => prologue.push(l),
             Stmt::Assign { sp, .. } => {
                 errs.push(sp.error(format!(
                     "writes happen only in the epilogue of {KERNEL}, after the nested pattern {SHAPE}: move this write below it"
@@ -154,5 +147,12 @@ pub fn body_shape(k: &KernelFn, errs: &mut Errors) -> Option<usize> {
             }
         }
     }
-    ok.then_some(at)
+    let ExprKind::Nested(nested) = &first.kind else {
+        unreachable!("`find` reports nested patterns only")
+    };
+    ok.then_some(Shape {
+        prologue,
+        nested,
+        epilogue: &k.body[at..],
+    })
 }

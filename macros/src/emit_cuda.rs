@@ -5,6 +5,7 @@
 //! `f32` is `0.0f`, never a double), and every operation whose C++ meaning
 //! differs from Rust's goes through a `warpfit::` helper of the device library.
 
+use crate::analyse::Access;
 use crate::ir::{
     BinOp, ConstKind, DeviceCall, DeviceFn, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method,
     Param, ParamKind, Reduce, Stmt, Ty, UnOp,
@@ -45,6 +46,21 @@ fn float_lit(digits: &str, t: Ty) -> String {
     } else {
         let v: f64 = digits.parse().unwrap_or(0.0);
         format!("{v:?}")
+    }
+}
+
+/// A literal passed to a device function parameter whose type only rustc
+/// knows: spelled so that C++'s implicit conversion to that parameter gives
+/// Rust's value. Integers are exact in `int64_t`/`uint64_t` (rustc rejects
+/// values out of the parameter's range); a float as a `double` converts to a
+/// `float` parameter with the rounding of Rust's own `f32` parse, which
+/// lowering checked (`Cx::callee_typed_lit`).
+fn callee_typed_lit(lit: &Lit) -> String {
+    match lit {
+        Lit::Int(v) if *v > i64::MAX as i128 => int_lit(*v, Ty::U64),
+        Lit::Int(v) => int_lit(*v, Ty::I64),
+        Lit::Float(d) => float_lit(d, Ty::F64),
+        Lit::Bool(b) => b.to_string(),
     }
 }
 
@@ -173,6 +189,7 @@ impl Emitter<'_> {
                 s
             }
             ExprKind::Method(m, args) => self.method(*m, args),
+            ExprKind::CalleeTypedLit { lit, .. } => callee_typed_lit(lit),
             ExprKind::Call(i, args) => {
                 let name = cuda_ident(&self.calls[*i].name());
                 let mut a: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
@@ -246,19 +263,9 @@ impl Emitter<'_> {
 
 const QUAL: &str = "static __device__ __forceinline__";
 
-/// The kernel's functor, in `namespace wf_<name>`.
-pub fn kernel(k: &Kernel) -> String {
-    let mut em = Emitter {
-        locals: &k.locals,
-        params: &k.params,
-        calls: &k.calls,
-        ctx: k.ctx.iter().copied().collect(),
-        via_ctx: false,
-        task: Some(k.task),
-        fine: None,
-    };
-    let acc = k.acc.cuda_name();
-    let task = em.task();
+/// The kernel's functor, in `namespace wf_<name>`: one method per member.
+pub fn kernel(k: &Kernel, access: &Access) -> String {
+    let functor = FunctorEmitter { k, access };
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -266,153 +273,249 @@ pub fn kernel(k: &Kernel) -> String {
         k.name
     );
     let _ = writeln!(s, "namespace wf_{} {{", k.name);
-    let _ = writeln!(s, "struct Params {{");
-    for p in &k.params {
-        let n = cuda_ident(&p.name.to_string());
-        let t = p.ty.cuda_name();
-        let _ = match p.kind {
-            ParamKind::Input => writeln!(s, "    const {t}* {n}; uint64_t {n}_len;"),
-            ParamKind::Output => writeln!(s, "    {t}* {n}; uint64_t {n}_len;"),
-            ParamKind::Scalar => writeln!(s, "    {t} {n};"),
-        };
-    }
-    let _ = writeln!(s, "}};");
+    s.push_str(&functor.params_struct());
     let _ = writeln!(s, "struct Kernel {{");
-    let _ = writeln!(s, "    typedef Params params_t;");
-    let _ = writeln!(s, "    typedef {acc} acc_t;");
-    let _ = writeln!(s, "    struct ctx_t {{");
-    for id in &k.ctx {
-        let _ = writeln!(
-            s,
-            "        {} {};",
-            k.locals[*id].ty.cuda_name(),
-            cuda_ident(&k.locals[*id].name)
-        );
+    for member in [
+        functor.types(),
+        functor.prologue(),
+        functor.init(),
+        functor.map(),
+        functor.direct_len(),
+        functor.gather_probe(),
+        functor.reduce(),
+        functor.epilogue(),
+    ] {
+        s.push_str(&member);
     }
-    let _ = writeln!(s, "    }};");
-
-    // prologue
-    let _ = writeln!(
-        s,
-        "    {QUAL} void prologue(const Params& wf_p, uint64_t {task}, ctx_t& wf_c, uint64_t& wf_lo, uint64_t& wf_hi, warpfit::Fault& wf_f) {{"
-    );
-    for (id, v) in &k.prologue {
-        em.stmt(&Stmt::Let(*id, v.clone()), &mut s, 2);
-    }
-    for id in &k.ctx {
-        let n = cuda_ident(&k.locals[*id].name);
-        let _ = writeln!(s, "        wf_c.{n} = {n};");
-    }
-    let _ = writeln!(s, "        wf_lo = {};", em.expr(&k.lo));
-    let _ = writeln!(s, "        wf_hi = {};", em.expr(&k.hi));
-    let _ = writeln!(s, "    }}");
-
-    em.via_ctx = true;
-    let _ = writeln!(s, "    {QUAL} acc_t init(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, warpfit::Fault& wf_f) {{");
-    let _ = writeln!(s, "        return {};", em.expr(&k.init));
-    let _ = writeln!(s, "    }}");
-    let kn = cuda_ident(&k.locals[k.k].name);
-    let _ = writeln!(
-        s,
-        "    template <class F> {QUAL} acc_t map(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, uint64_t {kn}, F& wf_f) {{"
-    );
-    em.fine = Some(k.k);
-    let _ = writeln!(s, "        return {};", em.expr(&k.map));
-    em.fine = None;
-    let _ = writeln!(s, "    }}");
-    // The shortest array `map` reads at the fine-task index: an item whose
-    // range ends within it needs no check on those loads.
-    let mut direct = std::collections::BTreeSet::new();
-    crate::emit_rust::direct_loads(&k.map, k.k, &mut direct);
-    let lens: Vec<String> = direct
-        .iter()
-        .map(|&i| format!("wf_p.{}_len", em.param(i)))
-        .collect();
-    let direct_len = match lens.split_first() {
-        None => "~0ull".to_string(),
-        Some((first, rest)) => rest.iter().fold(first.clone(), |acc, l| {
-            format!("warpfit::min<uint64_t>({acc}, {l})")
-        }),
-    };
-    let _ = writeln!(s, "    {QUAL} uint64_t direct_len(const Params& wf_p) {{");
-    let _ = writeln!(s, "        return {direct_len};");
-    let _ = writeln!(s, "    }}");
-    // An index array `map` gathers through (`x[col[k] as usize]`): CTE
-    // reads it at each item's first fine task to tell local gathers
-    // (neighbouring items read neighbouring data) from scattered ones.
-    let mut gathers = std::collections::BTreeSet::new();
-    crate::emit_rust::gather_loads(&k.map, k.k, &k.params, &mut gathers);
-    let probe = gathers.iter().map(|&(_, c)| c).find(|c| direct.contains(c));
-    let _ = writeln!(
-        s,
-        "    static constexpr bool has_gather = {};",
-        probe.is_some()
-    );
-    let _ = writeln!(
-        s,
-        "    {QUAL} uint64_t gather_at(const Params& wf_p, uint64_t k) {{"
-    );
-    match probe {
-        Some(c) => {
-            let _ = writeln!(
-                s,
-                "        return warpfit::cast<uint64_t>(wf_p.{}[k]);",
-                em.param(c)
-            );
-        }
-        None => {
-            let _ = writeln!(s, "        return 0;");
-        }
-    }
-    let _ = writeln!(s, "    }}");
-    match &k.reduce {
-        Reduce::Closure { a, b, body } => {
-            let (a, b) = (
-                cuda_ident(&k.locals[*a].name),
-                cuda_ident(&k.locals[*b].name),
-            );
-            let _ = writeln!(
-                s,
-                "    template <class F> {QUAL} acc_t reduce(acc_t {a}, acc_t {b}, F& wf_f) {{"
-            );
-            let _ = writeln!(s, "        return {};", em.expr(body));
-        }
-        Reduce::MinMax { max } => {
-            let _ = writeln!(
-                s,
-                "    template <class F> {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, F& wf_f) {{"
-            );
-            let m = if *max { "max" } else { "min" };
-            if k.acc.is_float() {
-                let _ = writeln!(s, "        return warpfit::f{m}(wf_a, wf_b);");
-            } else {
-                let _ = writeln!(s, "        return warpfit::{m}<acc_t>(wf_a, wf_b);");
-            }
-        }
-        Reduce::DeviceFn(i) => {
-            let _ = writeln!(
-                s,
-                "    template <class F> {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, F& wf_f) {{"
-            );
-            let _ = writeln!(
-                s,
-                "        return warpfit_user::{}(wf_a, wf_b, wf_f);",
-                cuda_ident(&k.calls[*i].name())
-            );
-        }
-    }
-    let _ = writeln!(s, "    }}");
-    let _ = writeln!(
-        s,
-        "    {QUAL} void epilogue(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, acc_t wf_acc, warpfit::Fault& wf_f) {{"
-    );
-    for st in &k.epilogue {
-        em.stmt(st, &mut s, 2);
-    }
-    let _ = writeln!(s, "    }}");
     let _ = writeln!(s, "}};");
     let _ = writeln!(s, "}}  // namespace wf_{}", k.name);
     s
+}
+
+struct FunctorEmitter<'a> {
+    k: &'a Kernel,
+    access: &'a Access,
+}
+
+impl<'a> FunctorEmitter<'a> {
+    /// Expressions of the prologue (its locals by name), or of the later
+    /// members (prologue locals through the context, `wf_c.name`).
+    fn emitter(&self, via_ctx: bool) -> Emitter<'a> {
+        let k = self.k;
+        Emitter {
+            locals: &k.locals,
+            params: &k.params,
+            calls: &k.calls,
+            ctx: k.ctx.iter().copied().collect(),
+            via_ctx,
+            task: Some(k.task),
+            fine: None,
+        }
+    }
+
+    fn task(&self) -> String {
+        cuda_ident(&self.k.locals[self.k.task].name)
+    }
+
+    /// `struct Params`: the launch arguments as the device sees them.
+    fn params_struct(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "struct Params {{");
+        for p in &self.k.params {
+            let n = cuda_ident(&p.name.to_string());
+            let t = p.ty.cuda_name();
+            let _ = match p.kind {
+                ParamKind::Input => writeln!(s, "    const {t}* {n}; uint64_t {n}_len;"),
+                ParamKind::Output => writeln!(s, "    {t}* {n}; uint64_t {n}_len;"),
+                ParamKind::Scalar => writeln!(s, "    {t} {n};"),
+            };
+        }
+        let _ = writeln!(s, "}};");
+        s
+    }
+
+    /// `params_t`, `acc_t` and `ctx_t` (the prologue bindings read later).
+    fn types(&self) -> String {
+        let k = self.k;
+        let mut s = String::new();
+        let _ = writeln!(s, "    typedef Params params_t;");
+        let _ = writeln!(s, "    typedef {} acc_t;", k.acc.cuda_name());
+        let _ = writeln!(s, "    struct ctx_t {{");
+        for id in &k.ctx {
+            let _ = writeln!(
+                s,
+                "        {} {};",
+                k.locals[*id].ty.cuda_name(),
+                cuda_ident(&k.locals[*id].name)
+            );
+        }
+        let _ = writeln!(s, "    }};");
+        s
+    }
+
+    fn prologue(&self) -> String {
+        let k = self.k;
+        let em = self.emitter(false);
+        let task = self.task();
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "    {QUAL} void prologue(const Params& wf_p, uint64_t {task}, ctx_t& wf_c, uint64_t& wf_lo, uint64_t& wf_hi, warpfit::Fault& wf_f) {{"
+        );
+        for (id, v) in &k.prologue {
+            em.stmt(&Stmt::Let(*id, v.clone()), &mut s, 2);
+        }
+        for id in &k.ctx {
+            let n = cuda_ident(&k.locals[*id].name);
+            let _ = writeln!(s, "        wf_c.{n} = {n};");
+        }
+        let _ = writeln!(s, "        wf_lo = {};", em.expr(&k.lo));
+        let _ = writeln!(s, "        wf_hi = {};", em.expr(&k.hi));
+        let _ = writeln!(s, "    }}");
+        s
+    }
+
+    fn init(&self) -> String {
+        let em = self.emitter(true);
+        let task = self.task();
+        let mut s = String::new();
+        let _ = writeln!(s, "    {QUAL} acc_t init(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, warpfit::Fault& wf_f) {{");
+        let _ = writeln!(s, "        return {};", em.expr(&self.k.init));
+        let _ = writeln!(s, "    }}");
+        s
+    }
+
+    /// The map; its loads at exactly the fine-task index are `ld_k`, which a
+    /// range-checked caller runs unchecked.
+    fn map(&self) -> String {
+        let k = self.k;
+        let mut em = self.emitter(true);
+        em.fine = Some(k.k);
+        let task = self.task();
+        let kn = cuda_ident(&k.locals[k.k].name);
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "    template <class F> {QUAL} acc_t map(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, uint64_t {kn}, F& wf_f) {{"
+        );
+        let _ = writeln!(s, "        return {};", em.expr(&k.map));
+        let _ = writeln!(s, "    }}");
+        s
+    }
+
+    /// The shortest array `map` reads at the fine-task index: an item whose
+    /// range ends within it needs no check on those loads.
+    fn direct_len(&self) -> String {
+        let em = self.emitter(true);
+        let lens: Vec<String> = self
+            .access
+            .direct
+            .iter()
+            .map(|&i| format!("wf_p.{}_len", em.param(i)))
+            .collect();
+        let direct_len = match lens.split_first() {
+            None => "~0ull".to_string(),
+            Some((first, rest)) => rest.iter().fold(first.clone(), |acc, l| {
+                format!("warpfit::min<uint64_t>({acc}, {l})")
+            }),
+        };
+        let mut s = String::new();
+        let _ = writeln!(s, "    {QUAL} uint64_t direct_len(const Params& wf_p) {{");
+        let _ = writeln!(s, "        return {direct_len};");
+        let _ = writeln!(s, "    }}");
+        s
+    }
+
+    /// An index array `map` gathers through (`x[col[k] as usize]`): CTE
+    /// reads it at each item's first fine task to tell local gathers
+    /// (neighbouring items read neighbouring data) from scattered ones.
+    fn gather_probe(&self) -> String {
+        let em = self.emitter(true);
+        let probe = self.access.probe();
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "    static constexpr bool has_gather = {};",
+            probe.is_some()
+        );
+        let _ = writeln!(
+            s,
+            "    {QUAL} uint64_t gather_at(const Params& wf_p, uint64_t k) {{"
+        );
+        match probe {
+            Some(c) => {
+                let _ = writeln!(
+                    s,
+                    "        return warpfit::cast<uint64_t>(wf_p.{}[k]);",
+                    em.param(c)
+                );
+            }
+            None => {
+                let _ = writeln!(s, "        return 0;");
+            }
+        }
+        let _ = writeln!(s, "    }}");
+        s
+    }
+
+    fn reduce(&self) -> String {
+        let k = self.k;
+        let em = self.emitter(true);
+        let mut s = String::new();
+        match &k.reduce {
+            Reduce::Closure { a, b, body } => {
+                let (a, b) = (
+                    cuda_ident(&k.locals[*a].name),
+                    cuda_ident(&k.locals[*b].name),
+                );
+                let _ = writeln!(
+                    s,
+                    "    template <class F> {QUAL} acc_t reduce(acc_t {a}, acc_t {b}, F& wf_f) {{"
+                );
+                let _ = writeln!(s, "        return {};", em.expr(body));
+            }
+            Reduce::MinMax { max } => {
+                let _ = writeln!(
+                    s,
+                    "    template <class F> {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, F& wf_f) {{"
+                );
+                let m = if *max { "max" } else { "min" };
+                if k.acc.is_float() {
+                    let _ = writeln!(s, "        return warpfit::f{m}(wf_a, wf_b);");
+                } else {
+                    let _ = writeln!(s, "        return warpfit::{m}<acc_t>(wf_a, wf_b);");
+                }
+            }
+            Reduce::DeviceFn(i) => {
+                let _ = writeln!(
+                    s,
+                    "    template <class F> {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, F& wf_f) {{"
+                );
+                let _ = writeln!(
+                    s,
+                    "        return warpfit_user::{}(wf_a, wf_b, wf_f);",
+                    cuda_ident(&k.calls[*i].name())
+                );
+            }
+        }
+        let _ = writeln!(s, "    }}");
+        s
+    }
+
+    fn epilogue(&self) -> String {
+        let em = self.emitter(true);
+        let task = self.task();
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "    {QUAL} void epilogue(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, acc_t wf_acc, warpfit::Fault& wf_f) {{"
+        );
+        for st in &self.k.epilogue {
+            em.stmt(st, &mut s, 2);
+        }
+        let _ = writeln!(s, "    }}");
+        s
+    }
 }
 
 /// A `#[device_fn]` as a `__device__` function in `namespace warpfit_user`.

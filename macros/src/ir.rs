@@ -4,8 +4,7 @@
 //! parameters or to locals with kernel-unique spellings, so the emitters never
 //! see shadowing, untyped literals or the token stream.
 
-use proc_macro2::{Span, TokenStream};
-use quote::ToTokens;
+use proc_macro2::Span;
 
 /// The value types of the kernel language: the element/scalar types plus
 /// `usize` (task and fine-task indices, range bounds, index arithmetic).
@@ -119,72 +118,6 @@ impl Ty {
 
     pub fn ident(self) -> proc_macro2::Ident {
         proc_macro2::Ident::new(self.rust_name(), Span::call_site())
-    }
-}
-
-/// A source range for diagnostics: first and last token of a node, so that
-/// errors underline the whole offending construct on stable Rust.
-#[derive(Debug, Clone, Copy)]
-pub struct Sp {
-    pub lo: Span,
-    pub hi: Span,
-}
-
-impl Sp {
-    pub fn of(node: &impl ToTokens) -> Sp {
-        let mut it = node.to_token_stream().into_iter();
-        let lo = it.next().map_or_else(Span::call_site, |t| t.span());
-        let hi = it.last().map_or(lo, |t| t.span());
-        Sp { lo, hi }
-    }
-
-    pub fn single(s: Span) -> Sp {
-        Sp { lo: s, hi: s }
-    }
-
-    pub fn to(self, other: Sp) -> Sp {
-        Sp {
-            lo: self.lo,
-            hi: other.hi,
-        }
-    }
-
-    /// A `syn::Error` covering this range.
-    pub fn error(self, msg: impl std::fmt::Display) -> syn::Error {
-        let mut ts = TokenStream::new();
-        ts.extend([proc_macro2::TokenTree::Ident(proc_macro2::Ident::new(
-            "a", self.lo,
-        ))]);
-        ts.extend([proc_macro2::TokenTree::Ident(proc_macro2::Ident::new(
-            "b", self.hi,
-        ))]);
-        syn::Error::new_spanned(ts, msg)
-    }
-}
-
-/// Accumulates diagnostics so one expansion reports every independent error.
-#[derive(Default)]
-pub struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(e),
-            None => self.0 = Some(e),
-        }
-    }
-
-    /// Records the error of `r`, if any, and passes its value on.
-    pub fn ok<T>(&mut self, r: syn::Result<T>) -> Option<T> {
-        r.map_err(|e| self.push(e)).ok()
-    }
-
-    pub fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_none()
     }
 }
 
@@ -400,8 +333,19 @@ impl Method {
 #[derive(Debug, Clone)]
 pub struct DeviceCall {
     pub path: syn::Path,
-    pub args: Vec<Ty>,
+    pub args: Vec<ArgType>,
     pub ret: Ty,
+}
+
+/// The type a call site gives one argument of a device function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgType {
+    /// Inferred in the kernel (checked against the callee's signature).
+    Inferred(Ty),
+    /// An unsuffixed literal argument: it takes the type of the callee's
+    /// parameter, which only rustc sees (through the companion's `ParamN`
+    /// alias); see [`ExprKind::CalleeTypedLit`].
+    CalleeParam,
 }
 
 impl DeviceCall {
@@ -415,7 +359,7 @@ impl DeviceCall {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Lit {
     /// Integer literal value (two's-complement bits for negated literals).
     Int(i128),
@@ -454,6 +398,114 @@ pub enum ExprKind {
     Method(Method, Vec<Expr>),
     /// Call of [`Kernel::calls`]`[i]`.
     Call(usize, Vec<Expr>),
+    /// An unsuffixed literal passed straight to a device function: typed by
+    /// the callee's parameter, as Rust types it (`add1(x, 1.0)` with an `f32`
+    /// parameter). Its `ty` is meaningless; emitters write it so that it
+    /// converts exactly to whichever parameter type the callee has. `span`
+    /// is the literal's, for rustc's errors when it does not fit.
+    CalleeTypedLit {
+        lit: Lit,
+        span: proc_macro2::Span,
+    },
+}
+
+/// The one traversal of the IR: every pass that looks inside expressions
+/// (type resolution, uses of locals, access analysis) goes through
+/// `children`/`children_mut`, so a new expression form is added in one place.
+impl Expr {
+    /// The direct sub-expressions, in evaluation order.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Lit(_)
+            | ExprKind::Local(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Acc
+            | ExprKind::Const(_)
+            | ExprKind::LoadOut(_)
+            | ExprKind::CalleeTypedLit { .. } => Vec::new(),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Load(_, a) => vec![&**a],
+            ExprKind::Binary(_, a, b) => vec![&**a, &**b],
+            ExprKind::If(a, b, c) => vec![&**a, &**b, &**c],
+            ExprKind::Block(lets, tail) => lets
+                .iter()
+                .map(|(_, v)| v)
+                .chain(std::iter::once(&**tail))
+                .collect(),
+            ExprKind::Method(_, args) | ExprKind::Call(_, args) => args.iter().collect(),
+        }
+    }
+
+    /// [`Expr::children`], mutably.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match &mut self.kind {
+            ExprKind::Lit(_)
+            | ExprKind::Local(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Acc
+            | ExprKind::Const(_)
+            | ExprKind::LoadOut(_)
+            | ExprKind::CalleeTypedLit { .. } => Vec::new(),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Load(_, a) => vec![&mut **a],
+            ExprKind::Binary(_, a, b) => vec![&mut **a, &mut **b],
+            ExprKind::If(a, b, c) => vec![&mut **a, &mut **b, &mut **c],
+            ExprKind::Block(lets, tail) => lets
+                .iter_mut()
+                .map(|(_, v)| v)
+                .chain(std::iter::once(&mut **tail))
+                .collect(),
+            ExprKind::Method(_, args) | ExprKind::Call(_, args) => args.iter_mut().collect(),
+        }
+    }
+
+    /// Calls `f` on this expression and every one inside it, parents first.
+    pub fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        f(self);
+        for c in self.children() {
+            c.visit(f);
+        }
+    }
+
+    /// Calls `f` on this expression and every one inside it, parents first.
+    pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        f(self);
+        for c in self.children_mut() {
+            c.visit_mut(f);
+        }
+    }
+
+    /// Whether some expression in this one satisfies `pred`.
+    pub fn any(&self, pred: &mut impl FnMut(&Expr) -> bool) -> bool {
+        pred(self) || self.children().into_iter().any(|c| c.any(pred))
+    }
+
+    /// Structural equality: the same operations on the same operands with the
+    /// same types (inference's variables and spans do not count).
+    pub fn same_as(&self, other: &Expr) -> bool {
+        use ExprKind as K;
+        let same_node = self.ty == other.ty
+            && match (&self.kind, &other.kind) {
+                (K::Lit(a), K::Lit(b)) => a == b,
+                (K::CalleeTypedLit { lit: a, .. }, K::CalleeTypedLit { lit: b, .. }) => a == b,
+                (K::Local(a), K::Local(b))
+                | (K::Scalar(a), K::Scalar(b))
+                | (K::LoadOut(a), K::LoadOut(b))
+                | (K::Load(a, _), K::Load(b, _))
+                | (K::Call(a, _), K::Call(b, _)) => a == b,
+                (K::Acc, K::Acc) | (K::Cast(_), K::Cast(_)) | (K::If(..), K::If(..)) => true,
+                (K::Const(a), K::Const(b)) => a == b,
+                (K::Unary(a, _), K::Unary(b, _)) => a == b,
+                (K::Binary(a, ..), K::Binary(b, ..)) => a == b,
+                (K::Method(a, _), K::Method(b, _)) => a == b,
+                (K::Block(a, _), K::Block(b, _)) => {
+                    a.iter().map(|(id, _)| id).eq(b.iter().map(|(id, _)| id))
+                }
+                _ => false,
+            };
+        let (mine, theirs) = (self.children(), other.children());
+        same_node
+            && mine.len() == theirs.len()
+            && mine.iter().zip(&theirs).all(|(a, b)| a.same_as(b))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -468,6 +520,32 @@ pub enum Stmt {
     If(Expr, Vec<Stmt>, Vec<Stmt>),
 }
 
+impl Stmt {
+    /// Calls `f` on every expression of the statement (and of nested ones).
+    pub fn visit_exprs<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        match self {
+            Stmt::Let(_, v) | Stmt::Store { value: v, .. } => v.visit(f),
+            Stmt::If(c, a, b) => {
+                c.visit(f);
+                a.iter().chain(b).for_each(|s| s.visit_exprs(f));
+            }
+        }
+    }
+
+    /// [`Stmt::visit_exprs`], mutably.
+    pub fn visit_exprs_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match self {
+            Stmt::Let(_, v) | Stmt::Store { value: v, .. } => v.visit_mut(f),
+            Stmt::If(c, a, b) => {
+                c.visit_mut(f);
+                a.iter_mut()
+                    .chain(b.iter_mut())
+                    .for_each(|s| s.visit_exprs_mut(f));
+            }
+        }
+    }
+}
+
 /// The fold's operator.
 #[derive(Debug, Clone)]
 pub enum Reduce {
@@ -477,14 +555,6 @@ pub enum Reduce {
     MinMax { max: bool },
     /// A two-argument `#[device_fn]` (index into [`Kernel::calls`]).
     DeviceFn(usize),
-}
-
-/// How the map reads data through an index array: the throttling shape.
-#[derive(Debug, Clone)]
-pub struct Gather {
-    pub array: usize,
-    /// The gathered index (the `usize` inside `x[..]`), in the map's scope.
-    pub index: Expr,
 }
 
 /// A lowered `#[nested_reduce]` kernel.
@@ -505,8 +575,6 @@ pub struct Kernel {
     pub acc: Ty,
     pub epilogue: Vec<Stmt>,
     pub calls: Vec<DeviceCall>,
-    /// Arrays the map reads through an index array, in order of appearance.
-    pub gathers: Vec<Gather>,
 }
 
 /// A lowered `#[device_fn]`.

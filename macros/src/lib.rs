@@ -1,15 +1,22 @@
 //! Attribute macros of warpfit: `#[nested_reduce]` and `#[device_fn]`.
 //!
-//! Pipeline: `parse` (syn → AST of the kernel language) → `check` (the
-//! language's structural rules) → `lower` (names, owner-computes, types →
-//! `ir`) → `emit_rust` (CPU twin, launch API) and `emit_cuda` (CUDA
-//! functor). The contract with the runtime and the device library is
-//! `docs/codegen.md`; user documentation lives in the `warpfit` crate.
+//! The pipeline, one verb per file, spelled out in `nested::expand`:
+//! `parse` (syn → the kernel language's AST) → `check` (the body's shape:
+//! prologue, the nested pattern, epilogue) → `lower` (names,
+//! owner-computes, types → the typed `ir`) → `analyse` (the map's access
+//! facts: direct loads, gathers, throttling) → `emit_cuda` (the CUDA
+//! functor) and `emit_rust` (CPU twin and launch API, one emitter per
+//! generated item). `device_fn` runs parse → lower → emit for
+//! `#[device_fn]`; `diag` holds the diagnostics helpers. The contract with
+//! the runtime and the device library is `docs/codegen.md`; user
+//! documentation lives in the `warpfit` crate.
 
 use proc_macro::TokenStream;
 
+mod analyse;
 mod check;
 mod device_fn;
+mod diag;
 mod emit_cuda;
 mod emit_rust;
 mod ir;
@@ -48,8 +55,9 @@ mod tests;
 ///   comparisons, `&&`/`||`, `as` casts, `a[i]` with a `usize` index, `if`
 ///   values, blocks, `T::MAX`-style constants, whitelisted methods, and
 ///   `#[device_fn]` calls;
-/// - owner-computes: outputs are read and written only at `out[task]`, written
-///   only in the epilogue: tasks never race, on any backend;
+/// - owner-computes: outputs are read and written only at `out[task]` (or at
+///   a plain copy of the task, `let r = task;`), written only in the
+///   epilogue: tasks never race, on any backend;
 /// - Rust's typing (no implicit conversions; unsuffixed literals from context,
 ///   else `i32`/`f64`) and Rust's release semantics on every backend: integer
 ///   `+ - *` wrap, shifts are masked, `/` and `%` by zero fail the launch,
@@ -71,8 +79,10 @@ pub fn nested_reduce(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// expression in the kernel language (it may call other device functions).
 /// The function is kept; a hidden companion module of the same name carries
 /// its CUDA and its CPU twin, so `use path::max_plus;` brings everything a
-/// kernel needs. Call it by its own name (renamed imports are rejected), and
-/// suffix literal arguments whose type the call does not fix (`2.0f32`).
+/// kernel needs. Call it by its own name (renamed imports are rejected). An
+/// unsuffixed literal argument takes the parameter's type (`add1(x, 1.0)`
+/// with an `f32` parameter). Recursion, direct or through other device
+/// functions, and call chains deeper than 16 are rejected at compile time.
 #[proc_macro_attribute]
 pub fn device_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(attr.into(), item.into(), device_fn::expand).into()

@@ -1,14 +1,20 @@
 //! `#[nested_reduce]`: the pipeline from the user's function to its module.
 
-use crate::{emit_cuda, emit_rust, lower, parse};
+use crate::{analyse, check, emit_cuda, emit_rust, lower, parse};
 use proc_macro2::TokenStream;
 use quote::quote;
 
+/// The pipeline: parse (syn → the kernel language's AST) → check (the
+/// body's shape: prologue, nested pattern, epilogue) → lower (names,
+/// owner-computes, types → IR) → analyse (the map's access facts) → emit
+/// (CUDA, then the Rust module that embeds it).
 pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let ast = parse::kernel(item)?;
-    let k = lower::kernel(&ast)?;
-    let cuda = emit_cuda::kernel(&k);
-    let module = emit_rust::module(&k, &item.vis, &cuda);
+    let shape = check::kernel(&ast)?;
+    let kernel = lower::kernel(&ast, &shape)?;
+    let access = analyse::kernel(&kernel);
+    let cuda = emit_cuda::kernel(&kernel, &access);
+    let module = emit_rust::module(&kernel, &access, &item.vis, &cuda);
     // The language spells reductions as an explicit fold (it becomes a warp
     // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
     // the language does not accept. The function is otherwise kept verbatim.
@@ -53,8 +59,8 @@ pub fn fallback(item: &syn::ItemFn, err: syn::Error) -> TokenStream {
 pub fn cuda_of(src: &str) -> syn::Result<String> {
     let item: syn::ItemFn = syn::parse_str(src)?;
     let ast = parse::kernel(&item)?;
-    let k = lower::kernel(&ast)?;
-    Ok(emit_cuda::kernel(&k))
+    let kernel = lower::kernel(&ast, &check::kernel(&ast)?)?;
+    Ok(emit_cuda::kernel(&kernel, &analyse::kernel(&kernel)))
 }
 
 /// CUDA of a `#[device_fn]`, for tests of the emitters.
@@ -63,4 +69,21 @@ pub fn device_fn_cuda_of(src: &str) -> syn::Result<String> {
     let item: syn::ItemFn = syn::parse_str(src)?;
     let ast = parse::device_fn(&item)?;
     Ok(emit_cuda::device_fn(&crate::lower::device_fn(&ast)?))
+}
+
+/// The generated Rust of a kernel (the function and its module), formatted,
+/// for snapshot tests of the emitters.
+#[cfg(test)]
+pub fn rust_of(src: &str) -> syn::Result<String> {
+    let item: syn::ItemFn = syn::parse_str(src)?;
+    let file: syn::File = syn::parse2(expand(&item)?)?;
+    Ok(prettyplease::unparse(&file))
+}
+
+/// The generated Rust of a `#[device_fn]` (the function and its companion).
+#[cfg(test)]
+pub fn device_fn_rust_of(src: &str) -> syn::Result<String> {
+    let item: syn::ItemFn = syn::parse_str(src)?;
+    let file: syn::File = syn::parse2(crate::device_fn::expand(&item)?)?;
+    Ok(prettyplease::unparse(&file))
 }

@@ -4,7 +4,8 @@
 //! token, with a message saying what is supported. Names are not resolved and
 //! nothing is typed yet: that is `lower`'s job.
 
-use crate::ir::{BinOp, Errors, ParamKind, Sp, Ty, UnOp};
+use crate::diag::{Errors, SourceRange};
+use crate::ir::{BinOp, ParamKind, Ty, UnOp};
 use syn::{Expr as SExpr, FnArg, Pat, ReturnType, Type};
 
 pub const KERNEL: &str = "a #[nested_reduce] kernel";
@@ -19,7 +20,7 @@ pub struct Param {
 #[derive(Debug, Clone)]
 pub struct Let {
     pub name: syn::Ident,
-    pub ty: Option<(Ty, Sp)>,
+    pub ty: Option<(Ty, SourceRange)>,
     pub init: Expr,
 }
 
@@ -29,22 +30,22 @@ pub enum Stmt {
     Assign {
         array: syn::Ident,
         index: Expr,
-        op: Option<(BinOp, Sp)>,
+        op: Option<(BinOp, SourceRange)>,
         value: Expr,
-        sp: Sp,
+        sp: SourceRange,
     },
     If {
         cond: Expr,
         then: Vec<Stmt>,
         els: Vec<Stmt>,
-        sp: Sp,
+        sp: SourceRange,
     },
 }
 
 #[derive(Debug, Clone)]
 pub struct Expr {
     pub kind: ExprKind,
-    pub sp: Sp,
+    pub sp: SourceRange,
 }
 
 #[derive(Debug, Clone)]
@@ -70,7 +71,7 @@ pub enum ExprKind {
         name: syn::Ident,
     },
     Unary(UnOp, Box<Expr>),
-    Binary(BinOp, Sp, Box<Expr>, Box<Expr>),
+    Binary(BinOp, SourceRange, Box<Expr>, Box<Expr>),
     Cast(Box<Expr>, Ty),
     Index(syn::Ident, Box<Expr>),
     If(Box<Expr>, Box<Block>, Box<Block>),
@@ -85,6 +86,43 @@ pub enum ExprKind {
         args: Vec<Expr>,
     },
     Nested(Box<Nested>),
+}
+
+impl Expr {
+    /// The direct sub-expressions, in source order (a block's `let`
+    /// initialisers, then its tail; a nested pattern's bounds, initial
+    /// value, map and reduce closure body): the one traversal of the AST.
+    pub fn children(&self) -> Vec<&Expr> {
+        fn block(b: &Block) -> impl Iterator<Item = &Expr> {
+            b.lets
+                .iter()
+                .map(|l| &l.init)
+                .chain(std::iter::once(&b.tail))
+        }
+        match &self.kind {
+            ExprKind::Int { .. }
+            | ExprKind::Float { .. }
+            | ExprKind::Bool(_)
+            | ExprKind::Var(_)
+            | ExprKind::Const { .. } => Vec::new(),
+            ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => vec![&**x],
+            ExprKind::Binary(_, _, l, r) => vec![&**l, &**r],
+            ExprKind::If(c, t, f) => std::iter::once(&**c)
+                .chain(block(t))
+                .chain(block(f))
+                .collect(),
+            ExprKind::Block(b) => block(b).collect(),
+            ExprKind::Method { recv, args, .. } => std::iter::once(&**recv).chain(args).collect(),
+            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Nested(n) => {
+                let mut out = vec![&n.lo, &n.hi, &n.init, &n.map];
+                if let Reduce::Closure { body, .. } = &n.reduce {
+                    out.push(body);
+                }
+                out
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -102,13 +140,13 @@ pub enum Reduce {
     Closure {
         a: syn::Ident,
         b: syn::Ident,
-        tys: [Option<(Ty, Sp)>; 2],
+        tys: [Option<(Ty, SourceRange)>; 2],
         body: Expr,
     },
     MinMax {
         ty: Ty,
         max: bool,
-        sp: Sp,
+        sp: SourceRange,
     },
     DeviceFn(syn::Path),
 }
@@ -261,7 +299,7 @@ pub fn kernel(item: &syn::ItemFn) -> syn::Result<KernelFn> {
     let sig = &item.sig;
     check_sig_common(sig, KERNEL, &mut errs);
     if let ReturnType::Type(arrow, ty) = &sig.output {
-        errs.push(Sp::of(arrow).to(Sp::of(ty)).error(format!(
+        errs.push(SourceRange::of(arrow).to(SourceRange::of(ty)).error(format!(
             "a return type is not supported in {KERNEL}: results are written to `&mut [T]` outputs at the task index"
         )));
     }
@@ -377,7 +415,7 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
             None
         }
     };
-    let block = errs.ok(block_stmts(&item.block.stmts, Sp::of(&item.block)));
+    let block = errs.ok(block_stmts(&item.block.stmts, SourceRange::of(&item.block)));
     errs.finish()?;
     Ok(DeviceFnAst {
         name: sig.ident.clone(),
@@ -403,7 +441,7 @@ fn let_stmt(l: &syn::Local) -> syn::Result<Let> {
                     format!("unsupported type annotation: supported are {TYPES}, usize"),
                 )
             })?;
-            (&*pt.pat, Some((t, Sp::of(&pt.ty))))
+            (&*pt.pat, Some((t, SourceRange::of(&pt.ty))))
         }
         p => (p, None),
     };
@@ -475,7 +513,7 @@ fn stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
 }
 
 fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
-    let sp = Sp::of(e);
+    let sp = SourceRange::of(e);
     match e {
         SExpr::Assign(a) => {
             let (array, index) = assign_target(&a.left)?;
@@ -489,7 +527,7 @@ fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
         }
         SExpr::Binary(b) if compound_op(&b.op).is_some() => {
             let (array, index) = assign_target(&b.left)?;
-            let op = compound_op(&b.op).map(|o| (o, Sp::of(&b.op)));
+            let op = compound_op(&b.op).map(|o| (o, SourceRange::of(&b.op)));
             Ok(Stmt::Assign {
                 array,
                 index,
@@ -543,7 +581,7 @@ fn cond_expr(e: &SExpr) -> syn::Result<Expr> {
     expr(e)
 }
 
-fn block_stmts(stmts: &[syn::Stmt], sp: Sp) -> syn::Result<Block> {
+fn block_stmts(stmts: &[syn::Stmt], sp: SourceRange) -> syn::Result<Block> {
     let mut lets = Vec::new();
     let mut errs = Errors::default();
     let n = stmts.len();
@@ -622,7 +660,7 @@ fn lit_suffix(suffix: &str, node: &impl quote::ToTokens) -> syn::Result<Option<T
 const EXPRS: &str = "literals, locals, arithmetic, comparisons, `as` casts, indexing, `if`/`else`, blocks, whitelisted methods and #[device_fn] calls";
 
 pub fn expr(e: &SExpr) -> syn::Result<Expr> {
-    let sp = Sp::of(e);
+    let sp = SourceRange::of(e);
     let kind = match e {
         SExpr::Lit(l) => match &l.lit {
             syn::Lit::Int(i) => {
@@ -653,7 +691,7 @@ pub fn expr(e: &SExpr) -> syn::Result<Expr> {
             ExprKind::Unary(op, Box::new(expr(&u.expr)?))
         }
         SExpr::Binary(b) => match bin_op(&b.op) {
-            Some(op) => ExprKind::Binary(op, Sp::of(&b.op), Box::new(expr(&b.left)?), Box::new(expr(&b.right)?)),
+            Some(op) => ExprKind::Binary(op, SourceRange::of(&b.op), Box::new(expr(&b.left)?), Box::new(expr(&b.right)?)),
             None => {
                 return Err(err(
                     &b.op,
@@ -675,7 +713,7 @@ pub fn expr(e: &SExpr) -> syn::Result<Expr> {
         },
         SExpr::If(i) => {
             let cond = cond_expr(&i.cond)?;
-            let then = block_stmts(&i.then_branch.stmts, Sp::of(&i.then_branch))?;
+            let then = block_stmts(&i.then_branch.stmts, SourceRange::of(&i.then_branch))?;
             let els = match &i.else_branch {
                 None => {
                     return Err(err(
@@ -684,7 +722,7 @@ pub fn expr(e: &SExpr) -> syn::Result<Expr> {
                     ))
                 }
                 Some((_, eb)) => match &**eb {
-                    SExpr::Block(b) => block_stmts(&b.block.stmts, Sp::of(&b.block))?,
+                    SExpr::Block(b) => block_stmts(&b.block.stmts, SourceRange::of(&b.block))?,
                     other => {
                         let tail = expr(other)?;
                         Block { lets: Vec::new(), tail }
@@ -809,7 +847,7 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<ExprKind> {
     ))
 }
 
-fn method_call(m: &syn::ExprMethodCall, sp: Sp) -> syn::Result<Expr> {
+fn method_call(m: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<Expr> {
     let name = m.method.to_string();
     if let Some(t) = &m.turbofish {
         return Err(err(t, format!("turbofish is not supported in {KERNEL}")));
@@ -920,8 +958,8 @@ fn closure_checks(c: &syn::ExprClosure, n: usize, what: &str) -> syn::Result<()>
         } else {
             "`|a, b| expr` (two accumulator values)"
         };
-        return Err(Sp::single(c.or1_token.span)
-            .to(Sp::single(c.or2_token.span))
+        return Err(SourceRange::single(c.or1_token.span)
+            .to(SourceRange::single(c.or2_token.span))
             .error(format!(
                 "the {what} closure takes {n} parameter{}, found {}: write {shape}",
                 if n == 1 { "" } else { "s" },
@@ -938,7 +976,7 @@ fn closure_checks(c: &syn::ExprClosure, n: usize, what: &str) -> syn::Result<()>
 }
 
 /// A closure parameter: identifier with an optional scalar annotation.
-fn closure_param(p: &Pat) -> syn::Result<(syn::Ident, Option<(Ty, Sp)>)> {
+fn closure_param(p: &Pat) -> syn::Result<(syn::Ident, Option<(Ty, SourceRange)>)> {
     match p {
         Pat::Type(pt) => {
             let t = scalar_type(&pt.ty).ok_or_else(|| {
@@ -947,13 +985,20 @@ fn closure_param(p: &Pat) -> syn::Result<(syn::Ident, Option<(Ty, Sp)>)> {
                     format!("unsupported type annotation: supported are {TYPES}, usize"),
                 )
             })?;
-            Ok((plain_ident(&pt.pat, KERNEL)?, Some((t, Sp::of(&pt.ty)))))
+            Ok((
+                plain_ident(&pt.pat, KERNEL)?,
+                Some((t, SourceRange::of(&pt.ty))),
+            ))
         }
         p => Ok((plain_ident(p, KERNEL)?, None)),
     }
 }
 
-fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn::Result<Expr> {
+fn nested(
+    fold: &syn::ExprMethodCall,
+    map: &syn::ExprMethodCall,
+    sp: SourceRange,
+) -> syn::Result<Expr> {
     const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
     let range = match strip(&map.receiver) {
         SExpr::Range(r) => r,
@@ -1033,7 +1078,7 @@ fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn:
                             "unsupported reduce path: supported are `T::min` and `T::max` for a numeric T, a #[device_fn] of two arguments, or a closure `|a, b| expr`",
                         ));
                     }
-                    Reduce::MinMax { ty, max: m == "max", sp: Sp::of(p) }
+                    Reduce::MinMax { ty, max: m == "max", sp: SourceRange::of(p) }
                 }
                 None => Reduce::DeviceFn(p.path.clone()),
             }
@@ -1056,46 +1101,4 @@ fn nested(fold: &syn::ExprMethodCall, map: &syn::ExprMethodCall, sp: Sp) -> syn:
         })),
         sp,
     })
-}
-
-impl Expr {
-    /// Visits every sub-expression, this one first.
-    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
-        f(self);
-        match &self.kind {
-            ExprKind::Unary(_, e) | ExprKind::Cast(e, _) | ExprKind::Index(_, e) => e.walk(f),
-            ExprKind::Binary(_, _, a, b) => {
-                a.walk(f);
-                b.walk(f);
-            }
-            ExprKind::If(c, t, e) => {
-                c.walk(f);
-                t.walk(f);
-                e.walk(f);
-            }
-            ExprKind::Block(b) => b.walk(f),
-            ExprKind::Method { recv, args, .. } => {
-                recv.walk(f);
-                args.iter().for_each(|a| a.walk(f));
-            }
-            ExprKind::Call { args, .. } => args.iter().for_each(|a| a.walk(f)),
-            ExprKind::Nested(n) => {
-                n.lo.walk(f);
-                n.hi.walk(f);
-                n.map.walk(f);
-                n.init.walk(f);
-                if let Reduce::Closure { body, .. } = &n.reduce {
-                    body.walk(f);
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-impl Block {
-    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
-        self.lets.iter().for_each(|l| l.init.walk(f));
-        self.tail.walk(f);
-    }
 }

@@ -1,7 +1,7 @@
 //! Golden CUDA of the example kernels (insta snapshots) and property tests of
 //! the pipeline on random expressions.
 
-use crate::nested::{cuda_of, device_fn_cuda_of};
+use crate::nested::{cuda_of, device_fn_cuda_of, device_fn_rust_of, rust_of};
 
 const SPMV: &str = "
 pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
@@ -54,6 +54,38 @@ fn cuda(src: &str) -> String {
     cuda_of(src).unwrap_or_else(|e| panic!("{e}"))
 }
 
+fn rust(src: &str) -> String {
+    rust_of(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+// The generated Rust (CPU twin, launch API, work graph) of the same kernels.
+
+#[test]
+fn snapshot_rust_spmv() {
+    insta::assert_snapshot!(rust(SPMV));
+}
+
+#[test]
+fn snapshot_rust_relax() {
+    insta::assert_snapshot!(rust(RELAX));
+}
+
+#[test]
+fn snapshot_rust_pagerank() {
+    insta::assert_snapshot!(rust(PAGERANK));
+}
+
+#[test]
+fn snapshot_rust_bfs_step() {
+    insta::assert_snapshot!(rust(BFS));
+}
+
+#[test]
+fn snapshot_rust_max_plus_semiring() {
+    let f = device_fn_rust_of(MAX_PLUS).unwrap_or_else(|e| panic!("{e}"));
+    insta::assert_snapshot!(format!("{f}\n{}", rust(LONGEST)));
+}
+
 #[test]
 fn snapshot_spmv() {
     insta::assert_snapshot!(cuda(SPMV));
@@ -78,6 +110,151 @@ fn snapshot_bfs_step() {
 fn snapshot_max_plus_semiring() {
     let f = device_fn_cuda_of(MAX_PLUS).unwrap_or_else(|e| panic!("{e}"));
     insta::assert_snapshot!(format!("{f}\n{}", cuda(LONGEST)));
+}
+
+/// The access facts of a kernel, through the real pipeline.
+fn access_of(src: &str) -> (crate::ir::Kernel, crate::analyse::Access) {
+    let item: syn::ItemFn = syn::parse_str(src).unwrap_or_else(|e| panic!("{e}"));
+    let ast = crate::parse::kernel(&item).unwrap_or_else(|e| panic!("{e}"));
+    let shape = crate::check::kernel(&ast).unwrap_or_else(|e| panic!("{e}"));
+    let kernel = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{e}"));
+    let access = crate::analyse::kernel(&kernel);
+    (kernel, access)
+}
+
+fn param_index(k: &crate::ir::Kernel, name: &str) -> usize {
+    k.params
+        .iter()
+        .position(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no parameter {name}"))
+}
+
+#[test]
+fn access_facts_of_spmv() {
+    let (k, access) = access_of(SPMV);
+    let (col, val, x) = (
+        param_index(&k, "col"),
+        param_index(&k, "val"),
+        param_index(&k, "x"),
+    );
+    assert_eq!(access.direct.iter().copied().collect::<Vec<_>>(), {
+        let mut v = vec![col, val];
+        v.sort_unstable();
+        v
+    });
+    assert_eq!(
+        access
+            .prechecked_gathers
+            .iter()
+            .copied()
+            .collect::<Vec<_>>(),
+        vec![(x, col)]
+    );
+    assert_eq!(access.probe(), Some(col));
+    let throttle = access.throttle.as_ref().ok().expect("one gather");
+    assert_eq!(throttle.gathered, x);
+}
+
+#[test]
+fn throttling_reasons_name_the_arrays() {
+    let (k, access) = access_of(PAGERANK);
+    let reason = access.throttle.as_ref().err().expect("two gathered arrays");
+    assert_eq!(
+        reason.reason(&k.params),
+        "its map gathers from several arrays (`rank`, `inv_deg`)"
+    );
+    let (k, access) = access_of(
+        "
+fn k(t: usize, p: &[u32], c: &[u32], x: &[f32], y: &mut [f32]) {
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    y[t] = (lo..hi).map(|e| x[c[e] as usize] * x[c[e] as usize + 1]).fold(0.0, |a, b| a + b);
+}",
+    );
+    let reason = access
+        .throttle
+        .as_ref()
+        .err()
+        .expect("two index expressions");
+    assert_eq!(
+        reason.reason(&k.params),
+        "its map reads `x` through several different index expressions"
+    );
+    // The same index expression twice is one gather.
+    let (_, access) = access_of(
+        "
+fn k(t: usize, p: &[u32], c: &[u32], x: &[f32], y: &mut [f32]) {
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    y[t] = (lo..hi).map(|e| x[c[e] as usize] * x[c[e] as usize]).fold(0.0, |a, b| a + b);
+}",
+    );
+    assert!(access.throttle.is_ok());
+    let (k, access) = access_of(
+        "
+fn k(t: usize, p: &[u32], v: &[f32], y: &mut [f32]) {
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    y[t] = (lo..hi).map(|e| v[e]).fold(0.0, |a, b| a + b);
+}",
+    );
+    let reason = access.throttle.as_ref().err().expect("no gather");
+    assert!(reason
+        .reason(&k.params)
+        .starts_with("its map reads no array through an index array"));
+    assert_eq!(access.probe(), None);
+}
+
+#[test]
+fn signed_index_arrays_are_not_prechecked() {
+    let (k, access) = access_of(
+        "
+fn k(t: usize, p: &[u32], c: &[i32], x: &[f32], y: &mut [f32]) {
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    y[t] = (lo..hi).map(|e| x[c[e] as usize]).fold(0.0, |a, b| a + b);
+}",
+    );
+    assert_eq!(
+        access.direct.iter().copied().collect::<Vec<_>>(),
+        vec![param_index(&k, "c")]
+    );
+    assert!(access.prechecked_gathers.is_empty());
+    assert!(access.throttle.is_ok());
+}
+
+#[test]
+fn callee_typed_literals_keep_their_value_in_cuda() {
+    let src = "
+fn k(t: usize, p: &[u32], x: &[f32], y: &mut [f32]) {
+    let r = t;
+    let lo = p[r] as usize;
+    let hi = p[t + 1] as usize;
+    let s = (lo..hi).map(|e| add(x[e], 0.1)).fold(0.0f32, |a, b| a + b);
+    y[r] = scale(s, -2, 18446744073709551615);
+}";
+    let c = cuda(src);
+    assert!(
+        c.contains("warpfit_user::add(warpfit::ld_k(wf_p.x, wf_p.x_len, e, 1, wf_f), 0.1, wf_f)"),
+        "{c}"
+    );
+    assert!(
+        c.contains(
+            "warpfit_user::scale(s, int64_t(-2ll), uint64_t(18446744073709551615ull), wf_f)"
+        ),
+        "{c}"
+    );
+    // The output written through the copy `r` is the task's own element.
+    assert!(c.contains("warpfit::st_out(wf_p.y, wf_p.y_len, t, "), "{c}");
+    let r = rust(src);
+    assert!(
+        r.contains("const _: fn(f32, add::Param1) -> f32 = add;"),
+        "{r}"
+    );
+    assert!(
+        r.contains("const _: fn(f32, scale::Param1, scale::Param2) -> f32 = scale;"),
+        "{r}"
+    );
 }
 
 #[test]

@@ -18,9 +18,9 @@
 
 use std::time::Instant;
 use warpfit_runtime::gen::GenSpec;
+use warpfit_runtime::mem::{parse_bytes, CountingAlloc, HeapMeter};
 use warpfit_runtime::partition::{
-    dbwp, parse_bytes, Bisection, Capacity, CoarsenOptions, CountingAlloc, HeapMeter, Metrics,
-    PartitionOptions, WorkGraphOf,
+    dbwp, Bisection, Capacity, CoarsenOptions, Metrics, PartitionOptions, WorkGraphOf,
 };
 use warpfit_runtime::{Error, Result};
 

@@ -64,6 +64,22 @@ pub enum Error {
         log: String,
         source_text: String,
     },
+    /// An allocation sized by the input that is larger than the memory
+    /// warpfit may use, refused before it was made (see
+    /// [`crate::mem`]), or a device buffer larger than the GPU's free memory:
+    /// `what` needs `needed` bytes, over `limit` bytes whose origin (and how
+    /// to change it) `source_of_limit` names.
+    #[error(
+        "out of memory: {what} needs {}, more than the limit of {} ({source_of_limit})",
+        crate::mem::describe_bytes(*needed),
+        crate::mem::describe_bytes(*limit)
+    )]
+    MemoryLimit {
+        what: String,
+        needed: u64,
+        limit: u64,
+        source_of_limit: String,
+    },
     /// A CUDA driver, cuSPARSE or device-memory error (out of memory included).
     #[error("CUDA error in {context}: {message}")]
     Cuda { context: String, message: String },
@@ -100,4 +116,63 @@ pub fn to_u32(what: &'static str, value: usize) -> Result<u32> {
         what,
         value: value as u64,
     })
+}
+
+/// Most characters an error message spends quoting input (escapes
+/// included).
+pub const EXCERPT_CHARS: usize = 48;
+
+/// A short, printable excerpt of input for error messages: at most
+/// [`EXCERPT_CHARS`] characters of text, control and non-ASCII characters escaped
+/// (`\t`, `\u{feff}`, `\xff` for bytes that are not UTF-8), and `…` plus the
+/// total length when cut. Messages quote input this way so that a 300 MB line
+/// makes a short message, control bytes cannot drive the terminal, and
+/// invisible characters (a byte order mark) show.
+pub fn excerpt(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        if out.len() >= EXCERPT_CHARS {
+            out.push_str(&format!("… ({} bytes in all)", bytes.len()));
+            return out;
+        }
+        let (c, len) = match std::str::from_utf8(&rest[..rest.len().min(4)]) {
+            Ok(s) => first_char(s),
+            Err(e) if e.valid_up_to() > 0 => {
+                first_char(std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or_default())
+            }
+            Err(_) => (None, 1),
+        };
+        match c {
+            Some(c) if c.is_ascii_graphic() || c == ' ' => out.push(c),
+            Some(c) => out.extend(c.escape_default()),
+            None => out.push_str(&format!("\\x{:02x}", rest[0])),
+        }
+        rest = &rest[len.max(1)..];
+    }
+    out
+}
+
+fn first_char(s: &str) -> (Option<char>, usize) {
+    match s.chars().next() {
+        Some(c) => (Some(c), c.len_utf8()),
+        None => (None, 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_short_and_escaped() {
+        assert_eq!(excerpt(b"3 4 5"), "3 4 5");
+        assert_eq!(excerpt(b"a\tb\x1b[2J"), "a\\tb\\u{1b}[2J");
+        assert_eq!(excerpt("\u{feff}%%Matrix".as_bytes()), "\\u{feff}%%Matrix");
+        assert_eq!(excerpt(&[b'x', 0xff, b'y']), "x\\xffy");
+        let long = excerpt(&vec![b'7'; 300_000_000 / 1000]);
+        assert!(long.starts_with(&"7".repeat(EXCERPT_CHARS)), "{long}");
+        assert!(long.ends_with("(300000 bytes in all)"), "{long}");
+        assert!(long.chars().count() < 80);
+    }
 }

@@ -1,12 +1,15 @@
 //! The part of warpfit that needs no GPU: sparse formats and Matrix Market I/O
 //! ([`sparse`]), deterministic input generators ([`gen`]), the work-graph
-//! partitioner ([`partition`]) and the task model plus CPU executor that every
+//! partitioner ([`partition`]), the memory budget every input-sized
+//! allocation is checked against ([`mem`]) and the task model plus CPU executor that every
 //! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]).
 
 pub mod error;
 pub mod exec;
 pub mod gen;
+pub mod mem;
 pub mod partition;
+mod rng;
 pub mod sparse;
 
 pub use error::{Error, Result};

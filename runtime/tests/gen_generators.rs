@@ -49,10 +49,18 @@ fn rmat_structure() {
 
 #[test]
 fn rmat_size_checks() {
-    assert!(matches!(
-        gen::rmat(32, 1, 1),
-        Err(Error::U32Overflow { .. })
-    ));
+    // The message names the largest scale, not a saturated 2^scale.
+    for scale in [32, 99] {
+        match gen::rmat(scale, 1, 1) {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(
+                    m.contains("max scale 31") && !m.contains("1844674407"),
+                    "{m}"
+                )
+            }
+            other => panic!("scale {scale}: {other:?}"),
+        }
+    }
     assert!(matches!(
         gen::rmat(30, 8, 1),
         Err(Error::U32Overflow { .. })

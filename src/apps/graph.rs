@@ -84,6 +84,18 @@ pub fn pagerank(
     g: &Graph,
     opts: PageRankOptions,
 ) -> Result<Vec<f32>> {
+    pagerank_observed(device, config, g, opts, &mut |_| {})
+}
+
+/// [`pagerank`], calling `on_step(k)` after iteration `k` (from 1), for
+/// progress reports.
+pub fn pagerank_observed(
+    device: &Device,
+    config: &LaunchConfig,
+    g: &Graph,
+    opts: PageRankOptions,
+    on_step: &mut dyn FnMut(usize),
+) -> Result<Vec<f32>> {
     let n = g.len();
     if !(0.0..=1.0).contains(&opts.damping) {
         return Err(Error::invalid(format!(
@@ -97,7 +109,7 @@ pub fn pagerank(
     let mut rank = vec![1.0 / n as f32; n];
     let mut next = vec![0.0f32; n];
     let mut contrib = vec![0.0f32; n];
-    for _ in 0..opts.iterations {
+    for iteration in 1..=opts.iterations {
         let mut dangling = 0.0f64;
         for ((c, &r), &d) in contrib.iter_mut().zip(&rank).zip(&g.out_degree) {
             if d == 0 {
@@ -121,6 +133,7 @@ pub fn pagerank(
             &mut next,
         )?;
         std::mem::swap(&mut rank, &mut next);
+        on_step(iteration);
     }
     Ok(rank)
 }
@@ -133,6 +146,17 @@ pub fn sssp(
     config: &LaunchConfig,
     g: &Graph,
     source: usize,
+) -> Result<(Vec<f32>, usize)> {
+    sssp_observed(device, config, g, source, &mut |_| {})
+}
+
+/// [`sssp`], calling `on_step(round)` after each relaxation round.
+pub fn sssp_observed(
+    device: &Device,
+    config: &LaunchConfig,
+    g: &Graph,
+    source: usize,
+    on_step: &mut dyn FnMut(usize),
 ) -> Result<(Vec<f32>, usize)> {
     g.check_source(source)?;
     let n = g.len();
@@ -153,6 +177,7 @@ pub fn sssp(
         )?;
         let changed = next.iter().zip(&dist).any(|(a, b)| a != b);
         std::mem::swap(&mut dist, &mut next);
+        on_step(round);
         if !changed {
             return Ok((dist, round));
         }
@@ -167,6 +192,17 @@ pub fn bfs(
     config: &LaunchConfig,
     g: &Graph,
     source: usize,
+) -> Result<(Vec<i32>, usize)> {
+    bfs_observed(device, config, g, source, &mut |_| {})
+}
+
+/// [`bfs`], calling `on_step(k)` after step `k` (from 1).
+pub fn bfs_observed(
+    device: &Device,
+    config: &LaunchConfig,
+    g: &Graph,
+    source: usize,
+    on_step: &mut dyn FnMut(usize),
 ) -> Result<(Vec<i32>, usize)> {
     g.check_source(source)?;
     let n = g.len();
@@ -188,6 +224,7 @@ pub fn bfs(
         )?;
         let changed = next.iter().zip(&level).any(|(a, b)| a != b);
         std::mem::swap(&mut level, &mut next);
+        on_step(depth as usize + 1);
         if !changed {
             return Ok((level, depth as usize + 1));
         }

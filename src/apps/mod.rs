@@ -6,7 +6,9 @@
 mod graph;
 mod kernels;
 
-pub use graph::{bfs, pagerank, sssp, Graph, PageRankOptions};
+pub use graph::{
+    bfs, bfs_observed, pagerank, pagerank_observed, sssp, sssp_observed, Graph, PageRankOptions,
+};
 pub use kernels::{bfs_step, pagerank_pull, relax, spmv};
 
 use crate::runtime::Csr;

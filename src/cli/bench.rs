@@ -5,6 +5,7 @@
 //! measured in the same run); this module parses the options, prints
 //! progress and writes the `## GPU SpMV` section of `BENCHMARKS.md`.
 
+use super::output::OutputFile;
 use std::path::{Path, PathBuf};
 use warpfit::gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
 use warpfit::gpu::CudaDevice;
@@ -76,13 +77,25 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     };
     opts.matrices
         .extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
-    let dev = CudaDevice::new(args.device)?;
+    let write = args
+        .write
+        .as_deref()
+        .map(|p| OutputFile::open(p, "--write"))
+        .transpose()?;
+    let dev = CudaDevice::new(args.device).map_err(|e| {
+        Error::invalid(format!(
+            "warpfit bench times GPU kernels and needs an NVIDIA GPU with its driver; \
+             device {} cannot be used: {e}",
+            args.device
+        ))
+    })?;
     let report = run_spmv(&dev, &opts, &mut |line| eprintln!("{line}"))?;
     let command: Vec<String> = std::env::args().collect();
     let md = report.to_markdown(&format!("warpfit {}", command[1..].join(" ")));
     println!("{md}");
-    if let Some(path) = &args.write {
-        write_section(path, "## GPU SpMV", &md)?;
+    if let Some(write) = write {
+        let path = write.keep();
+        write_section(&path, "## GPU SpMV", &md)?;
         eprintln!("wrote the `## GPU SpMV` section of {}", path.display());
     }
     Ok(())

@@ -1,5 +1,6 @@
 //! `warpfit gen KIND … -o FILE.mtx`: writes a generated matrix.
 
+use super::output::OutputFile;
 use std::path::PathBuf;
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::sparse::mm;
@@ -9,7 +10,7 @@ use warpfit::Result;
 pub struct GenArgs {
     #[command(subcommand)]
     pub kind: GenKind,
-    /// Output Matrix Market file.
+    /// Output Matrix Market file (required; checked before generating).
     #[arg(short, long, value_name = "FILE.mtx", global = true)]
     pub output: Option<PathBuf>,
 }
@@ -71,18 +72,19 @@ impl GenKind {
 
 pub fn run(args: &GenArgs) -> Result<()> {
     let spec: GenSpec = args.kind.spec().parse()?;
-    let output = args
+    let path = args
         .output
         .as_ref()
         .ok_or_else(|| warpfit::Error::invalid("missing -o FILE.mtx"))?;
+    let output = OutputFile::open(path, "-o")?;
     let a = spec.generate()?;
-    mm::write(output, &a)?;
+    output.write_with(|w| mm::write_to(w, &a))?;
     eprintln!(
         "{spec}: {} x {}, {} nonzeros -> {}",
         a.nrows(),
         a.ncols(),
         a.nnz(),
-        output.display()
+        path.display()
     );
     Ok(())
 }

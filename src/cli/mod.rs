@@ -4,5 +4,7 @@ pub mod bench;
 pub mod gen;
 pub mod info;
 pub mod input;
+pub mod output;
 pub mod partition;
+pub mod progress;
 pub mod run;

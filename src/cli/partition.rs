@@ -1,12 +1,14 @@
 //! `warpfit partition`: cache-fit partitions of a matrix's work graph (DBWP).
 
 use super::input::MatrixInput;
+use super::output::OutputFile;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use warpfit::runtime::mem::{parse_bytes, HeapMeter};
 use warpfit::runtime::partition::{
-    dbwp, parse_bytes, Bisection, Capacity, CoarsenOptions, HeapMeter, Metrics, Partition,
-    PartitionOptions, WorkGraph, DEFAULT_SAFETY,
+    dbwp, Bisection, Capacity, CoarsenOptions, Metrics, Partition, PartitionOptions, WorkGraph,
+    DEFAULT_SAFETY,
 };
 use warpfit::{Device, Error, Result};
 
@@ -49,9 +51,11 @@ pub struct PartitionArgs {
 fn cache_bytes(args: &PartitionArgs) -> Result<u64> {
     match &args.cache {
         Some(s) => parse_bytes(s),
-        None => Device::best()
-            .describe()
-            .l2_bytes
+        // Not `Device::best`, which notes the CPU fallback on stderr: the
+        // error below is the one line this case prints.
+        None => Device::open_cuda(0)
+            .ok()
+            .and_then(|d| d.describe().l2_bytes)
             .map(|b| b as u64)
             .ok_or_else(|| {
                 Error::invalid(
@@ -100,6 +104,17 @@ struct Report {
 fn execute(args: &PartitionArgs) -> Result<Report> {
     let bisection = bisection(args)?;
     let cache = cache_bytes(args)?;
+    if !(args.safety > 0.0 && args.safety <= 1.0) {
+        return Err(Error::invalid(format!(
+            "--safety must be in (0, 1], got {:?}",
+            args.safety
+        )));
+    }
+    let assignments = args
+        .assignments
+        .as_deref()
+        .map(|p| OutputFile::open(p, "--assignments"))
+        .transpose()?;
     let csr = args.input.load()?;
     let csr_bytes = (std::mem::size_of_val(csr.row_ptr())
         + std::mem::size_of_val(csr.col_idx())
@@ -119,8 +134,8 @@ fn execute(args: &PartitionArgs) -> Result<Report> {
     let partition = partition_with_progress(&graph, &opts, !args.json)?;
     let peak_heap_bytes = meter.and_then(|m| m.peak_bytes().ok());
     let metrics = Metrics::of(&graph, &partition)?;
-    if let Some(path) = &args.assignments {
-        write_assignments(path, &partition)?;
+    if let Some(file) = assignments {
+        write_assignments(file, &partition)?;
     }
     Ok(Report {
         nrows,
@@ -171,7 +186,7 @@ impl Report {
             self.tuples
         );
         println!(
-            "capacity:     T = {} unique vertices ({} bytes of cache at safety {})",
+            "capacity:     T = {} unique vertices ({} bytes of cache at safety {:?})",
             m.capacity, self.cache, args.safety
         );
         println!("partitioner:  {}", args.partitioner);
@@ -242,17 +257,13 @@ fn partition_with_progress(
 }
 
 /// One partition id per line, tuples in CSR order.
-fn write_assignments(path: &Path, partition: &Partition) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::create(path).map_err(io)?;
-    let mut out = std::io::BufWriter::new(file);
-    for a in partition.assignments() {
-        writeln!(out, "{a}").map_err(io)?;
-    }
-    out.flush().map_err(io)
+fn write_assignments(file: OutputFile, partition: &Partition) -> Result<()> {
+    file.write_with(|out| {
+        for a in partition.assignments() {
+            writeln!(out, "{a}")?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -100,6 +100,62 @@ pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next
         .fold(f32::NEG_INFINITY, max_plus);
 }
 
+/// `a + b`, for calls with an unsuffixed literal argument.
+#[device_fn]
+pub fn add1(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+/// The larger of two values (`f32::max` without the NaN rule).
+#[device_fn]
+pub fn larger(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// `a` scaled by a signed integer factor.
+#[device_fn]
+pub fn scaled(a: i64, by: i64) -> i64 {
+    a * by
+}
+
+/// Unsuffixed literal arguments take their device function parameter's
+/// type (`1.0`, `0.5` and `-0.25` as `f32`, `-3` as `i64`), and the output
+/// is written through a plain copy of the task index.
+#[nested_reduce]
+pub fn literal_args(row: usize, row_ptr: &[u32], val: &[f32], y: &mut [f32], z: &mut [i64]) {
+    let r = row;
+    let lo = row_ptr[r] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let s = (lo..hi)
+        .map(|k| {
+            let shifted: f32 = add1(val[k], 1.0);
+            larger(shifted, 0.5)
+        })
+        .fold(0.0f32, |a, b| a + b);
+    let owner = r;
+    y[owner] = add1(s, -0.25);
+    z[r] = scaled((hi - lo) as i64, -3);
+}
+
+/// The reference of [`literal_args`].
+pub fn literal_args_reference(row_ptr: &[u32], val: &[f32]) -> (Vec<f32>, Vec<i64>) {
+    row_ptr
+        .windows(2)
+        .map(|w| {
+            let (lo, hi) = (w[0] as usize, w[1] as usize);
+            let s = val[lo..hi]
+                .iter()
+                .map(|&v| larger(v + 1.0, 0.5))
+                .fold(0.0f32, |a, b| a + b);
+            (s - 0.25, (hi - lo) as i64 * -3)
+        })
+        .unzip()
+}
+
 /// Row sums: no gather, so no work graph.
 #[nested_reduce]
 pub fn row_sum(row: usize, row_ptr: &[u32], val: &[f32], y: &mut [f32]) {

@@ -14,6 +14,10 @@ pub fn grid2d(side: usize) -> Result<Csr<f32>> {
     to_u32("grid2d rows (side²)", n)?;
     let nnz = (5 * n).saturating_sub(4 * side);
     to_u32("grid2d nnz (5·side² − 4·side)", nnz)?;
+    crate::mem::check(
+        &format!("grid2d:side={side}"),
+        (4 * n as u64 + 4).saturating_add(8 * nnz as u64),
+    )?;
     let mut row_ptr = Vec::with_capacity(n + 1);
     let mut col_idx = Vec::with_capacity(nnz);
     let mut values = Vec::with_capacity(nnz);

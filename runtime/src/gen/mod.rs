@@ -12,7 +12,6 @@
 mod grid;
 mod rgg;
 mod rmat;
-mod rng;
 mod uniform;
 
 pub use grid::grid2d;
@@ -20,6 +19,7 @@ pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
 pub use rmat::rmat;
 pub use uniform::uniform;
 
+use crate::error::excerpt;
 use crate::sparse::Csr;
 use crate::{Error, Result};
 use std::fmt;
@@ -157,7 +157,8 @@ impl FromStr for GenSpec {
             }
             other => {
                 return Err(Error::invalid(format!(
-                    "unknown generator `{other}`: expected one of {KINDS}"
+                    "unknown generator `{}`: expected one of {KINDS}",
+                    excerpt(other.as_bytes())
                 )))
             }
         };
@@ -165,12 +166,16 @@ impl FromStr for GenSpec {
         let mut values: Vec<Option<&str>> = vec![None; keys.len()];
         for pair in params.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').ok_or_else(|| {
-                Error::invalid(format!("{kind}: expected `key=value`, found `{pair}`"))
+                Error::invalid(format!(
+                    "{kind}: expected `key=value`, found `{}`",
+                    excerpt(pair.as_bytes())
+                ))
             })?;
             let (key, value) = (key.trim(), value.trim());
             let slot = keys.iter().position(|k| *k == key).ok_or_else(|| {
                 Error::invalid(format!(
-                    "{kind}: unknown key `{key}`; valid keys are {}",
+                    "{kind}: unknown key `{}`; valid keys are {}",
+                    excerpt(key.as_bytes()),
                     keys.join(", ")
                 ))
             })?;
@@ -183,9 +188,12 @@ impl FromStr for GenSpec {
             match get(key) {
                 None => Ok(default),
                 Some(v) => v.parse::<u64>().map_err(|_| {
-                    Error::invalid(format!(
-                        "{kind}: `{key}` expects a non-negative integer, found `{v}`"
-                    ))
+                    let shown = excerpt(v.as_bytes());
+                    Error::invalid(if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+                        format!("{kind}: `{key}` = {shown} is too large (max {})", u64::MAX)
+                    } else {
+                        format!("{kind}: `{key}` expects a non-negative integer, found `{shown}`")
+                    })
                 }),
             }
         };
@@ -193,9 +201,15 @@ impl FromStr for GenSpec {
             "rmat" => {
                 let scale = num("scale", 16)?;
                 GenSpec::Rmat {
-                    scale: u32::try_from(scale).map_err(|_| {
-                        Error::invalid(format!("rmat: scale = {scale} is too large (max 31)"))
-                    })?,
+                    scale: u32::try_from(scale)
+                        .ok()
+                        .filter(|&s| s <= 31)
+                        .ok_or_else(|| {
+                            Error::invalid(format!(
+                                "rmat: scale = {scale} is too large (max 31: the 2^scale \
+                                 vertices must fit in u32)"
+                            ))
+                        })?,
                     edge_factor: num("edge_factor", 16)?,
                     seed: num("seed", 1)?,
                 }
@@ -213,7 +227,8 @@ impl FromStr for GenSpec {
                     Some("spatial") => RggOrder::Spatial,
                     Some(other) => {
                         return Err(Error::invalid(format!(
-                            "rgg: `order` expects random or spatial, found `{other}`"
+                            "rgg: `order` expects random or spatial, found `{}`",
+                            excerpt(other.as_bytes())
                         )))
                     }
                 },

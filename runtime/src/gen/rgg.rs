@@ -1,5 +1,5 @@
-use super::rng::{chunk_rng, unit_f64, POINTS};
 use crate::error::to_u32;
+use crate::rng::{chunk_rng, unit_f64, POINTS};
 use crate::sparse::Csr;
 use crate::Result;
 use rayon::prelude::*;
@@ -49,6 +49,13 @@ pub fn rgg(n: usize, seed: u64) -> Result<Csr<f32>> {
 /// flip a pair at distance exactly `r`.
 pub fn rgg_with(n: usize, seed: u64, order: RggOrder) -> Result<Csr<f32>> {
     to_u32("rgg n", n)?;
+    // Points (two f64 each), twice while they are reordered by cell, and
+    // the expected π r² n entries (column and value) of the result.
+    let expected_entries = std::f64::consts::PI * 0.3025 * (n.max(2) as f64).ln() * n as f64;
+    crate::mem::check(
+        &format!("rgg:n={n} (points and about {expected_entries:.0} entries)"),
+        (32.0 * n as f64 + 8.0 * expected_entries) as u64,
+    )?;
     let r = rgg_radius(n);
     let r2 = r * r;
     // Points, chunk-seeded.

@@ -1,5 +1,5 @@
-use super::rng::{chunk_rng, unit_value, EDGES, PERMUTATION};
 use crate::error::to_u32;
+use crate::rng::{chunk_rng, unit_value, EDGES, PERMUTATION};
 use crate::sparse::{Coo, Csr};
 use crate::{Error, Result};
 use rand::RngCore;
@@ -36,10 +36,10 @@ const EDGE_CHUNK: usize = 1 << 16;
 /// given `(scale, edge_factor, seed)` on every machine (see the module docs).
 pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
     if scale > 31 {
-        return Err(Error::U32Overflow {
-            what: "rmat vertex count (2^scale)",
-            value: 1u64.checked_shl(scale).unwrap_or(u64::MAX),
-        });
+        return Err(Error::invalid(format!(
+            "rmat: scale = {scale} is too large: the 2^scale vertices must fit in u32 (max \
+             scale 31)"
+        )));
     }
     let n = 1usize << scale;
     let m = n.checked_mul(edge_factor).ok_or(Error::U32Overflow {
@@ -47,6 +47,12 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
         value: u64::MAX,
     })?;
     to_u32("rmat edge count (edge_factor · 2^scale)", m)?;
+    // Peak: the edge list (row, column, value: 12 bytes an edge) while its
+    // CSR (as large again, plus the row pointers) is built from it.
+    crate::mem::check(
+        &format!("rmat:scale={scale},edge_factor={edge_factor} (edge list and its CSR)"),
+        (24 * m as u64).saturating_add(4 * n as u64 + 4),
+    )?;
 
     let scramble = Scramble::new(scale, seed);
     let table = PairTable::new();

@@ -1,5 +1,5 @@
-use super::rng::{below, chunk_rng, unit_value, EDGES};
 use crate::error::to_u32;
+use crate::rng::{below, chunk_rng, unit_value, EDGES};
 use crate::sparse::Csr;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -25,6 +25,11 @@ pub fn uniform(n: usize, per_row: usize, seed: u64) -> Result<Csr<f32>> {
         value: u64::MAX,
     })?;
     to_u32("uniform nnz (n · per_row)", nnz)?;
+    // Row pointers, then a column and a value per entry.
+    crate::mem::check(
+        &format!("uniform:n={n},per_row={per_row}"),
+        (4 * n as u64 + 4).saturating_add(8 * nnz as u64),
+    )?;
     let row_ptr: Vec<u32> = (0..=n).map(|r| (r * per_row) as u32).collect();
     let mut cols = vec![0u32; nnz];
     let mut vals = vec![0f32; nnz];

@@ -30,6 +30,9 @@ use super::graph::WorkGraphOf;
 use super::kd;
 use super::scratch::{release_free_memory, with_sparse_map, SparseMap};
 use super::CoarsenOptions;
+use crate::rng;
+use rand::RngCore;
+use rand_chacha::ChaCha8Rng;
 use std::collections::BinaryHeap;
 
 /// Stop coarsening at this many entities: small enough that trying several
@@ -42,25 +45,27 @@ const MIN_REDUCTION: f64 = 0.08;
 /// quadratic in a dense row or column; a window in entity order (input or
 /// breadth-first order) keeps it linear and still finds close neighbours.
 const MATCH_WINDOW: usize = 3;
-/// Nets of one entity looked at while scoring its matches, at most. 8
-/// rather than 12 spends a third less on clustering; on bcsstk16 at 4 KiB
-/// the mean R over three seeds was 8,810 with 8 and 9,080 with 12.
+/// Nets of one entity looked at while scoring its matches, at most: the
+/// first few nets find the best match almost always, and every further net
+/// costs clustering time in proportion (measurements in BENCHMARKS.md,
+/// "Partitioner constants").
 const MATCH_NETS: usize = 8;
 /// Level-0 hypergraphs with more pins than this (4 MiB per pin array, beyond
 /// a core's L2) are renumbered breadth-first before coarsening, unless their
 /// order is already local (see [`Hypergraph::is_local`]).
 const RENUMBER_PINS: usize = 1 << 20;
 /// An order is local when a net's entities span, on average, less than this
-/// fraction of all entities. rgg 2^20 numbered by grid cell spans about 1/250
-/// at level 0, randomly numbered about 1/3.
+/// fraction of all entities: spatially numbered meshes span far less, randomly
+/// numbered graphs far more, so the threshold separates them with a wide
+/// margin (spans measured in BENCHMARKS.md, "Partitioner constants").
 const LOCAL_SPAN: usize = 32;
 /// A level-0 hypergraph with more pins than this (16 MiB per array) is freed
 /// once the next level is built, and its bisection is the projection of
 /// level 1's, unrefined. It is the largest level: keeping it through
-/// coarsening held it alongside the whole rest of the hierarchy, and
-/// reading it again for refinement cost a fifth of the bisection's time,
-/// for a cut about 5 % smaller on rgg 2^20 (whose cut entities at level 1
-/// hold some 40 tuples: refinement there already finds the separator).
+/// coarsening held it alongside the whole rest of the hierarchy, and on
+/// large inputs level 1's entities are already coarse enough that refining
+/// there finds the separator, so refining level 0 again costs much time for
+/// a small gain (measured in BENCHMARKS.md, "Partitioner constants").
 const DROP_LEVEL0_PINS: usize = 1 << 22;
 /// Subsets of at least this many tuples hand freed hierarchy levels back to
 /// the operating system as they go (see [`release_free_memory`]).
@@ -69,9 +74,8 @@ const RELEASE_TUPLES: usize = 1 << 20;
 /// no coarsening, one region grown on the level-0 hypergraph and refined by
 /// FM. A deep recursion has many of them, and there the fixed costs of the
 /// levels (clustering, contraction, a second region, projection) outweigh
-/// what they add: on 4elt at T = 512 they are half the levels of the
-/// recursion, and this path (with 8 scored nets) took a quarter off the
-/// CPU time for an R 12 % higher, still 0.28 of K-D tiling's.
+/// what they add (the time and R trade-off is in BENCHMARKS.md,
+/// "Partitioner constants").
 const SMALL_TUPLES: usize = 8192;
 /// Initial bisections tried on the coarsest hypergraph.
 const INITIAL_TRIES: u64 = 2;
@@ -453,28 +457,21 @@ impl Hypergraph {
     }
 }
 
-/// Small, fast, deterministic generator (xorshift64*): results must not
-/// depend on thread timing, so every bisection seeds its own.
-struct Rng(u64);
+/// The runtime's one generator ([`crate::rng`]), seeded per bisection:
+/// results must not depend on thread timing, so every bisection draws from
+/// its own stream.
+struct Rng(ChaCha8Rng);
 
 impl Rng {
     fn new(seed: u64) -> Self {
-        // SplitMix64 step so that nearby seeds give unrelated streams.
-        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng((z ^ (z >> 31)) | 1)
+        Rng(rng::chunk_rng(seed, rng::BISECTION, 0))
     }
     fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.next_u64()
     }
+    /// Uniform in `0..n` (`n ≥ 1`; entity counts fit in u32).
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        rng::below(&mut self.0, n.min(u32::MAX as usize) as u32) as usize
     }
 }
 

@@ -4,6 +4,7 @@ use super::graph::WorkGraphOf;
 use super::scratch::count_distinct;
 use super::{bisect, kd, Bisection, PartitionOptions};
 use crate::error::to_u32;
+use crate::mem;
 use crate::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -324,6 +325,12 @@ pub fn dbwp(
     opts.bisection.validate()?;
     let n = graph.n_tuples();
     to_u32("work graph tuples", n)?;
+    // The tuple order, the K-D scratch and the assignments are 4 bytes per
+    // tuple each: refuse before allocating when they cannot fit.
+    mem::check(
+        &format!("the partitioner's arrays for {n} tuples"),
+        mem::bytes_of::<u32>("work graph tuples", n)?.saturating_mul(3),
+    )?;
     let mut order: Vec<u32> = (0..n as u32).collect();
     // Only K-D tiling uses a scratch array as long as the input: coarsened
     // bisection would leave it resident (half of it after the first split)

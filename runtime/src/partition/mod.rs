@@ -16,8 +16,6 @@
 //! - [`SegmentList`]: the partition as [`TaskList`](crate::exec::TaskList)
 //!   segments in partition order.
 //! - [`Remapping`]: Algorithm 5, permutations that pack each partition's data.
-//! - [`CountingAlloc`] and [`HeapMeter`]: the heap the partitioning holds,
-//!   for memory measurements.
 //!
 //! A vertex is a data element with reuse: a task's output (`y[t]`) or a
 //! gathered element (`x[g]`). They are distinct elements even when the ids
@@ -26,7 +24,6 @@
 mod bisect;
 mod dbwp;
 mod graph;
-mod heap;
 mod kd;
 mod metrics;
 mod remap;
@@ -35,7 +32,6 @@ mod segments;
 
 pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
 pub use graph::{WorkGraph, WorkGraphOf};
-pub use heap::{live_heap_bytes, CountingAlloc, HeapMeter};
 pub use metrics::Metrics;
 pub use remap::Remapping;
 pub use segments::SegmentList;
@@ -92,7 +88,7 @@ impl Capacity {
     pub fn vertices(&self) -> Result<u32> {
         if !(self.safety > 0.0 && self.safety <= 1.0) {
             return Err(Error::invalid(format!(
-                "cache safety factor must be in (0, 1], got {}",
+                "cache safety factor must be in (0, 1], got {:?}",
                 self.safety
             )));
         }
@@ -100,7 +96,7 @@ impl Capacity {
         let t = (self.safety * self.cache_bytes as f64 / elem).floor();
         if t < 2.0 {
             return Err(Error::invalid(format!(
-                "a cache of {} bytes at safety {} holds {} elements of {} bytes; a partition needs at least 2",
+                "a cache of {} bytes at safety {:?} holds {:.0} elements of {} bytes; a partition needs at least 2",
                 self.cache_bytes, self.safety, t, elem
             )));
         }
@@ -188,74 +184,9 @@ pub struct PartitionOptions {
     pub bisection: Bisection,
 }
 
-/// Parses a byte size: a plain integer (`52428800`), or a number with a
-/// decimal (`KB`, `MB`, `GB`, powers of 1000) or binary (`KiB`, `MiB`, `GiB`,
-/// powers of 1024) unit, or `B`; units are case-insensitive, a space is
-/// allowed before them, fractions are rounded down (`1.5MiB`).
-pub fn parse_bytes(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let unit = unit.trim();
-    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        _ => {
-            return Err(Error::invalid(format!(
-                "byte size `{s}`: unknown unit `{unit}` (expected B, KB, MB, GB, KiB, MiB or GiB)"
-            )))
-        }
-    };
-    let bad = || Error::invalid(format!("byte size `{s}`: `{num}` is not a number"));
-    if num.is_empty() {
-        return Err(bad());
-    }
-    let value = if num.contains('.') {
-        let v: f64 = num.parse().map_err(|_| bad())?;
-        let bytes = (v * scale as f64).floor();
-        if bytes >= u64::MAX as f64 {
-            return Err(Error::invalid(format!("byte size `{s}` is too large")));
-        }
-        bytes as u64
-    } else {
-        let v: u64 = num.parse().map_err(|_| bad())?;
-        v.checked_mul(scale)
-            .ok_or_else(|| Error::invalid(format!("byte size `{s}` is too large")))?
-    };
-    Ok(value)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_byte_sizes() {
-        assert_eq!(parse_bytes("52428800").unwrap(), 52_428_800);
-        assert_eq!(parse_bytes("50MB").unwrap(), 50_000_000);
-        assert_eq!(parse_bytes("8MiB").unwrap(), 8 << 20);
-        assert_eq!(parse_bytes("8 mib").unwrap(), 8 << 20);
-        assert_eq!(parse_bytes("1.5KiB").unwrap(), 1536);
-        assert_eq!(parse_bytes("40kB").unwrap(), 40_000);
-        assert_eq!(parse_bytes("3GB").unwrap(), 3_000_000_000);
-        for bad in [
-            "",
-            "MB",
-            "12XB",
-            "1.2.3MB",
-            "-4MB",
-            "99999999999999999999GiB",
-        ] {
-            assert!(parse_bytes(bad).is_err(), "{bad:?} should be rejected");
-        }
-    }
 
     #[test]
     fn capacity_uses_the_larger_element() {

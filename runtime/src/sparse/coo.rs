@@ -1,6 +1,7 @@
 use super::csr::Csr;
 use super::par::{self, EntrySource};
 use crate::error::to_u32;
+use crate::mem;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::borrow::Borrow;
@@ -161,6 +162,7 @@ impl<T: Copy + Send + Sync> Coo<T> {
     pub fn to_csr(&self) -> Result<Csr<T>> {
         let nnz = self.nnz();
         to_u32("nnz", nnz)?;
+        self.check_csr_memory(true)?;
         if self.rows_sorted() {
             return Ok(Csr::from_parts_unchecked(
                 self.nrows,
@@ -188,7 +190,9 @@ impl<T: Copy + Send + Sync> Coo<T> {
     pub fn into_csr(self) -> Result<Csr<T>> {
         let nnz = self.nnz();
         to_u32("nnz", nnz)?;
-        if self.rows_sorted() {
+        let sorted = self.rows_sorted();
+        self.check_csr_memory(!sorted)?;
+        if sorted {
             let row_ptr = self.sorted_row_ptr();
             return Ok(Csr::from_parts_unchecked(
                 self.nrows,
@@ -223,6 +227,25 @@ impl<T: Copy + Send + Sync> Coo<T> {
 }
 
 impl<T> Coo<T> {
+    /// Checks the CSR's allocations against the memory budget before any is
+    /// made: the row pointers (`nrows + 1` of them, whatever the entry count:
+    /// a declared 3·10⁹ rows need 12 GB) and, when `new_entries`, new column
+    /// and value arrays.
+    fn check_csr_memory(&self, new_entries: bool) -> Result<()> {
+        let what = format!("the CSR row pointers of {} rows", self.nrows);
+        mem::check_elems::<u32>(&what, self.nrows.saturating_add(1))?;
+        if new_entries {
+            let what = format!(
+                "the CSR column indices and values of {} entries",
+                self.nnz()
+            );
+            let bytes = mem::bytes_of::<u32>(&what, self.nnz())?
+                .saturating_add(mem::bytes_of::<T>(&what, self.nnz())?);
+            mem::check(&what, bytes)?;
+        }
+        Ok(())
+    }
+
     /// Whether the entries are already in row order (then conversion to CSR
     /// is a count, not a sort).
     fn rows_sorted(&self) -> bool {

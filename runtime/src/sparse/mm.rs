@@ -9,7 +9,16 @@
 //! rejected with an "unsupported" error.
 //!
 //! Every error carries the file name and the 1-based line number and says what
-//! was expected there. Comments (`%`) and blank lines are accepted anywhere.
+//! was expected there, quoting at most a short escaped excerpt of the input
+//! ([`excerpt`]). Comments (`%`) and blank lines are accepted anywhere.
+//!
+//! Untrusted files are safe to read: no line may be longer than
+//! [`MAX_LINE_BYTES`] (so a file without newlines, or `/dev/zero`, is an
+//! error after 1 MiB rather than a read into all memory); values must be
+//! finite (`inf`, `nan` and decimals beyond the type's range such as `1e999`
+//! are errors, not silent infinities); and memory grows with the entries the
+//! file holds, each growth checked against the budget of [`crate::mem`], never
+//! with what the size line claims (a size line may lie).
 //!
 //! The reader parses bytes, never allocating per line: the data section is
 //! read in blocks of whole lines which are parsed in parallel and appended in
@@ -21,7 +30,8 @@
 use super::coo::Coo;
 use super::csr::Csr;
 use super::par;
-use crate::error::to_u32;
+use crate::error::{excerpt, to_u32};
+use crate::mem;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::fmt;
@@ -107,6 +117,11 @@ pub trait MmValue: Copy + Send + Sync + 'static {
     fn one() -> Self;
     /// Whether the value is zero (skew-symmetric diagonals must be).
     fn is_zero(self) -> bool;
+    /// Whether the value is finite (integers always are); the reader
+    /// rejects infinities and NaN.
+    fn is_finite(self) -> bool {
+        true
+    }
     /// Negation, `None` when not representable.
     fn checked_neg(self) -> Option<Self>;
     /// Appends the value's text to `out`.
@@ -143,6 +158,9 @@ macro_rules! mm_float {
             }
             fn is_zero(self) -> bool {
                 self == 0.0
+            }
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
             }
             fn checked_neg(self) -> Option<Self> {
                 Some(-self)
@@ -431,19 +449,38 @@ const BANNER_FORM: &str = "`%%MatrixMarket matrix coordinate <real|integer|patte
 /// number of the first line after the size line.
 fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usize)> {
     let mut line = Vec::new();
-    let read_line = |reader: &mut R, line: &mut Vec<u8>| -> Result<bool> {
+    let read_line = |reader: &mut R, line: &mut Vec<u8>, lineno: usize| -> Result<bool> {
         line.clear();
-        let n = reader.read_until(b'\n', line).map_err(|e| Error::Io {
-            path: name.into(),
-            source: e,
-        })?;
+        // One byte more than the limit tells a line of exactly the limit
+        // (without its newline) from a longer one.
+        let n = reader
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', line)
+            .map_err(|e| Error::Io {
+                path: name.into(),
+                source: e,
+            })?;
+        if line.len() > MAX_LINE_BYTES && line.last() != Some(&b'\n') {
+            return Err(line_too_long(name, lineno));
+        }
         Ok(n > 0)
     };
-    if !read_line(reader, &mut line)? {
+    if !read_line(reader, &mut line, 1)? {
         return Err(mm_err(
             name,
             1,
             format!("empty file: expected the banner {BANNER_FORM}"),
+        ));
+    }
+    if line.starts_with("\u{feff}".as_bytes()) {
+        return Err(mm_err(
+            name,
+            1,
+            format!(
+                "bad header: the file starts with a UTF-8 byte order mark (bytes EF BB BF) \
+                 before the banner; remove it. Expected {BANNER_FORM}, found `{}`",
+                excerpt(line.trim_ascii())
+            ),
         ));
     }
     let banner = String::from_utf8_lossy(&line).to_ascii_lowercase();
@@ -454,7 +491,7 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             1,
             format!(
                 "bad header: expected the banner {BANNER_FORM}, found `{}`",
-                banner.trim()
+                excerpt(banner.trim().as_bytes())
             ),
         ));
     }
@@ -474,7 +511,7 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             1,
             format!(
                 "unsupported object `{}`: only `matrix` is supported",
-                tokens[1]
+                excerpt(tokens[1].as_bytes())
             ),
         ));
     }
@@ -484,7 +521,7 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             1,
             format!(
                 "unsupported format `{}`: only `coordinate` (sparse) is supported",
-                tokens[2]
+                excerpt(tokens[2].as_bytes())
             ),
         ));
     }
@@ -503,7 +540,10 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             return Err(mm_err(
                 name,
                 1,
-                format!("bad header: unknown field `{other}`, expected real, integer or pattern"),
+                format!(
+                    "bad header: unknown field `{}`, expected real, integer or pattern",
+                    excerpt(other.as_bytes())
+                ),
             ))
         }
     };
@@ -523,8 +563,9 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
                 name,
                 1,
                 format!(
-                    "bad header: unknown symmetry `{other}`, expected general, symmetric or \
-                     skew-symmetric"
+                    "bad header: unknown symmetry `{}`, expected general, symmetric or \
+                     skew-symmetric",
+                    excerpt(other.as_bytes())
                 ),
             ))
         }
@@ -540,7 +581,7 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
     let mut lineno = 1;
     loop {
         lineno += 1;
-        if !read_line(reader, &mut line)? {
+        if !read_line(reader, &mut line, lineno)? {
             return Err(mm_err(
                 name,
                 lineno,
@@ -559,7 +600,8 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
                 lineno,
                 format!(
                     "bad size line: expected three non-negative integers `rows cols entries`, \
-                     found `{t}`"
+                     found `{}`",
+                    excerpt(t.as_bytes())
                 ),
             )
         };
@@ -568,7 +610,22 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
         }
         let mut v = [0usize; 3];
         for (k, f) in fields.iter().enumerate() {
-            v[k] = f.parse().map_err(|_| bad())?;
+            v[k] = match f.parse() {
+                Ok(x) => x,
+                // All digits but no usize: say so rather than "not an integer".
+                Err(_) if f.bytes().all(|b| b.is_ascii_digit()) => {
+                    return Err(mm_err(
+                        name,
+                        lineno,
+                        format!(
+                            "bad size line: `{}` is too large (max {})",
+                            excerpt(f.as_bytes()),
+                            usize::MAX
+                        ),
+                    ))
+                }
+                Err(_) => return Err(bad()),
+            };
         }
         let [nrows, ncols, entries] = v;
         for (what, x) in [("nrows", nrows), ("ncols", ncols)] {
@@ -608,6 +665,20 @@ struct Block<T> {
 /// Data-section size of one parse block.
 const READ_BLOCK: usize = 1 << 20;
 
+/// Longest line accepted, in bytes, newline excluded. A data line holds two
+/// indices and a value (under 100 bytes); comments may be long, but a line
+/// of a megabyte is not text anyone wrote, and without a bound a file with
+/// no newline would be read whole into memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+fn line_too_long(name: &str, line: usize) -> Error {
+    mm_err(
+        name,
+        line,
+        format!("line longer than {MAX_LINE_BYTES} bytes (is this a Matrix Market text file?)"),
+    )
+}
+
 fn read_entries<R: BufRead, T: MmValue>(
     mut reader: R,
     name: &str,
@@ -619,12 +690,19 @@ fn read_entries<R: BufRead, T: MmValue>(
     let mut rows: Vec<u32> = Vec::new();
     let mut cols: Vec<u32> = Vec::new();
     let mut vals: Vec<T> = Vec::new();
-    // The size line may lie: reserve what it claims only if the allocator
-    // agrees, and grow as needed otherwise.
-    let _ = rows
-        .try_reserve_exact(declared)
-        .and_then(|_| cols.try_reserve_exact(declared))
-        .and_then(|_| vals.try_reserve_exact(declared));
+    // The size line may lie: reserve what it claims only if that fits the
+    // memory budget (and the allocator agrees); otherwise grow with what the
+    // file holds, each growth checked.
+    let entry_bytes = (8 + std::mem::size_of::<T>()) as u64;
+    let fits = (declared as u64)
+        .checked_mul(entry_bytes)
+        .is_some_and(|b| mem::check("entries", b).is_ok());
+    if fits {
+        let _ = rows
+            .try_reserve_exact(declared)
+            .and_then(|_| cols.try_reserve_exact(declared))
+            .and_then(|_| vals.try_reserve_exact(declared));
+    }
 
     let batch = 2 * rayon::current_num_threads().max(1);
     let mut carry: Vec<u8> = Vec::new();
@@ -653,12 +731,25 @@ fn read_entries<R: BufRead, T: MmValue>(
             if !eof {
                 match buf.iter().rposition(|&b| b == b'\n') {
                     Some(p) => carry = buf.split_off(p + 1),
+                    None if buf.len() > MAX_LINE_BYTES => {
+                        let before: usize = blocks
+                            .iter()
+                            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+                            .sum();
+                        return Err(line_too_long(name, line + before));
+                    }
                     // A single line longer than a block: keep reading it.
                     None => {
                         carry = buf;
                         continue;
                     }
                 }
+            } else if buf.len() > MAX_LINE_BYTES && !buf.contains(&b'\n') {
+                let before: usize = blocks
+                    .iter()
+                    .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+                    .sum();
+                return Err(line_too_long(name, line + before));
             }
             if !buf.is_empty() {
                 blocks.push(buf);
@@ -681,6 +772,10 @@ fn read_entries<R: BufRead, T: MmValue>(
             if let Some((l, msg)) = block.err {
                 return Err(mm_err(name, line + l, msg));
             }
+            let k = block.rows.len();
+            mem::try_reserve(&mut rows, k, "the row indices of the entries read")?;
+            mem::try_reserve(&mut cols, k, "the column indices of the entries read")?;
+            mem::try_reserve(&mut vals, k, "the values of the entries read")?;
             rows.extend_from_slice(&block.rows);
             cols.extend_from_slice(&block.cols);
             vals.extend_from_slice(&block.vals);
@@ -699,7 +794,7 @@ fn read_entries<R: BufRead, T: MmValue>(
         ));
     }
     if header.symmetry != MmSymmetry::General {
-        mirror(&mut rows, &mut cols, &mut vals, header.symmetry);
+        mirror(&mut rows, &mut cols, &mut vals, header.symmetry)?;
     }
     Ok(Coo::from_parts_unchecked(
         header.nrows,
@@ -717,12 +812,22 @@ fn mirror<T: MmValue>(
     cols: &mut Vec<u32>,
     vals: &mut Vec<T>,
     sym: MmSymmetry,
-) {
+) -> Result<()> {
     let n = rows.len();
     let off = rows.iter().zip(cols.iter()).filter(|(r, c)| r != c).count();
-    rows.reserve_exact(off);
-    cols.reserve_exact(off);
-    vals.reserve_exact(off);
+    let what = "the mirrored entries of a symmetric matrix";
+    for (v, extra) in [(&mut *rows, off), (&mut *cols, off)] {
+        if v.capacity() < v.len() + extra {
+            mem::check_elems::<u32>(what, v.len() + extra)?;
+            v.try_reserve_exact(extra)
+                .map_err(|_| alloc_refused(what))?;
+        }
+    }
+    if vals.capacity() < n + off {
+        mem::check_elems::<T>(what, n + off)?;
+        vals.try_reserve_exact(off)
+            .map_err(|_| alloc_refused(what))?;
+    }
     for k in 0..n {
         let (r, c) = (rows[k], cols[k]);
         if r != c {
@@ -735,6 +840,11 @@ fn mirror<T: MmValue>(
             });
         }
     }
+    Ok(())
+}
+
+fn alloc_refused(what: &str) -> Error {
+    Error::invalid(format!("out of memory: the allocator refused {what}"))
 }
 
 #[inline]
@@ -836,7 +946,7 @@ fn parse_line<T: MmValue>(
         };
         return Err(format!(
             "expected {expected}, found extra text `{}`",
-            String::from_utf8_lossy(&buf[p..end]).trim()
+            excerpt(buf[p..end].trim_ascii())
         ));
     }
     *i = p + 1;
@@ -909,7 +1019,7 @@ fn index_error(
             .iter()
             .position(|&b| is_blank(b) || b == b'\n')
             .map_or(buf.len(), |e| start + e);
-        let tok = String::from_utf8_lossy(&buf[start..end]);
+        let tok = excerpt(&buf[start..end]);
         return if tok.is_empty() {
             format!("expected a {what} index, found the end of the line")
         } else {
@@ -917,7 +1027,7 @@ fn index_error(
         };
     }
     if end_digits - start > 19 {
-        let tok = String::from_utf8_lossy(&buf[start..end_digits]);
+        let tok = excerpt(&buf[start..end_digits]);
         return format!("{what} index {tok} out of range: the matrix has {size} {what}s");
     }
     if v == 0 {
@@ -927,14 +1037,37 @@ fn index_error(
 }
 
 fn parse_value<T: MmValue>(tok: &[u8], field: MmField) -> std::result::Result<T, String> {
-    let text = || String::from_utf8_lossy(tok).into_owned();
+    let text = || excerpt(tok);
     match field {
         MmField::Integer => {
-            let v = parse_i64(tok)
-                .ok_or_else(|| format!("expected an integer value, found `{}`", text()))?;
+            let v = parse_i64(tok).ok_or_else(|| {
+                if tok.len() > 1 && tok.iter().skip(1).all(u8::is_ascii_digit) {
+                    format!("integer value `{}` is out of range (64 bits)", text())
+                } else {
+                    format!("expected an integer value, found `{}`", text())
+                }
+            })?;
             T::from_i64(v).ok_or_else(|| format!("integer value {v} does not fit {}", T::NAME))
         }
-        _ => T::parse_real(tok).ok_or_else(|| format!("expected a real value, found `{}`", text())),
+        _ => {
+            let v = T::parse_real(tok)
+                .ok_or_else(|| format!("expected a real value, found `{}`", text()))?;
+            if v.is_finite() {
+                Ok(v)
+            } else if tok.iter().any(u8::is_ascii_digit) {
+                // Digits that overflow (`1e999`, 400 digits), not `inf`/`nan`.
+                Err(format!(
+                    "real value `{}` is out of range for {} (it would read as infinity)",
+                    text(),
+                    T::NAME
+                ))
+            } else {
+                Err(format!(
+                    "real value `{}` is not a finite number: warpfit reads finite values only",
+                    text()
+                ))
+            }
+        }
     }
 }
 

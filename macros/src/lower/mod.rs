@@ -2,122 +2,37 @@
 //! inference by unification (Rust's rules: no implicit conversions;
 //! unsuffixed literals take their type from context, else `i32` / `f64`).
 
+use crate::check::Shape;
+use crate::diag::{Errors, SourceRange};
 use crate::ir::{
-    self, BinOp, ConstKind, DeviceCall, Errors, Gather, Local, LocalId, Method, ParamKind, Sp,
-    Stmt, Ty, UnOp,
+    self, ArgType, BinOp, ConstKind, DeviceCall, Local, LocalId, Method, ParamKind, Stmt, Ty, UnOp,
 };
-use crate::parse::{self, ExprKind as A};
+use crate::parse::{self, ExprKind as Ast};
 use std::collections::HashSet;
+use unify::{Bound, TypeVar, Unifier};
 
-// ---------------------------------------------------------------- unification
+mod reserved;
+mod unify;
 
-type Tv = u32;
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Bound {
-    Any,
-    Int,
-    Float,
-    Is(Ty),
-    /// The type of an expression that already failed: unifies silently.
-    Error,
-}
-
-impl Bound {
-    fn describe(self) -> String {
-        match self {
-            Bound::Any | Bound::Error => "_".into(),
-            Bound::Int => "{integer}".into(),
-            Bound::Float => "{float}".into(),
-            Bound::Is(t) => format!("`{}`", t.rust_name()),
-        }
-    }
-
-    fn meet(self, other: Bound) -> Option<Bound> {
-        use Bound::*;
-        Some(match (self, other) {
-            (Error, _) | (_, Error) => Error,
-            (Any, b) | (b, Any) => b,
-            (Int, Int) => Int,
-            (Float, Float) => Float,
-            (Int, Is(t)) | (Is(t), Int) if t.is_int() => Is(t),
-            (Float, Is(t)) | (Is(t), Float) if t.is_float() => Is(t),
-            (Is(a), Is(b)) if a == b => Is(a),
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Default)]
-struct Solver {
-    parent: Vec<Tv>,
-    bound: Vec<Bound>,
-}
-
-impl Solver {
-    fn fresh(&mut self, b: Bound) -> Tv {
-        let v = self.parent.len() as Tv;
-        self.parent.push(v);
-        self.bound.push(b);
-        v
-    }
-
-    fn find(&mut self, v: Tv) -> Tv {
-        let p = self.parent[v as usize];
-        if p == v {
-            return v;
-        }
-        let r = self.find(p);
-        self.parent[v as usize] = r;
-        r
-    }
-
-    fn get(&mut self, v: Tv) -> Bound {
-        let r = self.find(v);
-        self.bound[r as usize]
-    }
-
-    /// Unifies; on failure returns both sides' descriptions.
-    fn unify(&mut self, a: Tv, b: Tv) -> Result<(), (String, String)> {
-        let (ra, rb) = (self.find(a), self.find(b));
-        if ra == rb {
-            return Ok(());
-        }
-        let (ba, bb) = (self.bound[ra as usize], self.bound[rb as usize]);
-        let m = ba.meet(bb).ok_or_else(|| (ba.describe(), bb.describe()))?;
-        self.parent[ra as usize] = rb;
-        self.bound[rb as usize] = m;
-        Ok(())
-    }
-
-    /// The final type: literal variables default to `i32` / `f64` like Rust's.
-    /// `None` when unknown, or when an earlier error already covers it.
-    fn resolve(&mut self, v: Tv) -> Option<Ty> {
-        match self.get(v) {
-            Bound::Is(t) => Some(t),
-            Bound::Int => Some(Ty::I32),
-            Bound::Float => Some(Ty::F64),
-            Bound::Any | Bound::Error => None,
-        }
-    }
-}
+pub use reserved::is_reserved;
 
 // ---------------------------------------------------------------- checks after solving
 
-enum Oblig {
+/// A rule checked once inference is solved (it needs the final types).
+enum DeferredCheck {
     /// Arithmetic `+ - * / %` needs a number; bitwise `& | ^` an integer or bool.
-    Binary(BinOp, Tv, Sp),
+    Binary(BinOp, TypeVar, SourceRange),
     /// Shift operands must be integers.
-    ShiftOperand(Tv, Sp),
-    Neg(Tv, Sp),
-    Not(Tv, Sp),
-    Method(Method, Tv, Sp),
-    Cast(Tv, Ty, Sp),
+    ShiftOperand(TypeVar, SourceRange),
+    Neg(TypeVar, SourceRange),
+    Not(TypeVar, SourceRange),
+    Method(Method, TypeVar, SourceRange),
+    Cast(TypeVar, Ty, SourceRange),
     /// An integer literal's value must fit its type.
-    IntLit(Tv, i128, Sp),
-    FloatLit(Tv, String, Sp),
+    IntLit(TypeVar, i128, SourceRange),
+    FloatLit(TypeVar, String, SourceRange),
     /// The type must be known (a device function's result).
-    Known(Tv, Sp, String),
+    Known(TypeVar, SourceRange, String),
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -132,35 +47,40 @@ enum Phase {
 
 struct Var {
     ident: syn::Ident,
-    tv: Tv,
+    tv: TypeVar,
     phase: Phase,
 }
 
 struct CallSite {
     path: syn::Path,
-    args: Vec<Tv>,
-    ret: Tv,
+    /// Each argument's type variable; `None` for a callee-typed literal.
+    args: Vec<Option<TypeVar>>,
+    ret: TypeVar,
 }
 
-struct Cx<'a> {
+/// The state of lowering one kernel or device function: scopes, the
+/// inference in progress, the rules to check once it is solved, errors.
+struct Lowering<'a> {
     params: &'a [parse::Param],
     task: Option<LocalId>,
+    /// The task index and the locals bound to plain copies of it.
+    task_copies: HashSet<LocalId>,
     vars: Vec<Var>,
     scopes: Vec<Vec<(String, LocalId)>>,
-    s: Solver,
-    obligs: Vec<Oblig>,
+    s: Unifier,
+    deferred: Vec<DeferredCheck>,
     calls: Vec<CallSite>,
     errs: Errors,
     phase: Phase,
     /// Prologue locals read after the prologue.
-    ctx_used: HashSet<LocalId>,
-    gathers: Vec<Gather>,
-    /// The fold's accumulator, once the epilogue is being lowered.
-    acc: Option<Tv>,
+    prologue_locals_used_later: HashSet<LocalId>,
+    /// The nested pattern and its accumulator, once the epilogue is being
+    /// lowered: there the pattern stands for the folded value.
+    folded: Option<(&'a parse::Nested, TypeVar)>,
 }
 
-/// An IR node typed by variable `tv`; `ty` is filled in by `zonk` once solved.
-fn e(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
+/// An IR node typed by variable `tv`; `ty` is filled in by `resolve_types` once solved.
+fn typed(kind: ir::ExprKind, tv: TypeVar) -> ir::Expr {
     ir::Expr {
         kind,
         ty: Ty::I32,
@@ -168,41 +88,47 @@ fn e(kind: ir::ExprKind, tv: Tv) -> ir::Expr {
     }
 }
 
-impl<'a> Cx<'a> {
+impl<'a> Lowering<'a> {
     fn new(params: &'a [parse::Param], phase: Phase) -> Self {
-        Cx {
+        Lowering {
             params,
             task: None,
+            task_copies: HashSet::new(),
             vars: Vec::new(),
             scopes: vec![Vec::new()],
-            s: Solver::default(),
-            obligs: Vec::new(),
+            s: Unifier::default(),
+            deferred: Vec::new(),
             calls: Vec::new(),
             errs: Errors::default(),
             phase,
-            ctx_used: HashSet::new(),
-            gathers: Vec::new(),
-            acc: None,
+            prologue_locals_used_later: HashSet::new(),
+            folded: None,
         }
     }
 
-    fn is(&mut self, t: Ty) -> Tv {
+    fn is(&mut self, t: Ty) -> TypeVar {
         self.s.fresh(Bound::Is(t))
     }
 
     fn error_expr(&mut self, err: syn::Error) -> ir::Expr {
         self.errs.push(err);
         let tv = self.s.fresh(Bound::Error);
-        e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+        typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
     }
 
-    fn unify_or(&mut self, a: Tv, b: Tv, sp: Sp, msg: impl FnOnce(String, String) -> String) {
+    fn unify_or(
+        &mut self,
+        a: TypeVar,
+        b: TypeVar,
+        sp: SourceRange,
+        msg: impl FnOnce(String, String) -> String,
+    ) {
         if let Err((x, y)) = self.s.unify(a, b) {
             self.errs.push(sp.error(msg(x, y)));
         }
     }
 
-    fn declare(&mut self, ident: &syn::Ident, tv: Tv) -> LocalId {
+    fn declare(&mut self, ident: &syn::Ident, tv: TypeVar) -> LocalId {
         let id = self.vars.len();
         self.vars.push(Var {
             ident: ident.clone(),
@@ -231,7 +157,7 @@ impl<'a> Cx<'a> {
 
     fn use_local(&mut self, id: LocalId) {
         if self.vars[id].phase == Phase::Prologue && self.phase != Phase::Prologue {
-            self.ctx_used.insert(id);
+            self.prologue_locals_used_later.insert(id);
         }
     }
 
@@ -249,7 +175,11 @@ impl<'a> Cx<'a> {
                 )
             });
         }
+        let copies_task = self.is_task(&l.init);
         let id = self.declare(&l.name, init.tv);
+        if copies_task {
+            self.task_copies.insert(id);
+        }
         (id, init)
     }
 
@@ -262,10 +192,10 @@ impl<'a> Cx<'a> {
         if lets.is_empty() {
             return tail;
         }
-        e(ir::ExprKind::Block(lets, Box::new(tail)), tv)
+        typed(ir::ExprKind::Block(lets, Box::new(tail)), tv)
     }
 
-    fn expect_bool(&mut self, x: &ir::Expr, sp: Sp, what: &str) {
+    fn expect_bool(&mut self, x: &ir::Expr, sp: SourceRange, what: &str) {
         let b = self.is(Ty::Bool);
         self.unify_or(x.tv, b, sp, |found, _| {
             format!("{what} must be `bool`, found {found}: compare explicitly, e.g. `x != 0`")
@@ -275,22 +205,24 @@ impl<'a> Cx<'a> {
     fn expr(&mut self, x: &parse::Expr) -> ir::Expr {
         let sp = x.sp;
         match &x.kind {
-            A::Int { value, suffix } => {
+            Ast::Int { value, suffix } => {
                 let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
-                self.obligs.push(Oblig::IntLit(tv, *value as i128, sp));
-                e(ir::ExprKind::Lit(ir::Lit::Int(*value as i128)), tv)
+                self.deferred
+                    .push(DeferredCheck::IntLit(tv, *value as i128, sp));
+                typed(ir::ExprKind::Lit(ir::Lit::Int(*value as i128)), tv)
             }
-            A::Float { digits, suffix } => {
+            Ast::Float { digits, suffix } => {
                 let tv = self.s.fresh(suffix.map_or(Bound::Float, Bound::Is));
-                self.obligs.push(Oblig::FloatLit(tv, digits.clone(), sp));
-                e(ir::ExprKind::Lit(ir::Lit::Float(digits.clone())), tv)
+                self.deferred
+                    .push(DeferredCheck::FloatLit(tv, digits.clone(), sp));
+                typed(ir::ExprKind::Lit(ir::Lit::Float(digits.clone())), tv)
             }
-            A::Bool(b) => {
+            Ast::Bool(b) => {
                 let tv = self.is(Ty::Bool);
-                e(ir::ExprKind::Lit(ir::Lit::Bool(*b)), tv)
+                typed(ir::ExprKind::Lit(ir::Lit::Bool(*b)), tv)
             }
-            A::Var(id) => self.var(id, sp),
-            A::Const { ty, name } => {
+            Ast::Var(id) => self.var(id, sp),
+            Ast::Const { ty, name } => {
                 let kind = match name.to_string().as_str() {
                     "INFINITY" => ConstKind::Infinity,
                     "NEG_INFINITY" => ConstKind::NegInfinity,
@@ -300,37 +232,37 @@ impl<'a> Cx<'a> {
                     _ => ConstKind::Min,
                 };
                 let tv = self.is(*ty);
-                e(ir::ExprKind::Const(kind), tv)
+                typed(ir::ExprKind::Const(kind), tv)
             }
-            A::Unary(UnOp::Neg, inner) => {
+            Ast::Unary(UnOp::Neg, inner) => {
                 // `-5` is a negative literal (range-checked as such), as in Rust.
-                if let A::Int { value, suffix } = &inner.kind {
+                if let Ast::Int { value, suffix } = &inner.kind {
                     let tv = self.s.fresh(suffix.map_or(Bound::Int, Bound::Is));
                     let v = -(*value as i128);
-                    self.obligs.push(Oblig::IntLit(tv, v, sp));
-                    self.obligs.push(Oblig::Neg(tv, sp));
-                    return e(ir::ExprKind::Lit(ir::Lit::Int(v)), tv);
+                    self.deferred.push(DeferredCheck::IntLit(tv, v, sp));
+                    self.deferred.push(DeferredCheck::Neg(tv, sp));
+                    return typed(ir::ExprKind::Lit(ir::Lit::Int(v)), tv);
                 }
                 let v = self.expr(inner);
-                self.obligs.push(Oblig::Neg(v.tv, sp));
+                self.deferred.push(DeferredCheck::Neg(v.tv, sp));
                 let tv = v.tv;
-                e(ir::ExprKind::Unary(UnOp::Neg, Box::new(v)), tv)
+                typed(ir::ExprKind::Unary(UnOp::Neg, Box::new(v)), tv)
             }
-            A::Unary(UnOp::Not, inner) => {
+            Ast::Unary(UnOp::Not, inner) => {
                 let v = self.expr(inner);
-                self.obligs.push(Oblig::Not(v.tv, sp));
+                self.deferred.push(DeferredCheck::Not(v.tv, sp));
                 let tv = v.tv;
-                e(ir::ExprKind::Unary(UnOp::Not, Box::new(v)), tv)
+                typed(ir::ExprKind::Unary(UnOp::Not, Box::new(v)), tv)
             }
-            A::Binary(op, op_sp, l, r) => self.binary(*op, *op_sp, l, r),
-            A::Cast(inner, to) => {
+            Ast::Binary(op, op_sp, l, r) => self.binary(*op, *op_sp, l, r),
+            Ast::Cast(inner, to) => {
                 let v = self.expr(inner);
-                self.obligs.push(Oblig::Cast(v.tv, *to, sp));
+                self.deferred.push(DeferredCheck::Cast(v.tv, *to, sp));
                 let tv = self.is(*to);
-                e(ir::ExprKind::Cast(Box::new(v)), tv)
+                typed(ir::ExprKind::Cast(Box::new(v)), tv)
             }
-            A::Index(array, idx) => self.index(array, idx, sp),
-            A::If(c, t, f) => {
+            Ast::Index(array, idx) => self.index(array, idx, sp),
+            Ast::If(c, t, f) => {
                 let cond = self.expr(c);
                 self.expect_bool(&cond, c.sp, "an `if` condition");
                 let then = self.block(t);
@@ -342,22 +274,28 @@ impl<'a> Cx<'a> {
                     )
                 });
                 let tv = then.tv;
-                e(
+                typed(
                     ir::ExprKind::If(Box::new(cond), Box::new(then), Box::new(els)),
                     tv,
                 )
             }
-            A::Block(b) => self.block(b),
-            A::Method { recv, name, args } => self.method(recv, name, args, sp),
-            A::Call { path, args } => {
-                let args: Vec<_> = args.iter().map(|a| self.expr(a)).collect();
+            Ast::Block(b) => self.block(b),
+            Ast::Method { recv, name, args } => self.method(recv, name, args, sp),
+            Ast::Call { path, args } => {
+                let args: Vec<_> = args
+                    .iter()
+                    .map(|a| match callee_typed_literal(a) {
+                        Some(lit) => self.callee_typed_lit(lit, a.sp),
+                        None => self.expr(a),
+                    })
+                    .collect();
                 let ret = self.s.fresh(Bound::Any);
                 let name = path
                     .segments
                     .last()
                     .map(|s| s.ident.to_string())
                     .unwrap_or_default();
-                self.obligs.push(Oblig::Known(
+                self.deferred.push(DeferredCheck::Known(
                     ret,
                     sp,
                     format!("cannot infer the result type of `{name}(..)`: annotate the binding, e.g. `let v: f32 = {name}(..);`"),
@@ -365,24 +303,51 @@ impl<'a> Cx<'a> {
                 let i = self.calls.len();
                 self.calls.push(CallSite {
                     path: path.clone(),
-                    args: args.iter().map(|a| a.tv).collect(),
+                    args: args
+                        .iter()
+                        .map(|a| {
+                            (!matches!(a.kind, ir::ExprKind::CalleeTypedLit { .. })).then_some(a.tv)
+                        })
+                        .collect(),
                     ret,
                 });
-                e(ir::ExprKind::Call(i, args), ret)
+                typed(ir::ExprKind::Call(i, args), ret)
             }
-            // Misplaced or extra patterns were reported by `check`.
-            A::Nested(_) => {
-                let tv = self.s.fresh(Bound::Error);
-                e(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
-            }
+            Ast::Nested(n) => match self.folded {
+                Some((folded, acc)) if std::ptr::eq(&**n, folded) => typed(ir::ExprKind::Acc, acc),
+                // Misplaced or extra patterns were reported by `check`.
+                _ => {
+                    let tv = self.s.fresh(Bound::Error);
+                    typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+                }
+            },
         }
     }
 
-    fn var(&mut self, id: &syn::Ident, sp: Sp) -> ir::Expr {
-        let name = id.to_string();
-        if let (Some(acc), ACC_MARK) = (self.acc, name.as_str()) {
-            return e(ir::ExprKind::Acc, acc);
+    /// An unsuffixed literal argument of a device function call. Rust types
+    /// it from the callee's parameter, which the macro cannot see; rustc does
+    /// (the twin passes it through a pointer typed by the companion's
+    /// `ParamN` aliases), and the CUDA passes a value that converts exactly to
+    /// either parameter type. A float literal whose `f32` value is not its
+    /// `f64` value rounded to `f32` (rare: a literal within a hair of an `f32`
+    /// rounding boundary) has no such spelling and must be suffixed.
+    fn callee_typed_lit(&mut self, lit: ir::Lit, sp: SourceRange) -> ir::Expr {
+        if let ir::Lit::Float(digits) = &lit {
+            let (as_f32, as_f64) = (digits.parse::<f32>(), digits.parse::<f64>());
+            let exact =
+                matches!((as_f32, as_f64), (Ok(a), Ok(b)) if (b as f32).to_bits() == a.to_bits());
+            if !exact {
+                return self.error_expr(sp.error(format!(
+                    "this literal takes the type of the device function's parameter, and its value as `f32` differs from its `f64` value rounded to `f32`, which the CUDA side would pass: suffix it, `{digits}f32` or `{digits}f64`"
+                )));
+            }
         }
+        let tv = self.s.fresh(Bound::Error);
+        typed(ir::ExprKind::CalleeTypedLit { lit, span: sp.lo }, tv)
+    }
+
+    fn var(&mut self, id: &syn::Ident, sp: SourceRange) -> ir::Expr {
+        let name = id.to_string();
         if let Some(l) = self.lookup(&name) {
             if self.phase == Phase::Reduce && self.vars[l].phase != Phase::Reduce {
                 return self.error_expr(sp.error(format!(
@@ -391,7 +356,7 @@ impl<'a> Cx<'a> {
             }
             self.use_local(l);
             let tv = self.vars[l].tv;
-            return e(ir::ExprKind::Local(l), tv);
+            return typed(ir::ExprKind::Local(l), tv);
         }
         match self.param(&name) {
             Some((i, p)) if p.kind == ParamKind::Scalar => {
@@ -401,7 +366,7 @@ impl<'a> Cx<'a> {
                     )));
                 }
                 let tv = self.is(p.ty);
-                e(ir::ExprKind::Scalar(i), tv)
+                typed(ir::ExprKind::Scalar(i), tv)
             }
             Some((_, p)) => self.error_expr(sp.error(format!(
                 "`{name}` is an array (`{}[{}]`): it can only be indexed, `{name}[i]`",
@@ -426,9 +391,14 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// Whether `idx` names the task index: the task parameter itself or a
+    /// local bound to a plain copy of it (`let r = row;`), which holds the
+    /// same value, so indexing with it keeps each task on its own element.
     fn is_task(&self, idx: &parse::Expr) -> bool {
-        match (&idx.kind, self.task) {
-            (A::Var(id), Some(t)) => self.lookup(&id.to_string()) == Some(t),
+        match &idx.kind {
+            Ast::Var(id) => self
+                .lookup(&id.to_string())
+                .is_some_and(|l| self.task_copies.contains(&l)),
             _ => false,
         }
     }
@@ -439,15 +409,15 @@ impl<'a> Cx<'a> {
             .unwrap_or_default()
     }
 
-    fn index(&mut self, array: &syn::Ident, idx: &parse::Expr, sp: Sp) -> ir::Expr {
+    fn index(&mut self, array: &syn::Ident, idx: &parse::Expr, sp: SourceRange) -> ir::Expr {
         let name = array.to_string();
         if self.lookup(&name).is_some() {
-            return self.error_expr(Sp::of(array).error(format!(
+            return self.error_expr(SourceRange::of(array).error(format!(
                 "`{name}` is a local value, not an array: only `&[T]` / `&mut [T]` parameters can be indexed"
             )));
         }
         let Some((i, p)) = self.param(&name) else {
-            return self.error_expr(Sp::of(array).error(format!(
+            return self.error_expr(SourceRange::of(array).error(format!(
                 "cannot find array `{name}` in this {}",
                 self.what()
             )));
@@ -458,19 +428,19 @@ impl<'a> Cx<'a> {
             ));
         }
         match p.kind {
-            ParamKind::Scalar => self.error_expr(Sp::of(array).error(format!(
+            ParamKind::Scalar => self.error_expr(SourceRange::of(array).error(format!(
                 "`{name}` is a scalar `{}`, not an array: it cannot be indexed",
                 p.ty.rust_name()
             ))),
             ParamKind::Output => {
                 if !self.is_task(idx) {
                     return self.error_expr(idx.sp.error(format!(
-                        "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]`; each task owns exactly its element, which is what makes tasks race-free",
+                        "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free",
                         self.task_name()
                     )));
                 }
                 let tv = self.is(p.ty);
-                e(ir::ExprKind::LoadOut(i), tv)
+                typed(ir::ExprKind::LoadOut(i), tv)
             }
             ParamKind::Input => {
                 let ix = self.expr(idx);
@@ -478,19 +448,19 @@ impl<'a> Cx<'a> {
                 self.unify_or(ix.tv, u, idx.sp, |found, _| {
                     format!("arrays are indexed by `usize`, found {found}: add `as usize`")
                 });
-                if self.phase == Phase::Map && reads_input(&ix) {
-                    self.gathers.push(Gather {
-                        array: i,
-                        index: ix.clone(),
-                    });
-                }
                 let tv = self.is(p.ty);
-                e(ir::ExprKind::Load(i, Box::new(ix)), tv)
+                typed(ir::ExprKind::Load(i, Box::new(ix)), tv)
             }
         }
     }
 
-    fn binary(&mut self, op: BinOp, op_sp: Sp, l: &parse::Expr, r: &parse::Expr) -> ir::Expr {
+    fn binary(
+        &mut self,
+        op: BinOp,
+        op_sp: SourceRange,
+        l: &parse::Expr,
+        r: &parse::Expr,
+    ) -> ir::Expr {
         let a = self.expr(l);
         let b = self.expr(r);
         let sym = op.symbol();
@@ -501,8 +471,8 @@ impl<'a> Cx<'a> {
                 a.tv
             }
             BinOp::Shl | BinOp::Shr => {
-                self.obligs.push(Oblig::ShiftOperand(a.tv, l.sp));
-                self.obligs.push(Oblig::ShiftOperand(b.tv, r.sp));
+                self.deferred.push(DeferredCheck::ShiftOperand(a.tv, l.sp));
+                self.deferred.push(DeferredCheck::ShiftOperand(b.tv, r.sp));
                 a.tv
             }
             _ => {
@@ -512,12 +482,12 @@ impl<'a> Cx<'a> {
                 if op.is_comparison() {
                     self.is(Ty::Bool)
                 } else {
-                    self.obligs.push(Oblig::Binary(op, a.tv, op_sp));
+                    self.deferred.push(DeferredCheck::Binary(op, a.tv, op_sp));
                     a.tv
                 }
             }
         };
-        e(ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), tv)
+        typed(ir::ExprKind::Binary(op, Box::new(a), Box::new(b)), tv)
     }
 
     fn method(
@@ -525,13 +495,13 @@ impl<'a> Cx<'a> {
         recv: &parse::Expr,
         name: &syn::Ident,
         args: &[parse::Expr],
-        sp: Sp,
+        sp: SourceRange,
     ) -> ir::Expr {
         let m =
             Method::from_name(&name.to_string()).expect("parse accepts whitelisted methods only");
         let r = self.expr(recv);
         if args.len() != m.arity() {
-            return self.error_expr(Sp::of(name).error(format!(
+            return self.error_expr(SourceRange::of(name).error(format!(
                 "`{}` takes {} argument{}, found {}",
                 m.name(),
                 m.arity(),
@@ -559,7 +529,7 @@ impl<'a> Cx<'a> {
         let recv_tv = out[0].tv;
         if !m.int_ok() {
             let f = self.s.fresh(Bound::Float);
-            self.unify_or(recv_tv, f, Sp::of(name), |found, _| {
+            self.unify_or(recv_tv, f, SourceRange::of(name), |found, _| {
                 format!(
                     "`{}` is a float method (f32, f64), but the receiver is {found}",
                     m.name()
@@ -567,25 +537,25 @@ impl<'a> Cx<'a> {
             });
         } else if !m.float_ok() {
             let i = self.s.fresh(Bound::Int);
-            self.unify_or(recv_tv, i, Sp::of(name), |found, _| {
+            self.unify_or(recv_tv, i, SourceRange::of(name), |found, _| {
                 format!("`{}` is an integer method, but the receiver is {found}: use `powi`/`powf` on floats", m.name())
             });
         }
-        self.obligs.push(Oblig::Method(m, recv_tv, sp));
+        self.deferred.push(DeferredCheck::Method(m, recv_tv, sp));
         let tv = if m == Method::IsNan {
             self.is(Ty::Bool)
         } else {
             recv_tv
         };
-        e(ir::ExprKind::Method(m, out), tv)
+        typed(ir::ExprKind::Method(m, out), tv)
     }
 
     /// Solves the remaining constraints and checks the deferred rules.
     fn finish(&mut self) {
-        let obligs = std::mem::take(&mut self.obligs);
-        for o in obligs {
+        let deferred = std::mem::take(&mut self.deferred);
+        for o in deferred {
             let err = match o {
-                Oblig::Binary(op, tv, sp) => {
+                DeferredCheck::Binary(op, tv, sp) => {
                     let t = self.s.resolve(tv);
                     let ok = match op {
                         BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
@@ -601,27 +571,27 @@ impl<'a> Cx<'a> {
                         ))
                     })
                 }
-                Oblig::ShiftOperand(tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::ShiftOperand(tv, sp) => match self.s.resolve(tv) {
                     Some(t) if !t.is_int() => Some(sp.error(format!(
                         "shift operands must be integers, found `{}`",
                         t.rust_name()
                     ))),
                     _ => None,
                 },
-                Oblig::Neg(tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Neg(tv, sp) => match self.s.resolve(tv) {
                     Some(t) if !(t.is_float() || t.is_signed_int()) => Some(sp.error(format!(
                         "unary `-` is not defined for `{}` (unsigned or bool)",
                         t.rust_name()
                     ))),
                     _ => None,
                 },
-                Oblig::Not(tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Not(tv, sp) => match self.s.resolve(tv) {
                     Some(t) if t.is_float() => {
                         Some(sp.error(format!("`!` is not defined for `{}`", t.rust_name())))
                     }
                     _ => None,
                 },
-                Oblig::Method(m, tv, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Method(m, tv, sp) => match self.s.resolve(tv) {
                     Some(t) => {
                         let ok = if t.is_float() {
                             m.float_ok()
@@ -642,7 +612,7 @@ impl<'a> Cx<'a> {
                     }
                     None => None,
                 },
-                Oblig::Cast(tv, to, sp) => match self.s.resolve(tv) {
+                DeferredCheck::Cast(tv, to, sp) => match self.s.resolve(tv) {
                     Some(from) => {
                         let bad =
                             to == Ty::Bool && from != Ty::Bool || from == Ty::Bool && to.is_float();
@@ -661,7 +631,7 @@ impl<'a> Cx<'a> {
                     }
                     None => None,
                 },
-                Oblig::IntLit(tv, v, sp) => match self.s.resolve(tv) {
+                DeferredCheck::IntLit(tv, v, sp) => match self.s.resolve(tv) {
                     Some(t) if t.is_int() => {
                         let max = t.int_max() as i128;
                         let min = if t.is_signed_int() { -max - 1 } else { 0 };
@@ -683,7 +653,7 @@ impl<'a> Cx<'a> {
                     ))),
                     None => None,
                 },
-                Oblig::FloatLit(tv, digits, sp) => match self.s.resolve(tv) {
+                DeferredCheck::FloatLit(tv, digits, sp) => match self.s.resolve(tv) {
                     Some(Ty::F32) => digits
                         .parse::<f32>()
                         .map_or(true, |v| v.is_infinite())
@@ -698,7 +668,9 @@ impl<'a> Cx<'a> {
                     ))),
                     None => None,
                 },
-                Oblig::Known(tv, sp, msg) => (self.s.get(tv) == Bound::Any).then(|| sp.error(msg)),
+                DeferredCheck::Known(tv, sp, msg) => {
+                    (self.s.get(tv) == Bound::Any).then(|| sp.error(msg))
+                }
             };
             if let Some(err) = err {
                 self.errs.push(err);
@@ -706,43 +678,18 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn ty(&mut self, tv: Tv) -> Ty {
+    fn ty(&mut self, tv: TypeVar) -> Ty {
         self.s.resolve(tv).unwrap_or(Ty::I32)
     }
 
-    fn zonk(&mut self, x: &mut ir::Expr) {
-        x.ty = self.ty(x.tv);
-        use ir::ExprKind as K;
-        match &mut x.kind {
-            K::Unary(_, a) | K::Cast(a) | K::Load(_, a) => self.zonk(a),
-            K::Binary(_, a, b) => {
-                self.zonk(a);
-                self.zonk(b);
-            }
-            K::If(a, b, c) => {
-                self.zonk(a);
-                self.zonk(b);
-                self.zonk(c);
-            }
-            K::Block(lets, t) => {
-                lets.iter_mut().for_each(|(_, v)| self.zonk(v));
-                self.zonk(t);
-            }
-            K::Method(_, args) | K::Call(_, args) => args.iter_mut().for_each(|a| self.zonk(a)),
-            _ => {}
-        }
+    /// Writes each node's solved type into it (`ty` from its variable `tv`).
+    fn resolve_types(&mut self, x: &mut ir::Expr) {
+        x.visit_mut(&mut |node| node.ty = self.s.resolve(node.tv).unwrap_or(Ty::I32));
     }
 
-    fn zonk_stmts(&mut self, stmts: &mut [Stmt]) {
+    fn resolve_stmt_types(&mut self, stmts: &mut [Stmt]) {
         for s in stmts {
-            match s {
-                Stmt::Let(_, v) | Stmt::Store { value: v, .. } => self.zonk(v),
-                Stmt::If(c, t, f) => {
-                    self.zonk(c);
-                    self.zonk_stmts(t);
-                    self.zonk_stmts(f);
-                }
-            }
+            s.visit_exprs_mut(&mut |node| node.ty = self.s.resolve(node.tv).unwrap_or(Ty::I32));
         }
     }
 
@@ -779,7 +726,14 @@ impl<'a> Cx<'a> {
             .into_iter()
             .map(|c| DeviceCall {
                 path: c.path,
-                args: c.args.iter().map(|&a| self.ty(a)).collect(),
+                args: c
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        Some(tv) => ArgType::Inferred(self.ty(*tv)),
+                        None => ArgType::CalleeParam,
+                    })
+                    .collect(),
                 ret: self.ty(c.ret),
             })
             .collect()
@@ -806,14 +760,14 @@ impl<'a> Cx<'a> {
                 };
                 let v = self.expr(value);
                 let Some((i, p)) = target else {
-                    self.errs.push(Sp::of(array).error(format!(
+                    self.errs.push(SourceRange::of(array).error(format!(
                         "`{name}` is not an output: only `&mut [T]` parameters can be written, as `out[{}] = ...`",
                         self.task_name()
                     )));
                     return None;
                 };
                 if p.kind != ParamKind::Output {
-                    self.errs.push(Sp::of(array).error(format!(
+                    self.errs.push(SourceRange::of(array).error(format!(
                         "`{name}` is a read-only input (`&[{}]`): only `&mut [T]` outputs can be written",
                         p.ty.rust_name()
                     )));
@@ -821,7 +775,7 @@ impl<'a> Cx<'a> {
                 }
                 if !self.is_task(index) {
                     self.errs.push(index.sp.error(format!(
-                        "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...`; each task owns exactly its element, which is what makes tasks race-free",
+                        "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free",
                         self.task_name()
                     )));
                     return None;
@@ -829,10 +783,11 @@ impl<'a> Cx<'a> {
                 let elem = self.is(p.ty);
                 let value = match op {
                     Some((BinOp::Shl | BinOp::Shr, osp)) => {
-                        self.obligs.push(Oblig::ShiftOperand(elem, *osp));
-                        self.obligs.push(Oblig::ShiftOperand(v.tv, value.sp));
-                        let old = e(ir::ExprKind::LoadOut(i), elem);
-                        e(
+                        self.deferred.push(DeferredCheck::ShiftOperand(elem, *osp));
+                        self.deferred
+                            .push(DeferredCheck::ShiftOperand(v.tv, value.sp));
+                        let old = typed(ir::ExprKind::LoadOut(i), elem);
+                        typed(
                             ir::ExprKind::Binary(op.expect("some").0, Box::new(old), Box::new(v)),
                             elem,
                         )
@@ -841,9 +796,9 @@ impl<'a> Cx<'a> {
                         self.unify_or(v.tv, elem, value.sp, |found, want| {
                             format!("mismatched types in `{name}[..] {}=`: `{name}` holds {want}, the value is {found}{}", o.symbol(), cast_hint(&found))
                         });
-                        self.obligs.push(Oblig::Binary(*o, elem, *osp));
-                        let old = e(ir::ExprKind::LoadOut(i), elem);
-                        e(ir::ExprKind::Binary(*o, Box::new(old), Box::new(v)), elem)
+                        self.deferred.push(DeferredCheck::Binary(*o, elem, *osp));
+                        let old = typed(ir::ExprKind::LoadOut(i), elem);
+                        typed(ir::ExprKind::Binary(*o, Box::new(old), Box::new(v)), elem)
                     }
                     None => {
                         self.unify_or(v.tv, elem, value.sp, |found, want| {
@@ -874,17 +829,28 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// Whether an index expression reads an input array (the gather shape).
-fn reads_input(x: &ir::Expr) -> bool {
-    use ir::ExprKind as K;
+/// An unsuffixed integer or float literal, possibly negated, as written
+/// directly as a call argument: it takes the type of the callee's parameter.
+fn callee_typed_literal(x: &parse::Expr) -> Option<ir::Lit> {
     match &x.kind {
-        K::Load(..) => true,
-        K::Unary(_, a) | K::Cast(a) => reads_input(a),
-        K::Binary(_, a, b) => reads_input(a) || reads_input(b),
-        K::If(a, b, c) => reads_input(a) || reads_input(b) || reads_input(c),
-        K::Block(lets, t) => lets.iter().any(|(_, v)| reads_input(v)) || reads_input(t),
-        K::Method(_, args) | K::Call(_, args) => args.iter().any(reads_input),
-        _ => false,
+        Ast::Int {
+            value,
+            suffix: None,
+        } => Some(ir::Lit::Int(*value as i128)),
+        Ast::Float {
+            digits,
+            suffix: None,
+        } => Some(ir::Lit::Float(digits.clone())),
+        Ast::Unary(UnOp::Neg, inner)
+            if matches!(inner.kind, Ast::Int { .. } | Ast::Float { .. }) =>
+        {
+            match callee_typed_literal(inner)? {
+                ir::Lit::Int(v) => Some(ir::Lit::Int(-v)),
+                ir::Lit::Float(d) => Some(ir::Lit::Float(format!("-{d}"))),
+                ir::Lit::Bool(b) => Some(ir::Lit::Bool(b)),
+            }
+        }
+        _ => None,
     }
 }
 
@@ -896,208 +862,44 @@ fn cast_hint(found: &str) -> &'static str {
     }
 }
 
-/// Rust and C++ keywords (and C++ names the generated code relies on) that a
-/// local must not be spelled as in the emitted code.
-const RESERVED: &[&str] = &[
-    "alignas",
-    "alignof",
-    "and",
-    "asm",
-    "auto",
-    "bool",
-    "break",
-    "case",
-    "catch",
-    "char",
-    "class",
-    "const",
-    "constexpr",
-    "continue",
-    "decltype",
-    "default",
-    "delete",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "explicit",
-    "export",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "friend",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "mutable",
-    "namespace",
-    "new",
-    "noexcept",
-    "not",
-    "nullptr",
-    "operator",
-    "or",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "struct",
-    "switch",
-    "template",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typedef",
-    "typeid",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "while",
-    "xor",
-    "warpfit",
-    "warpfit_user",
-    "int32_t",
-    "uint32_t",
-    "int64_t",
-    "uint64_t",
-    "uint8_t",
-    "abstract",
-    "become",
-    "box",
-    "crate",
-    "dyn",
-    "final",
-    "fn",
-    "impl",
-    "in",
-    "let",
-    "loop",
-    "macro",
-    "match",
-    "mod",
-    "move",
-    "mut",
-    "override",
-    "priv",
-    "pub",
-    "ref",
-    "self",
-    "Self",
-    "super",
-    "trait",
-    "type",
-    "typeof",
-    "unsafe",
-    "unsized",
-    "use",
-    "where",
-    "yield",
-    "async",
-    "await",
-    "gen",
-    "min",
-    "max",
-    "abs",
-    "fmin",
-    "fmax",
-    "sqrt",
-    "exp",
-    "pow",
-    "powf",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "sin",
-    "cos",
-    "tanh",
-    "exp2",
-    "log2",
-    "log10",
-    "log",
-    "fma",
-    "signbit",
-    "isnan",
-];
+/// Lowers a kernel whose body `check` split into `shape`.
+pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel> {
+    let nested = shape.nested;
 
-/// Whether `name` cannot be used verbatim as a local in the emitted code.
-pub fn is_reserved(name: &str) -> bool {
-    RESERVED.contains(&name)
-}
-
-/// Finds the nested pattern inside the statement `check` located.
-fn nested_of<'a>(s: &'a parse::Stmt) -> Option<&'a parse::Nested> {
-    let mut found: Option<&'a Box<parse::Nested>> = None;
-    let mut visit = |x: &'a parse::Expr| {
-        if let A::Nested(n) = &x.kind {
-            found.get_or_insert(n);
-        }
-    };
-    match s {
-        parse::Stmt::Let(l) => l.init.walk(&mut visit),
-        parse::Stmt::Assign { value, .. } => value.walk(&mut visit),
-        parse::Stmt::If { .. } => {}
-    }
-    found.map(|b| &**b)
-}
-
-pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
-    let mut errs = Errors::default();
-    let at = crate::check::body_shape(k, &mut errs);
-    let Some(at) = at else {
-        return Err(errs.finish().expect_err("body_shape reports why"));
-    };
-    let nested = nested_of(&k.body[at]).expect("check located it");
-
-    let mut cx = Cx::new(&k.params, Phase::Prologue);
-    cx.errs = errs;
-    let usize_tv = cx.is(Ty::Usize);
-    let task = cx.declare(&k.task, usize_tv);
-    cx.task = Some(task);
+    let mut lowering = Lowering::new(&k.params, Phase::Prologue);
+    let usize_tv = lowering.is(Ty::Usize);
+    let task = lowering.declare(&k.task, usize_tv);
+    lowering.task = Some(task);
+    lowering.task_copies.insert(task);
 
     // Prologue.
     let mut prologue: Vec<(LocalId, ir::Expr)> = Vec::new();
-    for s in &k.body[..at] {
-        if let parse::Stmt::Let(l) = s {
-            prologue.push(cx.let_(l));
-        }
+    for l in &shape.prologue {
+        prologue.push(lowering.let_(l));
     }
-    let mut lo = cx.expr(&nested.lo);
-    let mut hi = cx.expr(&nested.hi);
+    let mut lo = lowering.expr(&nested.lo);
+    let mut hi = lowering.expr(&nested.hi);
     for (x, src) in [(&lo, &nested.lo), (&hi, &nested.hi)] {
-        let u = cx.is(Ty::Usize);
-        cx.unify_or(x.tv, u, src.sp, |found, _| {
+        let u = lowering.is(Ty::Usize);
+        lowering.unify_or(x.tv, u, src.sp, |found, _| {
             format!("the fine-task range bounds are `usize`, found {found}: add `as usize`")
         });
     }
 
     // The fold.
-    let acc = cx.s.fresh(Bound::Any);
-    cx.phase = Phase::Init;
-    let mut init = cx.expr(&nested.init);
-    cx.phase = Phase::Map;
-    cx.scopes.push(Vec::new());
-    let ku = cx.is(Ty::Usize);
-    let kid = cx.declare(&nested.k, ku);
-    let mut map = cx.expr(&nested.map);
-    cx.scopes.pop();
-    cx.unify_or(map.tv, acc, nested.map.sp, |m, _| {
+    let acc = lowering.s.fresh(Bound::Any);
+    lowering.phase = Phase::Init;
+    let mut init = lowering.expr(&nested.init);
+    lowering.phase = Phase::Map;
+    lowering.scopes.push(Vec::new());
+    let ku = lowering.is(Ty::Usize);
+    let kid = lowering.declare(&nested.k, ku);
+    let mut map = lowering.expr(&nested.map);
+    lowering.scopes.pop();
+    lowering.unify_or(map.tv, acc, nested.map.sp, |m, _| {
         format!("the map yields {m}, which must be the fold's accumulator type")
     });
-    cx.unify_or(init.tv, acc, nested.init.sp, |i, a| {
+    lowering.unify_or(init.tv, acc, nested.init.sp, |i, a| {
         format!(
             "mismatched types: the fold's initial value is {i}, but the map yields {a}{}",
             cast_hint(&i)
@@ -1105,21 +907,21 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
     });
     // The reduce closure's scope sits inside the others so that `var` can
     // say why a captured name is unavailable (phase check), not just unknown.
-    cx.phase = Phase::Reduce;
-    cx.scopes.push(Vec::new());
+    lowering.phase = Phase::Reduce;
+    lowering.scopes.push(Vec::new());
     let mut reduce = match &nested.reduce {
         parse::Reduce::Closure { a, b, tys, body } => {
-            let ia = cx.declare(a, acc);
-            let ib = cx.declare(b, acc);
+            let ia = lowering.declare(a, acc);
+            let ib = lowering.declare(b, acc);
             for (ty, (id, _)) in tys.iter().zip([(ia, a), (ib, b)]) {
                 if let Some((t, tsp)) = ty {
-                    let want = cx.is(*t);
-                    let tv = cx.vars[id].tv;
-                    cx.unify_or(tv, want, *tsp, |a, t| format!("the reduce closure's parameters have the accumulator type {a}, not {t}"));
+                    let want = lowering.is(*t);
+                    let tv = lowering.vars[id].tv;
+                    lowering.unify_or(tv, want, *tsp, |a, t| format!("the reduce closure's parameters have the accumulator type {a}, not {t}"));
                 }
             }
-            let v = cx.expr(body);
-            cx.unify_or(v.tv, acc, body.sp, |r, a| {
+            let v = lowering.expr(body);
+            lowering.unify_or(v.tv, acc, body.sp, |r, a| {
                 format!("mismatched types: the reduce operator returns {r}, but the accumulator is {a}{}", cast_hint(&r))
             });
             ir::Reduce::Closure {
@@ -1129,8 +931,8 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
             }
         }
         parse::Reduce::MinMax { ty, max, sp } => {
-            let t = cx.is(*ty);
-            cx.unify_or(t, acc, *sp, |t, a| {
+            let t = lowering.is(*ty);
+            lowering.unify_or(t, acc, *sp, |t, a| {
                 format!(
                     "`{}::{}` reduces {t} values, but the accumulator is {a}",
                     ty.rust_name(),
@@ -1140,58 +942,59 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
             ir::Reduce::MinMax { max: *max }
         }
         parse::Reduce::DeviceFn(path) => {
-            let i = cx.calls.len();
-            cx.calls.push(CallSite {
+            let i = lowering.calls.len();
+            lowering.calls.push(CallSite {
                 path: path.clone(),
-                args: vec![acc, acc],
+                args: vec![Some(acc), Some(acc)],
                 ret: acc,
             });
             ir::Reduce::DeviceFn(i)
         }
     };
-    cx.scopes.pop();
+    lowering.scopes.pop();
 
     // Epilogue: the pattern's statement and the ones after it.
-    cx.phase = Phase::Epilogue;
-    cx.acc = Some(acc);
+    lowering.phase = Phase::Epilogue;
+    lowering.folded = Some((nested, acc));
     let mut epilogue = Vec::new();
-    for s in &k.body[at..] {
-        if let Some(s) = cx.stmt(&substitute_nested(s)) {
+    for s in shape.epilogue {
+        if let Some(s) = lowering.stmt(s) {
             epilogue.push(s);
         }
     }
 
-    cx.finish();
-    let acc_ty = cx.s.resolve(acc);
+    lowering.finish();
+    let acc_ty = lowering.s.resolve(acc);
     match acc_ty {
-        Some(Ty::Usize) => cx.errs.push(nested.init.sp.error(
+        Some(Ty::Usize) => lowering.errs.push(nested.init.sp.error(
             "the fold's accumulator cannot be `usize` (its size differs between host and device): fold `u64` or `u32` values, e.g. `(k as u64)`",
         )),
-        None if cx.s.get(acc) == Bound::Any => cx.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
+        None if lowering.s.get(acc) == Bound::Any => lowering.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
         _ => {}
     }
-    let mut errs = std::mem::take(&mut cx.errs);
+    let mut errs = std::mem::take(&mut lowering.errs);
     if !errs.is_empty() {
         return Err(std::mem::take(&mut errs).finish().expect_err("non-empty"));
     }
     for (_, v) in &mut prologue {
-        cx.zonk(v);
+        lowering.resolve_types(v);
     }
     for x in [&mut lo, &mut hi, &mut init, &mut map] {
-        cx.zonk(x);
+        lowering.resolve_types(x);
     }
     if let ir::Reduce::Closure { body, .. } = &mut reduce {
-        cx.zonk(body);
+        lowering.resolve_types(body);
     }
-    cx.zonk_stmts(&mut epilogue);
-    let mut gathers = std::mem::take(&mut cx.gathers);
-    for g in &mut gathers {
-        cx.zonk(&mut g.index);
-    }
-    let mut ctx: Vec<_> = cx.ctx_used.iter().copied().filter(|&l| l != task).collect();
+    lowering.resolve_stmt_types(&mut epilogue);
+    let mut ctx: Vec<_> = lowering
+        .prologue_locals_used_later
+        .iter()
+        .copied()
+        .filter(|&l| l != task)
+        .collect();
     ctx.sort_unstable();
-    let locals = cx.locals();
-    let calls = cx.calls();
+    let locals = lowering.locals();
+    let calls = lowering.calls();
     Ok(ir::Kernel {
         name: k.name.clone(),
         task,
@@ -1216,71 +1019,37 @@ pub fn kernel(k: &parse::KernelFn) -> syn::Result<ir::Kernel> {
         acc: acc_ty.expect("checked"),
         epilogue,
         calls,
-        gathers,
     })
 }
 
-/// Replaces the nested pattern in a statement by the `__acc` marker variable
-/// the epilogue lowering turns into [`ir::ExprKind::Acc`].
-fn substitute_nested(s: &parse::Stmt) -> parse::Stmt {
-    fn go(x: &mut parse::Expr) {
-        match &mut x.kind {
-            A::Nested(_) => {
-                x.kind = A::Var(syn::Ident::new(ACC_MARK, proc_macro2::Span::call_site()))
-            }
-            A::Unary(_, a) | A::Cast(a, _) | A::Index(_, a) => go(a),
-            A::Binary(_, _, a, b) => {
-                go(a);
-                go(b);
-            }
-            A::Method { recv, args, .. } => {
-                go(recv);
-                args.iter_mut().for_each(go);
-            }
-            A::Call { args, .. } => args.iter_mut().for_each(go),
-            _ => {}
-        }
-    }
-    let mut s = s.clone();
-    match &mut s {
-        parse::Stmt::Let(l) => go(&mut l.init),
-        parse::Stmt::Assign { value, .. } => go(value),
-        parse::Stmt::If { .. } => {}
-    }
-    s
-}
-
-/// Not a valid Rust identifier a user could write (it is never parsed).
-const ACC_MARK: &str = "__wf_acc";
-
 pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
-    let mut cx = Cx::new(&[], Phase::DeviceFn);
+    let mut lowering = Lowering::new(&[], Phase::DeviceFn);
     let params: Vec<_> = f
         .params
         .iter()
         .map(|(n, t)| {
-            let tv = cx.is(*t);
-            cx.declare(n, tv)
+            let tv = lowering.is(*t);
+            lowering.declare(n, tv)
         })
         .collect();
-    let mut lets: Vec<_> = f.block.lets.iter().map(|l| cx.let_(l)).collect();
-    let mut body = cx.expr(&f.block.tail);
-    let ret = cx.is(f.ret);
-    cx.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {
+    let mut lets: Vec<_> = f.block.lets.iter().map(|l| lowering.let_(l)).collect();
+    let mut body = lowering.expr(&f.block.tail);
+    let ret = lowering.is(f.ret);
+    lowering.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {
         format!(
             "mismatched types: the #[device_fn] returns {want}, the value is {found}{}",
             cast_hint(&found)
         )
     });
-    cx.finish();
-    let errs = std::mem::take(&mut cx.errs);
+    lowering.finish();
+    let errs = std::mem::take(&mut lowering.errs);
     errs.finish()?;
     for (_, v) in &mut lets {
-        cx.zonk(v);
+        lowering.resolve_types(v);
     }
-    cx.zonk(&mut body);
-    let locals = cx.locals();
-    let calls = cx.calls();
+    lowering.resolve_types(&mut body);
+    let locals = lowering.locals();
+    let calls = lowering.calls();
     Ok(ir::DeviceFn {
         name: f.name.clone(),
         params,

@@ -1,7 +1,9 @@
-//! Seeding and sampling shared by the generators.
+//! The one random number generator of the runtime: seeding and sampling for
+//! the generators and for the partitioner's randomized bisection.
 //!
-//! Determinism contract: a generator's output depends only on its parameters
-//! and seed, never on the machine, the thread count or the `rand` version.
+//! Determinism contract: a generator's (or a bisection's) output depends only
+//! on its parameters and seed, never on the machine, the thread count or the
+//! `rand` version.
 //! Every random number comes from a [`ChaCha8Rng`] keyed with the seed (its
 //! little-endian bytes in the first 8 bytes of the 32-byte key, the rest zero)
 //! and set to a *stream* that names the purpose and the chunk of work it
@@ -17,6 +19,7 @@ use rand_chacha::ChaCha8Rng;
 pub(crate) const EDGES: u64 = 0;
 pub(crate) const PERMUTATION: u64 = 1;
 pub(crate) const POINTS: u64 = 2;
+pub(crate) const BISECTION: u64 = 3;
 
 /// The generator for chunk `chunk` of work of kind `purpose`.
 pub(crate) fn chunk_rng(seed: u64, purpose: u64, chunk: u64) -> ChaCha8Rng {

@@ -22,7 +22,7 @@
 //!
 //! ```ignore
 //! #[global_allocator]
-//! static HEAP: warpfit_runtime::partition::CountingAlloc = warpfit_runtime::partition::CountingAlloc;
+//! static HEAP: warpfit_runtime::mem::CountingAlloc = warpfit_runtime::mem::CountingAlloc;
 //! ```
 
 use crate::{Error, Result};

@@ -1,0 +1,80 @@
+//! Output files opened before the work, so that a bad path fails in a
+//! moment instead of after a long run.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use warpfit::{Error, Result};
+
+/// A file the command will write when its work is done.
+///
+/// Opening checks everything the final write needs (the directory exists,
+/// the path is not a directory, it is writable) without touching an existing
+/// file's contents: it is truncated only when the result is written. A file
+/// that did not exist before and is never written is removed again, so a
+/// failed run leaves nothing behind.
+#[derive(Debug)]
+pub struct OutputFile {
+    path: PathBuf,
+    file: Option<File>,
+    created: bool,
+}
+
+impl OutputFile {
+    /// Opens `path` for writing later; `what` names the option in errors.
+    pub fn open(path: &Path, what: &str) -> Result<Self> {
+        let existed = path.exists();
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|source| {
+                Error::invalid(format!(
+                    "{what} {}: cannot write there: {source}",
+                    path.display()
+                ))
+            })?;
+        Ok(OutputFile {
+            path: path.to_path_buf(),
+            file: Some(file),
+            created: !existed,
+        })
+    }
+
+    /// Replaces the file's contents with what `write` produces.
+    pub fn write_with(
+        mut self,
+        write: impl FnOnce(&mut BufWriter<&File>) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let io = |source| Error::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let file = self.file.take().expect("an output file is written once");
+        file.set_len(0).map_err(io)?;
+        let mut w = BufWriter::with_capacity(1 << 20, &file);
+        write(&mut w).map_err(io)?;
+        w.flush().map_err(io)?;
+        drop(w);
+        self.created = false;
+        Ok(())
+    }
+
+    /// Keeps the file (checked writable) for a writer that goes by path.
+    pub fn keep(mut self) -> PathBuf {
+        self.created = false;
+        std::mem::take(&mut self.path)
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        if self.created {
+            self.file = None;
+            // Best effort: the file is empty and ours; the run's own error
+            // is what the user needs to see.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

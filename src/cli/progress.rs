@@ -1,0 +1,57 @@
+//! Progress of long CPU runs: a bar on stderr that appears only when the
+//! run has taken more than about a second and stderr is a terminal, so short
+//! runs and piped output stay exactly as they were.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// Runs shorter than this show no bar.
+const SHOW_AFTER: Duration = Duration::from_secs(1);
+
+/// Steps (iterations, sweeps) of a run, counted as they finish.
+pub struct Steps {
+    bar: ProgressBar,
+    start: Instant,
+    shown: bool,
+    enabled: bool,
+}
+
+impl Steps {
+    /// `total` steps when known (SpMV repetitions, PageRank iterations), or
+    /// `None` for runs to a fixed point (sssp, bfs), which show a count.
+    pub fn new(label: &str, total: Option<u64>) -> Self {
+        let bar = match total {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::hidden()),
+            None => ProgressBar::hidden(),
+        };
+        let template = match total {
+            Some(_) => format!("{label} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}}"),
+            None => format!("{label} [{{elapsed_precise}}] {{spinner}} {{pos}} steps"),
+        };
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style);
+        }
+        Steps {
+            bar,
+            start: Instant::now(),
+            shown: false,
+            enabled: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// One more step done.
+    pub fn step(&mut self) {
+        self.bar.inc(1);
+        if self.enabled && !self.shown && self.start.elapsed() >= SHOW_AFTER {
+            self.shown = true;
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+}
+
+impl Drop for Steps {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -29,8 +29,8 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use warpfit_gpu::{
-        Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input, KernelSpec, LaunchConfig, Output,
-        ParamKind, ParamSpec, PreparedLaunch, ScalarType,
+        host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input,
+        KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
     };
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::partition::WorkGraph;

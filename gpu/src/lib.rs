@@ -48,6 +48,9 @@ pub use compile::Arch;
 pub use config::{Decomposition, LaunchConfig, Split};
 pub use device::{CudaDevice, Device, DeviceInfo};
 pub use launch::Prepared;
+/// What generated `launch` functions call on the CPU backend.
+#[doc(hidden)]
+pub use resident::{host_input, host_output};
 pub use resident::{
     CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
 };

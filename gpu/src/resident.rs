@@ -220,6 +220,18 @@ impl<T: Scalar> DeviceVec<T> {
         }
     }
 
+    /// The host elements, exclusively (CPU backend).
+    fn host_mut(&mut self) -> Option<&mut [T]> {
+        match &mut self.storage {
+            // SAFETY: `UnsafeCell<T>` has the layout of `T`, and `&mut self`
+            // excludes every other access for the borrow.
+            Storage::Host(cells) => Some(unsafe {
+                std::slice::from_raw_parts_mut(cells.as_mut_ptr().cast::<T>(), cells.len())
+            }),
+            Storage::Cuda { .. } => None,
+        }
+    }
+
     /// This array as a launch argument of `kind`.
     pub(crate) fn as_arg(&self, kind: ParamKind) -> ResidentArray<'_> {
         let place = match &self.storage {
@@ -414,6 +426,48 @@ pub(crate) enum Target<'d> {
     Cuda(&'d CudaDevice),
 }
 
+/// The error for argument `i` of `spec`, a `DeviceVec` of `lives_on`, in a
+/// launch that runs on `runs_on`.
+fn misplaced(spec: &KernelSpec, i: usize, lives_on: &str, runs_on: &str) -> Error {
+    let name = spec.params.get(i).map_or("?", |p| p.name);
+    Error::invalid(format!(
+        "kernel `{}`: argument {i} (`{name}`) is a DeviceVec of {lives_on}, but the launch runs on {runs_on}",
+        spec.name
+    ))
+}
+
+/// Input `i` of a launch of `spec` on the CPU: the host slice, or a CPU
+/// `DeviceVec`'s storage in place; a GPU's array is an error naming the
+/// parameter (generated `launch`).
+pub fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
+    spec: &KernelSpec,
+    i: usize,
+    x: &'a I,
+) -> Result<&'a [T]> {
+    match x.input_ref() {
+        InputRef::Host(s) => Ok(s),
+        InputRef::Resident(v) => v
+            .host()
+            .ok_or_else(|| misplaced(spec, i, &v.location(), "the CPU")),
+    }
+}
+
+/// Output `i` of a launch of `spec` on the CPU, as [`host_input`].
+pub fn host_output<'a, T: Scalar, O: Output<T> + ?Sized>(
+    spec: &KernelSpec,
+    i: usize,
+    y: &'a mut O,
+) -> Result<&'a mut [T]> {
+    match y.output_ref() {
+        OutputRef::Host(s) => Ok(s),
+        OutputRef::Resident(v) => {
+            let location = v.location();
+            v.host_mut()
+                .ok_or_else(|| misplaced(spec, i, &location, "the CPU"))
+        }
+    }
+}
+
 /// Checks that every device-resident argument of a launch of `spec` lives
 /// where the launch runs: a CPU array on a GPU, a GPU array on the CPU, or
 /// arrays of another GPU are errors naming the parameter.
@@ -422,7 +476,7 @@ pub(crate) fn check_placement(
     args: &[Arg<'_>],
     target: Target<'_>,
 ) -> Result<()> {
-    for (i, (p, a)) in spec.params.iter().zip(args).enumerate() {
+    for (i, a) in args.iter().enumerate().take(spec.params.len()) {
         let Arg::Resident(r) = a else { continue };
         let runs_on = match target {
             Target::Cpu => "the CPU".to_string(),
@@ -433,13 +487,10 @@ pub(crate) fn check_placement(
             (Place::Cuda { device, .. }, Target::Cuda(d)) if device.ordinal() == d.ordinal() => {
                 continue
             }
-            (Place::Host { .. }, _) => "the CPU backend".to_string(),
+            (Place::Host { .. }, _) => "the CPU".to_string(),
             (Place::Cuda { device, .. }, _) => cuda_name(device),
         };
-        return Err(Error::invalid(format!(
-            "kernel `{}`: argument {i} (`{}`) is a DeviceVec of {lives_on}, but the launch runs on {runs_on}",
-            spec.name, p.name
-        )));
+        return Err(misplaced(spec, i, &lives_on, &runs_on));
     }
     Ok(())
 }

@@ -410,11 +410,12 @@ pub(crate) enum Place<'a> {
 }
 
 impl Place<'_> {
-    /// The array's first address, to tell arrays apart.
-    fn address(&self) -> (bool, u64) {
+    /// Which memory the array starts at: host, or a GPU's by ordinal, and
+    /// the address there (distinct arrays never share a first address).
+    fn address(&self) -> (Option<usize>, u64) {
         match *self {
-            Place::Host { addr } => (false, addr as u64),
-            Place::Cuda { ptr, device } => (true, ptr ^ ((device.ordinal() as u64) << 56)),
+            Place::Host { addr } => (None, addr as u64),
+            Place::Cuda { ptr, device } => (Some(device.ordinal()), ptr),
         }
     }
 }
@@ -609,7 +610,8 @@ pub type CpuRun<'a> = Box<dyn Fn(&CpuArgs<'a>) -> Result<()> + 'a>;
 
 enum Backend<'a> {
     Cuda {
-        prepared: crate::launch::Prepared,
+        /// Boxed: its `Params` block is 4 KiB.
+        prepared: Box<crate::launch::Prepared>,
         _borrows: PhantomData<&'a DeviceVec<u8>>,
     },
     Cpu {
@@ -632,7 +634,7 @@ impl<'a> PreparedLaunch<'a> {
         let prepared = crate::launch::Prepared::new_borrowing(dev, spec, config, tasks, &args)?;
         Ok(PreparedLaunch {
             backend: Backend::Cuda {
-                prepared,
+                prepared: Box::new(prepared),
                 _borrows: PhantomData,
             },
         })

@@ -738,6 +738,12 @@ mod tests {
     }
 
     #[test]
+    fn arrays_move_between_threads() {
+        fn send<T: Send>(_: T) {}
+        send(Device::cpu().alloc::<f32>(1).unwrap());
+    }
+
+    #[test]
     fn length_mismatches_are_errors() {
         let d = Device::cpu();
         let mut v = d.alloc::<i32>(3).unwrap();

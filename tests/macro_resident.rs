@@ -243,3 +243,23 @@ fn lengths_are_checked_not_assumed() {
     assert_eq!(v.len(), 3);
     assert!(format!("{v:?}").contains("len: 3"), "{v:?}");
 }
+
+/// A kernel without input arrays: its launch has no input view to make.
+#[nested_reduce]
+pub fn triangle(i: usize, step: u32, y: &mut [u32]) {
+    let lo = 0usize;
+    let hi = i;
+    y[i] = (lo..hi).map(|k| step * k as u32).fold(0, |a, b| a + b);
+}
+
+#[test]
+fn kernels_without_inputs_launch_and_prepare() {
+    let dev = Device::cpu();
+    let mut y = dev.alloc::<u32>(5).unwrap();
+    triangle::launch(&dev, 5, 2, &mut y).unwrap();
+    assert_eq!(y.to_vec().unwrap(), [0, 0, 2, 6, 12]);
+    let z = dev.alloc::<u32>(4).unwrap();
+    let k = triangle::prepare(&dev, &LaunchConfig::default(), 4, 1, &z).unwrap();
+    k.run().unwrap();
+    assert_eq!(z.to_vec().unwrap(), [0, 0, 1, 3]);
+}

@@ -124,10 +124,11 @@ impl<T: Scalar> DeviceVec<T> {
         }
     }
 
-    /// The host elements, for the length of a call or of a CPU launch.
-    /// Nothing writes them meanwhile: writes take `&mut self`, or are a
-    /// prepared CPU launch's `run`, which runs on the thread holding this
-    /// borrow (the type is not `Sync`) and never while such a view lives.
+    /// The host elements, for the length of a call or of a CPU launch
+    /// ([`host_input`]'s contract). Nothing writes them meanwhile: writes
+    /// take `&mut self`, or are a prepared CPU launch's `run`, which runs on
+    /// the thread holding this borrow (the type is not `Sync`) and never
+    /// while such a view lives.
     fn host(&self) -> Option<&[T]> {
         match &self.storage {
             // SAFETY: `UnsafeCell<T>` has the layout of `T`; see above for
@@ -440,7 +441,13 @@ fn misplaced(spec: &KernelSpec, i: usize, lives_on: &str, runs_on: &str) -> Erro
 /// Input `i` of a launch of `spec` on the CPU: the host slice, or a CPU
 /// `DeviceVec`'s storage in place; a GPU's array is an error naming the
 /// parameter (generated `launch`).
-pub fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
+///
+/// # Safety
+///
+/// The result must not outlive the launch it is made for, and the launch
+/// must run to completion on this thread: a prepared launch may hold the
+/// same `DeviceVec` as an output (a shared borrow) and write it when run.
+pub unsafe fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
     spec: &KernelSpec,
     i: usize,
     x: &'a I,
@@ -453,7 +460,8 @@ pub fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
     }
 }
 
-/// Output `i` of a launch of `spec` on the CPU, as [`host_input`].
+/// Output `i` of a launch of `spec` on the CPU, as [`host_input`]. Safe:
+/// the exclusive borrow rules out every other access for its lifetime.
 pub fn host_output<'a, T: Scalar, O: Output<T> + ?Sized>(
     spec: &KernelSpec,
     i: usize,

@@ -605,11 +605,12 @@ impl ModuleEmitter<'_> {
                 ParamKind::Scalar => quote!(#n),
             }
         });
-        let (dev, cfg, tasks, cuda) = (
+        let (dev, cfg, tasks, cuda, kernel) = (
             plumbing("device"),
             plumbing("config"),
             plumbing("tasks"),
             plumbing("cuda"),
+            plumbing("__kernel"),
         );
         quote! {
             #[doc = #launch_doc]
@@ -632,7 +633,11 @@ impl ModuleEmitter<'_> {
                 if let ::core::option::Option::Some(#cuda) = #dev.cuda() {
                     return #cuda.launch(&SPEC, #cfg, #tasks, &mut [#(#device_args),*]);
                 }
-                ::warpfit::__private::cpu::run(&Kernel { #(#twin_args),* }, #tasks)
+                // SAFETY (`host_input`'s contract): the views live only in this
+                // launch, which runs to completion on this thread.
+                #[allow(unused_unsafe)]
+                let #kernel = unsafe { Kernel { #(#twin_args),* } };
+                ::warpfit::__private::cpu::run(&#kernel, #tasks)
             }
         }
     }

@@ -295,9 +295,9 @@ impl Device {
 
     /// Waits for every launch and copy enqueued on this device, and reports
     /// the first fault of its asynchronous launches since the last check
-    /// (plain launches whose arguments are all device-resident; a prepared
-    /// launch reports its own faults through its `check`). A no-op on the
-    /// CPU, whose launches are synchronous.
+    /// (plain launches with a device-resident array and no host output; a
+    /// prepared launch reports its own faults through its `check`). A no-op
+    /// on the CPU, whose launches are synchronous.
     pub fn synchronize(&self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),

@@ -1,4 +1,4 @@
-//! warpfit: irregular sparse-matrix and graph kernels as plain Rust map/fold.
+#![doc = include_str!("../README.md")]
 
 // Generated code names `::warpfit::…`; this makes those paths resolve inside
 // this crate too (its own apps are `#[nested_reduce]` kernels).

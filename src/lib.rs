@@ -9,7 +9,8 @@ pub mod apps;
 /// compilation, the cuSPARSE baseline and the SpMV benchmark.
 pub use warpfit_gpu as gpu;
 pub use warpfit_gpu::{
-    CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, LaunchConfig, Split,
+    split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, LaunchConfig,
+    OneTaskSplit, Split,
 };
 pub use warpfit_macros::{device_fn, nested_reduce};
 pub use warpfit_runtime as runtime;

@@ -312,6 +312,7 @@ mod tests {
             device_fns: &[],
             params: &[],
             acc: crate::ScalarType::F32,
+            elementwise: false,
         };
         let tu = translation_unit(&SPEC);
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));

@@ -603,7 +603,10 @@ fn per_task_maps_match_their_reference_over_tasks_and_lists() {
     // A segment with fine tasks lies outside the map's empty range.
     let bad = TaskList::new(vec![Segment::new(0, 0, 1)]).unwrap();
     let e = axpy::launch(&Device::cpu(), &bad, 1.5, &x, &mut y).unwrap_err();
-    assert!(e.to_string().contains("outside the task's range 0..0"), "{e}");
+    assert!(
+        e.to_string().contains("outside the task's range 0..0"),
+        "{e}"
+    );
     // Out-of-range tasks are index faults naming the array.
     let e = axpy::launch(&Device::cpu(), n + 1, 1.5, &x, &mut y).unwrap_err();
     assert!(e.to_string().contains(&format!("task {n}: `x`")), "{e}");
@@ -636,7 +639,16 @@ fn global_reductions_run_split_over_one_task() {
         let split = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
         assert_eq!(split.tasks.len(), (n / 1024).max(1));
         let mut out = [f64::NAN];
-        dot::launch_with(&dev, &split.config, &split.tasks, n as u32, &x, &y, &mut out).unwrap();
+        dot::launch_with(
+            &dev,
+            &split.config,
+            &split.tasks,
+            n as u32,
+            &x,
+            &y,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out[0], want, "n = {n}");
         // One whole task gives the same here (exact values).
         let mut whole = [f64::NAN];

@@ -259,9 +259,7 @@ pub fn map_forms(i: usize, x: &[f64], k: &[i32], scale: f64, y: &mut [f64], q: &
 /// A global reduction: one task folding the whole vectors.
 #[nested_reduce]
 pub fn dot(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
-    out[t] = (0..n as usize)
-        .map(|i| x[i] * y[i])
-        .fold(0.0, |a, b| a + b);
+    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
 }
 
 fn nvrtc_or_skip() -> bool {

@@ -136,7 +136,9 @@ mod tests {
         let segs = s.tasks.segments();
         assert_eq!(segs.len(), 9);
         assert_eq!((segs[0].lo, segs[8].hi), (10, 10_000));
-        assert!(segs.windows(2).all(|w| w[0].hi == w[1].lo && w[0].task == 3));
+        assert!(segs
+            .windows(2)
+            .all(|w| w[0].hi == w[1].lo && w[0].task == 3));
         assert_eq!(s.config, LaunchConfig::default());
         let empty = split_one_task(&Device::cpu(), 0, 5..5).unwrap();
         assert_eq!(empty.tasks.len(), 1);

@@ -356,9 +356,7 @@ pub fn diff_clamp_reference(x: &[i32], floor: i32) -> (Vec<i32>, Vec<u8>) {
 /// over the device with `warpfit::split_one_task`).
 #[nested_reduce]
 pub fn dot(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
-    out[t] = (0..n as usize)
-        .map(|i| x[i] * y[i])
-        .fold(0.0, |a, b| a + b);
+    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
 }
 
 /// The Euclidean norm: a reduction whose epilogue runs once, after the merge.

@@ -308,7 +308,10 @@ mod tests {
         // The whole u32 range: exact arithmetic, lengths differ by at most one.
         let big = TaskList::split_evenly(0, 0, u32::MAX, 7).unwrap();
         let lens: Vec<u32> = big.segments().iter().map(Segment::len).collect();
-        assert_eq!(lens.iter().map(|&l| u64::from(l)).sum::<u64>(), u64::from(u32::MAX));
+        assert_eq!(
+            lens.iter().map(|&l| u64::from(l)).sum::<u64>(),
+            u64::from(u32::MAX)
+        );
         assert!(lens.iter().max().unwrap() - lens.iter().min().unwrap() <= 1);
         assert!(TaskList::split_evenly(0, 0, 10, 0).is_err());
         assert!(TaskList::split_evenly(0, 10, 9, 2).is_err());

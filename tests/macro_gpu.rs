@@ -407,3 +407,203 @@ fn faults_of_asynchronous_and_prepared_launches_are_reported_at_the_next_check()
         );
     }
 }
+
+#[test]
+fn per_task_maps_match_the_twin_under_every_config() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let n = 100_003;
+    let x: Vec<f32> = quarters(n, 3);
+    let y0: Vec<f32> = quarters(n, 8);
+    let xi: Vec<i32> = (0..n as i32)
+        .map(|i| i.wrapping_mul(7919) % 201 - 100)
+        .collect();
+    // A map ignores the decomposition and split: one thread per task.
+    for cfg in configs() {
+        let (mut a, mut b) = (y0.clone(), y0.clone());
+        axpy::launch_with(&cpu, &cfg, n, 1.5, &x, &mut a).unwrap();
+        axpy::launch_with(&dev, &cfg, n, 1.5, &x, &mut b).unwrap();
+        assert_eq!(a, b, "axpy {cfg:?}");
+        let (mut da, mut ba) = (vec![0i32; n], vec![0u8; n]);
+        let (mut db, mut bb) = (vec![1i32; n], vec![1u8; n]);
+        diff_clamp::launch_with(&cpu, &cfg, n, &xi, -40, &mut da, &mut ba).unwrap();
+        diff_clamp::launch_with(&dev, &cfg, n, &xi, -40, &mut db, &mut bb).unwrap();
+        assert_eq!((&da, &ba), (&db, &bb), "diff_clamp {cfg:?}");
+    }
+    // A task list runs the tasks it names, each once, on both backends.
+    let list = TaskList::new(vec![
+        Segment::new(7, 0, 0),
+        Segment::new(3, 0, 0),
+        Segment::new(7, 0, 0),
+    ])
+    .unwrap();
+    let (mut a, mut b) = (y0.clone(), y0.clone());
+    axpy::launch(&cpu, &list, 1.5, &x, &mut a).unwrap();
+    axpy::launch(&dev, &list, 1.5, &x, &mut b).unwrap();
+    assert_eq!(a, b);
+    // Faults: the same error as the twin.
+    let e = axpy::launch(&dev, n + 1, 1.5, &x, &mut b).unwrap_err();
+    assert!(
+        matches!(e, Error::IndexOutOfRange { index, len, .. } if index == n as u64 && len == n as u64),
+        "{e}"
+    );
+}
+
+#[test]
+fn global_reductions_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    // WARPFIT_SMALL=1 (the compute-sanitizer runs) leaves out the 4M case.
+    let small = std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1");
+    let sizes: &[usize] = if small {
+        &[0, 1, 4095, 100_000]
+    } else {
+        &[0, 1, 4095, 100_000, 4 << 20]
+    };
+    for &n in sizes {
+        // Exact in any order: the GPU's and the CPU's splits agree bit for bit.
+        let x: Vec<f64> = quarters(n, 1).iter().map(|&v| f64::from(v)).collect();
+        let y: Vec<f64> = quarters(n, 2).iter().map(|&v| f64::from(v) - 1.0).collect();
+        let want: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+        let s = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
+        let mut got = [f64::NAN];
+        dot::launch_with(&dev, &s.config, &s.tasks, n as u32, &x, &y, &mut got).unwrap();
+        assert_eq!(got[0], want, "dot n = {n}");
+        let xi: Vec<i64> = (0..n as i64).map(|i| i * 0x3fff_ffff_ffff - 17).collect();
+        let want_i = xi.iter().fold(0i64, |a, &b| a.wrapping_add(b));
+        let mut got_i = [0i64];
+        isum::launch_with(&dev, &s.config, &s.tasks, n as u32, &xi, &mut got_i).unwrap();
+        assert_eq!(got_i[0], want_i, "isum n = {n}");
+        // Rounding-sensitive floats: the same bits on every run, and within
+        // rounding of the CPU's.
+        let xs: Vec<f32> = (0..n).map(|i| 1.0 + (i as f32).sin() * 1e-3).collect();
+        let mut first = [0.0f32];
+        norm::launch_with(&dev, &s.config, &s.tasks, n as u32, &xs, &mut first).unwrap();
+        for _ in 0..3 {
+            let mut again = [0.0f32];
+            norm::launch_with(&dev, &s.config, &s.tasks, n as u32, &xs, &mut again).unwrap();
+            assert_eq!(again[0].to_bits(), first[0].to_bits(), "norm n = {n}");
+        }
+        let c = warpfit::split_one_task(&cpu, 0, 0..n).unwrap();
+        let mut on_cpu = [0.0f32];
+        norm::launch_with(&cpu, &c.config, &c.tasks, n as u32, &xs, &mut on_cpu).unwrap();
+        // Segments summed in other orders: a relative difference of a few
+        // f32 roundings per level of the fold.
+        let tol = 1e-4 * on_cpu[0].max(1.0);
+        assert!(
+            (first[0] - on_cpu[0]).abs() <= tol,
+            "norm n = {n}: {} vs {}",
+            first[0],
+            on_cpu[0]
+        );
+    }
+    // A read past the end is an index error; which segment reports first
+    // is up to timing, on both backends (the index is at least the length).
+    let s = warpfit::split_one_task(&dev, 0, 0..10_000).unwrap();
+    let e = dot::launch_with(
+        &dev,
+        &s.config,
+        &s.tasks,
+        10_000,
+        &[1.0; 10_000],
+        &[1.0; 9_000],
+        &mut [0.0],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::IndexOutOfRange {
+                index: 9_000,
+                len: 9_000,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+/// Kernel times of the new forms on vectors of 4M and 16M elements, with the
+/// arguments resident (a `Prepared` launch run again): the wall time of 50
+/// back-to-back runs, then one synchronising fault check, divided by 50 (what
+/// a solver's loop sees; the enqueue of each launch overlaps the kernels
+/// before it). `cargo test --release --test macro_gpu -- --ignored
+/// --nocapture form_kernel_times`. Prints; asserts nothing about speed.
+#[test]
+#[ignore]
+fn form_kernel_times() {
+    use warpfit::gpu::{launch::Prepared, Arg};
+    let Some(dev) = gpu() else { return };
+    let cuda = dev.cuda().expect("a CUDA device");
+    let time = |p: &Prepared| -> f64 {
+        for _ in 0..3 {
+            p.run().unwrap();
+        }
+        p.check_fault().unwrap();
+        let runs = 50;
+        let start = std::time::Instant::now();
+        for _ in 0..runs {
+            p.run().unwrap();
+        }
+        p.check_fault().unwrap();
+        start.elapsed().as_secs_f64() * 1e6 / runs as f64
+    };
+    for n in [4usize << 20, 16 << 20] {
+        let x64 = vec![0.5f64; n];
+        let y64 = vec![0.25f64; n];
+        let x32 = vec![0.5f32; n];
+        let mut y32 = vec![0.25f32; n];
+        let mut out64 = [0.0f64];
+        let mut out32 = [0.0f32];
+        let s = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
+        let dot = Prepared::new(
+            cuda,
+            &dot::SPEC,
+            &s.config,
+            (&s.tasks).into(),
+            &[
+                Arg::scalar(n as u32),
+                Arg::input(&x64),
+                Arg::input(&y64),
+                Arg::output(&mut out64),
+            ],
+        )
+        .unwrap();
+        let us = time(&dot);
+        println!(
+            "dot f64 n = {n}: {us:.1} us, {:.0} GB/s ({} segments)",
+            (16 * n) as f64 / us / 1e3,
+            s.tasks.len()
+        );
+        let norm = Prepared::new(
+            cuda,
+            &norm::SPEC,
+            &s.config,
+            (&s.tasks).into(),
+            &[
+                Arg::scalar(n as u32),
+                Arg::input(&x32),
+                Arg::output(&mut out32),
+            ],
+        )
+        .unwrap();
+        let us = time(&norm);
+        println!(
+            "norm f32 n = {n}: {us:.1} us, {:.0} GB/s",
+            (4 * n) as f64 / us / 1e3
+        );
+        let axpy = Prepared::new(
+            cuda,
+            &axpy::SPEC,
+            &LaunchConfig::default(),
+            n.into(),
+            &[Arg::scalar(1.5f32), Arg::input(&x32), Arg::output(&mut y32)],
+        )
+        .unwrap();
+        let us = time(&axpy);
+        println!(
+            "axpy f32 n = {n}: {us:.1} us, {:.0} GB/s",
+            (12 * n) as f64 / us / 1e3
+        );
+    }
+}

@@ -725,6 +725,7 @@ mod tests {
             },
         ],
         acc: ScalarType::F32,
+        elementwise: false,
     };
 
     #[test]

@@ -255,7 +255,14 @@ fn prepared_launches_run_many_times_match_the_twin() {
     let cpu = Device::cpu();
     let (ptr, src) = skewed_graph(4000, 4);
     let n = ptr.len() - 1;
-    let inv = quarters(n, 5);
+    // Real PageRank weights (1 / out-degree), so the ranks stay bounded over
+    // the iterations; the fold orders differ, so floats agree within rounding.
+    let mut out_degree = vec![0u32; n];
+    src.iter().for_each(|&u| out_degree[u as usize] += 1);
+    let inv: Vec<f32> = out_degree
+        .iter()
+        .map(|&d| if d == 0 { 0.0 } else { 1.0 / d as f32 })
+        .collect();
     let (base, damping) = (0.15 / n as f32, 0.85f32);
     for cfg in configs() {
         for list in [None, Some(TaskList::chunked(&ptr, 7).unwrap())] {
@@ -282,7 +289,13 @@ fn prepared_launches_run_many_times_match_the_twin() {
                 b.check().unwrap();
                 got.push(r0.to_vec().unwrap());
             }
-            assert_eq!(got[0], got[1], "pagerank {cfg:?} list {}", list.is_some());
+            for (v, (c, g)) in got[0].iter().zip(&got[1]).enumerate() {
+                assert!(
+                    c.is_finite() && (c - g).abs() <= 1e-5 * c.abs().max(1e-6),
+                    "pagerank {cfg:?} list {}: vertex {v}: cpu {c}, cuda {g}",
+                    list.is_some()
+                );
+            }
         }
     }
 }
@@ -511,14 +524,7 @@ fn global_reductions_match_the_twin() {
     )
     .unwrap_err();
     assert!(
-        matches!(
-            e,
-            Error::IndexOutOfRange {
-                index: 9_000,
-                len: 9_000,
-                ..
-            }
-        ),
+        matches!(e, Error::IndexOutOfRange { index, len: 9_000, .. } if index >= 9_000),
         "{e}"
     );
 }

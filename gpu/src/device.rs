@@ -72,12 +72,14 @@ impl Drop for Module {
 /// The entry points a launch that has just asked for `ep` will most likely
 /// ask for next, most likely first, compiled on other threads meanwhile: a
 /// CTE launch over all tasks runs the size kernel, then the CTE task-list
-/// kernel (a small launch always), the merge when tasks were split, or,
-/// when none is long enough to need a list, the CTE kernel over all tasks.
+/// kernel (a small launch always), the merge when tasks were split (the
+/// wide merge when a task has more than 64 pieces, as hubs of power-law
+/// graphs do), or, when none is long enough to need a list, the CTE kernel
+/// over all tasks.
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
-        "wf_sizes" => &["wf_cte_list", "wf_merge", "wf_cte_all"],
-        _ if ep.ends_with("_list") => &["wf_merge"],
+        "wf_sizes" => &["wf_cte_list", "wf_merge", "wf_merge_wide", "wf_cte_all"],
+        _ if ep.ends_with("_list") => &["wf_merge", "wf_merge_wide"],
         _ => &[],
     }
 }

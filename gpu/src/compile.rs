@@ -157,6 +157,34 @@ fn options(arch: Arch) -> Vec<String> {
     ]
 }
 
+/// Sets NVRTC up by compiling a one-line kernel, ignoring the result (no
+/// NVRTC, or a failure, shows again at the first real compile). NVRTC's
+/// first compilation in a process costs 200 to 300 ms of one-time set-up on
+/// an H100 host, the same trivial program compiled again 20 ms
+/// (`BENCHMARKS.md`, "First launch on the H100"); run on a thread of its own
+/// while the driver creates a context, that set-up leaves a first launch's
+/// critical path.
+pub fn warm_up() {
+    let _ = compile_uncached(
+        "warm_up",
+        "extern \"C\" __global__ void warpfit_warm_up() {}\n",
+        crate::abi::MIN_ARCH,
+    );
+}
+
+/// Whether a process using the kernel cache `dir` will compile from
+/// scratch: there is no cache, or no entry in it (a first run, or a
+/// cleared cache).
+pub fn cache_is_empty(dir: Option<&Path>) -> bool {
+    let Some(dir) = dir else { return true };
+    match std::fs::read_dir(dir) {
+        Ok(entries) => !entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "wfk")),
+        Err(_) => true,
+    }
+}
+
 /// Compiles `source` (which includes `warpfit/kernel.cuh`) to CUBIN for
 /// `arch`, without the cache. `kernel` names it in errors.
 pub fn compile_uncached(kernel: &str, source: &str, arch: Arch) -> Result<Compiled> {
@@ -583,6 +611,22 @@ mod tests {
         assert!(tu
             .trim_end()
             .ends_with("WARPFIT_ENTRY_POINTS(wf_k::Kernel)"));
+    }
+
+    #[test]
+    fn an_empty_or_missing_cache_is_empty_and_one_entry_is_not() {
+        let dir = std::env::temp_dir().join(format!("warpfit-empty-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(cache_is_empty(None));
+        assert!(cache_is_empty(Some(&dir)));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("notes.txt"), b"x").unwrap();
+        assert!(cache_is_empty(Some(&dir)));
+        std::fs::write(dir.join("k.wf_sizes-sm_90-nvrtc13.0-0.wfk"), b"x").unwrap();
+        assert!(!cache_is_empty(Some(&dir)));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Without NVRTC the warm-up is a silent no-op; with it, a compile.
+        warm_up();
     }
 
     #[test]

@@ -182,6 +182,23 @@ struct Inner {
     /// device-resident array, no host output), oldest first, until the
     /// next check.
     pending: Mutex<Vec<PendingFault>>,
+    /// NVRTC's one-time set-up, started beside the context's creation when
+    /// the kernel cache is empty ([`compile::warm_up`]).
+    nvrtc_warm_up: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    /// Waits for the NVRTC warm-up: a thread still inside NVRTC while the
+    /// process exits would race the library's teardown.
+    fn drop(&mut self) {
+        let handle = match self.nvrtc_warm_up.get_mut() {
+            Ok(h) => h.take(),
+            Err(poison) => poison.into_inner().take(),
+        };
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
 }
 
 /// Launches left unchecked at most: the one after these waits for the
@@ -227,6 +244,17 @@ impl CudaDevice {
                 reason: format!("the driver reports {count} device(s)"),
             });
         }
+        // With nothing in the kernel cache the first launch will compile:
+        // NVRTC's set-up then runs beside the context's creation instead of
+        // after it. A warm cache starts no NVRTC at all.
+        let nvrtc_warm_up = if compile::cache_is_empty(cache_dir.as_deref()) {
+            std::thread::Builder::new()
+                .name("warpfit-nvrtc-warm-up".into())
+                .spawn(compile::warm_up)
+                .ok()
+        } else {
+            None
+        };
         let ctx = CudaContext::new(ordinal)
             .map_err(cuda_err(format!("creating a context on device {ordinal}")))?;
         // One stream, in-order: cudarc's per-buffer event tracking would only
@@ -295,6 +323,7 @@ impl CudaDevice {
                 cache_dir,
                 modules: Mutex::new(HashMap::new()),
                 pending: Mutex::new(Vec::new()),
+                nvrtc_warm_up: Mutex::new(nvrtc_warm_up),
             }),
         })
     }

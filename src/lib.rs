@@ -9,7 +9,8 @@ pub mod apps;
 /// compilation, the cuSPARSE baseline and the SpMV benchmark.
 pub use warpfit_gpu as gpu;
 pub use warpfit_gpu::{
-    CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, LaunchConfig, Split,
+    CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec, Input, LaunchConfig,
+    Output, PreparedLaunch, Split,
 };
 pub use warpfit_macros::{device_fn, nested_reduce};
 pub use warpfit_runtime as runtime;
@@ -18,14 +19,18 @@ pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 /// What a kernel file needs in scope.
 pub mod prelude {
     pub use crate::{device_fn, nested_reduce};
-    pub use crate::{Decomposition, Device, Error, LaunchConfig, Segment, Split, TaskList, Tasks};
+    pub use crate::{
+        Decomposition, Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Segment, Split,
+        TaskList, Tasks,
+    };
 }
 
 /// Items the generated code refers to; not a public API.
 #[doc(hidden)]
 pub mod __private {
     pub use warpfit_gpu::{
-        Arg, Device, DeviceFnSource, KernelSpec, LaunchConfig, ParamKind, ParamSpec, ScalarType,
+        host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input,
+        KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
     };
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::partition::WorkGraph;

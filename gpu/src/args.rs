@@ -7,12 +7,13 @@
 //! each kind implements [`KernelArg`] — which parameter it fills, how it
 //! becomes resident on the device, what happens after the launch — in one
 //! place. [`Arg`] only erases the type, so that generated code can pass a
-//! list; a new kind (a device-resident array: resident already, nothing to
-//! copy back) is one more type and one more variant.
+//! list. A device-resident array ([`ResidentArray`], a borrowed
+//! [`DeviceVec`]) is resident already and has nothing to copy back.
 
 use crate::abi::LaunchArgs;
 use crate::buffer::DeviceBuffer;
 use crate::device::CudaDevice;
+use crate::resident::{DeviceVec, Input, InputRef, Output, OutputRef, Place, ResidentArray};
 use crate::spec::{KernelSpec, ParamKind, Scalar, ScalarType, ScalarValue};
 use cudarc::driver::DeviceRepr;
 use warpfit_runtime::{Error, Result};
@@ -59,6 +60,8 @@ pub enum Arg<'a> {
     Input(HostSlice<'a>),
     Output(HostSliceMut<'a>),
     Scalar(ScalarValue),
+    /// An array already on the device (input or output).
+    Resident(ResidentArray<'a>),
 }
 
 impl<'a> Arg<'a> {
@@ -84,12 +87,48 @@ impl<'a> Arg<'a> {
         Arg::Scalar(v.value())
     }
 
+    /// A read-only array argument, on the host or already on the device.
+    pub fn from_input<T: Scalar, I: Input<T> + ?Sized>(x: &'a I) -> Self {
+        match x.input_ref() {
+            InputRef::Host(s) => Arg::input(s),
+            InputRef::Resident(v) => Arg::resident_input(v),
+        }
+    }
+
+    /// An output array argument, on the host or already on the device.
+    pub fn from_output<T: Scalar, O: Output<T> + ?Sized>(y: &'a mut O) -> Self {
+        match y.output_ref() {
+            OutputRef::Host(s) => Arg::output(s),
+            OutputRef::Resident(v) => Arg::resident_output(v),
+        }
+    }
+
+    /// A device-resident array the kernel reads.
+    pub fn resident_input<T: Scalar>(v: &'a DeviceVec<T>) -> Self {
+        Arg::Resident(v.as_arg(ParamKind::Input))
+    }
+
+    /// A device-resident array the kernel writes. A shared borrow: the
+    /// launch writes device memory (or, on the CPU, goes through the twin's
+    /// `SharedOut`), and prepared launches check that no other argument is
+    /// the same array.
+    pub fn resident_output<T: Scalar>(v: &'a DeviceVec<T>) -> Self {
+        Arg::Resident(v.as_arg(ParamKind::Output))
+    }
+
+    /// Whether the launch copies results back into this argument (a host
+    /// output), which makes it wait for the device.
+    pub(crate) fn copies_back(&self) -> bool {
+        matches!(self, Arg::Output(_))
+    }
+
     /// The argument as its kind.
     fn kind(&self) -> &dyn KernelArg {
         match self {
             Arg::Input(s) => s,
             Arg::Output(s) => s,
             Arg::Scalar(v) => v,
+            Arg::Resident(r) => r,
         }
     }
 
@@ -98,6 +137,7 @@ impl<'a> Arg<'a> {
             Arg::Input(s) => s,
             Arg::Output(s) => s,
             Arg::Scalar(v) => v,
+            Arg::Resident(r) => r,
         }
     }
 }
@@ -122,6 +162,8 @@ pub(crate) trait KernelArg {
 pub(crate) enum Resident {
     /// An array: `Params` holds its address and element count.
     Array { buffer: DeviceBuffer<u8>, len: u64 },
+    /// An array the caller keeps on the device (a borrowed `DeviceVec`).
+    Borrowed { ptr: u64, len: u64 },
     /// A scalar: `Params` holds its value.
     Scalar(ScalarValue),
 }
@@ -157,8 +199,30 @@ impl KernelArg for HostSliceMut<'_> {
     fn copy_back(&mut self, dev: &CudaDevice, resident: &Resident) -> Result<()> {
         match resident {
             Resident::Array { buffer, .. } => buffer.download(dev, self.bytes),
-            Resident::Scalar(_) => Err(Error::invalid(
-                "an output argument was prepared as a scalar",
+            Resident::Scalar(_) | Resident::Borrowed { .. } => Err(Error::invalid(
+                "a host output argument was prepared as a scalar or a device array",
+            )),
+        }
+    }
+}
+
+/// An array already on the device: its address, nothing copied either way.
+impl KernelArg for ResidentArray<'_> {
+    fn signature(&self) -> (ParamKind, ScalarType) {
+        (self.kind, self.ty)
+    }
+
+    fn make_resident(&self, dev: &CudaDevice) -> Result<Resident> {
+        match self.place {
+            Place::Cuda { ptr, device } if device.ordinal() == dev.ordinal() => {
+                Ok(Resident::Borrowed {
+                    ptr,
+                    len: self.len as u64,
+                })
+            }
+            // `check_placement` names the parameter before this is reached.
+            _ => Err(Error::invalid(
+                "a DeviceVec of another device was passed to a CUDA launch",
             )),
         }
     }
@@ -210,6 +274,7 @@ impl ResidentArgs {
     /// Checks `args` against `spec` and makes each resident on `dev`.
     pub(crate) fn new(dev: &CudaDevice, spec: &KernelSpec, args: &[Arg<'_>]) -> Result<Self> {
         check_args(spec, args)?;
+        crate::resident::check_placement(spec, args, crate::resident::Target::Cuda(dev))?;
         let args = args
             .iter()
             .map(|a| a.kind().make_resident(dev))
@@ -226,6 +291,10 @@ impl ResidentArgs {
                     block.push(8, &buffer.device_ptr(dev).to_ne_bytes())?;
                     block.push(8, &len.to_ne_bytes())?;
                 }
+                Resident::Borrowed { ptr, len } => {
+                    block.push(8, &ptr.to_ne_bytes())?;
+                    block.push(8, &len.to_ne_bytes())?;
+                }
                 Resident::Scalar(v) => {
                     let (bytes, n) = v.to_ne_bytes();
                     block.push(n, &bytes[..n])?;
@@ -238,7 +307,7 @@ impl ResidentArgs {
     /// The element count of parameter `i`, when it is an array.
     pub(crate) fn array_len(&self, i: usize) -> Option<u64> {
         match self.args.get(i)? {
-            Resident::Array { len, .. } => Some(*len),
+            Resident::Array { len, .. } | Resident::Borrowed { len, .. } => Some(*len),
             Resident::Scalar(_) => None,
         }
     }

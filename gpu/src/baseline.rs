@@ -261,7 +261,7 @@ impl<T: SpmvScalar> Drop for CusparseSpmv<T> {
         // accepts for the descriptors and we skip for the handle); the stream
         // is synchronized first so no queued SpMV still uses them.
         unsafe {
-            let _ = self.dev.synchronize();
+            let _ = self.dev.wait_idle();
             if !self.vy.is_null() {
                 cs::cusparseDestroyDnVec(self.vy);
             }

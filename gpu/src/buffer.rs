@@ -118,7 +118,25 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceBuffer<T> {
                 "downloading {} bytes",
                 std::mem::size_of_val(host)
             )))?;
-        dev.synchronize()
+        dev.wait_idle()
+    }
+
+    /// Overwrites the buffer with `host`, which must have the same length
+    /// (enqueued on the device's stream).
+    pub fn copy_from(&mut self, dev: &CudaDevice, host: &[T]) -> Result<()> {
+        if host.len() != self.len {
+            return Err(Error::length("device buffer upload", self.len, host.len()));
+        }
+        if host.is_empty() {
+            return Ok(());
+        }
+        let mut view = self.slice.slice_mut(0..host.len());
+        dev.stream()
+            .memcpy_htod(host, &mut view)
+            .map_err(cuda_err(format!(
+                "uploading {} bytes",
+                std::mem::size_of_val(host)
+            )))
     }
 
     /// The buffer's contents as a vector (synchronizes).
@@ -136,7 +154,87 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceBuffer<T> {
     }
 }
 
+impl DeviceBuffer<u8> {
+    /// Fills the first `count` elements of `pattern.len()` bytes each (1, 4
+    /// or 8) with `pattern`: memsets on the device's stream, no host copy
+    /// (an 8-byte pattern is two 4-byte memsets with a stride of 8).
+    pub(crate) fn fill_bytes(
+        &mut self,
+        dev: &CudaDevice,
+        count: usize,
+        pattern: &[u8],
+    ) -> Result<()> {
+        use cudarc::driver::sys;
+        let bytes = count.saturating_mul(pattern.len());
+        if bytes > self.len {
+            return Err(Error::length("device buffer fill (bytes)", self.len, bytes));
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let ptr = self.device_ptr(dev);
+        let stream = dev.stream().cu_stream();
+        let word = |b: &[u8]| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+        let context = || format!("filling {bytes} bytes of device memory");
+        dev.context()
+            .bind_to_thread()
+            .map_err(cuda_err(context()))?;
+        // SAFETY: `ptr` is this buffer's allocation, of at least `bytes`
+        // bytes (checked above), and the memsets are ordered on its stream.
+        let r = unsafe {
+            match *pattern {
+                [b] => sys::cuMemsetD8Async(ptr, b, count, stream).result(),
+                [_, _, _, _] => sys::cuMemsetD32Async(ptr, word(pattern), count, stream).result(),
+                [_, _, _, _, _, _, _, _] => {
+                    sys::cuMemsetD2D32Async(ptr, 8, word(&pattern[..4]), 1, count, stream)
+                        .result()
+                        .and_then(|()| {
+                            sys::cuMemsetD2D32Async(
+                                ptr + 4,
+                                8,
+                                word(&pattern[4..]),
+                                1,
+                                count,
+                                stream,
+                            )
+                            .result()
+                        })
+                }
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "cannot fill device memory with {}-byte elements",
+                        pattern.len()
+                    )))
+                }
+            }
+        };
+        r.map_err(cuda_err(context()))
+    }
+}
+
 impl<T> DeviceBuffer<T> {
+    /// Sets every byte to zero under a shared borrow (device memory only;
+    /// enqueued on the device's stream).
+    pub(crate) fn zero_async(&self, dev: &CudaDevice) -> Result<()> {
+        let context = || format!("clearing {} bytes of device memory", self.bytes());
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        dev.context()
+            .bind_to_thread()
+            .map_err(cuda_err(context()))?;
+        // SAFETY: the range is this buffer's allocation.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(
+                self.device_ptr(dev),
+                0,
+                self.bytes(),
+                dev.stream().cu_stream(),
+            )
+        }
+        .map_err(cuda_err(context()))
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len

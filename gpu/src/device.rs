@@ -5,6 +5,7 @@ use crate::abi::{self, BLOCK, MIN_ARCH};
 use crate::buffer::cuda_err;
 use crate::compile::{self, Arch};
 use crate::config::LaunchConfig;
+use crate::launch::PendingFault;
 use crate::probe::{self, Library};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
@@ -175,7 +176,15 @@ struct Inner {
     smem_reserved_per_block: u32,
     cache_dir: Option<PathBuf>,
     modules: Mutex<HashMap<(String, u64), Arc<Module>>>,
+    /// Fault records of launches that returned without waiting (all their
+    /// arrays device-resident), oldest first, until the next check.
+    pending: Mutex<Vec<PendingFault>>,
 }
+
+/// Launches left unchecked at most: the one after these waits for the
+/// device and checks them, which bounds the records kept (a loop of
+/// asynchronous launches then waits once every this many).
+const MAX_PENDING_LAUNCHES: usize = 256;
 
 /// A CUDA GPU with its context, one stream and its compiled modules.
 ///
@@ -282,6 +291,7 @@ impl CudaDevice {
                 smem_reserved_per_block: smem_reserved.max(0) as u32,
                 cache_dir,
                 modules: Mutex::new(HashMap::new()),
+                pending: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -353,12 +363,42 @@ impl CudaDevice {
         &self.inner.ctx
     }
 
-    /// Waits for all enqueued work.
+    /// Waits for all enqueued work, then reports the first fault of the
+    /// asynchronous launches since the last check (plain launches whose
+    /// arrays were all device-resident; prepared launches report theirs
+    /// through their own `check`).
     pub fn synchronize(&self) -> Result<()> {
+        self.wait_idle()?;
+        self.check_pending_faults()
+    }
+
+    /// Waits for all enqueued work; reports no kernel fault.
+    pub(crate) fn wait_idle(&self) -> Result<()> {
         self.inner
             .stream
             .synchronize()
             .map_err(cuda_err("synchronizing the stream"))
+    }
+
+    /// Reports the first fault among the asynchronous launches not yet
+    /// checked (waiting for them), and forgets them all.
+    pub(crate) fn check_pending_faults(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.inner.pending.lock().map_err(poisoned)?);
+        pending.iter().try_for_each(|p| p.check(self))
+    }
+
+    /// Keeps the fault record of a launch that returned without waiting;
+    /// past [`MAX_PENDING_LAUNCHES`], checks them all now.
+    fn defer_fault_check(&self, launch: PendingFault) -> Result<()> {
+        let full = {
+            let mut pending = self.inner.pending.lock().map_err(poisoned)?;
+            pending.push(launch);
+            pending.len() >= MAX_PENDING_LAUNCHES
+        };
+        if full {
+            self.check_pending_faults()?;
+        }
+        Ok(())
     }
 
     /// The module of `spec`, whose entry points are compiled (or read from
@@ -447,6 +487,13 @@ impl CudaDevice {
     /// Host arrays are uploaded, outputs downloaded after the launch, and a
     /// fault inside the kernel comes back as the same `Error` the CPU twin
     /// returns.
+    ///
+    /// Device-resident arrays are used in place. A launch with at least one
+    /// of them and no host output returns once its kernels are enqueued
+    /// (after the size kernel's statistics, when the split depends on
+    /// them); its fault is reported by the next [`CudaDevice::synchronize`],
+    /// `DeviceVec` download, or launch with a host output. Any other launch
+    /// waits and reports its own fault, after those of earlier ones.
     pub fn launch(
         &self,
         spec: &crate::KernelSpec,
@@ -454,8 +501,13 @@ impl CudaDevice {
         tasks: warpfit_runtime::Tasks<'_>,
         args: &mut [crate::Arg<'_>],
     ) -> Result<()> {
-        let prepared = crate::launch::Prepared::new(self, spec, config, tasks, args)?;
+        let prepared = crate::launch::Prepared::new_borrowing(self, spec, config, tasks, args)?;
         prepared.run()?;
+        let resident = args.iter().any(|a| matches!(a, crate::Arg::Resident(_)));
+        if resident && !args.iter().any(crate::Arg::copies_back) {
+            return self.defer_fault_check(prepared.into_pending());
+        }
+        self.check_pending_faults()?;
         prepared.finish(args)
     }
 }

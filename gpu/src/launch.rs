@@ -47,7 +47,31 @@ impl Prepared {
     /// for a CTE launch over all tasks whose split depends on the tasks'
     /// sizes, runs the size kernel and builds the task list that bounds
     /// each warp's work.
+    ///
+    /// A `Prepared` owns copies of its arguments, so it takes host arrays
+    /// and scalars only: device-resident arrays go through a generated
+    /// `prepare`, whose handle borrows them for as long as it runs.
     pub fn new(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &LaunchConfig,
+        tasks: Tasks<'_>,
+        args: &[Arg<'_>],
+    ) -> Result<Self> {
+        if let Some(i) = args.iter().position(|a| matches!(a, Arg::Resident(_))) {
+            let name = spec.params.get(i).map_or("?", |p| p.name);
+            return Err(Error::invalid(format!(
+                "kernel `{}`: argument {i} (`{name}`) is a DeviceVec, which `Prepared::new` cannot borrow: use the kernel's generated `prepare`",
+                spec.name
+            )));
+        }
+        Self::new_borrowing(dev, spec, config, tasks, args)
+    }
+
+    /// [`Prepared::new`], with device-resident arrays taken by address: the
+    /// caller keeps them alive while the launch can run (a plain launch for
+    /// its call, a `PreparedLaunch` for its borrow).
+    pub(crate) fn new_borrowing(
         dev: &CudaDevice,
         spec: &KernelSpec,
         config: &LaunchConfig,
@@ -166,6 +190,38 @@ impl Prepared {
         check_fault(&self.dev, &self.spec, &self.fault, &self.args, segments)
     }
 
+    /// [`Prepared::check_fault`], and on a fault clears the record, so that
+    /// the next check reports only faults of later runs.
+    pub(crate) fn check_and_clear_fault(&self) -> Result<()> {
+        let r = self.check_fault();
+        if r.is_err() {
+            self.fault.zero_async(&self.dev)?;
+        }
+        r
+    }
+
+    /// The kernel's name.
+    pub(crate) fn kernel_name(&self) -> &'static str {
+        self.spec.name
+    }
+
+    /// What checking this launch's faults later needs, without its buffers
+    /// (after [`Prepared::run`], for a launch that does not wait).
+    pub(crate) fn into_pending(self) -> PendingFault {
+        let lens = (0..self.spec.params.len())
+            .map(|i| self.args.array_len(i))
+            .collect();
+        PendingFault {
+            spec: self.spec,
+            fault: self.fault,
+            lens,
+            segments: self
+                .tasks
+                .map(|l| l.into_list().segments().to_vec())
+                .unwrap_or_default(),
+        }
+    }
+
     /// Waits, checks the fault record and downloads the outputs into
     /// `args`, which must match the kernel's parameters as the prepared
     /// arguments did.
@@ -190,6 +246,33 @@ impl Prepared {
     /// an automatic split).
     pub fn task_list(&self) -> Option<&TaskList> {
         self.tasks.as_ref().map(DeviceTaskList::list)
+    }
+}
+
+/// The fault record of a launch that returned before its kernels ran,
+/// with what turning it into the twin's error needs.
+pub(crate) struct PendingFault {
+    spec: KernelSpec,
+    fault: DeviceBuffer<u64>,
+    lens: Vec<Option<u64>>,
+    segments: Vec<warpfit_runtime::Segment>,
+}
+
+impl PendingFault {
+    /// The launch's fault as the CPU twin's error (call after the device
+    /// finished the launch: reading the record waits for it).
+    pub(crate) fn check(&self, dev: &CudaDevice) -> Result<()> {
+        let words: [u64; FaultRecord::WORDS] = self
+            .fault
+            .to_vec(dev)?
+            .try_into()
+            .map_err(|_| read_back_error(&self.spec, "fault record"))?;
+        let rec = FaultRecord::from_words(&words);
+        let lens = |i: usize| self.lens.get(i).copied().flatten();
+        match fault_error(&self.spec, &rec, lens, &self.segments) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 }
 

@@ -3,8 +3,10 @@
 //! the CUDA backend.
 //!
 //! What users hold is re-exported here: [`Device`] and [`CudaDevice`],
-//! [`LaunchConfig`] with [`Decomposition`] and [`Split`], [`DeviceBuffer`],
-//! [`Prepared`] launches, and [`Error`]/[`Result`]. Every CUDA library is
+//! [`LaunchConfig`] with [`Decomposition`] and [`Split`], device-resident
+//! arrays ([`DeviceVec`], taken by generated launches through [`Input`] and
+//! [`Output`]), [`PreparedLaunch`] (what a generated `prepare` returns),
+//! [`DeviceBuffer`], [`Prepared`] launches, and [`Error`]/[`Result`]. Every CUDA library is
 //! loaded at run time and probed first ([`probe`]), so the crate builds and
 //! its CPU paths run on machines without CUDA.
 //!
@@ -13,6 +15,8 @@
 //! - [`spec`]: what `#[nested_reduce]` emits per kernel ([`KernelSpec`]);
 //! - `args`: the kinds of launch argument ([`Arg`]), made resident on the
 //!   device and packed into the kernel's `Params`;
+//! - `resident`: [`DeviceVec`], the [`Input`]/[`Output`] argument traits,
+//!   placement checks, and [`PreparedLaunch`] on both backends;
 //! - `abi`: the device library's ABI (`gpu/cuda/*.cuh`) mirrored on the
 //!   host, with tests that both sides agree;
 //! - `plan`: launch planning, host code only: the split policy and its
@@ -34,6 +38,7 @@ mod fault;
 pub mod launch;
 mod plan;
 pub mod probe;
+mod resident;
 pub mod spec;
 mod tasks;
 
@@ -43,6 +48,12 @@ pub use compile::Arch;
 pub use config::{Decomposition, LaunchConfig, Split};
 pub use device::{CudaDevice, Device, DeviceInfo};
 pub use launch::Prepared;
+/// What generated `launch` functions call on the CPU backend.
+#[doc(hidden)]
+pub use resident::{host_input, host_output};
+pub use resident::{
+    CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
+};
 pub use spec::{DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
 pub use warpfit_runtime::{Error, Result};
 

@@ -84,6 +84,11 @@ impl DeviceTaskList {
         &self.list
     }
 
+    /// The host copy, the device buffers released.
+    pub(crate) fn into_list(self) -> TaskList {
+        self.list
+    }
+
     /// The list as launch planning sees it.
     pub(crate) fn items(&self) -> Items {
         Items::List {

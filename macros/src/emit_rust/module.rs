@@ -1,7 +1,7 @@
 //! The `pub mod NAME { .. }` companion of a kernel, one method per generated
 //! item: the device function checks, `CUDA_SOURCE`/`GATHERED`/`SPEC`, the
 //! twin's argument struct and output accessors, the twin (`NestedKernel`),
-//! the gather description, `launch`/`launch_with` and `work_graph`.
+//! the gather description, `launch`/`launch_with`, `prepare` and `work_graph`.
 
 use super::{
     call_checks, call_const, call_consts, companion, distinct_callees, fault, plumbing, prim, ty,
@@ -80,6 +80,7 @@ impl ModuleEmitter<'_> {
         let twin = self.twin();
         let gather_impl = self.gather_impl();
         let launch = self.launch();
+        let prepare = self.prepare();
         let work_graph = self.work_graph();
         quote! {
             #[doc = #mod_doc]
@@ -107,6 +108,8 @@ impl ModuleEmitter<'_> {
                 #gather_impl
 
                 #launch
+
+                #prepare
 
                 #work_graph
             }
@@ -546,8 +549,12 @@ impl ModuleEmitter<'_> {
             "Runs `{name}` on `device` over `tasks` (a task count `n` for tasks `0..n`, or a `&TaskList`).\n\n\
              # Parameters\n- `device`: where to run (CUDA if `device.cuda()` is some, else the CPU)\n\
              - `tasks`: the coarse tasks\n{}\n\n\
+             Arrays given as `&DeviceVec` are used where they are, neither copied nor waited for: on CUDA a launch \
+             with no host output returns once its kernels are enqueued, and its fault is reported by the next \
+             `device.synchronize()`, `DeviceVec` download, or launch with a host output. Host outputs are downloaded \
+             after the launch, which waits for it.\n\n\
              # Errors\nAn index out of range, an integer division by zero, a task list that does not fit the \
-             kernel, or a device error.",
+             kernel, a `DeviceVec` of another device than `device` (naming the parameter), or a device error.",
             param_docs.join("\n")
         );
         let launch_with_doc = format!(
@@ -561,8 +568,12 @@ impl ModuleEmitter<'_> {
             .map(|p| {
                 let (n, t) = (&p.name, ty(p.ty));
                 match p.kind {
-                    ParamKind::Input => quote!(#n: &[#t]),
-                    ParamKind::Output => quote!(#n: &mut [#t]),
+                    ParamKind::Input => {
+                        quote!(#n: &(impl ::warpfit::__private::Input<#t> + ?::core::marker::Sized))
+                    }
+                    ParamKind::Output => {
+                        quote!(#n: &mut (impl ::warpfit::__private::Output<#t> + ?::core::marker::Sized))
+                    }
                     ParamKind::Scalar => quote!(#n: #t),
                 }
             })
@@ -571,16 +582,25 @@ impl ModuleEmitter<'_> {
         let device_args = k.params.iter().map(|p| {
             let n = &p.name;
             match p.kind {
-                ParamKind::Input => quote!(::warpfit::__private::Arg::input(#n)),
-                ParamKind::Output => quote!(::warpfit::__private::Arg::output(#n)),
+                ParamKind::Input => quote!(::warpfit::__private::Arg::from_input(#n)),
+                ParamKind::Output => quote!(::warpfit::__private::Arg::from_output(#n)),
                 ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
             }
         });
-        let twin_args = k.params.iter().map(|p| {
+        let twin_args = k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             match p.kind {
-                ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(#n)),
-                _ => quote!(#n),
+                ParamKind::Input => {
+                    let i = proc_macro2::Literal::usize_unsuffixed(i);
+                    quote!(#n: ::warpfit::__private::host_input(&SPEC, #i, #n)?)
+                }
+                ParamKind::Output => {
+                    let i = proc_macro2::Literal::usize_unsuffixed(i);
+                    quote!(
+                        #n: ::warpfit::__private::SharedOut::new(::warpfit::__private::host_output(&SPEC, #i, #n)?)
+                    )
+                }
+                ParamKind::Scalar => quote!(#n),
             }
         });
         let (dev, cfg, tasks, cuda) = (
@@ -611,6 +631,80 @@ impl ModuleEmitter<'_> {
                     return #cuda.launch(&SPEC, #cfg, #tasks, &mut [#(#device_args),*]);
                 }
                 ::warpfit::__private::cpu::run(&Kernel { #(#twin_args),* }, #tasks)
+            }
+        }
+    }
+
+    /// `prepare`: the launch made once over device-resident arrays, run
+    /// many times through the returned handle.
+    fn prepare(&self) -> TokenStream {
+        let k = self.k;
+        let name = k.name.to_string();
+        let param_docs: Vec<String> = k.params.iter().map(prepare_param_doc).collect();
+        let doc = format!(
+            "Prepares `{name}` on `device` over `tasks` with device-resident arrays, for the returned handle's `run` \
+             to re-launch many times: on CUDA the split choice, warp packing, task-list upload, scratch and argument \
+             packing happen here once, and `run` only enqueues the kernels; on the CPU `run` runs the twin.\n\n\
+             The handle borrows the arrays; outputs too are shared borrows, since the handle writes only device memory \
+             (on the CPU, through the twin's `SharedOut`). On CUDA, a fault of a run is reported by the handle's `check`.\n\n\
+             # Parameters\n- `device`, `tasks`: as for [`launch`]\n- `config`: launch options\n{}\n\n\
+             # Errors\nAn array of another device (naming the parameter), an output also passed as another argument, \
+             a task list that does not fit the kernel, or a device error.",
+            param_docs.join("\n")
+        );
+        let params = k.params.iter().map(|p| {
+            let (n, t) = (&p.name, ty(p.ty));
+            match p.kind {
+                ParamKind::Input | ParamKind::Output => {
+                    quote!(#n: &'a ::warpfit::__private::DeviceVec<#t>)
+                }
+                ParamKind::Scalar => quote!(#n: #t),
+            }
+        });
+        let args = k.params.iter().map(|p| {
+            let n = &p.name;
+            match p.kind {
+                ParamKind::Input => quote!(::warpfit::__private::Arg::resident_input(#n)),
+                ParamKind::Output => quote!(::warpfit::__private::Arg::resident_output(#n)),
+                ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
+            }
+        });
+        let (dev, cfg, tasks, cuda, checked) = (
+            plumbing("device"),
+            plumbing("config"),
+            plumbing("tasks"),
+            plumbing("cuda"),
+            plumbing("__args"),
+        );
+        let twin_args = k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            let i = proc_macro2::Literal::usize_unsuffixed(i);
+            match p.kind {
+                ParamKind::Input => quote!(#n: #checked.input(#i)?),
+                ParamKind::Output => quote!(#n: #checked.output(#i)?),
+                ParamKind::Scalar => quote!(#n),
+            }
+        });
+        quote! {
+            #[doc = #doc]
+            pub fn prepare<'a>(
+                #dev: &::warpfit::__private::Device,
+                #cfg: &::warpfit::__private::LaunchConfig,
+                #tasks: impl ::core::convert::Into<::warpfit::__private::Tasks<'a>>,
+                #(#params),*
+            ) -> ::warpfit::__private::Result<::warpfit::__private::PreparedLaunch<'a>> {
+                let #tasks = #tasks.into();
+                let #checked = ::std::vec![#(#args),*];
+                if let ::core::option::Option::Some(#cuda) = #dev.cuda() {
+                    return ::warpfit::__private::PreparedLaunch::cuda(#cuda, &SPEC, #cfg, #tasks, #checked);
+                }
+                ::warpfit::__private::PreparedLaunch::cpu(
+                    &SPEC,
+                    #checked,
+                    ::std::boxed::Box::new(move |#checked: &::warpfit::__private::CpuArgs<'a>| {
+                        ::warpfit::__private::cpu::run(&Kernel { #(#twin_args),* }, #tasks)
+                    }),
+                )
             }
         }
     }
@@ -684,12 +778,28 @@ impl ModuleEmitter<'_> {
 fn param_doc(p: &Param) -> String {
     match p.kind {
         ParamKind::Input => format!(
-            "- `{}: &[{}]`: read-only input array",
+            "- `{}`: read-only input array (`&[{t}]`, `&Vec<{t}>`, `&[{t}; N]`, or `&DeviceVec<{t}>` used in place)",
+            p.name,
+            t = p.ty.rust_name()
+        ),
+        ParamKind::Output => format!(
+            "- `{}`: output, written at the task index (`&mut [{t}]` or `&mut Vec<{t}>`, downloaded after the launch, or `&mut DeviceVec<{t}>` written in place)",
+            p.name,
+            t = p.ty.rust_name()
+        ),
+        ParamKind::Scalar => format!("- `{}: {}`: scalar", p.name, p.ty.rust_name()),
+    }
+}
+
+fn prepare_param_doc(p: &Param) -> String {
+    match p.kind {
+        ParamKind::Input => format!(
+            "- `{}: &DeviceVec<{}>`: read-only input array",
             p.name,
             p.ty.rust_name()
         ),
         ParamKind::Output => format!(
-            "- `{}: &mut [{}]`: output, written at the task index",
+            "- `{}: &DeviceVec<{}>`: output, written at the task index",
             p.name,
             p.ty.rust_name()
         ),

@@ -200,3 +200,111 @@ fn faults_are_errors_on_the_gpu_too() {
         "{err}"
     );
 }
+
+#[test]
+fn per_task_maps_match_the_twin_under_every_config() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let n = 100_003;
+    let x: Vec<f32> = quarters(n, 3);
+    let y0: Vec<f32> = quarters(n, 8);
+    let xi: Vec<i32> = (0..n as i32)
+        .map(|i| i.wrapping_mul(7919) % 201 - 100)
+        .collect();
+    // A map ignores the decomposition and split: one thread per task.
+    for cfg in configs() {
+        let (mut a, mut b) = (y0.clone(), y0.clone());
+        axpy::launch_with(&cpu, &cfg, n, 1.5, &x, &mut a).unwrap();
+        axpy::launch_with(&dev, &cfg, n, 1.5, &x, &mut b).unwrap();
+        assert_eq!(a, b, "axpy {cfg:?}");
+        let (mut da, mut ba) = (vec![0i32; n], vec![0u8; n]);
+        let (mut db, mut bb) = (vec![1i32; n], vec![1u8; n]);
+        diff_clamp::launch_with(&cpu, &cfg, n, &xi, -40, &mut da, &mut ba).unwrap();
+        diff_clamp::launch_with(&dev, &cfg, n, &xi, -40, &mut db, &mut bb).unwrap();
+        assert_eq!((&da, &ba), (&db, &bb), "diff_clamp {cfg:?}");
+    }
+    // A task list runs the tasks it names, each once, on both backends.
+    let list = TaskList::new(vec![
+        Segment::new(7, 0, 0),
+        Segment::new(3, 0, 0),
+        Segment::new(7, 0, 0),
+    ])
+    .unwrap();
+    let (mut a, mut b) = (y0.clone(), y0.clone());
+    axpy::launch(&cpu, &list, 1.5, &x, &mut a).unwrap();
+    axpy::launch(&dev, &list, 1.5, &x, &mut b).unwrap();
+    assert_eq!(a, b);
+    // Faults: the same error as the twin.
+    let e = axpy::launch(&dev, n + 1, 1.5, &x, &mut b).unwrap_err();
+    assert!(
+        matches!(e, Error::IndexOutOfRange { index, len, .. } if index == n as u64 && len == n as u64),
+        "{e}"
+    );
+}
+
+#[test]
+fn global_reductions_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    for n in [0usize, 1, 4095, 100_000, 4 << 20] {
+        // Exact in any order: the GPU's and the CPU's splits agree bit for bit.
+        let x: Vec<f64> = quarters(n, 1).iter().map(|&v| f64::from(v)).collect();
+        let y: Vec<f64> = quarters(n, 2).iter().map(|&v| f64::from(v) - 1.0).collect();
+        let want: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+        let s = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
+        let mut got = [f64::NAN];
+        dot::launch_with(&dev, &s.config, &s.tasks, n as u32, &x, &y, &mut got).unwrap();
+        assert_eq!(got[0], want, "dot n = {n}");
+        let xi: Vec<i64> = (0..n as i64).map(|i| i * 0x3fff_ffff_ffff - 17).collect();
+        let want_i = xi.iter().fold(0i64, |a, &b| a.wrapping_add(b));
+        let mut got_i = [0i64];
+        isum::launch_with(&dev, &s.config, &s.tasks, n as u32, &xi, &mut got_i).unwrap();
+        assert_eq!(got_i[0], want_i, "isum n = {n}");
+        // Rounding-sensitive floats: the same bits on every run, and within
+        // rounding of the CPU's.
+        let xs: Vec<f32> = (0..n).map(|i| 1.0 + (i as f32).sin() * 1e-3).collect();
+        let mut first = [0.0f32];
+        norm::launch_with(&dev, &s.config, &s.tasks, n as u32, &xs, &mut first).unwrap();
+        for _ in 0..3 {
+            let mut again = [0.0f32];
+            norm::launch_with(&dev, &s.config, &s.tasks, n as u32, &xs, &mut again).unwrap();
+            assert_eq!(again[0].to_bits(), first[0].to_bits(), "norm n = {n}");
+        }
+        let c = warpfit::split_one_task(&cpu, 0, 0..n).unwrap();
+        let mut on_cpu = [0.0f32];
+        norm::launch_with(&cpu, &c.config, &c.tasks, n as u32, &xs, &mut on_cpu).unwrap();
+        // Segments summed in other orders: a relative difference of a few
+        // f32 roundings per level of the fold.
+        let tol = 1e-4 * on_cpu[0].max(1.0);
+        assert!(
+            (first[0] - on_cpu[0]).abs() <= tol,
+            "norm n = {n}: {} vs {}",
+            first[0],
+            on_cpu[0]
+        );
+    }
+    // A read past the end is an index error; which segment reports first
+    // is up to timing, on both backends (the index is at least the length).
+    let s = warpfit::split_one_task(&dev, 0, 0..10_000).unwrap();
+    let e = dot::launch_with(
+        &dev,
+        &s.config,
+        &s.tasks,
+        10_000,
+        &[1.0; 10_000],
+        &[1.0; 9_000],
+        &mut [0.0],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::IndexOutOfRange {
+                index: 9_000,
+                len: 9_000,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

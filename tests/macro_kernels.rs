@@ -569,3 +569,147 @@ mod random_inputs {
         }
     }
 }
+
+#[test]
+fn per_task_maps_match_their_reference_over_tasks_and_lists() {
+    let n = 5000;
+    let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 * 0.25).collect();
+    let y0: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let want: Vec<f32> = (0..n).map(|i| 1.5 * x[i] + y0[i]).collect();
+    let mut plain = y0.clone();
+    for i in 0..n {
+        axpy(i, 1.5, &x, &mut plain);
+    }
+    assert_eq!(plain, want);
+    let mut y = y0.clone();
+    axpy::launch(&Device::cpu(), n, 1.5, &x, &mut y).unwrap();
+    assert_eq!(y, want);
+    assert!(axpy::SPEC.elementwise);
+    assert!(!spmv::SPEC.elementwise);
+    // A task list runs the tasks it names, each once: a task's segments are
+    // all empty (its range is 0..0), and one named twice still runs once.
+    let list = TaskList::new(vec![
+        Segment::new(7, 0, 0),
+        Segment::new(3, 0, 0),
+        Segment::new(7, 0, 0),
+    ])
+    .unwrap();
+    let mut y = y0.clone();
+    axpy::launch(&Device::cpu(), &list, 1.5, &x, &mut y).unwrap();
+    for (i, (&got, &old)) in y.iter().zip(&y0).enumerate() {
+        let expect = if i == 3 || i == 7 { want[i] } else { old };
+        assert_eq!(got, expect, "task {i}");
+    }
+    // A segment with fine tasks lies outside the map's empty range.
+    let bad = TaskList::new(vec![Segment::new(0, 0, 1)]).unwrap();
+    let e = axpy::launch(&Device::cpu(), &bad, 1.5, &x, &mut y).unwrap_err();
+    assert!(
+        e.to_string().contains("outside the task's range 0..0"),
+        "{e}"
+    );
+    // Out-of-range tasks are index faults naming the array.
+    let e = axpy::launch(&Device::cpu(), n + 1, 1.5, &x, &mut y).unwrap_err();
+    assert!(e.to_string().contains(&format!("task {n}: `x`")), "{e}");
+    assert!(axpy::work_graph(n, 1.5, &x).is_err());
+}
+
+#[test]
+fn per_task_maps_with_branches_and_calls_match_their_reference() {
+    let x: Vec<i32> = (0..3000).map(|i| ((i * 7919) % 201) - 100).collect();
+    let (want_d, want_b) = diff_clamp_reference(&x, -40);
+    let (mut d, mut b) = (vec![0i32; x.len()], vec![9u8; x.len()]);
+    diff_clamp::launch(&Device::cpu(), x.len(), &x, -40, &mut d, &mut b).unwrap();
+    assert_eq!(d, want_d);
+    assert_eq!(b, want_b);
+    let (mut pd, mut pb) = (vec![0i32; x.len()], vec![9u8; x.len()]);
+    for i in 0..x.len() {
+        diff_clamp(i, &x, -40, &mut pd, &mut pb);
+    }
+    assert_eq!((pd, pb), (want_d, want_b));
+}
+
+#[test]
+fn global_reductions_run_split_over_one_task() {
+    let dev = Device::cpu();
+    for n in [0usize, 1, 1000, 100_003] {
+        // Exact values: every fold order gives the same sum.
+        let x: Vec<f64> = (0..n).map(|i| (i % 7) as f64 * 0.5).collect();
+        let y: Vec<f64> = (0..n).map(|i| (i % 3) as f64 - 1.0).collect();
+        let want: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+        let split = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
+        assert_eq!(split.tasks.len(), (n / 1024).max(1));
+        let mut out = [f64::NAN];
+        dot::launch_with(
+            &dev,
+            &split.config,
+            &split.tasks,
+            n as u32,
+            &x,
+            &y,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out[0], want, "n = {n}");
+        // One whole task gives the same here (exact values).
+        let mut whole = [f64::NAN];
+        dot::launch(&dev, 1, n as u32, &x, &y, &mut whole).unwrap();
+        assert_eq!(whole[0], want);
+
+        let xs: Vec<f32> = (0..n).map(|i| (i % 4) as f32).collect();
+        let mut norm_out = [f32::NAN];
+        let s = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
+        norm::launch_with(&dev, &s.config, &s.tasks, n as u32, &xs, &mut norm_out).unwrap();
+        let sq: f32 = xs.iter().map(|v| v * v).sum();
+        assert_eq!(norm_out[0], sq.sqrt());
+
+        let xi: Vec<i64> = (0..n as i64).map(|i| i * 0x3fff_ffff_ffff - 17).collect();
+        let want_i = xi.iter().fold(0i64, |a, &b| a.wrapping_add(b));
+        let mut got = [0i64];
+        isum::launch_with(&dev, &s.config, &s.tasks, n as u32, &xi, &mut got).unwrap();
+        assert_eq!(got[0], want_i);
+    }
+}
+
+#[test]
+fn float_reductions_are_deterministic_and_fold_in_segment_order() {
+    // Values whose sum depends on the order: the split result is the same
+    // on every run, and equals the fold of each segment in turn, segments
+    // in list order.
+    let n = 300_000;
+    let x: Vec<f32> = (0..n).map(|i| 1.0 + (i as f32).sin() * 1e-3).collect();
+    let dev = Device::cpu();
+    let split = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
+    let mut first = [0.0f32];
+    norm::launch_with(&dev, &split.config, &split.tasks, n as u32, &x, &mut first).unwrap();
+    for _ in 0..5 {
+        let mut again = [0.0f32];
+        norm::launch_with(&dev, &split.config, &split.tasks, n as u32, &x, &mut again).unwrap();
+        assert_eq!(again[0].to_bits(), first[0].to_bits());
+    }
+    let by_segments = split
+        .tasks
+        .segments()
+        .iter()
+        .map(|s| {
+            let v = &x[s.lo as usize..s.hi as usize];
+            v[1..].iter().fold(v[0] * v[0], |a, b| a + b * b)
+        })
+        .fold(0.0f32, |a, b| a + b);
+    assert_eq!(first[0].to_bits(), by_segments.sqrt().to_bits());
+}
+
+#[test]
+fn split_every_task_matches_whole_tasks() {
+    let (ptr, col) = graph();
+    let n = ptr.len() - 1;
+    let val = weights(col.len());
+    let x: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+    let mut want = vec![0.0f32; n];
+    spmv::launch(&Device::cpu(), n, &ptr, &col, &val, &x, &mut want).unwrap();
+    for k in [1, 2, 3, 100] {
+        let list = TaskList::split_every_task(&ptr, k).unwrap();
+        let mut y = vec![f32::NAN; n];
+        spmv::launch(&Device::cpu(), &list, &ptr, &col, &val, &x, &mut y).unwrap();
+        assert_eq!(y, want, "k = {k}");
+    }
+}

@@ -236,6 +236,32 @@ pub fn literal_args(t: usize, ptr: &[u32], x: &[f32], y: &mut [f32]) {
     y[t] += narrow(0.1, 0, 9_000_000_000);
 }
 
+/// A per-task map (no nested pattern): the functor's fold is empty.
+#[nested_reduce]
+pub fn axpy(i: usize, a: f32, x: &[f32], y: &mut [f32]) {
+    y[i] = a * x[i] + y[i];
+}
+
+/// A per-task map with `let`s, a neighbour read, an `if` statement over two
+/// outputs, a device function call and integer division (a fault check).
+#[nested_reduce]
+pub fn map_forms(i: usize, x: &[f64], k: &[i32], scale: f64, y: &mut [f64], q: &mut [i32]) {
+    let prev = if i > 0 { x[i - 1] } else { 0.0 };
+    let h: f64 = hyp(x[i], prev);
+    if h > scale {
+        y[i] = h.sqrt();
+        q[i] = k[i] / 3;
+    } else {
+        y[i] += scale;
+    }
+}
+
+/// A global reduction: one task folding the whole vectors.
+#[nested_reduce]
+pub fn dot(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
+    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
+}
+
 fn nvrtc_or_skip() -> bool {
     match probe::require(Library::Nvrtc) {
         Ok(()) => true,
@@ -259,6 +285,9 @@ const SPECS: &[&KernelSpec] = &[
     &u8_max::SPEC,
     &longest::SPEC,
     &literal_args::SPEC,
+    &axpy::SPEC,
+    &map_forms::SPEC,
+    &dot::SPEC,
 ];
 
 #[test]

@@ -437,6 +437,7 @@ mod tests {
                 },
             ],
             acc: ScalarType::F32,
+            elementwise: false,
         };
         let x = [1.0f64];
         let mut y = [0.0f32];

@@ -575,6 +575,7 @@ mod tests {
             device_fns: &[],
             params: &[],
             acc: crate::ScalarType::F32,
+            elementwise: false,
         };
         let tu = translation_unit(&SPEC);
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));
@@ -592,6 +593,7 @@ mod tests {
             device_fns: &[],
             params: &[],
             acc: crate::ScalarType::F32,
+            elementwise: false,
         };
         let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));

@@ -83,6 +83,7 @@ mod tests {
             },
         ],
         acc: ScalarType::F32,
+        elementwise: false,
     };
 
     fn record(kind: FaultKind) -> FaultRecord {

@@ -78,6 +78,8 @@ impl Prepared {
         tasks: Tasks<'_>,
         args: &[Arg<'_>],
     ) -> Result<Self> {
+        // A per-task map runs one thread per task, whatever `config` says.
+        let config = &spec.launch_config(config);
         abi::entry_point(config.decomposition, abi::TaskSource::All)?;
         let module = dev.module(spec)?;
         let args = ResidentArgs::new(dev, spec, args)?;

@@ -23,6 +23,7 @@
 //!   tuning constants, task lists, warp packing, the kernels to launch;
 //! - `tasks`, [`launch`], `fault`: the task list on the device, the launch
 //!   itself, and faults read back as the CPU twin's errors;
+//! - `one_task`: one long task (a global reduction) split over a device;
 //! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory;
 //! - [`baseline`] (cuSPARSE) and [`bench`](mod@bench): the SpMV benchmark.
 
@@ -36,6 +37,7 @@ mod config;
 mod device;
 mod fault;
 pub mod launch;
+mod one_task;
 mod plan;
 pub mod probe;
 mod resident;
@@ -48,6 +50,7 @@ pub use compile::Arch;
 pub use config::{Decomposition, LaunchConfig, Split};
 pub use device::{CudaDevice, Device, DeviceInfo};
 pub use launch::Prepared;
+pub use one_task::{split_one_task, OneTaskSplit};
 /// What generated `launch` functions call on the CPU backend.
 #[doc(hidden)]
 pub use resident::{host_input, host_output};

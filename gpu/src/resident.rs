@@ -715,6 +715,7 @@ mod tests {
             },
         ],
         acc: ScalarType::F32,
+        elementwise: false,
     };
 
     #[test]

@@ -3,6 +3,8 @@
 //! [`ParamSpec`] per parameter; its `launch` turns each argument into an
 //! [`Arg`](crate::Arg) (`args.rs`).
 
+use crate::config::{Decomposition, LaunchConfig, Split};
+
 /// The element and scalar types of the kernel language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScalarType {
@@ -180,9 +182,32 @@ pub struct KernelSpec {
     pub params: &'static [ParamSpec],
     /// Type of the folded value.
     pub acc: ScalarType,
+    /// A per-task map (a body without a nested pattern): every task's
+    /// fine-task range is empty, so there is no work to spread and the
+    /// CUDA launch runs one thread per task whatever the configured
+    /// decomposition and split (see [`KernelSpec::launch_config`]).
+    pub elementwise: bool,
 }
 
 impl KernelSpec {
+    /// The options a launch of this kernel runs with: `config` as given,
+    /// except for a per-task map, which runs [`Decomposition::Thread`]
+    /// without a split. Its tasks have no fine tasks, so every
+    /// decomposition computes the same thing; `Thread` does it with the
+    /// fewest instructions, and skipping the split skips the size kernel
+    /// and its read-back, which would only find empty ranges.
+    pub fn launch_config(&self, config: &LaunchConfig) -> LaunchConfig {
+        if self.elementwise {
+            LaunchConfig {
+                decomposition: Decomposition::Thread,
+                split: Split::Never,
+                ..*config
+            }
+        } else {
+            *config
+        }
+    }
+
     /// The full translation unit after the device library include: device
     /// functions (each once, dependencies first), then the kernel.
     pub fn assembled_source(&self) -> String {
@@ -204,5 +229,39 @@ impl KernelSpec {
         }
         out.push_str(self.cuda_source);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(elementwise: bool) -> KernelSpec {
+        KernelSpec {
+            name: "k",
+            cuda_source: "",
+            device_fns: &[],
+            params: &[],
+            acc: ScalarType::U8,
+            elementwise,
+        }
+    }
+
+    #[test]
+    fn per_task_maps_run_one_thread_per_task_without_a_split() {
+        let config = LaunchConfig {
+            decomposition: Decomposition::SubWarp(8),
+            split: Split::Budget(64),
+            cte_serial_max: 3,
+        };
+        assert_eq!(spec(false).launch_config(&config), config);
+        assert_eq!(
+            spec(true).launch_config(&config),
+            LaunchConfig {
+                decomposition: Decomposition::Thread,
+                split: Split::Never,
+                cte_serial_max: 3,
+            }
+        );
     }
 }

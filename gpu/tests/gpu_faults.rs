@@ -35,6 +35,7 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     device_fns: &[],
     params: &[],
     acc: ScalarType::F32,
+    elementwise: false,
 };
 
 #[test]

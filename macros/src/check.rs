@@ -1,5 +1,7 @@
-//! The structural rules of the kernel language on the parsed AST: exactly one
-//! nested pattern, at statement level, after a prologue of `let`s only.
+//! The structural rules of the kernel language on the parsed AST: at most one
+//! nested pattern, at statement level, after a prologue of `let`s only. A
+//! body without one is a per-task map (elementwise kernel): all of it is
+//! epilogue, and it must write an output.
 //!
 //! Returns the body's [`Shape`], which `lower` reads. Rules that need name
 //! resolution or types (owner-computes, typing) are checked while lowering.
@@ -79,18 +81,19 @@ fn find_stmt<'a>(
 
 /// A kernel body that passed the structural rules, in its three parts.
 pub struct Shape<'a> {
-    /// The `let`s before the nested pattern.
+    /// The `let`s before the nested pattern (none in a per-task map).
     pub prologue: Vec<&'a Let>,
-    /// The one nested pattern `(lo..hi).map(..).fold(..)`.
-    pub nested: &'a Nested,
+    /// The one nested pattern `(lo..hi).map(..).fold(..)`; `None` for a
+    /// per-task map, whose body has no fold (an empty range of fine tasks).
+    pub nested: Option<&'a Nested>,
     /// The statement holding the pattern (which stands there for the folded
-    /// value) and the statements after it.
+    /// value) and the statements after it; a per-task map's whole body.
     pub epilogue: &'a [Stmt],
 }
 
-/// Checks the body's shape and returns it: exactly one nested pattern, at
-/// statement level, after a prologue of `let`s only. Reports every
-/// violation at once.
+/// Checks the body's shape and returns it: at most one nested pattern, at
+/// statement level, after a prologue of `let`s only; a body without one
+/// (a per-task map) writes an output. Reports every violation at once.
 pub fn kernel(k: &KernelFn) -> syn::Result<Shape<'_>> {
     let mut errs = Errors::default();
     match shape(k, &mut errs) {
@@ -110,11 +113,24 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
         }
     }
     let Some(&(first, _)) = found.first() else {
-        errs.push(syn::Error::new_spanned(
-            &k.name,
-            format!("{KERNEL} needs exactly one nested pattern {SHAPE}, found none"),
-        ));
-        return None;
+        // A per-task map: the whole body runs once per task, like an
+        // epilogue over an empty fold. A body that writes nothing computes
+        // nothing (every value it could produce is dropped).
+        if !k.body.iter().any(writes) {
+            errs.push(syn::Error::new_spanned(
+                &k.name,
+                format!(
+                    "{KERNEL} without a nested pattern {SHAPE} is a per-task map and must write an output at the task index, e.g. `y[{task}] = a * x[{task}] + y[{task}];`",
+                    task = k.task
+                ),
+            ));
+            return None;
+        }
+        return Some(Shape {
+            prologue: Vec::new(),
+            nested: None,
+            epilogue: &k.body,
+        });
     };
     let mut ok = true;
     for (i, (e, blocked)) in found.iter().enumerate() {
@@ -152,7 +168,16 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
     };
     ok.then_some(Shape {
         prologue,
-        nested,
+        nested: Some(nested),
         epilogue: &k.body[at..],
     })
+}
+
+/// Whether a statement writes an output (itself or in an `if` branch).
+fn writes(s: &Stmt) -> bool {
+    match s {
+        Stmt::Assign { .. } => true,
+        Stmt::Let(_) => false,
+        Stmt::If { then, els, .. } => then.iter().chain(els).any(writes),
+    }
 }

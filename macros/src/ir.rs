@@ -575,6 +575,9 @@ pub struct Kernel {
     pub acc: Ty,
     pub epilogue: Vec<Stmt>,
     pub calls: Vec<DeviceCall>,
+    /// A per-task map: the body had no nested pattern, so the range is
+    /// empty, the fold a `u8` placeholder and the body the epilogue.
+    pub elementwise: bool,
 }
 
 /// A lowered `#[device_fn]`.

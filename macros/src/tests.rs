@@ -50,6 +50,16 @@ pub fn longest(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next
     next[v] = (lo..hi).map(|e| dist[src[e] as usize] + w[e]).fold(f32::NEG_INFINITY, max_plus);
 }";
 
+const AXPY: &str = "
+pub fn axpy(i: usize, a: f32, x: &[f32], y: &mut [f32]) {
+    y[i] = a * x[i] + y[i];
+}";
+
+const DOT: &str = "
+pub fn dot(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
+    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
+}";
+
 fn cuda(src: &str) -> String {
     cuda_of(src).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -113,6 +123,35 @@ fn snapshot_max_plus_semiring() {
 }
 
 /// The access facts of a kernel, through the real pipeline.
+#[test]
+fn snapshot_axpy_map() {
+    insta::assert_snapshot!(cuda(AXPY));
+}
+
+#[test]
+fn snapshot_dot_reduction() {
+    insta::assert_snapshot!(cuda(DOT));
+}
+
+#[test]
+fn snapshot_rust_axpy_map() {
+    insta::assert_snapshot!(rust(AXPY));
+}
+
+#[test]
+fn a_map_body_is_the_epilogue_of_an_empty_fold() {
+    let (k, access) = access_of(AXPY);
+    assert!(k.elementwise);
+    assert!(k.prologue.is_empty() && k.ctx.is_empty());
+    assert_eq!(k.acc, crate::ir::Ty::U8);
+    assert_eq!(k.epilogue.len(), 1);
+    assert!(access.direct.is_empty());
+    let c = cuda(AXPY);
+    assert!(c.contains("wf_lo = uint64_t(0ull);"), "{c}");
+    assert!(c.contains("wf_hi = uint64_t(0ull);"), "{c}");
+    assert!(!access_of(SPMV).0.elementwise);
+}
+
 fn access_of(src: &str) -> (crate::ir::Kernel, crate::analyse::Access) {
     let item: syn::ItemFn = syn::parse_str(src).unwrap_or_else(|e| panic!("{e}"));
     let ast = crate::parse::kernel(&item).unwrap_or_else(|e| panic!("{e}"));

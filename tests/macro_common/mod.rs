@@ -313,3 +313,64 @@ pub fn quarters(n: usize, seed: u32) -> Vec<f32> {
         .map(|i| ((i.wrapping_mul(2654435761).wrapping_add(seed) >> 7) % 9) as f32 * 0.25)
         .collect()
 }
+
+/// y = a·x + y: a per-task map (a body without a nested pattern), reading
+/// its output at the task index.
+#[nested_reduce]
+pub fn axpy(i: usize, a: f32, x: &[f32], y: &mut [f32]) {
+    y[i] = a * x[i] + y[i];
+}
+
+/// A per-task map with `let`s, a neighbour read (inputs are read anywhere),
+/// an `if` statement, two outputs, compound assignment and a device call.
+#[nested_reduce]
+pub fn diff_clamp(i: usize, x: &[i32], floor: i32, d: &mut [i32], below: &mut [u8]) {
+    let prev = if i > 0 { x[i - 1] } else { 0 };
+    let diff = x[i] - prev;
+    if diff < floor {
+        d[i] = floor;
+        below[i] = 1;
+    } else {
+        let twice: i64 = scaled(diff as i64, 2);
+        d[i] = twice as i32;
+        d[i] -= diff;
+        below[i] = 0;
+    }
+}
+
+/// The reference of [`diff_clamp`].
+pub fn diff_clamp_reference(x: &[i32], floor: i32) -> (Vec<i32>, Vec<u8>) {
+    (0..x.len())
+        .map(|i| {
+            let diff = x[i].wrapping_sub(if i > 0 { x[i - 1] } else { 0 });
+            if diff < floor {
+                (floor, 1)
+            } else {
+                (diff, 0)
+            }
+        })
+        .unzip()
+}
+
+/// A global reduction: one task folding the whole vectors (launched split
+/// over the device with `warpfit::split_one_task`).
+#[nested_reduce]
+pub fn dot(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
+    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
+}
+
+/// The Euclidean norm: a reduction whose epilogue runs once, after the merge.
+#[nested_reduce]
+pub fn norm(t: usize, n: u32, x: &[f32], out: &mut [f32]) {
+    let s = (0..n as usize)
+        .map(|i| x[i] * x[i])
+        .fold(0.0f32, |a, b| a + b);
+    out[t] = s.sqrt();
+}
+
+/// An integer sum (wrapping, as release Rust): exact on every backend and
+/// for every split.
+#[nested_reduce]
+pub fn isum(t: usize, n: u32, x: &[i64], out: &mut [i64]) {
+    out[t] = (0..n as usize).map(|i| x[i]).fold(0, |a, b| a + b);
+}

@@ -26,6 +26,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
         p("y", ScalarType::F64, ParamKind::Output),
     ],
     acc: ScalarType::F64,
+    elementwise: false,
 };
 
 pub static RELAX: KernelSpec = KernelSpec {
@@ -41,6 +42,7 @@ pub static RELAX: KernelSpec = KernelSpec {
         p("next", ScalarType::F32, ParamKind::Output),
     ],
     acc: ScalarType::F32,
+    elementwise: false,
 };
 
 pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_F64, &RELAX];

@@ -160,6 +160,7 @@ impl ModuleEmitter<'_> {
             })
         });
         let acc = format_ident!("{}", k.acc.scalar_variant().expect("checked in lower"));
+        let elementwise = k.elementwise;
         quote! {
             /// Parameter roles, types and the accumulator type, for the device layer.
             pub static SPEC: ::warpfit::__private::KernelSpec = ::warpfit::__private::KernelSpec {
@@ -168,6 +169,7 @@ impl ModuleEmitter<'_> {
                 device_fns: &[#(#device_fns),*],
                 params: &[#(#params),*],
                 acc: ::warpfit::__private::ScalarType::#acc,
+                elementwise: #elementwise,
             };
         }
     }

@@ -403,6 +403,18 @@ impl<'a> Lowering<'a> {
         }
     }
 
+    /// In a per-task map (a kernel without a nested pattern), what to write
+    /// instead of accumulating into one element from every task.
+    fn reduction_hint(&self) -> String {
+        if self.phase != Phase::Epilogue || self.folded.is_some() {
+            return String::new();
+        }
+        format!(
+            "; to reduce a whole array to one value (a sum, a dot product), fold it in a one-task kernel, `out[{t}] = (0..n).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);`, and launch it split over the device with `warpfit::split_one_task`",
+            t = self.task_name()
+        )
+    }
+
     fn task_name(&self) -> String {
         self.task
             .map(|t| self.vars[t].ident.to_string())
@@ -435,8 +447,9 @@ impl<'a> Lowering<'a> {
             ParamKind::Output => {
                 if !self.is_task(idx) {
                     return self.error_expr(idx.sp.error(format!(
-                        "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free",
-                        self.task_name()
+                        "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free{}",
+                        self.task_name(),
+                        self.reduction_hint()
                     )));
                 }
                 let tv = self.is(p.ty);
@@ -775,8 +788,9 @@ impl<'a> Lowering<'a> {
                 }
                 if !self.is_task(index) {
                     self.errs.push(index.sp.error(format!(
-                        "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free",
-                        self.task_name()
+                        "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free{}",
+                        self.task_name(),
+                        self.reduction_hint()
                     )));
                     return None;
                 }
@@ -864,8 +878,6 @@ fn cast_hint(found: &str) -> &'static str {
 
 /// Lowers a kernel whose body `check` split into `shape`.
 pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel> {
-    let nested = shape.nested;
-
     let mut lowering = Lowering::new(&k.params, Phase::Prologue);
     let usize_tv = lowering.is(Ty::Usize);
     let task = lowering.declare(&k.task, usize_tv);
@@ -877,6 +889,9 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
     for l in &shape.prologue {
         prologue.push(lowering.let_(l));
     }
+    let Some(nested) = shape.nested else {
+        return elementwise(k, shape, lowering, task);
+    };
     let mut lo = lowering.expr(&nested.lo);
     let mut hi = lowering.expr(&nested.hi);
     for (x, src) in [(&lo, &nested.lo), (&hi, &nested.hi)] {
@@ -1019,6 +1034,83 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
         acc: acc_ty.expect("checked"),
         epilogue,
         calls,
+        elementwise: false,
+    })
+}
+
+/// Lowers a per-task map (a body without a nested pattern) into the shape
+/// every executor already runs: an empty fine-task range `0..0`, a `u8`
+/// fold that never runs (`init` 0, `map` 0, `u8::min`), and the whole body
+/// as the epilogue. Owner-computes and typing are the epilogue's own rules.
+fn elementwise<'a>(
+    k: &'a parse::KernelFn,
+    shape: &Shape<'a>,
+    mut lowering: Lowering<'a>,
+    task: LocalId,
+) -> syn::Result<ir::Kernel> {
+    let zero_usize = |l: &mut Lowering<'_>| {
+        let tv = l.is(Ty::Usize);
+        typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+    };
+    let zero_u8 = |l: &mut Lowering<'_>| {
+        let tv = l.is(Ty::U8);
+        typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+    };
+    let mut lo = zero_usize(&mut lowering);
+    let mut hi = zero_usize(&mut lowering);
+    let mut init = zero_u8(&mut lowering);
+    let mut map = zero_u8(&mut lowering);
+    // The fine-task index the (empty) map would bind, in a scope of its own;
+    // the leading underscore keeps the twin's unused binding quiet.
+    lowering.phase = Phase::Map;
+    lowering.scopes.push(Vec::new());
+    let ku = lowering.is(Ty::Usize);
+    let kid = lowering.declare(&syn::Ident::new("_k", k.task.span()), ku);
+    lowering.scopes.pop();
+
+    lowering.phase = Phase::Epilogue;
+    let mut epilogue = Vec::new();
+    for s in shape.epilogue {
+        if let Some(s) = lowering.stmt(s) {
+            epilogue.push(s);
+        }
+    }
+    lowering.finish();
+    let errs = std::mem::take(&mut lowering.errs);
+    if !errs.is_empty() {
+        return Err(errs.finish().expect_err("non-empty"));
+    }
+    for x in [&mut lo, &mut hi, &mut init, &mut map] {
+        lowering.resolve_types(x);
+    }
+    lowering.resolve_stmt_types(&mut epilogue);
+    let locals = lowering.locals();
+    let calls = lowering.calls();
+    Ok(ir::Kernel {
+        name: k.name.clone(),
+        task,
+        params: k
+            .params
+            .iter()
+            .map(|p| ir::Param {
+                name: p.name.clone(),
+                ty: p.ty,
+                kind: p.kind,
+            })
+            .collect(),
+        locals,
+        prologue: Vec::new(),
+        lo,
+        hi,
+        ctx: Vec::new(),
+        init,
+        k: kid,
+        map,
+        reduce: ir::Reduce::MinMax { max: false },
+        acc: Ty::U8,
+        epilogue,
+        calls,
+        elementwise: true,
     })
 }
 

@@ -134,6 +134,44 @@ impl TaskList {
         Self::new(segs)
     }
 
+    /// Task `task` alone, its fine tasks `lo..hi` cut into `pieces`
+    /// consecutive segments of near-equal length (lengths differ by at most
+    /// one), in order: one long task spread over the whole device, as a
+    /// global reduction runs (the partials are folded in list order, so the
+    /// result is the same on every run). Fewer pieces when the range is
+    /// shorter than `pieces` (one fine task each); an empty range keeps one
+    /// empty segment.
+    ///
+    /// # Errors
+    /// `pieces` is 0, or `lo > hi`.
+    pub fn split_evenly(task: u32, lo: u32, hi: u32, pieces: u32) -> Result<Self> {
+        Self::new(even_pieces(task, lo, hi, pieces)?)
+    }
+
+    /// Every task of a CSR-style pointer array cut into `pieces` segments
+    /// of near-equal length ([`TaskList::split_evenly`] per task, tasks in
+    /// order): fewer for a task shorter than `pieces`, one empty segment for
+    /// an empty task.
+    ///
+    /// # Errors
+    /// `pieces` is 0, the pointer array decreases, or the list would hold
+    /// more than `u32::MAX` segments.
+    pub fn split_every_task(ptr: &[u32], pieces: u32) -> Result<Self> {
+        let n = ptr.len().saturating_sub(1);
+        crate::error::to_u32("number of tasks", n)?;
+        let mut segs = Vec::with_capacity(n);
+        for t in 0..n {
+            let (lo, hi) = (ptr[t], ptr[t + 1]);
+            if lo > hi {
+                return Err(Error::InvalidTaskList(format!(
+                    "pointer array decreases at task {t}: {lo} > {hi}"
+                )));
+            }
+            segs.extend(even_pieces(t as u32, lo, hi, pieces)?);
+        }
+        Self::new(segs)
+    }
+
     /// The segments, in launch order.
     pub fn segments(&self) -> &[Segment] {
         &self.segments
@@ -168,6 +206,26 @@ impl TaskList {
     pub fn whole_flags(&self) -> &[bool] {
         &self.whole
     }
+}
+
+/// `lo..hi` of `task` in `min(pieces, hi - lo)` segments (one empty
+/// segment for an empty range) whose lengths differ by at most one.
+fn even_pieces(task: u32, lo: u32, hi: u32, pieces: u32) -> Result<Vec<Segment>> {
+    if pieces == 0 {
+        return Err(Error::invalid("a task must be split into at least 1 piece"));
+    }
+    if lo > hi {
+        return Err(Error::InvalidTaskList(format!(
+            "task {task}: range {lo}..{hi} is reversed"
+        )));
+    }
+    let len = u64::from(hi - lo);
+    let p = u64::from(pieces).min(len).max(1);
+    // Piece i starts at lo + floor(len * i / p): u64 keeps the product exact.
+    let at = |i: u64| lo + (len * i / p) as u32;
+    Ok((0..p)
+        .map(|i| Segment::new(task, at(i), at(i + 1)))
+        .collect())
 }
 
 /// Which coarse tasks a launch runs.
@@ -224,6 +282,52 @@ mod tests {
         .unwrap();
         assert_eq!(list.split_segments(), &[0, 2]);
         assert!(list.is_whole(1));
+    }
+
+    fn triples(list: &TaskList) -> Vec<(u32, u32, u32)> {
+        list.segments()
+            .iter()
+            .map(|s| (s.task, s.lo, s.hi))
+            .collect()
+    }
+
+    #[test]
+    fn split_evenly_cuts_one_task_into_near_equal_pieces() {
+        let list = TaskList::split_evenly(0, 10, 20, 3).unwrap();
+        assert_eq!(triples(&list), vec![(0, 10, 13), (0, 13, 16), (0, 16, 20)]);
+        assert_eq!(list.split_tasks().len(), 1);
+        assert_eq!(list.split_tasks()[0].count, 3);
+        // Shorter than `pieces`: one fine task each; empty: one empty segment.
+        assert_eq!(
+            triples(&TaskList::split_evenly(4, 0, 2, 8).unwrap()),
+            vec![(4, 0, 1), (4, 1, 2)]
+        );
+        let empty = TaskList::split_evenly(1, 5, 5, 8).unwrap();
+        assert_eq!(triples(&empty), vec![(1, 5, 5)]);
+        assert!(empty.is_whole(0));
+        // The whole u32 range: exact arithmetic, lengths differ by at most one.
+        let big = TaskList::split_evenly(0, 0, u32::MAX, 7).unwrap();
+        let lens: Vec<u32> = big.segments().iter().map(Segment::len).collect();
+        assert_eq!(
+            lens.iter().map(|&l| u64::from(l)).sum::<u64>(),
+            u64::from(u32::MAX)
+        );
+        assert!(lens.iter().max().unwrap() - lens.iter().min().unwrap() <= 1);
+        assert!(TaskList::split_evenly(0, 0, 10, 0).is_err());
+        assert!(TaskList::split_evenly(0, 10, 9, 2).is_err());
+    }
+
+    #[test]
+    fn split_every_task_cuts_each_task_in_order() {
+        let list = TaskList::split_every_task(&[0, 5, 5, 6], 2).unwrap();
+        assert_eq!(
+            triples(&list),
+            vec![(0, 0, 2), (0, 2, 5), (1, 5, 5), (2, 5, 6)]
+        );
+        assert_eq!(list.whole_flags(), &[false, false, true, true]);
+        assert!(TaskList::split_every_task(&[0, 4, 2], 2).is_err());
+        assert!(TaskList::split_every_task(&[0, 4], 0).is_err());
+        assert!(TaskList::split_every_task(&[], 3).unwrap().is_empty());
     }
 
     #[test]

@@ -406,7 +406,7 @@ pub fn cg_observed<T: CgScalar>(
         if !(pap > 0.0) {
             check_faults(&launches)?;
             return Err(Error::invalid(format!(
-                "cg broke down at iteration {done}: pᵀA·p = {pap:e} is not positive, so the \
+                "cg broke down at iteration {done}: pᵀA·p = {pap:.3e} is not positive, so the \
                  matrix is not symmetric positive definite{}",
                 ill_conditioned_hint::<T>()
             )));

@@ -262,3 +262,20 @@ pub fn count_changed_i32(t: usize, n: u32, old: &[i32], new: &[i32], out: &mut [
         .map(|i| if old[i] != new[i] { 1u32 } else { 0u32 })
         .fold(0, |a, b| a + b);
 }
+
+/// One level-synchronous BFS step with no scalar argument, so that one
+/// prepared launch serves every step: an unvisited vertex takes one more than
+/// the highest level among its in-neighbours, when one is reached. At step
+/// `d` that level is exactly `d` (a vertex with a neighbour on an earlier
+/// level was reached earlier), so this equals [`bfs_step`].
+#[nested_reduce]
+pub fn bfs_pull(v: usize, ptr: &[u32], src: &[u32], level: &[i32], next: &mut [i32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let highest = (lo..hi).map(|e| level[src[e] as usize]).fold(-1, i32::max);
+    if level[v] < 0 && highest >= 0 {
+        next[v] = highest + 1;
+    } else {
+        next[v] = level[v];
+    }
+}

@@ -73,7 +73,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub rhs: Option<PathBuf>,
     /// cg: stop at the relative residual ‖r‖/‖b‖ ≤ T (default 1e-6).
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
     pub tol: Option<f64>,
     /// cg: stop after N iterations, converged or not (default 1000).
     #[arg(long, value_name = "N")]

@@ -308,3 +308,210 @@ fn global_reductions_match_the_twin() {
         "{e}"
     );
 }
+
+/// Uploads `v` to `dev`.
+fn up<T: warpfit::gpu::Scalar>(dev: &Device, v: &[T]) -> DeviceVec<T> {
+    dev.upload(v).unwrap()
+}
+
+#[test]
+fn device_resident_arguments_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, src) = skewed_graph(3000, 9);
+    let n = ptr.len() - 1;
+    let w = quarters(src.len(), 3);
+    let x = quarters(n, 11);
+    let (ptr_d, src_d, w_d, x_d) = (up(&dev, &ptr), up(&dev, &src), up(&dev, &w), up(&dev, &x));
+    for cfg in configs() {
+        for list in lists(&ptr) {
+            let mut want = vec![0.0f32; n];
+            spmv::launch_with(&cpu, &cfg, &list, &ptr, &src, &w, &x, &mut want).unwrap();
+            // All resident: asynchronous, read back once.
+            let mut y = dev.alloc::<f32>(n).unwrap();
+            spmv::launch_with(&dev, &cfg, &list, &ptr_d, &src_d, &w_d, &x_d, &mut y).unwrap();
+            dev.synchronize().unwrap();
+            assert_eq!(y.to_vec().unwrap(), want, "resident {cfg:?}");
+            // Mixed: resident inputs, a host input and a host output.
+            let mut h = vec![1.0f32; n];
+            spmv::launch_with(&dev, &cfg, &list, &ptr_d, &src, &w_d, &x, &mut h).unwrap();
+            assert_eq!(h, want, "mixed {cfg:?}");
+        }
+        // Over all tasks (the size kernel reads resident arrays too).
+        let mut want = vec![0.0f32; n];
+        spmv::launch_with(&cpu, &cfg, n, &ptr, &src, &w, &x, &mut want).unwrap();
+        let mut y = dev.alloc::<f32>(n).unwrap();
+        spmv::launch_with(&dev, &cfg, n, &ptr_d, &src_d, &w_d, &x_d, &mut y).unwrap();
+        assert_eq!(y.to_vec().unwrap(), want, "all tasks {cfg:?}");
+    }
+    // fill and copy_from on the device.
+    let mut v = dev.alloc::<f64>(5).unwrap();
+    v.fill(-2.5).unwrap();
+    assert_eq!(v.to_vec().unwrap(), [-2.5; 5]);
+    let mut b = dev.alloc::<u8>(3).unwrap();
+    b.fill(7).unwrap();
+    b.copy_from(&[1, 2, 3]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [1, 2, 3]);
+    let mut i = dev.alloc::<i32>(4).unwrap();
+    i.fill(-9).unwrap();
+    assert_eq!(i.to_vec().unwrap(), [-9; 4]);
+}
+
+#[test]
+fn prepared_launches_run_many_times_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, src) = skewed_graph(4000, 4);
+    let n = ptr.len() - 1;
+    let inv = quarters(n, 5);
+    let (base, damping) = (0.15 / n as f32, 0.85f32);
+    for cfg in configs() {
+        for list in [None, Some(TaskList::chunked(&ptr, 7).unwrap())] {
+            let t = match &list {
+                Some(l) => Tasks::List(l),
+                None => Tasks::All(n),
+            };
+            // The same ping-pong on both backends, prepared once each.
+            let mut got = Vec::new();
+            for d in [&cpu, &dev] {
+                let (ptr_d, src_d, inv_d) = (up(d, &ptr), up(d, &src), up(d, &inv));
+                let r0 = up(d, &vec![1.0f32 / n as f32; n]);
+                let r1 = d.alloc::<f32>(n).unwrap();
+                let a =
+                    pagerank::prepare(d, &cfg, t, &ptr_d, &src_d, &r0, &inv_d, base, damping, &r1)
+                        .unwrap();
+                let b =
+                    pagerank::prepare(d, &cfg, t, &ptr_d, &src_d, &r1, &inv_d, base, damping, &r0)
+                        .unwrap();
+                for _ in 0..25 {
+                    a.run().unwrap();
+                    b.run().unwrap();
+                }
+                b.check().unwrap();
+                got.push(r0.to_vec().unwrap());
+            }
+            assert_eq!(got[0], got[1], "pagerank {cfg:?} list {}", list.is_some());
+        }
+    }
+}
+
+#[test]
+fn arrays_of_another_device_are_errors_naming_the_parameter() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let ptr = [0u32, 2, 3];
+    let on_cpu = up(&cpu, &[1.0f32, 2.0]);
+    let on_gpu = up(&dev, &[1.0f32, 2.0]);
+    let mut y = vec![0.0f32; 2];
+    let e = spmv::launch(&dev, 2, &ptr, &[0, 1, 1], &[1.0; 3], &on_cpu, &mut y)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("kernel `spmv`: argument 3 (`x`) is a DeviceVec of the CPU, but the launch runs on CUDA device 0"),
+        "{e}"
+    );
+    let e = spmv::launch(&cpu, 2, &ptr, &[0, 1, 1], &[1.0; 3], &on_gpu, &mut y)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("argument 3 (`x`) is a DeviceVec of CUDA device 0")
+            && e.contains("runs on the CPU"),
+        "{e}"
+    );
+    let mut out = dev.alloc::<f32>(2).unwrap();
+    let e = spmv::launch(&cpu, 2, &ptr, &[0, 1, 1], &[1.0; 3], &[1.0; 2], &mut out)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("argument 4 (`y`)"), "{e}");
+    let (p, c, v) = (
+        up(&dev, &ptr),
+        up(&dev, &[0u32, 1, 1]),
+        up(&dev, &[1.0f32; 3]),
+    );
+    let e = spmv::prepare(&dev, &LaunchConfig::default(), 2, &p, &c, &v, &on_cpu, &out)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("argument 3 (`x`) is a DeviceVec of the CPU"),
+        "{e}"
+    );
+    let e = spmv::prepare(&cpu, &LaunchConfig::default(), 2, &p, &c, &v, &on_cpu, &out)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("argument 0 (`row_ptr`) is a DeviceVec of CUDA device 0"),
+        "{e}"
+    );
+    // A second GPU, when there is one.
+    if let Ok(other) = Device::open_cuda(1) {
+        let far = up(&other, &[1.0f32, 2.0]);
+        let e = spmv::launch(&dev, 2, &p, &c, &v, &far, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("argument 3 (`x`) is a DeviceVec of CUDA device 1"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn faults_of_asynchronous_and_prepared_launches_are_reported_at_the_next_check() {
+    let Some(dev) = gpu() else { return };
+    let ptr = up(&dev, &[0u32, 2, 3]);
+    let num = up(&dev, &[i32::MIN, 7, 9]);
+    let den = up(&dev, &[-1, 2, 0]);
+    let ok_den = up(&dev, &[-1, 2, 1]);
+    let y = dev.alloc::<i32>(2).unwrap();
+    for cfg in configs() {
+        // Prepared: runs only enqueue; the check reports the fault, once.
+        let k = quotient::prepare(&dev, &cfg, 2, &ptr, &num, &den, &y).unwrap();
+        for _ in 0..3 {
+            k.run().unwrap();
+        }
+        let e = k.check().unwrap_err();
+        assert!(
+            matches!(e, Error::DivisionByZero { task: 1, .. }),
+            "{cfg:?}: {e}"
+        );
+        k.check().unwrap();
+        k.run().unwrap();
+        assert!(k.check().is_err(), "{cfg:?}: a later run faults again");
+        let good = quotient::prepare(&dev, &cfg, 2, &ptr, &num, &ok_den, &y).unwrap();
+        good.run().unwrap();
+        good.check().unwrap();
+        // Plain launch, all resident: returns before the fault is known.
+        let mut out = dev.alloc::<i32>(2).unwrap();
+        quotient::launch_with(&dev, &cfg, 2, &ptr, &num, &den, &mut out).unwrap();
+        let e = dev.synchronize().unwrap_err();
+        assert!(
+            matches!(e, Error::DivisionByZero { task: 1, .. }),
+            "{cfg:?}: {e}"
+        );
+        dev.synchronize().unwrap();
+        // ... or at the next download.
+        quotient::launch_with(&dev, &cfg, 2, &ptr, &num, &den, &mut out).unwrap();
+        let e = out.to_vec().unwrap_err();
+        assert!(
+            matches!(e, Error::DivisionByZero { task: 1, .. }),
+            "{cfg:?}: {e}"
+        );
+        // An index fault in a resident array names it and its length.
+        let short = up(&dev, &[1.0f32]);
+        let mut o = dev.alloc::<f32>(2).unwrap();
+        let (c, v) = (up(&dev, &[0u32, 1, 1]), up(&dev, &[1.0f32; 3]));
+        spmv::launch_with(&dev, &cfg, 2, &ptr, &c, &v, &short, &mut o).unwrap();
+        let e = dev.synchronize().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::IndexOutOfRange {
+                    index: 1,
+                    len: 1,
+                    ..
+                }
+            ),
+            "{cfg:?}: {e}"
+        );
+    }
+}

@@ -279,18 +279,6 @@ fn copy_bandwidth(dev: &CudaDevice, timer: &mut Timer) -> Result<f64> {
     Ok(2.0 * bytes as f64 / (ms * 1e-3) / 1e9)
 }
 
-fn xorshift_values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (((s >> 40) as f32) / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 /// Largest |y - ref| / (Σ|a·x| + tiny) over rows.
 fn max_rel_err(y: &[f32], reference: &[(f64, f64)]) -> f64 {
     y.iter()
@@ -343,7 +331,10 @@ pub fn run_spmv(
             t0.elapsed().as_secs_f64(),
             a.nnz()
         ));
-        let x = xorshift_values(a.ncols(), 17);
+        let x: Vec<f32> = warpfit_runtime::gen::random_values(a.ncols(), 17)?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
         // f64 reference and per-row magnitude.
         let reference: Vec<(f64, f64)> = (0..n)
             .map(|r| {

@@ -176,8 +176,9 @@ struct Inner {
     smem_reserved_per_block: u32,
     cache_dir: Option<PathBuf>,
     modules: Mutex<HashMap<(String, u64), Arc<Module>>>,
-    /// Fault records of launches that returned without waiting (all their
-    /// arrays device-resident), oldest first, until the next check.
+    /// Fault records of launches that returned without waiting (a
+    /// device-resident array, no host output), oldest first, until the
+    /// next check.
     pending: Mutex<Vec<PendingFault>>,
 }
 
@@ -364,9 +365,9 @@ impl CudaDevice {
     }
 
     /// Waits for all enqueued work, then reports the first fault of the
-    /// asynchronous launches since the last check (plain launches whose
-    /// arrays were all device-resident; prepared launches report theirs
-    /// through their own `check`).
+    /// asynchronous launches since the last check (plain launches with a
+    /// device-resident array and no host output; prepared launches report
+    /// theirs through their own `check`).
     pub fn synchronize(&self) -> Result<()> {
         self.wait_idle()?;
         self.check_pending_faults()

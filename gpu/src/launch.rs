@@ -261,20 +261,11 @@ pub(crate) struct PendingFault {
 }
 
 impl PendingFault {
-    /// The launch's fault as the CPU twin's error (call after the device
-    /// finished the launch: reading the record waits for it).
+    /// The launch's fault as the CPU twin's error (reading the record
+    /// waits for the device).
     pub(crate) fn check(&self, dev: &CudaDevice) -> Result<()> {
-        let words: [u64; FaultRecord::WORDS] = self
-            .fault
-            .to_vec(dev)?
-            .try_into()
-            .map_err(|_| read_back_error(&self.spec, "fault record"))?;
-        let rec = FaultRecord::from_words(&words);
         let lens = |i: usize| self.lens.get(i).copied().flatten();
-        match fault_error(&self.spec, &rec, lens, &self.segments) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        read_fault(dev, &self.spec, &self.fault, lens, &self.segments)
     }
 }
 
@@ -356,12 +347,24 @@ fn check_fault(
     args: &ResidentArgs,
     segments: &[warpfit_runtime::Segment],
 ) -> Result<()> {
+    read_fault(dev, spec, fault, |i| args.array_len(i), segments)
+}
+
+/// Reads `fault` (waiting for the stream) and turns a recorded fault into
+/// the CPU twin's error; `array_len` and `segments` as for [`fault_error`].
+fn read_fault(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    fault: &DeviceBuffer<u64>,
+    array_len: impl Fn(usize) -> Option<u64>,
+    segments: &[warpfit_runtime::Segment],
+) -> Result<()> {
     let words: [u64; FaultRecord::WORDS] = fault
         .to_vec(dev)?
         .try_into()
         .map_err(|_| read_back_error(spec, "fault record"))?;
     let rec = FaultRecord::from_words(&words);
-    match fault_error(spec, &rec, |i| args.array_len(i), segments) {
+    match fault_error(spec, &rec, array_len, segments) {
         Some(e) => Err(e),
         None => Ok(()),
     }

@@ -124,10 +124,11 @@ impl<T: Scalar> DeviceVec<T> {
         }
     }
 
-    /// The host elements, for the length of a call or of a CPU launch.
-    /// Nothing writes them meanwhile: writes take `&mut self`, or are a
-    /// prepared CPU launch's `run`, which runs on the thread holding this
-    /// borrow (the type is not `Sync`) and never while such a view lives.
+    /// The host elements, for the length of a call or of a CPU launch
+    /// ([`host_input`]'s contract). Nothing writes them meanwhile: writes
+    /// take `&mut self`, or are a prepared CPU launch's `run`, which runs on
+    /// the thread holding this borrow (the type is not `Sync`) and never
+    /// while such a view lives.
     fn host(&self) -> Option<&[T]> {
         match &self.storage {
             // SAFETY: `UnsafeCell<T>` has the layout of `T`; see above for
@@ -294,9 +295,9 @@ impl Device {
 
     /// Waits for every launch and copy enqueued on this device, and reports
     /// the first fault of its asynchronous launches since the last check
-    /// (plain launches whose arguments are all device-resident; a prepared
-    /// launch reports its own faults through its `check`). A no-op on the
-    /// CPU, whose launches are synchronous.
+    /// (plain launches with a device-resident array and no host output; a
+    /// prepared launch reports its own faults through its `check`). A no-op
+    /// on the CPU, whose launches are synchronous.
     pub fn synchronize(&self) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
@@ -410,11 +411,12 @@ pub(crate) enum Place<'a> {
 }
 
 impl Place<'_> {
-    /// The array's first address, to tell arrays apart.
-    fn address(&self) -> (bool, u64) {
+    /// Which memory the array starts at: host, or a GPU's by ordinal, and
+    /// the address there (distinct arrays never share a first address).
+    fn address(&self) -> (Option<usize>, u64) {
         match *self {
-            Place::Host { addr } => (false, addr as u64),
-            Place::Cuda { ptr, device } => (true, ptr ^ ((device.ordinal() as u64) << 56)),
+            Place::Host { addr } => (None, addr as u64),
+            Place::Cuda { ptr, device } => (Some(device.ordinal()), ptr),
         }
     }
 }
@@ -439,7 +441,13 @@ fn misplaced(spec: &KernelSpec, i: usize, lives_on: &str, runs_on: &str) -> Erro
 /// Input `i` of a launch of `spec` on the CPU: the host slice, or a CPU
 /// `DeviceVec`'s storage in place; a GPU's array is an error naming the
 /// parameter (generated `launch`).
-pub fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
+///
+/// # Safety
+///
+/// The result must not outlive the launch it is made for, and the launch
+/// must run to completion on this thread: a prepared launch may hold the
+/// same `DeviceVec` as an output (a shared borrow) and write it when run.
+pub unsafe fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
     spec: &KernelSpec,
     i: usize,
     x: &'a I,
@@ -452,7 +460,8 @@ pub fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
     }
 }
 
-/// Output `i` of a launch of `spec` on the CPU, as [`host_input`].
+/// Output `i` of a launch of `spec` on the CPU, as [`host_input`]. Safe:
+/// the exclusive borrow rules out every other access for its lifetime.
 pub fn host_output<'a, T: Scalar, O: Output<T> + ?Sized>(
     spec: &KernelSpec,
     i: usize,
@@ -609,7 +618,8 @@ pub type CpuRun<'a> = Box<dyn Fn(&CpuArgs<'a>) -> Result<()> + 'a>;
 
 enum Backend<'a> {
     Cuda {
-        prepared: crate::launch::Prepared,
+        /// Boxed: its `Params` block is 4 KiB.
+        prepared: Box<crate::launch::Prepared>,
         _borrows: PhantomData<&'a DeviceVec<u8>>,
     },
     Cpu {
@@ -632,7 +642,7 @@ impl<'a> PreparedLaunch<'a> {
         let prepared = crate::launch::Prepared::new_borrowing(dev, spec, config, tasks, &args)?;
         Ok(PreparedLaunch {
             backend: Backend::Cuda {
-                prepared,
+                prepared: Box::new(prepared),
                 _borrows: PhantomData,
             },
         })
@@ -734,6 +744,12 @@ mod tests {
         assert_eq!(z.to_vec().unwrap(), [0; 4]);
         assert!(d.alloc::<bool>(0).unwrap().is_empty());
         assert!(d.synchronize().is_ok());
+    }
+
+    #[test]
+    fn arrays_move_between_threads() {
+        fn send<T: Send>(_: T) {}
+        send(Device::cpu().alloc::<f32>(1).unwrap());
     }
 
     #[test]

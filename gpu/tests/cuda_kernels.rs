@@ -26,17 +26,9 @@ fn device() -> Option<CudaDevice> {
     }
 }
 
-/// Deterministic values in [-1, 1), never zero-heavy.
+/// Deterministic values in [-1, 1), from the runtime's generator.
 fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect()
+    warpfit_runtime::gen::random_values(n, seed).expect("a small test vector")
 }
 
 /// A matrix from explicit row lengths (columns pseudo-random).

@@ -20,6 +20,7 @@ pub(crate) const EDGES: u64 = 0;
 pub(crate) const PERMUTATION: u64 = 1;
 pub(crate) const POINTS: u64 = 2;
 pub(crate) const BISECTION: u64 = 3;
+pub(crate) const VALUES: u64 = 4;
 
 /// The generator for chunk `chunk` of work of kind `purpose`.
 pub(crate) fn chunk_rng(seed: u64, purpose: u64, chunk: u64) -> ChaCha8Rng {

@@ -552,7 +552,9 @@ impl ModuleEmitter<'_> {
              # Parameters\n- `device`: where to run (CUDA if `device.cuda()` is some, else the CPU)\n\
              - `tasks`: the coarse tasks\n{}\n\n\
              Arrays given as `&DeviceVec` are used where they are, neither copied nor waited for: on CUDA a launch \
-             with no host output returns once its kernels are enqueued, and its fault is reported by the next \
+             with no host output returns once its kernels are enqueued (a CTE launch over all tasks whose split \
+             depends on the tasks' sizes first waits for the size kernel; [`prepare`] does that once), and its \
+             fault is reported by the next \
              `device.synchronize()`, `DeviceVec` download, or launch with a host output. Host outputs are downloaded \
              after the launch, which waits for it.\n\n\
              # Errors\nAn index out of range, an integer division by zero, a task list that does not fit the \
@@ -605,11 +607,12 @@ impl ModuleEmitter<'_> {
                 ParamKind::Scalar => quote!(#n),
             }
         });
-        let (dev, cfg, tasks, cuda) = (
+        let (dev, cfg, tasks, cuda, kernel) = (
             plumbing("device"),
             plumbing("config"),
             plumbing("tasks"),
             plumbing("cuda"),
+            plumbing("__kernel"),
         );
         quote! {
             #[doc = #launch_doc]
@@ -632,7 +635,11 @@ impl ModuleEmitter<'_> {
                 if let ::core::option::Option::Some(#cuda) = #dev.cuda() {
                     return #cuda.launch(&SPEC, #cfg, #tasks, &mut [#(#device_args),*]);
                 }
-                ::warpfit::__private::cpu::run(&Kernel { #(#twin_args),* }, #tasks)
+                // SAFETY (`host_input`'s contract): the views live only in this
+                // launch, which runs to completion on this thread.
+                #[allow(unused_unsafe)]
+                let #kernel = unsafe { Kernel { #(#twin_args),* } };
+                ::warpfit::__private::cpu::run(&#kernel, #tasks)
             }
         }
     }

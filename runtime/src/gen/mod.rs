@@ -15,12 +15,14 @@ mod poisson;
 mod rgg;
 mod rmat;
 mod uniform;
+mod values;
 
 pub use grid::grid2d;
 pub use poisson::{poisson2d, poisson3d, Poisson3dOrder};
 pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
 pub use rmat::rmat;
 pub use uniform::uniform;
+pub use values::random_values;
 
 use crate::error::excerpt;
 use crate::sparse::Csr;

@@ -246,7 +246,14 @@ fn per_task_maps_match_the_twin_under_every_config() {
 fn global_reductions_match_the_twin() {
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();
-    for n in [0usize, 1, 4095, 100_000, 4 << 20] {
+    // WARPFIT_SMALL=1 (the compute-sanitizer runs) leaves out the 4M case.
+    let small = std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1");
+    let sizes: &[usize] = if small {
+        &[0, 1, 4095, 100_000]
+    } else {
+        &[0, 1, 4095, 100_000, 4 << 20]
+    };
+    for &n in sizes {
         // Exact in any order: the GPU's and the CPU's splits agree bit for bit.
         let x: Vec<f64> = quarters(n, 1).iter().map(|&v| f64::from(v)).collect();
         let y: Vec<f64> = quarters(n, 2).iter().map(|&v| f64::from(v) - 1.0).collect();
@@ -307,6 +314,91 @@ fn global_reductions_match_the_twin() {
         ),
         "{e}"
     );
+}
+
+/// Kernel times of the new forms on vectors of 4M and 16M elements, with the
+/// arguments resident (a `Prepared` launch run again): the wall time of 50
+/// back-to-back runs, then one synchronising fault check, divided by 50 (what
+/// a solver's loop sees; the enqueue of each launch overlaps the kernels
+/// before it). `cargo test --release --test macro_gpu -- --ignored
+/// --nocapture form_kernel_times`. Prints; asserts nothing about speed.
+#[test]
+#[ignore]
+fn form_kernel_times() {
+    use warpfit::gpu::{launch::Prepared, Arg};
+    let Some(dev) = gpu() else { return };
+    let cuda = dev.cuda().expect("a CUDA device");
+    let time = |p: &Prepared| -> f64 {
+        for _ in 0..3 {
+            p.run().unwrap();
+        }
+        p.check_fault().unwrap();
+        let runs = 50;
+        let start = std::time::Instant::now();
+        for _ in 0..runs {
+            p.run().unwrap();
+        }
+        p.check_fault().unwrap();
+        start.elapsed().as_secs_f64() * 1e6 / runs as f64
+    };
+    for n in [4usize << 20, 16 << 20] {
+        let x64 = vec![0.5f64; n];
+        let y64 = vec![0.25f64; n];
+        let x32 = vec![0.5f32; n];
+        let mut y32 = vec![0.25f32; n];
+        let mut out64 = [0.0f64];
+        let mut out32 = [0.0f32];
+        let s = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
+        let dot = Prepared::new(
+            cuda,
+            &dot::SPEC,
+            &s.config,
+            (&s.tasks).into(),
+            &[
+                Arg::scalar(n as u32),
+                Arg::input(&x64),
+                Arg::input(&y64),
+                Arg::output(&mut out64),
+            ],
+        )
+        .unwrap();
+        let us = time(&dot);
+        println!(
+            "dot f64 n = {n}: {us:.1} us, {:.0} GB/s ({} segments)",
+            (16 * n) as f64 / us / 1e3,
+            s.tasks.len()
+        );
+        let norm = Prepared::new(
+            cuda,
+            &norm::SPEC,
+            &s.config,
+            (&s.tasks).into(),
+            &[
+                Arg::scalar(n as u32),
+                Arg::input(&x32),
+                Arg::output(&mut out32),
+            ],
+        )
+        .unwrap();
+        let us = time(&norm);
+        println!(
+            "norm f32 n = {n}: {us:.1} us, {:.0} GB/s",
+            (4 * n) as f64 / us / 1e3
+        );
+        let axpy = Prepared::new(
+            cuda,
+            &axpy::SPEC,
+            &LaunchConfig::default(),
+            n.into(),
+            &[Arg::scalar(1.5f32), Arg::input(&x32), Arg::output(&mut y32)],
+        )
+        .unwrap();
+        let us = time(&axpy);
+        println!(
+            "axpy f32 n = {n}: {us:.1} us, {:.0} GB/s",
+            (12 * n) as f64 / us / 1e3
+        );
+    }
 }
 
 /// Uploads `v` to `dev`.

@@ -238,6 +238,7 @@ pub fn literal_args(t: usize, ptr: &[u32], x: &[f32], y: &mut [f32]) {
 
 /// A per-task map (no nested pattern): the functor's fold is empty.
 #[nested_reduce]
+#[allow(clippy::assign_op_pattern)]
 pub fn axpy(i: usize, a: f32, x: &[f32], y: &mut [f32]) {
     y[i] = a * x[i] + y[i];
 }

@@ -25,17 +25,19 @@ use crate::device::Device;
 use std::ops::Range;
 use warpfit_runtime::{Error, Result, TaskList};
 
-/// The most segments a task is split into on CUDA: the merge's 32 lanes
-/// then fold 64 partials each (16 rounds of 4 independent L2 loads, a few
-/// microseconds), while 2048 warps of the main pass keep about 2 MiB of
-/// f64 loads in flight (4 per lane), what an H100's memory needs to stream
-/// near its bandwidth (3.35 TB/s × ~0.6 µs).
+/// The most segments a task is split into on CUDA. The main pass wants
+/// many: a segment is a warp with about 4 loads in flight per lane, so 2048
+/// warps keep about 2 MiB of f64 loads (1 MiB of f32) in flight, what an
+/// H100's memory needs to stream near its bandwidth (3.35 TB/s × ~0.6 µs).
+/// The merge wants few: its one warp's lanes fold 64 partials each at 2048,
+/// 16 rounds of 4 independent chains of two dependent L2 loads, about 5 µs,
+/// against about 25 µs for the main pass over 4M f64 elements.
 pub(crate) const CUDA_MAX_PIECES: u32 = 2048;
 
-/// The shortest segment on CUDA: 128 elements per lane of its warp, so that
+/// The shortest segment on CUDA: 64 elements per lane of its warp, so that
 /// a warp's set-up (prologue, the partial's store) stays a small part of
-/// its time. 4M elements make 1024 segments, 8M and more 2048.
-pub(crate) const CUDA_MIN_SEGMENT: u64 = 4096;
+/// its time. 1M elements make 512 segments, 4M and more 2048.
+pub(crate) const CUDA_MIN_SEGMENT: u64 = 2048;
 
 /// The segment length on the CPU. The twin runs a task list's segments in
 /// parallel in jobs of at least 128 segments and folds the partials
@@ -118,11 +120,12 @@ mod tests {
 
     #[test]
     fn segment_counts_follow_the_device() {
-        // CUDA: segments of at least 4096, at most 2048 of them.
+        // CUDA: segments of at least 2048, at most 2048 of them.
         assert_eq!(pieces(0, true), 1);
         assert_eq!(pieces(4095, true), 1);
-        assert_eq!(pieces(4 << 20, true), 1024);
-        assert_eq!(pieces(8 << 20, true), 2048);
+        assert_eq!(pieces(4096, true), 2);
+        assert_eq!(pieces(1 << 20, true), 512);
+        assert_eq!(pieces(4 << 20, true), 2048);
         assert_eq!(pieces(16 << 20, true), 2048);
         // CPU: segments of 1024.
         assert_eq!(pieces(100, false), 1);

@@ -50,7 +50,9 @@ mod tests;
 /// - body: `let`s (prologue), exactly one `(lo..hi).map(|k| e).fold(init, op)`
 ///   at statement level, then `let`s, `out[task] = e`, `out[task] op= e` and
 ///   `if`/`else` (epilogue); `op` is `|a, b| e`, `T::min`/`T::max` or a
-///   two-argument `#[device_fn]`, and sees only its two arguments;
+///   two-argument `#[device_fn]`, and sees only its two arguments; a body
+///   without the nested pattern is a per-task map (`let`s, writes and
+///   `if`/`else`, writing at least one output), run once per task;
 /// - expressions: literals, locals, parameters, arithmetic, bitwise, shifts,
 ///   comparisons, `&&`/`||`, `as` casts, `a[i]` with a `usize` index, `if`
 ///   values, blocks, `T::MAX`-style constants, whitelisted methods, and

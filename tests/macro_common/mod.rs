@@ -317,6 +317,7 @@ pub fn quarters(n: usize, seed: u32) -> Vec<f32> {
 /// y = a·x + y: a per-task map (a body without a nested pattern), reading
 /// its output at the task index.
 #[nested_reduce]
+#[allow(clippy::assign_op_pattern)]
 pub fn axpy(i: usize, a: f32, x: &[f32], y: &mut [f32]) {
     y[i] = a * x[i] + y[i];
 }

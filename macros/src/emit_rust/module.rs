@@ -71,6 +71,15 @@ impl ModuleEmitter<'_> {
              release semantics on every backend: `+ - *` wrap, shifts are masked, `/` and `%` by zero \
              fail the launch with `Error::DivisionByZero`, and every index is checked."
         );
+        let mod_doc = if self.k.elementwise {
+            format!(
+                "{mod_doc}\n\n`{name}` is a per-task map (its body has no nested pattern): the body runs once \
+                 per task, on CUDA one thread per task whatever the `LaunchConfig` says. A task list's \
+                 segments must be empty, `(task, 0, 0)`; each task it names runs once."
+            )
+        } else {
+            mod_doc
+        };
         let device_fn_checks = call_checks(&self.k.calls);
         let call_consts = call_consts(&self.k.calls);
         let gathered = self.gathered_const();

@@ -403,16 +403,15 @@ impl<'a> Lowering<'a> {
         }
     }
 
-    /// In a per-task map (a kernel without a nested pattern), what to write
-    /// instead of accumulating into one element from every task.
-    fn reduction_hint(&self) -> String {
-        if self.phase != Phase::Epilogue || self.folded.is_some() {
-            return String::new();
+    /// In a per-task map (a kernel without a nested pattern) that indexes an
+    /// output with a constant (`sum[0] += x[i]`, every task accumulating into
+    /// one element), how to write the whole-array reduction it attempts.
+    fn reduction_hint(&self, idx: &parse::Expr) -> &'static str {
+        let constant = matches!(idx.kind, Ast::Int { .. });
+        if self.phase != Phase::Epilogue || self.folded.is_some() || !constant {
+            return "";
         }
-        format!(
-            "; to reduce a whole array to one value (a sum, a dot product), fold it in a one-task kernel, `out[{t}] = (0..n).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);`, and launch it split over the device with `warpfit::split_one_task`",
-            t = self.task_name()
-        )
+        "; to reduce a whole array to one value (a sum, a dot product), fold it in a one-task kernel, `out[t] = (0..n as usize).map(|k| x[k] * y[k]).fold(0.0, |a, b| a + b);`, launched split over the device with `warpfit::split_one_task`"
     }
 
     fn task_name(&self) -> String {
@@ -449,7 +448,7 @@ impl<'a> Lowering<'a> {
                     return self.error_expr(idx.sp.error(format!(
                         "owner-computes: output `{name}` is read and written only at the task index, `{name}[{}]` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free{}",
                         self.task_name(),
-                        self.reduction_hint()
+                        self.reduction_hint(idx)
                     )));
                 }
                 let tv = self.is(p.ty);
@@ -790,7 +789,7 @@ impl<'a> Lowering<'a> {
                     self.errs.push(index.sp.error(format!(
                         "owner-computes: output `{name}` is written only at the task index, `{name}[{}] = ...` (the task parameter or a plain copy of it); each task owns exactly its element, which is what makes tasks race-free{}",
                         self.task_name(),
-                        self.reduction_hint()
+                        self.reduction_hint(index)
                     )));
                     return None;
                 }

@@ -402,8 +402,8 @@ pub fn cg_observed<T: CgScalar>(
         done += 1;
         let pap = dots[PAP].to_f64();
         let rr = dots[if v.z.is_some() { RR } else { RZ }].to_f64();
-        // NaN fails both tests: a breakdown, never a silent NaN.
-        if !(pap > 0.0) {
+        // A NaN is a breakdown too: reported, never returned as a result.
+        if pap.is_nan() || pap <= 0.0 {
             check_faults(&launches)?;
             return Err(Error::invalid(format!(
                 "cg broke down at iteration {done}: pᵀA·p = {pap:.3e} is not positive, so the \
@@ -458,7 +458,7 @@ fn inverse_diagonal<T: CgScalar>(a: &Csr<T>) -> Result<Vec<T>> {
             .filter(|(&c, _)| c as usize == r)
             .map(|(_, v)| v.to_f64())
             .sum();
-        if !(d > 0.0) {
+        if d.is_nan() || d <= 0.0 {
             return Err(Error::invalid(format!(
                 "cg: the Jacobi preconditioner needs a positive diagonal, but a({r}, {r}) = {d} \
                  (0-based): the matrix is not symmetric positive definite"

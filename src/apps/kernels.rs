@@ -104,8 +104,8 @@ pub fn cg_step_f32(
     r: &mut [f32],
 ) {
     let alpha = rho[0] / dots[0];
-    x[i] = x[i] + alpha * p[i];
-    r[i] = r[i] - alpha * q[i];
+    x[i] += alpha * p[i];
+    r[i] -= alpha * q[i];
 }
 
 /// [`cg_step_f32`] in f64.
@@ -120,13 +120,14 @@ pub fn cg_step_f64(
     r: &mut [f64],
 ) {
     let alpha = rho[0] / dots[0];
-    x[i] = x[i] + alpha * p[i];
-    r[i] = r[i] - alpha * q[i];
+    x[i] += alpha * p[i];
+    r[i] -= alpha * q[i];
 }
 
 /// [`cg_step_f32`] with the Jacobi preconditioner applied to the new
 /// residual: `z = r / diag(A)` (`inv_diag` holds `1 / a(i, i)`).
 #[nested_reduce]
+#[allow(clippy::too_many_arguments)]
 pub fn cg_step_jacobi_f32(
     i: usize,
     rho: &[f32],
@@ -140,13 +141,14 @@ pub fn cg_step_jacobi_f32(
 ) {
     let alpha = rho[0] / dots[0];
     let r_new = r[i] - alpha * q[i];
-    x[i] = x[i] + alpha * p[i];
+    x[i] += alpha * p[i];
     r[i] = r_new;
     z[i] = inv_diag[i] * r_new;
 }
 
 /// [`cg_step_jacobi_f32`] in f64.
 #[nested_reduce]
+#[allow(clippy::too_many_arguments)]
 pub fn cg_step_jacobi_f64(
     i: usize,
     rho: &[f64],
@@ -160,7 +162,7 @@ pub fn cg_step_jacobi_f64(
 ) {
     let alpha = rho[0] / dots[0];
     let r_new = r[i] - alpha * q[i];
-    x[i] = x[i] + alpha * p[i];
+    x[i] += alpha * p[i];
     r[i] = r_new;
     z[i] = inv_diag[i] * r_new;
 }
@@ -226,6 +228,7 @@ pub fn dangling_rank(t: usize, n: u32, rank: &[f32], out_degree: &[u32], out: &m
 /// dangling rank `dangling[0]`: `base = (1 − d)/n + d · dangling/n`, in f64
 /// and rounded to f32, the host driver's formula.
 #[nested_reduce]
+#[allow(clippy::too_many_arguments)]
 pub fn pagerank_pull_resident(
     v: usize,
     ptr: &[u32],

@@ -508,3 +508,196 @@ fn commands_that_need_a_gpu_say_so_in_one_line() {
     let o = warpfit(&["partition", "--gen", "grid2d:side=3"]);
     assert_one_line_error(&o, &["partition"], "give --cache BYTES");
 }
+
+#[test]
+fn cg_solves_for_the_ones_vector_and_prints_its_timing() {
+    for precision in ["f32", "f64"] {
+        for precond in ["none", "jacobi"] {
+            let out = tmp(&format!("cg-{precision}-{precond}.txt"));
+            let o = warpfit(&[
+                "run",
+                "cg",
+                "--gen",
+                "poisson3d:side=6,order=random,seed=2",
+                "--backend",
+                "cpu",
+                "--precision",
+                precision,
+                "--precond",
+                precond,
+                "--tol",
+                "1e-6",
+                "--output",
+                out.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            assert!(stdout.contains("cg: converged after"), "{stdout}");
+            assert!(stdout.contains(precision), "{stdout}");
+            assert!(stdout.contains("timing: read"), "{stdout}");
+            assert!(stdout.contains("iterations: median"), "{stdout}");
+            let x: Vec<f64> = std::fs::read_to_string(&out)
+                .unwrap()
+                .lines()
+                .map(|l| l.parse().unwrap())
+                .collect();
+            assert_eq!(x.len(), 216);
+            assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-4), "{x:?}");
+        }
+    }
+}
+
+#[test]
+fn cg_reads_a_right_hand_side_and_reports_bad_input_in_one_line() {
+    // A = the 5-point Laplacian on 2 × 2 points; b = A·(1, 2, 3, 4).
+    let rhs = tmp("rhs.txt");
+    std::fs::write(&rhs, "-1\n3\n# a comment\n7\n11\n").unwrap();
+    let out = tmp("cg-rhs-x.txt");
+    let o = warpfit(&[
+        "run",
+        "cg",
+        "--gen",
+        "poisson2d:side=2",
+        "--backend",
+        "cpu",
+        "--rhs",
+        rhs.to_str().unwrap(),
+        "--tol",
+        "1e-12",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let x: Vec<f64> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    for (got, want) in x.iter().zip([1.0, 2.0, 3.0, 4.0]) {
+        assert!((got - want).abs() < 1e-9, "{x:?}");
+    }
+    let short = tmp("rhs-short.txt");
+    std::fs::write(&short, "1\n2\n").unwrap();
+    let bad = tmp("rhs-bad.txt");
+    std::fs::write(&bad, "1\n2\nnan\n4\n").unwrap();
+    // Symmetric, indefinite: CG breaks down.
+    let indefinite = tmp("indefinite.mtx");
+    std::fs::write(
+        &indefinite,
+        "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 1 1\n2 2 -1\n",
+    )
+    .unwrap();
+    let rect = tmp("rect.mtx");
+    std::fs::write(
+        &rect,
+        "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 1 1\n",
+    )
+    .unwrap();
+    let (short, bad, indefinite, rect) = (
+        short.to_str().unwrap(),
+        bad.to_str().unwrap(),
+        indefinite.to_str().unwrap(),
+        rect.to_str().unwrap(),
+    );
+    for (args, needle) in [
+        (
+            vec!["run", "cg", "--gen", "poisson2d:side=2", "--rhs", short],
+            "2 values, but the matrix has 4 rows",
+        ),
+        (
+            vec!["run", "cg", "--gen", "poisson2d:side=2", "--rhs", bad],
+            "rhs-bad.txt:3: value `nan` is not finite",
+        ),
+        (
+            vec!["run", "cg", "--matrix", indefinite, "--backend", "cpu"],
+            "not symmetric positive definite",
+        ),
+        (
+            vec!["run", "cg", "--matrix", rect, "--backend", "cpu"],
+            "square matrix, got 2 x 3",
+        ),
+        (
+            vec![
+                "run",
+                "cg",
+                "--matrix",
+                indefinite,
+                "--precond",
+                "jacobi",
+                "--backend",
+                "cpu",
+            ],
+            "positive diagonal",
+        ),
+        (
+            vec!["run", "cg", "--gen", "poisson2d:side=2", "--iters", "3"],
+            "cg stops at --tol or --max-iters",
+        ),
+        (
+            vec!["run", "cg", "--gen", "poisson2d:side=2", "--source", "1"],
+            "--source applies to sssp and bfs",
+        ),
+        (
+            vec!["run", "cg", "--gen", "poisson2d:side=2", "--tol", "-1"],
+            "--tol must be",
+        ),
+        (
+            vec![
+                "run",
+                "bfs",
+                "--gen",
+                "poisson2d:side=2",
+                "--precond",
+                "jacobi",
+            ],
+            "--precond applies to cg only",
+        ),
+        (
+            vec!["run", "spmv", "--gen", "poisson2d:side=2", "--tol", "1e-3"],
+            "--tol applies to cg only",
+        ),
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, needle);
+    }
+}
+
+#[test]
+fn every_app_prints_set_up_apart_from_iterations() {
+    for app in ["spmv", "pagerank", "sssp", "bfs", "cg"] {
+        let o = warpfit(&["run", app, "--gen", "poisson2d:side=6", "--backend", "cpu"]);
+        assert!(o.status.success(), "{app}: {}", stderr(&o));
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        let timing = stdout
+            .lines()
+            .find(|l| l.starts_with("timing: read "))
+            .unwrap_or_else(|| panic!("{app}: no timing line in {stdout}"));
+        assert!(
+            timing.contains("set-up") && timing.contains(": median") && timing.contains("total"),
+            "{app}: {timing}"
+        );
+    }
+}
+
+#[test]
+fn gen_writes_the_poisson_matrices() {
+    for (kind, args, header) in [
+        ("poisson2d", vec!["--side", "4"], "16 16 64"),
+        (
+            "poisson3d",
+            vec!["--side", "3", "--order", "random", "--seed", "5"],
+            "27 27 135",
+        ),
+    ] {
+        let out = tmp(&format!("{kind}.mtx"));
+        let mut cmd = vec!["gen", kind];
+        cmd.extend(&args);
+        cmd.extend(["-o", out.to_str().unwrap()]);
+        let o = warpfit(&cmd);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(text.lines().nth(1), Some(header), "{kind}");
+    }
+    let o = warpfit(&["gen", "poisson3d", "--order", "spatial", "-o", "x.mtx"]);
+    assert_one_line_error(&o, &["gen", "poisson3d"], "expects natural or random");
+}

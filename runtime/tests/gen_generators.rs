@@ -325,3 +325,135 @@ fn golden_fingerprints() {
         ]
     );
 }
+
+/// The structure every SPD generator promises: square, sorted, symmetric, a
+/// positive diagonal that dominates its row (row sums ≥ 0 with non-positive
+/// off-diagonal entries), and some row strictly dominant.
+fn assert_spd_structure(name: &str, m: &Csr<f32>, diagonal: f32) {
+    assert_eq!(m.nrows(), m.ncols(), "{name}");
+    assert!(m.is_sorted(), "{name}");
+    assert!(m.is_symmetric(), "{name}");
+    let mut strict = m.nrows() == 0;
+    for r in 0..m.nrows() {
+        let (cols, vals) = m.row(r);
+        let mut diag = None;
+        let mut off = 0.0f32;
+        for (&c, &v) in cols.iter().zip(vals) {
+            if c as usize == r {
+                diag = Some(v);
+            } else {
+                assert!(v <= 0.0, "{name}: ({r}, {c}) = {v}");
+                off += v.abs();
+            }
+        }
+        assert_eq!(diag, Some(diagonal), "{name}: row {r}");
+        assert!(
+            diagonal >= off,
+            "{name}: row {r} is not diagonally dominant"
+        );
+        strict |= diagonal > off;
+        let sum: f32 = vals.iter().sum();
+        assert!(sum >= 0.0, "{name}: row {r} sums to {sum}");
+    }
+    assert!(strict, "{name}: no strictly dominant row");
+}
+
+#[test]
+fn poisson2d_is_the_grid2d_laplacian() {
+    for side in [0usize, 1, 2, 7, 20] {
+        let m = gen::poisson2d(side).unwrap();
+        assert_eq!(m, gen::grid2d(side).unwrap());
+        assert_eq!(m.nnz(), (5 * side * side).saturating_sub(4 * side));
+        assert_spd_structure(&format!("poisson2d:side={side}"), &m, 4.0);
+    }
+    let spec: GenSpec = "poisson2d:side=9".parse().unwrap();
+    assert_eq!(spec.generate().unwrap(), gen::grid2d(9).unwrap());
+}
+
+#[test]
+fn poisson3d_stencil_in_both_orders() {
+    use gen::Poisson3dOrder::{Natural, Random};
+    for side in [0usize, 1, 2, 3, 9] {
+        let n = side * side * side;
+        let natural = gen::poisson3d(side, Natural, 1).unwrap();
+        assert_eq!(natural.nrows(), n);
+        assert_eq!(natural.nnz(), (7 * n).saturating_sub(6 * side * side));
+        assert_spd_structure(&format!("poisson3d:side={side}"), &natural, 6.0);
+        // Row sums count the missing neighbours: 0 inside, 1 per face on the
+        // boundary.
+        for r in 0..n {
+            let (i, j, k) = (r / (side * side), (r / side) % side, r % side);
+            let faces = [i, j, k]
+                .iter()
+                .map(|&x| usize::from(x == 0) + usize::from(x + 1 == side))
+                .sum::<usize>();
+            let sum: f32 = natural.row(r).1.iter().sum();
+            assert_eq!(sum, faces as f32, "side {side}, row {r}");
+        }
+        let random = gen::poisson3d(side, Random, 7).unwrap();
+        assert_eq!(random.nnz(), natural.nnz());
+        assert_spd_structure(&format!("poisson3d:side={side},order=random"), &random, 6.0);
+        // A renumbering: the same multiset of row lengths and row sums.
+        let profile = |m: &Csr<f32>| {
+            let mut p: Vec<(usize, i64)> = (0..m.nrows())
+                .map(|r| (m.row(r).0.len(), m.row(r).1.iter().sum::<f32>() as i64))
+                .collect();
+            p.sort_unstable();
+            p
+        };
+        assert_eq!(profile(&random), profile(&natural));
+        // Deterministic per seed.
+        assert_eq!(gen::poisson3d(side, Random, 7).unwrap(), random);
+    }
+    let m = gen::poisson3d(3, Natural, 1).unwrap();
+    // The centre point (1, 1, 1) = row 13 has all six neighbours.
+    assert_eq!(m.row(13).0, &[4, 10, 12, 13, 14, 16, 22]);
+    assert_eq!(m.row(13).1, &[-1.0, -1.0, -1.0, 6.0, -1.0, -1.0, -1.0]);
+    // Another seed gives another numbering.
+    let a = gen::poisson3d(9, Random, 1).unwrap();
+    let b = gen::poisson3d(9, Random, 2).unwrap();
+    assert_ne!(a, b);
+    assert_ne!(a, gen::poisson3d(9, Natural, 1).unwrap());
+    assert!(matches!(
+        gen::poisson3d(1 << 11, Natural, 1),
+        Err(Error::U32Overflow { .. })
+    ));
+    assert!(matches!(
+        gen::poisson3d(usize::MAX, Natural, 1),
+        Err(Error::U32Overflow { .. })
+    ));
+}
+
+#[test]
+fn poisson_specs_parse_and_print() {
+    let cases = [
+        ("poisson2d", "poisson2d:side=256"),
+        ("poisson2d:side=2048", "poisson2d:side=2048"),
+        ("poisson3d", "poisson3d:side=64,order=natural,seed=1"),
+        (
+            "poisson3d:order=random,side=10",
+            "poisson3d:side=10,order=random,seed=1",
+        ),
+        (
+            "poisson3d:side=5,order=random,seed=9",
+            "poisson3d:side=5,order=random,seed=9",
+        ),
+    ];
+    for (input, canonical) in cases {
+        let spec: GenSpec = input.parse().unwrap();
+        assert_eq!(spec.to_string(), canonical, "for `{input}`");
+        assert_eq!(canonical.parse::<GenSpec>().unwrap(), spec);
+    }
+    let spec: GenSpec = "poisson3d:side=4,order=random,seed=3".parse().unwrap();
+    assert_eq!(spec.kind(), "poisson3d");
+    assert_eq!(
+        spec.generate().unwrap(),
+        gen::poisson3d(4, gen::Poisson3dOrder::Random, 3).unwrap()
+    );
+    let err = |s: &str| s.parse::<GenSpec>().unwrap_err().to_string();
+    let e = err("poisson3d:order=spatial");
+    assert!(e.contains("expects natural or random"), "{e}");
+    let e = err("poisson2d:seed=1");
+    assert!(e.contains("unknown key `seed`"), "{e}");
+    assert!(err("poisson").contains("poisson2d, poisson3d"));
+}

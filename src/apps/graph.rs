@@ -1,10 +1,21 @@
 //! Graph drivers over a matrix read as a directed graph: entry `(i, j)` is the
 //! edge `i → j`. Kernels pull along in-edges, so each driver works on the
 //! transposed pattern and every vertex is written by its own task.
+//!
+//! The drivers keep the graph and their vectors on the device and prepare
+//! each launch once: two sets of launches, one per direction of the swap
+//! between the current and the next vector, alternate. An iteration
+//! downloads at most one number (sssp, bfs: how many vertices changed;
+//! pagerank: nothing).
 
-use super::kernels::{bfs_step, pagerank_pull, relax};
+use super::kernels::{
+    bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
+    pagerank_pull_resident, relax,
+};
+use super::timing::Timings;
 use crate::runtime::Csr;
-use crate::{Device, Error, LaunchConfig, Result};
+use crate::{split_one_task, Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Result};
+use std::time::Instant;
 
 /// In-edges of every vertex plus out-degrees, built once per matrix.
 #[derive(Debug, Clone)]
@@ -50,6 +61,20 @@ impl Graph {
         self.incoming.nnz()
     }
 
+    /// The in-edges on `device`: row pointers, sources.
+    fn upload_pattern(&self, device: &Device) -> Result<(DeviceVec<u32>, DeviceVec<u32>)> {
+        Ok((
+            device.upload(self.incoming.row_ptr())?,
+            device.upload(self.incoming.col_idx())?,
+        ))
+    }
+
+    /// The vertex count as the u32 a whole-array reduction takes.
+    fn len_u32(&self) -> Result<u32> {
+        u32::try_from(self.len())
+            .map_err(|_| Error::invalid(format!("{} vertices are more than u32 holds", self.len())))
+    }
+
     fn check_source(&self, source: usize) -> Result<()> {
         if source >= self.len() {
             return Err(Error::out_of_range("source vertex", source, self.len()));
@@ -84,18 +109,24 @@ pub fn pagerank(
     g: &Graph,
     opts: PageRankOptions,
 ) -> Result<Vec<f32>> {
-    pagerank_observed(device, config, g, opts, &mut |_| {})
+    Ok(pagerank_observed(device, config, g, opts, &mut |_| {})?.0)
 }
 
 /// [`pagerank`], calling `on_step(k)` after iteration `k` (from 1), for
-/// progress reports.
+/// progress reports; also returns the set-up and iteration times.
+///
+/// An iteration is three prepared launches: the per-vertex shares
+/// `rank / outdeg`, the dangling rank (a whole-array reduction in f64) and
+/// the pull, which computes the teleport term from the dangling rank on the
+/// device. Nothing is downloaded until the end; the driver waits for the
+/// device after each iteration only to time it.
 pub fn pagerank_observed(
     device: &Device,
     config: &LaunchConfig,
     g: &Graph,
     opts: PageRankOptions,
     on_step: &mut dyn FnMut(usize),
-) -> Result<Vec<f32>> {
+) -> Result<(Vec<f32>, Timings)> {
     let n = g.len();
     if !(0.0..=1.0).contains(&opts.damping) {
         return Err(Error::invalid(format!(
@@ -104,38 +135,120 @@ pub fn pagerank_observed(
         )));
     }
     if n == 0 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Timings::default()));
     }
-    let mut rank = vec![1.0 / n as f32; n];
-    let mut next = vec![0.0f32; n];
-    let mut contrib = vec![0.0f32; n];
+    let setup_start = Instant::now();
+    let n32 = g.len_u32()?;
+    let (ptr, src) = g.upload_pattern(device)?;
+    let out_degree = device.upload(&g.out_degree)?;
+    let uniform = vec![1.0 / n as f32; n];
+    let rank = device.upload(&uniform)?;
+    drop(uniform);
+    let next = device.alloc::<f32>(n)?;
+    let contrib = device.alloc::<f32>(n)?;
+    let dangling = device.alloc::<f64>(1)?;
+    let split = split_one_task(device, 0, 0..n)?;
+    // One set of launches per direction: `from` → `to`.
+    let mut sets = Vec::with_capacity(2);
+    for (from, to) in [(&rank, &next), (&next, &rank)] {
+        sets.push([
+            pagerank_contrib::prepare(device, config, n, from, &out_degree, &contrib)?,
+            dangling_rank::prepare(
+                device,
+                &split.config,
+                &split.tasks,
+                n32,
+                from,
+                &out_degree,
+                &dangling,
+            )?,
+            pagerank_pull_resident::prepare(
+                device,
+                config,
+                n,
+                &ptr,
+                &src,
+                &contrib,
+                &dangling,
+                opts.damping,
+                n as f64,
+                to,
+            )?,
+        ]);
+    }
+    let (forward, backward) = (&sets[0], &sets[1]);
+    let setup = setup_start.elapsed();
+    let mut iterations = Vec::new();
     for iteration in 1..=opts.iterations {
-        let mut dangling = 0.0f64;
-        for ((c, &r), &d) in contrib.iter_mut().zip(&rank).zip(&g.out_degree) {
-            if d == 0 {
-                dangling += r as f64;
-                *c = 0.0;
-            } else {
-                *c = r / d as f32;
-            }
+        let start = Instant::now();
+        let launches = if iteration % 2 == 1 {
+            forward
+        } else {
+            backward
+        };
+        for l in launches {
+            l.run()?;
         }
-        let d = opts.damping as f64;
-        let base = ((1.0 - d) / n as f64 + d * dangling / n as f64) as f32;
-        pagerank_pull::launch_with(
-            device,
-            config,
-            n,
-            g.incoming.row_ptr(),
-            g.incoming.col_idx(),
-            &contrib,
-            base,
-            opts.damping,
-            &mut next,
-        )?;
-        std::mem::swap(&mut rank, &mut next);
+        device.synchronize()?;
+        iterations.push(start.elapsed());
         on_step(iteration);
     }
-    Ok(rank)
+    check_faults(forward.iter().chain(backward))?;
+    let result = if opts.iterations % 2 == 1 {
+        &next
+    } else {
+        &rank
+    };
+    Ok((result.to_vec()?, Timings { setup, iterations }))
+}
+
+/// Reports the first kernel fault of the launches run so far, if any.
+fn check_faults<'a, 'b: 'a>(
+    launches: impl IntoIterator<Item = &'a PreparedLaunch<'b>>,
+) -> Result<()> {
+    launches.into_iter().try_for_each(|l| l.check())
+}
+
+/// Runs a fixed-point iteration on two device vectors: each round runs the
+/// step `from` → `to` and counts the changed entries (one u32 downloaded),
+/// then swaps; stops after a round that changed nothing, or after
+/// `max_rounds`. Returns the vector holding the result, the rounds run and
+/// the round times.
+fn fixed_point<'a, T: crate::gpu::spec::Scalar>(
+    forward: &[PreparedLaunch<'a>; 2],
+    backward: &[PreparedLaunch<'a>; 2],
+    vectors: [&'a DeviceVec<T>; 2],
+    changed: &DeviceVec<u32>,
+    max_rounds: usize,
+    on_step: &mut dyn FnMut(usize),
+) -> Result<(&'a DeviceVec<T>, usize, Vec<std::time::Duration>)> {
+    let mut times = Vec::new();
+    let mut count = [0u32];
+    for round in 1..=max_rounds {
+        let start = Instant::now();
+        let (launches, written) = if round % 2 == 1 {
+            (forward, vectors[1])
+        } else {
+            (backward, vectors[0])
+        };
+        for l in launches {
+            l.run()?;
+        }
+        changed.download(&mut count)?;
+        times.push(start.elapsed());
+        on_step(round);
+        if count[0] == 0 {
+            check_faults(forward.iter().chain(backward))?;
+            return Ok((written, round, times));
+        }
+    }
+    check_faults(forward.iter().chain(backward))?;
+    let last = if max_rounds % 2 == 1 {
+        vectors[1]
+    } else {
+        vectors[0]
+    };
+    Ok((last, max_rounds, times))
 }
 
 /// Single-source shortest paths by Bellman-Ford relaxation to a fixed point.
@@ -147,42 +260,55 @@ pub fn sssp(
     g: &Graph,
     source: usize,
 ) -> Result<(Vec<f32>, usize)> {
-    sssp_observed(device, config, g, source, &mut |_| {})
+    let (dist, rounds, _) = sssp_observed(device, config, g, source, &mut |_| {})?;
+    Ok((dist, rounds))
 }
 
-/// [`sssp`], calling `on_step(round)` after each relaxation round.
+/// [`sssp`], calling `on_step(round)` after each relaxation round; also
+/// returns the set-up and round times. A round is the relaxation and a
+/// count of the changed distances, the one number downloaded.
 pub fn sssp_observed(
     device: &Device,
     config: &LaunchConfig,
     g: &Graph,
     source: usize,
     on_step: &mut dyn FnMut(usize),
-) -> Result<(Vec<f32>, usize)> {
+) -> Result<(Vec<f32>, usize, Timings)> {
     g.check_source(source)?;
     let n = g.len();
-    let mut dist = vec![f32::INFINITY; n];
-    dist[source] = 0.0;
-    let mut next = dist.clone();
-    // Non-negative weights converge in at most n - 1 rounds; one more proves it.
-    for round in 1..=n {
-        relax::launch_with(
-            device,
-            config,
-            n,
-            g.incoming.row_ptr(),
-            g.incoming.col_idx(),
-            g.incoming.values(),
-            &dist,
-            &mut next,
-        )?;
-        let changed = next.iter().zip(&dist).any(|(a, b)| a != b);
-        std::mem::swap(&mut dist, &mut next);
-        on_step(round);
-        if !changed {
-            return Ok((dist, round));
-        }
+    let setup_start = Instant::now();
+    let n32 = g.len_u32()?;
+    let (ptr, src) = g.upload_pattern(device)?;
+    let weights = device.upload(g.incoming.values())?;
+    let mut start = vec![f32::INFINITY; n];
+    start[source] = 0.0;
+    let dist = device.upload(&start)?;
+    drop(start);
+    let next = device.alloc::<f32>(n)?;
+    let changed = device.alloc::<u32>(1)?;
+    let split = split_one_task(device, 0, 0..n)?;
+    // One set of launches per direction: `from` → `to`.
+    let mut sets = Vec::with_capacity(2);
+    for (from, to) in [(&dist, &next), (&next, &dist)] {
+        sets.push([
+            relax::prepare(device, config, n, &ptr, &src, &weights, from, to)?,
+            count_changed_f32::prepare(
+                device,
+                &split.config,
+                &split.tasks,
+                n32,
+                from,
+                to,
+                &changed,
+            )?,
+        ]);
     }
-    Ok((dist, n))
+    let (forward, backward) = (&sets[0], &sets[1]);
+    let setup = setup_start.elapsed();
+    // Non-negative weights converge in at most n - 1 rounds; one more proves it.
+    let (result, rounds, iterations) =
+        fixed_point(forward, backward, [&dist, &next], &changed, n, on_step)?;
+    Ok((result.to_vec()?, rounds, Timings { setup, iterations }))
 }
 
 /// Breadth-first levels from `source`; unreachable vertices get -1.
@@ -193,41 +319,54 @@ pub fn bfs(
     g: &Graph,
     source: usize,
 ) -> Result<(Vec<i32>, usize)> {
-    bfs_observed(device, config, g, source, &mut |_| {})
+    let (level, steps, _) = bfs_observed(device, config, g, source, &mut |_| {})?;
+    Ok((level, steps))
 }
 
-/// [`bfs`], calling `on_step(k)` after step `k` (from 1).
+/// [`bfs`], calling `on_step(k)` after step `k` (from 1); also returns the
+/// set-up and step times. A step is [`bfs_pull`] and a count of the changed
+/// levels, the one number downloaded.
 pub fn bfs_observed(
     device: &Device,
     config: &LaunchConfig,
     g: &Graph,
     source: usize,
     on_step: &mut dyn FnMut(usize),
-) -> Result<(Vec<i32>, usize)> {
+) -> Result<(Vec<i32>, usize, Timings)> {
     g.check_source(source)?;
     let n = g.len();
-    let max_depth = i32::try_from(n)
+    // Levels are i32: the deepest possible level, n - 1, must fit.
+    i32::try_from(n)
         .map_err(|_| Error::invalid(format!("BFS levels are i32: {n} vertices are too many")))?;
-    let mut level = vec![-1i32; n];
-    level[source] = 0;
-    let mut next = level.clone();
-    for depth in 0..max_depth {
-        bfs_step::launch_with(
-            device,
-            config,
-            n,
-            g.incoming.row_ptr(),
-            g.incoming.col_idx(),
-            &level,
-            depth,
-            &mut next,
-        )?;
-        let changed = next.iter().zip(&level).any(|(a, b)| a != b);
-        std::mem::swap(&mut level, &mut next);
-        on_step(depth as usize + 1);
-        if !changed {
-            return Ok((level, depth as usize + 1));
-        }
+    let setup_start = Instant::now();
+    let n32 = g.len_u32()?;
+    let (ptr, src) = g.upload_pattern(device)?;
+    let mut start = vec![-1i32; n];
+    start[source] = 0;
+    let level = device.upload(&start)?;
+    drop(start);
+    let next = device.alloc::<i32>(n)?;
+    let changed = device.alloc::<u32>(1)?;
+    let split = split_one_task(device, 0, 0..n)?;
+    // One set of launches per direction: `from` → `to`.
+    let mut sets = Vec::with_capacity(2);
+    for (from, to) in [(&level, &next), (&next, &level)] {
+        sets.push([
+            bfs_pull::prepare(device, config, n, &ptr, &src, from, to)?,
+            count_changed_i32::prepare(
+                device,
+                &split.config,
+                &split.tasks,
+                n32,
+                from,
+                to,
+                &changed,
+            )?,
+        ]);
     }
-    Ok((level, n))
+    let (forward, backward) = (&sets[0], &sets[1]);
+    let setup = setup_start.elapsed();
+    let (result, steps, iterations) =
+        fixed_point(forward, backward, [&level, &next], &changed, n, on_step)?;
+    Ok((result.to_vec()?, steps, Timings { setup, iterations }))
 }

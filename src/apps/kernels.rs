@@ -58,3 +58,227 @@ pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], depth: i32, n
         next[v] = level[v];
     }
 }
+
+// ---------------------------------------------------------------------------
+// Conjugate gradient. The kernel language has no generics, so each kernel
+// comes in f32 and f64; the solver picks them through `CgScalar`. The
+// solver's scalars stay on the device: `dots` holds the reductions of the
+// current iteration (slot 0: pᵀq, 1: rᵀz, 2: rᵀr) and `rho` the rᵀz of the
+// previous one, and the updates read their coefficients from there, so that
+// an iteration downloads nothing but `dots`.
+
+/// `y = A·x` in f64 (the f32 solver uses [`spmv`]).
+#[nested_reduce]
+pub fn spmv_f64(row: usize, row_ptr: &[u32], col: &[u32], val: &[f64], x: &[f64], y: &mut [f64]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0.0, |a, b| a + b);
+}
+
+/// `out[t] = Σ x[i]·y[i]` over `0..n`: a whole-array dot product, one task
+/// whose fold covers the arrays, launched split over the device
+/// (`split_one_task`) with `t` the slot of `out` it fills.
+#[nested_reduce]
+pub fn dot_f32(t: usize, n: u32, x: &[f32], y: &[f32], out: &mut [f32]) {
+    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
+}
+
+/// [`dot_f32`] in f64.
+#[nested_reduce]
+pub fn dot_f64(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
+    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
+}
+
+/// CG's update of the iterate and the residual: `x += α·p`, `r −= α·q` with
+/// `α = rho[0] / dots[0]` (`rᵀz / pᵀAp`).
+#[nested_reduce]
+pub fn cg_step_f32(
+    i: usize,
+    rho: &[f32],
+    dots: &[f32],
+    p: &[f32],
+    q: &[f32],
+    x: &mut [f32],
+    r: &mut [f32],
+) {
+    let alpha = rho[0] / dots[0];
+    x[i] += alpha * p[i];
+    r[i] -= alpha * q[i];
+}
+
+/// [`cg_step_f32`] in f64.
+#[nested_reduce]
+pub fn cg_step_f64(
+    i: usize,
+    rho: &[f64],
+    dots: &[f64],
+    p: &[f64],
+    q: &[f64],
+    x: &mut [f64],
+    r: &mut [f64],
+) {
+    let alpha = rho[0] / dots[0];
+    x[i] += alpha * p[i];
+    r[i] -= alpha * q[i];
+}
+
+/// [`cg_step_f32`] with the Jacobi preconditioner applied to the new
+/// residual: `z = r / diag(A)` (`inv_diag` holds `1 / a(i, i)`).
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn cg_step_jacobi_f32(
+    i: usize,
+    rho: &[f32],
+    dots: &[f32],
+    inv_diag: &[f32],
+    p: &[f32],
+    q: &[f32],
+    x: &mut [f32],
+    r: &mut [f32],
+    z: &mut [f32],
+) {
+    let alpha = rho[0] / dots[0];
+    let r_new = r[i] - alpha * q[i];
+    x[i] += alpha * p[i];
+    r[i] = r_new;
+    z[i] = inv_diag[i] * r_new;
+}
+
+/// [`cg_step_jacobi_f32`] in f64.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn cg_step_jacobi_f64(
+    i: usize,
+    rho: &[f64],
+    dots: &[f64],
+    inv_diag: &[f64],
+    p: &[f64],
+    q: &[f64],
+    x: &mut [f64],
+    r: &mut [f64],
+    z: &mut [f64],
+) {
+    let alpha = rho[0] / dots[0];
+    let r_new = r[i] - alpha * q[i];
+    x[i] += alpha * p[i];
+    r[i] = r_new;
+    z[i] = inv_diag[i] * r_new;
+}
+
+/// CG's new search direction: `p = z + β·p` with `β = dots[1] / rho[0]`
+/// (this iteration's `rᵀz` over the previous one's).
+#[nested_reduce]
+pub fn cg_direction_f32(i: usize, rho: &[f32], dots: &[f32], z: &[f32], p: &mut [f32]) {
+    let beta = dots[1] / rho[0];
+    p[i] = z[i] + beta * p[i];
+}
+
+/// [`cg_direction_f32`] in f64.
+#[nested_reduce]
+pub fn cg_direction_f64(i: usize, rho: &[f64], dots: &[f64], z: &[f64], p: &mut [f64]) {
+    let beta = dots[1] / rho[0];
+    p[i] = z[i] + beta * p[i];
+}
+
+/// Keeps this iteration's `rᵀz` for the next one: `rho[0] = dots[1]`, one
+/// task (a separate launch: the direction update reads `rho` in all tasks).
+#[nested_reduce]
+pub fn cg_keep_rho_f32(t: usize, dots: &[f32], rho: &mut [f32]) {
+    rho[t] = dots[t + 1];
+}
+
+/// [`cg_keep_rho_f32`] in f64.
+#[nested_reduce]
+pub fn cg_keep_rho_f64(t: usize, dots: &[f64], rho: &mut [f64]) {
+    rho[t] = dots[t + 1];
+}
+
+// ---------------------------------------------------------------------------
+// Graph apps on device-resident arrays.
+
+/// PageRank's per-vertex share: `contrib[u] = rank[u] / outdeg[u]`, 0 for a
+/// dangling vertex (no out-edge; its rank is spread by [`dangling_rank`]).
+#[nested_reduce]
+pub fn pagerank_contrib(u: usize, rank: &[f32], out_degree: &[u32], contrib: &mut [f32]) {
+    if out_degree[u] == 0 {
+        contrib[u] = 0.0;
+    } else {
+        contrib[u] = rank[u] / out_degree[u] as f32;
+    }
+}
+
+/// The rank held by dangling vertices, summed in f64 over `0..n`: a
+/// whole-array reduction (one task `t`, launched split over the device).
+#[nested_reduce]
+pub fn dangling_rank(t: usize, n: u32, rank: &[f32], out_degree: &[u32], out: &mut [f64]) {
+    out[t] = (0..n as usize)
+        .map(|u| {
+            if out_degree[u] == 0 {
+                rank[u] as f64
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, |a, b| a + b);
+}
+
+/// [`pagerank_pull`] with the teleport term computed on the device from the
+/// dangling rank `dangling[0]`: `base = (1 − d)/n + d · dangling/n`, in f64
+/// and rounded to f32, the host driver's formula.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn pagerank_pull_resident(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    contrib: &[f32],
+    dangling: &[f64],
+    damping: f32,
+    n: f64,
+    next: &mut [f32],
+) {
+    let d = damping as f64;
+    let base = ((1.0 - d) / n + d * dangling[0] / n) as f32;
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let sum = (lo..hi)
+        .map(|e| contrib[src[e] as usize])
+        .fold(0.0, |a, b| a + b);
+    next[v] = base + damping * sum;
+}
+
+/// How many of the first `n` entries differ between two f32 arrays (one
+/// task `t`, launched split over the device): the fixed-point test of sssp.
+#[nested_reduce]
+pub fn count_changed_f32(t: usize, n: u32, old: &[f32], new: &[f32], out: &mut [u32]) {
+    out[t] = (0..n as usize)
+        .map(|i| if old[i] != new[i] { 1u32 } else { 0u32 })
+        .fold(0, |a, b| a + b);
+}
+
+/// [`count_changed_f32`] for i32 arrays (bfs levels).
+#[nested_reduce]
+pub fn count_changed_i32(t: usize, n: u32, old: &[i32], new: &[i32], out: &mut [u32]) {
+    out[t] = (0..n as usize)
+        .map(|i| if old[i] != new[i] { 1u32 } else { 0u32 })
+        .fold(0, |a, b| a + b);
+}
+
+/// One level-synchronous BFS step with no scalar argument, so that one
+/// prepared launch serves every step: an unvisited vertex takes one more than
+/// the highest level among its in-neighbours, when one is reached. At step
+/// `d` that level is exactly `d` (a vertex with a neighbour on an earlier
+/// level was reached earlier), so this equals [`bfs_step`].
+#[nested_reduce]
+pub fn bfs_pull(v: usize, ptr: &[u32], src: &[u32], level: &[i32], next: &mut [i32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let highest = (lo..hi).map(|e| level[src[e] as usize]).fold(-1, i32::max);
+    if level[v] < 0 && highest >= 0 {
+        next[v] = highest + 1;
+    } else {
+        next[v] = level[v];
+    }
+}

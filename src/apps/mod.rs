@@ -1,15 +1,28 @@
-//! Ready-made kernels and their drivers: SpMV, PageRank, SSSP (Bellman-Ford)
-//! and BFS, each a `#[nested_reduce]` kernel over a CSR matrix. The `warpfit`
-//! CLI and the examples run these; they double as worked examples of the
-//! kernel language.
+//! Ready-made kernels and their drivers: SpMV, PageRank, SSSP (Bellman-Ford),
+//! BFS and conjugate gradient, each built from `#[nested_reduce]` kernels over
+//! a CSR matrix, the iterative ones with their data on the device. The
+//! `warpfit` CLI and the examples run these; they double as worked examples
+//! of the kernel language.
 
+mod cg;
 mod graph;
 mod kernels;
+mod timing;
+
+pub use cg::{
+    cg, cg_observed, relative_residual, rhs_for_ones, CgOptions, CgResult, CgScalar, Preconditioner,
+};
+pub use timing::Timings;
 
 pub use graph::{
     bfs, bfs_observed, pagerank, pagerank_observed, sssp, sssp_observed, Graph, PageRankOptions,
 };
-pub use kernels::{bfs_step, pagerank_pull, relax, spmv};
+pub use kernels::{
+    bfs_pull, bfs_step, cg_direction_f32, cg_direction_f64, cg_keep_rho_f32, cg_keep_rho_f64,
+    cg_step_f32, cg_step_f64, cg_step_jacobi_f32, cg_step_jacobi_f64, count_changed_f32,
+    count_changed_i32, dangling_rank, dot_f32, dot_f64, pagerank_contrib, pagerank_pull,
+    pagerank_pull_resident, relax, spmv, spmv_f64,
+};
 
 use crate::runtime::Csr;
 use crate::{Device, LaunchConfig, Result};

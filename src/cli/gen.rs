@@ -50,6 +50,21 @@ pub enum GenKind {
         #[arg(long, default_value_t = 256)]
         side: u64,
     },
+    /// 2D Poisson matrix (the 5-point Laplacian of grid2d): SPD.
+    Poisson2d {
+        #[arg(long, default_value_t = 256)]
+        side: u64,
+    },
+    /// 3D Poisson matrix, 7-point Laplacian on a side³ grid: SPD.
+    Poisson3d {
+        #[arg(long, default_value_t = 64)]
+        side: u64,
+        /// Row numbering: `natural` or `random` (a symmetric renumbering).
+        #[arg(long, default_value = "natural")]
+        order: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 impl GenKind {
@@ -66,6 +81,10 @@ impl GenKind {
             }
             GenKind::Rgg { n, seed, order } => format!("rgg:n={n},seed={seed},order={order}"),
             GenKind::Grid2d { side } => format!("grid2d:side={side}"),
+            GenKind::Poisson2d { side } => format!("poisson2d:side={side}"),
+            GenKind::Poisson3d { side, order, seed } => {
+                format!("poisson3d:side={side},order={order},seed={seed}")
+            }
         }
     }
 }

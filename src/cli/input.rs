@@ -13,7 +13,8 @@ pub struct MatrixInput {
     #[arg(long, value_name = "FILE.mtx")]
     pub matrix: Option<PathBuf>,
     /// Generated input, e.g. `rmat:scale=20,edge_factor=16,seed=1`,
-    /// `uniform:n=1048576,per_row=16`, `rgg:n=1048576,order=spatial`, `grid2d:side=4096`.
+    /// `uniform:n=1048576,per_row=16`, `rgg:n=1048576,order=spatial`, `grid2d:side=4096`, `poisson2d:side=2048`,
+    /// `poisson3d:side=128,order=random,seed=1`.
     #[arg(long = "gen", value_name = "SPEC")]
     pub gen: Option<String>,
 }
@@ -27,6 +28,16 @@ impl MatrixInput {
             _ => Err(Error::invalid(
                 "give exactly one of --matrix FILE or --gen SPEC",
             )),
+        }
+    }
+
+    /// Reads the matrix with values of type `T` (a generated matrix, made
+    /// with f32 values, is converted: its values are small integers, exact in
+    /// either type).
+    pub fn load_as<T: warpfit::apps::CgScalar>(&self) -> Result<Csr<T>> {
+        match (&self.matrix, &self.gen) {
+            (Some(path), None) => mm::read_csr::<T>(path),
+            _ => Ok(self.load()?.map_values(|&v| T::from_f64(v as f64))),
         }
     }
 

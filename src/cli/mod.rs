@@ -8,3 +8,4 @@ pub mod output;
 pub mod partition;
 pub mod progress;
 pub mod run;
+pub mod vector;

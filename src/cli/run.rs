@@ -3,11 +3,13 @@
 use super::input::MatrixInput;
 use super::output::OutputFile;
 use super::progress::Steps;
+use super::vector::read_vector;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
-use warpfit::apps::{self, Graph, PageRankOptions};
+use std::time::{Duration, Instant};
+use warpfit::apps::{self, CgOptions, CgScalar, Graph, PageRankOptions, Preconditioner, Timings};
 use warpfit::runtime::mem;
+use warpfit::runtime::Csr;
 use warpfit::{Decomposition, Device, Error, LaunchConfig, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -20,6 +22,24 @@ pub enum App {
     Sssp,
     /// Breadth-first levels from `--source` (-1 = unreachable).
     Bfs,
+    /// Conjugate gradient on a symmetric positive definite matrix: solves
+    /// A·x = b (b = A·1 without `--rhs`, so that x is all ones).
+    Cg,
+}
+
+/// The precision `cg` computes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    F32,
+    F64,
+}
+
+/// `cg`'s preconditioner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrecondArg {
+    None,
+    /// M = diag(A) (needs a positive diagonal).
+    Jacobi,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -45,15 +65,35 @@ pub struct RunArgs {
     /// Source vertex of sssp and bfs (default 0); not for spmv and pagerank.
     #[arg(long)]
     pub source: Option<usize>,
-    /// Writes the result vector here, one value per line, in vertex order.
-    /// Checked before the run starts.
+    /// Writes the result vector here, one value per line, in vertex order
+    /// (cg: the solution x). Checked before the run starts.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// cg: the right-hand side b, one value per line (default b = A·1).
+    #[arg(long, value_name = "FILE")]
+    pub rhs: Option<PathBuf>,
+    /// cg: stop at the relative residual ‖r‖/‖b‖ ≤ T (default 1e-6).
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
+    pub tol: Option<f64>,
+    /// cg: stop after N iterations, converged or not (default 1000).
+    #[arg(long, value_name = "N")]
+    pub max_iters: Option<usize>,
+    /// cg: f32 or f64 (default f64).
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
+    /// cg: none or jacobi (default none).
+    #[arg(long, value_enum)]
+    pub precond: Option<PrecondArg>,
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
 fn check_options(args: &RunArgs) -> Result<()> {
     let fixed_point = matches!(args.app, App::Sssp | App::Bfs);
+    if args.app == App::Cg && args.iters.is_some() {
+        return Err(Error::invalid(
+            "--iters applies to spmv and pagerank only: cg stops at --tol or --max-iters",
+        ));
+    }
     if fixed_point && args.iters.is_some() {
         return Err(Error::invalid(
             "--iters applies to spmv and pagerank only: sssp and bfs run to a fixed point",
@@ -61,6 +101,25 @@ fn check_options(args: &RunArgs) -> Result<()> {
     }
     if !fixed_point && args.source.is_some() {
         return Err(Error::invalid("--source applies to sssp and bfs only"));
+    }
+    if args.app != App::Cg {
+        let cg_only = [
+            ("--rhs", args.rhs.is_some()),
+            ("--tol", args.tol.is_some()),
+            ("--max-iters", args.max_iters.is_some()),
+            ("--precision", args.precision.is_some()),
+            ("--precond", args.precond.is_some()),
+        ];
+        if let Some((name, _)) = cg_only.iter().find(|(_, given)| *given) {
+            return Err(Error::invalid(format!("{name} applies to cg only")));
+        }
+    }
+    if let Some(tol) = args.tol {
+        if !(tol.is_finite() && tol >= 0.0) {
+            return Err(Error::invalid(format!(
+                "--tol must be a finite number ≥ 0, got {tol}"
+            )));
+        }
     }
     Ok(())
 }
@@ -92,128 +151,288 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map(|p| OutputFile::open(p, "--output"))
         .transpose()?;
     let (device, fallback) = pick_device(&args.backend)?;
-    let a = args.input.load()?;
-    check_app_memory(args.app, &a)?;
     let mut notes: Vec<String> = fallback.into_iter().collect();
     if args.decomp.is_some() && device.cuda().is_none() {
         notes.push(format!(
             "--decomp {decomposition} has no effect on the CPU backend, which runs each task whole"
         ));
     }
-    println!(
-        "{}: {} x {}, {} nonzeros; backend {}{}",
-        args.input.label(),
-        a.nrows(),
-        a.ncols(),
-        a.nnz(),
-        device.backend_name(),
-        if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", notes.join("; "))
-        }
-    );
+    let run = AppRun {
+        args,
+        config,
+        device,
+        notes,
+        output,
+        iters,
+    };
+    if args.app == App::Cg {
+        return match args.precision.unwrap_or(Precision::F64) {
+            Precision::F32 => run.cg::<f32>(),
+            Precision::F64 => run.cg::<f64>(),
+        };
+    }
+    let read_start = Instant::now();
+    let a = args.input.load()?;
+    let read = read_start.elapsed();
+    check_app_memory(args.app, &a)?;
+    run.print_header(&a);
     match args.app {
-        App::Spmv => {
-            let iters = iters.unwrap_or(SPMV_ITERS);
-            let x = apps::spmv_input(a.ncols());
-            // One untimed run: compiles the kernel on a GPU, warms caches on the CPU.
-            let mut y = vec![0.0f32; a.nrows()];
-            apps::spmv_into(&device, &config, &a, &x, &mut y)?;
-            let mut times = Vec::new();
-            mem::try_reserve(&mut times, iters, "the timings of --iters")?;
-            let mut steps = Steps::new("spmv", Some(iters as u64));
-            for _ in 0..iters {
-                let t = Instant::now();
-                apps::spmv_into(&device, &config, &a, &x, &mut y)?;
-                times.push(t.elapsed().as_secs_f64());
-                steps.step();
-            }
-            drop(steps);
-            times.sort_by(f64::total_cmp);
-            let per = times[times.len() / 2];
-            println!(
-                "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({} iterations, {})",
-                per * 1e3,
-                2.0 * a.nnz() as f64 / per / 1e9,
-                iters,
-                device.backend_name()
-            );
-            write_output(output, y.iter().map(|v| v.to_string()))
-        }
-        App::Pagerank => {
-            let g = Graph::from_matrix(&a)?;
-            let opts = PageRankOptions {
-                iterations: iters.unwrap_or(PAGERANK_ITERS),
-                ..PageRankOptions::default()
-            };
-            let mut steps = Steps::new("pagerank", Some(opts.iterations as u64));
-            let t = Instant::now();
-            let rank = apps::pagerank_observed(&device, &config, &g, opts, &mut |_| steps.step())?;
-            let secs = t.elapsed().as_secs_f64();
-            drop(steps);
-            // `+ 0.0`: the empty sum is -0.0, which would print as `-0.000000`.
-            let rank_sum = rank.iter().map(|&r| r as f64).sum::<f64>() + 0.0;
-            if g.is_empty() {
-                println!(
-                    "pagerank: empty graph, nothing to rank ({})",
-                    device.backend_name()
-                );
-            } else {
-                let per = secs / opts.iterations as f64;
-                println!(
-                    "pagerank: {} iterations, {:.3} ms/iter, {:.1} M edges/s, rank sum {:.6} ({})",
-                    opts.iterations,
-                    per * 1e3,
-                    g.edges() as f64 / per / 1e6,
-                    rank_sum,
-                    device.backend_name()
-                );
-            }
-            write_output(output, rank.iter().map(|v| v.to_string()))
-        }
-        App::Sssp => {
-            let g = Graph::from_matrix(&a)?;
-            let source = args.source.unwrap_or(0);
-            let mut steps = Steps::new("sssp rounds", None);
-            let t = Instant::now();
-            let (dist, rounds) =
-                apps::sssp_observed(&device, &config, &g, source, &mut |_| steps.step())?;
-            let secs = t.elapsed().as_secs_f64();
-            drop(steps);
-            let reached = dist.iter().filter(|d| d.is_finite()).count();
-            println!(
-                "sssp: {rounds} rounds, {:.3} ms/round, {:.1} M edges/s, {reached} of {} vertices reached ({})",
-                secs / rounds as f64 * 1e3,
-                (g.edges() * rounds) as f64 / secs / 1e6,
-                g.len(),
-                device.backend_name()
-            );
-            write_output(output, dist.iter().map(|v| v.to_string()))
-        }
-        App::Bfs => {
-            let g = Graph::from_matrix(&a)?;
-            let source = args.source.unwrap_or(0);
-            let mut steps = Steps::new("bfs steps", None);
-            let t = Instant::now();
-            let (level, steps_done) =
-                apps::bfs_observed(&device, &config, &g, source, &mut |_| steps.step())?;
-            let secs = t.elapsed().as_secs_f64();
-            drop(steps);
-            let reached = level.iter().filter(|&&l| l >= 0).count();
-            let depth = level.iter().copied().max().unwrap_or(-1);
-            println!(
-                "bfs: {steps_done} steps, depth {depth}, {reached} of {} vertices reached, {:.3} ms/step, {:.1} M edges/s ({})",
-                g.len(),
-                secs / steps_done as f64 * 1e3,
-                (g.edges() * steps_done) as f64 / secs / 1e6,
-                device.backend_name()
-            );
-            write_output(output, level.iter().map(|v| v.to_string()))
-        }
+        App::Spmv => run.spmv(&a, read),
+        App::Pagerank | App::Sssp | App::Bfs => run.graph_app(&a, read),
+        App::Cg => unreachable!("cg returned above"),
     }
 }
 
+/// One `run` invocation, once the options are checked and the device open.
+struct AppRun<'a> {
+    args: &'a RunArgs,
+    config: LaunchConfig,
+    device: Device,
+    notes: Vec<String>,
+    output: Option<OutputFile>,
+    iters: Option<usize>,
+}
+
+impl AppRun<'_> {
+    fn print_header<T>(&self, a: &Csr<T>) {
+        println!(
+            "{}: {} x {}, {} nonzeros; backend {}{}",
+            self.args.input.label(),
+            a.nrows(),
+            a.ncols(),
+            a.nnz(),
+            self.device.backend_name(),
+            if self.notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.notes.join("; "))
+            }
+        );
+    }
+
+    /// Repeated `y = A·x` with the matrix and both vectors on the device and
+    /// the launch prepared once; each repetition waits for the device.
+    fn spmv(self, a: &Csr<f32>, read: Duration) -> Result<()> {
+        let device = &self.device;
+        let iters = self.iters.unwrap_or(SPMV_ITERS);
+        let setup_start = Instant::now();
+        let x = apps::spmv_input(a.ncols());
+        let (ptr, col, val) = (
+            device.upload(a.row_ptr())?,
+            device.upload(a.col_idx())?,
+            device.upload(a.values())?,
+        );
+        let x = device.upload(&x)?;
+        let y = device.alloc::<f32>(a.nrows())?;
+        let launch =
+            apps::spmv::prepare(device, &self.config, a.nrows(), &ptr, &col, &val, &x, &y)?;
+        // One untimed run: the first launch of a kernel pays for its module
+        // load; on the CPU it warms the caches.
+        launch.run()?;
+        device.synchronize()?;
+        launch.check()?;
+        let setup = setup_start.elapsed();
+        let mut timings = Timings {
+            setup,
+            iterations: Vec::new(),
+        };
+        mem::try_reserve(&mut timings.iterations, iters, "the timings of --iters")?;
+        let mut steps = Steps::new("spmv", Some(iters as u64));
+        for _ in 0..iters {
+            let t = Instant::now();
+            launch.run()?;
+            device.synchronize()?;
+            timings.iterations.push(t.elapsed());
+            steps.step();
+        }
+        drop(steps);
+        launch.check()?;
+        let per = timings.median_iteration().unwrap_or_default().as_secs_f64();
+        println!(
+            "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({} iterations, {})",
+            per * 1e3,
+            2.0 * a.nnz() as f64 / per / 1e9,
+            iters,
+            device.backend_name()
+        );
+        print_timing(read, &timings, "repetitions");
+        let y = y.to_vec()?;
+        write_output(self.output, y.iter().map(|v| v.to_string()))
+    }
+
+    fn graph_app(self, a: &Csr<f32>, read: Duration) -> Result<()> {
+        let device = &self.device;
+        let config = &self.config;
+        let graph_start = Instant::now();
+        let g = Graph::from_matrix(a)?;
+        let graph = graph_start.elapsed();
+        let with_graph = |mut t: Timings| {
+            t.setup += graph;
+            t
+        };
+        let backend = device.backend_name();
+        match self.args.app {
+            App::Pagerank => {
+                let opts = PageRankOptions {
+                    iterations: self.iters.unwrap_or(PAGERANK_ITERS),
+                    ..PageRankOptions::default()
+                };
+                let mut steps = Steps::new("pagerank", Some(opts.iterations as u64));
+                let (rank, timings) =
+                    apps::pagerank_observed(device, config, &g, opts, &mut |_| steps.step())?;
+                drop(steps);
+                let timings = with_graph(timings);
+                // `+ 0.0`: the empty sum is -0.0, which would print as `-0.000000`.
+                let rank_sum = rank.iter().map(|&r| r as f64).sum::<f64>() + 0.0;
+                if g.is_empty() {
+                    println!("pagerank: empty graph, nothing to rank ({backend})");
+                } else {
+                    let per = timings.median_iteration().unwrap_or_default().as_secs_f64();
+                    println!(
+                        "pagerank: {} iterations, {:.3} ms/iter, {:.1} M edges/s, rank sum {:.6} ({backend})",
+                        opts.iterations,
+                        per * 1e3,
+                        g.edges() as f64 / per / 1e6,
+                        rank_sum,
+                    );
+                }
+                print_timing(read, &timings, "iterations");
+                write_output(self.output, rank.iter().map(|v| v.to_string()))
+            }
+            App::Sssp => {
+                let source = self.args.source.unwrap_or(0);
+                let mut steps = Steps::new("sssp rounds", None);
+                let (dist, rounds, timings) =
+                    apps::sssp_observed(device, config, &g, source, &mut |_| steps.step())?;
+                drop(steps);
+                let timings = with_graph(timings);
+                let secs = timings.iterations_total().as_secs_f64();
+                let reached = dist.iter().filter(|d| d.is_finite()).count();
+                println!(
+                    "sssp: {rounds} rounds, {:.3} ms/round, {:.1} M edges/s, {reached} of {} vertices reached ({backend})",
+                    secs / rounds as f64 * 1e3,
+                    (g.edges() * rounds) as f64 / secs / 1e6,
+                    g.len(),
+                );
+                print_timing(read, &timings, "rounds");
+                write_output(self.output, dist.iter().map(|v| v.to_string()))
+            }
+            App::Bfs => {
+                let source = self.args.source.unwrap_or(0);
+                let mut steps = Steps::new("bfs steps", None);
+                let (level, steps_done, timings) =
+                    apps::bfs_observed(device, config, &g, source, &mut |_| steps.step())?;
+                drop(steps);
+                let timings = with_graph(timings);
+                let secs = timings.iterations_total().as_secs_f64();
+                let reached = level.iter().filter(|&&l| l >= 0).count();
+                let depth = level.iter().copied().max().unwrap_or(-1);
+                println!(
+                    "bfs: {steps_done} steps, depth {depth}, {reached} of {} vertices reached, {:.3} ms/step, {:.1} M edges/s ({backend})",
+                    g.len(),
+                    secs / steps_done as f64 * 1e3,
+                    (g.edges() * steps_done) as f64 / secs / 1e6,
+                );
+                print_timing(read, &timings, "steps");
+                write_output(self.output, level.iter().map(|v| v.to_string()))
+            }
+            App::Spmv | App::Cg => unreachable!("not a graph app"),
+        }
+    }
+
+    /// Conjugate gradient in precision `T`.
+    fn cg<T: CgScalar>(self) -> Result<()> {
+        let args = self.args;
+        let read_start = Instant::now();
+        let a = args.input.load_as::<T>()?;
+        check_cg_memory::<T>(&a)?;
+        let b: Vec<T> = match &args.rhs {
+            Some(path) => read_vector(path, "--rhs", a.nrows())?
+                .into_iter()
+                .map(|v| {
+                    let t = T::from_f64(v);
+                    if t.to_f64().is_finite() {
+                        Ok(t)
+                    } else {
+                        Err(Error::invalid(format!(
+                            "--rhs {}: {v} does not fit {}",
+                            path.display(),
+                            T::TYPE.rust_name()
+                        )))
+                    }
+                })
+                .collect::<Result<_>>()?,
+            None => apps::rhs_for_ones(&a)?,
+        };
+        let read = read_start.elapsed();
+        self.print_header(&a);
+        let opts = CgOptions {
+            tol: args.tol.unwrap_or(1e-6),
+            max_iters: args.max_iters.unwrap_or(1000),
+            precond: match args.precond.unwrap_or(PrecondArg::None) {
+                PrecondArg::None => Preconditioner::None,
+                PrecondArg::Jacobi => Preconditioner::Jacobi,
+            },
+        };
+        let mut steps = Steps::new("cg", Some(opts.max_iters as u64));
+        let result = apps::cg_observed(&self.device, &self.config, &a, &b, &opts, &mut |_, _| {
+            steps.step()
+        })?;
+        drop(steps);
+        let true_residual = apps::relative_residual(&a, &result.x, &b)?;
+        let per = result.timings.median_iteration().unwrap_or_default();
+        println!(
+            "cg: {} after {} iterations, relative residual {:.3e} (‖b − A·x‖/‖b‖ {:.3e}), {:.3} ms per iteration ({}, {}, {})",
+            if result.converged {
+                "converged"
+            } else {
+                "NOT converged"
+            },
+            result.iterations,
+            result.relative_residual,
+            true_residual,
+            per.as_secs_f64() * 1e3,
+            T::TYPE.rust_name(),
+            match opts.precond {
+                Preconditioner::None => "no preconditioner",
+                Preconditioner::Jacobi => "Jacobi",
+            },
+            self.device.backend_name()
+        );
+        print_timing(read, &result.timings, "iterations");
+        write_output(self.output, result.x.iter().map(|v| v.to_string()))
+    }
+}
+
+/// The timing summary every app prints: what came before the first
+/// iteration apart from the iterations themselves.
+fn print_timing(read: Duration, t: &Timings, unit: &str) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let iterations = match t.median_iteration() {
+        None => format!("no {unit}"),
+        Some(median) => format!(
+            "{} {unit}: median {:.3} ms, total {:.1} ms",
+            t.iterations.len(),
+            ms(median),
+            ms(t.iterations_total())
+        ),
+    };
+    println!(
+        "timing: read {:.1} ms; set-up {:.1} ms (upload, prepare, compile); {iterations}",
+        ms(read),
+        ms(t.setup)
+    );
+}
+
+/// Checks cg's working memory: the matrix on the host (read) and on the
+/// device, which on the CPU backend is host memory too, and its vectors.
+fn check_cg_memory<T: CgScalar>(a: &Csr<T>) -> Result<()> {
+    let size = T::TYPE.size() as u64;
+    let (rows, nnz) = (a.nrows() as u64, a.nnz() as u64);
+    let matrix = 4 * (rows + 1) + (4 + size) * nnz;
+    // b, x, r, z, p, q, 1/diag, a start vector.
+    mem::check("the cg matrix copy and vectors", matrix + 8 * size * rows)
+}
 /// Checks the app's working memory against the budget before it
 /// allocates: vectors over the rows and columns (whose count a file's size
 /// line sets, whatever its entries) and, for the graph apps, the transposed
@@ -233,6 +452,8 @@ fn check_app_memory(app: App, a: &warpfit::runtime::Csr<f32>) -> Result<()> {
             "the graph and its two vectors",
             4 * (cols + 1 + 2 * nnz) + 12 * rows,
         ),
+        // Checked with the matrix's precision (`check_cg_memory`).
+        App::Cg => return Ok(()),
     };
     mem::check(what, bytes)
 }

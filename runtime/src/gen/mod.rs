@@ -1,5 +1,6 @@
 //! Deterministic input generators: RMAT (Graph500 Kronecker), uniform random
-//! rows, 2D random geometric graphs (DIMACS10 recipe) and 2D grids, plus
+//! rows, 2D random geometric graphs (DIMACS10 recipe), 2D grids and the 2D and
+//! 3D Poisson matrices (symmetric positive definite, for solvers), plus
 //! [`GenSpec`], the `--gen SPEC` syntax that names one of them.
 //!
 //! Every generator is deterministic for a given seed on every machine and for
@@ -10,12 +11,14 @@
 //! entries) are checked against u32.
 
 mod grid;
+mod poisson;
 mod rgg;
 mod rmat;
 mod uniform;
 mod values;
 
 pub use grid::grid2d;
+pub use poisson::{poisson2d, poisson3d, Poisson3dOrder};
 pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
 pub use rmat::rmat;
 pub use uniform::uniform;
@@ -35,6 +38,8 @@ use std::str::FromStr;
 /// | `uniform:n=N,per_row=K,seed=X` | n 65536, per_row 16, seed 1 |
 /// | `rgg:n=N,seed=X,order=random\|spatial` | n 65536, seed 1, order random |
 /// | `grid2d:side=S` | side 256 |
+/// | `poisson2d:side=S` | side 256 |
+/// | `poisson3d:side=S,order=natural\|random,seed=X` | side 64, order natural, seed 1 |
 ///
 /// Every key is optional (`rmat` alone is valid); keys may come in any order
 /// but at most once. [`fmt::Display`] gives the canonical spec back, with
@@ -73,9 +78,23 @@ pub enum GenSpec {
         /// Grid side (side² rows).
         side: u64,
     },
+    /// [`poisson2d`]: the matrix of `grid2d`, named for solvers.
+    Poisson2d {
+        /// Grid side (side² rows).
+        side: u64,
+    },
+    /// [`poisson3d`].
+    Poisson3d {
+        /// Grid side (side³ rows).
+        side: u64,
+        /// Row numbering.
+        order: Poisson3dOrder,
+        /// Seed of the random numbering (unused in natural order).
+        seed: u64,
+    },
 }
 
-const KINDS: &str = "rmat, uniform, rgg, grid2d";
+const KINDS: &str = "rmat, uniform, rgg, grid2d, poisson2d, poisson3d";
 
 impl GenSpec {
     /// Generates the matrix.
@@ -91,16 +110,23 @@ impl GenSpec {
             }
             GenSpec::Rgg { n, seed, order } => rgg_with(to_usize("n", n)?, seed, order),
             GenSpec::Grid2d { side } => grid2d(to_usize("side", side)?),
+            GenSpec::Poisson2d { side } => poisson2d(to_usize("side", side)?),
+            GenSpec::Poisson3d { side, order, seed } => {
+                poisson3d(to_usize("side", side)?, order, seed)
+            }
         }
     }
 
-    /// The generator's name (`rmat`, `uniform`, `rgg`, `grid2d`).
+    /// The generator's name (`rmat`, `uniform`, `rgg`, `grid2d`,
+    /// `poisson2d`, `poisson3d`).
     pub fn kind(&self) -> &'static str {
         match self {
             GenSpec::Rmat { .. } => "rmat",
             GenSpec::Uniform { .. } => "uniform",
             GenSpec::Rgg { .. } => "rgg",
             GenSpec::Grid2d { .. } => "grid2d",
+            GenSpec::Poisson2d { .. } => "poisson2d",
+            GenSpec::Poisson3d { .. } => "poisson3d",
         }
     }
 }
@@ -134,6 +160,10 @@ impl fmt::Display for GenSpec {
             }
             GenSpec::Rgg { n, seed, order } => write!(f, "rgg:n={n},seed={seed},order={order}"),
             GenSpec::Grid2d { side } => write!(f, "grid2d:side={side}"),
+            GenSpec::Poisson2d { side } => write!(f, "poisson2d:side={side}"),
+            GenSpec::Poisson3d { side, order, seed } => {
+                write!(f, "poisson3d:side={side},order={order},seed={seed}")
+            }
         }
     }
 }
@@ -151,7 +181,8 @@ impl FromStr for GenSpec {
             "rmat" => &["scale", "edge_factor", "seed"],
             "uniform" => &["n", "per_row", "seed"],
             "rgg" => &["n", "seed", "order"],
-            "grid2d" => &["side"],
+            "grid2d" | "poisson2d" => &["side"],
+            "poisson3d" => &["side", "order", "seed"],
             "" => {
                 return Err(Error::invalid(format!(
                     "empty generator spec: expected one of {KINDS}, e.g. `rmat:scale=20`"
@@ -234,6 +265,23 @@ impl FromStr for GenSpec {
                         )))
                     }
                 },
+            },
+            "poisson2d" => GenSpec::Poisson2d {
+                side: num("side", 256)?,
+            },
+            "poisson3d" => GenSpec::Poisson3d {
+                side: num("side", 64)?,
+                order: match get("order") {
+                    None | Some("natural") => Poisson3dOrder::Natural,
+                    Some("random") => Poisson3dOrder::Random,
+                    Some(other) => {
+                        return Err(Error::invalid(format!(
+                            "poisson3d: `order` expects natural or random, found `{}`",
+                            excerpt(other.as_bytes())
+                        )))
+                    }
+                },
+                seed: num("seed", 1)?,
             },
             _ => GenSpec::Grid2d {
                 side: num("side", 256)?,

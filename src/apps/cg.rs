@@ -1,0 +1,509 @@
+//! Conjugate gradient on a symmetric positive definite matrix, with every
+//! vector and scalar on the device.
+//!
+//! An iteration is seven launches prepared once (SpMV `q = A·p`, the dot
+//! product `pᵀq`, the update of `x` and `r` (and `z` with Jacobi), `rᵀz`,
+//! with Jacobi `rᵀr`, the direction `p = z + β·p`, and keeping `rᵀz` for the
+//! next iteration) and one download of the three scalars `pᵀq`, `rᵀz`, `rᵀr`,
+//! which decide convergence and detect a breakdown. The step sizes `α` and
+//! `β` are computed by the kernels from those scalars on the device, so the
+//! host never waits inside an iteration.
+
+use super::kernels::{
+    cg_direction_f32, cg_direction_f64, cg_keep_rho_f32, cg_keep_rho_f64, cg_step_f32, cg_step_f64,
+    cg_step_jacobi_f32, cg_step_jacobi_f64, dot_f32, dot_f64, spmv, spmv_f64,
+};
+use super::timing::Timings;
+use crate::gpu::spec::Scalar;
+use crate::runtime::mem;
+use crate::runtime::sparse::mm::MmValue;
+use crate::runtime::Csr;
+use crate::{
+    split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
+};
+use std::time::Instant;
+
+/// The preconditioner of [`cg`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Preconditioner {
+    /// Plain CG.
+    #[default]
+    None,
+    /// Jacobi: `M = diag(A)`; needs a positive diagonal.
+    Jacobi,
+}
+
+/// When [`cg`] stops, and how it preconditions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CgOptions {
+    /// Stop when the residual `‖r‖ ≤ tol·‖b‖` (the recurrence residual, as
+    /// `scipy.sparse.linalg.cg` tests it).
+    pub tol: f64,
+    /// Stop after this many iterations, converged or not.
+    pub max_iters: usize,
+    /// The preconditioner.
+    pub precond: Preconditioner,
+}
+
+impl Default for CgOptions {
+    fn default() -> Self {
+        CgOptions {
+            tol: 1e-6,
+            max_iters: 1000,
+            precond: Preconditioner::None,
+        }
+    }
+}
+
+/// The outcome of [`cg`].
+#[derive(Debug, Clone)]
+pub struct CgResult<T> {
+    /// The solution.
+    pub x: Vec<T>,
+    /// Iterations run.
+    pub iterations: usize,
+    /// `‖r‖ / ‖b‖` after the last iteration (the recurrence residual; see
+    /// [`relative_residual`] for `‖b − A·x‖ / ‖b‖`).
+    pub relative_residual: f64,
+    /// Whether it reached `tol` (otherwise it stopped at `max_iters`).
+    pub converged: bool,
+    /// Set-up and per-iteration times.
+    pub timings: Timings,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// The precisions [`cg`] runs in (`f32`, `f64`): each has its own kernels,
+/// since the kernel language has no generics.
+pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::Sealed {
+    /// The value as f64 (exact).
+    fn to_f64(self) -> f64;
+    /// `v` rounded to this type.
+    fn from_f64(v: f64) -> Self;
+    #[doc(hidden)]
+    fn prepare_spmv<'a>(
+        device: &Device,
+        config: &LaunchConfig,
+        rows: usize,
+        a: &'a DeviceMatrix<Self>,
+        x: &'a DeviceVec<Self>,
+        y: &'a DeviceVec<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
+    #[doc(hidden)]
+    fn prepare_dot<'a>(
+        device: &Device,
+        split: &'a OneTaskSplit,
+        n: u32,
+        x: &'a DeviceVec<Self>,
+        y: &'a DeviceVec<Self>,
+        out: &'a DeviceVec<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
+    #[doc(hidden)]
+    fn prepare_step<'a>(
+        device: &Device,
+        config: &LaunchConfig,
+        v: &'a Vectors<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
+    #[doc(hidden)]
+    fn prepare_direction<'a>(
+        device: &Device,
+        config: &LaunchConfig,
+        v: &'a Vectors<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
+    #[doc(hidden)]
+    fn prepare_keep_rho<'a>(
+        device: &Device,
+        config: &LaunchConfig,
+        v: &'a Vectors<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
+}
+
+/// A CSR matrix on the device.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct DeviceMatrix<T: Scalar> {
+    row_ptr: DeviceVec<u32>,
+    col_idx: DeviceVec<u32>,
+    values: DeviceVec<T>,
+}
+
+/// CG's vectors and scalars on the device. `z` is `None` without a
+/// preconditioner (then `z = r`), and so is `inv_diag`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Vectors<T: Scalar> {
+    n: usize,
+    x: DeviceVec<T>,
+    r: DeviceVec<T>,
+    z: Option<DeviceVec<T>>,
+    inv_diag: Option<DeviceVec<T>>,
+    p: DeviceVec<T>,
+    q: DeviceVec<T>,
+    /// Slot 0: `pᵀq`, 1: `rᵀz`, 2: `rᵀr` (with a preconditioner).
+    dots: DeviceVec<T>,
+    /// The previous iteration's `rᵀz`.
+    rho: DeviceVec<T>,
+}
+
+impl<T: Scalar> Vectors<T> {
+    /// `z`: the preconditioned residual, or `r` itself without one.
+    fn z(&self) -> &DeviceVec<T> {
+        self.z.as_ref().unwrap_or(&self.r)
+    }
+}
+
+/// Slots of `Vectors::dots`.
+const PAP: usize = 0;
+const RZ: usize = 1;
+const RR: usize = 2;
+
+macro_rules! cg_scalar {
+    ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $keep:ident) => {
+        impl CgScalar for $t {
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn prepare_spmv<'a>(
+                device: &Device,
+                config: &LaunchConfig,
+                rows: usize,
+                a: &'a DeviceMatrix<Self>,
+                x: &'a DeviceVec<Self>,
+                y: &'a DeviceVec<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                $spmv::prepare(
+                    device, config, rows, &a.row_ptr, &a.col_idx, &a.values, x, y,
+                )
+            }
+            fn prepare_dot<'a>(
+                device: &Device,
+                split: &'a OneTaskSplit,
+                n: u32,
+                x: &'a DeviceVec<Self>,
+                y: &'a DeviceVec<Self>,
+                out: &'a DeviceVec<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                $dot::prepare(device, &split.config, &split.tasks, n, x, y, out)
+            }
+            fn prepare_step<'a>(
+                device: &Device,
+                config: &LaunchConfig,
+                v: &'a Vectors<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                match (&v.z, &v.inv_diag) {
+                    (Some(z), Some(inv_diag)) => $step_jacobi::prepare(
+                        device, config, v.n, &v.rho, &v.dots, inv_diag, &v.p, &v.q, &v.x, &v.r, z,
+                    ),
+                    _ => {
+                        $step::prepare(device, config, v.n, &v.rho, &v.dots, &v.p, &v.q, &v.x, &v.r)
+                    }
+                }
+            }
+            fn prepare_direction<'a>(
+                device: &Device,
+                config: &LaunchConfig,
+                v: &'a Vectors<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                $direction::prepare(device, config, v.n, &v.rho, &v.dots, v.z(), &v.p)
+            }
+            fn prepare_keep_rho<'a>(
+                device: &Device,
+                config: &LaunchConfig,
+                v: &'a Vectors<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                $keep::prepare(device, config, 1, &v.dots, &v.rho)
+            }
+        }
+    };
+}
+
+cg_scalar!(
+    f32,
+    spmv,
+    dot_f32,
+    cg_step_f32,
+    cg_step_jacobi_f32,
+    cg_direction_f32,
+    cg_keep_rho_f32
+);
+cg_scalar!(
+    f64,
+    spmv_f64,
+    dot_f64,
+    cg_step_f64,
+    cg_step_jacobi_f64,
+    cg_direction_f64,
+    cg_keep_rho_f64
+);
+
+/// Solves `A·x = b` by conjugate gradient from `x = 0`, for a symmetric
+/// positive definite `a`, on `device`.
+///
+/// # Errors
+/// `a` empty or not square, `b` of the wrong length or not finite, `tol`
+/// negative or not finite, with Jacobi a diagonal entry that is missing or
+/// not positive, a breakdown (`pᵀA·p ≤ 0` or a residual that is no longer
+/// finite: `a` is not symmetric positive definite, or too ill-conditioned for
+/// the precision), device errors and kernel faults.
+pub fn cg<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<T>,
+    b: &[T],
+    opts: &CgOptions,
+) -> Result<CgResult<T>> {
+    cg_observed(device, config, a, b, opts, &mut |_, _| {})
+}
+
+/// [`cg`], calling `on_step(k, relative_residual)` after iteration `k`
+/// (from 1), for progress reports.
+pub fn cg_observed<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<T>,
+    b: &[T],
+    opts: &CgOptions,
+    on_step: &mut dyn FnMut(usize, f64),
+) -> Result<CgResult<T>> {
+    let n = a.nrows();
+    if n != a.ncols() || n == 0 {
+        return Err(Error::invalid(format!(
+            "cg needs a non-empty square matrix, got {} x {}",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    if b.len() != n {
+        return Err(Error::length("cg: right-hand side b (= rows)", n, b.len()));
+    }
+    if !(opts.tol.is_finite() && opts.tol >= 0.0) {
+        return Err(Error::invalid(format!(
+            "cg: tol must be a finite number ≥ 0, got {}",
+            opts.tol
+        )));
+    }
+    // Host copies made below: z0 and, with Jacobi, 1 / diag(A).
+    mem::check(
+        "the cg start vectors",
+        (2 * n as u64).saturating_mul(T::TYPE.size() as u64),
+    )?;
+    let setup_start = Instant::now();
+    let b_norm = b
+        .iter()
+        .map(|&v| v.to_f64() * v.to_f64())
+        .sum::<f64>()
+        .sqrt();
+    if !b_norm.is_finite() {
+        return Err(Error::invalid(
+            "cg: the right-hand side b has a non-finite norm",
+        ));
+    }
+    if b_norm == 0.0 {
+        // b = 0: x = 0 is exact.
+        let mut x = Vec::new();
+        mem::try_reserve(&mut x, n, "the cg solution")?;
+        x.resize(n, T::from_f64(0.0));
+        return Ok(CgResult {
+            x,
+            iterations: 0,
+            relative_residual: 0.0,
+            converged: true,
+            timings: Timings {
+                setup: setup_start.elapsed(),
+                iterations: Vec::new(),
+            },
+        });
+    }
+    let inv_diag = match opts.precond {
+        Preconditioner::None => None,
+        Preconditioner::Jacobi => Some(inverse_diagonal(a)?),
+    };
+    let z0: Vec<T> = match &inv_diag {
+        None => b.to_vec(),
+        Some(d) => b
+            .iter()
+            .zip(d)
+            .map(|(&b, &d)| T::from_f64(b.to_f64() * d.to_f64()))
+            .collect(),
+    };
+    let n32 = u32::try_from(n).map_err(|_| Error::invalid("cg: more than u32::MAX rows"))?;
+
+    let matrix = DeviceMatrix {
+        row_ptr: device.upload(a.row_ptr())?,
+        col_idx: device.upload(a.col_idx())?,
+        values: device.upload(a.values())?,
+    };
+    let v = Vectors {
+        n,
+        x: device.alloc::<T>(n)?,
+        r: device.upload(b)?,
+        z: match inv_diag {
+            Some(_) => Some(device.upload(&z0)?),
+            None => None,
+        },
+        inv_diag: inv_diag.as_deref().map(|d| device.upload(d)).transpose()?,
+        p: device.upload(&z0)?,
+        q: device.alloc::<T>(n)?,
+        dots: device.alloc::<T>(3)?,
+        rho: device.alloc::<T>(1)?,
+    };
+    drop(z0);
+    let split_pq = split_one_task(device, PAP, 0..n)?;
+    let split_rz = split_one_task(device, RZ, 0..n)?;
+    let split_rr = split_one_task(device, RR, 0..n)?;
+    let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
+    let dot_pq = T::prepare_dot(device, &split_pq, n32, &v.p, &v.q, &v.dots)?;
+    let step = T::prepare_step(device, config, &v)?;
+    let dot_rz = T::prepare_dot(device, &split_rz, n32, &v.r, v.z(), &v.dots)?;
+    let dot_rr = match v.z {
+        Some(_) => Some(T::prepare_dot(device, &split_rr, n32, &v.r, &v.r, &v.dots)?),
+        None => None,
+    };
+    let direction = T::prepare_direction(device, config, &v)?;
+    let keep_rho = T::prepare_keep_rho(device, config, &v)?;
+    let launches: Vec<&PreparedLaunch<'_>> = [
+        Some(&spmv),
+        Some(&dot_pq),
+        Some(&step),
+        Some(&dot_rz),
+        dot_rr.as_ref(),
+        Some(&direction),
+        Some(&keep_rho),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // rho = r₀ᵀz₀ before the first iteration.
+    dot_rz.run()?;
+    keep_rho.run()?;
+    let mut dots = [T::from_f64(0.0); 3];
+    v.dots.download(&mut dots)?;
+    check_faults(&launches)?;
+    let setup = setup_start.elapsed();
+
+    let mut iterations = Vec::new();
+    let mut relative_residual = 1.0;
+    let mut converged = opts.tol >= 1.0;
+    let mut done = 0;
+    while !converged && done < opts.max_iters {
+        let start = Instant::now();
+        for launch in &launches {
+            launch.run()?;
+        }
+        v.dots.download(&mut dots)?;
+        iterations.push(start.elapsed());
+        done += 1;
+        let pap = dots[PAP].to_f64();
+        let rr = dots[if v.z.is_some() { RR } else { RZ }].to_f64();
+        // A NaN is a breakdown too: reported, never returned as a result.
+        if pap.is_nan() || pap <= 0.0 {
+            check_faults(&launches)?;
+            return Err(Error::invalid(format!(
+                "cg broke down at iteration {done}: pᵀA·p = {pap:.3e} is not positive, so the \
+                 matrix is not symmetric positive definite{}",
+                ill_conditioned_hint::<T>()
+            )));
+        }
+        if !rr.is_finite() {
+            check_faults(&launches)?;
+            return Err(Error::invalid(format!(
+                "cg broke down at iteration {done}: the residual norm is {rr}{}",
+                ill_conditioned_hint::<T>()
+            )));
+        }
+        relative_residual = rr.sqrt() / b_norm;
+        converged = relative_residual <= opts.tol;
+        on_step(done, relative_residual);
+    }
+    check_faults(&launches)?;
+    Ok(CgResult {
+        x: v.x.to_vec()?,
+        iterations: done,
+        relative_residual,
+        converged,
+        timings: Timings { setup, iterations },
+    })
+}
+
+/// Reports the first kernel fault of the launches run so far, if any.
+fn check_faults(launches: &[&PreparedLaunch<'_>]) -> Result<()> {
+    launches.iter().try_for_each(|l| l.check())
+}
+
+fn ill_conditioned_hint<T: CgScalar>() -> &'static str {
+    if T::TYPE.size() == 4 {
+        " (or too ill-conditioned for f32: try f64)"
+    } else {
+        ""
+    }
+}
+
+/// `1 / a(i, i)` for every row (duplicates of the diagonal entry summed), or
+/// an error naming the first row whose diagonal is missing or not positive.
+fn inverse_diagonal<T: CgScalar>(a: &Csr<T>) -> Result<Vec<T>> {
+    let mut inv = Vec::new();
+    mem::try_reserve(&mut inv, a.nrows(), "the Jacobi preconditioner")?;
+    for r in 0..a.nrows() {
+        let (cols, vals) = a.row(r);
+        let d: f64 = cols
+            .iter()
+            .zip(vals)
+            .filter(|(&c, _)| c as usize == r)
+            .map(|(_, v)| v.to_f64())
+            .sum();
+        if d.is_nan() || d <= 0.0 {
+            return Err(Error::invalid(format!(
+                "cg: the Jacobi preconditioner needs a positive diagonal, but a({r}, {r}) = {d} \
+                 (0-based): the matrix is not symmetric positive definite"
+            )));
+        }
+        inv.push(T::from_f64(1.0 / d));
+    }
+    Ok(inv)
+}
+
+/// `A·1`, in f64 and rounded to `T`: the right-hand side whose exact solution
+/// is all ones.
+pub fn rhs_for_ones<T: CgScalar>(a: &Csr<T>) -> Result<Vec<T>> {
+    let mut b = Vec::new();
+    mem::try_reserve(&mut b, a.nrows(), "the right-hand side A·1")?;
+    b.extend((0..a.nrows()).map(|r| T::from_f64(a.row(r).1.iter().map(|v| v.to_f64()).sum())));
+    Ok(b)
+}
+
+/// `‖b − A·x‖ / ‖b‖`, on the host in f64 (0 when `b = 0` and `A·x = 0`).
+///
+/// # Errors
+/// `x` or `b` of the wrong length.
+pub fn relative_residual<T: CgScalar>(a: &Csr<T>, x: &[T], b: &[T]) -> Result<f64> {
+    if x.len() != a.ncols() {
+        return Err(Error::length("residual: x (= columns)", a.ncols(), x.len()));
+    }
+    if b.len() != a.nrows() {
+        return Err(Error::length("residual: b (= rows)", a.nrows(), b.len()));
+    }
+    let (mut rr, mut bb) = (0.0f64, 0.0f64);
+    for (r, &bi) in b.iter().enumerate() {
+        let (cols, vals) = a.row(r);
+        let ax: f64 = cols
+            .iter()
+            .zip(vals)
+            .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
+            .sum();
+        let d = bi.to_f64() - ax;
+        rr += d * d;
+        bb += bi.to_f64() * bi.to_f64();
+    }
+    Ok(if bb == 0.0 {
+        rr.sqrt()
+    } else {
+        (rr / bb).sqrt()
+    })
+}

@@ -1,0 +1,66 @@
+//! `--rhs FILE`: a dense vector, one value per line (what `--output` writes).
+
+use std::io::Read;
+use std::path::Path;
+use warpfit::runtime::error::excerpt;
+use warpfit::runtime::mem;
+use warpfit::{Error, Result};
+
+/// Reads `len` finite values, one per line (blank lines and lines starting
+/// with `%` or `#` skipped); `what` names the option in errors, which give
+/// the file and line.
+pub fn read_vector(path: &Path, what: &str, len: usize) -> Result<Vec<f64>> {
+    let at = |line: usize, msg: String| {
+        Error::invalid(format!("{what} {}:{line}: {msg}", path.display()))
+    };
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?;
+    // The text is held whole: check its size against the memory limit first.
+    let size = file
+        .metadata()
+        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?
+        .len();
+    mem::check(&format!("{what} {}", path.display()), size)?;
+    mem::check_elems::<f64>(&format!("the {len} values of {what}"), len)?;
+    let mut bytes = Vec::new();
+    file.take(size.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?;
+    let mut values = Vec::with_capacity(len);
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line_no = i + 1;
+        let text = std::str::from_utf8(line)
+            .map_err(|_| at(line_no, "not UTF-8 text".to_string()))?
+            .trim();
+        if text.is_empty() || text.starts_with('%') || text.starts_with('#') {
+            continue;
+        }
+        if values.len() == len {
+            return Err(at(
+                line_no,
+                format!("more than the {len} values the matrix's rows need"),
+            ));
+        }
+        let v: f64 = text.parse().map_err(|_| {
+            at(
+                line_no,
+                format!("expected one number, found `{}`", excerpt(text.as_bytes())),
+            )
+        })?;
+        if !v.is_finite() {
+            return Err(at(
+                line_no,
+                format!("value `{}` is not finite", excerpt(text.as_bytes())),
+            ));
+        }
+        values.push(v);
+    }
+    if values.len() != len {
+        return Err(Error::invalid(format!(
+            "{what} {}: {} values, but the matrix has {len} rows",
+            path.display(),
+            values.len()
+        )));
+    }
+    Ok(values)
+}

@@ -1,0 +1,240 @@
+//! Every built-in app on CUDA against the CPU backend, with their data on
+//! the device and their launches prepared: SpMV, PageRank, SSSP, BFS and CG.
+//! Integers, booleans and (min, +) results must be equal; float sums within
+//! the tolerances stated at each comparison; CG's iteration count within 1
+//! of the CPU run's in f64 on the generated matrices, within 1 or 2% on the
+//! ill-conditioned real ones and in f32.
+//! Needs a CUDA GPU; skipped without one, unless `WARPFIT_REQUIRE_GPU=1`
+//! (scripts/gpu-check runs it so).
+
+use std::path::PathBuf;
+use warpfit::apps::{self, CgOptions, Graph, PageRankOptions, Preconditioner};
+use warpfit::runtime::gen::GenSpec;
+use warpfit::runtime::sparse::{mm, Csr};
+use warpfit::{Decomposition, Device, LaunchConfig};
+
+fn gpu() -> Option<Device> {
+    match Device::open_cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            if std::env::var("WARPFIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                panic!("WARPFIT_REQUIRE_GPU=1 and no CUDA device: {e}");
+            }
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
+
+fn configs() -> Vec<LaunchConfig> {
+    [
+        Decomposition::Cte,
+        Decomposition::Thread,
+        Decomposition::SubWarp(8),
+    ]
+    .into_iter()
+    .map(LaunchConfig::new)
+    .collect()
+}
+
+/// tests/data (`WARPFIT_TEST_DATA` on the GPU machine, else the source tree).
+fn test_data() -> PathBuf {
+    std::env::var("WARPFIT_TEST_DATA").map_or_else(
+        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data"),
+        PathBuf::from,
+    )
+}
+
+fn generated(spec: &str) -> Csr<f32> {
+    spec.parse::<GenSpec>().unwrap().generate().unwrap()
+}
+
+fn graphs() -> Vec<(String, Csr<f32>)> {
+    let mut out: Vec<(String, Csr<f32>)> = [
+        "rmat:scale=15,edge_factor=16,seed=2",
+        "rgg:n=60000,seed=3",
+        "uniform:n=40000,per_row=9,seed=4",
+        "grid2d:side=90",
+    ]
+    .iter()
+    .map(|s| (s.to_string(), generated(s)))
+    .collect();
+    for name in ["494_bus.mtx", "karate.mtx", "dwt_992.mtx"] {
+        let path = test_data().join(name);
+        out.push((name.to_string(), mm::read_csr::<f32>(&path).unwrap()));
+    }
+    out
+}
+
+/// Entry-wise `|got − want| ≤ rel · |want| + abs`.
+fn assert_close(what: &str, got: &[f32], want: &[f32], rel: f32, abs: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= rel * w.abs() + abs,
+            "{what}: entry {i}: {g} on CUDA, {w} on the CPU"
+        );
+    }
+}
+
+#[test]
+fn graph_apps_on_cuda_equal_the_cpu_backend() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    for (name, a) in graphs() {
+        let g = Graph::from_matrix(&a).unwrap();
+        let opts = PageRankOptions {
+            iterations: 20,
+            ..PageRankOptions::default()
+        };
+        let default = LaunchConfig::default();
+        let rank_cpu = apps::pagerank(&cpu, &default, &g, opts).unwrap();
+        let (dist_cpu, rounds_cpu) = apps::sssp(&cpu, &default, &g, 0).unwrap();
+        let (level_cpu, steps_cpu) = apps::bfs(&cpu, &default, &g, 0).unwrap();
+        let x = apps::spmv_input(a.ncols());
+        let y_cpu = apps::spmv_csr(&cpu, &default, &a, &x).unwrap();
+        for cfg in configs() {
+            let what = format!("{name}, {:?}", cfg.decomposition);
+            // Float sums in another order: ranks are about 1/n and each
+            // iteration rounds a sum of f32 shares, 20 iterations.
+            let rank = apps::pagerank(&dev, &cfg, &g, opts).unwrap();
+            assert_close(&format!("pagerank {what}"), &rank, &rank_cpu, 1e-4, 1e-9);
+            // (min, +): every candidate is computed alike and min is exact.
+            let (dist, rounds) = apps::sssp(&dev, &cfg, &g, 0).unwrap();
+            assert_eq!(dist, dist_cpu, "sssp {what}");
+            assert_eq!(rounds, rounds_cpu, "sssp rounds {what}");
+            let (level, steps) = apps::bfs(&dev, &cfg, &g, 0).unwrap();
+            assert_eq!(level, level_cpu, "bfs {what}");
+            assert_eq!(steps, steps_cpu, "bfs steps {what}");
+            // Row sums of f32 products in another order.
+            let y = apps::spmv_csr(&dev, &cfg, &a, &x).unwrap();
+            let scale = a.values().iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            assert_close(&format!("spmv {what}"), &y, &y_cpu, 1e-4, 1e-4 * scale);
+        }
+    }
+}
+
+/// SPD matrices: generated, 494_bus, and bcsstk16 when scripts/gpu-build
+/// carried it (`.gpu/mtx`) or the shared collection is beside the checkout.
+/// The flag says whether the matrix is ill-conditioned.
+fn spd_matrices() -> Vec<(String, Csr<f64>, bool)> {
+    let mut out: Vec<(String, Csr<f64>, bool)> = [
+        "poisson2d:side=100",
+        "poisson3d:side=24,order=random,seed=5",
+    ]
+    .iter()
+    .map(|s| (s.to_string(), generated(s).map_values(|&v| v as f64), false))
+    .collect();
+    out.push((
+        "494_bus".to_string(),
+        mm::read_csr::<f64>(&test_data().join("494_bus.mtx")).unwrap(),
+        true,
+    ));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let candidates = [
+        PathBuf::from(".gpu/mtx/bcsstk16.mtx"),
+        root.join("../shared/data/matrices/bcsstk16.mtx"),
+    ];
+    if let Some(path) = candidates.iter().find(|p| p.exists()) {
+        out.push((
+            "bcsstk16".to_string(),
+            mm::read_csr::<f64>(path).unwrap(),
+            true,
+        ));
+    }
+    out
+}
+
+#[test]
+fn cg_on_cuda_matches_the_cpu_backend() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let config = LaunchConfig::default();
+    for (name, a, ill_conditioned) in spd_matrices() {
+        let b = apps::rhs_for_ones(&a).unwrap();
+        let a32 = a.map_values(|&v| v as f32);
+        let b32 = apps::rhs_for_ones(&a32).unwrap();
+        for precond in [Preconditioner::None, Preconditioner::Jacobi] {
+            // f64 to 1e-8.
+            let opts = CgOptions {
+                tol: 1e-8,
+                max_iters: 20_000,
+                precond,
+            };
+            let what = format!("{name}, f64, {precond:?}");
+            let want = apps::cg(&cpu, &config, &a, &b, &opts).unwrap();
+            let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
+            assert!(got.converged && want.converged, "{what}");
+            let slack = if ill_conditioned {
+                (want.iterations / 50).max(1)
+            } else {
+                1
+            };
+            assert!(
+                got.iterations.abs_diff(want.iterations) <= slack,
+                "{what}: {} iterations on CUDA, {} on the CPU",
+                got.iterations,
+                want.iterations
+            );
+            let res = apps::relative_residual(&a, &got.x, &b).unwrap();
+            assert!(res <= 1e-7, "{what}: ‖b − A·x‖/‖b‖ = {res}");
+            if !ill_conditioned {
+                // cond(A)·tol bounds the error: about 4e3 · 1e-8 here.
+                let err = got.x.iter().fold(0.0f64, |m, v| m.max((v - 1.0).abs()));
+                assert!(err <= 1e-4, "{what}: max |x − 1| = {err}");
+            }
+            // f32 to 1e-5, on the well-conditioned matrices only (f32 CG
+            // stalls above 1e-5 on the others).
+            if ill_conditioned {
+                continue;
+            }
+            let opts = CgOptions { tol: 1e-5, ..opts };
+            let what = format!("{name}, f32, {precond:?}");
+            let want = apps::cg(&cpu, &config, &a32, &b32, &opts).unwrap();
+            let got = apps::cg(&dev, &config, &a32, &b32, &opts).unwrap();
+            assert!(got.converged && want.converged, "{what}");
+            // f32 rounding in other orders moves the trajectory a little
+            // more than f64's: within 1 iteration or 2%.
+            assert!(
+                got.iterations.abs_diff(want.iterations) <= (want.iterations / 50).max(1),
+                "{what}: {} iterations on CUDA, {} on the CPU",
+                got.iterations,
+                want.iterations
+            );
+            let res = apps::relative_residual(&a32, &got.x, &b32).unwrap();
+            assert!(res <= 1e-4, "{what}: ‖b − A·x‖/‖b‖ = {res}");
+        }
+    }
+}
+
+#[test]
+fn cg_breakdown_on_cuda_is_an_error() {
+    let Some(dev) = gpu() else { return };
+    // Symmetric, indefinite: pᵀA·p = 0 at the first iteration.
+    let a = Csr::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0f64, -1.0]).unwrap();
+    let b = apps::rhs_for_ones(&a).unwrap();
+    let e = apps::cg(
+        &dev,
+        &LaunchConfig::default(),
+        &a,
+        &b,
+        &CgOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("broke down at iteration 1"), "{e}");
+    // Negative definite in f32 on a larger matrix: pᵀA·p < 0.
+    let neg = generated("poisson2d:side=30").map_values(|&v| -v);
+    let b = apps::rhs_for_ones(&neg).unwrap();
+    let e = apps::cg(
+        &dev,
+        &LaunchConfig::default(),
+        &neg,
+        &b,
+        &CgOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("not symmetric positive definite"),
+        "{e}"
+    );
+}

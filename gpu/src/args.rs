@@ -376,7 +376,6 @@ impl ParamBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::ParamSpec;
 
     #[test]
     fn params_follow_c_layout() {
@@ -420,25 +419,7 @@ mod tests {
 
     #[test]
     fn argument_mismatches_are_named() {
-        static SPEC: KernelSpec = KernelSpec {
-            name: "k",
-            cuda_source: "",
-            device_fns: &[],
-            params: &[
-                ParamSpec {
-                    name: "x",
-                    ty: ScalarType::F32,
-                    kind: ParamKind::Input,
-                },
-                ParamSpec {
-                    name: "y",
-                    ty: ScalarType::F32,
-                    kind: ParamKind::Output,
-                },
-            ],
-            acc: ScalarType::F32,
-            elementwise: false,
-        };
+        use crate::spec::X_TO_Y as SPEC;
         let x = [1.0f64];
         let mut y = [0.0f32];
         let e = check_args(&SPEC, &[Arg::input(&x), Arg::output(&mut y)])

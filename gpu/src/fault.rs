@@ -64,27 +64,8 @@ pub(crate) fn fault_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{ParamKind, ParamSpec, ScalarType};
 
-    static SPEC: KernelSpec = KernelSpec {
-        name: "k",
-        cuda_source: "",
-        device_fns: &[],
-        params: &[
-            ParamSpec {
-                name: "x",
-                ty: ScalarType::F32,
-                kind: ParamKind::Input,
-            },
-            ParamSpec {
-                name: "y",
-                ty: ScalarType::F32,
-                kind: ParamKind::Output,
-            },
-        ],
-        acc: ScalarType::F32,
-        elementwise: false,
-    };
+    use crate::spec::X_TO_Y as SPEC;
 
     fn record(kind: FaultKind) -> FaultRecord {
         FaultRecord {

@@ -706,27 +706,8 @@ impl std::fmt::Debug for PreparedLaunch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::ParamSpec;
 
-    static SPEC: KernelSpec = KernelSpec {
-        name: "k",
-        cuda_source: "",
-        device_fns: &[],
-        params: &[
-            ParamSpec {
-                name: "x",
-                ty: ScalarType::F32,
-                kind: ParamKind::Input,
-            },
-            ParamSpec {
-                name: "y",
-                ty: ScalarType::F32,
-                kind: ParamKind::Output,
-            },
-        ],
-        acc: ScalarType::F32,
-        elementwise: false,
-    };
+    use crate::spec::X_TO_Y as SPEC;
 
     #[test]
     fn cpu_arrays_round_trip() {

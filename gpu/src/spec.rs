@@ -232,6 +232,28 @@ impl KernelSpec {
     }
 }
 
+/// A kernel `k(x: &[f32], y: &mut [f32])`, for the crate's unit tests.
+#[cfg(test)]
+pub(crate) static X_TO_Y: KernelSpec = KernelSpec {
+    name: "k",
+    cuda_source: "",
+    device_fns: &[],
+    params: &[
+        ParamSpec {
+            name: "x",
+            ty: ScalarType::F32,
+            kind: ParamKind::Input,
+        },
+        ParamSpec {
+            name: "y",
+            ty: ScalarType::F32,
+            kind: ParamKind::Output,
+        },
+    ],
+    acc: ScalarType::F32,
+    elementwise: false,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

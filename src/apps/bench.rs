@@ -852,7 +852,7 @@ impl Bench<'_> {
         let split_rz = split_one_task(d, RZ, 0..n)?;
         let c = &self.config;
         let spmv = if cusparse {
-            CgSpmv::Cusparse(CusparseSpmvOn::new(
+            CgSpmv::Cusparse(Box::new(CusparseSpmvOn::new(
                 &self.cuda,
                 a.ncols(),
                 &m.row_ptr,
@@ -861,7 +861,7 @@ impl Bench<'_> {
                 &v.p,
                 &v.q,
                 SpmvAlg::Default,
-            )?)
+            )?))
         } else {
             CgSpmv::Warpfit(T::prepare_spmv(d, c, n, &m, &v.p, &v.q)?)
         };
@@ -932,7 +932,8 @@ struct CgLoop {
 /// CG's SpMV: warpfit's prepared launch or cuSPARSE on the same vectors.
 enum CgSpmv<'a, T: CgScalar + SpmvScalar> {
     Warpfit(PreparedLaunch<'a>),
-    Cusparse(CusparseSpmvOn<'a, T>),
+    /// Boxed: the wrapper holds cuSPARSE's descriptors and work buffer.
+    Cusparse(Box<CusparseSpmvOn<'a, T>>),
 }
 
 impl<T: CgScalar + SpmvScalar> CgSpmv<'_, T> {

@@ -406,12 +406,16 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Times each launch of `launches` with `timer`.
+/// Times each launch of `launches` with `timer` (nothing without one: the
+/// CPU backend, in tests).
 fn time_launches(
-    timer: &EventTimer,
+    timer: Option<&EventTimer>,
     repeats: usize,
     launches: &[(&str, &PreparedLaunch<'_>)],
 ) -> Result<Vec<KernelTime>> {
+    let Some(timer) = timer else {
+        return Ok(Vec::new());
+    };
     let mut out = Vec::with_capacity(launches.len());
     for (name, l) in launches {
         let t = timer.time_ms(repeats, &mut || l.run())?;
@@ -424,12 +428,14 @@ fn time_launches(
     Ok(out)
 }
 
-/// The benchmark's state on one GPU.
+/// The benchmark's state on one GPU. `cuda` and `timer` are `None` only on
+/// the CPU backend, which the tests use to check the drivers' replicas
+/// (kernel times and cuSPARSE need a GPU).
 struct Bench<'a> {
     device: Device,
-    cuda: CudaDevice,
+    cuda: Option<CudaDevice>,
     config: LaunchConfig,
-    timer: EventTimer,
+    timer: Option<EventTimer>,
     opts: &'a AppsBenchOptions,
     report: AppsReport,
 }
@@ -446,31 +452,10 @@ pub fn run_apps_bench(
     command: &str,
     progress: &mut dyn FnMut(&str),
 ) -> Result<AppsReport> {
-    let cuda = device
-        .cuda()
-        .ok_or_else(|| Error::invalid("warpfit bench apps needs a CUDA device"))?
-        .clone();
-    let mut b = Bench {
-        device: device.clone(),
-        timer: EventTimer::new(&cuda)?,
-        config: LaunchConfig {
-            decomposition: "cte".parse()?,
-            ..LaunchConfig::default()
-        },
-        report: AppsReport {
-            device: {
-                let info = device.describe();
-                match info.arch {
-                    Some(arch) => format!("{} ({arch})", info.name),
-                    None => info.name,
-                }
-            },
-            command: command.to_string(),
-            ..AppsReport::default()
-        },
-        cuda,
-        opts,
-    };
+    if device.cuda().is_none() {
+        return Err(Error::invalid("warpfit bench apps needs a CUDA device"));
+    }
+    let mut b = Bench::new(device, opts, command)?;
     for (i, input) in opts.graph_inputs.iter().enumerate() {
         let name = input.name();
         progress(&format!("{name}: generating/reading"));
@@ -522,7 +507,30 @@ pub fn run_apps_bench(
     Ok(b.report)
 }
 
-impl Bench<'_> {
+impl<'a> Bench<'a> {
+    fn new(device: &Device, opts: &'a AppsBenchOptions, command: &str) -> Result<Self> {
+        let cuda = device.cuda().cloned();
+        let info = device.describe();
+        Ok(Bench {
+            device: device.clone(),
+            timer: cuda.as_ref().map(EventTimer::new).transpose()?,
+            cuda,
+            config: LaunchConfig {
+                decomposition: "cte".parse()?,
+                ..LaunchConfig::default()
+            },
+            report: AppsReport {
+                device: match info.arch {
+                    Some(arch) => format!("{} ({arch})", info.name),
+                    None => info.name,
+                },
+                command: command.to_string(),
+                ..AppsReport::default()
+            },
+            opts,
+        })
+    }
+
     fn record(&mut self, input: &str, what: &str, r: Result<()>) {
         if let Err(e) = r {
             self.report.failures.push(format!("{input}, {what}: {e}"));
@@ -578,7 +586,11 @@ impl Bench<'_> {
             setup: Default::default(),
             iterations: times,
         };
-        let kernels = time_launches(&self.timer, self.opts.kernel_repeats, &[("spmv", &l)])?;
+        let kernels = time_launches(
+            self.timer.as_ref(),
+            self.opts.kernel_repeats,
+            &[("spmv", &l)],
+        )?;
         self.push_app(name, "spmv", &timings, kernels);
         Ok(())
     }
@@ -641,7 +653,7 @@ impl Bench<'_> {
             &next,
         )?;
         let kernels = time_launches(
-            &self.timer,
+            self.timer.as_ref(),
             self.opts.kernel_repeats,
             &[
                 ("pagerank_contrib", &l1),
@@ -678,7 +690,7 @@ impl Bench<'_> {
             &changed,
         )?;
         let kernels = time_launches(
-            &self.timer,
+            self.timer.as_ref(),
             self.opts.kernel_repeats,
             &[("relax", &l1), ("count_changed", &l2)],
         )?;
@@ -710,7 +722,7 @@ impl Bench<'_> {
             &changed,
         )?;
         let kernels = time_launches(
-            &self.timer,
+            self.timer.as_ref(),
             self.opts.kernel_repeats,
             &[("bfs_pull", &l1), ("count_changed", &l2)],
         )?;
@@ -852,8 +864,12 @@ impl Bench<'_> {
         let split_rz = split_one_task(d, RZ, 0..n)?;
         let c = &self.config;
         let spmv = if cusparse {
+            let cuda = self
+                .cuda
+                .as_ref()
+                .ok_or_else(|| Error::invalid("a CG with cuSPARSE needs a CUDA device"))?;
             CgSpmv::Cusparse(Box::new(CusparseSpmvOn::new(
-                &self.cuda,
+                cuda,
                 a.ncols(),
                 &m.row_ptr,
                 &m.col_idx,
@@ -905,11 +921,14 @@ impl Bench<'_> {
             l.check()?;
         }
         let reps = self.opts.kernel_repeats;
-        let mut timed = vec![KernelTime {
-            name: spmv.name().to_string(),
-            ms: self.timer.time_ms(reps, &mut || spmv.run())?,
-        }];
-        timed.extend(time_launches(&self.timer, reps, &ops)?);
+        let mut timed = Vec::new();
+        if let Some(timer) = &self.timer {
+            timed.push(KernelTime {
+                name: spmv.name().to_string(),
+                ms: timer.time_ms(reps, &mut || spmv.run())?,
+            });
+        }
+        timed.extend(time_launches(self.timer.as_ref(), reps, &ops)?);
         let timings = super::Timings {
             setup: Default::default(),
             iterations: times,
@@ -1087,6 +1106,41 @@ mod tests {
         }
         let a = small.cg_inputs[0].load::<f64>().unwrap();
         assert_eq!(a.nrows(), 64 * 64);
+    }
+
+    /// The drivers' replicas on the CPU backend: every app runs on the
+    /// small inputs, and the benchmark's CG loop (warpfit SpMV) takes the
+    /// `cg` app's iterations, so its kernels are the app's.
+    #[test]
+    fn small_inputs_run_the_apps_and_the_cg_replica_on_the_cpu() {
+        let opts = AppsBenchOptions {
+            graph_inputs: vec![gen("rmat:scale=8,edge_factor=8,seed=1").unwrap()],
+            cg_inputs: vec![gen("poisson2d:side=16").unwrap()],
+            spmv_iters: 2,
+            ..AppsBenchOptions::small().unwrap()
+        };
+        let mut b = Bench::new(&Device::cpu(), &opts, "test").unwrap();
+        let a = opts.graph_inputs[0].load::<f32>().unwrap();
+        b.graph_apps("rmat", &a, &mut |_| {});
+        assert!(b.report.failures.is_empty(), "{:?}", b.report.failures);
+        let apps: Vec<&str> = b.report.apps.iter().map(|a| a.app.as_str()).collect();
+        assert_eq!(apps, ["spmv", "pagerank", "sssp", "bfs"]);
+        assert!(b.report.apps.iter().all(|a| a.iterations > 0));
+        assert_eq!(b.report.apps[1].iterations, 20);
+
+        let a = opts.cg_inputs[0].load::<f64>().unwrap();
+        let rhs = rhs_for_ones(&a).unwrap();
+        let cg_opts = CgOptions::default();
+        let app = super::super::cg(&Device::cpu(), &b.config, &a, &rhs, &cg_opts).unwrap();
+        let replica = b.cg_loop(&a, &rhs, &cg_opts, false).unwrap();
+        assert!(app.converged && app.iterations > 10, "{}", app.iterations);
+        assert_eq!(replica.iterations, app.iterations);
+        let e = b
+            .cg_loop(&a, &rhs, &cg_opts, true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("needs a CUDA device"), "{e}");
     }
 
     #[test]

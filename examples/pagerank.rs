@@ -1,5 +1,6 @@
-//! PageRank on Zachary's karate club (embedded), with the built-in
-//! `pagerank_pull` kernel; prints the five highest-ranked members.
+//! PageRank on Zachary's karate club (embedded), with the built-in kernels
+//! (`pagerank_contrib`, `dangling_rank`, `pagerank_pull_resident`) on
+//! device-resident vectors; prints the five highest-ranked members.
 //!
 //! ```text
 //! cargo run --release --example pagerank [-- FILE.mtx]

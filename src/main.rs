@@ -29,7 +29,7 @@ enum Command {
     Info,
     /// Writes a generated matrix as Matrix Market.
     Gen(cli::gen::GenArgs),
-    /// Runs an app (spmv, pagerank, sssp, bfs) on a matrix.
+    /// Runs an app (spmv, pagerank, sssp, bfs, cg) on a matrix.
     Run(cli::run::RunArgs),
     /// Partitions a matrix's work graph into cache-sized pieces (DBWP).
     Partition(cli::partition::PartitionArgs),

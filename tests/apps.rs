@@ -575,3 +575,45 @@ fn cg_stops_at_max_iters_and_solves_zero_rhs_at_once() {
     assert_eq!((got.iterations, got.relative_residual), (0, 0.0));
     assert!(got.x.iter().all(|&v| v == 0.0));
 }
+
+/// The generated CUDA of every app kernel compiles with NVRTC (skipped
+/// without NVRTC, a failure under `CI=true`; `scripts/install-nvrtc` gets it).
+#[test]
+fn app_kernels_compile_with_nvrtc() {
+    use warpfit::gpu::compile::{compile_uncached, translation_unit, Arch};
+    use warpfit::gpu::probe::{self, Library};
+    if let Err(e) = probe::require(Library::Nvrtc) {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("CI=true and NVRTC cannot be loaded: {e}");
+        }
+        eprintln!("skipping: {e}");
+        return;
+    }
+    let specs: &[&warpfit::gpu::KernelSpec] = &[
+        &apps::spmv::SPEC,
+        &apps::spmv_f64::SPEC,
+        &apps::dot_f32::SPEC,
+        &apps::dot_f64::SPEC,
+        &apps::cg_step_f32::SPEC,
+        &apps::cg_step_f64::SPEC,
+        &apps::cg_step_jacobi_f32::SPEC,
+        &apps::cg_step_jacobi_f64::SPEC,
+        &apps::cg_direction_f32::SPEC,
+        &apps::cg_direction_f64::SPEC,
+        &apps::cg_keep_rho_f32::SPEC,
+        &apps::cg_keep_rho_f64::SPEC,
+        &apps::pagerank_contrib::SPEC,
+        &apps::dangling_rank::SPEC,
+        &apps::pagerank_pull_resident::SPEC,
+        &apps::relax::SPEC,
+        &apps::count_changed_f32::SPEC,
+        &apps::count_changed_i32::SPEC,
+        &apps::bfs_pull::SPEC,
+    ];
+    for spec in specs {
+        let tu = translation_unit(spec);
+        let c = compile_uncached(spec.name, &tu, Arch::new(9, 0))
+            .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
+    }
+}

@@ -680,3 +680,26 @@ fn every_app_prints_set_up_apart_from_iterations() {
         );
     }
 }
+
+#[test]
+fn gen_writes_the_poisson_matrices() {
+    for (kind, args, header) in [
+        ("poisson2d", vec!["--side", "4"], "16 16 64"),
+        (
+            "poisson3d",
+            vec!["--side", "3", "--order", "random", "--seed", "5"],
+            "27 27 135",
+        ),
+    ] {
+        let out = tmp(&format!("{kind}.mtx"));
+        let mut cmd = vec!["gen", kind];
+        cmd.extend(&args);
+        cmd.extend(["-o", out.to_str().unwrap()]);
+        let o = warpfit(&cmd);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(text.lines().nth(1), Some(header), "{kind}");
+    }
+    let o = warpfit(&["gen", "poisson3d", "--order", "spatial", "-o", "x.mtx"]);
+    assert_one_line_error(&o, &["gen", "poisson3d"], "expects natural or random");
+}

@@ -22,6 +22,7 @@ import statistics
 import time
 
 import numpy as np
+import scipy
 import scipy.io
 import graphblas as gb
 
@@ -93,8 +94,33 @@ def pagerank(indptr, indices, n, iters, damping):
     return rank.to_dense(dtype=np.float32), time.perf_counter() - t0
 
 
+def read_pattern(path):
+    """The matrix at `path` as scipy CSR. scipy >= 1.12 reads Matrix Market
+    in C++ (fast_matrix_market); older scipy parses in Python, minutes for
+    tens of millions of entries, so pandas' C parser reads the entries then."""
+    major, minor = (int(v) for v in scipy.__version__.split(".")[:2])
+    if (major, minor) >= (1, 12):
+        return scipy.io.mmread(path).tocsr()
+    try:
+        import pandas as pd
+    except ImportError:
+        return scipy.io.mmread(path).tocsr()
+    import scipy.sparse as sp
+    with open(path) as f:
+        header = 0
+        line = f.readline()
+        while line.startswith("%"):
+            header += 1
+            line = f.readline()
+        n, m, _ = (int(v) for v in line.split())
+    e = pd.read_csv(path, sep=r"\s+", skiprows=header + 1, header=None, usecols=[0, 1],
+                    dtype=np.int64, engine="c").to_numpy()
+    data = np.ones(len(e), dtype=np.float32)
+    return sp.csr_matrix((data, (e[:, 0] - 1, e[:, 1] - 1)), shape=(n, m))
+
+
 def pagerank_file(path, iters, damping, out):
-    a = scipy.io.mmread(path).tocsr()
+    a = read_pattern(path)
     a.sum_duplicates()
     n, m = a.shape
     if n != m:

@@ -91,7 +91,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     })?;
     let command: Vec<String> = std::env::args().collect();
     let command = format!("warpfit {}", command[1..].join(" "));
-    let report = run_apps_bench(&device, &opts, &command, &mut |line| eprintln!("{line}"))?;
+    let start = std::time::Instant::now();
+    let report = run_apps_bench(&device, &opts, &command, &mut |line| {
+        eprintln!("[{:7.1} s] {line}", start.elapsed().as_secs_f64())
+    })?;
     let md = report.to_markdown();
     println!("{md}");
     if let Some(out) = out {

@@ -122,7 +122,11 @@ fn a_small_bench_apps_run_reports_every_measurement() {
         cg_f32_iters: 10,
         ..AppsBenchOptions::small().unwrap()
     };
-    let report = run_apps_bench(&device, &opts, "test", &mut |_| {}).unwrap();
+    let mut snapshots = 0;
+    let report =
+        run_apps_bench(&device, &opts, "test", &mut |_| {}, &mut |_| snapshots += 1).unwrap();
+    // One snapshot per input: two graph inputs and one CG input.
+    assert_eq!(snapshots, 3);
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     // spmv, pagerank, sssp, bfs per graph input; cg f64 and f32.
     assert_eq!(report.apps.len(), 2 * 4 + 2, "{:?}", report.apps);

@@ -441,7 +441,8 @@ struct Bench<'a> {
 }
 
 /// Runs the benchmark on `device` (a CUDA device), reporting progress
-/// through `progress`.
+/// through `progress` and the report so far through `snapshot` after each
+/// input (so that a run cut short keeps what it measured).
 ///
 /// # Errors
 /// `device` not a GPU, and CUDA errors outside one measurement (a failing
@@ -451,6 +452,7 @@ pub fn run_apps_bench(
     opts: &AppsBenchOptions,
     command: &str,
     progress: &mut dyn FnMut(&str),
+    snapshot: &mut dyn FnMut(&AppsReport),
 ) -> Result<AppsReport> {
     if device.cuda().is_none() {
         return Err(Error::invalid("warpfit bench apps needs a CUDA device"));
@@ -477,6 +479,7 @@ pub fn run_apps_bench(
         if i == 0 {
             b.pagerank_end_to_end(&name, &a, progress);
         }
+        snapshot(&b.report);
     }
     for input in &opts.cg_inputs {
         let name = input.name();
@@ -503,6 +506,7 @@ pub fn run_apps_bench(
         drop(a);
         let r = b.cg_f32(&name, &a32, progress);
         b.record(&name, "cg f32", r);
+        snapshot(&b.report);
     }
     Ok(b.report)
 }
@@ -1146,7 +1150,7 @@ mod tests {
     #[test]
     fn a_cpu_device_is_refused_in_one_line() {
         let opts = AppsBenchOptions::small().unwrap();
-        let e = run_apps_bench(&Device::cpu(), &opts, "x", &mut |_| {})
+        let e = run_apps_bench(&Device::cpu(), &opts, "x", &mut |_| {}, &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(

@@ -91,18 +91,38 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     })?;
     let command: Vec<String> = std::env::args().collect();
     let command = format!("warpfit {}", command[1..].join(" "));
+    let out = out.map(OutputFile::keep);
+    let write = |md: &str| -> Result<()> {
+        match &out {
+            Some(path) => std::fs::write(path, md).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
+    };
     let start = std::time::Instant::now();
-    let report = run_apps_bench(&device, &opts, &command, &mut |line| {
-        eprintln!("[{:7.1} s] {line}", start.elapsed().as_secs_f64())
-    })?;
+    let mut snapshot_error = None;
+    let report = run_apps_bench(
+        &device,
+        &opts,
+        &command,
+        &mut |line| eprintln!("[{:7.1} s] {line}", start.elapsed().as_secs_f64()),
+        // The report so far, so that a run cut short (a time limit) keeps
+        // what it measured.
+        &mut |partial| {
+            if let Err(e) = write(&partial.to_markdown()) {
+                snapshot_error.get_or_insert(e);
+            }
+        },
+    )?;
+    if let Some(e) = snapshot_error {
+        return Err(e);
+    }
     let md = report.to_markdown();
     println!("{md}");
-    if let Some(out) = out {
-        let path = out.keep();
-        std::fs::write(&path, &md).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
+    write(&md)?;
+    if let Some(path) = &out {
         eprintln!("wrote {}", path.display());
     }
     Ok(())

@@ -11,7 +11,8 @@
 //!   each launch's device time, taken with CUDA events around
 //!   `kernel_repeats` back-to-back runs of that launch (prepared on arrays of
 //!   the same sizes as the driver's, with the same configuration), divided by
-//!   the repeats;
+//!   the repeats, the host's launch latency kept out by a memset that
+//!   occupies the device while the runs are enqueued ([`EventTimer`]);
 //! - the ratio iteration / kernels is then the host's share: 1.0 means the
 //!   device never waits for the host.
 //!
@@ -320,8 +321,8 @@ impl AppsReport {
                 "### Iteration time against kernel time\n\n\
                  Iteration: median wall time of the app's device-resident loop (launches, \
                  wait, the iteration's one download). Kernels: sum of one iteration's \
-                 launches, each timed with CUDA events over back-to-back runs. Target: \
-                 ratio ≤ 1.15.\n\n\
+                 launches, each timed with CUDA events over back-to-back runs enqueued \
+                 behind a memset (no host latency inside). Target: ratio ≤ 1.15.\n\n\
                  | input | app | iterations | iteration (ms) | kernels (ms) | ratio | dominant kernels |\n\
                  |---|---|---:|---:|---:|---:|---|\n",
             );

@@ -125,7 +125,7 @@ fn a_small_bench_apps_run_reports_every_measurement() {
     let mut snapshots = 0;
     let report =
         run_apps_bench(&device, &opts, "test", &mut |_| {}, &mut |_| snapshots += 1).unwrap();
-    // One snapshot per input: two graph inputs and one CG input.
+    // One snapshot per input: one CG input, then two graph inputs.
     assert_eq!(snapshots, 3);
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     // spmv, pagerank, sssp, bfs per graph input; cg f64 and f32.

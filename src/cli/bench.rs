@@ -25,10 +25,12 @@ pub struct BenchArgs {
     /// random and spatial, grid 4096²) or `small` (a smoke run).
     #[arg(long, default_value = "default", value_parser = ["default", "small"])]
     pub suite: String,
-    /// Generated matrices to run instead of the suite (`--gen rmat:scale=20`); repeatable.
+    /// Generated matrices to run instead of the suite (`--gen rmat:scale=20`; apps: instead of
+    /// RMAT 22, uniform 2^22, poisson2d 2048² and rgg 2^22); repeatable.
     #[arg(long = "gen", value_name = "SPEC")]
     pub gens: Vec<String>,
-    /// Matrix Market files to add (the largest real matrices); repeatable.
+    /// Matrix Market files to add (the largest real matrices; apps: to the app and CG inputs);
+    /// repeatable.
     #[arg(long = "mtx", value_name = "FILE")]
     pub mtx: Vec<PathBuf>,
     /// Timed runs per variant; the median is reported.

@@ -322,7 +322,8 @@ impl AppsReport {
                  Iteration: median wall time of the app's device-resident loop (launches, \
                  wait, the iteration's one download). Kernels: sum of one iteration's \
                  launches, each timed with CUDA events over back-to-back runs enqueued \
-                 behind a memset (no host latency inside). Target: ratio ≤ 1.15.\n\n\
+                 behind a memset (no host latency inside). Target: ratio ≤ 1.15. `cg f32` runs a \
+                 fixed number of iterations (timing only); sssp and bfs start from vertex 0.\n\n\
                  | input | app | iterations | iteration (ms) | kernels (ms) | ratio | dominant kernels |\n\
                  |---|---|---:|---:|---:|---:|---|\n",
             );

@@ -33,7 +33,8 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Partitions a matrix's work graph into cache-sized pieces (DBWP).
     Partition(cli::partition::PartitionArgs),
-    /// Times the GPU SpMV variants against cuSPARSE.
+    /// Times the GPU SpMV variants against cuSPARSE (`spmv`), or every app's
+    /// iterations against its kernels and CG against cuSPARSE CG (`apps`).
     Bench(cli::bench::BenchArgs),
 }
 

@@ -505,6 +505,8 @@ fn commands_that_need_a_gpu_say_so_in_one_line() {
     }
     let o = warpfit(&["bench", "spmv", "--suite", "small"]);
     assert_one_line_error(&o, &["bench"], "needs an NVIDIA GPU");
+    let o = warpfit(&["bench", "apps", "--small"]);
+    assert_one_line_error(&o, &["bench apps"], "needs an NVIDIA GPU");
     let o = warpfit(&["partition", "--gen", "grid2d:side=3"]);
     assert_one_line_error(&o, &["partition"], "give --cache BYTES");
 }

@@ -35,6 +35,7 @@ pub mod buffer;
 pub mod compile;
 mod config;
 mod device;
+pub mod event_timer;
 mod fault;
 pub mod launch;
 mod one_task;

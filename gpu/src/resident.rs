@@ -233,6 +233,25 @@ impl<T: Scalar> DeviceVec<T> {
         }
     }
 
+    /// The device address of the array on CUDA (`None` on the CPU), for
+    /// handing it to a CUDA library such as cuSPARSE. The address stays
+    /// valid while the array lives; writing through it must be ordered with
+    /// the device's stream.
+    pub fn cuda_ptr(&self) -> Option<u64> {
+        match &self.storage {
+            Storage::Host(_) => None,
+            Storage::Cuda { buffer, device, .. } => Some(buffer.device_ptr(device)),
+        }
+    }
+
+    /// The GPU the array lives on (`None` on the CPU).
+    pub(crate) fn cuda_device(&self) -> Option<&CudaDevice> {
+        match &self.storage {
+            Storage::Host(_) => None,
+            Storage::Cuda { device, .. } => Some(device),
+        }
+    }
+
     /// This array as a launch argument of `kind`.
     pub(crate) fn as_arg(&self, kind: ParamKind) -> ResidentArray<'_> {
         let place = match &self.storage {

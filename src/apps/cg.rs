@@ -126,9 +126,9 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct DeviceMatrix<T: Scalar> {
-    row_ptr: DeviceVec<u32>,
-    col_idx: DeviceVec<u32>,
-    values: DeviceVec<T>,
+    pub(crate) row_ptr: DeviceVec<u32>,
+    pub(crate) col_idx: DeviceVec<u32>,
+    pub(crate) values: DeviceVec<T>,
 }
 
 /// CG's vectors and scalars on the device. `z` is `None` without a
@@ -136,30 +136,30 @@ pub struct DeviceMatrix<T: Scalar> {
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Vectors<T: Scalar> {
-    n: usize,
-    x: DeviceVec<T>,
-    r: DeviceVec<T>,
-    z: Option<DeviceVec<T>>,
-    inv_diag: Option<DeviceVec<T>>,
-    p: DeviceVec<T>,
-    q: DeviceVec<T>,
+    pub(crate) n: usize,
+    pub(crate) x: DeviceVec<T>,
+    pub(crate) r: DeviceVec<T>,
+    pub(crate) z: Option<DeviceVec<T>>,
+    pub(crate) inv_diag: Option<DeviceVec<T>>,
+    pub(crate) p: DeviceVec<T>,
+    pub(crate) q: DeviceVec<T>,
     /// Slot 0: `pᵀq`, 1: `rᵀz`, 2: `rᵀr` (with a preconditioner).
-    dots: DeviceVec<T>,
+    pub(crate) dots: DeviceVec<T>,
     /// The previous iteration's `rᵀz`.
-    rho: DeviceVec<T>,
+    pub(crate) rho: DeviceVec<T>,
 }
 
 impl<T: Scalar> Vectors<T> {
     /// `z`: the preconditioned residual, or `r` itself without one.
-    fn z(&self) -> &DeviceVec<T> {
+    pub(crate) fn z(&self) -> &DeviceVec<T> {
         self.z.as_ref().unwrap_or(&self.r)
     }
 }
 
 /// Slots of `Vectors::dots`.
-const PAP: usize = 0;
-const RZ: usize = 1;
-const RR: usize = 2;
+pub(crate) const PAP: usize = 0;
+pub(crate) const RZ: usize = 1;
+pub(crate) const RR: usize = 2;
 
 macro_rules! cg_scalar {
     ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $keep:ident) => {

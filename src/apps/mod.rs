@@ -4,6 +4,7 @@
 //! `warpfit` CLI and the examples run these; they double as worked examples
 //! of the kernel language.
 
+pub mod bench;
 mod cg;
 mod graph;
 mod kernels;

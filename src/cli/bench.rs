@@ -1,4 +1,6 @@
-//! `warpfit bench spmv`: warpfit's decompositions against cuSPARSE on the GPU.
+//! `warpfit bench spmv`: warpfit's decompositions against cuSPARSE on the GPU;
+//! `warpfit bench apps` (in `bench_apps`): every app's iteration time against
+//! its kernels' time, CG against cuSPARSE CG, PageRank end to end.
 //!
 //! The protocol lives in `warpfit_gpu::bench` (CPU check first, CUDA events,
 //! L2 flushed before every run, median of at least 20 runs, copy bandwidth
@@ -14,17 +16,21 @@ use warpfit::{Error, Result};
 /// Options of `warpfit bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// What to benchmark (only `spmv` so far).
-    #[arg(value_parser = ["spmv"])]
+    /// What to benchmark: `spmv` (the SpMV decompositions against cuSPARSE)
+    /// or `apps` (every app's iterations against its kernels, CG against a
+    /// cuSPARSE CG, PageRank end to end against the CPU backend).
+    #[arg(value_parser = ["spmv", "apps"])]
     pub kernel: String,
     /// Matrix suite: `default` (RMAT 20/22/24, uniform 2^22/2^24, rgg 2^22
     /// random and spatial, grid 4096²) or `small` (a smoke run).
     #[arg(long, default_value = "default", value_parser = ["default", "small"])]
     pub suite: String,
-    /// Generated matrices to run instead of the suite (`--gen rmat:scale=20`); repeatable.
+    /// Generated matrices to run instead of the suite (`--gen rmat:scale=20`; apps: instead of
+    /// RMAT 22, uniform 2^22, poisson2d 2048² and rgg 2^22); repeatable.
     #[arg(long = "gen", value_name = "SPEC")]
     pub gens: Vec<String>,
-    /// Matrix Market files to add (the largest real matrices); repeatable.
+    /// Matrix Market files to add (the largest real matrices; apps: to the app and CG inputs);
+    /// repeatable.
     #[arg(long = "mtx", value_name = "FILE")]
     pub mtx: Vec<PathBuf>,
     /// Timed runs per variant; the median is reported.
@@ -52,10 +58,38 @@ pub struct BenchArgs {
     /// Replace the `## GPU SpMV` section of this Markdown file with the report.
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,
+    /// Small inputs, for a quick run (`spmv`: the small suite).
+    #[arg(long)]
+    pub small: bool,
+    /// apps: write the Markdown report to this file (it is always printed).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// apps: CG inputs instead of poisson2d side 2048 and poisson3d side
+    /// 128 (symmetric positive definite); repeatable. `--mtx` files are
+    /// added to both lists.
+    #[arg(long = "cg-gen", value_name = "SPEC")]
+    pub cg_gens: Vec<String>,
+    /// apps: CG's relative residual tolerance.
+    #[arg(long, value_name = "TOL")]
+    pub cg_tol: Option<f64>,
+    /// apps: back-to-back runs of a launch between its CUDA events.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: Option<u32>,
+    /// apps: skip PageRank end to end on the CPU backend.
+    #[arg(long)]
+    pub no_cpu: bool,
+    /// apps: write the end-to-end PageRank matrix (the first input) as
+    /// Matrix Market, for `scripts/bench-graphblas.py --pagerank`.
+    #[arg(long, value_name = "FILE.mtx")]
+    pub pagerank_mtx: Option<PathBuf>,
 }
 
 /// Runs `warpfit bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
+    if args.kernel == "apps" {
+        return super::bench_apps::run(args);
+    }
+    super::bench_apps::refuse_apps_options(args)?;
     let mut opts = SpmvBenchOptions {
         runs: args.runs as usize,
         warmup: args.warmup as usize,
@@ -70,7 +104,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .iter()
             .map(|g| g.parse().map(MatrixSource::Gen))
             .collect::<Result<Vec<_>>>()?
-    } else if args.suite == "small" {
+    } else if args.suite == "small" || args.small {
         small_suite()
     } else {
         default_suite()
@@ -103,7 +137,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
 /// Replaces (or appends) the section that starts with `heading` in the
 /// Markdown file at `path`, up to the next heading of the same level.
-fn write_section(path: &Path, heading: &str, body: &str) -> Result<()> {
+pub(crate) fn write_section(path: &Path, heading: &str, body: &str) -> Result<()> {
     let old = match std::fs::read_to_string(path) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

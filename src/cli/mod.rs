@@ -1,6 +1,7 @@
 //! The `warpfit` command line: one module per subcommand.
 
 pub mod bench;
+pub mod bench_apps;
 pub mod gen;
 pub mod info;
 pub mod input;

@@ -628,9 +628,8 @@ impl<'a> Bench<'a> {
         // The driver's forward launches, on arrays of the same sizes.
         let d = &self.device;
         let n = g.len();
-        let n32 = u32::try_from(n).map_err(|_| Error::invalid("more than u32::MAX vertices"))?;
-        let ptr = d.upload(g.incoming.row_ptr())?;
-        let src = d.upload(g.incoming.col_idx())?;
+        let n32 = g.len_u32()?;
+        let (ptr, src) = g.upload_pattern(d)?;
         let out_degree = d.upload(&g.out_degree)?;
         let rank = d.upload(&vec![1.0 / n as f32; n])?;
         let next = d.alloc::<f32>(n)?;
@@ -677,9 +676,8 @@ impl<'a> Bench<'a> {
         let (_, _, timings) = sssp_observed(&self.device, &self.config, g, 0, &mut |_| {})?;
         let d = &self.device;
         let n = g.len();
-        let n32 = u32::try_from(n).map_err(|_| Error::invalid("more than u32::MAX vertices"))?;
-        let ptr = d.upload(g.incoming.row_ptr())?;
-        let src = d.upload(g.incoming.col_idx())?;
+        let n32 = g.len_u32()?;
+        let (ptr, src) = g.upload_pattern(d)?;
         let w = d.upload(g.incoming.values())?;
         let mut start = vec![f32::INFINITY; n];
         start[0] = 0.0;
@@ -710,9 +708,8 @@ impl<'a> Bench<'a> {
         let (_, _, timings) = bfs_observed(&self.device, &self.config, g, 0, &mut |_| {})?;
         let d = &self.device;
         let n = g.len();
-        let n32 = u32::try_from(n).map_err(|_| Error::invalid("more than u32::MAX vertices"))?;
-        let ptr = d.upload(g.incoming.row_ptr())?;
-        let src = d.upload(g.incoming.col_idx())?;
+        let n32 = g.len_u32()?;
+        let (ptr, src) = g.upload_pattern(d)?;
         let mut start = vec![-1i32; n];
         start[0] = 0;
         let level = d.upload(&start)?;

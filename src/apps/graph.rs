@@ -62,7 +62,7 @@ impl Graph {
     }
 
     /// The in-edges on `device`: row pointers, sources.
-    fn upload_pattern(&self, device: &Device) -> Result<(DeviceVec<u32>, DeviceVec<u32>)> {
+    pub(crate) fn upload_pattern(&self, device: &Device) -> Result<(DeviceVec<u32>, DeviceVec<u32>)> {
         Ok((
             device.upload(self.incoming.row_ptr())?,
             device.upload(self.incoming.col_idx())?,
@@ -70,7 +70,7 @@ impl Graph {
     }
 
     /// The vertex count as the u32 a whole-array reduction takes.
-    fn len_u32(&self) -> Result<u32> {
+    pub(crate) fn len_u32(&self) -> Result<u32> {
         u32::try_from(self.len())
             .map_err(|_| Error::invalid(format!("{} vertices are more than u32 holds", self.len())))
     }

@@ -62,7 +62,10 @@ impl Graph {
     }
 
     /// The in-edges on `device`: row pointers, sources.
-    pub(crate) fn upload_pattern(&self, device: &Device) -> Result<(DeviceVec<u32>, DeviceVec<u32>)> {
+    pub(crate) fn upload_pattern(
+        &self,
+        device: &Device,
+    ) -> Result<(DeviceVec<u32>, DeviceVec<u32>)> {
         Ok((
             device.upload(self.incoming.row_ptr())?,
             device.upload(self.incoming.col_idx())?,

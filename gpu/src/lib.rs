@@ -24,6 +24,7 @@
 //! - `tasks`, [`launch`], `fault`: the task list on the device, the launch
 //!   itself, and faults read back as the CPU twin's errors;
 //! - `one_task`: one long task (a global reduction) split over a device;
+//! - `readback`: small asynchronous downloads for iterative drivers;
 //! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory;
 //! - [`baseline`] (cuSPARSE) and [`bench`](mod@bench): the SpMV benchmark.
 
@@ -41,6 +42,7 @@ pub mod launch;
 mod one_task;
 mod plan;
 pub mod probe;
+mod readback;
 mod resident;
 pub mod spec;
 mod tasks;
@@ -52,6 +54,7 @@ pub use config::{Decomposition, LaunchConfig, Split};
 pub use device::{CudaDevice, Device, DeviceInfo};
 pub use launch::Prepared;
 pub use one_task::{split_one_task, OneTaskSplit};
+pub use readback::{Readback, MAX_READBACK_DEPTH, MAX_READBACK_LEN};
 /// What generated `launch` functions call on the CPU backend.
 #[doc(hidden)]
 pub use resident::{host_input, host_output};

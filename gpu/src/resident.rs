@@ -181,6 +181,43 @@ impl<T: Scalar> DeviceVec<T> {
         Ok(v)
     }
 
+    /// Enqueues a copy of the array into page-locked `host` bytes on the
+    /// device's stream, without waiting (CUDA only; [`crate::Readback`]).
+    pub(crate) fn enqueue_download(
+        &self,
+        host: &mut cudarc::driver::PinnedHostSlice<u8>,
+    ) -> Result<()> {
+        match &self.storage {
+            Storage::Host(_) => Err(Error::invalid(
+                "an asynchronous download needs a CUDA array",
+            )),
+            Storage::Cuda {
+                buffer,
+                len,
+                device,
+            } => {
+                let bytes = len * T::TYPE.size();
+                if host.len() != bytes {
+                    return Err(Error::length(
+                        "asynchronous download (bytes)",
+                        bytes,
+                        host.len(),
+                    ));
+                }
+                if bytes == 0 {
+                    return Ok(());
+                }
+                let view = buffer.as_slice().slice(0..bytes);
+                device
+                    .stream()
+                    .memcpy_dtoh(&view, host)
+                    .map_err(crate::buffer::cuda_err(format!(
+                        "downloading {bytes} bytes asynchronously"
+                    )))
+            }
+        }
+    }
+
     /// Overwrites the array with `host`, which must have the same length
     /// (on CUDA: enqueued on the device's stream, ordered with launches).
     pub fn copy_from(&mut self, host: &[T]) -> Result<()> {

@@ -4,11 +4,13 @@
 //! An iteration is seven launches prepared once (SpMV `q = A·p`, the dot
 //! product `pᵀq`, the update of `x` and `r` (and `z` with Jacobi), `rᵀz`,
 //! with Jacobi `rᵀr`, the direction `p = z + β·p`, and keeping `rᵀz` for the
-//! next iteration) and one download of the three scalars `pᵀq`, `rᵀz`, `rᵀr`,
-//! which decide convergence and detect a breakdown. The step sizes `α` and
-//! `β` are computed by the kernels from those scalars on the device, so the
-//! host never waits inside an iteration.
+//! next iteration) and one small asynchronous download of the three scalars
+//! `pᵀq`, `rᵀz`, `rᵀr`, which decide convergence and detect a breakdown. The
+//! step sizes `α` and `β` are computed by the kernels from those scalars on
+//! the device, and the host reads them a few iterations behind the launches,
+//! so the device never waits for the host.
 
+use super::driver::{pipelined, DEPTH};
 use super::kernels::{
     cg_direction_f32, cg_direction_f64, cg_keep_rho_f32, cg_keep_rho_f64, cg_step_f32, cg_step_f64,
     cg_step_jacobi_f32, cg_step_jacobi_f64, dot_f32, dot_f64, spmv, spmv_f64,
@@ -147,6 +149,8 @@ pub struct Vectors<T: Scalar> {
     pub(crate) dots: DeviceVec<T>,
     /// The previous iteration's `rᵀz`.
     pub(crate) rho: DeviceVec<T>,
+    /// `(tol·‖b‖)²`: the step is a no-op once `rᵀr` is at most this.
+    pub(crate) stop: T,
 }
 
 impl<T: Scalar> Vectors<T> {
@@ -199,11 +203,12 @@ macro_rules! cg_scalar {
             ) -> Result<PreparedLaunch<'a>> {
                 match (&v.z, &v.inv_diag) {
                     (Some(z), Some(inv_diag)) => $step_jacobi::prepare(
-                        device, config, v.n, &v.rho, &v.dots, inv_diag, &v.p, &v.q, &v.x, &v.r, z,
+                        device, config, v.n, &v.rho, &v.dots, v.stop, inv_diag, &v.p, &v.q, &v.x,
+                        &v.r, z,
                     ),
-                    _ => {
-                        $step::prepare(device, config, v.n, &v.rho, &v.dots, &v.p, &v.q, &v.x, &v.r)
-                    }
+                    _ => $step::prepare(
+                        device, config, v.n, &v.rho, &v.dots, v.stop, &v.p, &v.q, &v.x, &v.r,
+                    ),
                 }
             }
             fn prepare_direction<'a>(
@@ -353,6 +358,7 @@ pub fn cg_observed<T: CgScalar>(
         q: device.alloc::<T>(n)?,
         dots: device.alloc::<T>(3)?,
         rho: device.alloc::<T>(1)?,
+        stop: T::from_f64((opts.tol * b_norm).powi(2)),
     };
     drop(z0);
     let split_pq = split_one_task(device, PAP, 0..n)?;
@@ -380,48 +386,59 @@ pub fn cg_observed<T: CgScalar>(
     .into_iter()
     .flatten()
     .collect();
-    // rho = r₀ᵀz₀ before the first iteration.
+    // rho = r₀ᵀz₀ (and with Jacobi r₀ᵀr₀) before the first iteration.
     dot_rz.run()?;
+    if let Some(dot_rr) = &dot_rr {
+        dot_rr.run()?;
+    }
     keep_rho.run()?;
     let mut dots = [T::from_f64(0.0); 3];
     v.dots.download(&mut dots)?;
     check_faults(&launches)?;
     let setup = setup_start.elapsed();
 
-    let mut iterations = Vec::new();
+    // The scalars are read back `DEPTH` iterations behind the launches: the
+    // iterations enqueued past the converged one find `rᵀr ≤ stop` and
+    // leave `x` as it is (see `cg_step_f32`), so the host's test below,
+    // made on the same values in the same precision, agrees with the
+    // device's.
+    let rr_slot = if v.z.is_some() { RR } else { RZ };
     let mut relative_residual = 1.0;
     let mut converged = opts.tol >= 1.0;
-    let mut done = 0;
-    while !converged && done < opts.max_iters {
-        let start = Instant::now();
-        for launch in &launches {
-            launch.run()?;
-        }
-        v.dots.download(&mut dots)?;
-        iterations.push(start.elapsed());
-        done += 1;
-        let pap = dots[PAP].to_f64();
-        let rr = dots[if v.z.is_some() { RR } else { RZ }].to_f64();
-        // A NaN is a breakdown too: reported, never returned as a result.
-        if pap.is_nan() || pap <= 0.0 {
-            check_faults(&launches)?;
-            return Err(Error::invalid(format!(
-                "cg broke down at iteration {done}: pᵀA·p = {pap:.3e} is not positive, so the \
-                 matrix is not symmetric positive definite{}",
-                ill_conditioned_hint::<T>()
-            )));
-        }
-        if !rr.is_finite() {
-            check_faults(&launches)?;
-            return Err(Error::invalid(format!(
-                "cg broke down at iteration {done}: the residual norm is {rr}{}",
-                ill_conditioned_hint::<T>()
-            )));
-        }
-        relative_residual = rr.sqrt() / b_norm;
-        converged = relative_residual <= opts.tol;
-        on_step(done, relative_residual);
-    }
+    let max_iters = if converged { 0 } else { opts.max_iters };
+    let rounds = pipelined(
+        device,
+        &v.dots,
+        DEPTH,
+        max_iters,
+        &mut |_| launches.iter().try_for_each(|l| l.run()),
+        &mut |done, dots| {
+            let pap = dots[PAP].to_f64();
+            let rr = dots[rr_slot];
+            // A NaN is a breakdown too: reported, never returned as a result.
+            if pap.is_nan() || pap <= 0.0 {
+                check_faults(&launches)?;
+                return Err(Error::invalid(format!(
+                    "cg broke down at iteration {done}: pᵀA·p = {pap:.3e} is not positive, so the \
+                     matrix is not symmetric positive definite{}",
+                    ill_conditioned_hint::<T>()
+                )));
+            }
+            if !rr.to_f64().is_finite() {
+                check_faults(&launches)?;
+                return Err(Error::invalid(format!(
+                    "cg broke down at iteration {done}: the residual norm is {rr}{}",
+                    ill_conditioned_hint::<T>()
+                )));
+            }
+            relative_residual = rr.to_f64().sqrt() / b_norm;
+            converged = rr <= v.stop;
+            on_step(done, relative_residual);
+            Ok(converged)
+        },
+    )?;
+    let done = rounds.inspected;
+    let iterations = rounds.times;
     check_faults(&launches)?;
     Ok(CgResult {
         x: v.x.to_vec()?,

@@ -6,8 +6,11 @@
 //! each launch once: two sets of launches, one per direction of the swap
 //! between the current and the next vector, alternate. An iteration
 //! downloads at most one number (sssp, bfs: how many vertices changed;
-//! pagerank: nothing).
+//! pagerank: the dangling rank, only to pace the host), read a few
+//! iterations behind the launches (`driver`), so the device never waits
+//! for the host.
 
+use super::driver::{pipelined, DEPTH};
 use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
     pagerank_pull_resident, relax,
@@ -121,8 +124,9 @@ pub fn pagerank(
 /// An iteration is three prepared launches: the per-vertex shares
 /// `rank / outdeg`, the dangling rank (a whole-array reduction in f64) and
 /// the pull, which computes the teleport term from the dangling rank on the
-/// device. Nothing is downloaded until the end; the driver waits for the
-/// device after each iteration only to time it.
+/// device. Nothing decides anything on the host until the end; the driver
+/// reads the dangling rank back a few iterations behind, to time them and
+/// to keep the launch queue short.
 pub fn pagerank_observed(
     device: &Device,
     config: &LaunchConfig,
@@ -181,27 +185,33 @@ pub fn pagerank_observed(
     }
     let (forward, backward) = (&sets[0], &sets[1]);
     let setup = setup_start.elapsed();
-    let mut iterations = Vec::new();
-    for iteration in 1..=opts.iterations {
-        let start = Instant::now();
-        let launches = if iteration % 2 == 1 {
-            forward
-        } else {
-            backward
-        };
-        for l in launches {
-            l.run()?;
-        }
-        device.synchronize()?;
-        iterations.push(start.elapsed());
-        on_step(iteration);
-    }
+    // No value decides anything: the dangling rank is read back only to
+    // pace the host behind the device.
+    let rounds = pipelined(
+        device,
+        &dangling,
+        DEPTH,
+        opts.iterations,
+        &mut |iteration| {
+            let launches = if iteration % 2 == 1 {
+                forward
+            } else {
+                backward
+            };
+            launches.iter().try_for_each(|l| l.run())
+        },
+        &mut |iteration, _| {
+            on_step(iteration);
+            Ok(false)
+        },
+    )?;
     check_faults(forward.iter().chain(backward))?;
     let result = if opts.iterations % 2 == 1 {
         &next
     } else {
         &rank
     };
+    let iterations = rounds.times;
     Ok((result.to_vec()?, Timings { setup, iterations }))
 }
 
@@ -213,11 +223,18 @@ fn check_faults<'a, 'b: 'a>(
 }
 
 /// Runs a fixed-point iteration on two device vectors: each round runs the
-/// step `from` → `to` and counts the changed entries (one u32 downloaded),
-/// then swaps; stops after a round that changed nothing, or after
-/// `max_rounds`. Returns the vector holding the result, the rounds run and
-/// the round times.
+/// step `from` → `to` and counts the changed entries into `changed`, then
+/// the vectors swap roles; stops after a round that changed nothing, or
+/// after `max_rounds`. Returns the vector holding the result, the rounds
+/// counted and the round times.
+///
+/// The count is read back [`DEPTH`] rounds behind the launches
+/// ([`pipelined`]), so up to `DEPTH - 1` rounds run past the one that
+/// changed nothing; they change nothing either (both vectors already hold
+/// the fixed point), so the result and the round count are those of a loop
+/// that reads every count at once.
 fn fixed_point<'a, T: crate::gpu::spec::Scalar>(
+    device: &Device,
     forward: &[PreparedLaunch<'a>; 2],
     backward: &[PreparedLaunch<'a>; 2],
     vectors: [&'a DeviceVec<T>; 2],
@@ -225,33 +242,28 @@ fn fixed_point<'a, T: crate::gpu::spec::Scalar>(
     max_rounds: usize,
     on_step: &mut dyn FnMut(usize),
 ) -> Result<(&'a DeviceVec<T>, usize, Vec<std::time::Duration>)> {
-    let mut times = Vec::new();
-    let mut count = [0u32];
-    for round in 1..=max_rounds {
-        let start = Instant::now();
-        let (launches, written) = if round % 2 == 1 {
-            (forward, vectors[1])
-        } else {
-            (backward, vectors[0])
-        };
-        for l in launches {
-            l.run()?;
-        }
-        changed.download(&mut count)?;
-        times.push(start.elapsed());
-        on_step(round);
-        if count[0] == 0 {
-            check_faults(forward.iter().chain(backward))?;
-            return Ok((written, round, times));
-        }
-    }
+    let rounds = pipelined(
+        device,
+        changed,
+        DEPTH,
+        max_rounds,
+        &mut |round| {
+            let launches = if round % 2 == 1 { forward } else { backward };
+            launches.iter().try_for_each(|l| l.run())
+        },
+        &mut |round, count| {
+            on_step(round);
+            Ok(count[0] == 0)
+        },
+    )?;
     check_faults(forward.iter().chain(backward))?;
-    let last = if max_rounds % 2 == 1 {
-        vectors[1]
-    } else {
-        vectors[0]
-    };
-    Ok((last, max_rounds, times))
+    // Round k writes vectors[k % 2]; a stopped loop's extra rounds rewrote
+    // the same values.
+    Ok((
+        vectors[rounds.inspected % 2],
+        rounds.inspected,
+        rounds.times,
+    ))
 }
 
 /// Single-source shortest paths by Bellman-Ford relaxation to a fixed point.
@@ -309,8 +321,15 @@ pub fn sssp_observed(
     let (forward, backward) = (&sets[0], &sets[1]);
     let setup = setup_start.elapsed();
     // Non-negative weights converge in at most n - 1 rounds; one more proves it.
-    let (result, rounds, iterations) =
-        fixed_point(forward, backward, [&dist, &next], &changed, n, on_step)?;
+    let (result, rounds, iterations) = fixed_point(
+        device,
+        forward,
+        backward,
+        [&dist, &next],
+        &changed,
+        n,
+        on_step,
+    )?;
     Ok((result.to_vec()?, rounds, Timings { setup, iterations }))
 }
 
@@ -369,7 +388,14 @@ pub fn bfs_observed(
     }
     let (forward, backward) = (&sets[0], &sets[1]);
     let setup = setup_start.elapsed();
-    let (result, steps, iterations) =
-        fixed_point(forward, backward, [&level, &next], &changed, n, on_step)?;
+    let (result, steps, iterations) = fixed_point(
+        device,
+        forward,
+        backward,
+        [&level, &next],
+        &changed,
+        n,
+        on_step,
+    )?;
     Ok((result.to_vec()?, steps, Timings { setup, iterations }))
 }

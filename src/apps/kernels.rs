@@ -92,46 +92,60 @@ pub fn dot_f64(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
 }
 
 /// CG's update of the iterate and the residual: `x += α·p`, `r −= α·q` with
-/// `α = rho[0] / dots[0]` (`rᵀz / pᵀAp`).
+/// `α = rho[0] / dots[0]` (`rᵀz / pᵀAp`). A no-op once the previous
+/// iteration's `rᵀr` (`dots[1]`) is at most `stop` (`(tol·‖b‖)²`), or when
+/// `pᵀAp` is not positive: the iterations a driver enqueues past
+/// convergence, or past a breakdown it is about to report, leave `x` as it
+/// was.
 #[nested_reduce]
+#[allow(clippy::too_many_arguments)]
 pub fn cg_step_f32(
     i: usize,
     rho: &[f32],
     dots: &[f32],
+    stop: f32,
     p: &[f32],
     q: &[f32],
     x: &mut [f32],
     r: &mut [f32],
 ) {
-    let alpha = rho[0] / dots[0];
-    x[i] += alpha * p[i];
-    r[i] -= alpha * q[i];
+    if dots[1] > stop && dots[0] > 0.0 {
+        let alpha = rho[0] / dots[0];
+        x[i] += alpha * p[i];
+        r[i] -= alpha * q[i];
+    }
 }
 
 /// [`cg_step_f32`] in f64.
 #[nested_reduce]
+#[allow(clippy::too_many_arguments)]
 pub fn cg_step_f64(
     i: usize,
     rho: &[f64],
     dots: &[f64],
+    stop: f64,
     p: &[f64],
     q: &[f64],
     x: &mut [f64],
     r: &mut [f64],
 ) {
-    let alpha = rho[0] / dots[0];
-    x[i] += alpha * p[i];
-    r[i] -= alpha * q[i];
+    if dots[1] > stop && dots[0] > 0.0 {
+        let alpha = rho[0] / dots[0];
+        x[i] += alpha * p[i];
+        r[i] -= alpha * q[i];
+    }
 }
 
 /// [`cg_step_f32`] with the Jacobi preconditioner applied to the new
-/// residual: `z = r / diag(A)` (`inv_diag` holds `1 / a(i, i)`).
+/// residual: `z = r / diag(A)` (`inv_diag` holds `1 / a(i, i)`); `rᵀr` is
+/// `dots[2]`.
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]
 pub fn cg_step_jacobi_f32(
     i: usize,
     rho: &[f32],
     dots: &[f32],
+    stop: f32,
     inv_diag: &[f32],
     p: &[f32],
     q: &[f32],
@@ -139,11 +153,13 @@ pub fn cg_step_jacobi_f32(
     r: &mut [f32],
     z: &mut [f32],
 ) {
-    let alpha = rho[0] / dots[0];
-    let r_new = r[i] - alpha * q[i];
-    x[i] += alpha * p[i];
-    r[i] = r_new;
-    z[i] = inv_diag[i] * r_new;
+    if dots[2] > stop && dots[0] > 0.0 {
+        let alpha = rho[0] / dots[0];
+        let r_new = r[i] - alpha * q[i];
+        x[i] += alpha * p[i];
+        r[i] = r_new;
+        z[i] = inv_diag[i] * r_new;
+    }
 }
 
 /// [`cg_step_jacobi_f32`] in f64.
@@ -153,6 +169,7 @@ pub fn cg_step_jacobi_f64(
     i: usize,
     rho: &[f64],
     dots: &[f64],
+    stop: f64,
     inv_diag: &[f64],
     p: &[f64],
     q: &[f64],
@@ -160,11 +177,13 @@ pub fn cg_step_jacobi_f64(
     r: &mut [f64],
     z: &mut [f64],
 ) {
-    let alpha = rho[0] / dots[0];
-    let r_new = r[i] - alpha * q[i];
-    x[i] += alpha * p[i];
-    r[i] = r_new;
-    z[i] = inv_diag[i] * r_new;
+    if dots[2] > stop && dots[0] > 0.0 {
+        let alpha = rho[0] / dots[0];
+        let r_new = r[i] - alpha * q[i];
+        x[i] += alpha * p[i];
+        r[i] = r_new;
+        z[i] = inv_diag[i] * r_new;
+    }
 }
 
 /// CG's new search direction: `p = z + β·p` with `β = dots[1] / rho[0]`

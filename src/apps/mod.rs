@@ -6,6 +6,7 @@
 
 pub mod bench;
 mod cg;
+mod driver;
 mod graph;
 mod kernels;
 mod timing;

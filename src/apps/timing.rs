@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 /// The wall time of an app's set-up and of each of its iterations. An
-/// iteration's time ends when its results are on the host (the drivers wait
-/// for the device once per iteration), so the times are the device's work
-/// plus the host's launch overhead, not only the kernels.
+/// iteration's time is the interval between the host receiving its small
+/// readback (a count, a residual) and the previous iteration's; the drivers
+/// keep a few iterations enqueued ahead, so it is the device's pace, plus
+/// whatever host overhead the queue does not hide.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Timings {
     /// Uploading the inputs, preparing the launches (on CUDA this compiles

@@ -223,6 +223,43 @@ pub fn compile_uncached(kernel: &str, source: &str, arch: Arch) -> Result<Compil
     out
 }
 
+/// With `WARPFIT_TRACE_NVRTC=1`, one line on stderr per NVRTC compile:
+/// its label, thread, and start and end as Unix milliseconds, to line the
+/// compiles of a first launch up against the process's own start.
+struct Trace<'a> {
+    kernel: &'a str,
+    start: Option<std::time::SystemTime>,
+}
+
+impl<'a> Trace<'a> {
+    fn start(kernel: &'a str) -> Self {
+        let on = std::env::var_os("WARPFIT_TRACE_NVRTC").is_some_and(|v| v == "1");
+        Trace {
+            kernel,
+            start: on.then(std::time::SystemTime::now),
+        }
+    }
+}
+
+impl Drop for Trace<'_> {
+    fn drop(&mut self) {
+        let Some(start) = self.start else { return };
+        let ms = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+        };
+        let end = std::time::SystemTime::now();
+        eprintln!(
+            "nvrtc {} thread={} start_ms={:.1} end_ms={:.1} took_ms={:.1}",
+            self.kernel,
+            std::thread::current().name().unwrap_or("?"),
+            ms(start),
+            ms(end),
+            ms(end) - ms(start)
+        );
+    }
+}
+
 fn compile_program(
     prog: nv::nvrtcProgram,
     kernel: &str,
@@ -234,8 +271,10 @@ fn compile_program(
         .map(|o| CString::new(o).expect("static option"))
         .collect();
     let opt_ptrs: Vec<*const std::ffi::c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+    let trace = Trace::start(kernel);
     // SAFETY: `prog` is live; the options are NUL-terminated and outlive the call.
     let r = unsafe { nv::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
+    drop(trace);
     let log = program_log(prog)?;
     if r == nv::nvrtcResult::NVRTC_ERROR_COMPILATION {
         return Err(Error::Compile {

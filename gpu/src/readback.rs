@@ -40,8 +40,9 @@ use warpfit_runtime::{Error, Result};
 pub struct Readback<T: Scalar> {
     len: usize,
     slots: Vec<Slot<T>>,
-    /// Slot ids filled and not yet taken, oldest first.
-    pending: VecDeque<usize>,
+    /// Slot ids filled and not yet taken, oldest first, and whether the
+    /// entry is a copy (`false`: a marker, [`Readback::push_marker`]).
+    pending: VecDeque<(usize, bool)>,
     /// The slot the next push fills.
     next: usize,
     /// The slot the last take returned (its contents stay valid until the
@@ -203,22 +204,52 @@ impl<T: Scalar> Readback<T> {
                     .map_err(cuda_err("recording a readback event"))?;
             }
         }
-        self.pending.push_back(id);
+        self.pending.push_back((id, true));
+        self.next = (id + 1) % self.slots.len();
+        Ok(())
+    }
+
+    /// Enqueues a marker instead of a copy: the matching [`Readback::take`]
+    /// waits for the work enqueued before it and returns no element. For a
+    /// loop that needs no value from the device but must not run too far
+    /// ahead of it (a fixed number of iterations, timed one by one).
+    ///
+    /// # Errors
+    /// A full ring, CUDA errors.
+    pub fn push_marker(&mut self) -> Result<()> {
+        if self.is_full() {
+            return Err(Error::invalid(format!(
+                "readback full: all {} slots hold copies not yet taken",
+                self.slots.len()
+            )));
+        }
+        let id = self.next;
+        if let Slot::Cuda { device, done, .. } = &mut self.slots[id] {
+            done.record(device.stream())
+                .map_err(cuda_err("recording a readback event"))?;
+        }
+        self.pending.push_back((id, false));
         self.next = (id + 1) % self.slots.len();
         Ok(())
     }
 
     /// Waits for the oldest pushed copy and returns its elements (valid
-    /// until the next call on the readback). Reports no kernel fault: a
-    /// driver checks its launches when it stops.
+    /// until the next call on the readback; none for a marker). Reports no
+    /// kernel fault: a driver checks its launches when it stops.
     ///
     /// # Errors
     /// Nothing pushed, CUDA errors.
     pub fn take(&mut self) -> Result<&[T]> {
-        let Some(id) = self.pending.pop_front() else {
+        let Some((id, copied)) = self.pending.pop_front() else {
             return Err(Error::invalid("readback empty: nothing pushed to take"));
         };
         match &self.slots[id] {
+            Slot::Host(_) if !copied => return Ok(&[]),
+            Slot::Cuda { done, .. } if !copied => {
+                done.synchronize()
+                    .map_err(cuda_err("waiting for a readback marker"))?;
+                return Ok(&[]);
+            }
             Slot::Host(values) => self.taken.copy_from_slice(values),
             Slot::Cuda { host, done, .. } => {
                 done.synchronize()
@@ -235,5 +266,39 @@ impl<T: Scalar> Readback<T> {
             }
         }
         Ok(&self.taken)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        let d = Device::cpu();
+        assert!(d.readback::<f32>(0, 2).is_err());
+        assert!(d.readback::<f32>(MAX_READBACK_LEN + 1, 2).is_err());
+        assert!(d.readback::<f32>(1, 0).is_err());
+        assert!(d.readback::<f32>(1, MAX_READBACK_DEPTH + 1).is_err());
+        let mut rb = d.readback::<f32>(2, 1).unwrap();
+        assert_eq!((rb.len(), rb.depth(), rb.pending()), (2, 1, 0));
+        assert!(rb.take().is_err());
+        assert!(rb.push(&d.alloc::<f32>(3).unwrap()).is_err());
+        assert_eq!(rb.pending(), 0, "a refused push leaves the ring as it was");
+    }
+
+    #[test]
+    fn the_cpu_ring_returns_values_oldest_first_and_wraps() {
+        let d = Device::cpu();
+        let mut v = d.alloc::<i64>(1).unwrap();
+        let mut rb = d.readback::<i64>(1, 2).unwrap();
+        for round in 0..5i64 {
+            v.copy_from(&[round]).unwrap();
+            rb.push(&v).unwrap();
+            rb.push_marker().unwrap();
+            assert!(rb.push_marker().is_err());
+            assert_eq!(rb.take().unwrap(), &[round]);
+            assert!(rb.take().unwrap().is_empty());
+        }
     }
 }

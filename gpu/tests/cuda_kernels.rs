@@ -859,3 +859,35 @@ fn cusparse_baseline_matches_the_cpu() {
         }
     }
 }
+
+#[test]
+fn readbacks_arrive_in_order_behind_the_work_enqueued_before_them() {
+    let Some(cuda) = device() else { return };
+    let device = warpfit_gpu::Device::Cuda(cuda);
+    let mut v = device.alloc::<u32>(2).unwrap();
+    let mut rb = device.readback::<u32>(2, 3).unwrap();
+    // Copies are enqueued on the stream: each sees the value written just
+    // before it, even though none was waited for.
+    for k in 0..3u32 {
+        v.copy_from(&[k, 10 * k]).unwrap();
+        rb.push(&v).unwrap();
+    }
+    assert!(rb.is_full());
+    assert!(rb.push(&v).is_err(), "a full ring refuses");
+    for k in 0..3u32 {
+        assert_eq!(rb.take().unwrap(), &[k, 10 * k]);
+    }
+    assert!(rb.take().is_err(), "an empty ring refuses");
+    // The ring wraps; a marker returns nothing.
+    v.copy_from(&[7, 8]).unwrap();
+    rb.push(&v).unwrap();
+    rb.push_marker().unwrap();
+    assert_eq!(rb.take().unwrap(), &[7, 8]);
+    assert!(rb.take().unwrap().is_empty());
+    // A length mismatch and an array on the CPU are errors.
+    let short = device.alloc::<u32>(1).unwrap();
+    assert!(rb.push(&short).is_err());
+    let host = warpfit_gpu::Device::cpu().upload(&[1u32, 2]).unwrap();
+    let e = rb.push(&host).unwrap_err().to_string();
+    assert!(e.contains("the CPU"), "{e}");
+}

@@ -408,7 +408,7 @@ pub fn cg_observed<T: CgScalar>(
     let max_iters = if converged { 0 } else { opts.max_iters };
     let rounds = pipelined(
         device,
-        &v.dots,
+        Some(&v.dots),
         DEPTH,
         max_iters,
         &mut |_| launches.iter().try_for_each(|l| l.run()),

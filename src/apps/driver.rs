@@ -30,19 +30,20 @@ pub(crate) struct Rounds {
 }
 
 /// Runs rounds `1..=max_rounds`: `launch(k)` enqueues round `k`, then the
-/// driver pushes a readback of `probe`; with up to `depth` rounds in
-/// flight it waits for the oldest and calls `inspect(k, values)`, which
-/// returns `true` to stop after round `k`. Rounds already enqueued past
-/// the stopping one still run (see the module's note).
+/// driver pushes a readback of `probe` (without one, a marker: the host
+/// only waits); with up to `depth` rounds in flight it waits for the
+/// oldest and calls `inspect(k, values)`, which returns `true` to stop
+/// after round `k`. Rounds already enqueued past the stopping one still
+/// run (see the module's note).
 pub(crate) fn pipelined<T: Scalar>(
     device: &Device,
-    probe: &DeviceVec<T>,
+    probe: Option<&DeviceVec<T>>,
     depth: usize,
     max_rounds: usize,
     launch: &mut dyn FnMut(usize) -> Result<()>,
     inspect: &mut dyn FnMut(usize, &[T]) -> Result<bool>,
 ) -> Result<Rounds> {
-    let mut readback = device.readback::<T>(probe.len(), depth)?;
+    let mut readback = device.readback::<T>(probe.map_or(1, DeviceVec::len), depth)?;
     let mut launched = 0;
     let mut inspected = 0;
     let mut times = Vec::new();
@@ -51,7 +52,10 @@ pub(crate) fn pipelined<T: Scalar>(
         while launched < max_rounds && !readback.is_full() {
             launched += 1;
             launch(launched)?;
-            readback.push(probe)?;
+            match probe {
+                Some(p) => readback.push(p)?,
+                None => readback.push_marker()?,
+            }
         }
         let values = readback.take()?;
         inspected += 1;
@@ -76,7 +80,7 @@ mod tests {
         let mut launched = Vec::new();
         let rounds = pipelined(
             &device,
-            &probe,
+            Some(&probe),
             3,
             100,
             &mut |k| {
@@ -101,7 +105,7 @@ mod tests {
         let mut launched = 0;
         let rounds = pipelined(
             &device,
-            &probe,
+            Some(&probe),
             3,
             4,
             &mut |_| {
@@ -115,7 +119,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!((rounds.inspected, launched), (4, 4));
-        let none = pipelined(&device, &probe, 3, 0, &mut |_| Ok(()), &mut |_, _| Ok(true)).unwrap();
+        let none = pipelined(&device, Some(&probe), 3, 0, &mut |_| Ok(()), &mut |_, _| {
+            Ok(true)
+        })
+        .unwrap();
         assert_eq!((none.inspected, none.times.len()), (0, 0));
+        let marked = pipelined::<u8>(&device, None, 2, 3, &mut |_| Ok(()), &mut |_, v| {
+            assert!(v.is_empty());
+            Ok(false)
+        })
+        .unwrap();
+        assert_eq!(marked.inspected, 3);
     }
 }

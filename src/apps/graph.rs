@@ -6,7 +6,7 @@
 //! each launch once: two sets of launches, one per direction of the swap
 //! between the current and the next vector, alternate. An iteration
 //! downloads at most one number (sssp, bfs: how many vertices changed;
-//! pagerank: the dangling rank, only to pace the host), read a few
+//! pagerank: nothing, a marker paces the host), read a few
 //! iterations behind the launches (`driver`), so the device never waits
 //! for the host.
 
@@ -124,9 +124,9 @@ pub fn pagerank(
 /// An iteration is three prepared launches: the per-vertex shares
 /// `rank / outdeg`, the dangling rank (a whole-array reduction in f64) and
 /// the pull, which computes the teleport term from the dangling rank on the
-/// device. Nothing decides anything on the host until the end; the driver
-/// reads the dangling rank back a few iterations behind, to time them and
-/// to keep the launch queue short.
+/// device. Nothing is downloaded until the end; the driver waits for a
+/// marker a few iterations behind, to time them and to keep the launch
+/// queue short.
 pub fn pagerank_observed(
     device: &Device,
     config: &LaunchConfig,
@@ -185,11 +185,10 @@ pub fn pagerank_observed(
     }
     let (forward, backward) = (&sets[0], &sets[1]);
     let setup = setup_start.elapsed();
-    // No value decides anything: the dangling rank is read back only to
-    // pace the host behind the device.
-    let rounds = pipelined(
+    // No value decides anything: markers pace the host behind the device.
+    let rounds = pipelined::<u8>(
         device,
-        &dangling,
+        None,
         DEPTH,
         opts.iterations,
         &mut |iteration| {
@@ -244,7 +243,7 @@ fn fixed_point<'a, T: crate::gpu::spec::Scalar>(
 ) -> Result<(&'a DeviceVec<T>, usize, Vec<std::time::Duration>)> {
     let rounds = pipelined(
         device,
-        changed,
+        Some(changed),
         DEPTH,
         max_rounds,
         &mut |round| {

@@ -167,4 +167,3 @@ impl HeapMeter {
         LIVE.load(Ordering::Relaxed).saturating_sub(self.base) as u64
     }
 }
-

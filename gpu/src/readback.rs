@@ -301,4 +301,16 @@ mod tests {
             assert!(rb.take().unwrap().is_empty());
         }
     }
+
+    #[test]
+    fn a_mapped_array_on_the_cpu_is_a_host_array() {
+        let d = Device::cpu();
+        let m = d.upload(&[4u32, 5, 6]).unwrap();
+        let mapped = d.alloc_mapped::<u32>(3).unwrap();
+        assert_eq!(mapped.to_vec().unwrap(), vec![0; 3]);
+        let mut out = [0u32; 2];
+        m.read_completed(1, &mut out).unwrap();
+        assert_eq!(out, [5, 6]);
+        assert!(m.read_completed(usize::MAX, &mut out).is_err());
+    }
 }

@@ -40,6 +40,60 @@ enum Storage<T> {
         len: usize,
         device: CudaDevice,
     },
+    /// Page-locked host memory mapped into a GPU's address space
+    /// ([`Device::alloc_mapped`]): kernels write it over the bus, the host
+    /// reads it without a copy.
+    Mapped {
+        host: MappedHost,
+        len: usize,
+        device: CudaDevice,
+    },
+}
+
+/// Page-locked host memory with its device address.
+struct MappedHost {
+    /// Owns the allocation (freed on drop).
+    _pinned: cudarc::driver::PinnedHostSlice<u8>,
+    /// The host address (an integer, so that the array stays `Send`).
+    addr: usize,
+    /// The address kernels use.
+    device_ptr: u64,
+}
+
+impl MappedHost {
+    fn new(d: &CudaDevice, bytes: usize) -> Result<Self> {
+        use cudarc::driver::sys;
+        let what = || format!("{bytes} bytes of host memory mapped into the GPU");
+        // SAFETY: the memory is zeroed below before anything reads it.
+        let mut pinned = unsafe {
+            d.context().alloc_pinned_with_flags::<u8>(
+                bytes.max(1),
+                sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+            )
+        }
+        .map_err(crate::buffer::cuda_err(format!("allocating {}", what())))?;
+        let host = pinned
+            .as_mut_slice()
+            .map_err(crate::buffer::cuda_err(format!("clearing {}", what())))?;
+        host.fill(0);
+        let addr = host.as_mut_ptr() as usize;
+        let mut device_ptr: sys::CUdeviceptr = 0;
+        // SAFETY: `addr` is the start of a live allocation made with
+        // DEVICEMAP in this context (bound by the allocation above); valid
+        // out-pointer.
+        let r = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_ptr, addr as *mut _, 0) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(Error::Cuda {
+                context: format!("mapping {}", what()),
+                message: format!("{r:?}"),
+            });
+        }
+        Ok(MappedHost {
+            _pinned: pinned,
+            addr,
+            device_ptr,
+        })
+    }
 }
 
 impl<T: Scalar> std::fmt::Debug for DeviceVec<T> {
@@ -107,7 +161,7 @@ impl<T: Scalar> DeviceVec<T> {
     pub fn len(&self) -> usize {
         match &self.storage {
             Storage::Host(cells) => cells.len(),
-            Storage::Cuda { len, .. } => *len,
+            Storage::Cuda { len, .. } | Storage::Mapped { len, .. } => *len,
         }
     }
 
@@ -121,6 +175,9 @@ impl<T: Scalar> DeviceVec<T> {
         match &self.storage {
             Storage::Host(_) => "the CPU".to_string(),
             Storage::Cuda { device, .. } => cuda_name(device),
+            Storage::Mapped { device, .. } => {
+                format!("host memory mapped into {}", cuda_name(device))
+            }
         }
     }
 
@@ -136,8 +193,15 @@ impl<T: Scalar> DeviceVec<T> {
             Storage::Host(cells) => {
                 Some(unsafe { std::slice::from_raw_parts(cells.as_ptr().cast::<T>(), cells.len()) })
             }
-            Storage::Cuda { .. } => None,
+            Storage::Cuda { .. } | Storage::Mapped { .. } => None,
         }
+    }
+
+    /// The mapped host bytes of a [`Storage::Mapped`] array.
+    fn mapped_bytes(host: &MappedHost, len: usize) -> &[u8] {
+        // SAFETY: the allocation holds at least `len` elements and lives as
+        // long as `host`; the caller has waited for the device's work.
+        unsafe { std::slice::from_raw_parts(host.addr as *const u8, len * T::TYPE.size()) }
     }
 
     /// Copies the array into `host`, which must have the same length. On
@@ -161,6 +225,60 @@ impl<T: Scalar> DeviceVec<T> {
                 buffer.download(device, as_bytes_mut(host))?;
                 device.check_pending_faults()
             }
+            Storage::Mapped {
+                host: mapped,
+                len,
+                device,
+            } => {
+                device.wait_idle()?;
+                as_bytes_mut(host).copy_from_slice(Self::mapped_bytes(mapped, *len));
+                device.check_pending_faults()
+            }
+        }
+    }
+
+    /// Reads `out.len()` elements from `start` of a host-mapped array
+    /// ([`Device::alloc_mapped`]; on the CPU backend any array) without
+    /// waiting for the device: the values the device's completed work left
+    /// there. Call it after a wait that covers the launches writing them (a
+    /// [`crate::Readback`] marker pushed after them, or
+    /// [`Device::synchronize`]); values a launch is still writing are
+    /// unspecified, never undefined behaviour.
+    ///
+    /// # Errors
+    /// A range outside the array; an array in device memory (read it with
+    /// [`DeviceVec::download`] or a [`crate::Readback`]).
+    pub fn read_completed(&self, start: usize, out: &mut [T]) -> Result<()> {
+        let end = start
+            .checked_add(out.len())
+            .filter(|&e| e <= self.len())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "reading elements {start}..{} of an array of {}",
+                    start.saturating_add(out.len()),
+                    self.len()
+                ))
+            })?;
+        match &self.storage {
+            Storage::Host(_) => {
+                out.copy_from_slice(&self.host().unwrap_or_default()[start..end]);
+                Ok(())
+            }
+            Storage::Mapped { host, .. } => {
+                let base = (host.addr as *const T).wrapping_add(start);
+                for (i, o) in out.iter_mut().enumerate() {
+                    // SAFETY: in bounds (checked above), aligned (page-aligned
+                    // allocation of `T`s); volatile: the device writes this
+                    // memory outside the compiler's view.
+                    *o = unsafe { std::ptr::read_volatile(base.add(i)) };
+                }
+                Ok(())
+            }
+            Storage::Cuda { .. } => Err(Error::invalid(format!(
+                "read_completed needs a host-mapped array (Device::alloc_mapped); this one is in \
+                 the memory of {}",
+                self.location()
+            ))),
         }
     }
 
@@ -188,8 +306,8 @@ impl<T: Scalar> DeviceVec<T> {
         host: &mut cudarc::driver::PinnedHostSlice<u8>,
     ) -> Result<()> {
         match &self.storage {
-            Storage::Host(_) => Err(Error::invalid(
-                "an asynchronous download needs a CUDA array",
+            Storage::Host(_) | Storage::Mapped { .. } => Err(Error::invalid(
+                "an asynchronous download needs an array in device memory",
             )),
             Storage::Cuda {
                 buffer,
@@ -236,6 +354,20 @@ impl<T: Scalar> DeviceVec<T> {
                 Ok(())
             }
             Storage::Cuda { buffer, device, .. } => buffer.copy_from(device, as_bytes(host)),
+            Storage::Mapped {
+                host: mapped,
+                len,
+                device,
+            } => {
+                // Launches read and write this memory: wait for them first.
+                device.wait_idle()?;
+                let bytes = *len * T::TYPE.size();
+                // SAFETY: the allocation holds `bytes`; nothing on the device
+                // runs (waited above) and `&mut self` excludes host borrows.
+                unsafe { std::slice::from_raw_parts_mut(mapped.addr as *mut u8, bytes) }
+                    .copy_from_slice(as_bytes(host));
+                Ok(())
+            }
         }
     }
 
@@ -243,6 +375,10 @@ impl<T: Scalar> DeviceVec<T> {
     /// stream, ordered with launches, with no host copy (8-byte values as
     /// two strided 4-byte memsets).
     pub fn fill(&mut self, value: T) -> Result<()> {
+        if let Storage::Mapped { len, .. } = &self.storage {
+            let host = vec![value; *len];
+            return self.copy_from(&host);
+        }
         match &mut self.storage {
             Storage::Host(cells) => {
                 for c in cells.iter_mut() {
@@ -255,6 +391,8 @@ impl<T: Scalar> DeviceVec<T> {
                 len,
                 device,
             } => buffer.fill_bytes(device, *len, as_bytes(std::slice::from_ref(&value))),
+            // Handled above.
+            Storage::Mapped { .. } => Ok(()),
         }
     }
 
@@ -266,7 +404,7 @@ impl<T: Scalar> DeviceVec<T> {
             Storage::Host(cells) => Some(unsafe {
                 std::slice::from_raw_parts_mut(cells.as_mut_ptr().cast::<T>(), cells.len())
             }),
-            Storage::Cuda { .. } => None,
+            Storage::Cuda { .. } | Storage::Mapped { .. } => None,
         }
     }
 
@@ -278,6 +416,7 @@ impl<T: Scalar> DeviceVec<T> {
         match &self.storage {
             Storage::Host(_) => None,
             Storage::Cuda { buffer, device, .. } => Some(buffer.device_ptr(device)),
+            Storage::Mapped { host, .. } => Some(host.device_ptr),
         }
     }
 
@@ -285,7 +424,7 @@ impl<T: Scalar> DeviceVec<T> {
     pub(crate) fn cuda_device(&self) -> Option<&CudaDevice> {
         match &self.storage {
             Storage::Host(_) => None,
-            Storage::Cuda { device, .. } => Some(device),
+            Storage::Cuda { device, .. } | Storage::Mapped { device, .. } => Some(device),
         }
     }
 
@@ -297,6 +436,10 @@ impl<T: Scalar> DeviceVec<T> {
             },
             Storage::Cuda { buffer, device, .. } => Place::Cuda {
                 ptr: buffer.device_ptr(device),
+                device,
+            },
+            Storage::Mapped { host, device, .. } => Place::Cuda {
+                ptr: host.device_ptr,
                 device,
             },
         };
@@ -325,6 +468,29 @@ impl Device {
             Device::Cpu => Storage::Host(host_cells(n, |_| zero())?),
             Device::Cuda(d) => Storage::Cuda {
                 buffer: DeviceBuffer::zeros(d, bytes)?,
+                len: n,
+                device: d.clone(),
+            },
+        };
+        Ok(DeviceVec { storage })
+    }
+
+    /// `n` zeroed elements of `T` in page-locked host memory that kernels on
+    /// this device read and write directly (on the CPU backend, the same as
+    /// [`Device::alloc`]). For the few numbers an iterative driver reads
+    /// every round (a changed count, a residual): a kernel writes them over
+    /// the bus and the host reads them with [`DeviceVec::read_completed`]
+    /// after waiting for that kernel, with no copy in the stream. Not for
+    /// data kernels read many times: every access crosses the bus.
+    ///
+    /// # Errors
+    /// As for [`Device::alloc`].
+    pub fn alloc_mapped<T: Scalar>(&self, n: usize) -> Result<DeviceVec<T>> {
+        let bytes = bytes_of(n, T::TYPE)?;
+        let storage = match self {
+            Device::Cpu => Storage::Host(host_cells(n, |_| zero())?),
+            Device::Cuda(d) => Storage::Mapped {
+                host: MappedHost::new(d, bytes)?,
                 len: n,
                 device: d.clone(),
             },

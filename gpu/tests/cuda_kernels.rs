@@ -891,3 +891,25 @@ fn readbacks_arrive_in_order_behind_the_work_enqueued_before_them() {
     let e = rb.push(&host).unwrap_err().to_string();
     assert!(e.contains("the CPU"), "{e}");
 }
+
+#[test]
+fn a_mapped_array_is_read_after_a_marker_without_a_copy() {
+    let Some(cuda) = device() else { return };
+    let device = warpfit_gpu::Device::Cuda(cuda);
+    let mut m = device.alloc_mapped::<f64>(3).unwrap();
+    assert!(m.location().contains("mapped"), "{}", m.location());
+    assert!(m.cuda_ptr().is_some());
+    m.copy_from(&[1.0, 2.0, 3.0]).unwrap();
+    let mut rb = device.readback::<f64>(1, 1).unwrap();
+    rb.push_marker().unwrap();
+    assert!(rb.take().unwrap().is_empty());
+    let mut out = [0.0; 2];
+    m.read_completed(1, &mut out).unwrap();
+    assert_eq!(out, [2.0, 3.0]);
+    assert!(m.read_completed(2, &mut out).is_err(), "out of range");
+    m.fill(-1.5).unwrap();
+    assert_eq!(m.to_vec().unwrap(), vec![-1.5; 3]);
+    // An array in device memory is not read this way.
+    let d = device.alloc::<f64>(2).unwrap();
+    assert!(d.read_completed(0, &mut out).is_err());
+}

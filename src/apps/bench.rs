@@ -22,7 +22,7 @@
 //! iteration time is the `cg` app's own.
 
 use super::cg::{rhs_for_ones, CgOptions, CgScalar, DeviceMatrix, Vectors, PAP, RZ};
-use super::driver::{pipelined, DEPTH};
+use super::driver::{pipelined, Probe, DEPTH};
 use super::graph::{bfs_observed, pagerank, pagerank_observed, sssp_observed, Graph};
 use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
@@ -686,7 +686,7 @@ impl<'a> Bench<'a> {
         start[0] = 0.0;
         let dist = d.upload(&start)?;
         let next = d.alloc::<f32>(n)?;
-        let changed = d.alloc::<u32>(1)?;
+        let changed = d.alloc_mapped::<u32>(1)?;
         let split = split_one_task(d, 0, 0..n)?;
         let l1 = relax::prepare(d, &self.config, n, &ptr, &src, &w, &dist, &next)?;
         let l2 = count_changed_f32::prepare(
@@ -717,7 +717,7 @@ impl<'a> Bench<'a> {
         start[0] = 0;
         let level = d.upload(&start)?;
         let next = d.alloc::<i32>(n)?;
-        let changed = d.alloc::<u32>(1)?;
+        let changed = d.alloc_mapped::<u32>(1)?;
         let split = split_one_task(d, 0, 0..n)?;
         let l1 = bfs_pull::prepare(d, &self.config, n, &ptr, &src, &level, &next)?;
         let l2 = count_changed_i32::prepare(
@@ -867,7 +867,7 @@ impl<'a> Bench<'a> {
         let max_iters = if opts.tol >= 1.0 { 0 } else { opts.max_iters };
         let rounds = pipelined(
             d,
-            Some(&v.dots),
+            Probe::Copy(&v.dots),
             DEPTH,
             max_iters,
             &mut |_| solver.run(),

@@ -10,7 +10,7 @@
 //! the device, and the host reads them a few iterations behind the launches,
 //! so the device never waits for the host.
 
-use super::driver::{pipelined, DEPTH};
+use super::driver::{pipelined, Probe, DEPTH};
 use super::kernels::{
     cg_direction_f32, cg_direction_f64, cg_keep_rho_f32, cg_keep_rho_f64, cg_step_f32, cg_step_f64,
     cg_step_jacobi_f32, cg_step_jacobi_f64, dot_f32, dot_f64, spmv, spmv_f64,
@@ -408,7 +408,7 @@ pub fn cg_observed<T: CgScalar>(
     let max_iters = if converged { 0 } else { opts.max_iters };
     let rounds = pipelined(
         device,
-        Some(&v.dots),
+        Probe::Copy(&v.dots),
         DEPTH,
         max_iters,
         &mut |_| launches.iter().try_for_each(|l| l.run()),

@@ -1,9 +1,10 @@
 //! The loop of an iterative app on the device: rounds enqueued ahead of the
 //! one the host inspects, so that the device never waits for the host.
 //!
-//! Each round ends with a small readback (a changed count, CG's scalars,
-//! or a marker value) pushed into a [`Readback`](crate::gpu::Readback)
-//! ring; the host takes round `k`'s values while rounds up to
+//! Each round ends with a [`Probe`]: a small copy (CG's scalars), values
+//! the round's last kernel wrote into host-mapped memory (a changed count:
+//! no copy in the stream), or only a marker; the host takes round `k`'s
+//! values from a [`Readback`](crate::gpu::Readback) ring while rounds up to
 //! `k + depth - 1` are enqueued behind it. A loop that stops after round
 //! `k` has therefore also run up to `depth - 1` more rounds: every app that
 //! uses this driver makes such rounds harmless (a fixed point stays fixed;
@@ -29,21 +30,61 @@ pub(crate) struct Rounds {
     pub times: Vec<Duration>,
 }
 
+/// What the host reads after each round.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Probe<'a, T: Scalar> {
+    /// Nothing: a marker paces the host.
+    Marker,
+    /// A copy of the array, enqueued after the round.
+    Copy(&'a DeviceVec<T>),
+    /// Written by the round itself into slot [`slot_of`]`(k, depth)` of a
+    /// host-mapped array ([`Device::alloc_mapped`]) of `depth` slots of
+    /// `len` elements.
+    Mapped { slots: &'a DeviceVec<T>, len: usize },
+}
+
+/// The slot of round `k` (from 1) in a ring of `depth` slots.
+pub(crate) fn slot_of(k: usize, depth: usize) -> usize {
+    (k - 1) % depth
+}
+
 /// Runs rounds `1..=max_rounds`: `launch(k)` enqueues round `k`, then the
-/// driver pushes a readback of `probe` (without one, a marker: the host
-/// only waits); with up to `depth` rounds in flight it waits for the
-/// oldest and calls `inspect(k, values)`, which returns `true` to stop
-/// after round `k`. Rounds already enqueued past the stopping one still
-/// run (see the module's note).
+/// driver pushes the round's [`Probe`]; with up to `depth` rounds in
+/// flight it waits for the oldest and calls `inspect(k, values)`, which
+/// returns `true` to stop after round `k`. Rounds already enqueued past
+/// the stopping one still run (see the module's note).
 pub(crate) fn pipelined<T: Scalar>(
     device: &Device,
-    probe: Option<&DeviceVec<T>>,
+    probe: Probe<'_, T>,
     depth: usize,
     max_rounds: usize,
     launch: &mut dyn FnMut(usize) -> Result<()>,
     inspect: &mut dyn FnMut(usize, &[T]) -> Result<bool>,
 ) -> Result<Rounds> {
-    let mut readback = device.readback::<T>(probe.map_or(1, DeviceVec::len), depth)?;
+    let len = match probe {
+        Probe::Marker => 1,
+        Probe::Copy(v) => v.len(),
+        Probe::Mapped { slots, len } => {
+            if slots.len() != len * depth {
+                return Err(crate::Error::length(
+                    "the mapped probe (depth x values per round)",
+                    len * depth,
+                    slots.len(),
+                ));
+            }
+            len
+        }
+    };
+    let mut readback = device.readback::<T>(len, depth)?;
+    // The buffer a mapped slot is read into (its initial values unused).
+    let mut mapped = match probe {
+        Probe::Mapped { slots, len } => {
+            let mut v = slots.to_vec()?;
+            v.truncate(len);
+            v
+        }
+        _ => Vec::new(),
+    };
     let mut launched = 0;
     let mut inspected = 0;
     let mut times = Vec::new();
@@ -53,12 +94,16 @@ pub(crate) fn pipelined<T: Scalar>(
             launched += 1;
             launch(launched)?;
             match probe {
-                Some(p) => readback.push(p)?,
-                None => readback.push_marker()?,
+                Probe::Copy(p) => readback.push(p)?,
+                Probe::Marker | Probe::Mapped { .. } => readback.push_marker()?,
             }
         }
-        let values = readback.take()?;
+        let mut values = readback.take()?;
         inspected += 1;
+        if let Probe::Mapped { slots, len } = probe {
+            slots.read_completed(slot_of(inspected, depth) * len, &mut mapped)?;
+            values = &mapped;
+        }
         let now = Instant::now();
         times.push(now - last);
         last = now;
@@ -80,7 +125,7 @@ mod tests {
         let mut launched = Vec::new();
         let rounds = pipelined(
             &device,
-            Some(&probe),
+            Probe::Copy(&probe),
             3,
             100,
             &mut |k| {
@@ -105,7 +150,7 @@ mod tests {
         let mut launched = 0;
         let rounds = pipelined(
             &device,
-            Some(&probe),
+            Probe::Copy(&probe),
             3,
             4,
             &mut |_| {
@@ -119,15 +164,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!((rounds.inspected, launched), (4, 4));
-        let none = pipelined(&device, Some(&probe), 3, 0, &mut |_| Ok(()), &mut |_, _| {
-            Ok(true)
-        })
+        let none = pipelined(
+            &device,
+            Probe::Copy(&probe),
+            3,
+            0,
+            &mut |_| Ok(()),
+            &mut |_, _| Ok(true),
+        )
         .unwrap();
         assert_eq!((none.inspected, none.times.len()), (0, 0));
-        let marked = pipelined::<u8>(&device, None, 2, 3, &mut |_| Ok(()), &mut |_, v| {
-            assert!(v.is_empty());
-            Ok(false)
-        })
+        let marked = pipelined::<u8>(
+            &device,
+            Probe::Marker,
+            2,
+            3,
+            &mut |_| Ok(()),
+            &mut |_, v| {
+                assert!(v.is_empty());
+                Ok(false)
+            },
+        )
         .unwrap();
         assert_eq!(marked.inspected, 3);
     }

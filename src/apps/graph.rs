@@ -10,14 +10,16 @@
 //! iterations behind the launches (`driver`), so the device never waits
 //! for the host.
 
-use super::driver::{pipelined, DEPTH};
+use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
     pagerank_pull_resident, relax,
 };
 use super::timing::Timings;
 use crate::runtime::Csr;
-use crate::{split_one_task, Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Result};
+use crate::{
+    split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
+};
 use std::time::Instant;
 
 /// In-edges of every vertex plus out-degrees, built once per matrix.
@@ -188,7 +190,7 @@ pub fn pagerank_observed(
     // No value decides anything: markers pace the host behind the device.
     let rounds = pipelined::<u8>(
         device,
-        None,
+        Probe::Marker,
         DEPTH,
         opts.iterations,
         &mut |iteration| {
@@ -221,48 +223,71 @@ fn check_faults<'a, 'b: 'a>(
     launches.into_iter().try_for_each(|l| l.check())
 }
 
-/// Runs a fixed-point iteration on two device vectors: each round runs the
-/// step `from` → `to` and counts the changed entries into `changed`, then
-/// the vectors swap roles; stops after a round that changed nothing, or
-/// after `max_rounds`. Returns the vector holding the result, the rounds
-/// counted and the round times.
-///
-/// The count is read back [`DEPTH`] rounds behind the launches
-/// ([`pipelined`]), so up to `DEPTH - 1` rounds run past the one that
-/// changed nothing; they change nothing either (both vectors already hold
-/// the fixed point), so the result and the round count are those of a loop
-/// that reads every count at once.
-fn fixed_point<'a, T: crate::gpu::spec::Scalar>(
-    device: &Device,
-    forward: &[PreparedLaunch<'a>; 2],
-    backward: &[PreparedLaunch<'a>; 2],
+/// One fixed-point round's launches: the step `from` → `to` per direction
+/// (0: `vectors[0]` → `vectors[1]`, 1: back), and the count of changed
+/// entries into slot `s` of the host-mapped `changed`, per slot and
+/// direction.
+struct FixedPoint<'a, T: crate::gpu::spec::Scalar> {
     vectors: [&'a DeviceVec<T>; 2],
-    changed: &DeviceVec<u32>,
-    max_rounds: usize,
-    on_step: &mut dyn FnMut(usize),
-) -> Result<(&'a DeviceVec<T>, usize, Vec<std::time::Duration>)> {
-    let rounds = pipelined(
-        device,
-        Some(changed),
-        DEPTH,
-        max_rounds,
-        &mut |round| {
-            let launches = if round % 2 == 1 { forward } else { backward };
-            launches.iter().try_for_each(|l| l.run())
-        },
-        &mut |round, count| {
-            on_step(round);
-            Ok(count[0] == 0)
-        },
-    )?;
-    check_faults(forward.iter().chain(backward))?;
-    // Round k writes vectors[k % 2]; a stopped loop's extra rounds rewrote
-    // the same values.
-    Ok((
-        vectors[rounds.inspected % 2],
-        rounds.inspected,
-        rounds.times,
-    ))
+    steps: [PreparedLaunch<'a>; 2],
+    counts: Vec<[PreparedLaunch<'a>; 2]>,
+    changed: &'a DeviceVec<u32>,
+}
+
+/// The split task lists of the changed counts, one per slot of a
+/// [`DEPTH`]-slot mapped array, and that array.
+fn count_slots(device: &Device, n: usize) -> Result<(Vec<OneTaskSplit>, DeviceVec<u32>)> {
+    let splits = (0..DEPTH)
+        .map(|slot| split_one_task(device, slot, 0..n))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((splits, device.alloc_mapped::<u32>(DEPTH)?))
+}
+
+impl<'a, T: crate::gpu::spec::Scalar> FixedPoint<'a, T> {
+    /// Runs rounds until one changes nothing, or `max_rounds`: round `k`
+    /// runs direction `(k - 1) % 2` and counts into slot
+    /// [`slot_of`]`(k, DEPTH)`. Returns the vector holding the result, the
+    /// rounds counted and the round times.
+    ///
+    /// The count is written by the round's last kernel into host-mapped
+    /// memory and read [`DEPTH`] rounds behind the launches ([`pipelined`]),
+    /// so up to `DEPTH - 1` rounds run past the one that changed nothing;
+    /// they change nothing either (both vectors already hold the fixed
+    /// point), so the result and the round count are those of a loop that
+    /// reads every count at once.
+    fn run(
+        &self,
+        device: &Device,
+        max_rounds: usize,
+        on_step: &mut dyn FnMut(usize),
+    ) -> Result<(&'a DeviceVec<T>, usize, Vec<std::time::Duration>)> {
+        let rounds = pipelined(
+            device,
+            Probe::Mapped {
+                slots: self.changed,
+                len: 1,
+            },
+            DEPTH,
+            max_rounds,
+            &mut |round| {
+                let direction = (round - 1) % 2;
+                self.steps[direction].run()?;
+                self.counts[slot_of(round, DEPTH)][direction].run()
+            },
+            &mut |round, count| {
+                on_step(round);
+                Ok(count[0] == 0)
+            },
+        )?;
+        check_faults(self.steps.iter().chain(self.counts.iter().flatten()))?;
+        // Round k writes vectors[k % 2]; a stopped loop's extra rounds
+        // rewrote the same values.
+        Ok((
+            self.vectors[rounds.inspected % 2],
+            rounds.inspected,
+            rounds.times,
+        ))
+    }
 }
 
 /// Single-source shortest paths by Bellman-Ford relaxation to a fixed point.
@@ -299,36 +324,36 @@ pub fn sssp_observed(
     let dist = device.upload(&start)?;
     drop(start);
     let next = device.alloc::<f32>(n)?;
-    let changed = device.alloc::<u32>(1)?;
-    let split = split_one_task(device, 0, 0..n)?;
-    // One set of launches per direction: `from` → `to`.
-    let mut sets = Vec::with_capacity(2);
-    for (from, to) in [(&dist, &next), (&next, &dist)] {
-        sets.push([
-            relax::prepare(device, config, n, &ptr, &src, &weights, from, to)?,
-            count_changed_f32::prepare(
-                device,
-                &split.config,
-                &split.tasks,
-                n32,
-                from,
-                to,
-                &changed,
-            )?,
-        ]);
-    }
-    let (forward, backward) = (&sets[0], &sets[1]);
+    let (splits, changed) = count_slots(device, n)?;
+    let vectors = [&dist, &next];
+    let rounds = FixedPoint {
+        vectors,
+        steps: [
+            relax::prepare(device, config, n, &ptr, &src, &weights, &dist, &next)?,
+            relax::prepare(device, config, n, &ptr, &src, &weights, &next, &dist)?,
+        ],
+        counts: splits
+            .iter()
+            .map(|split| {
+                let count = |from, to| {
+                    count_changed_f32::prepare(
+                        device,
+                        &split.config,
+                        &split.tasks,
+                        n32,
+                        from,
+                        to,
+                        &changed,
+                    )
+                };
+                Ok([count(&dist, &next)?, count(&next, &dist)?])
+            })
+            .collect::<Result<Vec<_>>>()?,
+        changed: &changed,
+    };
     let setup = setup_start.elapsed();
     // Non-negative weights converge in at most n - 1 rounds; one more proves it.
-    let (result, rounds, iterations) = fixed_point(
-        device,
-        forward,
-        backward,
-        [&dist, &next],
-        &changed,
-        n,
-        on_step,
-    )?;
+    let (result, rounds, iterations) = rounds.run(device, n, on_step)?;
     Ok((result.to_vec()?, rounds, Timings { setup, iterations }))
 }
 
@@ -367,34 +392,33 @@ pub fn bfs_observed(
     let level = device.upload(&start)?;
     drop(start);
     let next = device.alloc::<i32>(n)?;
-    let changed = device.alloc::<u32>(1)?;
-    let split = split_one_task(device, 0, 0..n)?;
-    // One set of launches per direction: `from` → `to`.
-    let mut sets = Vec::with_capacity(2);
-    for (from, to) in [(&level, &next), (&next, &level)] {
-        sets.push([
-            bfs_pull::prepare(device, config, n, &ptr, &src, from, to)?,
-            count_changed_i32::prepare(
-                device,
-                &split.config,
-                &split.tasks,
-                n32,
-                from,
-                to,
-                &changed,
-            )?,
-        ]);
-    }
-    let (forward, backward) = (&sets[0], &sets[1]);
+    let (splits, changed) = count_slots(device, n)?;
+    let rounds = FixedPoint {
+        vectors: [&level, &next],
+        steps: [
+            bfs_pull::prepare(device, config, n, &ptr, &src, &level, &next)?,
+            bfs_pull::prepare(device, config, n, &ptr, &src, &next, &level)?,
+        ],
+        counts: splits
+            .iter()
+            .map(|split| {
+                let count = |from, to| {
+                    count_changed_i32::prepare(
+                        device,
+                        &split.config,
+                        &split.tasks,
+                        n32,
+                        from,
+                        to,
+                        &changed,
+                    )
+                };
+                Ok([count(&level, &next)?, count(&next, &level)?])
+            })
+            .collect::<Result<Vec<_>>>()?,
+        changed: &changed,
+    };
     let setup = setup_start.elapsed();
-    let (result, steps, iterations) = fixed_point(
-        device,
-        forward,
-        backward,
-        [&level, &next],
-        &changed,
-        n,
-        on_step,
-    )?;
+    let (result, steps, iterations) = rounds.run(device, n, on_step)?;
     Ok((result.to_vec()?, steps, Timings { setup, iterations }))
 }

@@ -21,8 +21,10 @@
 //! vector operations are warpfit's CG kernels in both. The warpfit side's
 //! iteration time is the `cg` app's own.
 
-use super::cg::{rhs_for_ones, CgOptions, CgScalar, DeviceMatrix, Vectors, PAP, RZ};
-use super::driver::{pipelined, Probe, DEPTH};
+use super::cg::{
+    rhs_for_ones, CgIteration, CgLists, CgOptions, CgScalar, DeviceMatrix, Vectors, PAP, RZ,
+};
+use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::graph::{bfs_observed, pagerank, pagerank_observed, sssp_observed, Graph};
 use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
@@ -35,7 +37,7 @@ use crate::gpu::CudaDevice;
 use crate::runtime::gen::GenSpec;
 use crate::runtime::sparse::mm;
 use crate::runtime::Csr;
-use crate::{split_one_task, Device, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result};
+use crate::{split_one_task, Device, Error, LaunchConfig, PreparedLaunch, Result};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -860,17 +862,20 @@ impl<'a> Bench<'a> {
             col_idx: d.upload(a.col_idx())?,
             values: d.upload(a.values())?,
         };
-        let splits = [split_one_task(d, PAP, 0..n)?, split_one_task(d, RZ, 0..n)?];
+        let lists = CgLists::new(d, n)?;
         let v = self.cg_vectors(b, T::from_f64((opts.tol * b_norm).powi(2)))?;
-        let solver = self.cg_ops(a, &m, &v, &splits, cusparse)?;
+        let solver = self.cg_ops(a, &m, &v, &lists, cusparse)?;
         // The app's driver: scalars read back a few iterations behind.
         let max_iters = if opts.tol >= 1.0 { 0 } else { opts.max_iters };
         let rounds = pipelined(
             d,
-            Probe::Copy(&v.dots),
+            Probe::Mapped {
+                slots: &v.hist,
+                len: 3,
+            },
             DEPTH,
             max_iters,
-            &mut |_| solver.run(),
+            &mut |k| solver.run(k),
             &mut |done, dots| {
                 let pap = dots[PAP].to_f64();
                 if pap.is_nan() || pap <= 0.0 {
@@ -889,9 +894,9 @@ impl<'a> Bench<'a> {
         };
 
         let vt = self.cg_vectors(b, T::from_f64(-1.0))?;
-        let timed_ops = self.cg_ops(a, &m, &vt, &splits, cusparse)?;
+        let timed_ops = self.cg_ops(a, &m, &vt, &lists, cusparse)?;
         // One iteration first: pᵀq > 0, so the timed update does its work.
-        timed_ops.run()?;
+        timed_ops.run(1)?;
         let reps = self.opts.kernel_repeats;
         let mut timed = Vec::new();
         if let Some(timer) = &self.timer {
@@ -925,25 +930,24 @@ impl<'a> Bench<'a> {
             inv_diag: None,
             p: d.upload(b)?,
             q: d.alloc::<T>(n)?,
-            dots: d.alloc::<T>(3)?,
-            rho: d.alloc::<T>(1)?,
+            dots: [d.alloc::<T>(3)?, d.alloc::<T>(3)?],
+            hist: d.alloc_mapped::<T>(3 * DEPTH)?,
             stop,
         })
     }
 
-    /// The launches of one plain CG iteration on `v`, with `rho = r₀ᵀr₀`
-    /// already computed.
+    /// The launches of plain CG iterations on `v` (both parities), with
+    /// `r₀ᵀr₀` already computed.
     fn cg_ops<'v, T: CgScalar + SpmvScalar>(
         &self,
         a: &Csr<T>,
         m: &'v DeviceMatrix<T>,
         v: &'v Vectors<T>,
-        splits: &'v [OneTaskSplit; 2],
+        lists: &'v CgLists,
         cusparse: bool,
     ) -> Result<CgOps<'v, T>> {
         let d = &self.device;
         let n = v.n;
-        let n32 = u32::try_from(n).map_err(|_| Error::invalid("cg: more than u32::MAX rows"))?;
         let c = &self.config;
         let spmv = if cusparse {
             let cuda = self
@@ -963,18 +967,13 @@ impl<'a> Bench<'a> {
         } else {
             CgSpmv::Warpfit(T::prepare_spmv(d, c, n, m, &v.p, &v.q)?)
         };
-        let [split_pq, split_rz] = splits;
-        let ops = [
-            T::prepare_dot(d, split_pq, n32, &v.p, &v.q, &v.dots)?,
-            T::prepare_step(d, c, v)?,
-            T::prepare_dot(d, split_rz, n32, &v.r, v.z(), &v.dots)?,
-            T::prepare_direction(d, c, v)?,
-            T::prepare_keep_rho(d, c, v)?,
+        let by_parity = [
+            CgIteration::prepare(d, c, v, lists, 0)?,
+            CgIteration::prepare(d, c, v, lists, 1)?,
         ];
-        ops[2].run()?;
-        ops[4].run()?;
+        by_parity[0].dot_rz.run()?;
         d.synchronize()?;
-        Ok(CgOps { spmv, ops })
+        Ok(CgOps { spmv, by_parity })
     }
 }
 
@@ -985,27 +984,36 @@ struct CgLoop {
     ops: Vec<KernelTime>,
 }
 
-/// One plain CG iteration's launches ([`Bench::cg_ops`]).
+/// Plain CG iterations' launches ([`Bench::cg_ops`]), as the app runs them.
 struct CgOps<'a, T: CgScalar + SpmvScalar> {
     spmv: CgSpmv<'a, T>,
-    /// `pᵀq`, the x, r update, `rᵀr`, the p update, keeping `rᵀr`.
-    ops: [PreparedLaunch<'a>; 5],
+    by_parity: [CgIteration<'a>; 2],
 }
 
 impl<'a, T: CgScalar + SpmvScalar> CgOps<'a, T> {
-    const NAMES: [&'static str; 5] = ["dot pᵀq", "x, r update", "dot rᵀr", "p update", "keep rᵀr"];
-
-    fn run(&self) -> Result<()> {
+    /// Enqueues iteration `k` (from 1).
+    fn run(&self, k: usize) -> Result<()> {
         self.spmv.run()?;
-        self.ops.iter().try_for_each(|l| l.run())
+        self.by_parity[k % 2].run(slot_of(k, DEPTH))
     }
 
     fn check(&self) -> Result<()> {
-        self.ops.iter().try_for_each(|l| l.check())
+        self.by_parity
+            .iter()
+            .flat_map(CgIteration::launches)
+            .try_for_each(|l| l.check())
     }
 
+    /// An odd iteration's launches after the SpMV, named.
     fn named(&self) -> Vec<(&'static str, &PreparedLaunch<'a>)> {
-        Self::NAMES.into_iter().zip(&self.ops).collect()
+        let it = &self.by_parity[1];
+        vec![
+            ("dot pᵀq", &it.dot_pq),
+            ("x, r update", &it.step),
+            ("dot rᵀr", &it.dot_rz),
+            ("p update", &it.direction),
+            ("publish scalars", &it.publish[0]),
+        ]
     }
 }
 

@@ -10,9 +10,9 @@
 //! the device, and the host reads them a few iterations behind the launches,
 //! so the device never waits for the host.
 
-use super::driver::{pipelined, Probe, DEPTH};
+use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
-    cg_direction_f32, cg_direction_f64, cg_keep_rho_f32, cg_keep_rho_f64, cg_step_f32, cg_step_f64,
+    cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64, cg_step_f32, cg_step_f64,
     cg_step_jacobi_f32, cg_step_jacobi_f64, dot_f32, dot_f64, spmv, spmv_f64,
 };
 use super::timing::Timings;
@@ -22,6 +22,7 @@ use crate::runtime::sparse::mm::MmValue;
 use crate::runtime::Csr;
 use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
+    Segment, TaskList,
 };
 use std::time::Instant;
 
@@ -109,18 +110,23 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         device: &Device,
         config: &LaunchConfig,
         v: &'a Vectors<Self>,
+        parity: usize,
     ) -> Result<PreparedLaunch<'a>>;
     #[doc(hidden)]
     fn prepare_direction<'a>(
         device: &Device,
         config: &LaunchConfig,
         v: &'a Vectors<Self>,
+        parity: usize,
     ) -> Result<PreparedLaunch<'a>>;
     #[doc(hidden)]
-    fn prepare_keep_rho<'a>(
+    fn prepare_publish<'a>(
         device: &Device,
         config: &LaunchConfig,
         v: &'a Vectors<Self>,
+        parity: usize,
+        slot: &'a TaskList,
+        base: u32,
     ) -> Result<PreparedLaunch<'a>>;
 }
 
@@ -145,10 +151,13 @@ pub struct Vectors<T: Scalar> {
     pub(crate) inv_diag: Option<DeviceVec<T>>,
     pub(crate) p: DeviceVec<T>,
     pub(crate) q: DeviceVec<T>,
-    /// Slot 0: `pᵀq`, 1: `rᵀz`, 2: `rᵀr` (with a preconditioner).
-    pub(crate) dots: DeviceVec<T>,
-    /// The previous iteration's `rᵀz`.
-    pub(crate) rho: DeviceVec<T>,
+    /// The iteration's scalars, slot 0: `pᵀq`, 1: `rᵀz`, 2: `rᵀr` (with a
+    /// preconditioner); iteration `k` writes `dots[k % 2]` and reads the
+    /// previous iteration's from the other (the set-up fills `dots[0]`).
+    pub(crate) dots: [DeviceVec<T>; 2],
+    /// Host-mapped: [`DEPTH`] slots of an iteration's three scalars, which
+    /// the iteration's last launch writes and the host reads.
+    pub(crate) hist: DeviceVec<T>,
     /// `(tol·‖b‖)²`: the step is a no-op once `rᵀr` is at most this.
     pub(crate) stop: T,
 }
@@ -158,6 +167,109 @@ impl<T: Scalar> Vectors<T> {
     pub(crate) fn z(&self) -> &DeviceVec<T> {
         self.z.as_ref().unwrap_or(&self.r)
     }
+
+    /// The scalars iteration `k` (of parity `k % 2`) writes, and those of
+    /// the iteration before it.
+    fn cur_prev(&self, parity: usize) -> (&DeviceVec<T>, &DeviceVec<T>) {
+        (&self.dots[parity % 2], &self.dots[(parity + 1) % 2])
+    }
+}
+
+/// The task lists of CG's reductions and publications, which its prepared
+/// launches borrow.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct CgLists {
+    pq: OneTaskSplit,
+    rz: OneTaskSplit,
+    rr: OneTaskSplit,
+    /// Per slot of `Vectors::hist`: tasks `3·slot .. 3·slot + 3`.
+    publish: Vec<TaskList>,
+}
+
+impl CgLists {
+    pub(crate) fn new(device: &Device, n: usize) -> Result<Self> {
+        let publish = (0..DEPTH as u32)
+            .map(|slot| {
+                TaskList::new(
+                    (3 * slot..3 * slot + 3)
+                        .map(|t| Segment::new(t, 0, 0))
+                        .collect(),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CgLists {
+            pq: split_one_task(device, PAP, 0..n)?,
+            rz: split_one_task(device, RZ, 0..n)?,
+            rr: split_one_task(device, RR, 0..n)?,
+            publish,
+        })
+    }
+}
+
+/// One CG iteration's launches after its SpMV, for one parity of the
+/// iteration count (which of `Vectors::dots` it writes).
+pub(crate) struct CgIteration<'a> {
+    pub(crate) dot_pq: PreparedLaunch<'a>,
+    pub(crate) step: PreparedLaunch<'a>,
+    pub(crate) dot_rz: PreparedLaunch<'a>,
+    pub(crate) dot_rr: Option<PreparedLaunch<'a>>,
+    pub(crate) direction: PreparedLaunch<'a>,
+    /// Per slot of `Vectors::hist`.
+    pub(crate) publish: Vec<PreparedLaunch<'a>>,
+}
+
+impl<'a> CgIteration<'a> {
+    pub(crate) fn prepare<T: CgScalar>(
+        device: &Device,
+        config: &LaunchConfig,
+        v: &'a Vectors<T>,
+        lists: &'a CgLists,
+        parity: usize,
+    ) -> Result<Self> {
+        let n32 = u32::try_from(v.n).map_err(|_| Error::invalid("cg: more than u32::MAX rows"))?;
+        let (cur, _) = v.cur_prev(parity);
+        Ok(CgIteration {
+            dot_pq: T::prepare_dot(device, &lists.pq, n32, &v.p, &v.q, cur)?,
+            step: T::prepare_step(device, config, v, parity)?,
+            dot_rz: T::prepare_dot(device, &lists.rz, n32, &v.r, v.z(), cur)?,
+            dot_rr: match v.z {
+                Some(_) => Some(T::prepare_dot(device, &lists.rr, n32, &v.r, &v.r, cur)?),
+                None => None,
+            },
+            direction: T::prepare_direction(device, config, v, parity)?,
+            publish: lists
+                .publish
+                .iter()
+                .zip(0u32..)
+                .map(|(l, slot)| T::prepare_publish(device, config, v, parity, l, 3 * slot))
+                .collect::<Result<Vec<_>>>()?,
+        })
+    }
+
+    /// Enqueues the iteration after its SpMV, publishing into `slot`.
+    pub(crate) fn run(&self, slot: usize) -> Result<()> {
+        self.dot_pq.run()?;
+        self.step.run()?;
+        self.dot_rz.run()?;
+        if let Some(l) = &self.dot_rr {
+            l.run()?;
+        }
+        self.direction.run()?;
+        self.publish
+            .get(slot)
+            .ok_or_else(|| Error::invalid(format!("cg: no publication slot {slot}")))?
+            .run()
+    }
+
+    /// Every launch, for fault checks.
+    pub(crate) fn launches(&self) -> impl Iterator<Item = &PreparedLaunch<'a>> {
+        [&self.dot_pq, &self.step, &self.dot_rz]
+            .into_iter()
+            .chain(self.dot_rr.as_ref())
+            .chain([&self.direction])
+            .chain(&self.publish)
+    }
 }
 
 /// Slots of `Vectors::dots`.
@@ -166,7 +278,7 @@ pub(crate) const RZ: usize = 1;
 pub(crate) const RR: usize = 2;
 
 macro_rules! cg_scalar {
-    ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $keep:ident) => {
+    ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $publish:ident) => {
         impl CgScalar for $t {
             fn to_f64(self) -> f64 {
                 self as f64
@@ -200,14 +312,15 @@ macro_rules! cg_scalar {
                 device: &Device,
                 config: &LaunchConfig,
                 v: &'a Vectors<Self>,
+                parity: usize,
             ) -> Result<PreparedLaunch<'a>> {
+                let (cur, prev) = v.cur_prev(parity);
                 match (&v.z, &v.inv_diag) {
                     (Some(z), Some(inv_diag)) => $step_jacobi::prepare(
-                        device, config, v.n, &v.rho, &v.dots, v.stop, inv_diag, &v.p, &v.q, &v.x,
-                        &v.r, z,
+                        device, config, v.n, prev, cur, v.stop, inv_diag, &v.p, &v.q, &v.x, &v.r, z,
                     ),
                     _ => $step::prepare(
-                        device, config, v.n, &v.rho, &v.dots, v.stop, &v.p, &v.q, &v.x, &v.r,
+                        device, config, v.n, prev, cur, v.stop, &v.p, &v.q, &v.x, &v.r,
                     ),
                 }
             }
@@ -215,15 +328,21 @@ macro_rules! cg_scalar {
                 device: &Device,
                 config: &LaunchConfig,
                 v: &'a Vectors<Self>,
+                parity: usize,
             ) -> Result<PreparedLaunch<'a>> {
-                $direction::prepare(device, config, v.n, &v.rho, &v.dots, v.z(), &v.p)
+                let (cur, prev) = v.cur_prev(parity);
+                $direction::prepare(device, config, v.n, prev, cur, v.z(), &v.p)
             }
-            fn prepare_keep_rho<'a>(
+            fn prepare_publish<'a>(
                 device: &Device,
                 config: &LaunchConfig,
                 v: &'a Vectors<Self>,
+                parity: usize,
+                slot: &'a TaskList,
+                base: u32,
             ) -> Result<PreparedLaunch<'a>> {
-                $keep::prepare(device, config, 1, &v.dots, &v.rho)
+                let (cur, _) = v.cur_prev(parity);
+                $publish::prepare(device, config, slot, base, cur, &v.hist)
             }
         }
     };
@@ -236,7 +355,7 @@ cg_scalar!(
     cg_step_f32,
     cg_step_jacobi_f32,
     cg_direction_f32,
-    cg_keep_rho_f32
+    cg_publish_f32
 );
 cg_scalar!(
     f64,
@@ -245,7 +364,7 @@ cg_scalar!(
     cg_step_f64,
     cg_step_jacobi_f64,
     cg_direction_f64,
-    cg_keep_rho_f64
+    cg_publish_f64
 );
 
 /// Solves `A·x = b` by conjugate gradient from `x = 0`, for a symmetric
@@ -338,8 +457,6 @@ pub fn cg_observed<T: CgScalar>(
             .map(|(&b, &d)| T::from_f64(b.to_f64() * d.to_f64()))
             .collect(),
     };
-    let n32 = u32::try_from(n).map_err(|_| Error::invalid("cg: more than u32::MAX rows"))?;
-
     let matrix = DeviceMatrix {
         row_ptr: device.upload(a.row_ptr())?,
         col_idx: device.upload(a.col_idx())?,
@@ -356,62 +473,51 @@ pub fn cg_observed<T: CgScalar>(
         inv_diag: inv_diag.as_deref().map(|d| device.upload(d)).transpose()?,
         p: device.upload(&z0)?,
         q: device.alloc::<T>(n)?,
-        dots: device.alloc::<T>(3)?,
-        rho: device.alloc::<T>(1)?,
+        dots: [device.alloc::<T>(3)?, device.alloc::<T>(3)?],
+        hist: device.alloc_mapped::<T>(3 * DEPTH)?,
         stop: T::from_f64((opts.tol * b_norm).powi(2)),
     };
     drop(z0);
-    let split_pq = split_one_task(device, PAP, 0..n)?;
-    let split_rz = split_one_task(device, RZ, 0..n)?;
-    let split_rr = split_one_task(device, RR, 0..n)?;
+    let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
-    let dot_pq = T::prepare_dot(device, &split_pq, n32, &v.p, &v.q, &v.dots)?;
-    let step = T::prepare_step(device, config, &v)?;
-    let dot_rz = T::prepare_dot(device, &split_rz, n32, &v.r, v.z(), &v.dots)?;
-    let dot_rr = match v.z {
-        Some(_) => Some(T::prepare_dot(device, &split_rr, n32, &v.r, &v.r, &v.dots)?),
-        None => None,
-    };
-    let direction = T::prepare_direction(device, config, &v)?;
-    let keep_rho = T::prepare_keep_rho(device, config, &v)?;
-    let launches: Vec<&PreparedLaunch<'_>> = [
-        Some(&spmv),
-        Some(&dot_pq),
-        Some(&step),
-        Some(&dot_rz),
-        dot_rr.as_ref(),
-        Some(&direction),
-        Some(&keep_rho),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    // rho = r₀ᵀz₀ (and with Jacobi r₀ᵀr₀) before the first iteration.
-    dot_rz.run()?;
-    if let Some(dot_rr) = &dot_rr {
+    let by_parity = [
+        CgIteration::prepare(device, config, &v, &lists, 0)?,
+        CgIteration::prepare(device, config, &v, &lists, 1)?,
+    ];
+    let launches: Vec<&PreparedLaunch<'_>> = std::iter::once(&spmv)
+        .chain(by_parity.iter().flat_map(CgIteration::launches))
+        .collect();
+    // r₀ᵀz₀ (and with Jacobi r₀ᵀr₀) into `dots[0]`, the scalars of the
+    // "iteration" before the first.
+    by_parity[0].dot_rz.run()?;
+    if let Some(dot_rr) = &by_parity[0].dot_rr {
         dot_rr.run()?;
     }
-    keep_rho.run()?;
-    let mut dots = [T::from_f64(0.0); 3];
-    v.dots.download(&mut dots)?;
+    device.synchronize()?;
     check_faults(&launches)?;
     let setup = setup_start.elapsed();
 
-    // The scalars are read back `DEPTH` iterations behind the launches: the
-    // iterations enqueued past the converged one find `rᵀr ≤ stop` and
-    // leave `x` as it is (see `cg_step_f32`), so the host's test below,
-    // made on the same values in the same precision, agrees with the
-    // device's.
+    // Each iteration publishes its scalars into a host-mapped slot, read
+    // `DEPTH` iterations behind the launches: the iterations enqueued past
+    // the converged one find `rᵀr ≤ stop` and leave `x` as it is (see
+    // `cg_step_f32`), so the host's test below, made on the same values in
+    // the same precision, agrees with the device's.
     let rr_slot = if v.z.is_some() { RR } else { RZ };
     let mut relative_residual = 1.0;
     let mut converged = opts.tol >= 1.0;
     let max_iters = if converged { 0 } else { opts.max_iters };
     let rounds = pipelined(
         device,
-        Probe::Copy(&v.dots),
+        Probe::Mapped {
+            slots: &v.hist,
+            len: 3,
+        },
         DEPTH,
         max_iters,
-        &mut |_| launches.iter().try_for_each(|l| l.run()),
+        &mut |k| {
+            spmv.run()?;
+            by_parity[k % 2].run(slot_of(k, DEPTH))
+        },
         &mut |done, dots| {
             let pap = dots[PAP].to_f64();
             let rr = dots[rr_slot];

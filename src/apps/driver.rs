@@ -1,11 +1,13 @@
 //! The loop of an iterative app on the device: rounds enqueued ahead of the
 //! one the host inspects, so that the device never waits for the host.
 //!
-//! Each round ends with a [`Probe`]: a small copy (CG's scalars), values
-//! the round's last kernel wrote into host-mapped memory (a changed count:
-//! no copy in the stream), or only a marker; the host takes round `k`'s
-//! values from a [`Readback`](crate::gpu::Readback) ring while rounds up to
-//! `k + depth - 1` are enqueued behind it. A loop that stops after round
+//! Each round ends with a [`Probe`]: values the round's last kernel wrote
+//! into host-mapped memory (a changed count, CG's scalars), or only a
+//! marker; the host waits for round `k` on a
+//! [`Readback`](crate::gpu::Readback) ring of markers while rounds up to
+//! `k + depth - 1` are enqueued behind it. No copy enters the stream: a
+//! device-to-host copy between two kernels costs the device several
+//! microseconds, a tenth of a round of a 4M-row grid (`BENCHMARKS.md`). A loop that stops after round
 //! `k` has therefore also run up to `depth - 1` more rounds: every app that
 //! uses this driver makes such rounds harmless (a fixed point stays fixed;
 //! CG's update is a no-op once its residual is below the tolerance).
@@ -35,8 +37,6 @@ pub(crate) struct Rounds {
 pub(crate) enum Probe<'a, T: Scalar> {
     /// Nothing: a marker paces the host.
     Marker,
-    /// A copy of the array, enqueued after the round.
-    Copy(&'a DeviceVec<T>),
     /// Written by the round itself into slot [`slot_of`]`(k, depth)` of a
     /// host-mapped array ([`Device::alloc_mapped`]) of `depth` slots of
     /// `len` elements.
@@ -63,7 +63,6 @@ pub(crate) fn pipelined<T: Scalar>(
 ) -> Result<Rounds> {
     let len = match probe {
         Probe::Marker => 1,
-        Probe::Copy(v) => v.len(),
         Probe::Mapped { slots, len } => {
             if slots.len() != len * depth {
                 return Err(crate::Error::length(
@@ -93,10 +92,7 @@ pub(crate) fn pipelined<T: Scalar>(
         while launched < max_rounds && !readback.is_full() {
             launched += 1;
             launch(launched)?;
-            match probe {
-                Probe::Copy(p) => readback.push(p)?,
-                Probe::Marker | Probe::Mapped { .. } => readback.push_marker()?,
-            }
+            readback.push_marker()?;
         }
         let mut values = readback.take()?;
         inspected += 1;
@@ -121,11 +117,14 @@ mod tests {
     #[test]
     fn stops_at_the_inspected_round_and_runs_at_most_depth_minus_one_more() {
         let device = Device::cpu();
-        let probe = device.upload(&[7u32]).unwrap();
+        let probe = device.upload(&[7u32, 7, 7]).unwrap();
         let mut launched = Vec::new();
         let rounds = pipelined(
             &device,
-            Probe::Copy(&probe),
+            Probe::Mapped {
+                slots: &probe,
+                len: 1,
+            },
             3,
             100,
             &mut |k| {
@@ -146,11 +145,14 @@ mod tests {
     #[test]
     fn runs_exactly_max_rounds_without_a_stop() {
         let device = Device::cpu();
-        let probe = device.upload(&[1.5f64]).unwrap();
+        let probe = device.upload(&[1.5f64, 1.5, 1.5]).unwrap();
         let mut launched = 0;
         let rounds = pipelined(
             &device,
-            Probe::Copy(&probe),
+            Probe::Mapped {
+                slots: &probe,
+                len: 1,
+            },
             3,
             4,
             &mut |_| {
@@ -164,16 +166,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!((rounds.inspected, launched), (4, 4));
-        let none = pipelined(
-            &device,
-            Probe::Copy(&probe),
-            3,
-            0,
-            &mut |_| Ok(()),
-            &mut |_, _| Ok(true),
-        )
-        .unwrap();
+        let mapped = Probe::Mapped {
+            slots: &probe,
+            len: 1,
+        };
+        let none = pipelined(&device, mapped, 3, 0, &mut |_| Ok(()), &mut |_, _| Ok(true)).unwrap();
         assert_eq!((none.inspected, none.times.len()), (0, 0));
+        // The mapped array must hold depth slots of `len`.
+        let short = pipelined(&device, mapped, 2, 1, &mut |_| Ok(()), &mut |_, _| Ok(true));
+        assert!(short.is_err());
         let marked = pipelined::<u8>(
             &device,
             Probe::Marker,

@@ -92,25 +92,26 @@ pub fn dot_f64(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
 }
 
 /// CG's update of the iterate and the residual: `x += α·p`, `r −= α·q` with
-/// `α = rho[0] / dots[0]` (`rᵀz / pᵀAp`). A no-op once the previous
-/// iteration's `rᵀr` (`dots[1]`) is at most `stop` (`(tol·‖b‖)²`), or when
-/// `pᵀAp` is not positive: the iterations a driver enqueues past
-/// convergence, or past a breakdown it is about to report, leave `x` as it
-/// was.
+/// `α = prev[1] / cur[0]` (the previous iteration's `rᵀz` over this one's
+/// `pᵀAp`; CG's scalars alternate between two 3-slot arrays, `pᵀAp`, `rᵀz`,
+/// `rᵀr`). A no-op once the previous iteration's `rᵀr` (`prev[1]`) is at
+/// most `stop` (`(tol·‖b‖)²`), or when `pᵀAp` is not positive: the
+/// iterations a driver enqueues past convergence, or past a breakdown it is
+/// about to report, leave `x` as it was.
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]
 pub fn cg_step_f32(
     i: usize,
-    rho: &[f32],
-    dots: &[f32],
+    prev: &[f32],
+    cur: &[f32],
     stop: f32,
     p: &[f32],
     q: &[f32],
     x: &mut [f32],
     r: &mut [f32],
 ) {
-    if dots[1] > stop && dots[0] > 0.0 {
-        let alpha = rho[0] / dots[0];
+    if prev[1] > stop && cur[0] > 0.0 {
+        let alpha = prev[1] / cur[0];
         x[i] += alpha * p[i];
         r[i] -= alpha * q[i];
     }
@@ -121,16 +122,16 @@ pub fn cg_step_f32(
 #[allow(clippy::too_many_arguments)]
 pub fn cg_step_f64(
     i: usize,
-    rho: &[f64],
-    dots: &[f64],
+    prev: &[f64],
+    cur: &[f64],
     stop: f64,
     p: &[f64],
     q: &[f64],
     x: &mut [f64],
     r: &mut [f64],
 ) {
-    if dots[1] > stop && dots[0] > 0.0 {
-        let alpha = rho[0] / dots[0];
+    if prev[1] > stop && cur[0] > 0.0 {
+        let alpha = prev[1] / cur[0];
         x[i] += alpha * p[i];
         r[i] -= alpha * q[i];
     }
@@ -138,13 +139,13 @@ pub fn cg_step_f64(
 
 /// [`cg_step_f32`] with the Jacobi preconditioner applied to the new
 /// residual: `z = r / diag(A)` (`inv_diag` holds `1 / a(i, i)`); `rᵀr` is
-/// `dots[2]`.
+/// `prev[2]`.
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]
 pub fn cg_step_jacobi_f32(
     i: usize,
-    rho: &[f32],
-    dots: &[f32],
+    prev: &[f32],
+    cur: &[f32],
     stop: f32,
     inv_diag: &[f32],
     p: &[f32],
@@ -153,8 +154,8 @@ pub fn cg_step_jacobi_f32(
     r: &mut [f32],
     z: &mut [f32],
 ) {
-    if dots[2] > stop && dots[0] > 0.0 {
-        let alpha = rho[0] / dots[0];
+    if prev[2] > stop && cur[0] > 0.0 {
+        let alpha = prev[1] / cur[0];
         let r_new = r[i] - alpha * q[i];
         x[i] += alpha * p[i];
         r[i] = r_new;
@@ -167,8 +168,8 @@ pub fn cg_step_jacobi_f32(
 #[allow(clippy::too_many_arguments)]
 pub fn cg_step_jacobi_f64(
     i: usize,
-    rho: &[f64],
-    dots: &[f64],
+    prev: &[f64],
+    cur: &[f64],
     stop: f64,
     inv_diag: &[f64],
     p: &[f64],
@@ -177,8 +178,8 @@ pub fn cg_step_jacobi_f64(
     r: &mut [f64],
     z: &mut [f64],
 ) {
-    if dots[2] > stop && dots[0] > 0.0 {
-        let alpha = rho[0] / dots[0];
+    if prev[2] > stop && cur[0] > 0.0 {
+        let alpha = prev[1] / cur[0];
         let r_new = r[i] - alpha * q[i];
         x[i] += alpha * p[i];
         r[i] = r_new;
@@ -186,32 +187,33 @@ pub fn cg_step_jacobi_f64(
     }
 }
 
-/// CG's new search direction: `p = z + β·p` with `β = dots[1] / rho[0]`
+/// CG's new search direction: `p = z + β·p` with `β = cur[1] / prev[1]`
 /// (this iteration's `rᵀz` over the previous one's).
 #[nested_reduce]
-pub fn cg_direction_f32(i: usize, rho: &[f32], dots: &[f32], z: &[f32], p: &mut [f32]) {
-    let beta = dots[1] / rho[0];
+pub fn cg_direction_f32(i: usize, prev: &[f32], cur: &[f32], z: &[f32], p: &mut [f32]) {
+    let beta = cur[1] / prev[1];
     p[i] = z[i] + beta * p[i];
 }
 
 /// [`cg_direction_f32`] in f64.
 #[nested_reduce]
-pub fn cg_direction_f64(i: usize, rho: &[f64], dots: &[f64], z: &[f64], p: &mut [f64]) {
-    let beta = dots[1] / rho[0];
+pub fn cg_direction_f64(i: usize, prev: &[f64], cur: &[f64], z: &[f64], p: &mut [f64]) {
+    let beta = cur[1] / prev[1];
     p[i] = z[i] + beta * p[i];
 }
 
-/// Keeps this iteration's `rᵀz` for the next one: `rho[0] = dots[1]`, one
-/// task (a separate launch: the direction update reads `rho` in all tasks).
+/// Publishes an iteration's three scalars where the host reads them: tasks
+/// `base..base + 3` copy `cur` into `hist[base..]`, a slot of a host-mapped
+/// array (launched over a task list of those three tasks).
 #[nested_reduce]
-pub fn cg_keep_rho_f32(t: usize, dots: &[f32], rho: &mut [f32]) {
-    rho[t] = dots[t + 1];
+pub fn cg_publish_f32(t: usize, base: u32, cur: &[f32], hist: &mut [f32]) {
+    hist[t] = cur[t - base as usize];
 }
 
-/// [`cg_keep_rho_f32`] in f64.
+/// [`cg_publish_f32`] in f64.
 #[nested_reduce]
-pub fn cg_keep_rho_f64(t: usize, dots: &[f64], rho: &mut [f64]) {
-    rho[t] = dots[t + 1];
+pub fn cg_publish_f64(t: usize, base: u32, cur: &[f64], hist: &mut [f64]) {
+    hist[t] = cur[t - base as usize];
 }
 
 // ---------------------------------------------------------------------------

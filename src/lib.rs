@@ -10,7 +10,7 @@ pub mod apps;
 pub use warpfit_gpu as gpu;
 pub use warpfit_gpu::{
     split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec, Input,
-    LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Split,
+    LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
 };
 pub use warpfit_macros::{device_fn, nested_reduce};
 pub use warpfit_runtime as runtime;

@@ -463,14 +463,26 @@ impl Device {
     /// A count whose bytes overflow the address space, or memory the
     /// device cannot give (both name the bytes asked).
     pub fn alloc<T: Scalar>(&self, n: usize) -> Result<DeviceVec<T>> {
-        let bytes = bytes_of(n, T::TYPE)?;
-        let storage = match self {
-            Device::Cpu => Storage::Host(host_cells(n, |_| zero())?),
-            Device::Cuda(d) => Storage::Cuda {
+        self.alloc_zeroed(n, |d, bytes| {
+            Ok(Storage::Cuda {
                 buffer: DeviceBuffer::zeros(d, bytes)?,
                 len: n,
                 device: d.clone(),
-            },
+            })
+        })
+    }
+
+    /// `n` zeroed elements: host cells on the CPU, `cuda(device, bytes)`
+    /// on a GPU.
+    fn alloc_zeroed<T: Scalar>(
+        &self,
+        n: usize,
+        cuda: impl FnOnce(&CudaDevice, usize) -> Result<Storage<T>>,
+    ) -> Result<DeviceVec<T>> {
+        let bytes = bytes_of(n, T::TYPE)?;
+        let storage = match self {
+            Device::Cpu => Storage::Host(host_cells(n, |_| zero())?),
+            Device::Cuda(d) => cuda(d, bytes)?,
         };
         Ok(DeviceVec { storage })
     }
@@ -486,16 +498,13 @@ impl Device {
     /// # Errors
     /// As for [`Device::alloc`].
     pub fn alloc_mapped<T: Scalar>(&self, n: usize) -> Result<DeviceVec<T>> {
-        let bytes = bytes_of(n, T::TYPE)?;
-        let storage = match self {
-            Device::Cpu => Storage::Host(host_cells(n, |_| zero())?),
-            Device::Cuda(d) => Storage::Mapped {
+        self.alloc_zeroed(n, |d, bytes| {
+            Ok(Storage::Mapped {
                 host: MappedHost::new(d, bytes)?,
                 len: n,
                 device: d.clone(),
-            },
-        };
-        Ok(DeviceVec { storage })
+            })
+        })
     }
 
     /// A copy of `host` on this device (on CUDA the copy is complete on

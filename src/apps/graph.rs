@@ -243,6 +243,20 @@ fn count_slots(device: &Device, n: usize) -> Result<(Vec<OneTaskSplit>, DeviceVe
     Ok((splits, device.alloc_mapped::<u32>(DEPTH)?))
 }
 
+/// The changed counts of a fixed point over `vectors`, per slot (one
+/// split task list each) and direction, by `prepare(split, from, to)`.
+fn count_launches<'a, T: crate::gpu::spec::Scalar>(
+    splits: &'a [OneTaskSplit],
+    vectors: [&'a DeviceVec<T>; 2],
+    prepare: impl Fn(&'a OneTaskSplit, &'a DeviceVec<T>, &'a DeviceVec<T>) -> Result<PreparedLaunch<'a>>,
+) -> Result<Vec<[PreparedLaunch<'a>; 2]>> {
+    let [a, b] = vectors;
+    splits
+        .iter()
+        .map(|split| Ok([prepare(split, a, b)?, prepare(split, b, a)?]))
+        .collect()
+}
+
 impl<'a, T: crate::gpu::spec::Scalar> FixedPoint<'a, T> {
     /// Runs rounds until one changes nothing, or `max_rounds`: round `k`
     /// runs direction `(k - 1) % 2` and counts into slot
@@ -332,23 +346,9 @@ pub fn sssp_observed(
             relax::prepare(device, config, n, &ptr, &src, &weights, &dist, &next)?,
             relax::prepare(device, config, n, &ptr, &src, &weights, &next, &dist)?,
         ],
-        counts: splits
-            .iter()
-            .map(|split| {
-                let count = |from, to| {
-                    count_changed_f32::prepare(
-                        device,
-                        &split.config,
-                        &split.tasks,
-                        n32,
-                        from,
-                        to,
-                        &changed,
-                    )
-                };
-                Ok([count(&dist, &next)?, count(&next, &dist)?])
-            })
-            .collect::<Result<Vec<_>>>()?,
+        counts: count_launches(&splits, [&dist, &next], |split, from, to| {
+            count_changed_f32::prepare(device, &split.config, &split.tasks, n32, from, to, &changed)
+        })?,
         changed: &changed,
     };
     let setup = setup_start.elapsed();
@@ -399,23 +399,9 @@ pub fn bfs_observed(
             bfs_pull::prepare(device, config, n, &ptr, &src, &level, &next)?,
             bfs_pull::prepare(device, config, n, &ptr, &src, &next, &level)?,
         ],
-        counts: splits
-            .iter()
-            .map(|split| {
-                let count = |from, to| {
-                    count_changed_i32::prepare(
-                        device,
-                        &split.config,
-                        &split.tasks,
-                        n32,
-                        from,
-                        to,
-                        &changed,
-                    )
-                };
-                Ok([count(&level, &next)?, count(&next, &level)?])
-            })
-            .collect::<Result<Vec<_>>>()?,
+        counts: count_launches(&splits, [&level, &next], |split, from, to| {
+            count_changed_i32::prepare(device, &split.config, &split.tasks, n32, from, to, &changed)
+        })?,
         changed: &changed,
     };
     let setup = setup_start.elapsed();

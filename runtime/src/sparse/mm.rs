@@ -472,6 +472,31 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             format!("empty file: expected the banner {BANNER_FORM}"),
         ));
     }
+    let (field, symmetry) = parse_banner(&line, name)?;
+    // Comments and blank lines, then the size line.
+    let mut lineno = 1;
+    loop {
+        lineno += 1;
+        if !read_line(reader, &mut line, lineno)? {
+            return Err(mm_err(
+                name,
+                lineno,
+                "truncated file: expected the size line `rows cols entries`",
+            ));
+        }
+        let text = String::from_utf8_lossy(&line);
+        let t = text.trim();
+        if t.is_empty() || t.starts_with('%') {
+            continue;
+        }
+        let header = parse_size_line(t, field, symmetry, name, lineno)?;
+        return Ok((header, lineno + 1));
+    }
+}
+
+/// The banner line `%%MatrixMarket matrix coordinate FIELD SYMMETRY`:
+/// its field and symmetry, or the error naming what is wrong.
+fn parse_banner(line: &[u8], name: &str) -> Result<(MmField, MmSymmetry)> {
     if line.starts_with("\u{feff}".as_bytes()) {
         return Err(mm_err(
             name,
@@ -483,7 +508,7 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             ),
         ));
     }
-    let banner = String::from_utf8_lossy(&line).to_ascii_lowercase();
+    let banner = String::from_utf8_lossy(line).to_ascii_lowercase();
     let tokens: Vec<&str> = banner.split_ascii_whitespace().collect();
     if tokens.first() != Some(&"%%matrixmarket") {
         return Err(mm_err(
@@ -577,78 +602,70 @@ fn parse_header<R: BufRead>(reader: &mut R, name: &str) -> Result<(MmHeader, usi
             "bad header: a pattern matrix cannot be skew-symmetric",
         ));
     }
-    // Comments and blank lines, then the size line.
-    let mut lineno = 1;
-    loop {
-        lineno += 1;
-        if !read_line(reader, &mut line, lineno)? {
-            return Err(mm_err(
-                name,
-                lineno,
-                "truncated file: expected the size line `rows cols entries`",
-            ));
-        }
-        let text = String::from_utf8_lossy(&line);
-        let t = text.trim();
-        if t.is_empty() || t.starts_with('%') {
-            continue;
-        }
-        let fields: Vec<&str> = t.split_ascii_whitespace().collect();
-        let bad = || {
-            mm_err(
-                name,
-                lineno,
-                format!(
-                    "bad size line: expected three non-negative integers `rows cols entries`, \
-                     found `{}`",
-                    excerpt(t.as_bytes())
-                ),
-            )
-        };
-        if fields.len() != 3 {
-            return Err(bad());
-        }
-        let mut v = [0usize; 3];
-        for (k, f) in fields.iter().enumerate() {
-            v[k] = match f.parse() {
-                Ok(x) => x,
-                // All digits but no usize: say so rather than "not an integer".
-                Err(_) if f.bytes().all(|b| b.is_ascii_digit()) => {
-                    return Err(mm_err(
-                        name,
-                        lineno,
-                        format!(
-                            "bad size line: `{}` is too large (max {})",
-                            excerpt(f.as_bytes()),
-                            usize::MAX
-                        ),
-                    ))
-                }
-                Err(_) => return Err(bad()),
-            };
-        }
-        let [nrows, ncols, entries] = v;
-        for (what, x) in [("nrows", nrows), ("ncols", ncols)] {
-            to_u32(what, x).map_err(|e| mm_err(name, lineno, format!("bad size line: {e}")))?;
-        }
-        if symmetry != MmSymmetry::General && nrows != ncols {
-            return Err(mm_err(
-                name,
-                lineno,
-                format!(
-                    "bad size line: a {symmetry} matrix must be square, found {nrows} x {ncols}"
-                ),
-            ));
-        }
-        let header = MmHeader {
-            field,
-            symmetry,
-            nrows,
-            ncols,
-            entries,
-        };
-        return Ok((header, lineno + 1));
+    Ok((field, symmetry))
+}
+
+/// The size line `rows cols entries` (line `lineno`, trimmed) of a file
+/// whose banner gave `field` and `symmetry`.
+fn parse_size_line(
+    t: &str,
+    field: MmField,
+    symmetry: MmSymmetry,
+    name: &str,
+    lineno: usize,
+) -> Result<MmHeader> {
+    let fields: Vec<&str> = t.split_ascii_whitespace().collect();
+    let bad = || {
+        mm_err(
+            name,
+            lineno,
+            format!(
+                "bad size line: expected three non-negative integers `rows cols entries`, \
+                 found `{}`",
+                excerpt(t.as_bytes())
+            ),
+        )
+    };
+    if fields.len() != 3 {
+        return Err(bad());
     }
+    let mut v = [0usize; 3];
+    for (k, f) in fields.iter().enumerate() {
+        v[k] = match f.parse() {
+            Ok(x) => x,
+            // All digits but no usize: say so rather than "not an integer".
+            Err(_) if f.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(mm_err(
+                    name,
+                    lineno,
+                    format!(
+                        "bad size line: `{}` is too large (max {})",
+                        excerpt(f.as_bytes()),
+                        usize::MAX
+                    ),
+                ))
+            }
+            Err(_) => return Err(bad()),
+        };
+    }
+    let [nrows, ncols, entries] = v;
+    for (what, x) in [("nrows", nrows), ("ncols", ncols)] {
+        to_u32(what, x).map_err(|e| mm_err(name, lineno, format!("bad size line: {e}")))?;
+    }
+    if symmetry != MmSymmetry::General && nrows != ncols {
+        return Err(mm_err(
+            name,
+            lineno,
+            format!("bad size line: a {symmetry} matrix must be square, found {nrows} x {ncols}"),
+        ));
+    }
+    Ok(MmHeader {
+        field,
+        symmetry,
+        nrows,
+        ncols,
+        entries,
+    })
 }
 
 /// The entries of one block of whole lines.

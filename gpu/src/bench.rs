@@ -311,6 +311,7 @@ pub fn run_spmv(
             opts.kernel.name
         )));
     }
+    let configs = variant_configs(opts)?;
     let t0 = Instant::now();
     let mut timer = Timer::new(dev)?;
     let copy_gbs = copy_bandwidth(dev, &mut timer)?;
@@ -331,141 +332,19 @@ pub fn run_spmv(
             t0.elapsed().as_secs_f64(),
             a.nnz()
         ));
-        let x: Vec<f32> = warpfit_runtime::gen::random_values(a.ncols(), 17)?
-            .into_iter()
-            .map(|v| v as f32)
-            .collect();
-        // f64 reference and per-row magnitude.
-        let reference: Vec<(f64, f64)> = (0..n)
-            .map(|r| {
-                a.row_range(r).fold((0.0, 0.0), |(s, m), k| {
-                    let t = f64::from(a.values()[k]) * f64::from(x[a.col_idx()[k] as usize]);
-                    (s + t, m + t.abs())
-                })
-            })
-            .collect();
+        let bench = OneMatrix::new(&name, &a)?;
         let mut variants = Vec::new();
         let (mut auto_split, mut auto_serial_max) = (None, 0);
-        let mut configs: Vec<(String, LaunchConfig)> = Vec::new();
-        for d in Decomposition::ALL {
-            if d != Decomposition::Cte {
-                configs.push((
-                    d.to_string(),
-                    LaunchConfig {
-                        decomposition: d,
-                        split: Split::Never,
-                        ..LaunchConfig::default()
-                    },
-                ));
-            }
-        }
-        let cte = |split| LaunchConfig {
-            decomposition: Decomposition::Cte,
-            split,
-            cte_serial_max: opts.cte_serial_max,
-        };
-        configs.push(("cte".into(), cte(Split::Auto)));
-        configs.push(("cte:whole".into(), cte(Split::Never)));
-        for &s in &opts.segment_lens {
-            configs.push((format!("cte:S={s}"), cte(Split::Max(s))));
-        }
-        for &b in &opts.budgets {
-            configs.push((format!("cte:B={b}"), cte(Split::Budget(b))));
-        }
-        // The serial fallback off and wider, for tuning `cte_serial_max`.
-        for serial in [0u32, 32] {
-            let c = LaunchConfig {
-                cte_serial_max: serial,
-                ..cte(Split::Auto)
-            };
-            configs.push((format!("cte:serial={serial}"), c));
-        }
-        if let Some(unknown) = opts
-            .variants
-            .iter()
-            .find(|v| !configs.iter().any(|(name, _)| name == *v))
-        {
-            let known: Vec<&str> = configs.iter().map(|(n, _)| n.as_str()).collect();
-            return Err(Error::invalid(format!(
-                "unknown benchmark variant `{unknown}`; the variants are {}",
-                known.join(", ")
-            )));
-        }
-        if !opts.variants.is_empty() {
-            configs.retain(|(v, _)| opts.variants.contains(v));
-        }
-        for (vname, cfg) in configs {
-            let mut y = vec![f32::NAN; n];
-            let prepared = {
-                let args = [
-                    Arg::input(a.row_ptr()),
-                    Arg::input(a.col_idx()),
-                    Arg::input(a.values()),
-                    Arg::input(&x),
-                    Arg::output(&mut y),
-                ];
-                Prepared::new(dev, opts.kernel, &cfg, Tasks::All(n), &args)?
-            };
+        for (vname, cfg) in &configs {
+            let (v, prepared) = bench.warpfit(dev, opts, &mut timer, vname, cfg)?;
             if vname == "cte" {
-                auto_split = prepared.chosen_split();
-                auto_serial_max = prepared.cte_serial_max();
+                auto_split = prepared.0;
+                auto_serial_max = prepared.1;
             }
-            prepared.run()?;
-            prepared.finish(&mut [
-                Arg::input(a.row_ptr()),
-                Arg::input(a.col_idx()),
-                Arg::input(a.values()),
-                Arg::input(&x),
-                Arg::output(&mut y),
-            ])?;
-            let err = max_rel_err(&y, &reference);
-            if err > 1e-4 {
-                return Err(Error::Cuda {
-                    context: format!("benchmark {name} / {vname}"),
-                    message: format!(
-                        "result differs from the CPU reference (max relative error {err:.3e})"
-                    ),
-                });
-            }
-            let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
-            variants.push(VariantResult {
-                variant: vname,
-                median_ms: med,
-                min_ms: min,
-                max_ms: max,
-                max_rel_err: err,
-            });
+            variants.push(v);
         }
         for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg2] {
-            let s = CusparseSpmv::new(
-                dev,
-                n,
-                a.ncols(),
-                a.row_ptr(),
-                a.col_idx(),
-                a.values(),
-                &x,
-                alg,
-            )?;
-            s.run()?;
-            let y = s.y()?;
-            let err = max_rel_err(&y, &reference);
-            if err > 1e-4 {
-                return Err(Error::Cuda {
-                    context: format!("benchmark {name} / {}", alg.name()),
-                    message: format!(
-                        "cuSPARSE differs from the CPU reference (max relative error {err:.3e})"
-                    ),
-                });
-            }
-            let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| s.run())?;
-            variants.push(VariantResult {
-                variant: alg.name().into(),
-                median_ms: med,
-                min_ms: min,
-                max_ms: max,
-                max_rel_err: err,
-            });
+            variants.push(bench.cusparse(dev, opts, &mut timer, alg)?);
         }
         let m = MatrixResult {
             name: name.clone(),
@@ -495,6 +374,180 @@ pub fn run_spmv(
         copy_gbs,
         matrices: results,
     })
+}
+
+/// The warpfit variants to time, by name, in report order: every
+/// decomposition unsplit, CTE with the automatic split, unsplit, by
+/// segment length and by budget, and with the serial fallback off and
+/// wider; only `opts.variants` when given (an unknown name is an error
+/// listing the known ones).
+fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)>> {
+    let mut configs: Vec<(String, LaunchConfig)> = Decomposition::ALL
+        .into_iter()
+        .filter(|&d| d != Decomposition::Cte)
+        .map(|d| {
+            let c = LaunchConfig {
+                decomposition: d,
+                split: Split::Never,
+                ..LaunchConfig::default()
+            };
+            (d.to_string(), c)
+        })
+        .collect();
+    let cte = |split| LaunchConfig {
+        decomposition: Decomposition::Cte,
+        split,
+        cte_serial_max: opts.cte_serial_max,
+    };
+    configs.push(("cte".into(), cte(Split::Auto)));
+    configs.push(("cte:whole".into(), cte(Split::Never)));
+    for &s in &opts.segment_lens {
+        configs.push((format!("cte:S={s}"), cte(Split::Max(s))));
+    }
+    for &b in &opts.budgets {
+        configs.push((format!("cte:B={b}"), cte(Split::Budget(b))));
+    }
+    // The serial fallback off and wider, for tuning `cte_serial_max`.
+    for serial in [0u32, 32] {
+        let c = LaunchConfig {
+            cte_serial_max: serial,
+            ..cte(Split::Auto)
+        };
+        configs.push((format!("cte:serial={serial}"), c));
+    }
+    if let Some(unknown) = opts
+        .variants
+        .iter()
+        .find(|v| !configs.iter().any(|(name, _)| name == *v))
+    {
+        let known: Vec<&str> = configs.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(Error::invalid(format!(
+            "unknown benchmark variant `{unknown}`; the variants are {}",
+            known.join(", ")
+        )));
+    }
+    if !opts.variants.is_empty() {
+        configs.retain(|(v, _)| opts.variants.contains(v));
+    }
+    Ok(configs)
+}
+
+/// One matrix of the benchmark: its input vector and the f64 reference
+/// every variant is checked against before it is timed.
+struct OneMatrix<'a> {
+    name: &'a str,
+    a: &'a Csr<f32>,
+    x: Vec<f32>,
+    /// Per row: the f64 sum and the sum of the terms' magnitudes.
+    reference: Vec<(f64, f64)>,
+}
+
+impl<'a> OneMatrix<'a> {
+    fn new(name: &'a str, a: &'a Csr<f32>) -> Result<Self> {
+        let x: Vec<f32> = warpfit_runtime::gen::random_values(a.ncols(), 17)?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
+        let reference = (0..a.nrows())
+            .map(|r| {
+                a.row_range(r).fold((0.0, 0.0), |(s, m), k| {
+                    let t = f64::from(a.values()[k]) * f64::from(x[a.col_idx()[k] as usize]);
+                    (s + t, m + t.abs())
+                })
+            })
+            .collect();
+        Ok(OneMatrix {
+            name,
+            a,
+            x,
+            reference,
+        })
+    }
+
+    /// `y` checked against the reference, or the error naming `variant`.
+    fn check(&self, variant: &str, y: &[f32]) -> Result<f64> {
+        let err = max_rel_err(y, &self.reference);
+        if err > 1e-4 {
+            return Err(Error::Cuda {
+                context: format!("benchmark {} / {variant}", self.name),
+                message: format!(
+                    "result differs from the CPU reference (max relative error {err:.3e})"
+                ),
+            });
+        }
+        Ok(err)
+    }
+
+    /// A warpfit variant, checked then timed; also what `Split::Auto`
+    /// chose and the serial-fallback bound used.
+    fn warpfit(
+        &self,
+        dev: &CudaDevice,
+        opts: &SpmvBenchOptions,
+        timer: &mut Timer,
+        vname: &str,
+        cfg: &LaunchConfig,
+    ) -> Result<(VariantResult, (Option<crate::Split>, u32))> {
+        let a = self.a;
+        let mut y = vec![f32::NAN; a.nrows()];
+        fn args<'b>(a: &'b Csr<f32>, x: &'b [f32], y: &'b mut [f32]) -> [Arg<'b>; 5] {
+            [
+                Arg::input(a.row_ptr()),
+                Arg::input(a.col_idx()),
+                Arg::input(a.values()),
+                Arg::input(x),
+                Arg::output(y),
+            ]
+        }
+        let tasks = Tasks::All(a.nrows());
+        let prepared = Prepared::new(dev, opts.kernel, cfg, tasks, &args(a, &self.x, &mut y))?;
+        prepared.run()?;
+        prepared.finish(&mut args(a, &self.x, &mut y))?;
+        let err = self.check(vname, &y)?;
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
+        let chosen = (prepared.chosen_split(), prepared.cte_serial_max());
+        Ok((
+            VariantResult {
+                variant: vname.to_string(),
+                median_ms: med,
+                min_ms: min,
+                max_ms: max,
+                max_rel_err: err,
+            },
+            chosen,
+        ))
+    }
+
+    /// cuSPARSE with `alg`, checked then timed.
+    fn cusparse(
+        &self,
+        dev: &CudaDevice,
+        opts: &SpmvBenchOptions,
+        timer: &mut Timer,
+        alg: SpmvAlg,
+    ) -> Result<VariantResult> {
+        let a = self.a;
+        let s = CusparseSpmv::new(
+            dev,
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &self.x,
+            alg,
+        )?;
+        s.run()?;
+        let err = self.check(alg.name(), &s.y()?)?;
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| s.run())?;
+        Ok(VariantResult {
+            variant: alg.name().into(),
+            median_ms: med,
+            min_ms: min,
+            max_ms: max,
+            max_rel_err: err,
+        })
+    }
 }
 
 impl SpmvReport {
@@ -595,5 +648,31 @@ impl SpmvReport {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_are_listed_filtered_and_checked() {
+        // The variants do not depend on the kernel.
+        let mut opts = SpmvBenchOptions::new(&crate::spec::X_TO_Y);
+        let all = variant_configs(&opts).unwrap();
+        let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(
+            names.contains(&"cte") && names.contains(&"cte:whole"),
+            "{names:?}"
+        );
+        assert!(names.contains(&"cte:serial=0"), "{names:?}");
+        assert_eq!(all.iter().filter(|(n, _)| n == "cte").count(), 1);
+        opts.variants = vec!["cte".into(), "thread".into()];
+        let some = variant_configs(&opts).unwrap();
+        assert_eq!(some.len(), 2);
+        assert_eq!(some[1].1.split, Split::Auto);
+        opts.variants = vec!["cte:nope".into()];
+        let e = variant_configs(&opts).unwrap_err().to_string();
+        assert!(e.contains("cte:nope") && e.contains("cte:whole"), "{e}");
     }
 }

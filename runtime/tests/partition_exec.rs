@@ -314,3 +314,93 @@ fn reversed_and_overlapping_kernel_ranges() {
     let list = segs.task_list().unwrap();
     assert_eq!(run(Tasks::List(&list)), run(Tasks::All(3)));
 }
+
+#[test]
+fn reordered_fine_tasks_give_one_segment_per_partition_and_task_and_the_same_result() {
+    use warpfit_runtime::partition::FineOrder;
+    for csr in inputs() {
+        let (csr, x) = matrix_and_x(&csr);
+        let want = spmv(&csr, &x, Tasks::All(csr.nrows()), 0);
+        let g = WorkGraph::from_csr(&csr).unwrap();
+        for t in [4u32, 40, 400] {
+            let p = kd(&g, t);
+            let order = FineOrder::new(&g, &p).unwrap();
+            let perm = order.perm();
+            let assigned = p.assignments();
+            // A permutation that keeps every fine task in its task.
+            let mut seen = vec![false; perm.len()];
+            for r in 0..csr.nrows() {
+                for pos in csr.row_range(r) {
+                    let old = perm[pos] as usize;
+                    assert!(csr.row_range(r).contains(&old), "row {r}");
+                    assert!(!std::mem::replace(&mut seen[old], true));
+                }
+            }
+            // One segment per (partition, task), holding exactly that
+            // partition's fine tasks of the task, in their old order.
+            let mut split = 0;
+            for r in 0..csr.nrows() {
+                let parts: std::collections::BTreeSet<u32> =
+                    csr.row_range(r).map(|k| assigned[k]).collect();
+                split += usize::from(parts.len() > 1);
+            }
+            assert_eq!(order.split_tasks(), split);
+            for part in 0..p.len() {
+                let segs = order.segments().part(part);
+                let mut tasks: Vec<u32> = segs.iter().map(|s| s.task).collect();
+                tasks.dedup();
+                assert_eq!(tasks.len(), segs.len(), "one segment per task");
+                for s in segs {
+                    let old: Vec<u32> = (s.lo..s.hi).map(|pos| perm[pos as usize]).collect();
+                    assert!(old.iter().all(|&k| assigned[k as usize] == part as u32));
+                    assert!(old.windows(2).all(|w| w[0] < w[1]), "stable");
+                }
+            }
+            let covered: usize = order
+                .segments()
+                .segments()
+                .iter()
+                .map(|s| (s.hi - s.lo) as usize)
+                .sum();
+            assert_eq!(covered, csr.nnz());
+            // The reordered matrix run through the partitions' segments
+            // computes plain SpMV (integer data: any order, same floats).
+            let reordered = Csr::new(
+                csr.nrows(),
+                csr.ncols(),
+                csr.row_ptr().to_vec(),
+                order.permute(csr.col_idx()).unwrap(),
+                order.permute(csr.values()).unwrap(),
+            )
+            .unwrap();
+            let list = order.segments().task_list().unwrap();
+            assert_eq!(spmv(&reordered, &x, Tasks::List(&list), 0), want, "T = {t}");
+            assert!(order.permute(&[1u8]).is_err(), "wrong length");
+        }
+    }
+}
+
+#[test]
+fn reordering_rejects_a_partition_of_another_graph_and_shifted_fine_tasks() {
+    use warpfit_runtime::partition::FineOrder;
+    let (a, _) = matrix_and_x(&inputs()[0]);
+    let (b, _) = matrix_and_x(&inputs()[1]);
+    let ga = WorkGraph::from_csr(&a).unwrap();
+    let gb = WorkGraph::from_csr(&b).unwrap();
+    let pb = kd(&gb, 40);
+    assert!(FineOrder::new(&ga, &pb).is_err());
+    // Fine tasks that are not tuple positions (the offset twin's graph).
+    let (csr, x) = matrix_and_x(&inputs()[2]);
+    let mut y = vec![0f32; csr.nrows()];
+    let k = Spmv {
+        row_ptr: csr.row_ptr(),
+        col: csr.col_idx(),
+        val: csr.values(),
+        x: &x,
+        y: SharedOut::new(&mut y),
+        offset: 1000,
+    };
+    let g = WorkGraph::from_kernel(&k, csr.nrows()).unwrap();
+    let e = FineOrder::new(&g, &kd(&g, 40)).unwrap_err().to_string();
+    assert!(e.contains("positions"), "{e}");
+}

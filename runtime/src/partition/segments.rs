@@ -68,6 +68,11 @@ impl SegmentList {
         Ok(SegmentList { segments, part_ptr })
     }
 
+    /// A list from its parts (see the fields), for [`super::FineOrder`].
+    pub(crate) fn from_parts(segments: Vec<Segment>, part_ptr: Vec<u32>) -> Self {
+        SegmentList { segments, part_ptr }
+    }
+
     /// All segments: partitions in order, then the empty tasks.
     pub fn segments(&self) -> &[Segment] {
         &self.segments

@@ -150,7 +150,19 @@ pub struct MatrixResult {
     /// bound.
     pub auto_split: Option<Split>,
     pub auto_serial_max: u32,
+    /// The cache-fit plan of `cte:cf`, when timed.
+    pub cache_fit: Option<CacheFitFacts>,
     pub variants: Vec<VariantResult>,
+}
+
+/// How `cte:cf` planned: partitions of the device's L2 (DBWP, K-D tiling),
+/// the segments of the fine-task reordering, and the host time it took.
+#[derive(Debug, Clone)]
+pub struct CacheFitFacts {
+    pub partitions: usize,
+    pub segments: usize,
+    pub split_tasks: usize,
+    pub plan_s: f64,
 }
 
 impl MatrixResult {
@@ -343,6 +355,16 @@ pub fn run_spmv(
             }
             variants.push(v);
         }
+        let mut cache_fit = None;
+        if opts.variants.is_empty() || opts.variants.iter().any(|v| v == CACHE_FIT) {
+            let (v, facts) = bench.cache_fit(dev, opts, &mut timer)?;
+            log(&format!(
+                "    cte:cf plan: {} partitions, {} segments, {} rows split, {:.2} s",
+                facts.partitions, facts.segments, facts.split_tasks, facts.plan_s
+            ));
+            variants.push(v);
+            cache_fit = Some(facts);
+        }
         for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg2] {
             variants.push(bench.cusparse(dev, opts, &mut timer, alg)?);
         }
@@ -354,6 +376,7 @@ pub fn run_spmv(
             max_row,
             auto_split,
             auto_serial_max,
+            cache_fit,
             variants,
         };
         for v in &m.variants {
@@ -375,6 +398,14 @@ pub fn run_spmv(
         matrices: results,
     })
 }
+
+/// The cache-fit variant: the matrix partitioned for the device's L2
+/// (DBWP with K-D tiling, default safety), each row's nonzeros reordered
+/// by partition ([`FineOrder`](warpfit_runtime::partition::FineOrder)),
+/// and one CTE launch over the partitions' segments in partition order
+/// (pieces of split rows merged in that order). Planning runs on the host
+/// before timing; its time is reported apart.
+pub const CACHE_FIT: &str = "cte:cf";
 
 /// The warpfit variants to time, by name, in report order: every
 /// decomposition unsplit, CTE with the automatic split, unsplit, by
@@ -418,9 +449,13 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
     if let Some(unknown) = opts
         .variants
         .iter()
-        .find(|v| !configs.iter().any(|(name, _)| name == *v))
+        .find(|v| *v != CACHE_FIT && !configs.iter().any(|(name, _)| name == *v))
     {
-        let known: Vec<&str> = configs.iter().map(|(n, _)| n.as_str()).collect();
+        let known: Vec<&str> = configs
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain([CACHE_FIT])
+            .collect();
         return Err(Error::invalid(format!(
             "unknown benchmark variant `{unknown}`; the variants are {}",
             known.join(", ")
@@ -518,6 +553,83 @@ impl<'a> OneMatrix<'a> {
         ))
     }
 
+    /// [`CACHE_FIT`]: planned, checked, then timed.
+    fn cache_fit(
+        &self,
+        dev: &CudaDevice,
+        opts: &SpmvBenchOptions,
+        timer: &mut Timer,
+    ) -> Result<(VariantResult, CacheFitFacts)> {
+        use warpfit_runtime::partition::{
+            dbwp, Bisection, Capacity, FineOrder, PartitionOptions, WorkGraphOf,
+        };
+        let a = self.a;
+        let start = Instant::now();
+        let graph = WorkGraphOf::borrow_csr(a)?.with_elem_bytes(4, 4)?;
+        let capacity = Capacity::for_graph(&graph, dev.l2_bytes() as u64).vertices()?;
+        let partition = dbwp(
+            &graph,
+            &PartitionOptions {
+                capacity,
+                bisection: Bisection::KdTiling,
+            },
+            None,
+        )?;
+        let order = FineOrder::new(&graph, &partition)?;
+        let col = order.permute(a.col_idx())?;
+        let val = order.permute(a.values())?;
+        let list = order.segments().task_list()?;
+        let facts = CacheFitFacts {
+            partitions: partition.len(),
+            segments: list.len(),
+            split_tasks: order.split_tasks(),
+            plan_s: start.elapsed().as_secs_f64(),
+        };
+        drop(partition);
+        let cfg = LaunchConfig {
+            decomposition: Decomposition::Cte,
+            split: Split::Auto,
+            cte_serial_max: opts.cte_serial_max,
+        };
+        let mut y = vec![f32::NAN; a.nrows()];
+        fn args<'b>(
+            p: &'b [u32],
+            c: &'b [u32],
+            v: &'b [f32],
+            x: &'b [f32],
+            y: &'b mut [f32],
+        ) -> [Arg<'b>; 5] {
+            [
+                Arg::input(p),
+                Arg::input(c),
+                Arg::input(v),
+                Arg::input(x),
+                Arg::output(y),
+            ]
+        }
+        let prepared = Prepared::new(
+            dev,
+            opts.kernel,
+            &cfg,
+            Tasks::List(&list),
+            &args(a.row_ptr(), &col, &val, &self.x, &mut y),
+        )?;
+        prepared.run()?;
+        prepared.finish(&mut args(a.row_ptr(), &col, &val, &self.x, &mut y))?;
+        let err = self.check(CACHE_FIT, &y)?;
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
+        Ok((
+            VariantResult {
+                variant: CACHE_FIT.into(),
+                median_ms: med,
+                min_ms: min,
+                max_ms: max,
+                max_rel_err: err,
+            },
+            facts,
+        ))
+    }
+
     /// cuSPARSE with `alg`, checked then timed.
     fn cusparse(
         &self,
@@ -589,6 +701,13 @@ impl SpmvReport {
                 },
                 m.auto_serial_max
             );
+            if let Some(cf) = &m.cache_fit {
+                let _ = writeln!(
+                    s,
+                    "`{CACHE_FIT}` planned {} partitions of the L2, {} segments, {} rows split, in {:.2} s on the host\n",
+                    cf.partitions, cf.segments, cf.split_tasks, cf.plan_s
+                );
+            }
             let _ = writeln!(s, "| variant | ms (median) | min–max | GFLOP/s | GB/s | % copy BW | vs best cuSPARSE |");
             let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
             for v in &m.variants {
@@ -671,8 +790,13 @@ mod tests {
         let some = variant_configs(&opts).unwrap();
         assert_eq!(some.len(), 2);
         assert_eq!(some[1].1.split, Split::Auto);
+        opts.variants = vec![CACHE_FIT.into()];
+        assert!(variant_configs(&opts).unwrap().is_empty(), "planned apart");
         opts.variants = vec!["cte:nope".into()];
         let e = variant_configs(&opts).unwrap_err().to_string();
-        assert!(e.contains("cte:nope") && e.contains("cte:whole"), "{e}");
+        assert!(
+            e.contains("cte:nope") && e.contains("cte:whole") && e.contains(CACHE_FIT),
+            "{e}"
+        );
     }
 }

@@ -407,6 +407,9 @@ pub fn run_spmv(
 /// before timing; its time is reported apart.
 pub const CACHE_FIT: &str = "cte:cf";
 
+/// The longest segment of [`CACHE_FIT`]'s list.
+const CACHE_FIT_SEGMENT: u32 = 512;
+
 /// The warpfit variants to time, by name, in report order: every
 /// decomposition unsplit, CTE with the automatic split, unsplit, by
 /// segment length and by budget, and with the serial fallback off and
@@ -578,7 +581,8 @@ impl<'a> OneMatrix<'a> {
         let order = FineOrder::new(&graph, &partition)?;
         let col = order.permute(a.col_idx())?;
         let val = order.permute(a.values())?;
-        let list = order.segments().task_list()?;
+        // Hubs' shares cut like the automatic split's budget does.
+        let list = order.segments().task_list_chunked(CACHE_FIT_SEGMENT)?;
         let facts = CacheFitFacts {
             partitions: partition.len(),
             segments: list.len(),

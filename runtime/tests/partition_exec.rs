@@ -404,3 +404,19 @@ fn reordering_rejects_a_partition_of_another_graph_and_shifted_fine_tasks() {
     let e = FineOrder::new(&g, &kd(&g, 40)).unwrap_err().to_string();
     assert!(e.contains("positions"), "{e}");
 }
+
+#[test]
+fn chunked_segment_lists_bound_every_segment_and_keep_the_result() {
+    for csr in inputs() {
+        let (csr, x) = matrix_and_x(&csr);
+        let want = spmv(&csr, &x, Tasks::All(csr.nrows()), 0);
+        let g = WorkGraph::from_csr(&csr).unwrap();
+        let segs = SegmentList::new(&g, &kd(&g, 40)).unwrap();
+        for max_len in [1u32, 3, 1000] {
+            let list = segs.task_list_chunked(max_len).unwrap();
+            assert!(list.segments().iter().all(|s| s.hi - s.lo <= max_len));
+            assert_eq!(spmv(&csr, &x, Tasks::List(&list), 0), want);
+        }
+        assert!(segs.task_list_chunked(0).is_err());
+    }
+}

@@ -11,6 +11,10 @@ use warpfit::{Device, LaunchConfig, Segment, TaskList};
 #[path = "../gpu/tests/fixtures/spmv_f32.rs"]
 mod spmv_fixture;
 
+/// Its `y += A·x` twin, for the benchmark's cache-fit slices.
+#[path = "../gpu/tests/fixtures/spmv_add_f32.rs"]
+mod spmv_add_fixture;
+
 fn generated() -> Vec<(String, Csr<f32>)> {
     [
         "rmat:scale=12,edge_factor=16,seed=3",
@@ -345,6 +349,14 @@ fn the_gpu_benchmark_times_a_kernel_of_the_generated_shape() {
     };
     assert_eq!(shape(&apps::spmv::SPEC), shape(&spmv_fixture::SPMV_F32));
     assert_eq!(apps::spmv::SPEC.acc, spmv_fixture::SPMV_F32.acc);
+    let add = &spmv_add_fixture::SPMV_ADD_F32;
+    assert_eq!(shape(&apps::spmv_add::SPEC), shape(add));
+    assert_eq!(apps::spmv_add::SPEC.acc, add.acc);
+    // Both read `y` back in the epilogue (`y[row] += …`); `spmv` does not.
+    for src in [apps::spmv_add::SPEC.cuda_source, add.cuda_source] {
+        assert!(src.contains("ld_out("), "{src}");
+    }
+    assert!(!apps::spmv::SPEC.cuda_source.contains("ld_out("));
 }
 
 /// Textbook preconditioned CG in f64 with a plain CSR loop: the reference
@@ -591,6 +603,7 @@ fn app_kernels_compile_with_nvrtc() {
     }
     let specs: &[&warpfit::gpu::KernelSpec] = &[
         &apps::spmv::SPEC,
+        &apps::spmv_add::SPEC,
         &apps::spmv_f64::SPEC,
         &apps::dot_f32::SPEC,
         &apps::dot_f64::SPEC,

@@ -10,6 +10,10 @@ use warpfit_gpu::CudaDevice;
 #[path = "../tests/fixtures/spmv_f32.rs"]
 mod spmv_f32;
 
+/// `y += A·x`, for the cache-fit variant run as slices.
+#[path = "../tests/fixtures/spmv_add_f32.rs"]
+mod spmv_add_f32;
+
 /// The comma-separated list that follows `flag`.
 fn list<T>(value: Option<&String>, flag: &str) -> Result<Vec<T>, Box<dyn std::error::Error>>
 where
@@ -23,6 +27,7 @@ where
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut opts = SpmvBenchOptions::new(&spmv_f32::SPMV_F32);
+    opts.add_kernel = Some(&spmv_add_f32::SPMV_ADD_F32);
     let mut out = None;
     let mut i = 0;
     let mut extra = Vec::new();

@@ -108,6 +108,9 @@ pub struct SpmvBenchOptions {
     /// `cte:S=64`, ...); empty: all of them. cuSPARSE is always timed, as
     /// the reference of every ratio.
     pub variants: Vec<String>,
+    /// `y += A·x` with the signature of `kernel`, for [`CACHE_FIT_SLICES`]
+    /// (which is skipped without it).
+    pub add_kernel: Option<&'static KernelSpec>,
 }
 
 impl SpmvBenchOptions {
@@ -123,6 +126,7 @@ impl SpmvBenchOptions {
             budgets: vec![256, 512, 1024, 2048],
             cte_serial_max: LaunchConfig::default().cte_serial_max,
             variants: Vec::new(),
+            add_kernel: None,
         }
     }
 }
@@ -153,6 +157,16 @@ pub struct MatrixResult {
     /// The cache-fit plan of `cte:cf`, when timed.
     pub cache_fit: Option<CacheFitFacts>,
     pub variants: Vec<VariantResult>,
+}
+
+/// A cache-fit plan of a matrix: its column indices and values reordered
+/// by partition within each row, the segments in partition order (hubs
+/// cut), and each partition's segments.
+struct CacheFitPlan {
+    col: Vec<u32>,
+    val: Vec<f32>,
+    list: warpfit_runtime::TaskList,
+    parts: Vec<Vec<warpfit_runtime::Segment>>,
 }
 
 /// How `cte:cf` planned: partitions of the device's L2 (DBWP, K-D tiling),
@@ -356,13 +370,29 @@ pub fn run_spmv(
             variants.push(v);
         }
         let mut cache_fit = None;
-        if opts.variants.is_empty() || opts.variants.iter().any(|v| v == CACHE_FIT) {
-            let (v, facts) = bench.cache_fit(dev, opts, &mut timer)?;
+        let wants =
+            |name: &str| opts.variants.is_empty() || opts.variants.iter().any(|v| v == name);
+        if wants(CACHE_FIT) || wants(CACHE_FIT_SLICES) {
+            let (plan, facts) = bench.plan_cache_fit(dev)?;
             log(&format!(
                 "    cte:cf plan: {} partitions, {} segments, {} rows split, {:.2} s",
                 facts.partitions, facts.segments, facts.split_tasks, facts.plan_s
             ));
-            variants.push(v);
+            if wants(CACHE_FIT) {
+                variants.push(bench.cache_fit(dev, opts, &mut timer, &plan)?);
+            }
+            if wants(CACHE_FIT_SLICES) {
+                match (opts.add_kernel, facts.partitions <= CACHE_FIT_MAX_SLICES) {
+                    (Some(add), true) => {
+                        variants.push(bench.cache_fit_slices(dev, opts, add, &mut timer, &plan)?)
+                    }
+                    (None, _) => log("    cte:cf-slices skipped: no y += A·x kernel given"),
+                    (_, false) => log(&format!(
+                        "    cte:cf-slices skipped: {} partitions (at most {CACHE_FIT_MAX_SLICES})",
+                        facts.partitions
+                    )),
+                }
+            }
             cache_fit = Some(facts);
         }
         for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg2] {
@@ -407,6 +437,14 @@ pub fn run_spmv(
 /// before timing; its time is reported apart.
 pub const CACHE_FIT: &str = "cte:cf";
 
+/// The cache-fit plan of [`CACHE_FIT`] run as one launch per partition:
+/// each partition's share of the rows as a CSR slice over all rows, the
+/// first launch writing `y`, the others adding onto it (`add_kernel`) in
+/// partition order. Skipped beyond [`CACHE_FIT_MAX_SLICES`] partitions (a
+/// slice's row pointers are as long as the matrix's).
+pub const CACHE_FIT_SLICES: &str = "cte:cf-slices";
+const CACHE_FIT_MAX_SLICES: usize = 16;
+
 /// The longest segment of [`CACHE_FIT`]'s list.
 const CACHE_FIT_SEGMENT: u32 = 512;
 
@@ -449,15 +487,13 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
         };
         configs.push((format!("cte:serial={serial}"), c));
     }
-    if let Some(unknown) = opts
-        .variants
-        .iter()
-        .find(|v| *v != CACHE_FIT && !configs.iter().any(|(name, _)| name == *v))
-    {
+    if let Some(unknown) = opts.variants.iter().find(|v| {
+        *v != CACHE_FIT && *v != CACHE_FIT_SLICES && !configs.iter().any(|(name, _)| name == *v)
+    }) {
         let known: Vec<&str> = configs
             .iter()
             .map(|(n, _)| n.as_str())
-            .chain([CACHE_FIT])
+            .chain([CACHE_FIT, CACHE_FIT_SLICES])
             .collect();
         return Err(Error::invalid(format!(
             "unknown benchmark variant `{unknown}`; the variants are {}",
@@ -556,13 +592,9 @@ impl<'a> OneMatrix<'a> {
         ))
     }
 
-    /// [`CACHE_FIT`]: planned, checked, then timed.
-    fn cache_fit(
-        &self,
-        dev: &CudaDevice,
-        opts: &SpmvBenchOptions,
-        timer: &mut Timer,
-    ) -> Result<(VariantResult, CacheFitFacts)> {
+    /// The cache-fit plan of the matrix for the device's L2 (see
+    /// [`CACHE_FIT`]) and what it took.
+    fn plan_cache_fit(&self, dev: &CudaDevice) -> Result<(CacheFitPlan, CacheFitFacts)> {
         use warpfit_runtime::partition::{
             dbwp, Bisection, Capacity, FineOrder, PartitionOptions, WorkGraphOf,
         };
@@ -579,17 +611,33 @@ impl<'a> OneMatrix<'a> {
             None,
         )?;
         let order = FineOrder::new(&graph, &partition)?;
-        let col = order.permute(a.col_idx())?;
-        let val = order.permute(a.values())?;
-        // Hubs' shares cut like the automatic split's budget does.
-        let list = order.segments().task_list_chunked(CACHE_FIT_SEGMENT)?;
+        let plan = CacheFitPlan {
+            col: order.permute(a.col_idx())?,
+            val: order.permute(a.values())?,
+            // Hubs' shares cut like the automatic split's budget does.
+            list: order.segments().task_list_chunked(CACHE_FIT_SEGMENT)?,
+            parts: (0..partition.len())
+                .map(|p| order.segments().part(p).to_vec())
+                .collect(),
+        };
         let facts = CacheFitFacts {
             partitions: partition.len(),
-            segments: list.len(),
+            segments: plan.list.len(),
             split_tasks: order.split_tasks(),
             plan_s: start.elapsed().as_secs_f64(),
         };
-        drop(partition);
+        Ok((plan, facts))
+    }
+
+    /// [`CACHE_FIT`]: checked, then timed.
+    fn cache_fit(
+        &self,
+        dev: &CudaDevice,
+        opts: &SpmvBenchOptions,
+        timer: &mut Timer,
+        plan: &CacheFitPlan,
+    ) -> Result<VariantResult> {
+        let a = self.a;
         let cfg = LaunchConfig {
             decomposition: Decomposition::Cte,
             split: Split::Auto,
@@ -615,23 +663,91 @@ impl<'a> OneMatrix<'a> {
             dev,
             opts.kernel,
             &cfg,
-            Tasks::List(&list),
-            &args(a.row_ptr(), &col, &val, &self.x, &mut y),
+            Tasks::List(&plan.list),
+            &args(a.row_ptr(), &plan.col, &plan.val, &self.x, &mut y),
         )?;
         prepared.run()?;
-        prepared.finish(&mut args(a.row_ptr(), &col, &val, &self.x, &mut y))?;
+        prepared.finish(&mut args(
+            a.row_ptr(),
+            &plan.col,
+            &plan.val,
+            &self.x,
+            &mut y,
+        ))?;
         let err = self.check(CACHE_FIT, &y)?;
         let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
-        Ok((
-            VariantResult {
-                variant: CACHE_FIT.into(),
-                median_ms: med,
-                min_ms: min,
-                max_ms: max,
-                max_rel_err: err,
-            },
-            facts,
-        ))
+        Ok(VariantResult {
+            variant: CACHE_FIT.into(),
+            median_ms: med,
+            min_ms: min,
+            max_ms: max,
+            max_rel_err: err,
+        })
+    }
+
+    /// [`CACHE_FIT_SLICES`]: checked, then timed (every partition's launch
+    /// per run).
+    fn cache_fit_slices(
+        &self,
+        dev: &CudaDevice,
+        opts: &SpmvBenchOptions,
+        add: &'static KernelSpec,
+        timer: &mut Timer,
+        plan: &CacheFitPlan,
+    ) -> Result<VariantResult> {
+        let a = self.a;
+        let n = a.nrows();
+        // Each partition's rows as a CSR slice over all rows.
+        let mut slices = Vec::with_capacity(plan.parts.len());
+        for segs in &plan.parts {
+            let mut row_ptr = vec![0u32; n + 1];
+            let mut col = Vec::new();
+            let mut val = Vec::new();
+            for s in segs {
+                row_ptr[s.task as usize + 1] = s.hi - s.lo;
+                col.extend_from_slice(&plan.col[s.lo as usize..s.hi as usize]);
+                val.extend_from_slice(&plan.val[s.lo as usize..s.hi as usize]);
+            }
+            for r in 0..n {
+                row_ptr[r + 1] += row_ptr[r];
+            }
+            slices.push((row_ptr, col, val));
+        }
+        let device = crate::Device::Cuda(dev.clone());
+        let x = device.upload(&self.x)?;
+        let y = device.alloc::<f32>(n)?;
+        let cfg = LaunchConfig {
+            decomposition: Decomposition::Cte,
+            split: Split::Auto,
+            cte_serial_max: opts.cte_serial_max,
+        };
+        let launches = slices
+            .iter()
+            .enumerate()
+            .map(|(p, (row_ptr, col, val))| {
+                let kernel = if p == 0 { opts.kernel } else { add };
+                let args = [
+                    Arg::input(row_ptr),
+                    Arg::input(col),
+                    Arg::input(val),
+                    Arg::resident_input(&x),
+                    Arg::resident_output(&y),
+                ];
+                Prepared::new(dev, kernel, &cfg, Tasks::All(n), &args)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let run = || launches.iter().try_for_each(Prepared::run);
+        run()?;
+        launches.iter().try_for_each(Prepared::check_fault)?;
+        let err = self.check(CACHE_FIT_SLICES, &y.to_vec()?)?;
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &run)?;
+        Ok(VariantResult {
+            variant: CACHE_FIT_SLICES.into(),
+            median_ms: med,
+            min_ms: min,
+            max_ms: max,
+            max_rel_err: err,
+        })
     }
 
     /// cuSPARSE with `alg`, checked then timed.

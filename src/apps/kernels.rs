@@ -12,6 +12,17 @@ pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y:
         .fold(0.0, |a, b| a + b);
 }
 
+/// `y += A·x`: [`spmv`] adding onto `y`, for a matrix run as slices (the
+/// cache-fit partitions of `warpfit bench spmv`'s `cte:cf-slices`).
+#[nested_reduce]
+pub fn spmv_add(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] += (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0.0, |a, b| a + b);
+}
+
 /// One pull step of PageRank: `next[v] = base + damping · Σ contrib[u]` over
 /// the in-neighbours `u` of `v`, where `contrib[u] = rank[u] / outdeg[u]`.
 #[nested_reduce]

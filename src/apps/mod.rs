@@ -23,7 +23,7 @@ pub use kernels::{
     bfs_pull, bfs_step, cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64,
     cg_step_f32, cg_step_f64, cg_step_jacobi_f32, cg_step_jacobi_f64, count_changed_f32,
     count_changed_i32, dangling_rank, dot_f32, dot_f64, pagerank_contrib, pagerank_pull,
-    pagerank_pull_resident, relax, spmv, spmv_f64,
+    pagerank_pull_resident, relax, spmv, spmv_add, spmv_f64,
 };
 
 use crate::runtime::Csr;

@@ -97,6 +97,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         segment_lens: args.segment_lens.clone(),
         budgets: args.budgets.clone(),
         // The generated kernel of the built-in spmv app, not a hand-written one.
+        add_kernel: Some(&warpfit::apps::spmv_add::SPEC),
         ..SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC)
     };
     opts.matrices = if !args.gens.is_empty() {

@@ -13,6 +13,10 @@ const fn p(name: &'static str, ty: ScalarType, kind: ParamKind) -> ParamSpec {
 mod spmv_f32;
 /// The benchmark example's spec over `fixtures/spmv_f32.cu`: one copy for both.
 pub use spmv_f32::SPMV_F32;
+#[path = "../fixtures/spmv_add_f32.rs"]
+mod spmv_add_f32;
+/// `y += A·x`, the benchmark's cache-fit slices.
+pub use spmv_add_f32::SPMV_ADD_F32;
 
 pub static SPMV_F64: KernelSpec = KernelSpec {
     name: "spmv_f64",
@@ -45,7 +49,7 @@ pub static RELAX: KernelSpec = KernelSpec {
     elementwise: false,
 };
 
-pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_F64, &RELAX];
+pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_ADD_F32, &SPMV_F64, &RELAX];
 
 // ------------------------------------------------------------------ CPU twins
 //

@@ -716,29 +716,40 @@ impl<'a> OneMatrix<'a> {
         let device = crate::Device::Cuda(dev.clone());
         let x = device.upload(&self.x)?;
         let y = device.alloc::<f32>(n)?;
+        let on_device = slices
+            .iter()
+            .map(|(row_ptr, col, val)| {
+                Ok((
+                    device.upload(row_ptr)?,
+                    device.upload(col)?,
+                    device.upload(val)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        drop(slices);
         let cfg = LaunchConfig {
             decomposition: Decomposition::Cte,
             split: Split::Auto,
             cte_serial_max: opts.cte_serial_max,
         };
-        let launches = slices
+        let launches = on_device
             .iter()
             .enumerate()
             .map(|(p, (row_ptr, col, val))| {
                 let kernel = if p == 0 { opts.kernel } else { add };
-                let args = [
-                    Arg::input(row_ptr),
-                    Arg::input(col),
-                    Arg::input(val),
+                let args = vec![
+                    Arg::resident_input(row_ptr),
+                    Arg::resident_input(col),
+                    Arg::resident_input(val),
                     Arg::resident_input(&x),
                     Arg::resident_output(&y),
                 ];
-                Prepared::new(dev, kernel, &cfg, Tasks::All(n), &args)
+                crate::PreparedLaunch::cuda(dev, kernel, &cfg, Tasks::All(n), args)
             })
             .collect::<Result<Vec<_>>>()?;
-        let run = || launches.iter().try_for_each(Prepared::run);
+        let run = || launches.iter().try_for_each(crate::PreparedLaunch::run);
         run()?;
-        launches.iter().try_for_each(Prepared::check_fault)?;
+        launches.iter().try_for_each(crate::PreparedLaunch::check)?;
         let err = self.check(CACHE_FIT_SLICES, &y.to_vec()?)?;
         let (med, min, max) = timer.time(opts.warmup, opts.runs, &run)?;
         Ok(VariantResult {

@@ -39,8 +39,8 @@ pub struct BenchArgs {
     /// Untimed runs before timing.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
-    /// Only these warpfit variants (`cte`, `thread`, `subwarp:8`, `cte:S=32`, `cte:B=1024`, ...);
-    /// cuSPARSE always runs. Default: all of them.
+    /// Only these warpfit variants (`cte`, `thread`, `subwarp:8`, `cte:S=32`, `cte:B=1024`,
+    /// `cte:cf`, `cte:cf-slices`, ...); cuSPARSE always runs. Default: all of them.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub variants: Vec<String>,
     /// Fixed CTE segment lengths timed besides the automatic split.

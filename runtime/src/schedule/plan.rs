@@ -485,12 +485,17 @@ impl CacheFitPlan {
 
     /// The launches of SJ for the chosen SJ-tree nodes (as
     /// [`recombine`](super::recombine) returns them): one per node, its
-    /// partitions.
+    /// partitions. A plan without partitions has an SJ-tree without nodes;
+    /// its empty cover gives the one launch `0..0` of the empty tasks.
     ///
     /// # Errors
     /// A node id out of range, or nodes that do not cover the partitions
     /// exactly once, in partition order.
     pub fn node_launches(&self, nodes: &[u32]) -> Result<Vec<Range<usize>>> {
+        if self.is_empty() && nodes.is_empty() {
+            // The empty cover of an empty tree: the empty tasks still run.
+            return Ok(self.cf_launches());
+        }
         let launches = nodes
             .iter()
             .map(|&n| self.node_partitions(n as usize))

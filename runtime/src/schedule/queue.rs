@@ -15,7 +15,7 @@ use std::ops::Range;
 /// most `chunk` work units**, where a segment's work is its fine-task count
 /// and at least 1 (an empty task still runs its epilogue). A segment longer
 /// than `chunk` is cut into pieces of `chunk` fine tasks, each a chunk of
-/// its own. Chunks never span two partitions, so a partition's chunks are
+/// its own, and a shorter remainder that starts the next chunk. Chunks never span two partitions, so a partition's chunks are
 /// consecutive in the queue (the relaxed barrier of CF-Q) and a range of
 /// partitions (an SJ-tree node) is a range of chunks (SJ-Q: one queue per
 /// chosen node). The empty tasks' segments are chunked after, and belong
@@ -225,11 +225,14 @@ fn chunk_group(
                 work = 0;
             }
             let mut lo = s.lo;
-            while lo < s.hi {
-                let hi = lo.saturating_add(chunk).min(s.hi);
-                emit(Segment::new(s.task, lo, hi));
+            while s.hi - lo >= chunk {
+                emit(Segment::new(s.task, lo, lo + chunk));
                 close();
-                lo = hi;
+                lo += chunk;
+            }
+            if lo < s.hi {
+                emit(Segment::new(s.task, lo, s.hi));
+                work = s.hi - lo;
             }
             continue;
         }

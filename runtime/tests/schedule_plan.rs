@@ -383,3 +383,63 @@ fn kernels_whose_ranges_do_not_tile_the_fine_tasks_are_refused() {
     );
     assert!(e.contains("CSR-shaped"), "{e}");
 }
+
+#[test]
+fn a_remapped_plan_runs_the_remapped_matrix() {
+    let a = gen::rmat(10, 8, 11).unwrap();
+    let (val, x) = float_data(&a);
+    // Integer-valued, so that every order gives the same bits.
+    let val: Vec<f64> = val.iter().map(|v| (v * 13.0).round()).collect();
+    let x: Vec<f64> = x.iter().map(|v| (v * 3.0).round()).collect();
+    let mut want = vec![0f64; a.nrows()];
+    let k = Spmv {
+        ptr: a.row_ptr(),
+        col: a.col_idx(),
+        val: &val,
+        x: &x,
+        y: SharedOut::new(&mut want),
+    };
+    cpu::run(&k, Tasks::All(a.nrows())).unwrap();
+
+    let g = WorkGraph::from_csr(&a).unwrap();
+    let p = kd(&g, 200);
+    let plan = CacheFitPlan::new(&g, &p).unwrap();
+    let remap = warpfit_runtime::partition::Remapping::new(&g, &p).unwrap();
+    let b = remap
+        .apply_csr(&a.with_values(vec![0f32; a.nnz()]).unwrap())
+        .unwrap();
+    // The remapped matrix's values, in its own fine-task order.
+    let mut bval = Vec::with_capacity(a.nnz());
+    for &old in remap.task_perm() {
+        bval.extend_from_slice(&val[a.row_range(old as usize)]);
+    }
+    let rplan = plan.remapped(&g, &remap).unwrap();
+    assert_eq!(rplan.split_tasks().len(), plan.split_tasks().len());
+    // Segments stay within the new rows, sorted by task within a partition.
+    for q in 0..rplan.len() {
+        let segs = rplan.part(q).unwrap();
+        assert!(segs.windows(2).all(|w| w[0].task < w[1].task));
+        for s in segs {
+            let r = b.row_range(s.task as usize);
+            assert!(r.start as u32 <= s.lo && s.hi as usize <= r.end);
+        }
+    }
+    let col = rplan.permute_fine(b.col_idx()).unwrap();
+    let pval = rplan.permute_fine(&bval).unwrap();
+    let bx = remap.gathered_to_new(&x).unwrap();
+    for launches in [rplan.cf_launches(), rplan.single_launch()] {
+        let mut by = vec![f64::NAN; a.nrows()];
+        let k = Spmv {
+            ptr: b.row_ptr(),
+            col: &col,
+            val: &pval,
+            x: &bx,
+            y: SharedOut::new(&mut by),
+        };
+        run_plan(&k, &rplan, &launches).unwrap();
+        assert_eq!(remap.tasks_to_old(&by).unwrap(), want);
+    }
+    // Another graph is refused.
+    let other = WorkGraph::from_csr(&gen::rmat(9, 8, 11).unwrap()).unwrap();
+    assert!(plan.remapped(&other, &remap).is_err());
+}

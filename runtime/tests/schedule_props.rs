@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use std::collections::BTreeSet;
 use warpfit_runtime::exec::{cpu, Fault, NestedKernel, SharedOut};
 use warpfit_runtime::partition::{
-    dbwp, Bisection, CoarsenOptions, Partition, PartitionOptions, WorkGraph,
+    dbwp, Bisection, CoarsenOptions, Partition, PartitionOptions, Remapping, WorkGraph,
 };
 use warpfit_runtime::schedule::{
     profiling_passes, recombine, run_plan, CacheFitPlan, ChunkQueue, PlanOrder,
@@ -432,6 +432,16 @@ proptest! {
         prop_assert_eq!(&planned(&a, &x, min, &plan, &sj), &want);
         if !min {
             prop_assert_eq!(&planned_in_place(&a, &x, &plan, &cf), &want);
+        }
+        // The remapped plan on the remapped matrix.
+        let remap = Remapping::new(&g, &p).unwrap();
+        let b = remap.apply_csr(&a).unwrap();
+        let rplan = plan.remapped(&g, &remap).unwrap();
+        let bx = remap.gathered_to_new(&x).unwrap();
+        for launches in [rplan.cf_launches(), random] {
+            let by = planned(&b, &bx, min, &rplan, &launches);
+            // B's own unthrottled run (the kernel's init depends on the task id).
+            prop_assert_eq!(&by, &reference(&b, &bx, min));
         }
     }
 }

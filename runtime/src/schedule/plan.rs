@@ -5,7 +5,7 @@
 use crate::error::to_u32;
 use crate::exec::{Segment, SharedOut, TaskList};
 use crate::mem;
-use crate::partition::{Partition, SjTree, WorkGraphOf};
+use crate::partition::{Partition, Remapping, SjTree, WorkGraphOf};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -538,6 +538,115 @@ impl CacheFitPlan {
             )));
         }
         Ok(())
+    }
+
+    /// The same plan for the matrix remapped by `remapping` (Algorithm 5,
+    /// built from the same graph and partition): for the work graph of
+    /// `remapping.apply_csr(a)`, whose row `i` is the original row
+    /// `task_perm()[i]` with its entries in their stored order. Segments
+    /// name the new task ids and positions, sorted by new task within each
+    /// partition (each partition's rows are then mostly consecutive), and
+    /// [`fine_perm`](Self::fine_perm) maps to the remapped matrix's fine
+    /// tasks: permute the remapped matrix's per-fine-task arrays with it.
+    /// Gathered vectors go in through [`Remapping::gathered_to_new`], task
+    /// vectors come back through [`Remapping::tasks_to_old`].
+    ///
+    /// # Errors
+    /// `graph` is not the graph the plan was built from (task or fine-task
+    /// counts differ) or `remapping` does not fit it; the new arrays exceed
+    /// the memory limit.
+    pub fn remapped(&self, graph: &WorkGraphOf<'_>, remapping: &Remapping) -> Result<Self> {
+        let (n, m) = (self.n_tasks, self.n_fine());
+        if graph.n_tasks() != n || graph.n_tuples() != m {
+            return Err(Error::invalid(format!(
+                "remapped plan: the graph has {} tasks and {} fine tasks, the plan {n} and {m}",
+                graph.n_tasks(),
+                graph.n_tuples()
+            )));
+        }
+        let (perm, inv) = (remapping.task_perm(), remapping.task_inv());
+        if perm.len() != n || inv.len() != n {
+            return Err(Error::length(
+                "remapped plan: task permutation",
+                n,
+                perm.len(),
+            ));
+        }
+        let ptr = graph.ptr();
+        mem::check(
+            "the remapped plan",
+            mem::bytes_of::<u32>("fine tasks", m)?
+                .saturating_add(mem::bytes_of::<Segment>("segments", self.segments.len())?)
+                .saturating_add(mem::bytes_of::<u32>("tasks", n.saturating_mul(2))?),
+        )?;
+        let mut new_ptr = Vec::with_capacity(n + 1);
+        new_ptr.push(0u32);
+        for &old in perm {
+            let old = old as usize;
+            if old >= n {
+                return Err(Error::out_of_range(
+                    "remapped plan: task permutation",
+                    old,
+                    n,
+                ));
+            }
+            let last = new_ptr[new_ptr.len() - 1];
+            new_ptr.push(last + (ptr[old + 1] - ptr[old]));
+        }
+        let new_task = |t: u32| inv.get(t as usize).copied();
+        // Position `ptr[old] + j` of the plan becomes `new_ptr[new] + j`.
+        let shift = |t: u32, at: u32| -> Option<(u32, u32)> {
+            let nt = new_task(t)?;
+            let j = at.checked_sub(*ptr.get(t as usize)?)?;
+            Some((nt, new_ptr.get(nt as usize)? + j))
+        };
+        let bad = || Error::invalid("remapped plan: the remapping does not fit the plan's tasks");
+        let mut fine_perm = vec![0u32; m];
+        for (i, &old) in perm.iter().enumerate() {
+            let (a, b) = (ptr[old as usize] as usize, ptr[old as usize + 1] as usize);
+            let base = new_ptr[i] as usize;
+            for (j, &orig) in self.fine_perm[a..b].iter().enumerate() {
+                let within = orig
+                    .checked_sub(ptr[old as usize])
+                    .filter(|&d| d < ptr[old as usize + 1] - ptr[old as usize])
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "remapped plan: fine task {orig} lies outside task {old}: \
+                             the graph is not the plan's"
+                        ))
+                    })?;
+                fine_perm[base + j] = new_ptr[i] + within;
+            }
+        }
+        let map_seg = |s: &Segment| -> Result<Segment> {
+            let (t, lo) = shift(s.task, s.lo).ok_or_else(bad)?;
+            Ok(Segment::new(t, lo, lo + s.len()))
+        };
+        let mut segments = self
+            .segments
+            .iter()
+            .map(map_seg)
+            .collect::<Result<Vec<_>>>()?;
+        let k = self.len();
+        for p in 0..k {
+            segments[self.part_ptr[p] as usize..self.part_ptr[p + 1] as usize]
+                .sort_unstable_by_key(|s| s.task);
+        }
+        segments[self.part_ptr[k] as usize..].sort_unstable_by_key(|s| s.task);
+        let mut split_tasks = self
+            .split_tasks
+            .iter()
+            .map(|&t| new_task(t).ok_or_else(bad))
+            .collect::<Result<Vec<_>>>()?;
+        split_tasks.sort_unstable();
+        Ok(CacheFitPlan {
+            n_tasks: n,
+            fine_perm,
+            segments,
+            part_ptr: self.part_ptr.clone(),
+            split_tasks,
+            tree: self.tree.clone(),
+        })
     }
 
     /// The whole plan as one [`TaskList`] in partition order: the list

@@ -9,7 +9,10 @@
 //!   [`Partitioner`], the safety factor, the chunk size and remapping.
 //! - [`CacheFitPlan`]: fine tasks reordered within each task so that each
 //!   partition's share of a task is one contiguous segment, and the
-//!   segments of every partition and of every SJ-tree node.
+//!   segments of every partition and of every SJ-tree node;
+//!   [`CacheFitPlan::remapped`] is the same plan for the matrix remapped
+//!   by Algorithm 5 ([`Remapping`](crate::partition::Remapping)), as
+//!   `org_r` and the `remap` option run it.
 //! - [`recombine`]: tree recombination (Algorithm 3), the cheapest set of
 //!   SJ-tree nodes to launch given their stand-alone times, and
 //!   [`profiling_passes`], the passes that measure them.

@@ -1,0 +1,491 @@
+//! What a throttled launch is asked to do: the policy, the cache to fit, the
+//! partitioner and their parameters.
+
+use crate::error::excerpt;
+use crate::mem::parse_bytes;
+use crate::partition::{
+    Bisection, Capacity, CoarsenOptions, PartitionOptions, WorkGraphOf, DEFAULT_SAFETY,
+};
+use crate::{Error, Result};
+use std::fmt;
+use std::str::FromStr;
+
+/// How the cache-fit partitions of a throttled kernel are scheduled
+/// (Section 3 of Chen et al., ATC'18).
+///
+/// Parsed case-insensitively from `org`, `org_r`, `cf`, `cfq`, `sj`, `sjq`
+/// or `auto`; [`Display`](fmt::Display) writes the same lower-case names.
+///
+/// ```
+/// use warpfit_runtime::schedule::ThrottlePolicy;
+/// assert_eq!("CfQ".parse::<ThrottlePolicy>()?, ThrottlePolicy::Cfq);
+/// assert_eq!(ThrottlePolicy::OrgR.to_string(), "org_r");
+/// assert!("cf-q".parse::<ThrottlePolicy>().is_err());
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ThrottlePolicy {
+    /// The unthrottled launch: every task whole, in task order.
+    Org,
+    /// The original schedule (one launch) on remapped data with fine tasks
+    /// reordered: what data layout alone gives.
+    OrgR,
+    /// Cache-fit: one launch per partition, in partition order (strict
+    /// barriers between partitions).
+    Cf,
+    /// Cache-fit queue: one launch whose warps take chunks of segments from
+    /// a queue in partition order (relaxed barriers), see
+    /// [`ChunkQueue`](super::ChunkQueue).
+    Cfq,
+    /// Split-join: SJ-tree nodes profiled stand-alone, the cheapest set
+    /// cover chosen by [`recombine`](super::recombine), one launch per
+    /// chosen node.
+    Sj,
+    /// Split-join with a chunk queue inside each chosen node's launch.
+    Sjq,
+    /// Chooses among all of the above from measurements.
+    #[default]
+    Auto,
+}
+
+impl ThrottlePolicy {
+    /// Every policy, in the order of its names in [`ThrottlePolicy::NAMES`].
+    pub const ALL: [ThrottlePolicy; 7] = [
+        ThrottlePolicy::Org,
+        ThrottlePolicy::OrgR,
+        ThrottlePolicy::Cf,
+        ThrottlePolicy::Cfq,
+        ThrottlePolicy::Sj,
+        ThrottlePolicy::Sjq,
+        ThrottlePolicy::Auto,
+    ];
+
+    /// The names [`FromStr`] accepts (case-insensitively).
+    pub const NAMES: [&'static str; 7] = ["org", "org_r", "cf", "cfq", "sj", "sjq", "auto"];
+
+    /// The policy's name, as [`FromStr`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThrottlePolicy::Org => "org",
+            ThrottlePolicy::OrgR => "org_r",
+            ThrottlePolicy::Cf => "cf",
+            ThrottlePolicy::Cfq => "cfq",
+            ThrottlePolicy::Sj => "sj",
+            ThrottlePolicy::Sjq => "sjq",
+            ThrottlePolicy::Auto => "auto",
+        }
+    }
+
+    /// Whether the policy needs SJ-tree profiling before it can launch.
+    pub fn needs_profiling(self) -> bool {
+        matches!(
+            self,
+            ThrottlePolicy::Sj | ThrottlePolicy::Sjq | ThrottlePolicy::Auto
+        )
+    }
+
+    /// Whether the policy launches from a device chunk queue.
+    pub fn uses_queue(self) -> bool {
+        matches!(self, ThrottlePolicy::Cfq | ThrottlePolicy::Sjq)
+    }
+
+    /// Whether the policy needs a partition at all (`org` does not).
+    pub fn needs_partition(self) -> bool {
+        self != ThrottlePolicy::Org
+    }
+}
+
+impl fmt::Display for ThrottlePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ThrottlePolicy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let lower = s.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == lower)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown throttling policy `{}`: expected one of {}",
+                    excerpt(s.as_bytes()),
+                    Self::NAMES.join(", ")
+                ))
+            })
+    }
+}
+
+/// The cache a partition's data must fit.
+///
+/// Parsed from `l2` (case-insensitive: the device's L2, resolved by
+/// [`CacheSize::resolve`]) or a byte size as [`parse_bytes`] reads it
+/// (`8MiB`, `512KiB`, `50MB`, `1048576`). [`Display`](fmt::Display) writes a
+/// form that parses back to the same value.
+///
+/// ```
+/// use warpfit_runtime::schedule::CacheSize;
+/// assert_eq!("L2".parse::<CacheSize>()?, CacheSize::L2);
+/// assert_eq!("8MiB".parse::<CacheSize>()?, CacheSize::Bytes(8 << 20));
+/// assert_eq!(CacheSize::Bytes(8 << 20).to_string(), "8MiB");
+/// assert_eq!(CacheSize::L2.resolve(Some(50 << 20))?, 50 << 20);
+/// assert!(CacheSize::L2.resolve(None).is_err());
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CacheSize {
+    /// The L2 of the device the kernel runs on.
+    #[default]
+    L2,
+    /// An explicit size in bytes.
+    Bytes(u64),
+}
+
+impl CacheSize {
+    /// The size in bytes, taking `l2_bytes` (the device's L2, `None` when it
+    /// has none or does not say) for [`CacheSize::L2`].
+    ///
+    /// # Errors
+    /// [`CacheSize::L2`] without an L2 size, or a size of 0 bytes.
+    pub fn resolve(self, l2_bytes: Option<u64>) -> Result<u64> {
+        let bytes = match self {
+            CacheSize::Bytes(b) => b,
+            CacheSize::L2 => l2_bytes.ok_or_else(|| {
+                Error::invalid(
+                    "cache size `l2`: this device reports no L2 size; give a byte size such as 8MiB",
+                )
+            })?,
+        };
+        if bytes == 0 {
+            return Err(Error::invalid("cache size must be at least 1 byte, got 0"));
+        }
+        Ok(bytes)
+    }
+}
+
+impl fmt::Display for CacheSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            CacheSize::L2 => f.write_str("l2"),
+            CacheSize::Bytes(b) if b != 0 && b % (1 << 30) == 0 => write!(f, "{}GiB", b >> 30),
+            CacheSize::Bytes(b) if b != 0 && b % (1 << 20) == 0 => write!(f, "{}MiB", b >> 20),
+            CacheSize::Bytes(b) if b != 0 && b % (1 << 10) == 0 => write!(f, "{}KiB", b >> 10),
+            CacheSize::Bytes(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl FromStr for CacheSize {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        if s.trim().eq_ignore_ascii_case("l2") {
+            return Ok(CacheSize::L2);
+        }
+        parse_bytes(s)
+            .map(CacheSize::Bytes)
+            .map_err(|e| Error::invalid(format!("cache size (`l2` or a byte size): {e}")))
+    }
+}
+
+/// The bisection method DBWP uses: `kd` or `bisect` (case-insensitive).
+///
+/// ```
+/// use warpfit_runtime::partition::Bisection;
+/// use warpfit_runtime::schedule::Partitioner;
+/// let p: Partitioner = "KD".parse()?;
+/// assert_eq!(p.bisection(), Bisection::KdTiling);
+/// assert_eq!(Partitioner::Bisect.to_string(), "bisect");
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Partitioner {
+    /// K-D tiling ([`Bisection::KdTiling`]): O(n) per split, the fast choice
+    /// when planning time matters (pipelined planning, few iterations).
+    #[default]
+    Kd,
+    /// Coarsened multilevel bisection ([`Bisection::Coarsened`] with default
+    /// [`CoarsenOptions`]): slower, fewer replicated vertices.
+    Bisect,
+}
+
+impl Partitioner {
+    /// The partitioner's [`Bisection`], with default [`CoarsenOptions`].
+    pub fn bisection(self) -> Bisection {
+        match self {
+            Partitioner::Kd => Bisection::KdTiling,
+            Partitioner::Bisect => Bisection::Coarsened(CoarsenOptions::default()),
+        }
+    }
+
+    /// The partitioner's name, as [`FromStr`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Partitioner::Kd => "kd",
+            Partitioner::Bisect => "bisect",
+        }
+    }
+}
+
+impl fmt::Display for Partitioner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Partitioner {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "kd" => Ok(Partitioner::Kd),
+            "bisect" => Ok(Partitioner::Bisect),
+            _ => Err(Error::invalid(format!(
+                "unknown partitioner `{}`: expected kd (K-D tiling) or bisect (coarsened bisection)",
+                excerpt(s.as_bytes())
+            ))),
+        }
+    }
+}
+
+/// Default CF-Q / SJ-Q chunk size, in work units (fine tasks; a segment
+/// counts at least 1): the work budget of one packed CTE warp on the GPU
+/// (`Split::Budget(512)`), so one dequeue feeds a warp about as much work
+/// as a packed warp of the unthrottled launch. To be re-measured per device.
+pub const DEFAULT_CHUNK: u32 = 512;
+
+/// The options of a throttled kernel: run-time overrides of the
+/// `#[throttled(..)]` attribute's defaults.
+///
+/// A plain struct with public fields and `with_*` builders; `Default` is
+/// `auto` on the device's L2 at [`DEFAULT_SAFETY`], K-D tiling, chunks of
+/// [`DEFAULT_CHUNK`], no remapping.
+///
+/// ```
+/// use warpfit_runtime::schedule::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy};
+/// let opts = ThrottleOptions::default()
+///     .with_policy("cfq".parse()?)
+///     .with_cache("8MiB".parse()?)
+///     .with_chunk(256);
+/// opts.validate()?;
+/// assert_eq!(opts.policy, ThrottlePolicy::Cfq);
+/// assert_eq!(opts.cache, CacheSize::Bytes(8 << 20));
+/// assert_eq!(opts.partitioner, Partitioner::Kd);
+/// assert!(ThrottleOptions::default().with_safety(1.5).validate().is_err());
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ThrottleOptions {
+    /// The schedule (default [`ThrottlePolicy::Auto`]).
+    pub policy: ThrottlePolicy,
+    /// The cache partitions must fit (default [`CacheSize::L2`]).
+    pub cache: CacheSize,
+    /// The bisection method (default [`Partitioner::Kd`]).
+    pub partitioner: Partitioner,
+    /// Fraction of the cache a partition may fill, in `(0, 1]` (default
+    /// [`DEFAULT_SAFETY`]; see there why half).
+    pub safety: f64,
+    /// Work units (fine tasks, a segment counting at least 1) per chunk of
+    /// the CF-Q and SJ-Q queues, at least 1 (default [`DEFAULT_CHUNK`]).
+    pub chunk: u32,
+    /// Whether `cf`, `cfq`, `sj` and `sjq` also remap tasks and gathered
+    /// elements (Algorithm 5, [`Remapping`](crate::partition::Remapping)),
+    /// which changes the order of the user's vectors. `org_r` always remaps
+    /// and `org` never does. Default `false`: fine tasks are reordered in
+    /// every throttled policy (that needs no change visible to the user);
+    /// remapping is opt-in.
+    pub remap: bool,
+}
+
+impl Default for ThrottleOptions {
+    fn default() -> Self {
+        ThrottleOptions {
+            policy: ThrottlePolicy::default(),
+            cache: CacheSize::default(),
+            partitioner: Partitioner::default(),
+            safety: DEFAULT_SAFETY,
+            chunk: DEFAULT_CHUNK,
+            remap: false,
+        }
+    }
+}
+
+impl ThrottleOptions {
+    /// The same options with another policy.
+    pub fn with_policy(self, policy: ThrottlePolicy) -> Self {
+        ThrottleOptions { policy, ..self }
+    }
+    /// The same options with another cache size.
+    pub fn with_cache(self, cache: CacheSize) -> Self {
+        ThrottleOptions { cache, ..self }
+    }
+    /// The same options with another partitioner.
+    pub fn with_partitioner(self, partitioner: Partitioner) -> Self {
+        ThrottleOptions {
+            partitioner,
+            ..self
+        }
+    }
+    /// The same options with another safety factor (checked by
+    /// [`ThrottleOptions::validate`]).
+    pub fn with_safety(self, safety: f64) -> Self {
+        ThrottleOptions { safety, ..self }
+    }
+    /// The same options with another chunk size (checked by
+    /// [`ThrottleOptions::validate`]).
+    pub fn with_chunk(self, chunk: u32) -> Self {
+        ThrottleOptions { chunk, ..self }
+    }
+    /// The same options with remapping on or off.
+    pub fn with_remap(self, remap: bool) -> Self {
+        ThrottleOptions { remap, ..self }
+    }
+
+    /// Whether the policy's launches run on remapped data: always for
+    /// `org_r`, never for `org`, else as [`ThrottleOptions::remap`] says.
+    pub fn remaps(&self) -> bool {
+        match self.policy {
+            ThrottlePolicy::Org => false,
+            ThrottlePolicy::OrgR => true,
+            _ => self.remap,
+        }
+    }
+
+    /// Checks the numeric options.
+    ///
+    /// # Errors
+    /// `safety` outside `(0, 1]` (NaN included) or `chunk` of 0.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.safety > 0.0 && self.safety <= 1.0) {
+            return Err(Error::invalid(format!(
+                "throttle safety factor must be in (0, 1], got {:?}",
+                self.safety
+            )));
+        }
+        if self.chunk == 0 {
+            return Err(Error::invalid(
+                "throttle chunk size must be at least 1 work unit, got 0",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The [`PartitionOptions`] of `graph` under these options: the
+    /// capacity T from the cache (`l2_bytes` for [`CacheSize::L2`]), the
+    /// safety factor and the graph's element sizes, and the partitioner's
+    /// bisection.
+    ///
+    /// # Errors
+    /// Invalid options ([`ThrottleOptions::validate`]), an unresolvable cache
+    /// ([`CacheSize::resolve`]), or a cache too small for two elements.
+    pub fn partition_options(
+        &self,
+        graph: &WorkGraphOf<'_>,
+        l2_bytes: Option<u64>,
+    ) -> Result<PartitionOptions> {
+        self.validate()?;
+        let bytes = self.cache.resolve(l2_bytes)?;
+        let capacity = Capacity::for_graph(graph, bytes)
+            .with_safety(self.safety)
+            .vertices()?;
+        Ok(PartitionOptions {
+            capacity,
+            bisection: self.partitioner.bisection(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_names_round_trip_case_insensitively() {
+        for (p, n) in ThrottlePolicy::ALL.into_iter().zip(ThrottlePolicy::NAMES) {
+            assert_eq!(p.to_string(), n);
+            assert_eq!(n.parse::<ThrottlePolicy>().unwrap(), p);
+            assert_eq!(n.to_uppercase().parse::<ThrottlePolicy>().unwrap(), p);
+        }
+        let e = "cf-q".parse::<ThrottlePolicy>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown throttling policy `cf-q`: expected one of org, org_r, cf, cfq, sj, sjq, auto"
+        );
+        let e = "\u{1b}[2J"
+            .parse::<ThrottlePolicy>()
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\u{1b}') && !e.contains('\n'), "{e}");
+        assert!(ThrottlePolicy::Sjq.uses_queue() && ThrottlePolicy::Sjq.needs_profiling());
+        assert!(!ThrottlePolicy::Org.needs_partition());
+    }
+
+    #[test]
+    fn cache_sizes_parse_and_print_back() {
+        let cases = [
+            ("l2", CacheSize::L2),
+            (" L2 ", CacheSize::L2),
+            ("8MiB", CacheSize::Bytes(8 << 20)),
+            ("512KiB", CacheSize::Bytes(512 << 10)),
+            ("50MB", CacheSize::Bytes(50_000_000)),
+            ("1048576", CacheSize::Bytes(1 << 20)),
+            ("1000", CacheSize::Bytes(1000)),
+            ("2GiB", CacheSize::Bytes(2 << 30)),
+        ];
+        for (s, want) in cases {
+            let got: CacheSize = s.parse().unwrap();
+            assert_eq!(got, want, "{s}");
+            assert_eq!(got.to_string().parse::<CacheSize>().unwrap(), got);
+        }
+        assert_eq!(CacheSize::Bytes(1 << 20).to_string(), "1MiB");
+        let e = "8 parsecs".parse::<CacheSize>().unwrap_err().to_string();
+        assert!(e.starts_with("cache size (`l2` or a byte size): "), "{e}");
+        assert!(CacheSize::Bytes(0).resolve(None).is_err());
+        assert_eq!(CacheSize::Bytes(7).resolve(None).unwrap(), 7);
+        let e = CacheSize::L2.resolve(None).unwrap_err().to_string();
+        assert!(e.contains("no L2 size"), "{e}");
+    }
+
+    #[test]
+    fn partitioner_names() {
+        assert_eq!(
+            "bisect".parse::<Partitioner>().unwrap(),
+            Partitioner::Bisect
+        );
+        assert_eq!(" Kd".parse::<Partitioner>().unwrap(), Partitioner::Kd);
+        assert!(matches!(
+            Partitioner::Bisect.bisection(),
+            Bisection::Coarsened(_)
+        ));
+        let e = "metis".parse::<Partitioner>().unwrap_err().to_string();
+        assert!(e.contains("`metis`") && e.contains("kd") && e.contains("bisect"));
+    }
+
+    #[test]
+    fn options_validate_and_give_partition_options() {
+        let o = ThrottleOptions::default();
+        assert_eq!(o.policy, ThrottlePolicy::Auto);
+        assert!(o.validate().is_ok() && !o.remaps());
+        assert!(o.with_policy(ThrottlePolicy::OrgR).remaps());
+        assert!(!o.with_remap(true).with_policy(ThrottlePolicy::Org).remaps());
+        assert!(o.with_chunk(0).validate().is_err());
+        assert!(o.with_safety(f64::NAN).validate().is_err());
+        assert!(o.with_safety(0.0).validate().is_err());
+        let g = crate::partition::WorkGraph::new(vec![0, 2], vec![0, 1], 2, 8, 4).unwrap();
+        let p = o
+            .with_cache(CacheSize::Bytes(1 << 10))
+            .partition_options(&g, None)
+            .unwrap();
+        assert_eq!(p.capacity, 64); // 0.5 × 1024 / 8
+        assert_eq!(p.bisection, Bisection::KdTiling);
+        assert!(o.partition_options(&g, None).is_err());
+        assert_eq!(
+            o.with_safety(1.0)
+                .partition_options(&g, Some(1 << 10))
+                .unwrap()
+                .capacity,
+            128
+        );
+    }
+}

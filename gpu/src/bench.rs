@@ -159,10 +159,11 @@ pub struct MatrixResult {
     pub variants: Vec<VariantResult>,
 }
 
-/// A cache-fit plan of a matrix: its column indices and values reordered
-/// by partition within each row, the segments in partition order (hubs
-/// cut), and each partition's segments.
-struct CacheFitPlan {
+/// What the cache-fit variants launch: the matrix's column indices and
+/// values reordered by partition within each row
+/// ([`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan)), the
+/// segments in partition order (hubs cut), and each partition's segments.
+struct CacheFitLaunch {
     col: Vec<u32>,
     val: Vec<f32>,
     list: warpfit_runtime::TaskList,
@@ -431,7 +432,7 @@ pub fn run_spmv(
 
 /// The cache-fit variant: the matrix partitioned for the device's L2
 /// (DBWP with K-D tiling, default safety), each row's nonzeros reordered
-/// by partition ([`FineOrder`](warpfit_runtime::partition::FineOrder)),
+/// by partition ([`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan)),
 /// and one CTE launch over the partitions' segments in partition order
 /// (pieces of split rows merged in that order). Planning runs on the host
 /// before timing; its time is reported apart.
@@ -594,10 +595,9 @@ impl<'a> OneMatrix<'a> {
 
     /// The cache-fit plan of the matrix for the device's L2 (see
     /// [`CACHE_FIT`]) and what it took.
-    fn plan_cache_fit(&self, dev: &CudaDevice) -> Result<(CacheFitPlan, CacheFitFacts)> {
-        use warpfit_runtime::partition::{
-            dbwp, Bisection, Capacity, FineOrder, PartitionOptions, WorkGraphOf,
-        };
+    fn plan_cache_fit(&self, dev: &CudaDevice) -> Result<(CacheFitLaunch, CacheFitFacts)> {
+        use warpfit_runtime::partition::{dbwp, Capacity, PartitionOptions, WorkGraphOf};
+        use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, Partitioner};
         let a = self.a;
         let start = Instant::now();
         let graph = WorkGraphOf::borrow_csr(a)?.with_elem_bytes(4, 4)?;
@@ -606,27 +606,27 @@ impl<'a> OneMatrix<'a> {
             &graph,
             &PartitionOptions {
                 capacity,
-                bisection: Bisection::KdTiling,
+                bisection: Partitioner::Kd.bisection(),
             },
             None,
         )?;
-        let order = FineOrder::new(&graph, &partition)?;
-        let plan = CacheFitPlan {
-            col: order.permute(a.col_idx())?,
-            val: order.permute(a.values())?,
+        let plan = CacheFitPlan::new(&graph, &partition)?;
+        let launch = CacheFitLaunch {
+            col: plan.permute_fine(a.col_idx())?,
+            val: plan.permute_fine(a.values())?,
             // Hubs' shares cut like the automatic split's budget does.
-            list: order.segments().task_list_chunked(CACHE_FIT_SEGMENT)?,
-            parts: (0..partition.len())
-                .map(|p| order.segments().part(p).to_vec())
-                .collect(),
+            list: ChunkQueue::new(&plan, CACHE_FIT_SEGMENT)?.task_list()?,
+            parts: (0..plan.len())
+                .map(|p| plan.part(p).map(<[_]>::to_vec))
+                .collect::<Result<_>>()?,
         };
         let facts = CacheFitFacts {
-            partitions: partition.len(),
-            segments: plan.list.len(),
-            split_tasks: order.split_tasks(),
+            partitions: plan.len(),
+            segments: launch.list.len(),
+            split_tasks: plan.split_tasks().len(),
             plan_s: start.elapsed().as_secs_f64(),
         };
-        Ok((plan, facts))
+        Ok((launch, facts))
     }
 
     /// [`CACHE_FIT`]: checked, then timed.
@@ -635,7 +635,7 @@ impl<'a> OneMatrix<'a> {
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
         timer: &mut Timer,
-        plan: &CacheFitPlan,
+        plan: &CacheFitLaunch,
     ) -> Result<VariantResult> {
         let a = self.a;
         let cfg = LaunchConfig {
@@ -693,7 +693,7 @@ impl<'a> OneMatrix<'a> {
         opts: &SpmvBenchOptions,
         add: &'static KernelSpec,
         timer: &mut Timer,
-        plan: &CacheFitPlan,
+        plan: &CacheFitLaunch,
     ) -> Result<VariantResult> {
         let a = self.a;
         let n = a.nrows();

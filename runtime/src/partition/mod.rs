@@ -16,8 +16,6 @@
 //! - [`SegmentList`]: the partition as [`TaskList`](crate::exec::TaskList)
 //!   segments in partition order.
 //! - [`Remapping`]: Algorithm 5, permutations that pack each partition's data.
-//! - [`FineOrder`]: fine tasks reordered within each task so that each
-//!   partition's share of a task is one segment.
 //!
 //! A vertex is a data element with reuse: a task's output (`y[t]`) or a
 //! gathered element (`x[g]`). They are distinct elements even when the ids
@@ -29,7 +27,6 @@ mod graph;
 mod kd;
 mod metrics;
 mod remap;
-mod reorder;
 mod scratch;
 mod segments;
 
@@ -37,7 +34,6 @@ pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
 pub use graph::{WorkGraph, WorkGraphOf};
 pub use metrics::Metrics;
 pub use remap::Remapping;
-pub use reorder::FineOrder;
 pub use segments::SegmentList;
 
 pub(crate) use dbwp::stable_partition;

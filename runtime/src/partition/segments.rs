@@ -68,11 +68,6 @@ impl SegmentList {
         Ok(SegmentList { segments, part_ptr })
     }
 
-    /// A list from its parts (see the fields), for [`super::FineOrder`].
-    pub(crate) fn from_parts(segments: Vec<Segment>, part_ptr: Vec<u32>) -> Self {
-        SegmentList { segments, part_ptr }
-    }
-
     /// All segments: partitions in order, then the empty tasks.
     pub fn segments(&self) -> &[Segment] {
         &self.segments
@@ -93,32 +88,5 @@ impl SegmentList {
     /// computes the same result as running every task whole.
     pub fn task_list(&self) -> Result<TaskList> {
         TaskList::new(self.segments.clone())
-    }
-
-    /// [`SegmentList::task_list`] with every segment longer than `max_len`
-    /// cut into pieces of at most `max_len` (in order), so that a hub's
-    /// share of a partition does not serialize a warp.
-    ///
-    /// # Errors
-    /// `max_len` of 0; a list of more than `u32::MAX` segments.
-    pub fn task_list_chunked(&self, max_len: u32) -> Result<TaskList> {
-        if max_len == 0 {
-            return Err(Error::invalid("segment length bound must be at least 1"));
-        }
-        let mut out = Vec::with_capacity(self.segments.len());
-        for s in &self.segments {
-            if s.hi - s.lo <= max_len {
-                out.push(*s);
-                continue;
-            }
-            let mut lo = s.lo;
-            while lo < s.hi {
-                let hi = lo.saturating_add(max_len).min(s.hi);
-                out.push(Segment::new(s.task, lo, hi));
-                lo = hi;
-            }
-        }
-        crate::error::to_u32("number of segments", out.len())?;
-        TaskList::new(out)
     }
 }

@@ -62,6 +62,20 @@ fn kd(g: &WorkGraph, capacity: u32) -> Partition {
 }
 
 /// Values with a fractional part, so that fold order shows in the bits.
+/// `A·x` with `a`'s pattern and the values `val`, every row whole.
+fn unthrottled(a: &Csr<f32>, val: &[f64], x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0f64; a.nrows()];
+    let k = Spmv {
+        ptr: a.row_ptr(),
+        col: a.col_idx(),
+        val,
+        x,
+        y: SharedOut::new(&mut y),
+    };
+    cpu::run(&k, Tasks::All(a.nrows())).unwrap();
+    y
+}
+
 fn float_data(a: &Csr<f32>) -> (Vec<f64>, Vec<f64>) {
     let val = (0..a.nnz()).map(|k| 1.0 / (1 + k % 13) as f64).collect();
     let x = (0..a.ncols()).map(|c| 0.1 + (c % 7) as f64 / 3.0).collect();
@@ -72,15 +86,7 @@ fn float_data(a: &Csr<f32>) -> (Vec<f64>, Vec<f64>) {
 fn float_spmv_follows_every_schedule_within_rounding() {
     let a = gen::rmat(11, 8, 7).unwrap();
     let (val, x) = float_data(&a);
-    let mut want = vec![0f64; a.nrows()];
-    let k = Spmv {
-        ptr: a.row_ptr(),
-        col: a.col_idx(),
-        val: &val,
-        x: &x,
-        y: SharedOut::new(&mut want),
-    };
-    cpu::run(&k, Tasks::All(a.nrows())).unwrap();
+    let want = unthrottled(&a, &val, &x);
 
     let g = WorkGraph::from_csr(&a).unwrap();
     let p = kd(&g, 256);
@@ -391,15 +397,7 @@ fn a_remapped_plan_runs_the_remapped_matrix() {
     // Integer-valued, so that every order gives the same bits.
     let val: Vec<f64> = val.iter().map(|v| (v * 13.0).round()).collect();
     let x: Vec<f64> = x.iter().map(|v| (v * 3.0).round()).collect();
-    let mut want = vec![0f64; a.nrows()];
-    let k = Spmv {
-        ptr: a.row_ptr(),
-        col: a.col_idx(),
-        val: &val,
-        x: &x,
-        y: SharedOut::new(&mut want),
-    };
-    cpu::run(&k, Tasks::All(a.nrows())).unwrap();
+    let want = unthrottled(&a, &val, &x);
 
     let g = WorkGraph::from_csr(&a).unwrap();
     let p = kd(&g, 200);

@@ -312,5 +312,9 @@ mod tests {
         m.read_completed(1, &mut out).unwrap();
         assert_eq!(out, [5, 6]);
         assert!(m.read_completed(usize::MAX, &mut out).is_err());
+        assert!(
+            d.alloc_mapped::<u8>(1 << 62).is_err(),
+            "4 EiB is refused, not attempted"
+        );
     }
 }

@@ -64,6 +64,9 @@ impl MappedHost {
     fn new(d: &CudaDevice, bytes: usize) -> Result<Self> {
         use cudarc::driver::sys;
         let what = || format!("{bytes} bytes of host memory mapped into the GPU");
+        // Page-locked memory is host memory the OS cannot page out: the
+        // process's memory budget applies before the driver is asked.
+        warpfit_runtime::mem::check(&what(), bytes as u64)?;
         // SAFETY: the memory is zeroed below before anything reads it.
         let mut pinned = unsafe {
             d.context().alloc_pinned_with_flags::<u8>(

@@ -912,4 +912,7 @@ fn a_mapped_array_is_read_after_a_marker_without_a_copy() {
     // An array in device memory is not read this way.
     let d = device.alloc::<f64>(2).unwrap();
     assert!(d.read_completed(0, &mut out).is_err());
+    // Page-locked memory beyond the host's is refused before the driver is asked.
+    let e = device.alloc_mapped::<u8>(1 << 62).unwrap_err().to_string();
+    assert!(e.contains("mapped"), "{e}");
 }

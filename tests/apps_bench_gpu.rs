@@ -12,18 +12,9 @@ use warpfit::gpu::event_timer::EventTimer;
 use warpfit::runtime::gen::GenSpec;
 use warpfit::{Device, LaunchConfig};
 
-fn gpu() -> Option<Device> {
-    match Device::open_cuda(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            if std::env::var("WARPFIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("WARPFIT_REQUIRE_GPU=1 and no CUDA device: {e}");
-            }
-            eprintln!("skipping: {e}");
-            None
-        }
-    }
-}
+mod gpu_common;
+
+use gpu_common::gpu;
 
 #[test]
 fn cusparse_on_device_vectors_equals_warpfit_spmv_and_checks_its_arrays() {

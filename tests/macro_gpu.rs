@@ -7,18 +7,9 @@ mod macro_common;
 use macro_common::*;
 use warpfit::prelude::*;
 
-fn gpu() -> Option<Device> {
-    match Device::open_cuda(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            if std::env::var("WARPFIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-                panic!("WARPFIT_REQUIRE_GPU=1 and no CUDA device: {e}");
-            }
-            eprintln!("skipping: {e}");
-            None
-        }
-    }
-}
+mod gpu_common;
+
+use gpu_common::gpu;
 
 fn configs() -> Vec<LaunchConfig> {
     [

@@ -22,7 +22,8 @@
 //! iteration time is the `cg` app's own.
 
 use super::cg::{
-    rhs_for_ones, CgIteration, CgLists, CgOptions, CgScalar, DeviceMatrix, Vectors, PAP, RZ,
+    rhs_for_ones, CgIteration, CgLists, CgOptions, CgScalar, DeviceMatrix, Preconditioner, Vectors,
+    PAP, RZ,
 };
 use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::graph::{bfs_observed, pagerank, pagerank_observed, sssp_observed, Graph};
@@ -863,7 +864,11 @@ impl<'a> Bench<'a> {
             values: d.upload(a.values())?,
         };
         let lists = CgLists::new(d, n)?;
-        let v = self.cg_vectors(b, T::from_f64((opts.tol * b_norm).powi(2)))?;
+        let plain = CgOptions {
+            precond: Preconditioner::None,
+            ..*opts
+        };
+        let v = Vectors::start(d, a, b, &plain, b_norm)?;
         let solver = self.cg_ops(a, &m, &v, &lists, cusparse)?;
         // The app's driver: scalars read back a few iterations behind.
         let max_iters = if opts.tol >= 1.0 { 0 } else { opts.max_iters };
@@ -893,7 +898,8 @@ impl<'a> Bench<'a> {
             iterations: rounds.times,
         };
 
-        let vt = self.cg_vectors(b, T::from_f64(-1.0))?;
+        let mut vt = Vectors::start(d, a, b, &plain, b_norm)?;
+        vt.stop = T::from_f64(-1.0);
         let timed_ops = self.cg_ops(a, &m, &vt, &lists, cusparse)?;
         // One iteration first: pᵀq > 0, so the timed update does its work.
         timed_ops.run(1)?;
@@ -914,25 +920,6 @@ impl<'a> Bench<'a> {
             iterations: timings.iterations.len(),
             median_ms: timings.median_iteration().map_or(0.0, ms),
             ops: timed,
-        })
-    }
-
-    /// CG's vectors from `x = 0` for the right-hand side `b`, the update
-    /// frozen once `rᵀr ≤ stop`.
-    fn cg_vectors<T: CgScalar>(&self, b: &[T], stop: T) -> Result<Vectors<T>> {
-        let d = &self.device;
-        let n = b.len();
-        Ok(Vectors {
-            n,
-            x: d.alloc::<T>(n)?,
-            r: d.upload(b)?,
-            z: None,
-            inv_diag: None,
-            p: d.upload(b)?,
-            q: d.alloc::<T>(n)?,
-            dots: [d.alloc::<T>(3)?, d.alloc::<T>(3)?],
-            hist: d.alloc_mapped::<T>(3 * DEPTH)?,
-            stop,
         })
     }
 

@@ -445,39 +445,12 @@ pub fn cg_observed<T: CgScalar>(
             },
         });
     }
-    let inv_diag = match opts.precond {
-        Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(inverse_diagonal(a)?),
-    };
-    let z0: Vec<T> = match &inv_diag {
-        None => b.to_vec(),
-        Some(d) => b
-            .iter()
-            .zip(d)
-            .map(|(&b, &d)| T::from_f64(b.to_f64() * d.to_f64()))
-            .collect(),
-    };
     let matrix = DeviceMatrix {
         row_ptr: device.upload(a.row_ptr())?,
         col_idx: device.upload(a.col_idx())?,
         values: device.upload(a.values())?,
     };
-    let v = Vectors {
-        n,
-        x: device.alloc::<T>(n)?,
-        r: device.upload(b)?,
-        z: match inv_diag {
-            Some(_) => Some(device.upload(&z0)?),
-            None => None,
-        },
-        inv_diag: inv_diag.as_deref().map(|d| device.upload(d)).transpose()?,
-        p: device.upload(&z0)?,
-        q: device.alloc::<T>(n)?,
-        dots: [device.alloc::<T>(3)?, device.alloc::<T>(3)?],
-        hist: device.alloc_mapped::<T>(3 * DEPTH)?,
-        stop: T::from_f64((opts.tol * b_norm).powi(2)),
-    };
-    drop(z0);
+    let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
     let by_parity = [
@@ -553,6 +526,46 @@ pub fn cg_observed<T: CgScalar>(
         converged,
         timings: Timings { setup, iterations },
     })
+}
+
+impl<T: CgScalar> Vectors<T> {
+    /// CG's start on `device`: `x = 0`, `r = b`, `z = M⁻¹·r`, `p = z`, the
+    /// update frozen once `rᵀr ≤ (tol·‖b‖)²`.
+    pub(crate) fn start(
+        device: &Device,
+        a: &Csr<T>,
+        b: &[T],
+        opts: &CgOptions,
+        b_norm: f64,
+    ) -> Result<Self> {
+        let inv_diag = match opts.precond {
+            Preconditioner::None => None,
+            Preconditioner::Jacobi => Some(inverse_diagonal(a)?),
+        };
+        let z0: Vec<T> = match &inv_diag {
+            None => b.to_vec(),
+            Some(d) => b
+                .iter()
+                .zip(d)
+                .map(|(&b, &d)| T::from_f64(b.to_f64() * d.to_f64()))
+                .collect(),
+        };
+        Ok(Vectors {
+            n: b.len(),
+            x: device.alloc::<T>(b.len())?,
+            r: device.upload(b)?,
+            z: match inv_diag {
+                Some(_) => Some(device.upload(&z0)?),
+                None => None,
+            },
+            inv_diag: inv_diag.as_deref().map(|d| device.upload(d)).transpose()?,
+            p: device.upload(&z0)?,
+            q: device.alloc::<T>(b.len())?,
+            dots: [device.alloc::<T>(3)?, device.alloc::<T>(3)?],
+            hist: device.alloc_mapped::<T>(3 * DEPTH)?,
+            stop: T::from_f64((opts.tol * b_norm).powi(2)),
+        })
+    }
 }
 
 /// Reports the first kernel fault of the launches run so far, if any.

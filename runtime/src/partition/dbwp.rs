@@ -144,14 +144,21 @@ impl Partition {
     pub fn seconds(&self) -> f64 {
         self.seconds
     }
-    /// The partition id of every tuple, indexed by tuple id (CSR order).
+    /// The partition id of every tuple, indexed by tuple id (CSR order),
+    /// written by the partitions in parallel.
     pub fn assignments(&self) -> Vec<u32> {
+        use rayon::prelude::*;
         let mut a = vec![0u32; self.order.len()];
-        for p in 0..self.len() {
+        let out = crate::exec::SharedOut::new(&mut a);
+        (0..self.len()).into_par_iter().for_each(|p| {
             for &id in self.part(p) {
-                a[id as usize] = p as u32;
+                // SAFETY: a partition is an exact cover of the tuple ids
+                // `0..order.len()`: every index is written by exactly one
+                // partition. `set` checks the bound, so an id out of range
+                // (a broken invariant) is skipped rather than written.
+                let _ = unsafe { out.set(id as usize, p as u32, "assignments") };
             }
-        }
+        });
         a
     }
 }

@@ -99,6 +99,36 @@ struct Block<'a> {
     perm: &'a mut [u32],
 }
 
+/// `perm` (one entry per tuple) cut into blocks of whole tasks with about
+/// equal tuple counts, a few per thread, for the two parallel passes.
+fn blocks<'a>(ptr: &[u32], perm: &'a mut [u32]) -> Vec<Block<'a>> {
+    let n = ptr.len().saturating_sub(1);
+    let m = perm.len();
+    let n_blocks = (rayon::current_num_threads() * BLOCKS_PER_THREAD).clamp(1, n.max(1));
+    let mut bounds = vec![0usize];
+    for b in 1..n_blocks {
+        let target = (m as u64 * b as u64 / n_blocks as u64) as u32;
+        let t = ptr.partition_point(|&p| p < target).min(n);
+        if t > *bounds.last().unwrap_or(&0) {
+            bounds.push(t);
+        }
+    }
+    bounds.push(n);
+    bounds.dedup();
+    let mut blocks = Vec::with_capacity(bounds.len());
+    let mut rest = perm;
+    for w in bounds.windows(2) {
+        let len = (ptr[w[1]] - ptr[w[0]]) as usize;
+        let (head, tail) = rest.split_at_mut(len);
+        blocks.push(Block {
+            tasks: w[0]..w[1],
+            perm: head,
+        });
+        rest = tail;
+    }
+    blocks
+}
+
 /// Calls `f(partition, lo, hi)` for every run of one partition in a task's
 /// sorted fine tasks `ids` (positions `base..base + ids.len()`).
 #[inline]
@@ -151,46 +181,11 @@ impl CacheFitPlan {
             mem::bytes_of::<u32>("work graph tuples", m)?.saturating_mul(2),
         )?;
 
-        // The partition of every tuple; each id is written by exactly one
-        // partition (a Partition is an exact cover of its tuples).
-        let mut assign = mem::try_filled("the plan's tuple assignments", m, 0u32)?;
-        {
-            let out = SharedOut::new(&mut assign);
-            (0..k).into_par_iter().try_for_each(|p| {
-                for &id in partition.part(p) {
-                    // SAFETY: every tuple id occurs in exactly one partition.
-                    unsafe { out.set(id as usize, p as u32, "assignments") }.map_err(|_| {
-                        Error::out_of_range(format!("partition {p} tuple id"), id, m)
-                    })?;
-                }
-                Ok::<(), Error>(())
-            })?;
-        }
+        let assign = partition.assignments();
 
         // Blocks of tasks with about equal tuple counts.
         let mut fine_perm = mem::try_filled("the plan's fine-task permutation", m, 0u32)?;
-        let n_blocks = (rayon::current_num_threads() * BLOCKS_PER_THREAD).clamp(1, n.max(1));
-        let mut bounds = vec![0usize];
-        for b in 1..n_blocks {
-            let target = (m as u64 * b as u64 / n_blocks as u64) as u32;
-            let t = ptr.partition_point(|&p| p < target).min(n);
-            if t > *bounds.last().unwrap_or(&0) {
-                bounds.push(t);
-            }
-        }
-        bounds.push(n);
-        bounds.dedup();
-        let mut blocks = Vec::with_capacity(bounds.len());
-        let mut rest: &mut [u32] = &mut fine_perm;
-        for w in bounds.windows(2) {
-            let len = (ptr[w[1]] - ptr[w[0]]) as usize;
-            let (head, tail) = rest.split_at_mut(len);
-            blocks.push(Block {
-                tasks: w[0]..w[1],
-                perm: head,
-            });
-            rest = tail;
-        }
+        let mut blocks = blocks(ptr, &mut fine_perm);
         mem::check_elems::<u32>(
             "the plan's per-block segment counters",
             blocks.len().saturating_mul(k),

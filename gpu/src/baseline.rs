@@ -277,7 +277,17 @@ impl<T: SpmvScalar> CusparseSpmv<T> {
 
     /// Enqueues `y = A·x` (asynchronous).
     pub fn run(&self) -> Result<()> {
-        let (one, zero) = (T::ONE, T::default());
+        self.run_beta(T::default())
+    }
+
+    /// Enqueues `y = A·x + y` (asynchronous): the blocks of a matrix cut
+    /// by columns summed into one `y`.
+    pub fn run_add(&self) -> Result<()> {
+        self.run_beta(T::ONE)
+    }
+
+    fn run_beta(&self, beta: T) -> Result<()> {
+        let one = T::ONE;
         // SAFETY: descriptors and buffers are live (owned by `self`); alpha
         // and beta are host scalars read before the call returns.
         unsafe {
@@ -288,7 +298,7 @@ impl<T: SpmvScalar> CusparseSpmv<T> {
                     (&one as *const T).cast(),
                     self.mat,
                     self.vx,
-                    (&zero as *const T).cast(),
+                    (&beta as *const T).cast(),
                     self.vy,
                     T::DATA_TYPE,
                     self.alg.raw(),
@@ -427,5 +437,13 @@ impl<'a, T: SpmvScalar + Scalar> CusparseSpmvOn<'a, T> {
     /// cuSPARSE errors.
     pub fn run(&self) -> Result<()> {
         self.inner.run()
+    }
+
+    /// Enqueues `y = A·x + y` on the device's stream (asynchronous).
+    ///
+    /// # Errors
+    /// cuSPARSE errors.
+    pub fn run_add(&self) -> Result<()> {
+        self.inner.run_add()
     }
 }

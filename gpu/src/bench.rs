@@ -9,7 +9,7 @@
 //! same process, is the physical reference for the effective bandwidth.
 
 use crate::args::Arg;
-use crate::baseline::{CusparseSpmv, SpmvAlg};
+use crate::baseline::{CusparseSpmv, CusparseSpmvOn, SpmvAlg};
 use crate::buffer::{cuda_err, DeviceBuffer};
 use crate::config::{Decomposition, LaunchConfig, Split};
 use crate::device::CudaDevice;
@@ -111,6 +111,10 @@ pub struct SpmvBenchOptions {
     /// `y += A·x` with the signature of `kernel`, for [`CACHE_FIT_SLICES`]
     /// (which is skipped without it).
     pub add_kernel: Option<&'static KernelSpec>,
+    /// Column-block counts of [`COL_BLOCKS`] (`cte:cbK` and
+    /// `cusparse:cbK` per count); empty: the count at which a block's `x`
+    /// fills half of L2, when `x` alone exceeds that.
+    pub col_blocks: Vec<usize>,
 }
 
 impl SpmvBenchOptions {
@@ -127,6 +131,7 @@ impl SpmvBenchOptions {
             cte_serial_max: LaunchConfig::default().cte_serial_max,
             variants: Vec::new(),
             add_kernel: None,
+            col_blocks: Vec::new(),
         }
     }
 }
@@ -396,6 +401,16 @@ pub fn run_spmv(
             }
             cache_fit = Some(facts);
         }
+        if wants(COL_BLOCKS) {
+            match opts.add_kernel {
+                Some(add) => {
+                    for k in col_block_counts(opts, a.ncols(), dev.l2_bytes()) {
+                        variants.extend(bench.col_blocks(dev, opts, add, &mut timer, k)?);
+                    }
+                }
+                None => log("    cte:cb skipped: no y += A·x kernel given"),
+            }
+        }
         for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg2] {
             variants.push(bench.cusparse(dev, opts, &mut timer, alg)?);
         }
@@ -446,6 +461,35 @@ pub const CACHE_FIT: &str = "cte:cf";
 pub const CACHE_FIT_SLICES: &str = "cte:cf-slices";
 const CACHE_FIT_MAX_SLICES: usize = 16;
 
+/// Column blocks: the matrix cut into `K` blocks of consecutive columns
+/// (equal widths), each block's nonzeros a CSR slice over all rows, run one
+/// block after another, the first writing `y` and the others adding onto it
+/// (`add_kernel`). While a block runs, only its share of `x` is gathered, so
+/// with `K` large enough that share stays in L2. Timed with CTE (`cte:cbK`)
+/// and with cuSPARSE (`cusparse:cbK`, `beta = 1` after the first block) in
+/// each block: the crudest cache-fit schedule, the reference the
+/// partitioner's plans have to beat.
+pub const COL_BLOCKS: &str = "cte:cb";
+
+/// The column-block counts [`COL_BLOCKS`] times for a matrix of `ncols`
+/// f32 columns on a GPU with `l2_bytes` of L2.
+fn col_block_counts(opts: &SpmvBenchOptions, ncols: usize, l2_bytes: usize) -> Vec<usize> {
+    if !opts.col_blocks.is_empty() {
+        return opts
+            .col_blocks
+            .iter()
+            .map(|&k| k.clamp(1, ncols.max(1)))
+            .collect();
+    }
+    let half = (l2_bytes / 2).max(1);
+    let x_bytes = ncols * std::mem::size_of::<f32>();
+    if x_bytes <= half {
+        Vec::new()
+    } else {
+        vec![x_bytes.div_ceil(half)]
+    }
+}
+
 /// The longest segment of [`CACHE_FIT`]'s list.
 const CACHE_FIT_SEGMENT: u32 = 512;
 
@@ -489,12 +533,13 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
         configs.push((format!("cte:serial={serial}"), c));
     }
     if let Some(unknown) = opts.variants.iter().find(|v| {
-        *v != CACHE_FIT && *v != CACHE_FIT_SLICES && !configs.iter().any(|(name, _)| name == *v)
+        ![CACHE_FIT, CACHE_FIT_SLICES, COL_BLOCKS].contains(&v.as_str())
+            && !configs.iter().any(|(name, _)| name == *v)
     }) {
         let known: Vec<&str> = configs
             .iter()
             .map(|(n, _)| n.as_str())
-            .chain([CACHE_FIT, CACHE_FIT_SLICES])
+            .chain([CACHE_FIT, CACHE_FIT_SLICES, COL_BLOCKS])
             .collect();
         return Err(Error::invalid(format!(
             "unknown benchmark variant `{unknown}`; the variants are {}",
@@ -759,6 +804,110 @@ impl<'a> OneMatrix<'a> {
             max_ms: max,
             max_rel_err: err,
         })
+    }
+
+    /// [`COL_BLOCKS`] with `k` blocks: CTE, then cuSPARSE, in each block;
+    /// both checked, then timed.
+    fn col_blocks(
+        &self,
+        dev: &CudaDevice,
+        opts: &SpmvBenchOptions,
+        add: &'static KernelSpec,
+        timer: &mut Timer,
+        k: usize,
+    ) -> Result<Vec<VariantResult>> {
+        let a = self.a;
+        let (n, ncols) = (a.nrows(), a.ncols());
+        let width = ncols.div_ceil(k.max(1)).max(1);
+        let device = crate::Device::Cuda(dev.clone());
+        let x = device.upload(&self.x)?;
+        let y = device.alloc::<f32>(n)?;
+        let mut blocks = Vec::with_capacity(k);
+        for b in 0..k {
+            let (c0, c1) = (b * width, ((b + 1) * width).min(ncols));
+            let mut row_ptr = Vec::with_capacity(n + 1);
+            row_ptr.push(0u32);
+            let (mut col, mut val) = (Vec::new(), Vec::new());
+            for r in 0..n {
+                let range = a.row_range(r);
+                for (&c, &v) in a.col_idx()[range.clone()].iter().zip(&a.values()[range]) {
+                    if (c0..c1).contains(&(c as usize)) {
+                        col.push(c);
+                        val.push(v);
+                    }
+                }
+                row_ptr.push(warpfit_runtime::error::to_u32("block nonzeros", col.len())?);
+            }
+            blocks.push((
+                device.upload(&row_ptr)?,
+                device.upload(&col)?,
+                device.upload(&val)?,
+            ));
+        }
+        let cfg = LaunchConfig {
+            decomposition: Decomposition::Cte,
+            split: Split::Auto,
+            cte_serial_max: opts.cte_serial_max,
+        };
+        let launches = blocks
+            .iter()
+            .enumerate()
+            .map(|(b, (row_ptr, col, val))| {
+                let kernel = if b == 0 { opts.kernel } else { add };
+                let args = vec![
+                    Arg::resident_input(row_ptr),
+                    Arg::resident_input(col),
+                    Arg::resident_input(val),
+                    Arg::resident_input(&x),
+                    Arg::resident_output(&y),
+                ];
+                crate::PreparedLaunch::cuda(dev, kernel, &cfg, Tasks::All(n), args)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(2);
+        let name = format!("{COL_BLOCKS}{k}");
+        let run = || launches.iter().try_for_each(crate::PreparedLaunch::run);
+        run()?;
+        launches.iter().try_for_each(crate::PreparedLaunch::check)?;
+        let err = self.check(&name, &y.to_vec()?)?;
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &run)?;
+        out.push(VariantResult {
+            variant: name,
+            median_ms: med,
+            min_ms: min,
+            max_ms: max,
+            max_rel_err: err,
+        });
+        drop(launches);
+        let spmvs = blocks
+            .iter()
+            .map(|(row_ptr, col, val)| {
+                CusparseSpmvOn::new(dev, ncols, row_ptr, col, val, &x, &y, SpmvAlg::Default)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let run = || {
+            spmvs.iter().enumerate().try_for_each(
+                |(b, s)| {
+                    if b == 0 {
+                        s.run()
+                    } else {
+                        s.run_add()
+                    }
+                },
+            )
+        };
+        let name = format!("cusparse:cb{k}");
+        run()?;
+        let err = self.check(&name, &y.to_vec()?)?;
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &run)?;
+        out.push(VariantResult {
+            variant: name,
+            median_ms: med,
+            min_ms: min,
+            max_ms: max,
+            max_rel_err: err,
+        });
+        Ok(out)
     }
 
     /// cuSPARSE with `alg`, checked then timed.

@@ -71,14 +71,12 @@ impl Drop for Module {
 
 /// The entry points a launch that has just asked for `ep` will most likely
 /// ask for next, most likely first, compiled on other threads meanwhile: a
-/// CTE launch over all tasks runs the size kernel, then the CTE task-list
-/// kernel (a small launch always), the merge when tasks were split (the
+/// task-list kernel is followed by the merge when tasks were split (the
 /// wide merge when a task has more than 64 pieces, as hubs of power-law
-/// graphs do), or, when none is long enough to need a list, the CTE kernel
-/// over all tasks.
+/// graphs do). What follows the size kernel depends on the launch's size
+/// (`plan::likely_after_sizes`, passed to [`Module::function_then`]).
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
-        "wf_sizes" => &["wf_cte_list", "wf_merge", "wf_merge_wide", "wf_cte_all"],
         _ if ep.ends_with("_list") => &["wf_merge", "wf_merge_wide"],
         _ => &[],
     }
@@ -95,7 +93,7 @@ impl Module {
         }
     }
 
-    fn entry(&self, name: &str) -> Result<&Entry> {
+    fn entry(&self, name: &str, next: &'static [&'static str]) -> Result<&Entry> {
         let i = abi::ENTRY_POINTS
             .iter()
             .position(|e| *e == name)
@@ -114,7 +112,7 @@ impl Module {
                     message: "its device was dropped".into(),
                 })?,
             };
-            let entry = device.load_entry(self, abi::ENTRY_POINTS[i])?;
+            let entry = device.load_entry(self, abi::ENTRY_POINTS[i], next)?;
             // Cannot fail: the slot is only set under `loading`.
             let _ = self.entries[i].set(entry);
         }
@@ -125,21 +123,36 @@ impl Module {
     }
 
     pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction> {
-        self.entry(name).map(|e| &e.function)
+        self.function_then(name, likely_next(name))
     }
 
-    /// Starts compiling the entry points [`likely_next`] after `ep` that are
+    /// [`Module::function`], starting the compiles of `next` beside it when
+    /// `name` has to be compiled (not when it comes from the cache).
+    pub(crate) fn function_then(
+        &self,
+        name: &str,
+        next: &'static [&'static str],
+    ) -> Result<&CudaFunction> {
+        self.entry(name, next).map(|e| &e.function)
+    }
+
+    /// Starts compiling the entry points of `next` that are
     /// neither loaded nor under way, each on a thread of its own (which
     /// writes the cache as it finishes), as many as there are cores beside
-    /// the one compiling `ep`: more threads than cores only slow the one a
+    /// the one compiling what was asked for: more threads than cores only slow the one a
     /// launch waits for (`BENCHMARKS.md`, "NVRTC compile time").
     /// Best effort: a thread that cannot be started leaves its entry point
     /// to be compiled when asked for.
-    fn prefetch_after(&self, ep: &str, arch: Arch, dir: Option<&std::path::Path>) -> Result<()> {
+    fn prefetch(
+        &self,
+        next: &'static [&'static str],
+        arch: Arch,
+        dir: Option<&std::path::Path>,
+    ) -> Result<()> {
         let mut pending = self.prefetched.lock().map_err(poisoned)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let room = cores.saturating_sub(1 + pending.len());
-        for &next in likely_next(ep).iter().take(room) {
+        for &next in next.iter().take(room) {
             let loaded = abi::ENTRY_POINTS
                 .iter()
                 .position(|e| *e == next)
@@ -449,7 +462,12 @@ impl CudaDevice {
     /// point `ep` of `m` as a module of its own, and loads it. A cached
     /// binary the driver refuses to load is compiled again and its cache
     /// entry replaced.
-    fn load_entry(&self, m: &Module, ep: &'static str) -> Result<Entry> {
+    fn load_entry(
+        &self,
+        m: &Module,
+        ep: &'static str,
+        next: &'static [&'static str],
+    ) -> Result<Entry> {
         let arch = self.inner.arch;
         let dir = self.inner.cache_dir.as_deref();
         let kernel = m.spec.name;
@@ -464,7 +482,7 @@ impl CudaDevice {
             None => match compile::lookup_cached(&label, &source, arch, dir)? {
                 Some(hit) => hit,
                 None => {
-                    m.prefetch_after(ep, arch, dir)?;
+                    m.prefetch(next, arch, dir)?;
                     compile::compile_and_cache(&label, &source, arch, dir)?
                 }
             },
@@ -508,7 +526,7 @@ impl CudaDevice {
         let m = self.module(spec)?;
         let (mut cached, mut log) = (true, String::new());
         for ep in abi::ENTRY_POINTS {
-            let e = m.entry(ep)?;
+            let e = m.entry(ep, &[])?;
             cached &= e.cached;
             log.push_str(&e.log);
         }

@@ -90,6 +90,7 @@ impl Prepared {
             cte_serial_max: config.cte_serial_max,
             cut: None,
         };
+        let mut decomposition = config.decomposition;
         let (items, task_list, decision) = match tasks {
             Tasks::List(list) => {
                 plan::check_u32_items(list.len())?;
@@ -108,6 +109,8 @@ impl Prepared {
                 )?;
                 match decision.cut {
                     Some(cut) => {
+                        decomposition =
+                            plan::list_decomposition(decomposition, cut, decision.cte_serial_max);
                         let list = plan::cut_tasks(&sizes.ranges(dev, spec)?, cut.max_len)?;
                         let l =
                             DeviceTaskList::upload(dev, list, spec.acc.size(), cut.pack_budget)?;
@@ -124,7 +127,7 @@ impl Prepared {
                 ))
             }
         };
-        let plan = plan::plan_launches(config.decomposition, items, dev.arch())?;
+        let plan = plan::plan_launches(decomposition, items, dev.arch())?;
         let base = LaunchArgs {
             n_items: 0,
             fault: fault.device_ptr(dev),
@@ -297,7 +300,8 @@ impl TaskSizes {
             fault: fault.device_ptr(dev),
             ..Default::default()
         };
-        let function = module.function(SIZES_ENTRY)?;
+        let next = plan::likely_after_sizes(n as u64, dev.resident_warps());
+        let function = module.function_then(SIZES_ENTRY, next)?;
         enqueue(
             dev,
             spec,

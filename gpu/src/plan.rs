@@ -109,6 +109,57 @@ pub(crate) fn auto_split(max_task: u64, total: u64, resident_warps: u64) -> Spli
     }
 }
 
+/// The decomposition that runs a CTE launch's task list cut as `cut`
+/// under the serial-fallback bound `serial_max`.
+///
+/// When the warps are not packed by work and no segment is longer than
+/// the bound, every CTE warp takes the serial fallback (cte.cuh: a lane
+/// folds its own item from `init`, exactly as the 1D decomposition does,
+/// over the same items), so the thread decomposition over the list gives
+/// the same results bit for bit. Its kernel is the smaller one: no
+/// per-warp shared memory, fewer registers, and it compiles in less than
+/// half the time, which is what a first small launch waits for
+/// (`BENCHMARKS.md`, "First launch").
+pub(crate) fn list_decomposition(
+    decomposition: Decomposition,
+    cut: Cut,
+    serial_max: u32,
+) -> Decomposition {
+    if decomposition == Decomposition::Cte && cut.pack_budget.is_none() && cut.max_len <= serial_max
+    {
+        Decomposition::Thread
+    } else {
+        decomposition
+    }
+}
+
+/// The average task length [`likely_after_sizes`] assumes before the
+/// size kernel has measured the tasks (sparse matrices' rows: 5 to 30).
+pub(crate) const ASSUMED_TASK_LEN: u64 = 16;
+
+/// The entry points a CTE launch over `n` tasks will most likely need
+/// after the size kernel, most likely first: compiled beside it when the
+/// kernel cache is empty, so that the first launch waits for about the
+/// longest compile rather than the sum.
+///
+/// A launch of few tasks is most likely small ([`auto_split`]: under
+/// [`SMALL_LAUNCH_PER_SLOT`] fine tasks per resident warp at
+/// [`ASSUMED_TASK_LEN`] per task) and, with a task longer than
+/// [`SMALL_LAUNCH_WHOLE_MAX`], cut into serial segments that
+/// [`list_decomposition`] runs as threads, then merged. Others most likely
+/// run the CTE list packed by work and the merge, or CTE over all tasks.
+/// A wrong guess costs one compile after the size kernel's, not a wrong
+/// result. Fewer compiles in flight matter as much as the right ones: they
+/// share the host's cores, and a process waits for those it started
+/// before it exits.
+pub(crate) fn likely_after_sizes(n: u64, resident_warps: u64) -> &'static [&'static str] {
+    if n.saturating_mul(ASSUMED_TASK_LEN) < SMALL_LAUNCH_PER_SLOT * resident_warps {
+        &["wf_thread_list", MERGE_WIDE_ENTRY, MERGE_ENTRY]
+    } else {
+        &["wf_cte_list", MERGE_ENTRY, MERGE_WIDE_ENTRY, "wf_cte_all"]
+    }
+}
+
 /// Task lists and automatic splits address items with u32 ids.
 pub(crate) fn check_u32_items(n: usize) -> Result<()> {
     warpfit_runtime::error::to_u32("number of launch items", n).map(|_| ())
@@ -706,5 +757,50 @@ mod tests {
         let p = plan_launches(Decomposition::SubWarp(4), list(Some(300), 0, false), SM90).unwrap();
         assert_eq!(p.steps, [step("wf_sub4_list", 79, 5000, false)]);
         assert!(!p.packed_warps);
+    }
+
+    #[test]
+    fn serial_segments_run_as_threads_and_packed_warps_as_cte() {
+        let serial = Cut {
+            max_len: SMALL_LAUNCH_SEGMENT,
+            pack_budget: None,
+        };
+        assert_eq!(
+            list_decomposition(Decomposition::Cte, serial, 8),
+            Decomposition::Thread
+        );
+        // Segments longer than the serial bound expand.
+        assert_eq!(
+            list_decomposition(Decomposition::Cte, serial, 2),
+            Decomposition::Cte
+        );
+        // Packed warps expand whatever their segments' lengths.
+        let packed = Cut {
+            max_len: 64,
+            pack_budget: Some(64),
+        };
+        assert_eq!(
+            list_decomposition(Decomposition::Cte, packed, 64),
+            Decomposition::Cte
+        );
+        // Other decompositions are what they were asked to be.
+        assert_eq!(
+            list_decomposition(Decomposition::SubWarp(8), serial, 8),
+            Decomposition::SubWarp(8)
+        );
+    }
+
+    #[test]
+    fn what_follows_the_size_kernel_depends_on_the_task_count() {
+        // RMAT 12 (4096 rows) is small on an H100; RMAT 18 is not.
+        assert_eq!(likely_after_sizes(4096, H100_WARPS)[0], "wf_thread_list");
+        assert_eq!(likely_after_sizes(1 << 18, H100_WARPS)[0], "wf_cte_list");
+        assert_eq!(likely_after_sizes(u64::MAX, H100_WARPS)[0], "wf_cte_list");
+        // Every guess is an entry point of the device library.
+        for n in [0, 4096, 1 << 18] {
+            for ep in likely_after_sizes(n, H100_WARPS) {
+                assert!(abi::ENTRY_POINTS.contains(ep), "{ep}");
+            }
+        }
     }
 }

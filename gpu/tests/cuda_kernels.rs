@@ -744,9 +744,10 @@ fn a_first_launch_compiles_only_the_entry_points_it_uses() {
         "small SpMV launch incl. context creation: {cold_ms:.0} ms from an empty kernel \
          cache, {warm_ms:.0} ms from the warm cache"
     );
-    // The size and task-list kernels were compiled and cached; the merges and
-    // the CTE kernel over all tasks may have been compiled ahead of need (on
-    // spare cores); nothing else was compiled.
+    // The size and the CTE task-list kernels were compiled and cached; the
+    // thread task-list kernel (a small launch's serial segments) and the
+    // merges may have been compiled ahead of need (on spare cores); nothing
+    // else was compiled.
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -767,7 +768,7 @@ fn a_first_launch_compiles_only_the_entry_points_it_uses() {
                 "wf_cte_list-",
                 "wf_merge-",
                 "wf_merge_wide-",
-                "wf_cte_all-"
+                "wf_thread_list-",
             ]
             .iter()
             .any(|ep| n.starts_with(&format!("spmv_f32.{ep}"))),

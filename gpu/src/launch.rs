@@ -89,6 +89,7 @@ impl Prepared {
             chosen: None,
             cte_serial_max: config.cte_serial_max,
             cut: None,
+            small: false,
         };
         let mut decomposition = config.decomposition;
         let (items, task_list, decision) = match tasks {
@@ -112,8 +113,11 @@ impl Prepared {
                         decomposition =
                             plan::list_decomposition(decomposition, cut, decision.cte_serial_max);
                         let list = plan::cut_tasks(&sizes.ranges(dev, spec)?, cut.max_len)?;
-                        let l =
+                        let mut l =
                             DeviceTaskList::upload(dev, list, spec.acc.size(), cut.pack_budget)?;
+                        if decision.small {
+                            l.merge_wide();
+                        }
                         (l.items(), Some(l), decision)
                     }
                     None => (Items::All(n as u64), None, decision),

@@ -146,7 +146,8 @@ pub(crate) const ASSUMED_TASK_LEN: u64 = 16;
 /// [`SMALL_LAUNCH_PER_SLOT`] fine tasks per resident warp at
 /// [`ASSUMED_TASK_LEN`] per task) and, with a task longer than
 /// [`SMALL_LAUNCH_WHOLE_MAX`], cut into serial segments that
-/// [`list_decomposition`] runs as threads, then merged. Others most likely
+/// [`list_decomposition`] runs as threads, then merged by the wide merge
+/// ([`SplitDecision::small`]). Others most likely
 /// run the CTE list packed by work and the merge, or CTE over all tasks.
 /// A wrong guess costs one compile after the size kernel's, not a wrong
 /// result. Fewer compiles in flight matter as much as the right ones: they
@@ -154,7 +155,7 @@ pub(crate) const ASSUMED_TASK_LEN: u64 = 16;
 /// before it exits.
 pub(crate) fn likely_after_sizes(n: u64, resident_warps: u64) -> &'static [&'static str] {
     if n.saturating_mul(ASSUMED_TASK_LEN) < SMALL_LAUNCH_PER_SLOT * resident_warps {
-        &["wf_thread_list", MERGE_WIDE_ENTRY, MERGE_ENTRY]
+        &["wf_thread_list", MERGE_WIDE_ENTRY]
     } else {
         &["wf_cte_list", MERGE_ENTRY, MERGE_WIDE_ENTRY, "wf_cte_all"]
     }
@@ -200,6 +201,12 @@ pub(crate) struct SplitDecision {
     pub cte_serial_max: u32,
     /// The task list to build, or `None` to run every task whole.
     pub cut: Option<Cut>,
+    /// [`Split::Auto`] found the launch small ([`auto_split`]): split tasks
+    /// merge with the wide merge whatever their piece counts, since a small
+    /// launch leaves most of the GPU idle and more lanes per task only
+    /// shorten each task's chain of loads; it also makes the merge a small
+    /// launch needs one known entry point ([`likely_after_sizes`]).
+    pub small: bool,
 }
 
 /// Resolves `split` for a launch whose tasks measured `stats`, on a GPU
@@ -211,14 +218,15 @@ pub(crate) fn choose_split(
     configured_serial_max: u32,
 ) -> Result<SplitDecision> {
     check_split(split)?;
-    let (split, chosen, cte_serial_max) = match split {
+    let (split, chosen, cte_serial_max, small) = match split {
         Split::Auto => {
             let local = 2 * stats.local_warps > stats.busy_warps;
             let serial = auto_serial_max(configured_serial_max, stats.total, resident_warps, local);
             let chosen = auto_split(stats.longest, stats.total, resident_warps);
-            (chosen, Some(chosen), serial)
+            let small = stats.total / resident_warps.max(1) < SMALL_LAUNCH_PER_SLOT;
+            (chosen, Some(chosen), serial, small)
         }
-        s => (s, None, configured_serial_max),
+        s => (s, None, configured_serial_max, false),
     };
     let cut = match split {
         // A pure length bound that no task exceeds changes nothing.
@@ -237,6 +245,7 @@ pub(crate) fn choose_split(
         chosen,
         cte_serial_max,
         cut,
+        small,
     })
 }
 
@@ -504,6 +513,7 @@ mod tests {
         .unwrap();
         assert_eq!(d.chosen, Some(Split::Budget(512)));
         assert_eq!(d.cte_serial_max, 8);
+        assert!(!d.small);
         assert_eq!(
             d.cut,
             Some(Cut {
@@ -511,6 +521,19 @@ mod tests {
                 pack_budget: Some(512)
             })
         );
+        // RMAT 12: small, cut into serial segments of 4 (run as threads),
+        // merged wide.
+        let d = choose_split(Split::Auto, &stats(938, 53_552, 0, 100), H100_WARPS, 8).unwrap();
+        assert_eq!(d.chosen, Some(Split::Max(SMALL_LAUNCH_SEGMENT)));
+        assert!(d.small);
+        let cut = d.cut.unwrap();
+        assert_eq!(
+            list_decomposition(Decomposition::Cte, cut, d.cte_serial_max),
+            Decomposition::Thread
+        );
+        // Configured splits are never small.
+        let d = choose_split(Split::Max(4), &stats(938, 53_552, 0, 100), H100_WARPS, 8).unwrap();
+        assert!(!d.small);
         // Grid-like, local gathers: nothing cut, serial bound raised.
         let d = choose_split(Split::Auto, &stats(5, 84_000_000, 90, 100), H100_WARPS, 8).unwrap();
         assert_eq!(

@@ -79,6 +79,12 @@ impl DeviceTaskList {
         })
     }
 
+    /// Merges split tasks with the wide merge whatever their piece counts
+    /// (`plan::SplitDecision::small`).
+    pub(crate) fn merge_wide(&mut self) {
+        self.wide_merge = true;
+    }
+
     /// The host copy.
     pub(crate) fn list(&self) -> &TaskList {
         &self.list

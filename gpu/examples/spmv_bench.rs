@@ -1,5 +1,5 @@
 //! `warpfit bench spmv` without the CLI, for machines that get only this
-//! crate's binaries: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--segment-lens 8,16,...] [--budgets 256,1024,...] [--col-blocks 2,4] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
+//! crate's binaries: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--segment-lens 8,16,...] [--budgets 256,1024,...] [--col-blocks 2,4] [--partitioner columns|kd|bisect] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
 //! Prints progress, then the Markdown report (also written to `--out`).
 
 use warpfit_gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
@@ -70,6 +70,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--col-blocks" => {
                 i += 1;
                 opts.col_blocks = list(args.get(i), "--col-blocks")?;
+            }
+            "--partitioner" => {
+                i += 1;
+                opts.partitioner = args.get(i).ok_or("--partitioner needs a value")?.parse()?;
             }
             "--out" => {
                 i += 1;

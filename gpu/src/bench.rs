@@ -115,6 +115,8 @@ pub struct SpmvBenchOptions {
     /// `cusparse:cbK` per count); empty: the count at which a block's `x`
     /// fills half of L2, when `x` alone exceeds that.
     pub col_blocks: Vec<usize>,
+    /// The partitioner of the cache-fit variants (default column blocks).
+    pub partitioner: warpfit_runtime::schedule::Partitioner,
 }
 
 impl SpmvBenchOptions {
@@ -132,6 +134,7 @@ impl SpmvBenchOptions {
             variants: Vec::new(),
             add_kernel: None,
             col_blocks: Vec::new(),
+            partitioner: warpfit_runtime::schedule::Partitioner::Columns,
         }
     }
 }
@@ -172,13 +175,16 @@ struct CacheFitLaunch {
     col: Vec<u32>,
     val: Vec<f32>,
     list: warpfit_runtime::TaskList,
+    /// Each partition's segments of `list` (a range of it).
+    ranges: Vec<std::ops::Range<usize>>,
     parts: Vec<Vec<warpfit_runtime::Segment>>,
 }
 
-/// How `cte:cf` planned: partitions of the device's L2 (DBWP, K-D tiling),
+/// How `cte:cf` planned: the partitioner, partitions of the device's L2,
 /// the segments of the fine-task reordering, and the host time it took.
 #[derive(Debug, Clone)]
 pub struct CacheFitFacts {
+    pub partitioner: warpfit_runtime::schedule::Partitioner,
     pub partitions: usize,
     pub segments: usize,
     pub split_tasks: usize,
@@ -378,14 +384,21 @@ pub fn run_spmv(
         let mut cache_fit = None;
         let wants =
             |name: &str| opts.variants.is_empty() || opts.variants.iter().any(|v| v == name);
-        if wants(CACHE_FIT) || wants(CACHE_FIT_SLICES) {
-            let (plan, facts) = bench.plan_cache_fit(dev)?;
+        if wants(CACHE_FIT) || wants(CACHE_FIT_ONE) || wants(CACHE_FIT_SLICES) {
+            let (plan, facts) = bench.plan_cache_fit(dev, opts.partitioner)?;
             log(&format!(
-                "    cte:cf plan: {} partitions, {} segments, {} rows split, {:.2} s",
-                facts.partitions, facts.segments, facts.split_tasks, facts.plan_s
+                "    cte:cf plan ({}): {} partitions, {} segments, {} rows split, {:.2} s",
+                facts.partitioner,
+                facts.partitions,
+                facts.segments,
+                facts.split_tasks,
+                facts.plan_s
             ));
             if wants(CACHE_FIT) {
-                variants.push(bench.cache_fit(dev, opts, &mut timer, &plan)?);
+                variants.push(bench.cache_fit(dev, opts, &mut timer, &plan, true)?);
+            }
+            if wants(CACHE_FIT_ONE) {
+                variants.push(bench.cache_fit(dev, opts, &mut timer, &plan, false)?);
             }
             if wants(CACHE_FIT_SLICES) {
                 match (opts.add_kernel, facts.partitions <= CACHE_FIT_MAX_SLICES) {
@@ -445,13 +458,19 @@ pub fn run_spmv(
     })
 }
 
-/// The cache-fit variant: the matrix partitioned for the device's L2
-/// (DBWP with K-D tiling, default safety), each row's nonzeros reordered
-/// by partition ([`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan)),
-/// and one CTE launch over the partitions' segments in partition order
-/// (pieces of split rows merged in that order). Planning runs on the host
-/// before timing; its time is reported apart.
+/// The cache-fit variant (the `cf` schedule): the matrix partitioned for
+/// the device's L2 (`partitioner`, default safety), each row's nonzeros
+/// reordered by partition
+/// ([`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan)), and one
+/// CTE launch per partition over its segments
+/// ([`Prepared::in_ranges`]), pieces of split rows merged in partition
+/// order after the last. Planning runs on the host before timing; its time
+/// is reported apart.
 pub const CACHE_FIT: &str = "cte:cf";
+
+/// [`CACHE_FIT`]'s plan run as one CTE launch over all partitions'
+/// segments in partition order.
+pub const CACHE_FIT_ONE: &str = "cte:cf-one";
 
 /// The cache-fit plan of [`CACHE_FIT`] run as one launch per partition:
 /// each partition's share of the rows as a CSR slice over all rows, the
@@ -533,13 +552,13 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
         configs.push((format!("cte:serial={serial}"), c));
     }
     if let Some(unknown) = opts.variants.iter().find(|v| {
-        ![CACHE_FIT, CACHE_FIT_SLICES, COL_BLOCKS].contains(&v.as_str())
+        ![CACHE_FIT, CACHE_FIT_ONE, CACHE_FIT_SLICES, COL_BLOCKS].contains(&v.as_str())
             && !configs.iter().any(|(name, _)| name == *v)
     }) {
         let known: Vec<&str> = configs
             .iter()
             .map(|(n, _)| n.as_str())
-            .chain([CACHE_FIT, CACHE_FIT_SLICES, COL_BLOCKS])
+            .chain([CACHE_FIT, CACHE_FIT_ONE, CACHE_FIT_SLICES, COL_BLOCKS])
             .collect();
         return Err(Error::invalid(format!(
             "unknown benchmark variant `{unknown}`; the variants are {}",
@@ -640,32 +659,44 @@ impl<'a> OneMatrix<'a> {
 
     /// The cache-fit plan of the matrix for the device's L2 (see
     /// [`CACHE_FIT`]) and what it took.
-    fn plan_cache_fit(&self, dev: &CudaDevice) -> Result<(CacheFitLaunch, CacheFitFacts)> {
-        use warpfit_runtime::partition::{dbwp, Capacity, PartitionOptions, WorkGraphOf};
-        use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, Partitioner};
+    fn plan_cache_fit(
+        &self,
+        dev: &CudaDevice,
+        partitioner: warpfit_runtime::schedule::Partitioner,
+    ) -> Result<(CacheFitLaunch, CacheFitFacts)> {
+        use warpfit_runtime::partition::WorkGraphOf;
+        use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, ThrottleOptions};
         let a = self.a;
         let start = Instant::now();
         let graph = WorkGraphOf::borrow_csr(a)?.with_elem_bytes(4, 4)?;
-        let capacity = Capacity::for_graph(&graph, dev.l2_bytes() as u64).vertices()?;
-        let partition = dbwp(
-            &graph,
-            &PartitionOptions {
-                capacity,
-                bisection: Partitioner::Kd.bisection(),
-            },
-            None,
-        )?;
+        let partition = ThrottleOptions::default()
+            .with_partitioner(partitioner)
+            .partition(&graph, Some(dev.l2_bytes() as u64), None)?;
         let plan = CacheFitPlan::new(&graph, &partition)?;
+        // Hubs' shares cut like the automatic split's budget does.
+        let queue = ChunkQueue::new(&plan, CACHE_FIT_SEGMENT)?;
+        let (chunk_ptr, k) = (queue.chunk_ptr(), plan.len());
+        let ranges = (0..k)
+            .map(|p| {
+                let chunks = queue.chunks_of(p..p + 1)?;
+                Ok(chunk_ptr[chunks.start as usize] as usize
+                    ..chunk_ptr[chunks.end as usize] as usize)
+            })
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|r| !r.is_empty())
+            .collect();
         let launch = CacheFitLaunch {
             col: plan.permute_fine(a.col_idx())?,
             val: plan.permute_fine(a.values())?,
-            // Hubs' shares cut like the automatic split's budget does.
-            list: ChunkQueue::new(&plan, CACHE_FIT_SEGMENT)?.task_list()?,
+            list: queue.task_list()?,
+            ranges,
             parts: (0..plan.len())
                 .map(|p| plan.part(p).map(<[_]>::to_vec))
                 .collect::<Result<_>>()?,
         };
         let facts = CacheFitFacts {
+            partitioner,
             partitions: plan.len(),
             segments: launch.list.len(),
             split_tasks: plan.split_tasks().len(),
@@ -674,15 +705,22 @@ impl<'a> OneMatrix<'a> {
         Ok((launch, facts))
     }
 
-    /// [`CACHE_FIT`]: checked, then timed.
+    /// [`CACHE_FIT`] (`per_partition`) or [`CACHE_FIT_ONE`]: checked, then
+    /// timed.
     fn cache_fit(
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
         timer: &mut Timer,
         plan: &CacheFitLaunch,
+        per_partition: bool,
     ) -> Result<VariantResult> {
         let a = self.a;
+        let name = if per_partition {
+            CACHE_FIT
+        } else {
+            CACHE_FIT_ONE
+        };
         let cfg = LaunchConfig {
             decomposition: Decomposition::Cte,
             split: Split::Auto,
@@ -704,13 +742,12 @@ impl<'a> OneMatrix<'a> {
                 Arg::output(y),
             ]
         }
-        let prepared = Prepared::new(
-            dev,
-            opts.kernel,
-            &cfg,
-            Tasks::List(&plan.list),
-            &args(a.row_ptr(), &plan.col, &plan.val, &self.x, &mut y),
-        )?;
+        let host_args = args(a.row_ptr(), &plan.col, &plan.val, &self.x, &mut y);
+        let prepared = if per_partition {
+            Prepared::in_ranges(dev, opts.kernel, &cfg, &plan.list, &plan.ranges, &host_args)?
+        } else {
+            Prepared::new(dev, opts.kernel, &cfg, Tasks::List(&plan.list), &host_args)?
+        };
         prepared.run()?;
         prepared.finish(&mut args(
             a.row_ptr(),
@@ -719,10 +756,10 @@ impl<'a> OneMatrix<'a> {
             &self.x,
             &mut y,
         ))?;
-        let err = self.check(CACHE_FIT, &y)?;
+        let err = self.check(name, &y)?;
         let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
         Ok(VariantResult {
-            variant: CACHE_FIT.into(),
+            variant: name.into(),
             median_ms: med,
             min_ms: min,
             max_ms: max,
@@ -984,8 +1021,8 @@ impl SpmvReport {
             if let Some(cf) = &m.cache_fit {
                 let _ = writeln!(
                     s,
-                    "`{CACHE_FIT}` planned {} partitions of the L2, {} segments, {} rows split, in {:.2} s on the host\n",
-                    cf.partitions, cf.segments, cf.split_tasks, cf.plan_s
+                    "`{CACHE_FIT}` planned {} partitions of the L2 ({}), {} segments, {} rows split, in {:.2} s on the host\n",
+                    cf.partitions, cf.partitioner, cf.segments, cf.split_tasks, cf.plan_s
                 );
             }
             let _ = writeln!(s, "| variant | ms (median) | min–max | GFLOP/s | GB/s | % copy BW | vs best cuSPARSE |");

@@ -105,6 +105,39 @@ impl DeviceTaskList {
         }
     }
 
+    /// `args` (of a launch over the whole list, unpacked) narrowed to the
+    /// segments `range`: every per-segment pointer (segments, whole flags,
+    /// scratch slots of `acc_bytes`, presence flags) moved to its first
+    /// segment, so that a kernel's item `i` is segment `range.start + i`
+    /// and its partial lands in that segment's slot, where the merge after
+    /// the last range finds it. A fault the kernel attributes to a segment
+    /// names it relative to `range.start`.
+    pub(crate) fn range_args(
+        &self,
+        range: std::ops::Range<usize>,
+        acc_bytes: usize,
+        args: LaunchArgs,
+    ) -> LaunchArgs {
+        let at = |ptr: u64, bytes: usize| {
+            if ptr == 0 {
+                0
+            } else {
+                ptr + (range.start * bytes) as u64
+            }
+        };
+        LaunchArgs {
+            n_items: range.len() as u64,
+            segments: at(args.segments, 3 * std::mem::size_of::<u32>()),
+            whole: at(args.whole, 1),
+            scratch: at(args.scratch, acc_bytes),
+            present: at(args.present, 1),
+            n_warps: 0,
+            warp_first: 0,
+            warp_task: 0,
+            ..args
+        }
+    }
+
     /// `LaunchArgs` with this list's buffers, and the packed warp groups
     /// when the plan runs them.
     pub(crate) fn launch_args(

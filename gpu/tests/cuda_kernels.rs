@@ -917,3 +917,128 @@ fn a_mapped_array_is_read_after_a_marker_without_a_copy() {
     let e = device.alloc_mapped::<u8>(1 << 62).unwrap_err().to_string();
     assert!(e.contains("mapped"), "{e}");
 }
+
+/// The cache-fit form: a plan's segment list run as one launch per
+/// partition (`Prepared::in_ranges`) gives bit for bit what one launch over
+/// the same list gives (the merge folds split tasks' partials in list
+/// order either way), for every decomposition and for arbitrary cuts of
+/// the list, and matches the CPU twin run over the same list.
+#[test]
+fn launches_per_partition_equal_one_launch_over_the_plan() {
+    use warpfit_runtime::partition::WorkGraphOf;
+    use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, Partitioner, ThrottleOptions};
+    let Some(dev) = device() else { return };
+    for (name, a) in [
+        ("rmat:scale=12", gen::rmat(12, 16, 3).unwrap()),
+        ("uniform 2^12", gen::uniform(1 << 12, 16, 3).unwrap()),
+        (
+            "rows longer than a warp",
+            from_lengths(&[0, 700, 3, 0, 90, 33, 1], 500),
+        ),
+    ] {
+        let graph = WorkGraphOf::borrow_csr(&a).unwrap();
+        for partitioner in [Partitioner::Columns, Partitioner::Kd] {
+            // A small cache, so that there are several partitions.
+            let opts = ThrottleOptions::default()
+                .with_partitioner(partitioner)
+                .with_cache(warpfit_runtime::schedule::CacheSize::Bytes(4096));
+            let partition = opts.partition(&graph, None, None).unwrap();
+            let plan = CacheFitPlan::new(&graph, &partition).unwrap();
+            let queue = ChunkQueue::new(&plan, 64).unwrap();
+            let list = queue.task_list().unwrap();
+            let per_part: Vec<_> = (0..plan.len())
+                .map(|p| {
+                    let c = queue.chunks_of(p..p + 1).unwrap();
+                    let ptr = queue.chunk_ptr();
+                    ptr[c.start as usize] as usize..ptr[c.end as usize] as usize
+                })
+                .filter(|r| !r.is_empty())
+                .collect();
+            // Every third segment a launch of its own, besides.
+            let cuts: Vec<_> = (0..list.len())
+                .step_by(3)
+                .map(|s| s..(s + 3).min(list.len()))
+                .collect();
+            let col = plan.permute_fine(a.col_idx()).unwrap();
+            let val = plan.permute_fine(a.values()).unwrap();
+            let x: Vec<f32> = values(a.ncols(), 9).iter().map(|&v| v as f32).collect();
+            let mut want = vec![f32::NAN; a.nrows()];
+            cpu::run(
+                &Spmv {
+                    row_ptr: a.row_ptr(),
+                    col: &col,
+                    val: &val,
+                    x: &x,
+                    y: SharedOut::new(&mut want),
+                },
+                Tasks::List(&list),
+            )
+            .unwrap();
+            let run = |cfg: &LaunchConfig, ranges: Option<&[std::ops::Range<usize>]>| {
+                let mut y = vec![f32::NAN; a.nrows()];
+                let mut args = [
+                    Arg::input(a.row_ptr()),
+                    Arg::input(&col),
+                    Arg::input(&val),
+                    Arg::input(&x),
+                    Arg::output(&mut y),
+                ];
+                let p = match ranges {
+                    Some(r) => {
+                        warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, cfg, &list, r, &args)
+                    }
+                    None => {
+                        warpfit_gpu::Prepared::new(&dev, &SPMV_F32, cfg, Tasks::List(&list), &args)
+                    }
+                }
+                .unwrap();
+                p.run().unwrap();
+                p.finish(&mut args).unwrap();
+                drop(args);
+                y
+            };
+            for d in [
+                Decomposition::Cte,
+                Decomposition::Thread,
+                Decomposition::SubWarp(8),
+            ] {
+                let cfg = LaunchConfig {
+                    decomposition: d,
+                    ..LaunchConfig::default()
+                };
+                let one = run(&cfg, None);
+                for (i, (&g, &w)) in one.iter().zip(&want).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                        "{name} {partitioner} {d:?}: row {i}: {g} vs {w}"
+                    );
+                }
+                for ranges in [&per_part, &cuts] {
+                    let got = run(&cfg, Some(ranges));
+                    assert!(
+                        got.iter()
+                            .zip(&one)
+                            .all(|(g, o)| g.to_bits() == o.to_bits()),
+                        "{name} {partitioner} {d:?}: {} launches differ from one",
+                        ranges.len()
+                    );
+                }
+            }
+            // Ranges that do not cover the list are errors.
+            let cfg = LaunchConfig::default();
+            let mut y = vec![0f32; a.nrows()];
+            let args = [
+                Arg::input(a.row_ptr()),
+                Arg::input(&col),
+                Arg::input(&val),
+                Arg::input(&x),
+                Arg::output(&mut y),
+            ];
+            let short = [0..list.len() - 1];
+            assert!(
+                warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, &cfg, &list, &short, &args)
+                    .is_err()
+            );
+        }
+    }
+}

@@ -140,6 +140,24 @@ impl Partition {
     pub fn capacity(&self) -> u32 {
         self.capacity
     }
+    /// A partition from its parts (another partitioner than DBWP's
+    /// bisections): `order` grouped by `part_ptr`, the tree's leaves in
+    /// partition order.
+    pub(crate) fn from_parts(
+        order: Vec<u32>,
+        part_ptr: Vec<u32>,
+        tree: SjTree,
+        capacity: u32,
+        seconds: f64,
+    ) -> Self {
+        Partition {
+            order,
+            part_ptr,
+            tree,
+            capacity,
+            seconds,
+        }
+    }
     /// Wall-clock seconds the partitioning took.
     pub fn seconds(&self) -> f64 {
         self.seconds
@@ -240,12 +258,36 @@ struct Run<'a> {
 
 /// A node before the leaves are numbered: children are preorder offsets
 /// relative to the node itself.
-struct Pending {
+pub(crate) struct Pending {
     lo: u32,
     hi: u32,
     unique: Unique,
     right_offset: u32,
     depth: u32,
+}
+
+impl Pending {
+    /// A leaf over `order[lo..hi]`.
+    pub(crate) fn leaf(lo: u32, hi: u32, unique: Unique, depth: u32) -> Self {
+        Pending {
+            lo,
+            hi,
+            unique,
+            right_offset: 0,
+            depth,
+        }
+    }
+    /// An inner node whose right child is `right_offset` nodes after it in
+    /// preorder (its left child right after it).
+    pub(crate) fn inner(lo: u32, hi: u32, unique: Unique, right_offset: u32, depth: u32) -> Self {
+        Pending {
+            lo,
+            hi,
+            unique,
+            right_offset,
+            depth,
+        }
+    }
 }
 
 impl Run<'_> {
@@ -380,7 +422,7 @@ pub fn dbwp(
 
 /// Turns the preorder subtree into absolute child ids and numbers the leaves
 /// left to right.
-fn number_tree(pending: Vec<Pending>) -> SjTree {
+pub(crate) fn number_tree(pending: Vec<Pending>) -> SjTree {
     let mut nodes: Vec<SjNode> = Vec::with_capacity(pending.len());
     let mut leaves = Vec::new();
     for (i, p) in pending.iter().enumerate() {

@@ -22,6 +22,7 @@
 //! coincide, as in a square matrix.
 
 mod bisect;
+mod columns;
 mod dbwp;
 mod graph;
 mod kd;
@@ -30,6 +31,7 @@ mod remap;
 mod scratch;
 mod segments;
 
+pub use columns::{column_block_count, column_blocks};
 pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
 pub use graph::{WorkGraph, WorkGraphOf};
 pub use metrics::Metrics;

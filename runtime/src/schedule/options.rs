@@ -4,7 +4,8 @@
 use crate::error::excerpt;
 use crate::mem::parse_bytes;
 use crate::partition::{
-    Bisection, Capacity, CoarsenOptions, PartitionOptions, WorkGraphOf, DEFAULT_SAFETY,
+    column_blocks, dbwp, Bisection, Capacity, CoarsenOptions, Partition, PartitionOptions,
+    WorkGraphOf, DEFAULT_SAFETY,
 };
 use crate::{Error, Result};
 use std::fmt;
@@ -189,14 +190,17 @@ impl FromStr for CacheSize {
     }
 }
 
-/// The bisection method DBWP uses: `kd` or `bisect` (case-insensitive).
+/// How a throttled kernel's work is cut into cache-fit partitions: DBWP
+/// with `kd` tiling or coarsened `bisect`ion, or `columns` blocks
+/// (case-insensitive).
 ///
 /// ```
 /// use warpfit_runtime::partition::Bisection;
 /// use warpfit_runtime::schedule::Partitioner;
 /// let p: Partitioner = "KD".parse()?;
-/// assert_eq!(p.bisection(), Bisection::KdTiling);
+/// assert_eq!(p.bisection(), Some(Bisection::KdTiling));
 /// assert_eq!(Partitioner::Bisect.to_string(), "bisect");
+/// assert_eq!("columns".parse::<Partitioner>()?.bisection(), None);
 /// # Ok::<(), warpfit_runtime::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -208,14 +212,21 @@ pub enum Partitioner {
     /// Coarsened multilevel bisection ([`Bisection::Coarsened`] with default
     /// [`CoarsenOptions`]): slower, fewer replicated vertices.
     Bisect,
+    /// Column blocks ([`column_blocks`](crate::partition::column_blocks)):
+    /// the gathered array cut into the fewest equal ranges that fit the
+    /// cache, every task streamed through all of them. For kernels whose
+    /// only reuse is the gathered array (SpMV with `x` beyond the cache).
+    Columns,
 }
 
 impl Partitioner {
-    /// The partitioner's [`Bisection`], with default [`CoarsenOptions`].
-    pub fn bisection(self) -> Bisection {
+    /// The partitioner's DBWP [`Bisection`] (with default
+    /// [`CoarsenOptions`]), or `None` for column blocks.
+    pub fn bisection(self) -> Option<Bisection> {
         match self {
-            Partitioner::Kd => Bisection::KdTiling,
-            Partitioner::Bisect => Bisection::Coarsened(CoarsenOptions::default()),
+            Partitioner::Kd => Some(Bisection::KdTiling),
+            Partitioner::Bisect => Some(Bisection::Coarsened(CoarsenOptions::default())),
+            Partitioner::Columns => None,
         }
     }
 
@@ -224,6 +235,7 @@ impl Partitioner {
         match self {
             Partitioner::Kd => "kd",
             Partitioner::Bisect => "bisect",
+            Partitioner::Columns => "columns",
         }
     }
 }
@@ -240,8 +252,9 @@ impl FromStr for Partitioner {
         match s.trim().to_ascii_lowercase().as_str() {
             "kd" => Ok(Partitioner::Kd),
             "bisect" => Ok(Partitioner::Bisect),
+            "columns" => Ok(Partitioner::Columns),
             _ => Err(Error::invalid(format!(
-                "unknown partitioner `{}`: expected kd (K-D tiling) or bisect (coarsened bisection)",
+                "unknown partitioner `{}`: expected kd (K-D tiling), bisect (coarsened bisection) or columns (column blocks)",
                 excerpt(s.as_bytes())
             ))),
         }
@@ -379,20 +392,50 @@ impl ThrottleOptions {
     /// # Errors
     /// Invalid options ([`ThrottleOptions::validate`]), an unresolvable cache
     /// ([`CacheSize::resolve`]), or a cache too small for two elements.
+    ///
+    /// Column blocks have no DBWP options: their capacity counts gathered
+    /// elements only ([`ThrottleOptions::partition`]).
     pub fn partition_options(
         &self,
         graph: &WorkGraphOf<'_>,
         l2_bytes: Option<u64>,
     ) -> Result<PartitionOptions> {
         self.validate()?;
+        let bisection = self.partitioner.bisection().ok_or_else(|| {
+            Error::invalid("column blocks are not a DBWP bisection: use ThrottleOptions::partition")
+        })?;
         let bytes = self.cache.resolve(l2_bytes)?;
         let capacity = Capacity::for_graph(graph, bytes)
             .with_safety(self.safety)
             .vertices()?;
         Ok(PartitionOptions {
             capacity,
-            bisection: self.partitioner.bisection(),
+            bisection,
         })
+    }
+
+    /// The cache-fit partition of `graph` under these options: DBWP with
+    /// [`ThrottleOptions::partition_options`], or column blocks of at most
+    /// `safety × cache / gathered element size` gathered elements.
+    ///
+    /// # Errors
+    /// As [`ThrottleOptions::partition_options`], and the partitioner's.
+    pub fn partition(
+        &self,
+        graph: &WorkGraphOf<'_>,
+        l2_bytes: Option<u64>,
+        progress: Option<&(dyn Fn(u64) + Sync)>,
+    ) -> Result<Partition> {
+        self.validate()?;
+        match self.partitioner {
+            Partitioner::Columns => {
+                let bytes = self.cache.resolve(l2_bytes)? as f64 * self.safety;
+                let elem = graph.gathered_elem_bytes().max(1) as f64;
+                let capacity = (bytes / elem).floor().clamp(1.0, f64::from(u32::MAX)) as u32;
+                column_blocks(graph, capacity)
+            }
+            _ => dbwp(graph, &self.partition_options(graph, l2_bytes)?, progress),
+        }
     }
 }
 
@@ -456,7 +499,7 @@ mod tests {
         assert_eq!(" Kd".parse::<Partitioner>().unwrap(), Partitioner::Kd);
         assert!(matches!(
             Partitioner::Bisect.bisection(),
-            Bisection::Coarsened(_)
+            Some(Bisection::Coarsened(_))
         ));
         let e = "metis".parse::<Partitioner>().unwrap_err().to_string();
         assert!(e.contains("`metis`") && e.contains("kd") && e.contains("bisect"));

@@ -175,7 +175,7 @@ struct Cte {
         if (!full || max_size <= a.cte_serial_max) {
             // 1D: every lane folds its own item from `init`.
             if (it.valid) {
-                Partial<acc_t> acc = seed<K>(p, it, f);
+                Partial<acc_t> acc = seed<K>(p, a, it, f);
                 fold_item<K>(p, it, acc, f);
                 finish<K>(p, a, it, acc, true, f);
             }

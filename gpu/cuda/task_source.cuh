@@ -35,7 +35,23 @@ struct LaunchArgs {
     const uint32_t* warp_first;  // CTE over a packed TaskList: first segment of each warp, then the end
     const uint32_t* warp_task;   // CTE over a packed TaskList: the group's first task when its
                                  // segments are whole consecutive tasks, else ~0u
+    void* carry;                 // CARRY_*: one acc_t per task, carried between launches
+    uint32_t carry_mode;         // CARRY_NONE, or which launch of a carried sequence this is
+    uint32_t carry_pad;
 };
+
+// A task's fold carried over a sequence of launches (the cache-fit
+// partitions of a throttled kernel, each folding its share of every task's
+// fine tasks): the first launch folds from `init` and stores the value in
+// `carry[task]` instead of running the epilogue; the middle ones fold onto
+// `carry[task]` and store it again; the last folds onto it and runs the
+// epilogue. The launches run in stream order and each task is finished by
+// one thread per launch, so the value is the fold of the task's fine tasks
+// in launch order, deterministically, with no atomics.
+constexpr uint32_t CARRY_NONE = 0;
+constexpr uint32_t CARRY_FIRST = 1;
+constexpr uint32_t CARRY_MIDDLE = 2;
+constexpr uint32_t CARRY_LAST = 3;
 
 /// One unit of work for a decomposition.
 template <class K> struct Item {
@@ -149,18 +165,34 @@ __device__ __forceinline__ bool gathers_local(const typename K::params_t& p, con
     return __popc(__ballot_sync(FULL_MASK, first)) <= LOCAL_LINES;
 }
 
-/// The accumulator an item starts from. A lane that folds a whole task
-/// alone starts from `init` and folds left to right, exactly as the CPU
-/// twin does; cooperative decompositions start empty and put `init` in
-/// front when they finish.
+/// What a whole task's fold starts from: `init`, or in a carried launch
+/// after the first the value the launches before it carried.
 template <class K>
-__device__ __forceinline__ Partial<typename K::acc_t> seed(const typename K::params_t& p, const Item<K>& it,
-                                                            Fault& f) {
+__device__ __forceinline__ Partial<typename K::acc_t> task_base(const typename K::params_t& p,
+                                                                 const LaunchArgs& a, const Item<K>& it,
+                                                                 Fault& f) {
+    typedef typename K::acc_t acc_t;
+    Partial<acc_t> r;
+    r.has = true;
+    if (a.carry_mode == CARRY_MIDDLE || a.carry_mode == CARRY_LAST) {
+        r.value = static_cast<const acc_t*>(a.carry)[it.task];
+    } else {
+        r.value = K::init(p, it.task, it.ctx, f);
+        f.attribute(it.task);
+    }
+    return r;
+}
+
+/// The accumulator an item starts from. A lane that folds a whole task
+/// alone starts from `task_base` (`init`) and folds left to right, exactly
+/// as the CPU twin does; cooperative decompositions start empty and put
+/// the base in front when they finish.
+template <class K>
+__device__ __forceinline__ Partial<typename K::acc_t> seed(const typename K::params_t& p, const LaunchArgs& a,
+                                                            const Item<K>& it, Fault& f) {
     Partial<typename K::acc_t> r;
     if (it.valid && it.whole) {
-        r.value = K::init(p, it.task, it.ctx, f);
-        r.has = true;
-        f.attribute(it.task);
+        r = task_base<K>(p, a, it, f);
     }
     return r;
 }
@@ -192,9 +224,10 @@ __device__ __forceinline__ void fold_item(const typename K::params_t& p, const I
 }
 
 /// What happens to an item's folded value: a whole task runs its epilogue
-/// on it (with `init` put in front unless `seeded`); a piece of a split
-/// task stores its partial in its scratch slot. The epilogue is skipped
-/// when this thread faulted: the launch fails and outputs are unspecified.
+/// on it (with `task_base` put in front unless `seeded`), or in a carried
+/// launch before the last stores it in `carry`; a piece of a split task
+/// stores its partial in its scratch slot. The epilogue is skipped when
+/// this thread faulted: the launch fails and outputs are unspecified.
 template <class K>
 __device__ __forceinline__ void finish(const typename K::params_t& p, const LaunchArgs& a, const Item<K>& it,
                                        const Partial<typename K::acc_t>& acc, bool seeded, Fault& f) {
@@ -205,12 +238,16 @@ __device__ __forceinline__ void finish(const typename K::params_t& p, const Laun
     if (it.whole) {
         Partial<acc_t> r = acc;
         if (!seeded) {
-            r.value = K::init(p, it.task, it.ctx, f);
-            r.has = true;
+            r = task_base<K>(p, a, it, f);
             r.template append<K>(acc, f);
             f.attribute(it.task);
         }
-        if (!f.any()) {
+        if (f.any()) {
+            return;
+        }
+        if (a.carry_mode == CARRY_FIRST || a.carry_mode == CARRY_MIDDLE) {
+            static_cast<acc_t*>(a.carry)[it.task] = r.value;
+        } else {
             K::epilogue(p, it.task, it.ctx, r.value, f);
             f.attribute(it.task);
         }

@@ -16,7 +16,7 @@ struct Thread {
         Item<K> it;
         Src::template load<K>(p, a, i, it, f);
         if (it.valid) {
-            Partial<typename K::acc_t> acc = seed<K>(p, it, f);
+            Partial<typename K::acc_t> acc = seed<K>(p, a, it, f);
             fold_item<K>(p, it, acc, f);
             finish<K>(p, a, it, acc, true, f);
         }

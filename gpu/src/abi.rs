@@ -118,6 +118,32 @@ pub(crate) struct LaunchArgs {
     pub n_warps: u32,
     pub warp_first: u64,
     pub warp_task: u64,
+    pub carry: u64,
+    pub carry_mode: u32,
+    pub carry_pad: u32,
+}
+
+/// Which launch of a carried sequence a launch is (`CARRY_*` in
+/// task_source.cuh): tasks' folds carried in `LaunchArgs::carry` from one
+/// launch to the next, the epilogue run by the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CarryMode {
+    None = 0,
+    First = 1,
+    Middle = 2,
+    Last = 3,
+}
+
+impl CarryMode {
+    /// Launch `i` of `n` in a carried sequence (`None` for a single launch).
+    pub(crate) fn of(i: usize, n: usize) -> Self {
+        match (i, n) {
+            (_, 0 | 1) => CarryMode::None,
+            (0, _) => CarryMode::First,
+            (i, n) if i + 1 == n => CarryMode::Last,
+            _ => CarryMode::Middle,
+        }
+    }
 }
 
 // SAFETY: `#[repr(C)]` of u64/u32 fields, laid out as the device struct.
@@ -236,7 +262,11 @@ mod tests {
         let mut out = HashMap::new();
         for (_, text) in crate::compile::LIBRARY_HEADERS {
             for line in text.lines() {
-                let Some(rest) = line.trim().strip_prefix("constexpr int ") else {
+                let line = line.trim();
+                let Some(rest) = line
+                    .strip_prefix("constexpr int ")
+                    .or_else(|| line.strip_prefix("constexpr uint32_t "))
+                else {
                     continue;
                 };
                 let Some((name, value)) = rest.trim_end_matches(';').split_once(" = ") else {
@@ -279,6 +309,18 @@ mod tests {
         assert_eq!(c["BLOCK"], i64::from(BLOCK));
         assert_eq!(c["MERGE_LANES"], MERGE_LANES as i64);
         assert_eq!(c["MERGE_LANES_WIDE"], MERGE_LANES_WIDE as i64);
+        for (name, mode) in [
+            ("CARRY_NONE", CarryMode::None),
+            ("CARRY_FIRST", CarryMode::First),
+            ("CARRY_MIDDLE", CarryMode::Middle),
+            ("CARRY_LAST", CarryMode::Last),
+        ] {
+            assert_eq!(c[name], mode as i64, "{name}");
+        }
+        assert_eq!(CarryMode::of(0, 1), CarryMode::None);
+        assert_eq!(CarryMode::of(0, 3), CarryMode::First);
+        assert_eq!(CarryMode::of(1, 3), CarryMode::Middle);
+        assert_eq!(CarryMode::of(2, 3), CarryMode::Last);
         // Each merge entry point instantiates the width the host sizes it by.
         let k = header("kernel.cuh");
         for (entry, lanes) in [
@@ -384,11 +426,14 @@ mod tests {
                 "cte_serial_max",
                 "n_warps",
                 "warp_first",
-                "warp_task"
+                "warp_task",
+                "carry",
+                "carry_mode",
+                "carry_pad"
             ]
         );
-        // 9 pointers/counts + 2 u32 + 2 pointers.
-        assert_eq!(std::mem::size_of::<LaunchArgs>(), 96);
+        // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 112);
         let f = struct_fields(header("fault.cuh"), "FaultRecord");
         assert_eq!(
             f,

@@ -108,7 +108,7 @@ pub struct SpmvBenchOptions {
     /// `cte:S=64`, ...); empty: all of them. cuSPARSE is always timed, as
     /// the reference of every ratio.
     pub variants: Vec<String>,
-    /// `y += A·x` with the signature of `kernel`, for [`CACHE_FIT_SLICES`]
+    /// `y += A·x` with the signature of `kernel`, for [`COL_BLOCKS`]
     /// (which is skipped without it).
     pub add_kernel: Option<&'static KernelSpec>,
     /// Column-block counts of [`COL_BLOCKS`] (`cte:cbK` and
@@ -177,7 +177,11 @@ struct CacheFitLaunch {
     list: warpfit_runtime::TaskList,
     /// Each partition's segments of `list` (a range of it).
     ranges: Vec<std::ops::Range<usize>>,
-    parts: Vec<Vec<warpfit_runtime::Segment>>,
+    /// The plan part by part: column indices, values, each partition's
+    /// range array.
+    pm_col: Vec<u32>,
+    pm_val: Vec<f32>,
+    pm_ptrs: Vec<Vec<u32>>,
 }
 
 /// How `cte:cf` planned: the partitioner, partitions of the device's L2,
@@ -384,7 +388,7 @@ pub fn run_spmv(
         let mut cache_fit = None;
         let wants =
             |name: &str| opts.variants.is_empty() || opts.variants.iter().any(|v| v == name);
-        if wants(CACHE_FIT) || wants(CACHE_FIT_ONE) || wants(CACHE_FIT_SLICES) {
+        if wants(CACHE_FIT) || wants(CACHE_FIT_ONE) || wants(CACHE_FIT_LIST) {
             let (plan, facts) = bench.plan_cache_fit(dev, opts.partitioner)?;
             log(&format!(
                 "    cte:cf plan ({}): {} partitions, {} segments, {} rows split, {:.2} s",
@@ -395,22 +399,13 @@ pub fn run_spmv(
                 facts.plan_s
             ));
             if wants(CACHE_FIT) {
+                variants.push(bench.cache_fit_carried(dev, opts, &mut timer, &plan)?);
+            }
+            if wants(CACHE_FIT_LIST) {
                 variants.push(bench.cache_fit(dev, opts, &mut timer, &plan, true)?);
             }
             if wants(CACHE_FIT_ONE) {
                 variants.push(bench.cache_fit(dev, opts, &mut timer, &plan, false)?);
-            }
-            if wants(CACHE_FIT_SLICES) {
-                match (opts.add_kernel, facts.partitions <= CACHE_FIT_MAX_SLICES) {
-                    (Some(add), true) => {
-                        variants.push(bench.cache_fit_slices(dev, opts, add, &mut timer, &plan)?)
-                    }
-                    (None, _) => log("    cte:cf-slices skipped: no y += A·x kernel given"),
-                    (_, false) => log(&format!(
-                        "    cte:cf-slices skipped: {} partitions (at most {CACHE_FIT_MAX_SLICES})",
-                        facts.partitions
-                    )),
-                }
             }
             cache_fit = Some(facts);
         }
@@ -459,26 +454,23 @@ pub fn run_spmv(
 }
 
 /// The cache-fit variant (the `cf` schedule): the matrix partitioned for
-/// the device's L2 (`partitioner`, default safety), each row's nonzeros
-/// reordered by partition
-/// ([`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan)), and one
-/// CTE launch per partition over its segments
-/// ([`Prepared::in_ranges`]), pieces of split rows merged in partition
-/// order after the last. Planning runs on the host before timing; its time
-/// is reported apart.
+/// the device's L2 (`partitioner`, default safety) into a
+/// [`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan), laid out part
+/// by part ([`PartMajor`](warpfit_runtime::schedule::PartMajor)), and run
+/// as one launch per partition over its own range array with the rows'
+/// folds carried between launches ([`CarriedLaunch`](crate::CarriedLaunch)),
+/// each launch with the automatic split. Planning runs on the host before
+/// timing; its time is reported apart.
 pub const CACHE_FIT: &str = "cte:cf";
 
-/// [`CACHE_FIT`]'s plan run as one CTE launch over all partitions'
+/// [`CACHE_FIT`]'s plan as a segment list (rows reordered by partition
+/// within each row, hubs cut), run as one CTE launch per partition's
+/// segments ([`Prepared::in_ranges`]) and one merge of split rows.
+pub const CACHE_FIT_LIST: &str = "cte:cf-list";
+
+/// [`CACHE_FIT_LIST`]'s list run as one CTE launch over all partitions'
 /// segments in partition order.
 pub const CACHE_FIT_ONE: &str = "cte:cf-one";
-
-/// The cache-fit plan of [`CACHE_FIT`] run as one launch per partition:
-/// each partition's share of the rows as a CSR slice over all rows, the
-/// first launch writing `y`, the others adding onto it (`add_kernel`) in
-/// partition order. Skipped beyond [`CACHE_FIT_MAX_SLICES`] partitions (a
-/// slice's row pointers are as long as the matrix's).
-pub const CACHE_FIT_SLICES: &str = "cte:cf-slices";
-const CACHE_FIT_MAX_SLICES: usize = 16;
 
 /// Column blocks: the matrix cut into `K` blocks of consecutive columns
 /// (equal widths), each block's nonzeros a CSR slice over all rows, run one
@@ -552,13 +544,13 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
         configs.push((format!("cte:serial={serial}"), c));
     }
     if let Some(unknown) = opts.variants.iter().find(|v| {
-        ![CACHE_FIT, CACHE_FIT_ONE, CACHE_FIT_SLICES, COL_BLOCKS].contains(&v.as_str())
+        ![CACHE_FIT, CACHE_FIT_LIST, CACHE_FIT_ONE, COL_BLOCKS].contains(&v.as_str())
             && !configs.iter().any(|(name, _)| name == *v)
     }) {
         let known: Vec<&str> = configs
             .iter()
             .map(|(n, _)| n.as_str())
-            .chain([CACHE_FIT, CACHE_FIT_ONE, CACHE_FIT_SLICES, COL_BLOCKS])
+            .chain([CACHE_FIT, CACHE_FIT_LIST, CACHE_FIT_ONE, COL_BLOCKS])
             .collect();
         return Err(Error::invalid(format!(
             "unknown benchmark variant `{unknown}`; the variants are {}",
@@ -665,7 +657,7 @@ impl<'a> OneMatrix<'a> {
         partitioner: warpfit_runtime::schedule::Partitioner,
     ) -> Result<(CacheFitLaunch, CacheFitFacts)> {
         use warpfit_runtime::partition::WorkGraphOf;
-        use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, ThrottleOptions};
+        use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, PartMajor, ThrottleOptions};
         let a = self.a;
         let start = Instant::now();
         let graph = WorkGraphOf::borrow_csr(a)?.with_elem_bytes(4, 4)?;
@@ -673,6 +665,7 @@ impl<'a> OneMatrix<'a> {
             .with_partitioner(partitioner)
             .partition(&graph, Some(dev.l2_bytes() as u64), None)?;
         let plan = CacheFitPlan::new(&graph, &partition)?;
+        let parts = PartMajor::new(&plan)?;
         // Hubs' shares cut like the automatic split's budget does.
         let queue = ChunkQueue::new(&plan, CACHE_FIT_SEGMENT)?;
         let (chunk_ptr, k) = (queue.chunk_ptr(), plan.len());
@@ -691,9 +684,11 @@ impl<'a> OneMatrix<'a> {
             val: plan.permute_fine(a.values())?,
             list: queue.task_list()?,
             ranges,
-            parts: (0..plan.len())
-                .map(|p| plan.part(p).map(<[_]>::to_vec))
-                .collect::<Result<_>>()?,
+            pm_col: parts.permute_fine(a.col_idx())?,
+            pm_val: parts.permute_fine(a.values())?,
+            pm_ptrs: (0..parts.len())
+                .map(|p| parts.part_ptr(p).to_vec())
+                .collect(),
         };
         let facts = CacheFitFacts {
             partitioner,
@@ -717,7 +712,7 @@ impl<'a> OneMatrix<'a> {
     ) -> Result<VariantResult> {
         let a = self.a;
         let name = if per_partition {
-            CACHE_FIT
+            CACHE_FIT_LIST
         } else {
             CACHE_FIT_ONE
         };
@@ -767,75 +762,48 @@ impl<'a> OneMatrix<'a> {
         })
     }
 
-    /// [`CACHE_FIT_SLICES`]: checked, then timed (every partition's launch
-    /// per run).
-    fn cache_fit_slices(
+    /// [`CACHE_FIT`]: checked, then timed.
+    fn cache_fit_carried(
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
-        add: &'static KernelSpec,
         timer: &mut Timer,
         plan: &CacheFitLaunch,
     ) -> Result<VariantResult> {
-        let a = self.a;
-        let n = a.nrows();
-        // Each partition's rows as a CSR slice over all rows.
-        let mut slices = Vec::with_capacity(plan.parts.len());
-        for segs in &plan.parts {
-            let mut row_ptr = vec![0u32; n + 1];
-            let mut col = Vec::new();
-            let mut val = Vec::new();
-            for s in segs {
-                row_ptr[s.task as usize + 1] = s.hi - s.lo;
-                col.extend_from_slice(&plan.col[s.lo as usize..s.hi as usize]);
-                val.extend_from_slice(&plan.val[s.lo as usize..s.hi as usize]);
-            }
-            for r in 0..n {
-                row_ptr[r + 1] += row_ptr[r];
-            }
-            slices.push((row_ptr, col, val));
-        }
         let device = crate::Device::Cuda(dev.clone());
-        let x = device.upload(&self.x)?;
-        let y = device.alloc::<f32>(n)?;
-        let on_device = slices
+        let col = device.upload(&plan.pm_col)?;
+        let val = device.upload(&plan.pm_val)?;
+        let ptrs = plan
+            .pm_ptrs
             .iter()
-            .map(|(row_ptr, col, val)| {
-                Ok((
-                    device.upload(row_ptr)?,
-                    device.upload(col)?,
-                    device.upload(val)?,
-                ))
-            })
+            .map(|p| device.upload(p))
             .collect::<Result<Vec<_>>>()?;
-        drop(slices);
+        let x = device.upload(&self.x)?;
+        let y = device.alloc::<f32>(self.a.nrows())?;
         let cfg = LaunchConfig {
             decomposition: Decomposition::Cte,
             split: Split::Auto,
             cte_serial_max: opts.cte_serial_max,
         };
-        let launches = on_device
+        let parts = ptrs
             .iter()
-            .enumerate()
-            .map(|(p, (row_ptr, col, val))| {
-                let kernel = if p == 0 { opts.kernel } else { add };
-                let args = vec![
-                    Arg::resident_input(row_ptr),
-                    Arg::resident_input(col),
-                    Arg::resident_input(val),
+            .map(|ptr| {
+                vec![
+                    Arg::resident_input(ptr),
+                    Arg::resident_input(&col),
+                    Arg::resident_input(&val),
                     Arg::resident_input(&x),
                     Arg::resident_output(&y),
-                ];
-                crate::PreparedLaunch::cuda(dev, kernel, &cfg, Tasks::All(n), args)
+                ]
             })
-            .collect::<Result<Vec<_>>>()?;
-        let run = || launches.iter().try_for_each(crate::PreparedLaunch::run);
-        run()?;
-        launches.iter().try_for_each(crate::PreparedLaunch::check)?;
-        let err = self.check(CACHE_FIT_SLICES, &y.to_vec()?)?;
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &run)?;
+            .collect();
+        let launch = crate::CarriedLaunch::cuda(dev, opts.kernel, &cfg, self.a.nrows(), parts)?;
+        launch.run()?;
+        launch.check()?;
+        let err = self.check(CACHE_FIT, &y.to_vec()?)?;
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| launch.run())?;
         Ok(VariantResult {
-            variant: CACHE_FIT_SLICES.into(),
+            variant: CACHE_FIT.into(),
             median_ms: med,
             min_ms: min,
             max_ms: max,

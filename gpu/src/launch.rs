@@ -239,6 +239,16 @@ impl Prepared {
         Ok(p)
     }
 
+    /// Makes every kernel of the launch one of a carried sequence
+    /// (`carried.rs`): `mode` says which, `carry` is the device address of
+    /// one accumulator per task.
+    pub(crate) fn carry(&mut self, carry: u64, mode: abi::CarryMode) {
+        for l in &mut self.launches {
+            l.args.carry = carry;
+            l.args.carry_mode = mode as u32;
+        }
+    }
+
     /// Enqueues the launch (main kernel, then the merge of split tasks).
     /// Asynchronous: call [`Prepared::check_fault`] or [`Prepared::finish`].
     pub fn run(&self) -> Result<()> {

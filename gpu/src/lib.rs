@@ -33,6 +33,7 @@ mod args;
 pub mod baseline;
 pub mod bench;
 pub mod buffer;
+mod carried;
 pub mod compile;
 mod config;
 mod device;
@@ -49,6 +50,7 @@ mod tasks;
 
 pub use args::{Arg, HostSlice, HostSliceMut};
 pub use buffer::DeviceBuffer;
+pub use carried::CarriedLaunch;
 pub use compile::Arch;
 pub use config::{Decomposition, LaunchConfig, Split};
 pub use device::{CudaDevice, Device, DeviceInfo};

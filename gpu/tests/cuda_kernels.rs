@@ -918,16 +918,12 @@ fn a_mapped_array_is_read_after_a_marker_without_a_copy() {
     assert!(e.contains("mapped"), "{e}");
 }
 
-/// The cache-fit form: a plan's segment list run as one launch per
-/// partition (`Prepared::in_ranges`) gives bit for bit what one launch over
-/// the same list gives (the merge folds split tasks' partials in list
-/// order either way), for every decomposition and for arbitrary cuts of
-/// the list, and matches the CPU twin run over the same list.
-#[test]
-fn launches_per_partition_equal_one_launch_over_the_plan() {
+/// The cache-fit plans of a small matrix (column blocks and K-D tiling,
+/// a cache small enough for several partitions).
+fn small_plans() -> Vec<(String, Csr<f32>, warpfit_runtime::schedule::CacheFitPlan)> {
     use warpfit_runtime::partition::WorkGraphOf;
-    use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, Partitioner, ThrottleOptions};
-    let Some(dev) = device() else { return };
+    use warpfit_runtime::schedule::{CacheFitPlan, CacheSize, Partitioner, ThrottleOptions};
+    let mut out = Vec::new();
     for (name, a) in [
         ("rmat:scale=12", gen::rmat(12, 16, 3).unwrap()),
         ("uniform 2^12", gen::uniform(1 << 12, 16, 3).unwrap()),
@@ -936,108 +932,278 @@ fn launches_per_partition_equal_one_launch_over_the_plan() {
             from_lengths(&[0, 700, 3, 0, 90, 33, 1], 500),
         ),
     ] {
-        let graph = WorkGraphOf::borrow_csr(&a).unwrap();
         for partitioner in [Partitioner::Columns, Partitioner::Kd] {
-            // A small cache, so that there are several partitions.
+            let graph = WorkGraphOf::borrow_csr(&a).unwrap();
             let opts = ThrottleOptions::default()
                 .with_partitioner(partitioner)
-                .with_cache(warpfit_runtime::schedule::CacheSize::Bytes(4096));
+                .with_cache(CacheSize::Bytes(4096));
             let partition = opts.partition(&graph, None, None).unwrap();
             let plan = CacheFitPlan::new(&graph, &partition).unwrap();
-            let queue = ChunkQueue::new(&plan, 64).unwrap();
-            let list = queue.task_list().unwrap();
-            let per_part: Vec<_> = (0..plan.len())
-                .map(|p| {
-                    let c = queue.chunks_of(p..p + 1).unwrap();
-                    let ptr = queue.chunk_ptr();
-                    ptr[c.start as usize] as usize..ptr[c.end as usize] as usize
-                })
-                .filter(|r| !r.is_empty())
-                .collect();
-            // Every third segment a launch of its own, besides.
-            let cuts: Vec<_> = (0..list.len())
-                .step_by(3)
-                .map(|s| s..(s + 3).min(list.len()))
-                .collect();
-            let col = plan.permute_fine(a.col_idx()).unwrap();
-            let val = plan.permute_fine(a.values()).unwrap();
-            let x: Vec<f32> = values(a.ncols(), 9).iter().map(|&v| v as f32).collect();
-            let mut want = vec![f32::NAN; a.nrows()];
-            cpu::run(
-                &Spmv {
-                    row_ptr: a.row_ptr(),
-                    col: &col,
-                    val: &val,
-                    x: &x,
-                    y: SharedOut::new(&mut want),
-                },
-                Tasks::List(&list),
-            )
-            .unwrap();
-            let run = |cfg: &LaunchConfig, ranges: Option<&[std::ops::Range<usize>]>| {
-                let mut y = vec![f32::NAN; a.nrows()];
-                let mut args = [
-                    Arg::input(a.row_ptr()),
-                    Arg::input(&col),
-                    Arg::input(&val),
-                    Arg::input(&x),
-                    Arg::output(&mut y),
-                ];
-                let p = match ranges {
-                    Some(r) => {
-                        warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, cfg, &list, r, &args)
-                    }
-                    None => {
-                        warpfit_gpu::Prepared::new(&dev, &SPMV_F32, cfg, Tasks::List(&list), &args)
-                    }
-                }
-                .unwrap();
-                p.run().unwrap();
-                p.finish(&mut args).unwrap();
-                drop(args);
-                y
-            };
-            for d in [
-                Decomposition::Cte,
-                Decomposition::Thread,
-                Decomposition::SubWarp(8),
-            ] {
-                let cfg = LaunchConfig {
-                    decomposition: d,
-                    ..LaunchConfig::default()
-                };
-                let one = run(&cfg, None);
-                for (i, (&g, &w)) in one.iter().zip(&want).enumerate() {
-                    assert!(
-                        (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                        "{name} {partitioner} {d:?}: row {i}: {g} vs {w}"
-                    );
-                }
-                for ranges in [&per_part, &cuts] {
-                    let got = run(&cfg, Some(ranges));
-                    assert!(
-                        got.iter()
-                            .zip(&one)
-                            .all(|(g, o)| g.to_bits() == o.to_bits()),
-                        "{name} {partitioner} {d:?}: {} launches differ from one",
-                        ranges.len()
-                    );
-                }
-            }
-            // Ranges that do not cover the list are errors.
-            let cfg = LaunchConfig::default();
-            let mut y = vec![0f32; a.nrows()];
-            let args = [
+            assert!(plan.len() > 1, "{name} {partitioner}: one partition");
+            out.push((format!("{name} {partitioner}"), a.clone(), plan));
+        }
+    }
+    out
+}
+
+const DECOMPOSITIONS: [Decomposition; 3] = [
+    Decomposition::Cte,
+    Decomposition::Thread,
+    Decomposition::SubWarp(8),
+];
+
+/// A plan's segment list run as one launch per partition
+/// (`Prepared::in_ranges`) gives what one launch over the same list gives:
+/// bit for bit for the thread and sub-warp decompositions, whose fold of a
+/// segment does not depend on its neighbours (CTE's rounds do), and the
+/// CPU twin's result for every decomposition and any cut of the list.
+#[test]
+fn launches_per_partition_equal_one_launch_over_the_plan() {
+    use warpfit_runtime::schedule::ChunkQueue;
+    let Some(dev) = device() else { return };
+    for (name, a, plan) in small_plans() {
+        let queue = ChunkQueue::new(&plan, 64).unwrap();
+        let list = queue.task_list().unwrap();
+        let per_part: Vec<_> = (0..plan.len())
+            .map(|p| {
+                let c = queue.chunks_of(p..p + 1).unwrap();
+                let ptr = queue.chunk_ptr();
+                ptr[c.start as usize] as usize..ptr[c.end as usize] as usize
+            })
+            .filter(|r| !r.is_empty())
+            .collect();
+        // Every third segment a launch of its own, besides.
+        let cuts: Vec<_> = (0..list.len())
+            .step_by(3)
+            .map(|s| s..(s + 3).min(list.len()))
+            .collect();
+        let col = plan.permute_fine(a.col_idx()).unwrap();
+        let val = plan.permute_fine(a.values()).unwrap();
+        let x: Vec<f32> = values(a.ncols(), 9).iter().map(|&v| v as f32).collect();
+        let mut want = vec![f32::NAN; a.nrows()];
+        cpu::run(
+            &Spmv {
+                row_ptr: a.row_ptr(),
+                col: &col,
+                val: &val,
+                x: &x,
+                y: SharedOut::new(&mut want),
+            },
+            Tasks::List(&list),
+        )
+        .unwrap();
+        let run = |cfg: &LaunchConfig, ranges: Option<&[std::ops::Range<usize>]>| {
+            let mut y = vec![f32::NAN; a.nrows()];
+            let mut args = [
                 Arg::input(a.row_ptr()),
                 Arg::input(&col),
                 Arg::input(&val),
                 Arg::input(&x),
                 Arg::output(&mut y),
             ];
-            let short = [0..list.len() - 1];
+            let p = match ranges {
+                Some(r) => warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, cfg, &list, r, &args),
+                None => warpfit_gpu::Prepared::new(&dev, &SPMV_F32, cfg, Tasks::List(&list), &args),
+            }
+            .unwrap();
+            p.run().unwrap();
+            p.finish(&mut args).unwrap();
+            drop(args);
+            y
+        };
+        let close = |got: &[f32], what: &str| {
+            for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                    "{name} {what}: row {i}: {g} vs {w}"
+                );
+            }
+        };
+        for d in DECOMPOSITIONS {
+            let cfg = LaunchConfig {
+                decomposition: d,
+                ..LaunchConfig::default()
+            };
+            let one = run(&cfg, None);
+            close(&one, &format!("{d:?}, one launch"));
+            for ranges in [&per_part, &cuts] {
+                let got = run(&cfg, Some(ranges));
+                close(&got, &format!("{d:?}, {} launches", ranges.len()));
+                if d != Decomposition::Cte {
+                    assert!(
+                        got.iter()
+                            .zip(&one)
+                            .all(|(g, o)| g.to_bits() == o.to_bits()),
+                        "{name} {d:?}: {} launches differ from one",
+                        ranges.len()
+                    );
+                }
+            }
+        }
+        // Ranges that do not cover the list are errors.
+        let cfg = LaunchConfig::default();
+        let mut y = vec![0f32; a.nrows()];
+        let args = [
+            Arg::input(a.row_ptr()),
+            Arg::input(&col),
+            Arg::input(&val),
+            Arg::input(&x),
+            Arg::output(&mut y),
+        ];
+        let short = [0..list.len() - 1];
+        assert!(
+            warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, &cfg, &list, &short, &args).is_err()
+        );
+    }
+}
+
+/// A plan laid out part by part and run as one launch per partition with
+/// the rows' folds carried between launches (`CarriedLaunch`): the thread
+/// decomposition folds every row in the plan's order, so it equals the CPU
+/// twin over the plan's reordered arrays bit for bit; CTE (automatic
+/// split: hubs split and merged inside a partition, then carried) and
+/// sub-warp agree within rounding; a min-plus kernel is exact under every
+/// decomposition, against the CPU twin on the original arrays.
+#[test]
+fn carried_launches_over_partitions_equal_the_cpu_twin() {
+    use warpfit_runtime::schedule::PartMajor;
+    let Some(dev) = device() else { return };
+    let device = warpfit_gpu::Device::Cuda(dev.clone());
+    for (name, a, plan) in small_plans() {
+        let n = a.nrows();
+        let parts = PartMajor::new(&plan).unwrap();
+        let x: Vec<f32> = values(a.ncols(), 9).iter().map(|&v| v as f32).collect();
+        // The CPU twin, every row whole, over the plan's (task-major) order.
+        let mut want = vec![f32::NAN; n];
+        let (tcol, tval) = (
+            plan.permute_fine(a.col_idx()).unwrap(),
+            plan.permute_fine(a.values()).unwrap(),
+        );
+        cpu::run(
+            &Spmv {
+                row_ptr: a.row_ptr(),
+                col: &tcol,
+                val: &tval,
+                x: &x,
+                y: SharedOut::new(&mut want),
+            },
+            Tasks::All(n),
+        )
+        .unwrap();
+        let col = device
+            .upload(&parts.permute_fine(a.col_idx()).unwrap())
+            .unwrap();
+        let val = device
+            .upload(&parts.permute_fine(a.values()).unwrap())
+            .unwrap();
+        let ptrs: Vec<_> = (0..parts.len())
+            .map(|p| device.upload(parts.part_ptr(p)).unwrap())
+            .collect();
+        let xd = device.upload(&x).unwrap();
+        for d in DECOMPOSITIONS {
+            let y = device.alloc::<f32>(n).unwrap();
+            let cfg = LaunchConfig {
+                decomposition: d,
+                ..LaunchConfig::default()
+            };
+            let launch = warpfit_gpu::CarriedLaunch::cuda(
+                &dev,
+                &SPMV_F32,
+                &cfg,
+                n,
+                ptrs.iter()
+                    .map(|ptr| {
+                        vec![
+                            Arg::resident_input(ptr),
+                            Arg::resident_input(&col),
+                            Arg::resident_input(&val),
+                            Arg::resident_input(&xd),
+                            Arg::resident_output(&y),
+                        ]
+                    })
+                    .collect(),
+            )
+            .unwrap();
+            assert_eq!(launch.len(), plan.len());
+            // Twice: the carry of one run must not leak into the next.
+            for _ in 0..2 {
+                launch.run().unwrap();
+                launch.check().unwrap();
+            }
+            let got = y.to_vec().unwrap();
+            for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                if d == Decomposition::Thread {
+                    assert_eq!(
+                        g.to_bits(),
+                        w.to_bits(),
+                        "{name} {d:?}: row {i}: {g} vs {w}"
+                    );
+                } else {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                        "{name} {d:?}: row {i}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+        // Min-plus relaxation: exact, against the original arrays.
+        let w: Vec<f32> = values(a.nnz(), 5)
+            .iter()
+            .map(|v| (v.abs() * 9.0) as f32)
+            .collect();
+        let dist: Vec<f32> = values(n.max(a.ncols()), 6)
+            .iter()
+            .map(|v| (v.abs() * 50.0) as f32)
+            .collect();
+        let mut want = vec![f32::NAN; n];
+        cpu::run(
+            &Relax {
+                ptr: a.row_ptr(),
+                src: a.col_idx(),
+                w: &w,
+                dist: &dist,
+                scale: 7,
+                next: SharedOut::new(&mut want),
+            },
+            Tasks::All(n),
+        )
+        .unwrap();
+        let src = col;
+        let wd = device.upload(&parts.permute_fine(&w).unwrap()).unwrap();
+        let distd = device.upload(&dist).unwrap();
+        for d in DECOMPOSITIONS {
+            let next = device.alloc::<f32>(n).unwrap();
+            let cfg = LaunchConfig {
+                decomposition: d,
+                ..LaunchConfig::default()
+            };
+            let launch = warpfit_gpu::CarriedLaunch::cuda(
+                &dev,
+                &RELAX,
+                &cfg,
+                n,
+                ptrs.iter()
+                    .map(|ptr| {
+                        vec![
+                            Arg::resident_input(ptr),
+                            Arg::resident_input(&src),
+                            Arg::resident_input(&wd),
+                            Arg::resident_input(&distd),
+                            Arg::scalar(7u32),
+                            Arg::resident_output(&next),
+                        ]
+                    })
+                    .collect(),
+            )
+            .unwrap();
+            launch.run().unwrap();
+            launch.check().unwrap();
+            let got = next.to_vec().unwrap();
             assert!(
-                warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, &cfg, &list, &short, &args)
-                    .is_err()
+                got.iter()
+                    .zip(&want)
+                    .all(|(g, w)| g.to_bits() == w.to_bits()),
+                "{name} relax {d:?} differs from the CPU twin"
             );
         }
     }

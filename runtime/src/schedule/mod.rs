@@ -42,12 +42,14 @@
 
 mod cpu;
 mod options;
+mod parts;
 mod plan;
 mod queue;
 mod recombine;
 
 pub use cpu::{run_plan, PlanOrder, PlanRun};
 pub use options::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy, DEFAULT_CHUNK};
+pub use parts::PartMajor;
 pub use plan::CacheFitPlan;
 pub use queue::ChunkQueue;
 pub use recombine::{profiling_passes, recombine, Recombination};

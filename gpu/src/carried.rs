@@ -1,0 +1,118 @@
+//! A kernel run as a sequence of launches, each over one part of every
+//! task's fine tasks, the tasks' folds carried from one launch to the next
+//! on the device: the form of the cache-fit schedules.
+//!
+//! Part `i` is the same kernel over other arguments (typically the same
+//! arrays reordered so that each part is contiguous, and a range array of
+//! its own that gives every task its share of part `i`). The first launch
+//! folds each task from `init` and keeps the value in a carry buffer (one
+//! accumulator per task) instead of running the epilogue; the next ones
+//! fold onto it; the last runs the epilogue (`CARRY_*` in
+//! task_source.cuh). So a task's value is the fold of its fine tasks in
+//! part order, whatever each launch's decomposition or split (a long task
+//! split inside a part is merged, then carried), with no atomics and no
+//! second pass over the outputs: every part costs the tasks one carry
+//! read and write, the epilogue runs once.
+
+use crate::abi::CarryMode;
+use crate::args::Arg;
+use crate::buffer::DeviceBuffer;
+use crate::device::CudaDevice;
+use crate::launch::Prepared;
+use crate::spec::KernelSpec;
+use std::marker::PhantomData;
+use warpfit_runtime::{Error, Result, Tasks};
+
+/// Launches over the parts of every task's fine tasks, run in order with
+/// the tasks' folds carried between them (see the module docs).
+pub struct CarriedLaunch<'a> {
+    parts: Vec<Prepared>,
+    _carry: Option<DeviceBuffer<u64>>,
+    _borrows: PhantomData<&'a ()>,
+}
+
+impl<'a> CarriedLaunch<'a> {
+    /// Prepares `spec` over tasks `0..n_tasks` once per entry of `parts`
+    /// (each the kernel's full argument list for that part; device-resident
+    /// arrays are borrowed for `'a`), with `config` (each part makes its own
+    /// split choice), and the carry buffer of one accumulator per task.
+    ///
+    /// # Errors
+    /// No part; as [`Prepared::new`] for each part.
+    pub fn cuda(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &crate::LaunchConfig,
+        n_tasks: usize,
+        parts: Vec<Vec<Arg<'a>>>,
+    ) -> Result<Self> {
+        if parts.is_empty() {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: a carried launch needs at least one part",
+                spec.name
+            )));
+        }
+        let carry = if parts.len() > 1 {
+            let words = n_tasks
+                .checked_mul(spec.acc.size())
+                .ok_or_else(|| Error::invalid("carry buffer size overflows"))?
+                .div_ceil(8);
+            Some(DeviceBuffer::<u64>::zeros(dev, words)?)
+        } else {
+            None
+        };
+        let carry_ptr = carry.as_ref().map_or(0, |c| c.device_ptr(dev));
+        let n = parts.len();
+        let parts = parts
+            .iter()
+            .enumerate()
+            .map(|(i, args)| {
+                let mut p = Prepared::new_borrowing(dev, spec, config, Tasks::All(n_tasks), args)?;
+                p.carry(carry_ptr, CarryMode::of(i, n));
+                Ok(p)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CarriedLaunch {
+            parts,
+            _carry: carry,
+            _borrows: PhantomData,
+        })
+    }
+
+    /// Number of parts (launches per run, besides merges of split tasks).
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Whether there is no part (never: [`CarriedLaunch::cuda`] refuses).
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Enqueues every part's kernels in part order (asynchronous; faults
+    /// at the next [`check`](Self::check)).
+    pub fn run(&self) -> Result<()> {
+        self.parts.iter().try_for_each(Prepared::run)
+    }
+
+    /// Waits for the runs enqueued so far and reports the first part's
+    /// fault among them (then clears every part's record).
+    pub fn check(&self) -> Result<()> {
+        let mut first = Ok(());
+        for p in &self.parts {
+            let r = p.check_and_clear_fault();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+impl std::fmt::Debug for CarriedLaunch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CarriedLaunch")
+            .field("parts", &self.parts.len())
+            .finish()
+    }
+}

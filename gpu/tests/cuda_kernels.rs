@@ -994,21 +994,26 @@ fn launches_per_partition_equal_one_launch_over_the_plan() {
         .unwrap();
         let run = |cfg: &LaunchConfig, ranges: Option<&[std::ops::Range<usize>]>| {
             let mut y = vec![f32::NAN; a.nrows()];
-            let mut args = [
-                Arg::input(a.row_ptr()),
-                Arg::input(&col),
-                Arg::input(&val),
-                Arg::input(&x),
-                Arg::output(&mut y),
-            ];
-            let p = match ranges {
-                Some(r) => warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, cfg, &list, r, &args),
-                None => warpfit_gpu::Prepared::new(&dev, &SPMV_F32, cfg, Tasks::List(&list), &args),
+            {
+                let mut args = [
+                    Arg::input(a.row_ptr()),
+                    Arg::input(&col),
+                    Arg::input(&val),
+                    Arg::input(&x),
+                    Arg::output(&mut y),
+                ];
+                let p = match ranges {
+                    Some(r) => {
+                        warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, cfg, &list, r, &args)
+                    }
+                    None => {
+                        warpfit_gpu::Prepared::new(&dev, &SPMV_F32, cfg, Tasks::List(&list), &args)
+                    }
+                }
+                .unwrap();
+                p.run().unwrap();
+                p.finish(&mut args).unwrap();
             }
-            .unwrap();
-            p.run().unwrap();
-            p.finish(&mut args).unwrap();
-            drop(args);
             y
         };
         let close = |got: &[f32], what: &str| {
@@ -1050,7 +1055,7 @@ fn launches_per_partition_equal_one_launch_over_the_plan() {
             Arg::input(&x),
             Arg::output(&mut y),
         ];
-        let short = [0..list.len() - 1];
+        let short: Vec<_> = std::iter::once(0..list.len() - 1).collect();
         assert!(
             warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, &cfg, &list, &short, &args).is_err()
         );

@@ -9,8 +9,8 @@ pub mod apps;
 /// compilation, the cuSPARSE baseline and the SpMV benchmark.
 pub use warpfit_gpu as gpu;
 pub use warpfit_gpu::{
-    split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec, Input,
-    LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
+    split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec,
+    ExpectedLaunch, Input, LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
 };
 pub use warpfit_macros::{device_fn, nested_reduce};
 pub use warpfit_runtime as runtime;

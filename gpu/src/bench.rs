@@ -388,7 +388,12 @@ pub fn run_spmv(
         let mut cache_fit = None;
         let wants =
             |name: &str| opts.variants.is_empty() || opts.variants.iter().any(|v| v == name);
-        if wants(CACHE_FIT) || wants(CACHE_FIT_ONE) || wants(CACHE_FIT_LIST) {
+        let other_cf: Vec<_> = CACHE_FIT_OTHER
+            .iter()
+            .filter(|(v, _)| opts.variants.iter().any(|w| w == v))
+            .collect();
+        if wants(CACHE_FIT) || wants(CACHE_FIT_ONE) || wants(CACHE_FIT_LIST) || !other_cf.is_empty()
+        {
             let (plan, facts) = bench.plan_cache_fit(dev, opts.partitioner)?;
             log(&format!(
                 "    cte:cf plan ({}): {} partitions, {} segments, {} rows split, {:.2} s",
@@ -399,7 +404,21 @@ pub fn run_spmv(
                 facts.plan_s
             ));
             if wants(CACHE_FIT) {
-                variants.push(bench.cache_fit_carried(dev, opts, &mut timer, &plan)?);
+                let cfg = LaunchConfig {
+                    decomposition: Decomposition::Cte,
+                    split: Split::Auto,
+                    cte_serial_max: opts.cte_serial_max,
+                };
+                variants
+                    .push(bench.cache_fit_carried(dev, opts, &mut timer, &plan, CACHE_FIT, &cfg)?);
+            }
+            for &&(vname, d) in &other_cf {
+                let cfg = LaunchConfig {
+                    decomposition: d,
+                    split: Split::Never,
+                    ..LaunchConfig::default()
+                };
+                variants.push(bench.cache_fit_carried(dev, opts, &mut timer, &plan, vname, &cfg)?);
             }
             if wants(CACHE_FIT_LIST) {
                 variants.push(bench.cache_fit(dev, opts, &mut timer, &plan, true)?);
@@ -462,6 +481,15 @@ pub fn run_spmv(
 /// each launch with the automatic split. Planning runs on the host before
 /// timing; its time is reported apart.
 pub const CACHE_FIT: &str = "cte:cf";
+
+/// [`CACHE_FIT`] with another decomposition in every launch (no split):
+/// the thread, 4-lane and 8-lane sub-warp forms, for the partitions' short
+/// row shares.
+pub const CACHE_FIT_OTHER: [(&str, Decomposition); 3] = [
+    ("thread:cf", Decomposition::Thread),
+    ("sub4:cf", Decomposition::SubWarp(4)),
+    ("sub8:cf", Decomposition::SubWarp(8)),
+];
 
 /// [`CACHE_FIT`]'s plan as a segment list (rows reordered by partition
 /// within each row, hubs cut), run as one CTE launch per partition's
@@ -545,12 +573,14 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
     }
     if let Some(unknown) = opts.variants.iter().find(|v| {
         ![CACHE_FIT, CACHE_FIT_LIST, CACHE_FIT_ONE, COL_BLOCKS].contains(&v.as_str())
+            && !CACHE_FIT_OTHER.iter().any(|(n, _)| n == v)
             && !configs.iter().any(|(name, _)| name == *v)
     }) {
         let known: Vec<&str> = configs
             .iter()
             .map(|(n, _)| n.as_str())
             .chain([CACHE_FIT, CACHE_FIT_LIST, CACHE_FIT_ONE, COL_BLOCKS])
+            .chain(CACHE_FIT_OTHER.iter().map(|(n, _)| *n))
             .collect();
         return Err(Error::invalid(format!(
             "unknown benchmark variant `{unknown}`; the variants are {}",
@@ -769,6 +799,8 @@ impl<'a> OneMatrix<'a> {
         opts: &SpmvBenchOptions,
         timer: &mut Timer,
         plan: &CacheFitLaunch,
+        vname: &str,
+        cfg: &LaunchConfig,
     ) -> Result<VariantResult> {
         let device = crate::Device::Cuda(dev.clone());
         let col = device.upload(&plan.pm_col)?;
@@ -780,11 +812,6 @@ impl<'a> OneMatrix<'a> {
             .collect::<Result<Vec<_>>>()?;
         let x = device.upload(&self.x)?;
         let y = device.alloc::<f32>(self.a.nrows())?;
-        let cfg = LaunchConfig {
-            decomposition: Decomposition::Cte,
-            split: Split::Auto,
-            cte_serial_max: opts.cte_serial_max,
-        };
         let parts = ptrs
             .iter()
             .map(|ptr| {
@@ -797,13 +824,13 @@ impl<'a> OneMatrix<'a> {
                 ]
             })
             .collect();
-        let launch = crate::CarriedLaunch::cuda(dev, opts.kernel, &cfg, self.a.nrows(), parts)?;
+        let launch = crate::CarriedLaunch::cuda(dev, opts.kernel, cfg, self.a.nrows(), parts)?;
         launch.run()?;
         launch.check()?;
-        let err = self.check(CACHE_FIT, &y.to_vec()?)?;
+        let err = self.check(vname, &y.to_vec()?)?;
         let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| launch.run())?;
         Ok(VariantResult {
-            variant: CACHE_FIT.into(),
+            variant: vname.into(),
             median_ms: med,
             min_ms: min,
             max_ms: max,

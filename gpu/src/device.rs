@@ -198,6 +198,29 @@ struct Inner {
     /// NVRTC's one-time set-up, started beside the context's creation when
     /// the kernel cache is empty ([`compile::warm_up`]).
     nvrtc_warm_up: Mutex<Option<JoinHandle<()>>>,
+    /// Compiles of the entry points announced launches will need, started
+    /// before the context existed ([`CudaDevice::open_expecting`]), by
+    /// module key until the kernel's module is created and takes them.
+    ahead: Mutex<HashMap<ModuleKey, Vec<(&'static str, PendingCompile)>>>,
+}
+
+/// A module's key: the kernel's name and its translation unit's hash.
+type ModuleKey = (String, u64);
+
+/// A compile running on a thread of its own.
+type PendingCompile = JoinHandle<Result<compile::Compiled>>;
+
+/// A launch the caller will make soon after opening the device, announced
+/// to [`CudaDevice::open_expecting`] so that the entry points it will
+/// likely compile start compiling beside the context's creation.
+#[derive(Debug, Clone, Copy)]
+pub struct ExpectedLaunch<'a> {
+    /// The kernel (a generated module's `SPEC`).
+    pub spec: &'a crate::KernelSpec,
+    /// The launch's options.
+    pub config: LaunchConfig,
+    /// The launch runs over tasks `0..n_tasks`.
+    pub n_tasks: usize,
 }
 
 impl Drop for Inner {
@@ -211,7 +234,87 @@ impl Drop for Inner {
         if let Some(h) = handle {
             let _ = h.join();
         }
+        let ahead = match self.ahead.get_mut() {
+            Ok(a) => std::mem::take(a),
+            Err(poison) => std::mem::take(poison.into_inner()),
+        };
+        for (_, h) in ahead.into_values().flatten() {
+            let _ = h.join();
+        }
     }
+}
+
+/// Starts the compiles of the entry points `expected` launches will most
+/// likely need (each looked up in the cache first, on its thread), before
+/// the context exists: the compute capability and the SM counts come from
+/// the driver's device attributes, which need no context. At most one
+/// thread per core beside the caller's; best effort: whatever cannot be
+/// read or started is compiled when a launch asks for it.
+fn compile_ahead(
+    ordinal: usize,
+    cache_dir: Option<&std::path::Path>,
+    expected: &[ExpectedLaunch<'_>],
+) -> HashMap<ModuleKey, Vec<(&'static str, PendingCompile)>> {
+    let mut ahead: HashMap<ModuleKey, Vec<(&'static str, PendingCompile)>> = HashMap::new();
+    if expected.is_empty() {
+        return ahead;
+    }
+    let Some((arch, resident_warps)) = device_shape(ordinal) else {
+        return ahead;
+    };
+    let mut room = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_sub(1)
+        .max(1);
+    for e in expected {
+        let spec = *e.spec;
+        let key = (
+            spec.name.to_string(),
+            fnv(&compile::translation_unit(&spec)),
+        );
+        for ep in crate::plan::first_launch_entries(&spec, &e.config, e.n_tasks, resident_warps) {
+            let list = ahead.entry(key.clone()).or_default();
+            if room == 0 || list.iter().any(|(started, _)| *started == ep) {
+                continue;
+            }
+            let dir = cache_dir.map(std::path::Path::to_path_buf);
+            let started = std::thread::Builder::new()
+                .name(format!("warpfit-nvrtc-{ep}"))
+                .spawn(move || {
+                    let source = compile::entry_point_unit(&spec, &[ep])?;
+                    let label = format!("{}.{ep}", spec.name);
+                    compile::compile_cached(&label, &source, arch, dir.as_deref())
+                });
+            if let Ok(handle) = started {
+                list.push((ep, handle));
+                room -= 1;
+            }
+        }
+    }
+    ahead.retain(|_, v| !v.is_empty());
+    ahead
+}
+
+/// Device `ordinal`'s compute capability and resident warps, read without
+/// a context (`None` if the driver does not say).
+fn device_shape(ordinal: usize) -> Option<(Arch, u64)> {
+    use cudarc::driver::result;
+    result::init().ok()?;
+    let dev = result::device::get(i32::try_from(ordinal).ok()?).ok()?;
+    // SAFETY: `dev` was returned by `cuDeviceGet` after `cuInit`.
+    let attr = |a| unsafe { result::device::get_attribute(dev, a) }.ok();
+    use sys::CUdevice_attribute as A;
+    let major = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let sms = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let tps = attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
+    let arch = Arch::new(u32::try_from(major).ok()?, u32::try_from(minor).ok()?);
+    (arch >= MIN_ARCH).then(|| {
+        (
+            arch,
+            u64::from(sms.max(1) as u32) * u64::from(tps.max(32) as u32 / 32),
+        )
+    })
 }
 
 /// Launches left unchecked at most: the one after these waits for the
@@ -249,6 +352,34 @@ impl CudaDevice {
     /// [`CudaDevice::new`] with the kernel cache in `cache_dir` (`None`:
     /// no cache, every entry point compiled once per process).
     pub fn with_cache_dir(ordinal: usize, cache_dir: Option<PathBuf>) -> Result<Self> {
+        Self::open_expecting(ordinal, cache_dir, &[])
+    }
+
+    /// [`CudaDevice::with_cache_dir`] for a caller that knows its first
+    /// launches: the entry points each will most likely need (the size
+    /// kernel and what follows it for a CTE launch, see
+    /// `plan::first_launch_entries`) are looked up in the kernel cache and,
+    /// if missing, compiled on threads of their own while the context is
+    /// created, which takes about as long as one compile. The launches then
+    /// take them as they ask. A wrong guess costs host time, never a wrong
+    /// kernel: each compile is keyed by the kernel's source and entry point.
+    ///
+    /// ```no_run
+    /// # use warpfit_gpu::{CudaDevice, ExpectedLaunch, LaunchConfig, KernelSpec};
+    /// # fn demo(spec: &KernelSpec, n_rows: usize) -> warpfit_gpu::Result<()> {
+    /// let first = ExpectedLaunch { spec, config: LaunchConfig::default(), n_tasks: n_rows };
+    /// let dev = CudaDevice::open_expecting(0, warpfit_gpu::compile::default_cache_dir(), &[first])?;
+    /// # let _ = dev; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`CudaDevice::new`]; a compile that fails is reported by the
+    /// launch that asks for its entry point.
+    pub fn open_expecting(
+        ordinal: usize,
+        cache_dir: Option<PathBuf>,
+        expected: &[ExpectedLaunch<'_>],
+    ) -> Result<Self> {
         probe::require(Library::Driver)?;
         let count = CudaContext::device_count().map_err(cuda_err("counting CUDA devices"))?;
         if ordinal >= count.max(0) as usize {
@@ -260,7 +391,8 @@ impl CudaDevice {
         // With nothing in the kernel cache the first launch will compile:
         // NVRTC's set-up then runs beside the context's creation instead of
         // after it. A warm cache starts no NVRTC at all.
-        let nvrtc_warm_up = if compile::cache_is_empty(cache_dir.as_deref()) {
+        let ahead = compile_ahead(ordinal, cache_dir.as_deref(), expected);
+        let nvrtc_warm_up = if ahead.is_empty() && compile::cache_is_empty(cache_dir.as_deref()) {
             std::thread::Builder::new()
                 .name("warpfit-nvrtc-warm-up".into())
                 .spawn(compile::warm_up)
@@ -337,6 +469,7 @@ impl CudaDevice {
                 modules: Mutex::new(HashMap::new()),
                 pending: Mutex::new(Vec::new()),
                 nvrtc_warm_up: Mutex::new(nvrtc_warm_up),
+                ahead: Mutex::new(ahead),
             }),
         })
     }
@@ -452,10 +585,16 @@ impl CudaDevice {
         let source = compile::translation_unit(spec);
         let key = (spec.name.to_string(), fnv(&source));
         let mut modules = self.inner.modules.lock().map_err(poisoned)?;
-        let m = modules
-            .entry(key)
-            .or_insert_with(|| Arc::new(Module::new(self, spec)));
-        Ok(m.clone())
+        if let Some(m) = modules.get(&key) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(Module::new(self, spec));
+        let ahead = self.inner.ahead.lock().map_err(poisoned)?.remove(&key);
+        if let Some(ahead) = ahead {
+            m.prefetched.lock().map_err(poisoned)?.extend(ahead);
+        }
+        modules.insert(key, m.clone());
+        Ok(m)
     }
 
     /// Compiles (or reads from the cache, or takes from a prefetch) entry
@@ -612,6 +751,13 @@ impl Device {
     /// generated code calls, per docs/codegen.md.)
     pub fn open_cuda(ordinal: usize) -> Result<Self> {
         CudaDevice::new(ordinal).map(Device::Cuda)
+    }
+
+    /// [`Device::open_cuda`] for a caller that knows its first launches:
+    /// see [`CudaDevice::open_expecting`].
+    pub fn open_cuda_expecting(ordinal: usize, expected: &[ExpectedLaunch<'_>]) -> Result<Self> {
+        CudaDevice::open_expecting(ordinal, compile::default_cache_dir(), expected)
+            .map(Device::Cuda)
     }
 
     /// The best backend on this machine: CUDA device 0 when a driver and a

@@ -53,7 +53,7 @@ pub use buffer::DeviceBuffer;
 pub use carried::CarriedLaunch;
 pub use compile::Arch;
 pub use config::{Decomposition, LaunchConfig, Split};
-pub use device::{CudaDevice, Device, DeviceInfo};
+pub use device::{CudaDevice, Device, DeviceInfo, ExpectedLaunch};
 pub use launch::Prepared;
 pub use one_task::{split_one_task, OneTaskSplit};
 pub use readback::{Readback, MAX_READBACK_DEPTH, MAX_READBACK_LEN};

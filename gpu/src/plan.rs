@@ -161,6 +161,29 @@ pub(crate) fn likely_after_sizes(n: u64, resident_warps: u64) -> &'static [&'sta
     }
 }
 
+/// The entry points the first launch of `spec` over tasks `0..n` with
+/// `config` will most likely compile, in the order it asks for them: the
+/// size kernel and what most likely follows it ([`likely_after_sizes`])
+/// for CTE with a size-dependent split, else the one all-tasks entry point
+/// of the configured decomposition.
+pub(crate) fn first_launch_entries(
+    spec: &crate::KernelSpec,
+    config: &crate::LaunchConfig,
+    n: usize,
+    resident_warps: u64,
+) -> Vec<&'static str> {
+    let config = spec.launch_config(config);
+    if needs_task_sizes(config.decomposition, config.split, n) {
+        let mut eps = vec![crate::abi::SIZES_ENTRY];
+        eps.extend_from_slice(likely_after_sizes(n as u64, resident_warps));
+        eps
+    } else {
+        crate::abi::entry_point(config.decomposition, crate::abi::TaskSource::All)
+            .map(|ep| vec![ep])
+            .unwrap_or_default()
+    }
+}
+
 /// Task lists and automatic splits address items with u32 ids.
 pub(crate) fn check_u32_items(n: usize) -> Result<()> {
     warpfit_runtime::error::to_u32("number of launch items", n).map(|_| ())

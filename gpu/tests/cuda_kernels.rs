@@ -778,6 +778,53 @@ fn a_first_launch_compiles_only_the_entry_points_it_uses() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A device opened expecting a launch starts that launch's entry points
+/// before its context exists: the launch then takes them (same result),
+/// and exactly the announced guess is compiled, nothing twice.
+#[test]
+fn a_device_opened_expecting_a_launch_compiles_its_entry_points_ahead() {
+    if device().is_none() {
+        return;
+    }
+    let dir = fresh_cache_dir("expected-launch");
+    let t = std::time::Instant::now();
+    let expected = warpfit_gpu::ExpectedLaunch {
+        spec: &SPMV_F32,
+        config: LaunchConfig::default(),
+        n_tasks: 4096,
+    };
+    let dev = CudaDevice::open_expecting(0, Some(dir.clone()), &[expected]).unwrap();
+    small_spmv_matches_the_cpu(&dev);
+    eprintln!(
+        "small SpMV launch incl. context creation, opened expecting it: {:.0} ms from an empty \
+         kernel cache",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    drop(dev);
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".wfk"))
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("spmv_f32.wf_sizes-")),
+        "{names:?}"
+    );
+    // An expected launch on a warm cache compiles nothing and still runs.
+    let warm = CudaDevice::open_expecting(0, Some(dir.clone()), &[expected]).unwrap();
+    small_spmv_matches_the_cpu(&warm);
+    drop(warm);
+    let again = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".wfk"))
+        })
+        .count();
+    assert_eq!(again, names.len(), "a warm open compiled again");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_cached_binary_the_driver_refuses_is_recompiled_and_replaced() {
     use warpfit_gpu::compile::{compile_uncached, entry_point_unit, lookup_cached, store_cached};
@@ -928,8 +975,10 @@ fn small_plans() -> Vec<(String, Csr<f32>, warpfit_runtime::schedule::CacheFitPl
         ("rmat:scale=12", gen::rmat(12, 16, 3).unwrap()),
         ("uniform 2^12", gen::uniform(1 << 12, 16, 3).unwrap()),
         (
+            // More columns than the 4096-byte cache holds, so that the
+            // column partitioner (which counts `x` only) splits too.
             "rows longer than a warp",
-            from_lengths(&[0, 700, 3, 0, 90, 33, 1], 500),
+            from_lengths(&[0, 700, 3, 0, 90, 33, 1], 5000),
         ),
     ] {
         for partitioner in [Partitioner::Columns, Partitioner::Kd] {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use warpfit::apps::{self, CgOptions, CgScalar, Graph, PageRankOptions, Preconditioner, Timings};
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
-use warpfit::{Decomposition, Device, Error, LaunchConfig, Result};
+use warpfit::{Decomposition, Device, Error, ExpectedLaunch, LaunchConfig, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum App {
@@ -150,7 +150,26 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .as_deref()
         .map(|p| OutputFile::open(p, "--output"))
         .transpose()?;
-    let (device, fallback) = pick_device(&args.backend)?;
+    // The matrix is read before the device is opened, so that the first
+    // SpMV's kernels compile beside the context's creation.
+    let (a, read) = if args.app == App::Cg {
+        (None, Duration::ZERO)
+    } else {
+        let read_start = Instant::now();
+        let a = args.input.load()?;
+        let read = read_start.elapsed();
+        check_app_memory(args.app, &a)?;
+        (Some(a), read)
+    };
+    let expected: Vec<ExpectedLaunch<'_>> = match &a {
+        Some(a) if args.app == App::Spmv => vec![ExpectedLaunch {
+            spec: &apps::spmv::SPEC,
+            config,
+            n_tasks: a.nrows(),
+        }],
+        _ => Vec::new(),
+    };
+    let (device, fallback) = pick_device(&args.backend, &expected)?;
     let mut notes: Vec<String> = fallback.into_iter().collect();
     if args.decomp.is_some() && device.cuda().is_none() {
         notes.push(format!(
@@ -165,16 +184,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
         output,
         iters,
     };
-    if args.app == App::Cg {
+    let Some(a) = a else {
         return match args.precision.unwrap_or(Precision::F64) {
             Precision::F32 => run.cg::<f32>(),
             Precision::F64 => run.cg::<f64>(),
         };
-    }
-    let read_start = Instant::now();
-    let a = args.input.load()?;
-    let read = read_start.elapsed();
-    check_app_memory(args.app, &a)?;
+    };
     run.print_header(&a);
     match args.app {
         App::Spmv => run.spmv(&a, read),
@@ -465,11 +480,15 @@ const PAGERANK_ITERS: usize = 20;
 
 /// The device for `--backend`; with `auto`, also why CUDA was not used, so
 /// the summary can say it (stderr stays free for the one error line).
-fn pick_device(backend: &str) -> Result<(Device, Option<String>)> {
+/// `expected`: the first launches, announced to a CUDA device as it opens.
+fn pick_device(backend: &str, expected: &[ExpectedLaunch<'_>]) -> Result<(Device, Option<String>)> {
+    if backend == "cuda" {
+        return Ok((Device::open_cuda_expecting(0, expected)?, None));
+    }
     if backend != "auto" {
         return Ok((Device::from_name(backend)?, None));
     }
-    Ok(match Device::open_cuda(0) {
+    Ok(match Device::open_cuda_expecting(0, expected) {
         Ok(d) => (d, None),
         Err(e) => (Device::cpu(), Some(e.to_string())),
     })

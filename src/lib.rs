@@ -12,17 +12,20 @@ pub use warpfit_gpu::{
     split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec,
     ExpectedLaunch, Input, LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
 };
-pub use warpfit_macros::{device_fn, nested_reduce};
+pub use warpfit_gpu::{ThrottleReport, Throttled};
+pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;
+pub use warpfit_runtime::schedule::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy};
 pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 
 /// What a kernel file needs in scope.
 pub mod prelude {
-    pub use crate::{device_fn, nested_reduce};
+    pub use crate::{device_fn, nested_reduce, throttled};
     pub use crate::{
         Decomposition, Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Segment, Split,
         TaskList, Tasks,
     };
+    pub use crate::{ThrottleOptions, ThrottlePolicy};
 }
 
 /// Items the generated code refers to; not a public API.
@@ -32,7 +35,10 @@ pub mod __private {
         host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input,
         KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
     };
+    pub use warpfit_gpu::{ThrottleReport, ThrottleRoles, Throttled};
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
+    pub use warpfit_runtime::mem::check_elems as mem_check_elems;
     pub use warpfit_runtime::partition::WorkGraph;
+    pub use warpfit_runtime::schedule::ThrottleOptions;
     pub use warpfit_runtime::{Error, Result, Tasks};
 }

@@ -26,9 +26,16 @@ use warpfit_runtime::{Error, Result, Tasks};
 /// Launches over the parts of every task's fine tasks, run in order with
 /// the tasks' folds carried between them (see the module docs).
 pub struct CarriedLaunch<'a> {
+    run: CarriedRun,
+    _borrows: PhantomData<&'a ()>,
+}
+
+/// A [`CarriedLaunch`] without the borrow: the parts hold their arrays'
+/// device addresses, so whoever keeps one keeps those arrays alive (the
+/// throttled handle owns both).
+pub(crate) struct CarriedRun {
     parts: Vec<Prepared>,
     _carry: Option<DeviceBuffer<u64>>,
-    _borrows: PhantomData<&'a ()>,
 }
 
 impl<'a> CarriedLaunch<'a> {
@@ -45,6 +52,45 @@ impl<'a> CarriedLaunch<'a> {
         config: &crate::LaunchConfig,
         n_tasks: usize,
         parts: Vec<Vec<Arg<'a>>>,
+    ) -> Result<Self> {
+        Ok(CarriedLaunch {
+            run: CarriedRun::new(dev, spec, config, n_tasks, &parts)?,
+            _borrows: PhantomData,
+        })
+    }
+
+    /// Number of parts (launches per run, besides merges of split tasks).
+    pub fn len(&self) -> usize {
+        self.run.parts.len()
+    }
+
+    /// Whether there is no part (never: [`CarriedLaunch::cuda`] refuses).
+    pub fn is_empty(&self) -> bool {
+        self.run.parts.is_empty()
+    }
+
+    /// Enqueues every part's kernels in part order (asynchronous; faults
+    /// at the next [`check`](Self::check)).
+    pub fn run(&self) -> Result<()> {
+        self.run.run()
+    }
+
+    /// Waits for the runs enqueued so far and reports the first part's
+    /// fault among them (then clears every part's record).
+    pub fn check(&self) -> Result<()> {
+        self.run.check()
+    }
+}
+
+impl CarriedRun {
+    /// See [`CarriedLaunch::cuda`]; the arrays `parts` name must outlive
+    /// the result.
+    pub(crate) fn new(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &crate::LaunchConfig,
+        n_tasks: usize,
+        parts: &[Vec<Arg<'_>>],
     ) -> Result<Self> {
         if parts.is_empty() {
             return Err(Error::invalid(format!(
@@ -72,32 +118,17 @@ impl<'a> CarriedLaunch<'a> {
                 Ok(p)
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(CarriedLaunch {
+        Ok(CarriedRun {
             parts,
             _carry: carry,
-            _borrows: PhantomData,
         })
     }
 
-    /// Number of parts (launches per run, besides merges of split tasks).
-    pub fn len(&self) -> usize {
-        self.parts.len()
-    }
-
-    /// Whether there is no part (never: [`CarriedLaunch::cuda`] refuses).
-    pub fn is_empty(&self) -> bool {
-        self.parts.is_empty()
-    }
-
-    /// Enqueues every part's kernels in part order (asynchronous; faults
-    /// at the next [`check`](Self::check)).
-    pub fn run(&self) -> Result<()> {
+    pub(crate) fn run(&self) -> Result<()> {
         self.parts.iter().try_for_each(Prepared::run)
     }
 
-    /// Waits for the runs enqueued so far and reports the first part's
-    /// fault among them (then clears every part's record).
-    pub fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         let mut first = Ok(());
         for p in &self.parts {
             let r = p.check_and_clear_fault();
@@ -112,7 +143,7 @@ impl<'a> CarriedLaunch<'a> {
 impl std::fmt::Debug for CarriedLaunch<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CarriedLaunch")
-            .field("parts", &self.parts.len())
+            .field("parts", &self.run.parts.len())
             .finish()
     }
 }

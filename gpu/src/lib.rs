@@ -47,6 +47,7 @@ mod readback;
 mod resident;
 pub mod spec;
 mod tasks;
+mod throttle;
 
 pub use args::{Arg, HostSlice, HostSliceMut};
 pub use buffer::DeviceBuffer;
@@ -64,6 +65,7 @@ pub use resident::{
     CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
 };
 pub use spec::{DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
+pub use throttle::{CpuRunFn, ThrottleReport, ThrottleRoles, Throttled};
 pub use warpfit_runtime::{Error, Result};
 
 /// Every entry point the device library defines for a kernel (for the

@@ -777,7 +777,7 @@ pub struct CpuArgs<'a> {
 }
 
 impl<'a> CpuArgs<'a> {
-    fn new(spec: &'static KernelSpec, args: Vec<Arg<'a>>) -> Result<Self> {
+    pub(crate) fn new(spec: &'static KernelSpec, args: Vec<Arg<'a>>) -> Result<Self> {
         crate::args::check_args(spec, &args)?;
         check_placement(spec, &args, Target::Cpu)?;
         check_unaliased(spec, &args)?;
@@ -812,6 +812,24 @@ impl<'a> CpuArgs<'a> {
         // of this launch is that array, and nothing else writes it while
         // it is borrowed shared (its writes take `&mut`).
         Ok(unsafe { std::slice::from_raw_parts(addr as *const T, len) })
+    }
+
+    /// Scalar `i`'s value.
+    pub fn scalar<T: Scalar>(&self, i: usize) -> Result<T> {
+        match self.args.get(i) {
+            Some(Arg::Scalar(v)) if v.ty() == T::TYPE => {
+                let (bytes, n) = v.to_ne_bytes();
+                debug_assert_eq!(n, std::mem::size_of::<T>());
+                // SAFETY: `bytes` holds a value of `T` (type checked above)
+                // in native order, `bool` as 0 or 1; `T` is plain-old-data.
+                Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+            }
+            _ => Err(Error::invalid(format!(
+                "kernel `{}`: argument {i} of the prepared launch is not a scalar of {}",
+                self.spec.name,
+                T::TYPE.rust_name()
+            ))),
+        }
     }
 
     /// Output `i` behind the twin's `SharedOut`, for one run.

@@ -3,7 +3,7 @@
 //! fine-task index, which it gathers through an index array, and whether the
 //! kernel can be throttled (or why not).
 
-use crate::ir::{Expr, ExprKind, Kernel, LocalId, Param, Ty};
+use crate::ir::{Expr, ExprKind, Kernel, LocalId, Param, Reduce, Ty};
 use std::collections::BTreeSet;
 
 /// How the map of a kernel reads its input arrays.
@@ -166,4 +166,160 @@ fn gather_index(idx: &Expr, k: LocalId, params: &[Param]) -> Option<usize> {
     let unsigned = matches!(params[*c].ty, Ty::U8 | Ty::U32 | Ty::U64 | Ty::Usize);
     (idx.ty == Ty::Usize && unsigned && matches!(at.kind, ExprKind::Local(id) if id == k))
         .then_some(*c)
+}
+
+/// How a `#[throttled]` kernel's parameters take part in a cache-fit plan:
+/// the throttled handle owns copies of the range array (one per partition)
+/// and of the fine arrays (reordered part by part); everything else is
+/// passed at each launch.
+pub struct Roles {
+    /// `A` in the range `A[task] as usize .. A[task + 1] as usize`.
+    pub range: usize,
+    /// Arrays read only at the fine-task index, sorted.
+    pub fine: Vec<usize>,
+}
+
+/// The roles of a kernel's parameters under throttling, or why it cannot
+/// be throttled. Throttling gives each partition its own range array and
+/// reorders the fine tasks within each task, so: the range is the CSR form
+/// over one unsigned input array, read nowhere else, whose bounds nothing
+/// after the prologue uses (they are per partition); the fine arrays are
+/// read only at the fine index, which the map uses for nothing else; and
+/// the work graph (the prologue and the gather's index) depends on those
+/// arrays only, so that the handle can be planned before any launch.
+pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
+    let params = &k.params;
+    let gather = access.throttle.as_ref().map_err(|why| why.reason(params))?;
+    let is_task = |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Local(id) if id == k.task);
+    let is_one = |e: &Expr| matches!(e.kind, ExprKind::Lit(crate::ir::Lit::Int(1)));
+    let csr = "its range must be the CSR form `a[task] as usize .. a[task + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition";
+    let range = match (&resolve(k, &k.lo).kind, &resolve(k, &k.hi).kind) {
+        (ExprKind::Load(a, lo_i), ExprKind::Load(b, hi_i))
+            if a == b
+                && is_task(lo_i)
+                && matches!(&resolve(k, hi_i).kind, ExprKind::Binary(crate::ir::BinOp::Add, x, y)
+                    if (is_task(x) && is_one(y)) || (is_one(x) && is_task(y))) =>
+        {
+            *a
+        }
+        _ => return Err(csr.into()),
+    };
+    if !matches!(params[range].ty, Ty::U32 | Ty::U64) {
+        return Err(csr.into());
+    }
+    let name = |i: usize| params[i].name.to_string();
+    let mut prologue_loads = Vec::new();
+    for (_, e) in &k.prologue {
+        e.visit(&mut |x| {
+            if let ExprKind::Load(a, _) = &x.kind {
+                prologue_loads.push(*a);
+            }
+        });
+    }
+    let mut later_loads = Vec::new();
+    let mut later = |e: &Expr| {
+        e.visit(&mut |x| {
+            if let ExprKind::Load(a, i) = &x.kind {
+                later_loads.push((*a, matches!(i.kind, ExprKind::Local(id) if id == k.k)));
+            }
+        })
+    };
+    later(&k.init);
+    later(&k.map);
+    if let Reduce::Closure { body, .. } = &k.reduce {
+        later(body);
+    }
+    for s in &k.epilogue {
+        s.visit_exprs(&mut |e| {
+            if let ExprKind::Load(a, i) = &e.kind {
+                later_loads.push((*a, matches!(i.kind, ExprKind::Local(id) if id == k.k)));
+            }
+        });
+    }
+    if let Some(&a) = prologue_loads.iter().find(|&&a| a != range) {
+        return Err(format!(
+            "its prologue reads `{}`; a throttled kernel's prologue reads only its range array `{}`, so that the plan can be made before any launch",
+            name(a),
+            name(range)
+        ));
+    }
+    if later_loads.iter().any(|&(a, _)| a == range) {
+        return Err(format!(
+            "it reads its range array `{}` outside the range; under throttling each partition has its own copy",
+            name(range)
+        ));
+    }
+    // The range's bounds differ per partition: nothing after the prologue
+    // may use a prologue binding that reads the range array.
+    let reads_range =
+        |e: &Expr| e.any(&mut |x| matches!(x.kind, ExprKind::Load(a, _) if a == range));
+    if let Some(&id) = k
+        .ctx
+        .iter()
+        .find(|&&id| bound(k, id).is_some_and(|e| reads_range(resolve(k, e)) || reads_range(e)))
+    {
+        return Err(format!(
+            "it uses `{}` after the prologue; under throttling the range's bounds are each partition's, not the task's",
+            k.locals[id].name
+        ));
+    }
+    let fine: Vec<usize> = access.direct.iter().copied().collect();
+    if let Some(&(a, _)) = later_loads
+        .iter()
+        .find(|&&(a, at_k)| fine.contains(&a) && !at_k)
+    {
+        return Err(format!(
+            "it reads `{}` at the fine-task index and elsewhere; throttling reorders the arrays read at the fine-task index, which must be read at it only",
+            name(a)
+        ));
+    }
+    // `k` only as the index of those loads.
+    let (mut uses, mut as_index) = (0usize, 0usize);
+    k.map.visit(&mut |x| match &x.kind {
+        ExprKind::Local(id) if *id == k.k => uses += 1,
+        ExprKind::Load(_, i) if matches!(i.kind, ExprKind::Local(id) if id == k.k) => as_index += 1,
+        _ => {}
+    });
+    if uses != as_index {
+        return Err(
+            "its map uses the fine-task index other than to index arrays; throttling reorders the fine tasks within each task".into(),
+        );
+    }
+    let mut index_reads_other = None;
+    gather.index.visit(&mut |x| {
+        if let ExprKind::Load(a, _) = &x.kind {
+            if !fine.contains(a) {
+                index_reads_other = Some(*a);
+            }
+        }
+        if let ExprKind::Scalar(s) = &x.kind {
+            index_reads_other = Some(*s);
+        }
+    });
+    if let Some(a) = index_reads_other {
+        return Err(format!(
+            "the gathered index reads `{}`; a throttled kernel's gathered index reads only arrays at the fine-task index, so that the plan can be made before any launch",
+            name(a)
+        ));
+    }
+    Ok(Roles { range, fine })
+}
+
+/// The prologue's binding of local `id`.
+fn bound(k: &Kernel, id: LocalId) -> Option<&Expr> {
+    k.prologue.iter().find(|(l, _)| *l == id).map(|(_, e)| e)
+}
+
+/// `e` through the prologue's copies and casts.
+fn resolve<'a>(k: &'a Kernel, mut e: &'a Expr) -> &'a Expr {
+    loop {
+        match &e.kind {
+            ExprKind::Cast(inner) => e = inner,
+            ExprKind::Local(id) => match bound(k, *id) {
+                Some(b) => e = b,
+                None => return e,
+            },
+            _ => return e,
+        }
+    }
 }

@@ -25,6 +25,7 @@ mod nested;
 mod parse;
 #[cfg(test)]
 mod tests;
+mod throttled;
 
 /// Turns a map/fold kernel into a CUDA functor, a CPU twin and a launch API.
 ///
@@ -67,6 +68,36 @@ mod tests;
 #[proc_macro_attribute]
 pub fn nested_reduce(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(attr.into(), item.into(), nested::expand).into()
+}
+
+/// Cache-fit throttling for a `#[nested_reduce]` kernel: written *below*
+/// `#[nested_reduce]`, which reads it, it adds `throttle_options()`,
+/// `throttle(..)` and the handle `Throttle` to the kernel's module.
+///
+/// ```text
+/// #[nested_reduce]
+/// #[throttled(policy = auto, cache = l2, partitioner = columns)]
+/// pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) { .. }
+/// // let mut t = spmv::throttle(&device, &spmv::throttle_options()?, n_rows, n_cols, &row_ptr, &col, &val)?;
+/// // t.launch(&x, &mut y)?;
+/// ```
+///
+/// Arguments, all optional: `policy` (`auto`, `cf`, `cfq`, `sj`, `sjq`,
+/// `org`, `org_r`), `cache` (`l2` or a size such as `"8MiB"`),
+/// `partitioner` (`kd`, `bisect`, `columns`). The kernel must have the
+/// throttling shape (checked at compile time): a CSR range
+/// `a[task] as usize .. a[task + 1] as usize`, one gathered array read
+/// through arrays read at the fine-task index, and a commutative reduce.
+/// Written alone or above `#[nested_reduce]`, it is an error saying so.
+#[proc_macro_attribute]
+pub fn throttled(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    let err = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        "`#[throttled]` goes below `#[nested_reduce]` on the same function: write `#[nested_reduce]` first, then `#[throttled(..)]`",
+    )
+    .to_compile_error();
+    quote::quote!(#err #item).into()
 }
 
 /// Makes a scalar function callable from `#[nested_reduce]` kernels.

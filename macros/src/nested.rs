@@ -1,6 +1,6 @@
 //! `#[nested_reduce]`: the pipeline from the user's function to its module.
 
-use crate::{analyse, check, emit_cuda, emit_rust, lower, parse};
+use crate::{analyse, check, emit_cuda, emit_rust, lower, parse, throttled};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -9,12 +9,28 @@ use quote::quote;
 /// owner-computes, types → IR) → analyse (the map's access facts) → emit
 /// (CUDA, then the Rust module that embeds it).
 pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
+    let mut item = item.clone();
+    let throttled = throttled::take(&mut item)?;
+    let item = &item;
     let ast = parse::kernel(item)?;
     let shape = check::kernel(&ast)?;
     let kernel = lower::kernel(&ast, &shape)?;
     let access = analyse::kernel(&kernel);
+    let throttle_items = match &throttled {
+        None => TokenStream::new(),
+        Some(attr) => {
+            let roles = analyse::roles(&kernel, &access).map_err(|why| {
+                syn::Error::new(
+                    attr.span,
+                    format!("`{}` cannot be throttled: {why}", kernel.name),
+                )
+            })?;
+            let gathered = access.throttle.as_ref().map_or(0, |t| t.gathered);
+            emit_rust::throttle_items(&kernel, &roles, gathered, attr)
+        }
+    };
     let cuda = emit_cuda::kernel(&kernel, &access);
-    let module = emit_rust::module(&kernel, &access, &item.vis, &cuda);
+    let module = emit_rust::module(&kernel, &access, &item.vis, &cuda, throttle_items);
     // The language spells reductions as an explicit fold (it becomes a warp
     // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
     // the language does not accept. The function is otherwise kept verbatim.
@@ -41,7 +57,18 @@ pub fn cfg_attrs(item: &syn::ItemFn) -> Vec<&syn::Attribute> {
 /// rustc does not repeat our diagnostics with its own on the original body.
 pub fn fallback(item: &syn::ItemFn, err: syn::Error) -> TokenStream {
     let errors = err.to_compile_error();
-    let attrs = &item.attrs;
+    // Without `#[throttled]`, which `expand` reads and which would only
+    // repeat an error about its place.
+    let attrs: Vec<_> = item
+        .attrs
+        .iter()
+        .filter(|a| {
+            !a.path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "throttled")
+        })
+        .collect();
     let vis = &item.vis;
     let sig = &item.sig;
     quote! {

@@ -2,8 +2,12 @@
 
 use crate::prelude::*;
 
-/// `y = A·x` over the (+, ×) semiring; one coarse task per row.
+/// `y = A·x` over the (+, ×) semiring; one coarse task per row. Throttled
+/// (`spmv::throttle`): column blocks are the partitioner whose carried
+/// launches measured fastest (BENCHMARKS.md, "Cache-fit SpMV: carried
+/// launches").
 #[nested_reduce]
+#[throttled(partitioner = columns)]
 pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;

@@ -5,6 +5,7 @@ use warpfit::prelude::*;
 
 /// y = A·x over (+, ×).
 #[nested_reduce]
+#[throttled]
 pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;
@@ -15,6 +16,7 @@ pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y:
 
 /// Bellman-Ford step over (min, +).
 #[nested_reduce]
+#[throttled(policy = cf, cache = "4KiB", partitioner = columns)]
 pub fn relax(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: &mut [f32]) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
@@ -374,4 +376,15 @@ pub fn norm(t: usize, n: u32, x: &[f32], out: &mut [f32]) {
 #[nested_reduce]
 pub fn isum(t: usize, n: u32, x: &[i64], out: &mut [i64]) {
     out[t] = (0..n as usize).map(|i| x[i]).fold(0, |a, b| a + b);
+}
+
+/// y = A·x over wrapping u32 (+, ×): exact under any fold order.
+#[nested_reduce]
+#[throttled(partitioner = kd)]
+pub fn spmv_u32(row: usize, row_ptr: &[u32], col: &[u32], val: &[u32], x: &[u32], y: &mut [u32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0u32, |a, b| a + b);
 }

@@ -16,7 +16,9 @@ use quote::{format_ident, quote};
 use std::collections::BTreeSet;
 
 mod module;
+mod throttle;
 pub use module::module;
+pub use throttle::items as throttle_items;
 
 /// A hygienic identifier for generated plumbing (it never captures, nor is
 /// captured by, a user's name).

@@ -14,7 +14,14 @@ use quote::{format_ident, quote};
 use std::collections::BTreeSet;
 
 /// The companion of a kernel.
-pub fn module(k: &Kernel, access: &Access, vis: &syn::Visibility, cuda: &str) -> TokenStream {
+/// `extra`: items added by other attributes (`#[throttled]`'s).
+pub fn module(
+    k: &Kernel,
+    access: &Access,
+    vis: &syn::Visibility,
+    cuda: &str,
+    extra: TokenStream,
+) -> TokenStream {
     let module = ModuleEmitter {
         k,
         access,
@@ -24,7 +31,7 @@ pub fn module(k: &Kernel, access: &Access, vis: &syn::Visibility, cuda: &str) ->
             prechecked: None,
         },
     };
-    module.module(vis, cuda)
+    module.module(vis, cuda, extra)
 }
 
 struct ModuleEmitter<'a> {
@@ -62,7 +69,7 @@ fn plumbing_names() -> Plumbing {
 }
 
 impl ModuleEmitter<'_> {
-    fn module(&self, vis: &syn::Visibility, cuda: &str) -> TokenStream {
+    fn module(&self, vis: &syn::Visibility, cuda: &str, extra: TokenStream) -> TokenStream {
         let name = &self.k.name;
         let mod_doc = format!(
             "Launch API and generated code of the `#[nested_reduce]` kernel `fn {name}`.\n\n\
@@ -121,6 +128,8 @@ impl ModuleEmitter<'_> {
                 #prepare
 
                 #work_graph
+
+                #extra
             }
         }
     }

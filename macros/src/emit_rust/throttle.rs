@@ -1,0 +1,276 @@
+//! The items `#[throttled]` adds to a kernel's module: `THROTTLE_ROLES`,
+//! `throttle_options()` (the attribute's defaults), `throttle(..)` and the
+//! typed handle `Throttle`, one emitter method each.
+
+use super::{plumbing, ty};
+use crate::analyse::Roles;
+use crate::ir::{Kernel, Param, ParamKind};
+use crate::throttled::ThrottleAttr;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The throttled items of `k`, whose gathered array is parameter
+/// `gathered`.
+pub fn items(k: &Kernel, roles: &Roles, gathered: usize, attr: &ThrottleAttr) -> TokenStream {
+    let e = ThrottleEmitter {
+        k,
+        roles,
+        gathered,
+        attr,
+    };
+    let (consts, options, build, handle) = (e.roles(), e.options(), e.build(), e.handle());
+    quote! {
+        #consts
+        #options
+        #build
+        #handle
+    }
+}
+
+struct ThrottleEmitter<'a> {
+    k: &'a Kernel,
+    roles: &'a Roles,
+    gathered: usize,
+    attr: &'a ThrottleAttr,
+}
+
+impl ThrottleEmitter<'_> {
+    fn shapes(&self, i: usize) -> bool {
+        i == self.roles.range || self.roles.fine.contains(&i)
+    }
+
+    /// The parameters passed to each launch, in order.
+    fn per_launch(&self) -> impl Iterator<Item = (usize, &Param)> {
+        self.k
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.shapes(*i))
+    }
+
+    fn roles(&self) -> TokenStream {
+        let range = self.roles.range;
+        let fine = &self.roles.fine;
+        let doc = format!(
+            "Which parameters shape the work under throttling: `{}` is the range array, {} read at the fine-task index.",
+            self.k.params[range].name,
+            self.roles
+                .fine
+                .iter()
+                .map(|&i| format!("`{}`", self.k.params[i].name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        quote! {
+            #[doc = #doc]
+            pub const THROTTLE_ROLES: ::warpfit::__private::ThrottleRoles =
+                ::warpfit::__private::ThrottleRoles { range: #range, fine: &[#(#fine),*] };
+        }
+    }
+
+    /// `throttle_options()`: `ThrottleOptions::default()` with the
+    /// attribute's arguments.
+    fn options(&self) -> TokenStream {
+        let mut body = quote!(::warpfit::__private::ThrottleOptions::default());
+        if let Some(p) = &self.attr.policy {
+            body = quote!(#body.with_policy(#p.parse()?));
+        }
+        if let Some(c) = &self.attr.cache {
+            body = quote!(#body.with_cache(#c.parse()?));
+        }
+        if let Some(p) = &self.attr.partitioner {
+            body = quote!(#body.with_partitioner(#p.parse()?));
+        }
+        let doc = format!(
+            "The throttling options `#[throttled]` gives `{}`: policy {}, cache {}, partitioner {} (unset ones: `ThrottleOptions::default()`'s). Change any with its `with_*` method before passing them to [`throttle`].\n\n# Errors\nNone in practice: the macro checked each value.",
+            self.k.name,
+            self.attr.policy.as_deref().unwrap_or("auto"),
+            self.attr.cache.as_deref().unwrap_or("l2"),
+            self.attr.partitioner.as_deref().unwrap_or("the default"),
+        );
+        quote! {
+            #[doc = #doc]
+            pub fn throttle_options() -> ::warpfit::__private::Result<::warpfit::__private::ThrottleOptions> {
+                ::core::result::Result::Ok(#body)
+            }
+        }
+    }
+
+    /// `throttle(device, options, n_tasks, <gathered>_len, shape arrays)`:
+    /// the work graph from the twin (per-launch arrays empty: the roles
+    /// guarantee the prologue and the gathered index do not read them),
+    /// then the handle.
+    fn build(&self) -> TokenStream {
+        let k = self.k;
+        let name = k.name.to_string();
+        let gathered = &k.params[self.gathered];
+        let glen = quote::format_ident!("{}_len", gathered.name);
+        let shape_params: Vec<_> = k
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.shapes(*i))
+            .map(|(_, p)| {
+                let (n, t) = (&p.name, ty(p.ty));
+                quote!(#n: &[#t])
+            })
+            .collect();
+        let (dev, opts, n, graph_k, zeros) = (
+            plumbing("device"),
+            plumbing("options"),
+            plumbing("n_tasks"),
+            plumbing("__kernel"),
+            plumbing("__gathered"),
+        );
+        let gt = ty(gathered.ty);
+        let twin_fields = k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            match p.kind {
+                _ if i == self.gathered => quote!(#n: &#zeros),
+                _ if self.shapes(i) => quote!(#n),
+                ParamKind::Input => quote!(#n: &[]),
+                ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(&mut [])),
+                ParamKind::Scalar => quote!(#n: ::core::default::Default::default()),
+            }
+        });
+        let shape_args = k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            if self.shapes(i) {
+                quote!(::core::option::Option::Some(::warpfit::__private::Arg::input(#n)))
+            } else {
+                quote!(::core::option::Option::None)
+            }
+        });
+        let cpu_fields = k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            let i = proc_macro2::Literal::usize_unsuffixed(i);
+            let a = plumbing("__args");
+            match p.kind {
+                ParamKind::Input => quote!(#n: #a.input(#i)?),
+                ParamKind::Output => quote!(#n: #a.output(#i)?),
+                ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
+            }
+        });
+        let a = plumbing("__args");
+        let doc = format!(
+            "Plans `{name}` for throttled launches on `device` and returns the handle that runs them ([`Throttle::launch`]).\n\n\
+             # Parameters\n- `device`: where to run (on the CPU backend every policy runs the CPU twin)\n\
+             - `options`: the schedule, cache and partitioner ([`throttle_options`] gives the attribute's defaults)\n\
+             - `n_tasks`: the launches run tasks `0..n_tasks`\n\
+             - `{glen}`: the length of `{}`, the array the kernel gathers (it is passed at each launch)\n{}\n\n\
+             The handle keeps its own device copies of these arrays (the fine ones reordered part by part for `cf`); \
+             everything else is passed to each launch. Throttling reorders each task's fine tasks: `{name}`'s reduce \
+             operator must be commutative and associative.\n\n\
+             # Errors\nInvalid options, a policy the handle does not launch yet (`org_r`, `cfq`, `sj`, `sjq`, remapping), \
+             an index fault of the prologue or the gathered index, a range array that does not start at 0 and increase \
+             (`cf` needs that), and device errors.",
+            gathered.name,
+            k.params
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| self.shapes(*i))
+                .map(|(i, p)| format!(
+                    "- `{}: &[{}]`: {}",
+                    p.name,
+                    p.ty.rust_name(),
+                    if i == self.roles.range { "the range array" } else { "read at the fine-task index" }
+                ))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        quote! {
+            #[doc = #doc]
+            pub fn throttle(
+                #dev: &::warpfit::__private::Device,
+                #opts: &::warpfit::__private::ThrottleOptions,
+                #n: usize,
+                #glen: usize,
+                #(#shape_params),*
+            ) -> ::warpfit::__private::Result<Throttle> {
+                ::warpfit::__private::mem_check_elems::<#gt>("the gathered array's stand-in for planning", #glen)?;
+                let #zeros: ::std::vec::Vec<#gt> = ::std::vec![::core::default::Default::default(); #glen];
+                let #graph_k = Kernel { #(#twin_fields),* };
+                let graph = ::warpfit::__private::WorkGraph::from_kernel(&#graph_k, #n)?;
+                drop(#zeros);
+                fn cpu_run(#a: &::warpfit::__private::CpuArgs<'_>, n: usize) -> ::warpfit::__private::Result<()> {
+                    ::warpfit::__private::cpu::run(&Kernel { #(#cpu_fields),* }, ::warpfit::__private::Tasks::All(n))
+                }
+                let inner = ::warpfit::__private::Throttled::new(
+                    #dev,
+                    &SPEC,
+                    THROTTLE_ROLES,
+                    #opts,
+                    &::warpfit::__private::LaunchConfig::default(),
+                    #n,
+                    &graph,
+                    &[#(#shape_args),*],
+                    cpu_run,
+                )?;
+                ::core::result::Result::Ok(Throttle { inner })
+            }
+        }
+    }
+
+    /// The typed handle: `launch` takes the per-launch parameters.
+    fn handle(&self) -> TokenStream {
+        let k = self.k;
+        let name = k.name.to_string();
+        let params: Vec<_> = self
+            .per_launch()
+            .map(|(_, p)| {
+                let (n, t) = (&p.name, ty(p.ty));
+                match p.kind {
+                    ParamKind::Input => {
+                        quote!(#n: &(impl ::warpfit::__private::Input<#t> + ?::core::marker::Sized))
+                    }
+                    ParamKind::Output => {
+                        quote!(#n: &mut (impl ::warpfit::__private::Output<#t> + ?::core::marker::Sized))
+                    }
+                    ParamKind::Scalar => quote!(#n: #t),
+                }
+            })
+            .collect();
+        let args = self.per_launch().map(|(_, p)| {
+            let n = &p.name;
+            match p.kind {
+                ParamKind::Input => quote!(::warpfit::__private::Arg::from_input(#n)),
+                ParamKind::Output => quote!(::warpfit::__private::Arg::from_output(#n)),
+                ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
+            }
+        });
+        let names: Vec<String> = self
+            .per_launch()
+            .map(|(_, p)| format!("`{}`", p.name))
+            .collect();
+        let doc = format!(
+            "Throttled launches of `{name}` over one plan, made by [`throttle`]. Not `Sync`: one launch at a time."
+        );
+        let launch_doc = format!(
+            "Runs `{name}` once with {} (host slices or `DeviceVec`s of the handle's device): they are copied into \
+             the handle's device buffers, the chosen schedule runs (`auto` decides on the first launch, timing `org` \
+             and `cf`), and the outputs are copied back. Waits for the device.\n\n\
+             # Errors\nArguments of the wrong length (a new length re-prepares the schedule, it is not an error), \
+             a `DeviceVec` of another device, the kernel's faults, device errors.",
+            names.join(", ")
+        );
+        quote! {
+            #[doc = #doc]
+            #[derive(Debug)]
+            pub struct Throttle {
+                inner: ::warpfit::__private::Throttled,
+            }
+
+            impl Throttle {
+                #[doc = #launch_doc]
+                pub fn launch(&mut self, #(#params),*) -> ::warpfit::__private::Result<()> {
+                    self.inner.launch(&mut [#(#args),*])
+                }
+
+                /// What planning found and which schedule runs.
+                pub fn report(&self) -> &::warpfit::__private::ThrottleReport {
+                    self.inner.report()
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! `#[throttled]` kernels' generated handles on the CPU backend: every
+//! policy's launches equal a plain launch (the CPU runs the twin over the
+//! original arrays), host and device-resident arguments alike; the
+//! attribute's defaults; errors for policies the handle does not launch
+//! and for arguments that do not fit. (The CUDA schedules against the CPU
+//! twin: tests/macro_gpu.rs.)
+
+mod macro_common;
+
+use macro_common::*;
+use warpfit::prelude::*;
+use warpfit::runtime::gen;
+use warpfit::{CacheSize, Partitioner};
+
+const POLICIES: [ThrottlePolicy; 3] = [
+    ThrottlePolicy::Org,
+    ThrottlePolicy::Cf,
+    ThrottlePolicy::Auto,
+];
+
+#[test]
+fn every_policy_on_the_cpu_equals_a_plain_launch() {
+    let dev = Device::cpu();
+    for a in [
+        gen::rmat(10, 8, 1).unwrap(),
+        gen::uniform(700, 9, 2).unwrap(),
+    ] {
+        let (n, m) = (a.nrows(), a.ncols());
+        let x = quarters(m, 5);
+        let mut want = vec![0f32; n];
+        spmv::launch(
+            &dev,
+            n,
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &x,
+            &mut want[..],
+        )
+        .unwrap();
+        for policy in POLICIES {
+            let opts = spmv::throttle_options().unwrap().with_policy(policy);
+            let mut t =
+                spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+            let mut y = vec![f32::NAN; n];
+            t.launch(&x, &mut y[..]).unwrap();
+            assert_eq!(y, want, "{policy}, host arrays");
+            // Device-resident arguments, launched again on the same plan.
+            let xd = dev.upload(&x).unwrap();
+            let mut yd = dev.alloc::<f32>(n).unwrap();
+            t.launch(&xd, &mut yd).unwrap();
+            assert_eq!(yd.to_vec().unwrap(), want, "{policy}, DeviceVecs");
+            let r = t.report();
+            assert_eq!(r.asked, policy);
+            assert_eq!(r.chosen, ThrottlePolicy::Org, "the CPU runs the twin");
+        }
+    }
+}
+
+#[test]
+fn integer_and_min_plus_kernels_are_exact() {
+    let dev = Device::cpu();
+    let a = gen::rmat(9, 8, 3).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let val: Vec<u32> = (0..a.nnz() as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let xu: Vec<u32> = (0..m as u32).map(|i| i ^ 0x5bd1_e995).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&dev, n, a.row_ptr(), a.col_idx(), &val, &xu, &mut want[..]).unwrap();
+    let opts = spmv_u32::throttle_options().unwrap();
+    let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+    let mut got = vec![0u32; n];
+    t.launch(&xu, &mut got[..]).unwrap();
+    assert_eq!(got, want);
+
+    let w = weights(a.nnz());
+    let dist = quarters(m, 7);
+    let mut want = vec![0f32; n];
+    relax::launch(&dev, n, a.row_ptr(), a.col_idx(), &w, &dist, &mut want[..]).unwrap();
+    let mut t = relax::throttle(
+        &dev,
+        &relax::throttle_options().unwrap(),
+        n,
+        m,
+        a.row_ptr(),
+        a.col_idx(),
+        &w,
+    )
+    .unwrap();
+    let mut got = vec![0f32; n];
+    t.launch(&dist, &mut got[..]).unwrap();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn the_attribute_sets_the_default_options() {
+    let o = relax::throttle_options().unwrap();
+    assert_eq!(o.policy, ThrottlePolicy::Cf);
+    assert_eq!(o.cache, CacheSize::Bytes(4096));
+    assert_eq!(o.partitioner, Partitioner::Columns);
+    assert_eq!(
+        spmv::throttle_options().unwrap(),
+        ThrottleOptions::default()
+    );
+    assert_eq!(
+        spmv_u32::throttle_options().unwrap().partitioner,
+        Partitioner::Kd
+    );
+    assert_eq!(spmv::THROTTLE_ROLES.range, 0);
+    assert_eq!(spmv::THROTTLE_ROLES.fine, &[1, 2]);
+}
+
+#[test]
+fn unsupported_policies_and_unfit_arguments_are_errors() {
+    let dev = Device::cpu();
+    let a = gen::uniform(64, 4, 1).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    for policy in [
+        ThrottlePolicy::OrgR,
+        ThrottlePolicy::Cfq,
+        ThrottlePolicy::Sj,
+        ThrottlePolicy::Sjq,
+    ] {
+        let opts = ThrottleOptions::default().with_policy(policy);
+        let e = spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not launched by the throttled handle yet"),
+            "{e}"
+        );
+    }
+    let bad = ThrottleOptions::default().with_safety(0.0);
+    let e = spmv::throttle(&dev, &bad, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap_err();
+    assert!(e.to_string().contains("safety"), "{e}");
+    // A column index past the stated gathered length: the plan's index check.
+    let e = spmv::throttle(
+        &dev,
+        &ThrottleOptions::default(),
+        n,
+        m / 2,
+        a.row_ptr(),
+        a.col_idx(),
+        a.values(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("spmv"), "{e}");
+    // A launch whose `x` is too short faults like a plain launch, and the
+    // handle still works afterwards.
+    let mut t = spmv::throttle(
+        &dev,
+        &ThrottleOptions::default(),
+        n,
+        m,
+        a.row_ptr(),
+        a.col_idx(),
+        a.values(),
+    )
+    .unwrap();
+    let mut y = vec![0f32; n];
+    assert!(t.launch(&vec![1.0f32; m / 2], &mut y[..]).is_err());
+    t.launch(&vec![1.0f32; m], &mut y[..]).unwrap();
+    let sums: Vec<f32> = (0..n)
+        .map(|r| a.values()[a.row_range(r)].iter().sum())
+        .collect();
+    assert_eq!(y, sums);
+}

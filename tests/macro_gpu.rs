@@ -412,6 +412,130 @@ fn faults_of_asynchronous_and_prepared_launches_are_reported_at_the_next_check()
     }
 }
 
+/// `#[throttled]` handles on the GPU against the CPU twin: every policy the
+/// handle launches, column blocks and K-D tiles of a cache small enough
+/// for several partitions, hubs split inside partitions (RMAT) and rows
+/// that are not: the u32 and min-plus kernels exactly, the float SpMV
+/// within rounding of its reordered folds; host and device-resident
+/// arguments; a fault is an error and the handle runs on.
+#[test]
+fn throttled_handles_match_the_twin() {
+    use warpfit::runtime::gen;
+    use warpfit::{CacheSize, Partitioner};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (sptr, ssrc) = skewed_graph(3000, 7);
+    let skewed = warpfit::runtime::Csr::new(
+        sptr.len() - 1,
+        sptr.len() - 1,
+        sptr.clone(),
+        ssrc.clone(),
+        quarters(ssrc.len(), 3),
+    )
+    .unwrap();
+    for (name, a) in [
+        ("rmat:scale=12", gen::rmat(12, 16, 3).unwrap()),
+        ("uniform 4096x16", gen::uniform(4096, 16, 5).unwrap()),
+        ("skewed 3000", skewed),
+    ] {
+        let (n, m) = (a.nrows(), a.ncols());
+        let x = quarters(m, 9);
+        let mut want = vec![0f32; n];
+        spmv::launch(
+            &cpu,
+            n,
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &x,
+            &mut want[..],
+        )
+        .unwrap();
+        let val: Vec<u32> = (0..a.nnz() as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let xu: Vec<u32> = (0..m as u32).map(|i| i ^ 0x5bd1_e995).collect();
+        let mut want_u = vec![0u32; n];
+        spmv_u32::launch(
+            &cpu,
+            n,
+            a.row_ptr(),
+            a.col_idx(),
+            &val,
+            &xu,
+            &mut want_u[..],
+        )
+        .unwrap();
+        let mut want_min = vec![0f32; n];
+        relax::launch(
+            &cpu,
+            n,
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &x,
+            &mut want_min[..],
+        )
+        .unwrap();
+        for partitioner in [Partitioner::Columns, Partitioner::Kd] {
+            for policy in [
+                ThrottlePolicy::Org,
+                ThrottlePolicy::Cf,
+                ThrottlePolicy::Auto,
+            ] {
+                let what = format!("{name} {partitioner} {policy}");
+                let opts = ThrottleOptions::default()
+                    .with_policy(policy)
+                    .with_partitioner(partitioner)
+                    .with_cache(CacheSize::Bytes(16 << 10));
+                let mut t = spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
+                    .unwrap();
+                let mut y = vec![f32::NAN; n];
+                t.launch(&x, &mut y[..]).unwrap();
+                for (r, (g, w)) in y.iter().zip(&want).enumerate() {
+                    let mag: f32 = a
+                        .row_range(r)
+                        .map(|k| (a.values()[k] * x[a.col_idx()[k] as usize]).abs())
+                        .sum();
+                    assert!(
+                        (g - w).abs() <= 1e-5 * (1.0 + mag),
+                        "{what}: row {r}: {g} vs {w}"
+                    );
+                }
+                let report = t.report().clone();
+                if policy == ThrottlePolicy::Cf {
+                    assert!(report.partitions > 1, "{what}: {report:?}");
+                    assert_eq!(report.chosen, ThrottlePolicy::Cf, "{what}");
+                }
+                if policy == ThrottlePolicy::Auto {
+                    assert_eq!(report.profile.len(), 2, "{what}: {report:?}");
+                }
+                // Device-resident arguments: the same result bit for bit.
+                let xd = dev.upload(&x).unwrap();
+                let mut yd = dev.alloc::<f32>(n).unwrap();
+                t.launch(&xd, &mut yd).unwrap();
+                assert_eq!(yd.to_vec().unwrap(), y, "{what}: DeviceVecs");
+                // A fault (`x` too short) is an error; the handle runs on.
+                assert!(t.launch(&x[..m / 2], &mut y[..]).is_err(), "{what}");
+                t.launch(&x, &mut y[..]).unwrap();
+                assert_eq!(yd.to_vec().unwrap(), y, "{what}: after a fault");
+
+                let mut tu =
+                    spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+                let mut got = vec![0u32; n];
+                tu.launch(&xu, &mut got[..]).unwrap();
+                assert_eq!(got, want_u, "{what}: u32");
+                let mut tm =
+                    relax::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
+                        .unwrap();
+                let mut got = vec![0f32; n];
+                tm.launch(&x, &mut got[..]).unwrap();
+                assert_eq!(got, want_min, "{what}: min-plus");
+            }
+        }
+    }
+}
+
 #[test]
 fn per_task_maps_match_the_twin_under_every_config() {
     let Some(dev) = gpu() else { return };

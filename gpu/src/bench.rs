@@ -428,6 +428,11 @@ pub fn run_spmv(
             }
             cache_fit = Some(facts);
         }
+        if opts.variants.iter().any(|v| v == THROTTLE_AUTO) {
+            let (v, line) = bench.throttle_auto(dev, opts, &mut timer)?;
+            log(&line);
+            variants.push(v);
+        }
         if wants(COL_BLOCKS) {
             match opts.add_kernel {
                 Some(add) => {
@@ -490,6 +495,12 @@ pub const CACHE_FIT_OTHER: [(&str, Decomposition); 3] = [
     ("sub4:cf", Decomposition::SubWarp(4)),
     ("sub8:cf", Decomposition::SubWarp(8)),
 ];
+
+/// The throttled handle ([`Throttled`](crate::Throttled)) with policy
+/// `auto` and the partitioner given: planned (host time reported), its
+/// first launch timing `org` and `cf` and keeping the faster, then the
+/// chosen schedule timed alone over the staged arrays.
+pub const THROTTLE_AUTO: &str = "throttle:auto";
 
 /// [`CACHE_FIT`]'s plan as a segment list (rows reordered by partition
 /// within each row, hubs cut), run as one CTE launch per partition's
@@ -572,14 +583,27 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
         configs.push((format!("cte:serial={serial}"), c));
     }
     if let Some(unknown) = opts.variants.iter().find(|v| {
-        ![CACHE_FIT, CACHE_FIT_LIST, CACHE_FIT_ONE, COL_BLOCKS].contains(&v.as_str())
+        ![
+            CACHE_FIT,
+            CACHE_FIT_LIST,
+            CACHE_FIT_ONE,
+            COL_BLOCKS,
+            THROTTLE_AUTO,
+        ]
+        .contains(&v.as_str())
             && !CACHE_FIT_OTHER.iter().any(|(n, _)| n == v)
             && !configs.iter().any(|(name, _)| name == *v)
     }) {
         let known: Vec<&str> = configs
             .iter()
             .map(|(n, _)| n.as_str())
-            .chain([CACHE_FIT, CACHE_FIT_LIST, CACHE_FIT_ONE, COL_BLOCKS])
+            .chain([
+                CACHE_FIT,
+                CACHE_FIT_LIST,
+                CACHE_FIT_ONE,
+                COL_BLOCKS,
+                THROTTLE_AUTO,
+            ])
             .chain(CACHE_FIT_OTHER.iter().map(|(n, _)| *n))
             .collect();
         return Err(Error::invalid(format!(
@@ -790,6 +814,77 @@ impl<'a> OneMatrix<'a> {
             max_ms: max,
             max_rel_err: err,
         })
+    }
+
+    /// [`THROTTLE_AUTO`]: planned, launched once (auto's choice), checked,
+    /// then the chosen schedule timed.
+    fn throttle_auto(
+        &self,
+        dev: &CudaDevice,
+        opts: &SpmvBenchOptions,
+        timer: &mut Timer,
+    ) -> Result<(VariantResult, String)> {
+        use warpfit_runtime::partition::WorkGraphOf;
+        use warpfit_runtime::schedule::ThrottleOptions;
+        let a = self.a;
+        let graph = WorkGraphOf::borrow_csr(a)?
+            .with_elem_bytes(4, 4)?
+            .into_owned();
+        let options = ThrottleOptions::default().with_partitioner(opts.partitioner);
+        let device = crate::Device::Cuda(dev.clone());
+        let roles = crate::ThrottleRoles {
+            range: 0,
+            fine: &[1, 2],
+        };
+        fn no_cpu(_: &crate::CpuArgs<'_>, _: usize) -> Result<()> {
+            Err(Error::invalid(
+                "the benchmark's throttled handle runs on CUDA only",
+            ))
+        }
+        let shape = [
+            Some(Arg::input(a.row_ptr())),
+            Some(Arg::input(a.col_idx())),
+            Some(Arg::input(a.values())),
+            None,
+            None,
+        ];
+        let mut t = crate::Throttled::new(
+            &device,
+            opts.kernel,
+            roles,
+            &options,
+            &LaunchConfig::default(),
+            a.nrows(),
+            &graph,
+            &shape,
+            no_cpu,
+        )?;
+        let mut y = vec![0f32; a.nrows()];
+        t.launch(&mut [Arg::input(&self.x), Arg::output(&mut y)])?;
+        let err = self.check(THROTTLE_AUTO, &y)?;
+        let r = t.report().clone();
+        let line = format!(
+            "    throttle:auto: {} partitions planned in {:.2} s, chose {} ({})",
+            r.partitions,
+            r.planning.as_secs_f64(),
+            r.chosen,
+            r.profile
+                .iter()
+                .map(|(p, ms)| format!("{p} {ms:.3} ms"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| t.enqueue_again())?;
+        Ok((
+            VariantResult {
+                variant: format!("{THROTTLE_AUTO} ({})", r.chosen),
+                median_ms: med,
+                min_ms: min,
+                max_ms: max,
+                max_rel_err: err,
+            },
+            line,
+        ))
     }
 
     /// [`CACHE_FIT`]: checked, then timed.

@@ -350,6 +350,28 @@ impl Throttled {
         Ok(())
     }
 
+    /// Enqueues the chosen schedule once more over the arrays the last
+    /// [`launch`](Self::launch) staged, copying nothing (asynchronous on
+    /// CUDA; faults at the next launch). For timing the schedule alone.
+    ///
+    /// # Errors
+    /// No launch has prepared a schedule yet; device errors.
+    #[doc(hidden)]
+    pub fn enqueue_again(&self) -> Result<()> {
+        match &self.runs {
+            Some(Runs::Org(p)) => p.run(),
+            Some(Runs::Cf(c)) => c.run(),
+            Some(Runs::Cpu) => {
+                let args = CpuArgs::new(self.spec, self.args(None)?)?;
+                (self.cpu_run)(&args, self.n_tasks)
+            }
+            None => Err(Error::invalid(format!(
+                "kernel `{}`: the throttled handle has not launched yet",
+                self.spec.name
+            ))),
+        }
+    }
+
     /// The arguments of the launch over the original arrays (`None`) or of
     /// part `p` of the carried launch.
     fn args(&self, part: Option<usize>) -> Result<Vec<Arg<'_>>> {

@@ -49,6 +49,38 @@ fn spmv_writes_one_value_per_row() {
 }
 
 #[test]
+fn throttled_spmv_writes_what_the_unthrottled_run_writes() {
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp(name);
+        let mut args = vec![
+            "run",
+            "spmv",
+            "--gen",
+            "rmat:scale=9",
+            "--backend",
+            "cpu",
+            "--iters",
+            "3",
+            "--output",
+        ];
+        args.push(out.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let o = warpfit(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        (
+            std::fs::read_to_string(&out).unwrap(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (plain, _) = run("plain.txt", &[]);
+    for policy in ["org", "cf", "auto"] {
+        let (y, stdout) = run(&format!("throttled-{policy}.txt"), &["--throttle", policy]);
+        assert_eq!(y, plain, "--throttle {policy}");
+        assert!(stdout.contains("throttle: "), "{stdout}");
+    }
+}
+
+#[test]
 fn graph_apps_agree_with_known_answers_on_a_path() {
     // 0 -> 1 -> 2 -> 3, weights 2, 3, 4; vertex 4 isolated.
     let mtx = tmp("path.mtx");
@@ -379,6 +411,41 @@ fn options_an_app_does_not_use_are_rejected() {
         (
             vec!["run", "pagerank", "--gen", "grid2d:side=3", "--iters", "0"],
             "--iters",
+        ),
+        (
+            vec![
+                "run",
+                "pagerank",
+                "--gen",
+                "grid2d:side=3",
+                "--throttle",
+                "cf",
+            ],
+            "--throttle applies to spmv only",
+        ),
+        (
+            vec![
+                "run",
+                "spmv",
+                "--gen",
+                "grid2d:side=3",
+                "--throttle",
+                "fast",
+            ],
+            "unknown throttling policy `fast`",
+        ),
+        (
+            vec![
+                "run",
+                "spmv",
+                "--gen",
+                "grid2d:side=3",
+                "--throttle",
+                "cf",
+                "--decomp",
+                "thread",
+            ],
+            "--decomp does not apply with --throttle",
         ),
         (
             vec![

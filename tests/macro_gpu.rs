@@ -536,6 +536,60 @@ fn throttled_handles_match_the_twin() {
     }
 }
 
+/// A pipelined handle runs the unthrottled schedule while its plan is made
+/// on a CPU thread, then switches: the results agree with the twin before
+/// and after, and the status and report follow.
+#[test]
+fn pipelined_throttling_switches_once_the_plan_is_in() {
+    use warpfit::runtime::gen;
+    use warpfit::{CacheSize, Partitioner, ThrottleStatus};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let a = gen::uniform(1 << 15, 12, 4).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let val: Vec<u32> = (0..a.nnz() as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let xu: Vec<u32> = (0..m as u32).map(|i| i ^ 0x5bd1_e995).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &xu, &mut want[..]).unwrap();
+    for policy in [ThrottlePolicy::Cf, ThrottlePolicy::Auto] {
+        let opts = ThrottleOptions::default()
+            .with_policy(policy)
+            .with_partitioner(Partitioner::Columns)
+            .with_cache(CacheSize::Bytes(32 << 10));
+        let mut t = spmv_u32::throttle_pipelined(
+            &dev,
+            &opts,
+            n,
+            m,
+            a.row_ptr().to_vec(),
+            a.col_idx().to_vec(),
+            val.clone(),
+        )
+        .unwrap();
+        let mut got = vec![0u32; n];
+        let mut launches = 0;
+        while t.status() == ThrottleStatus::Planning && launches < 10_000 {
+            t.launch(&xu, &mut got[..]).unwrap();
+            assert_eq!(got, want, "{policy}: before the plan");
+            launches += 1;
+        }
+        t.wait_for_plan().unwrap();
+        t.launch(&xu, &mut got[..]).unwrap();
+        assert_eq!(got, want, "{policy}: after the plan");
+        let r = t.report();
+        assert!(r.partitions > 1, "{r:?}");
+        assert!(r.launches_before_plan <= launches, "{r:?}");
+        if policy == ThrottlePolicy::Cf {
+            assert_eq!(t.status(), ThrottleStatus::Running(ThrottlePolicy::Cf));
+        } else {
+            assert_eq!(r.profile.len(), 2, "{r:?}");
+            assert!(matches!(t.status(), ThrottleStatus::Running(_)));
+        }
+    }
+}
+
 #[test]
 fn per_task_maps_match_the_twin_under_every_config() {
     let Some(dev) = gpu() else { return };

@@ -10,7 +10,7 @@ mod macro_common;
 use macro_common::*;
 use warpfit::prelude::*;
 use warpfit::runtime::gen;
-use warpfit::{CacheSize, Partitioner};
+use warpfit::{CacheSize, Partitioner, ThrottleStatus};
 
 const POLICIES: [ThrottlePolicy; 3] = [
     ThrottlePolicy::Org,
@@ -165,4 +165,40 @@ fn unsupported_policies_and_unfit_arguments_are_errors() {
         .map(|r| a.values()[a.row_range(r)].iter().sum())
         .collect();
     assert_eq!(y, sums);
+}
+
+#[test]
+fn a_pipelined_handle_on_the_cpu_runs_the_twin_at_once() {
+    let dev = Device::cpu();
+    let a = gen::rmat(9, 8, 2).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let x = quarters(m, 3);
+    let mut want = vec![0f32; n];
+    spmv::launch(
+        &dev,
+        n,
+        a.row_ptr(),
+        a.col_idx(),
+        a.values(),
+        &x,
+        &mut want[..],
+    )
+    .unwrap();
+    let opts = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
+    let mut t = spmv::throttle_pipelined(
+        &dev,
+        &opts,
+        n,
+        m,
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        a.values().to_vec(),
+    )
+    .unwrap();
+    assert_eq!(t.status(), ThrottleStatus::Running(ThrottlePolicy::Org));
+    let mut y = vec![0f32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want);
+    t.wait_for_plan().unwrap();
+    assert_eq!(t.report().launches_before_plan, 0);
 }

@@ -77,6 +77,8 @@ pub struct ThrottleReport {
     /// `auto`'s measurements on the first launch: median milliseconds per
     /// run of each candidate.
     pub profile: Vec<(ThrottlePolicy, f64)>,
+    /// Launches run with `org` while a pipelined plan was being made.
+    pub launches_before_plan: usize,
 }
 
 /// A kernel's launches over a cache-fit plan (see the module docs); made
@@ -95,6 +97,8 @@ pub struct Throttled {
     slots: Vec<Slot>,
     /// The part-major copies of the range and fine arrays (`cf`).
     parts: Option<PartArrays>,
+    /// A plan being made on a CPU thread (pipelined planning).
+    pending: Option<PendingPlan>,
     report: ThrottleReport,
     cpu_run: CpuRunFn,
 }
@@ -124,6 +128,160 @@ enum Runs {
     Cpu,
 }
 
+/// A host array the throttled handle copies (a pipelined handle keeps it
+/// until its plan is made): `Vec<T>` for any scalar `T`.
+pub trait HostArray: Send + 'static {
+    /// The elements' bytes.
+    fn bytes(&self) -> &[u8];
+    /// Their type.
+    fn ty(&self) -> ScalarType;
+}
+
+impl<T: crate::Scalar> HostArray for Vec<T> {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `T: Scalar` is plain-old-data; the view covers exactly
+        // the vector's elements.
+        unsafe {
+            std::slice::from_raw_parts(self.as_ptr().cast::<u8>(), std::mem::size_of_val(&self[..]))
+        }
+    }
+    fn ty(&self) -> ScalarType {
+        T::TYPE
+    }
+}
+
+/// Where a throttled handle's plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThrottleStatus {
+    /// A CPU thread is partitioning; launches run `org` meanwhile.
+    Planning,
+    /// The plan is in; the next launch times `org` and `cf` (`auto`).
+    Profiling,
+    /// Launches run this schedule.
+    Running(ThrottlePolicy),
+}
+
+/// A plan laid out on the host: what a handle uploads for `cf`.
+struct HostPlan {
+    partitions: usize,
+    planning: Duration,
+    /// `None` for one partition (the plan is the unthrottled launch).
+    layout: Option<HostLayout>,
+}
+
+struct HostLayout {
+    ptrs: Vec<Vec<u32>>,
+    range_ty: ScalarType,
+    fine: Vec<(usize, Vec<u8>, ScalarType)>,
+}
+
+/// The shape arrays of a kernel, by parameter (`None`: not a shape
+/// array), checked against the kernel's roles and types.
+type Shape<'s> = Vec<Option<(&'s [u8], ScalarType)>>;
+
+fn check_shape<'s>(
+    spec: &KernelSpec,
+    roles: ThrottleRoles,
+    shape: Vec<Option<(&'s [u8], ScalarType)>>,
+) -> Result<Shape<'s>> {
+    if shape.len() != spec.params.len() {
+        return Err(Error::invalid(format!(
+            "kernel `{}`: throttle got {} parameter slots for {} parameters",
+            spec.name,
+            shape.len(),
+            spec.params.len()
+        )));
+    }
+    for (i, (p, s)) in spec.params.iter().zip(&shape).enumerate() {
+        let fits = match s {
+            Some((_, ty)) => roles.shapes(i) && *ty == p.ty,
+            None => !roles.shapes(i),
+        };
+        if !fits {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: parameter {i} (`{}`) {}",
+                spec.name,
+                p.name,
+                if roles.shapes(i) {
+                    format!(
+                        "shapes the work and must be given to throttle as a host array of {}",
+                        p.ty.rust_name()
+                    )
+                } else {
+                    "is passed to each launch, not to throttle".to_string()
+                }
+            )));
+        }
+    }
+    Ok(shape)
+}
+
+/// Checks the policy the handle is asked to run.
+fn check_policy(spec: &KernelSpec, options: &ThrottleOptions) -> Result<()> {
+    options.validate()?;
+    let asked = options.policy;
+    if !matches!(
+        asked,
+        ThrottlePolicy::Org | ThrottlePolicy::Cf | ThrottlePolicy::Auto
+    ) || options.remap
+    {
+        return Err(Error::invalid(format!(
+            "kernel `{}`: throttling policy `{asked}`{} is planned but not launched by the throttled handle yet; use org, cf or auto without remapping",
+            spec.name,
+            if options.remap { " with remapping" } else { "" }
+        )));
+    }
+    Ok(())
+}
+
+/// Partitions `graph` for a cache of `l2` bytes (the device's) and lays
+/// the plan out part by part: host work only, so that it can run on a
+/// thread of its own.
+fn plan_on_host(
+    spec: &KernelSpec,
+    roles: ThrottleRoles,
+    options: &ThrottleOptions,
+    l2: u64,
+    graph: &WorkGraph,
+    shape: &Shape<'_>,
+) -> Result<HostPlan> {
+    let t = Instant::now();
+    let (range_bytes, range_ty) =
+        shape[roles.range].ok_or_else(|| Error::invalid("the range array is missing"))?;
+    check_tiles(spec, roles.range, range_bytes, range_ty, graph)?;
+    let partition = options.partition(graph, Some(l2), None)?;
+    let plan = CacheFitPlan::new(graph, &partition)?;
+    let partitions = plan.len();
+    let layout = if partitions > 1 {
+        let pm = PartMajor::new(&plan)?;
+        let ptrs = (0..pm.len()).map(|p| pm.part_ptr(p).to_vec()).collect();
+        let fine = roles
+            .fine
+            .iter()
+            .map(|&i| {
+                let (bytes, ty) =
+                    shape[i].ok_or_else(|| Error::invalid("a fine array is missing"))?;
+                Ok((i, permute_bytes(bytes, ty.size(), pm.fine_perm())?, ty))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Some(HostLayout {
+            ptrs,
+            range_ty,
+            fine,
+        })
+    } else {
+        None
+    };
+    Ok(HostPlan {
+        partitions,
+        planning: t.elapsed(),
+        layout,
+    })
+}
+
+/// A plan being made on a CPU thread.
+type PendingPlan = std::thread::JoinHandle<Result<HostPlan>>;
+
 impl Throttled {
     /// Plans `graph` (the kernel's work graph over `n_tasks` tasks) under
     /// `options` and makes the handle's copies of the arrays `shape` gives
@@ -148,97 +306,125 @@ impl Throttled {
         shape: &[Option<Arg<'_>>],
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        options.validate()?;
-        let asked = options.policy;
-        if !matches!(
-            asked,
-            ThrottlePolicy::Org | ThrottlePolicy::Cf | ThrottlePolicy::Auto
-        ) || options.remap
-        {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: throttling policy `{asked}`{} is planned but not launched by the throttled handle yet; use org, cf or auto without remapping",
-                spec.name,
-                if options.remap { " with remapping" } else { "" }
-            )));
-        }
-        if shape.len() != spec.params.len() {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: throttle got {} parameter slots for {} parameters",
-                spec.name,
-                shape.len(),
-                spec.params.len()
-            )));
-        }
-        let host = |i: usize| -> Result<(&[u8], ScalarType)> {
-            match &shape[i] {
-                Some(Arg::Input(s)) if s.ty == spec.params[i].ty => Ok((s.bytes, s.ty)),
-                _ => Err(Error::invalid(format!(
-                    "kernel `{}`: parameter {i} (`{}`) shapes the work and must be given to throttle as a host array of {}",
-                    spec.name,
-                    spec.params[i].name,
-                    spec.params[i].ty.rust_name()
+        check_policy(spec, options)?;
+        let shape = shape
+            .iter()
+            .map(|a| match a {
+                Some(Arg::Input(s)) => Ok(Some((s.bytes, s.ty))),
+                None => Ok(None),
+                Some(_) => Err(Error::invalid(format!(
+                    "kernel `{}`: throttle takes host arrays",
+                    spec.name
                 ))),
-            }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let shape = check_shape(spec, roles, shape)?;
+        let plan = match device.cuda() {
+            Some(dev) if options.policy != ThrottlePolicy::Org => Some(plan_on_host(
+                spec,
+                roles,
+                options,
+                dev.l2_bytes() as u64,
+                graph,
+                &shape,
+            )?),
+            _ => None,
         };
-        let (range_bytes, range_ty) = host(roles.range)?;
-        let cuda = device.cuda();
-        let mut report = ThrottleReport {
-            asked,
-            chosen: if asked == ThrottlePolicy::Auto {
-                ThrottlePolicy::Auto
-            } else {
-                asked
-            },
-            partitions: 0,
-            planning: Duration::ZERO,
-            profile: Vec::new(),
-        };
-        // The plan, on CUDA only: the CPU backend runs the twin.
-        let mut parts = None;
-        if let (Some(dev), true) = (cuda, asked != ThrottlePolicy::Org) {
-            let t = Instant::now();
-            check_tiles(spec, roles.range, range_bytes, range_ty, graph)?;
-            let partition = options.partition(graph, Some(dev.l2_bytes() as u64), None)?;
-            let plan = CacheFitPlan::new(graph, &partition)?;
-            report.partitions = plan.len();
-            if plan.len() > 1 {
-                let pm = PartMajor::new(&plan)?;
-                let ptrs = (0..pm.len())
-                    .map(|p| ErasedVec::upload_u32_as(device, pm.part_ptr(p), range_ty))
-                    .collect::<Result<Vec<_>>>()?;
-                let fine = roles
-                    .fine
-                    .iter()
-                    .map(|&i| {
-                        let (bytes, ty) = host(i)?;
-                        let permuted = permute_bytes(bytes, ty.size(), pm.fine_perm())?;
-                        Ok((i, ErasedVec::upload(device, &permuted, ty)?))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                parts = Some(PartArrays { ptrs, fine });
-            } else {
-                // One partition: the plan is the unthrottled launch.
-                report.chosen = ThrottlePolicy::Org;
-            }
-            report.planning = t.elapsed();
+        let keep_original = !(options.policy == ThrottlePolicy::Cf
+            && plan.as_ref().is_some_and(|p| p.layout.is_some()));
+        let mut t = Self::with_slots(
+            device,
+            spec,
+            roles,
+            options,
+            config,
+            n_tasks,
+            &shape,
+            keep_original,
+            cpu_run,
+        )?;
+        if let Some(plan) = plan {
+            t.install(plan)?;
         }
-        if parts.is_none() {
-            report.chosen = ThrottlePolicy::Org;
+        Ok(t)
+    }
+
+    /// [`Throttled::new`] with the planning on a CPU thread: the handle is
+    /// ready at once and runs `org` until the plan is in (its first launch
+    /// after that switches; [`status`](Self::status) says where it is).
+    /// Takes the kernel's shape arrays by value (`Vec<T>`), which the thread
+    /// reads. Pipelined planning is Section 4 of the throttling paper.
+    ///
+    /// # Errors
+    /// As [`Throttled::new`], except the planner's, which the first launch
+    /// after the plan failed reports.
+    #[allow(clippy::too_many_arguments)]
+    #[doc(hidden)]
+    pub fn pipelined(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        graph: WorkGraph,
+        shape: Vec<Option<Box<dyn HostArray>>>,
+        cpu_run: CpuRunFn,
+    ) -> Result<Self> {
+        check_policy(spec, options)?;
+        let borrowed = shape
+            .iter()
+            .map(|a| a.as_ref().map(|a| (a.bytes(), a.ty())))
+            .collect();
+        let checked = check_shape(spec, roles, borrowed)?;
+        let mut t = Self::with_slots(
+            device, spec, roles, options, config, n_tasks, &checked, true, cpu_run,
+        )?;
+        drop(checked);
+        if let (Some(dev), true) = (device.cuda(), options.policy != ThrottlePolicy::Org) {
+            let (options, l2) = (*options, dev.l2_bytes() as u64);
+            let started = std::thread::Builder::new()
+                .name("warpfit-throttle-plan".into())
+                .spawn(move || {
+                    let shape: Shape<'_> = shape
+                        .iter()
+                        .map(|a| a.as_ref().map(|a| (a.bytes(), a.ty())))
+                        .collect();
+                    plan_on_host(spec, roles, &options, l2, &graph, &shape)
+                })
+                .map_err(|e| Error::Unavailable {
+                    what: "a planning thread".into(),
+                    reason: e.to_string(),
+                })?;
+            t.pending = Some(started);
         }
-        let keep_original = report.chosen != ThrottlePolicy::Cf;
+        Ok(t)
+    }
+
+    /// The handle with its shape arrays uploaded in the original order
+    /// (when `keep_original`) and no plan: it runs `org`.
+    #[allow(clippy::too_many_arguments)]
+    fn with_slots(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        shape: &Shape<'_>,
+        keep_original: bool,
+        cpu_run: CpuRunFn,
+    ) -> Result<Self> {
         let slots = (0..spec.params.len())
             .map(|i| {
-                Ok(match spec.params[i].kind {
-                    ParamKind::Scalar => Slot::Scalar(None),
-                    _ if roles.shapes(i) => {
-                        let (bytes, ty) = host(i)?;
-                        Slot::Shape(if keep_original {
-                            Some(ErasedVec::upload(device, bytes, ty)?)
-                        } else {
-                            None
-                        })
-                    }
-                    _ => Slot::Staged(None),
+                Ok(match (spec.params[i].kind, shape[i]) {
+                    (ParamKind::Scalar, _) => Slot::Scalar(None),
+                    (_, Some((bytes, ty))) => Slot::Shape(if keep_original {
+                        Some(ErasedVec::upload(device, bytes, ty)?)
+                    } else {
+                        None
+                    }),
+                    (_, None) => Slot::Staged(None),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -250,10 +436,84 @@ impl Throttled {
             roles,
             n_tasks,
             slots,
-            parts,
-            report,
+            parts: None,
+            pending: None,
+            report: ThrottleReport {
+                asked: options.policy,
+                chosen: ThrottlePolicy::Org,
+                partitions: 0,
+                planning: Duration::ZERO,
+                profile: Vec::new(),
+                launches_before_plan: 0,
+            },
             cpu_run,
         })
+    }
+
+    /// Uploads `plan`'s part-major arrays and makes the next launch run
+    /// the asked schedule (`auto`: profile first).
+    fn install(&mut self, plan: HostPlan) -> Result<()> {
+        self.report.partitions = plan.partitions;
+        self.report.planning = plan.planning;
+        let Some(layout) = plan.layout else {
+            // One partition: the plan is the unthrottled launch.
+            self.report.chosen = ThrottlePolicy::Org;
+            return Ok(());
+        };
+        let ptrs = layout
+            .ptrs
+            .iter()
+            .map(|p| ErasedVec::upload_u32_as(&self.device, p, layout.range_ty))
+            .collect::<Result<Vec<_>>>()?;
+        let fine = layout
+            .fine
+            .iter()
+            .map(|(i, bytes, ty)| Ok((*i, ErasedVec::upload(&self.device, bytes, *ty)?)))
+            .collect::<Result<Vec<_>>>()?;
+        self.parts = Some(PartArrays { ptrs, fine });
+        self.report.chosen = self.report.asked;
+        self.runs = None;
+        Ok(())
+    }
+
+    /// Where the plan is.
+    pub fn status(&self) -> ThrottleStatus {
+        match (&self.pending, self.report.chosen) {
+            (Some(_), _) => ThrottleStatus::Planning,
+            (None, ThrottlePolicy::Auto) => ThrottleStatus::Profiling,
+            (None, p) => ThrottleStatus::Running(p),
+        }
+    }
+
+    /// Takes a finished plan in (before a launch).
+    fn take_finished_plan(&mut self) -> Result<()> {
+        if !self.pending.as_ref().is_some_and(PendingPlan::is_finished) {
+            return Ok(());
+        }
+        let Some(handle) = self.pending.take() else {
+            return Ok(());
+        };
+        let plan = handle.join().map_err(|_| Error::Unavailable {
+            what: format!("the plan of kernel `{}`", self.spec.name),
+            reason: "the planning thread panicked".into(),
+        })??;
+        self.install(plan)
+    }
+
+    /// Waits for a pipelined plan and takes it in, so that the next launch
+    /// runs the planned schedule.
+    ///
+    /// # Errors
+    /// The planner's errors, device errors.
+    pub fn wait_for_plan(&mut self) -> Result<()> {
+        if let Some(handle) = self.pending.take() {
+            let plan = handle.join().map_err(|_| Error::Unavailable {
+                what: format!("the plan of kernel `{}`", self.spec.name),
+                reason: "the planning thread panicked".into(),
+            })??;
+            self.install(plan)?;
+        }
+        Ok(())
     }
 
     /// What planning and choosing found.
@@ -273,6 +533,10 @@ impl Throttled {
     /// device errors.
     #[doc(hidden)]
     pub fn launch(&mut self, per_launch: &mut [Arg<'_>]) -> Result<()> {
+        self.take_finished_plan()?;
+        if self.pending.is_some() {
+            self.report.launches_before_plan += 1;
+        }
         let name = self.spec.name;
         let params: Vec<usize> = (0..self.spec.params.len())
             .filter(|&i| !self.roles.shapes(i))

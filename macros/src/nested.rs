@@ -20,8 +20,8 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
         None => TokenStream::new(),
         Some(attr) => {
             let roles = analyse::roles(&kernel, &access).map_err(|why| {
-                syn::Error::new(
-                    attr.span,
+                syn::Error::new_spanned(
+                    &attr.attr,
                     format!("`{}` cannot be throttled: {why}", kernel.name),
                 )
             })?;

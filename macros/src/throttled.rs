@@ -16,7 +16,7 @@ const PARTITIONERS: [&str; 3] = ["kd", "bisect", "columns"];
 /// `ThrottleOptions::default()`'s.
 pub struct ThrottleAttr {
     /// The attribute, for errors about the kernel as a whole.
-    pub span: Span,
+    pub attr: syn::Attribute,
     pub policy: Option<String>,
     /// `l2` or a byte size (`"8MiB"`), as `CacheSize` parses it.
     pub cache: Option<String>,
@@ -54,7 +54,7 @@ pub fn take(item: &mut syn::ItemFn) -> syn::Result<Option<ThrottleAttr>> {
 
 fn parse(attr: &syn::Attribute) -> syn::Result<ThrottleAttr> {
     let mut out = ThrottleAttr {
-        span: attr.span(),
+        attr: attr.clone(),
         policy: None,
         cache: None,
         partitioner: None,
@@ -68,6 +68,12 @@ fn parse(attr: &syn::Attribute) -> syn::Result<ThrottleAttr> {
             .get_ident()
             .map(ToString::to_string)
             .unwrap_or_default();
+        if !["policy", "partitioner", "cache"].contains(&key.as_str()) {
+            return Err(syn::Error::new(
+                meta.path.span(),
+                "unknown `#[throttled]` argument: expected `policy`, `cache` or `partitioner`",
+            ));
+        }
         let value = meta.value()?;
         // An identifier (`cf`, `l2`) or a string (`"8MiB"`).
         let (text, span) = if value.peek(syn::LitStr) {
@@ -77,25 +83,20 @@ fn parse(attr: &syn::Attribute) -> syn::Result<ThrottleAttr> {
             let i: syn::Ident = value.parse()?;
             (i.to_string(), i.span())
         };
-        let slot =
-            match key.as_str() {
-                "policy" => {
-                    check_one_of(&text, &POLICIES, "policy", span)?;
-                    &mut out.policy
-                }
-                "partitioner" => {
-                    check_one_of(&text, &PARTITIONERS, "partitioner", span)?;
-                    &mut out.partitioner
-                }
-                "cache" => {
-                    check_cache(&text, span)?;
-                    &mut out.cache
-                }
-                _ => return Err(syn::Error::new(
-                    meta.path.span(),
-                    "unknown `#[throttled]` argument: expected `policy`, `cache` or `partitioner`",
-                )),
-            };
+        let slot = match key.as_str() {
+            "policy" => {
+                check_one_of(&text, &POLICIES, "policy", span)?;
+                &mut out.policy
+            }
+            "partitioner" => {
+                check_one_of(&text, &PARTITIONERS, "partitioner", span)?;
+                &mut out.partitioner
+            }
+            _ => {
+                check_cache(&text, span)?;
+                &mut out.cache
+            }
+        };
         if slot.is_some() {
             return Err(syn::Error::new(
                 meta.path.span(),

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 use warpfit::apps::{self, CgOptions, CgScalar, Graph, PageRankOptions, Preconditioner, Timings};
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
-use warpfit::{Decomposition, Device, Error, ExpectedLaunch, LaunchConfig, Result};
+use warpfit::{
+    Decomposition, Device, Error, ExpectedLaunch, LaunchConfig, Result, ThrottlePolicy,
+    ThrottleReport, ThrottleStatus,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum App {
@@ -84,6 +87,13 @@ pub struct RunArgs {
     /// cg: none or jacobi (default none).
     #[arg(long, value_enum)]
     pub precond: Option<PrecondArg>,
+    /// spmv: cache-fit throttling, `org`, `cf` or `auto`, with pipelined
+    /// planning: the repetitions run unthrottled while a CPU thread
+    /// partitions the matrix, then switch; the summary reports the planning
+    /// time, the repetitions before the switch and when throttling paid for
+    /// itself. The CPU backend runs every policy unthrottled.
+    #[arg(long, value_name = "POLICY")]
+    pub throttle: Option<String>,
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
@@ -97,6 +107,19 @@ fn check_options(args: &RunArgs) -> Result<()> {
     if fixed_point && args.iters.is_some() {
         return Err(Error::invalid(
             "--iters applies to spmv and pagerank only: sssp and bfs run to a fixed point",
+        ));
+    }
+    if args.throttle.is_some() && args.app != App::Spmv {
+        return Err(Error::invalid(
+            "--throttle applies to spmv only so far (pagerank's kernel gathers from two arrays, cg's vector updates are not throttled yet)",
+        ));
+    }
+    if let Some(policy) = &args.throttle {
+        policy.parse::<ThrottlePolicy>()?;
+    }
+    if args.throttle.is_some() && args.decomp.is_some() {
+        return Err(Error::invalid(
+            "--decomp does not apply with --throttle: throttled launches choose their own decomposition (CTE with the automatic split)",
         ));
     }
     if !fixed_point && args.source.is_some() {
@@ -192,7 +215,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
     };
     run.print_header(&a);
     match args.app {
-        App::Spmv => run.spmv(&a, read),
+        App::Spmv => match args.throttle.as_deref() {
+            Some(policy) => run.spmv_throttled(&a, read, policy.parse()?),
+            None => run.spmv(&a, read),
+        },
         App::Pagerank | App::Sssp | App::Bfs => run.graph_app(&a, read),
         App::Cg => unreachable!("cg returned above"),
     }
@@ -272,6 +298,68 @@ impl AppRun<'_> {
         );
         print_timing(read, &timings, "repetitions");
         let y = y.to_vec()?;
+        write_output(self.output, y.iter().map(|v| v.to_string()))
+    }
+
+    /// [`AppRun::spmv`] through the throttled handle, planned on a CPU
+    /// thread while the first repetitions run unthrottled; each repetition
+    /// copies `x` in and `y` out on the device and waits for it.
+    fn spmv_throttled(self, a: &Csr<f32>, read: Duration, policy: ThrottlePolicy) -> Result<()> {
+        let device = &self.device;
+        let iters = self.iters.unwrap_or(SPMV_ITERS);
+        let setup_start = Instant::now();
+        let x = apps::spmv_input(a.ncols());
+        let options = apps::spmv::throttle_options()?.with_policy(policy);
+        mem::check(
+            "the throttled handle's host copy of the matrix",
+            4 * (a.nrows() as u64 + 1) + 8 * a.nnz() as u64,
+        )?;
+        let mut t = apps::spmv::throttle_pipelined(
+            device,
+            &options,
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr().to_vec(),
+            a.col_idx().to_vec(),
+            a.values().to_vec(),
+        )?;
+        let xd = device.upload(&x)?;
+        let mut yd = device.alloc::<f32>(a.nrows())?;
+        let setup = setup_start.elapsed();
+        let mut timings = Timings {
+            setup,
+            iterations: Vec::new(),
+        };
+        mem::try_reserve(&mut timings.iterations, iters, "the timings of --iters")?;
+        // The schedule each repetition ran: `true` once the plan is in.
+        let mut planned = Vec::new();
+        mem::try_reserve(&mut planned, iters, "the timings of --iters")?;
+        let mut steps = Steps::new("spmv", Some(iters as u64));
+        for _ in 0..iters {
+            let unthrottled = t.report().launches_before_plan;
+            let s = Instant::now();
+            t.launch(&xd, &mut yd)?;
+            timings.iterations.push(s.elapsed());
+            planned.push(t.report().launches_before_plan == unthrottled);
+            steps.step();
+        }
+        drop(steps);
+        let r = t.report().clone();
+        let per = timings.median_iteration().unwrap_or_default().as_secs_f64();
+        println!(
+            "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({} iterations, {}, throttle {})",
+            per * 1e3,
+            2.0 * a.nnz() as f64 / per / 1e9,
+            iters,
+            device.backend_name(),
+            policy
+        );
+        println!(
+            "{}",
+            throttle_summary(&r, t.status(), &timings.iterations, &planned)
+        );
+        print_timing(read, &timings, "repetitions");
+        let y = yd.to_vec()?;
         write_output(self.output, y.iter().map(|v| v.to_string()))
     }
 
@@ -417,6 +505,97 @@ impl AppRun<'_> {
         print_timing(read, &result.timings, "iterations");
         write_output(self.output, result.x.iter().map(|v| v.to_string()))
     }
+}
+
+/// What pipelined throttling did: the plan, the repetitions run before it
+/// was in, the schedule chosen and when it paid for itself against the
+/// unthrottled repetitions' median (`org`'s profile when none ran
+/// unthrottled).
+fn throttle_summary(
+    r: &ThrottleReport,
+    status: ThrottleStatus,
+    iterations: &[Duration],
+    planned: &[bool],
+) -> String {
+    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    if r.partitions == 0 && r.profile.is_empty() && status != ThrottleStatus::Planning {
+        return if r.asked == ThrottlePolicy::Org {
+            "throttle: org is the unthrottled schedule, nothing planned".into()
+        } else {
+            format!(
+                "throttle: {} asked, but this backend runs the kernel unthrottled (the CPU backend runs the CPU twin under every policy)",
+                r.asked
+            )
+        };
+    }
+    if status == ThrottleStatus::Planning {
+        return format!(
+            "throttle: still planning after {} repetitions, all unthrottled (raise --iters to see the switch)",
+            iterations.len()
+        );
+    }
+    let mut head = format!(
+        "throttle: {} partitions planned in {:.2} s on a CPU thread, {} repetitions unthrottled before the switch; {} runs",
+        r.partitions,
+        r.planning.as_secs_f64(),
+        r.launches_before_plan,
+        r.chosen
+    );
+    if !r.profile.is_empty() {
+        let p: Vec<String> = r
+            .profile
+            .iter()
+            .map(|(p, t)| format!("{p} {t:.3} ms"))
+            .collect();
+        head += &format!(" (auto timed {})", p.join(", "));
+    }
+    let mut before: Vec<f64> = iterations
+        .iter()
+        .zip(planned)
+        .filter(|(_, p)| !**p)
+        .map(|(d, _)| ms(d))
+        .collect();
+    let org = median(&mut before).or_else(|| {
+        r.profile
+            .iter()
+            .find(|(p, _)| *p == ThrottlePolicy::Org)
+            .map(|(_, t)| *t)
+    });
+    let mut after: Vec<f64> = iterations
+        .iter()
+        .zip(planned)
+        .filter(|(_, p)| **p)
+        .map(|(d, _)| ms(d))
+        .collect();
+    let (Some(org), Some(thr)) = (org, median(&mut after)) else {
+        return head;
+    };
+    head += &format!("; repetitions {org:.3} ms unthrottled, {thr:.3} ms after the switch");
+    // Savings against running every repetition unthrottled.
+    let mut saved = 0.0;
+    let mut lowest = 0.0f64;
+    let mut paid = None;
+    for (i, d) in iterations.iter().enumerate() {
+        saved += org - ms(d);
+        lowest = lowest.min(saved);
+        if lowest < 0.0 && saved >= 0.0 && paid.is_none() {
+            paid = Some(i + 1);
+        }
+    }
+    let verdict = match paid {
+        _ if lowest >= 0.0 => "throttling cost nothing extra".to_string(),
+        Some(i) => format!("throttling had paid for itself after {i} repetitions"),
+        None if thr < org => format!(
+            "throttling will have paid for itself after about {} repetitions",
+            iterations.len() + ((-saved) / (org - thr)).ceil() as usize
+        ),
+        None => "the throttled schedule is not faster here".to_string(),
+    };
+    format!("{head}; {verdict}")
 }
 
 /// The timing summary every app prints: what came before the first

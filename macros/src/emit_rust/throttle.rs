@@ -123,16 +123,21 @@ impl ThrottleEmitter<'_> {
             plumbing("__gathered"),
         );
         let gt = ty(gathered.ty);
-        let twin_fields = k.params.iter().enumerate().map(|(i, p)| {
-            let n = &p.name;
-            match p.kind {
-                _ if i == self.gathered => quote!(#n: &#zeros),
-                _ if self.shapes(i) => quote!(#n),
-                ParamKind::Input => quote!(#n: &[]),
-                ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(&mut [])),
-                ParamKind::Scalar => quote!(#n: ::core::default::Default::default()),
-            }
-        });
+        let twin_fields: Vec<_> = k
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let n = &p.name;
+                match p.kind {
+                    _ if i == self.gathered => quote!(#n: &#zeros),
+                    _ if self.shapes(i) => quote!(#n),
+                    ParamKind::Input => quote!(#n: &[]),
+                    ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(&mut [])),
+                    ParamKind::Scalar => quote!(#n: ::core::default::Default::default()),
+                }
+            })
+            .collect();
         let shape_args = k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             if self.shapes(i) {
@@ -141,16 +146,60 @@ impl ThrottleEmitter<'_> {
                 quote!(::core::option::Option::None)
             }
         });
-        let cpu_fields = k.params.iter().enumerate().map(|(i, p)| {
-            let n = &p.name;
-            let i = proc_macro2::Literal::usize_unsuffixed(i);
-            let a = plumbing("__args");
-            match p.kind {
-                ParamKind::Input => quote!(#n: #a.input(#i)?),
-                ParamKind::Output => quote!(#n: #a.output(#i)?),
-                ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
-            }
-        });
+        let cpu_fields: Vec<_> = k
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let n = &p.name;
+                let i = proc_macro2::Literal::usize_unsuffixed(i);
+                let a = plumbing("__args");
+                match p.kind {
+                    ParamKind::Input => quote!(#n: #a.input(#i)?),
+                    ParamKind::Output => quote!(#n: #a.output(#i)?),
+                    ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
+                }
+            })
+            .collect();
+        let cpu_fields2 = cpu_fields.clone();
+        let owned_params: Vec<_> = k
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.shapes(*i))
+            .map(|(_, p)| {
+                let (n, t) = (&p.name, ty(p.ty));
+                quote!(#n: ::std::vec::Vec<#t>)
+            })
+            .collect();
+        let borrow_owned: Vec<_> = k
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.shapes(*i))
+            .map(|(_, p)| {
+                let n = &p.name;
+                quote!(let #n = &#n[..];)
+            })
+            .collect();
+        let owned_args: Vec<_> = k
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let n = &p.name;
+                if self.shapes(i) {
+                    quote!(::core::option::Option::Some(::std::boxed::Box::new(#n) as ::std::boxed::Box<dyn ::warpfit::__private::HostArray>))
+                } else {
+                    quote!(::core::option::Option::None)
+                }
+            })
+            .collect();
+        let pipelined_doc =             "[`throttle`] with the planning on a CPU thread (pipelined planning): the handle is ready at once, its \
+             launches run the unthrottled schedule until the plan is in, then switch ([`Throttle::status`] says \
+             where it is). Takes the arrays that shape the work by value; the parameters are otherwise those of \
+             [`throttle`].\n\n# Errors\nAs [`throttle`]; the planner's errors come from the first launch after it \
+             finished.";
         let a = plumbing("__args");
         let doc = format!(
             "Plans `{name}` for throttled launches on `device` and returns the handle that runs them ([`Throttle::launch`]).\n\n\
@@ -204,6 +253,39 @@ impl ThrottleEmitter<'_> {
                     #n,
                     &graph,
                     &[#(#shape_args),*],
+                    cpu_run,
+                )?;
+                ::core::result::Result::Ok(Throttle { inner })
+            }
+
+            #[doc = #pipelined_doc]
+            pub fn throttle_pipelined(
+                #dev: &::warpfit::__private::Device,
+                #opts: &::warpfit::__private::ThrottleOptions,
+                #n: usize,
+                #glen: usize,
+                #(#owned_params),*
+            ) -> ::warpfit::__private::Result<Throttle> {
+                ::warpfit::__private::mem_check_elems::<#gt>("the gathered array's stand-in for planning", #glen)?;
+                let #zeros: ::std::vec::Vec<#gt> = ::std::vec![::core::default::Default::default(); #glen];
+                let graph = {
+                    #(#borrow_owned)*
+                    let #graph_k = Kernel { #(#twin_fields),* };
+                    ::warpfit::__private::WorkGraph::from_kernel(&#graph_k, #n)?
+                };
+                drop(#zeros);
+                fn cpu_run(#a: &::warpfit::__private::CpuArgs<'_>, n: usize) -> ::warpfit::__private::Result<()> {
+                    ::warpfit::__private::cpu::run(&Kernel { #(#cpu_fields2),* }, ::warpfit::__private::Tasks::All(n))
+                }
+                let inner = ::warpfit::__private::Throttled::pipelined(
+                    #dev,
+                    &SPEC,
+                    THROTTLE_ROLES,
+                    #opts,
+                    &::warpfit::__private::LaunchConfig::default(),
+                    #n,
+                    graph,
+                    ::std::vec![#(#owned_args),*],
                     cpu_run,
                 )?;
                 ::core::result::Result::Ok(Throttle { inner })
@@ -269,6 +351,20 @@ impl ThrottleEmitter<'_> {
                 /// What planning found and which schedule runs.
                 pub fn report(&self) -> &::warpfit::__private::ThrottleReport {
                     self.inner.report()
+                }
+
+                /// Where the plan is: being made (launches run unthrottled), made and
+                /// about to be profiled (`auto`), or running a schedule.
+                pub fn status(&self) -> ::warpfit::__private::ThrottleStatus {
+                    self.inner.status()
+                }
+
+                /// Waits for a pipelined plan, so that the next launch runs it.
+                ///
+                /// # Errors
+                /// The planner's errors, device errors.
+                pub fn wait_for_plan(&mut self) -> ::warpfit::__private::Result<()> {
+                    self.inner.wait_for_plan()
                 }
             }
         }

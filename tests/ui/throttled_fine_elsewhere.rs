@@ -1,0 +1,12 @@
+use warpfit::prelude::*;
+
+// `val` is read at the fine index and at the task index.
+#[nested_reduce]
+#[throttled]
+fn k(row: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| val[k] * x[col[k] as usize]).fold(val[row], |a, b| a + b);
+}
+
+fn main() {}

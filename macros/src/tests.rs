@@ -527,3 +527,17 @@ mod random {
         }
     }
 }
+
+#[test]
+fn throttling_roles_of_spmv() {
+    let (k, access) = access_of(SPMV);
+    let roles = crate::analyse::roles(&k, &access).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(roles.range, param_index(&k, "row_ptr"));
+    let mut fine = vec![param_index(&k, "col"), param_index(&k, "val")];
+    fine.sort_unstable();
+    assert_eq!(roles.fine, fine);
+    // Two gathered arrays: the work-graph reason comes first.
+    let (k, access) = access_of(PAGERANK);
+    let why = crate::analyse::roles(&k, &access).err().expect("not throttleable");
+    assert!(why.contains("several arrays"), "{why}");
+}

@@ -10,10 +10,12 @@
 //! passed at each launch (the gathered array, outputs, other inputs,
 //! scalars). The handle owns copies of the first two, in the original order
 //! for `org` and part by part for `cf` ([`PartMajor`]: each partition's
-//! share of every task contiguous, with a range array of its own), and
-//! device buffers for the per-launch arrays, which `launch` copies in and
-//! out. So every schedule is prepared once (split decisions, task lists,
-//! argument blocks) and a launch only enqueues it.
+//! share of every task contiguous, with a range array of its own). A
+//! per-launch array that is a `DeviceVec` of the handle's device is used in
+//! place; a host slice goes through a device buffer of the handle's, copied
+//! in (and out, for an output). So every schedule is prepared once (split
+//! decisions, task lists, argument blocks) and a launch with the same
+//! arrays only enqueues it; other `DeviceVec`s prepare it again.
 //!
 //! Schedules: `org` (one launch, tasks whole), `cf` (one launch per
 //! partition, each task's fold carried between launches on the device,
@@ -110,9 +112,27 @@ enum Slot {
     /// A range or fine array in the original order (absent when only
     /// `cf` runs).
     Shape(Option<ErasedVec>),
-    /// A per-launch array, allocated at the first launch.
-    Staged(Option<ErasedVec>),
+    /// A per-launch array: the caller's own `DeviceVec` of the handle's
+    /// device (bound: used in place), else a buffer of the handle's that
+    /// each launch copies in (and out, for an output).
+    Staged(Staging),
     Scalar(Option<ScalarValue>),
+}
+
+enum Staging {
+    Empty,
+    Own(ErasedVec),
+    Bound(Bound),
+}
+
+/// The caller's array a launch used in place: its address on the device
+/// (CUDA) or in host memory (the CPU backend), checked again at every
+/// launch, which re-prepares when it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bound {
+    addr: u64,
+    cuda: bool,
+    len: usize,
 }
 
 struct PartArrays {
@@ -424,7 +444,7 @@ impl Throttled {
                     } else {
                         None
                     }),
-                    (_, None) => Slot::Staged(None),
+                    (_, None) => Slot::Staged(Staging::Empty),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -568,13 +588,20 @@ impl Throttled {
                         self.runs = None;
                     }
                 }
-                (Slot::Staged(buf), _) => {
-                    if buf.as_ref().map(ErasedVec::len) != Some(len) {
-                        self.runs = None;
-                        *buf = None;
-                        *buf = Some(ErasedVec::zeros(&self.device, ty, len)?);
+                (Slot::Staged(staging), _) => {
+                    if let Some(bound) = bindable(&self.device, arg) {
+                        if !matches!(staging, Staging::Bound(b) if *b == bound) {
+                            self.runs = None;
+                            *staging = Staging::Bound(bound);
+                        }
+                        continue;
                     }
-                    if let Some(b) = buf.as_mut() {
+                    if !matches!(staging, Staging::Own(b) if b.len() == len) {
+                        self.runs = None;
+                        *staging = Staging::Empty;
+                        *staging = Staging::Own(ErasedVec::zeros(&self.device, ty, len)?);
+                    }
+                    if let Staging::Own(b) = staging {
                         b.copy_in(&self.device, arg, p.name)?;
                     }
                 }
@@ -586,6 +613,7 @@ impl Throttled {
                 }
             }
         }
+        self.check_bound_outputs()?;
         if self.runs.is_none() {
             self.runs = Some(self.prepare()?);
         }
@@ -605,7 +633,7 @@ impl Throttled {
             None => {}
         }
         for (arg, &i) in per_launch.iter_mut().zip(&params) {
-            if let (Slot::Staged(Some(b)), ParamKind::Output) =
+            if let (Slot::Staged(Staging::Own(b)), ParamKind::Output) =
                 (&self.slots[i], self.spec.params[i].kind)
             {
                 b.copy_out(&self.device, arg)?;
@@ -614,14 +642,52 @@ impl Throttled {
         Ok(())
     }
 
+    /// An output used in place must not be another argument too (the
+    /// kernel would read what it writes).
+    fn check_bound_outputs(&self) -> Result<()> {
+        let bound: Vec<(usize, Bound)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Slot::Staged(Staging::Bound(b)) => Some((i, *b)),
+                _ => None,
+            })
+            .collect();
+        for &(i, b) in &bound {
+            if self.spec.params[i].kind != ParamKind::Output || b.len == 0 {
+                continue;
+            }
+            if let Some(&(j, _)) = bound.iter().find(|(j, c)| *j != i && c.addr == b.addr) {
+                return Err(Error::invalid(format!(
+                    "kernel `{}`: output `{}` is also passed as `{}`; an output must be an array of its own",
+                    self.spec.name, self.spec.params[i].name, self.spec.params[j].name
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Enqueues the chosen schedule once more over the arrays the last
     /// [`launch`](Self::launch) staged, copying nothing (asynchronous on
-    /// CUDA; faults at the next launch). For timing the schedule alone.
+    /// CUDA; faults at the next launch). For timing the schedule alone;
+    /// refused when the last launch used a caller's arrays in place, which
+    /// may be gone.
     ///
     /// # Errors
-    /// No launch has prepared a schedule yet; device errors.
+    /// No launch has prepared a schedule yet, or one used arrays in place;
+    /// device errors.
     #[doc(hidden)]
     pub fn enqueue_again(&self) -> Result<()> {
+        if self
+            .slots
+            .iter()
+            .any(|s| matches!(s, Slot::Staged(Staging::Bound(_))))
+        {
+            return Err(Error::invalid(
+                "enqueue_again needs a launch whose arrays the handle staged",
+            ));
+        }
         match &self.runs {
             Some(Runs::Org(p)) => p.run(),
             Some(Runs::Cf(c)) => c.run(),
@@ -650,7 +716,25 @@ impl Throttled {
                 let kind = self.spec.params[i].kind;
                 Ok(match (&self.slots[i], part, &self.parts) {
                     (Slot::Scalar(v), ..) => Arg::Scalar(v.ok_or_else(|| missing(i))?),
-                    (Slot::Staged(b), ..) => b.as_ref().ok_or_else(|| missing(i))?.arg(kind),
+                    (Slot::Staged(Staging::Own(b)), ..) => b.arg(kind),
+                    (Slot::Staged(Staging::Bound(b)), ..) => {
+                        let place = match (b.cuda, self.device.cuda()) {
+                            (true, Some(device)) => Place::Cuda {
+                                ptr: b.addr,
+                                device,
+                            },
+                            _ => Place::Host {
+                                addr: b.addr as usize,
+                            },
+                        };
+                        Arg::Resident(ResidentArray {
+                            kind,
+                            ty: self.spec.params[i].ty,
+                            len: b.len,
+                            place,
+                        })
+                    }
+                    (Slot::Staged(Staging::Empty), ..) => return Err(missing(i)),
                     (Slot::Shape(_), Some(p), Some(parts)) if i == self.roles.range => {
                         parts.ptrs[p].arg(kind)
                     }
@@ -805,6 +889,38 @@ fn permute_bytes(src: &[u8], size: usize, perm: &[u32]) -> Result<Vec<u8>> {
     }
     out.extend_from_slice(&src[perm.len() * size..]);
     Ok(out)
+}
+
+/// `arg` as an array the handle can use in place: a `DeviceVec` of the
+/// handle's device (`None`: copy it).
+fn bindable(device: &Device, arg: &Arg<'_>) -> Option<Bound> {
+    match (arg, device.cuda()) {
+        (
+            Arg::Resident(ResidentArray {
+                place: Place::Cuda { ptr, device: d },
+                len,
+                ..
+            }),
+            Some(own),
+        ) if d.ordinal() == own.ordinal() => Some(Bound {
+            addr: *ptr,
+            cuda: true,
+            len: *len,
+        }),
+        (
+            Arg::Resident(ResidentArray {
+                place: Place::Host { addr },
+                len,
+                ..
+            }),
+            None,
+        ) => Some(Bound {
+            addr: *addr as u64,
+            cuda: false,
+            len: *len,
+        }),
+        _ => None,
+    }
 }
 
 /// The kind, element type and length of a launch argument.

@@ -538,6 +538,8 @@ fn throttling_roles_of_spmv() {
     assert_eq!(roles.fine, fine);
     // Two gathered arrays: the work-graph reason comes first.
     let (k, access) = access_of(PAGERANK);
-    let why = crate::analyse::roles(&k, &access).err().expect("not throttleable");
+    let why = crate::analyse::roles(&k, &access)
+        .err()
+        .expect("not throttleable");
     assert!(why.contains("several arrays"), "{why}");
 }

@@ -328,11 +328,13 @@ impl ThrottleEmitter<'_> {
             "Throttled launches of `{name}` over one plan, made by [`throttle`]. Not `Sync`: one launch at a time."
         );
         let launch_doc = format!(
-            "Runs `{name}` once with {} (host slices or `DeviceVec`s of the handle's device): they are copied into \
-             the handle's device buffers, the chosen schedule runs (`auto` decides on the first launch, timing `org` \
-             and `cf`), and the outputs are copied back. Waits for the device.\n\n\
-             # Errors\nArguments of the wrong length (a new length re-prepares the schedule, it is not an error), \
-             a `DeviceVec` of another device, the kernel's faults, device errors.",
+            "Runs `{name}` once with {}: `DeviceVec`s of the handle's device are used in place (a launch with \
+             other `DeviceVec`s than the last prepares the schedule again, a few milliseconds: keep the same ones \
+             in a loop); host slices are copied into the handle's own device buffers, and outputs copied back. \
+             The chosen schedule runs (`auto` decides on the first launch after the plan, timing `org` and `cf`). \
+             Waits for the device.\n\n\
+             # Errors\nArguments of the wrong length for the kernel's indices (an index fault), a `DeviceVec` of \
+             another device, the kernel's faults, device errors.",
             names.join(", ")
         );
         quote! {

@@ -161,7 +161,6 @@ impl ThrottleEmitter<'_> {
                 }
             })
             .collect();
-        let cpu_fields2 = cpu_fields.clone();
         let owned_params: Vec<_> = k
             .params
             .iter()
@@ -170,16 +169,6 @@ impl ThrottleEmitter<'_> {
             .map(|(_, p)| {
                 let (n, t) = (&p.name, ty(p.ty));
                 quote!(#n: ::std::vec::Vec<#t>)
-            })
-            .collect();
-        let borrow_owned: Vec<_> = k
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.shapes(*i))
-            .map(|(_, p)| {
-                let n = &p.name;
-                quote!(let #n = &#n[..];)
             })
             .collect();
         let owned_args: Vec<_> = k
@@ -227,7 +216,34 @@ impl ThrottleEmitter<'_> {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
+        let shape_names: Vec<_> = k
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.shapes(*i))
+            .map(|(_, p)| p.name.clone())
+            .collect();
+        let (graph_fn, cpu_fn) = (plumbing("__throttle_graph"), plumbing("__throttle_cpu_run"));
         quote! {
+            /// The work graph `throttle` plans: the twin over the shape arrays, a zeroed
+            /// stand-in for the gathered array, the other per-launch arrays empty (the
+            /// roles guarantee the prologue and the gathered index read none of them).
+            fn #graph_fn(
+                #n: usize,
+                #glen: usize,
+                #(#shape_params),*
+            ) -> ::warpfit::__private::Result<::warpfit::__private::WorkGraph> {
+                ::warpfit::__private::mem_check_elems::<#gt>("the gathered array's stand-in for planning", #glen)?;
+                let #zeros: ::std::vec::Vec<#gt> = ::std::vec![::core::default::Default::default(); #glen];
+                let #graph_k = Kernel { #(#twin_fields),* };
+                ::warpfit::__private::WorkGraph::from_kernel(&#graph_k, #n)
+            }
+
+            /// The handle's CPU path: the twin over its arrays.
+            fn #cpu_fn(#a: &::warpfit::__private::CpuArgs<'_>, n: usize) -> ::warpfit::__private::Result<()> {
+                ::warpfit::__private::cpu::run(&Kernel { #(#cpu_fields),* }, ::warpfit::__private::Tasks::All(n))
+            }
+
             #[doc = #doc]
             pub fn throttle(
                 #dev: &::warpfit::__private::Device,
@@ -236,14 +252,7 @@ impl ThrottleEmitter<'_> {
                 #glen: usize,
                 #(#shape_params),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                ::warpfit::__private::mem_check_elems::<#gt>("the gathered array's stand-in for planning", #glen)?;
-                let #zeros: ::std::vec::Vec<#gt> = ::std::vec![::core::default::Default::default(); #glen];
-                let #graph_k = Kernel { #(#twin_fields),* };
-                let graph = ::warpfit::__private::WorkGraph::from_kernel(&#graph_k, #n)?;
-                drop(#zeros);
-                fn cpu_run(#a: &::warpfit::__private::CpuArgs<'_>, n: usize) -> ::warpfit::__private::Result<()> {
-                    ::warpfit::__private::cpu::run(&Kernel { #(#cpu_fields),* }, ::warpfit::__private::Tasks::All(n))
-                }
+                let graph = #graph_fn(#n, #glen, #(#shape_names),*)?;
                 let inner = ::warpfit::__private::Throttled::new(
                     #dev,
                     &SPEC,
@@ -253,7 +262,7 @@ impl ThrottleEmitter<'_> {
                     #n,
                     &graph,
                     &[#(#shape_args),*],
-                    cpu_run,
+                    #cpu_fn,
                 )?;
                 ::core::result::Result::Ok(Throttle { inner })
             }
@@ -266,17 +275,7 @@ impl ThrottleEmitter<'_> {
                 #glen: usize,
                 #(#owned_params),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                ::warpfit::__private::mem_check_elems::<#gt>("the gathered array's stand-in for planning", #glen)?;
-                let #zeros: ::std::vec::Vec<#gt> = ::std::vec![::core::default::Default::default(); #glen];
-                let graph = {
-                    #(#borrow_owned)*
-                    let #graph_k = Kernel { #(#twin_fields),* };
-                    ::warpfit::__private::WorkGraph::from_kernel(&#graph_k, #n)?
-                };
-                drop(#zeros);
-                fn cpu_run(#a: &::warpfit::__private::CpuArgs<'_>, n: usize) -> ::warpfit::__private::Result<()> {
-                    ::warpfit::__private::cpu::run(&Kernel { #(#cpu_fields2),* }, ::warpfit::__private::Tasks::All(n))
-                }
+                let graph = #graph_fn(#n, #glen, #(&#shape_names[..]),*)?;
                 let inner = ::warpfit::__private::Throttled::pipelined(
                     #dev,
                     &SPEC,
@@ -286,7 +285,7 @@ impl ThrottleEmitter<'_> {
                     #n,
                     graph,
                     ::std::vec![#(#owned_args),*],
-                    cpu_run,
+                    #cpu_fn,
                 )?;
                 ::core::result::Result::Ok(Throttle { inner })
             }

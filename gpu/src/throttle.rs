@@ -507,17 +507,10 @@ impl Throttled {
 
     /// Takes a finished plan in (before a launch).
     fn take_finished_plan(&mut self) -> Result<()> {
-        if !self.pending.as_ref().is_some_and(PendingPlan::is_finished) {
-            return Ok(());
+        if self.pending.as_ref().is_some_and(PendingPlan::is_finished) {
+            self.wait_for_plan()?;
         }
-        let Some(handle) = self.pending.take() else {
-            return Ok(());
-        };
-        let plan = handle.join().map_err(|_| Error::Unavailable {
-            what: format!("the plan of kernel `{}`", self.spec.name),
-            reason: "the planning thread panicked".into(),
-        })??;
-        self.install(plan)
+        Ok(())
     }
 
     /// Waits for a pipelined plan and takes it in, so that the next launch
@@ -1052,53 +1045,13 @@ impl ErasedVec {
         })
     }
 
-    /// Overwrites the array with `arg`'s elements (a host slice or a
-    /// device-resident array of the same length).
+    /// Overwrites the array with a host slice's elements (the handle uses
+    /// `DeviceVec`s of its device in place, so any other array is a
+    /// `DeviceVec` of another device: an error).
     fn copy_in(&mut self, device: &Device, arg: &Arg<'_>, name: &str) -> Result<()> {
-        let bytes = self.len * self.ty.size();
-        match (arg, &mut self.storage) {
-            (Arg::Input(s), _) => self.write_bytes(s.bytes),
-            (Arg::Output(s), _) => {
-                let b: &[u8] = s.bytes;
-                self.write_bytes(b)
-            }
-            (
-                Arg::Resident(ResidentArray {
-                    place: Place::Cuda { ptr, device: d },
-                    ..
-                }),
-                ErasedStorage::Cuda { buffer, device: own },
-            ) if d.ordinal() == own.ordinal() => {
-                // SAFETY: both ranges hold `bytes` bytes (lengths checked
-                // equal) and are distinct allocations; stream-ordered.
-                unsafe {
-                    cudarc::driver::result::memcpy_dtod_async(
-                        buffer.device_ptr(own),
-                        *ptr,
-                        bytes,
-                        own.stream().cu_stream(),
-                    )
-                }
-                .map_err(cuda_err(format!("copying {bytes} bytes on the device")))
-            }
-            (
-                Arg::Resident(ResidentArray {
-                    place: Place::Host { addr },
-                    ..
-                }),
-                ErasedStorage::Host(cells),
-            ) => {
-                // SAFETY: `addr` is a CPU DeviceVec of `bytes` bytes
-                // borrowed for this call; the cells are this array's.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        *addr as *const u8,
-                        Self::host_ptr(cells),
-                        bytes,
-                    )
-                };
-                Ok(())
-            }
+        match arg {
+            Arg::Input(s) => self.write_bytes(s.bytes),
+            Arg::Output(s) => self.write_bytes(s.bytes),
             _ => Err(Error::invalid(format!(
                 "argument `{name}` is a DeviceVec of another device than the throttled handle's ({})",
                 device.backend_name()
@@ -1106,8 +1059,8 @@ impl ErasedVec {
         }
     }
 
-    /// Writes the array into `arg` (an output: a host slice or a
-    /// device-resident array), waiting for the device.
+    /// Writes the array into `arg`, a host output slice, waiting for the
+    /// device.
     fn copy_out(&self, device: &Device, arg: &mut Arg<'_>) -> Result<()> {
         let bytes = self.len * self.ty.size();
         match (arg, &self.storage) {
@@ -1142,46 +1095,8 @@ impl ErasedVec {
                 };
                 Ok(())
             }
-            (
-                Arg::Resident(ResidentArray {
-                    place: Place::Cuda { ptr, .. },
-                    ..
-                }),
-                ErasedStorage::Cuda {
-                    buffer,
-                    device: own,
-                },
-            ) => {
-                // SAFETY: as in `copy_in`, the other way.
-                unsafe {
-                    cudarc::driver::result::memcpy_dtod_async(
-                        *ptr,
-                        buffer.device_ptr(own),
-                        bytes,
-                        own.stream().cu_stream(),
-                    )
-                }
-                .map_err(cuda_err(format!("copying {bytes} bytes on the device")))?;
-                own.stream()
-                    .synchronize()
-                    .map_err(cuda_err("waiting for a copy"))
-            }
-            (
-                Arg::Resident(ResidentArray {
-                    place: Place::Host { addr },
-                    ..
-                }),
-                ErasedStorage::Host(cells),
-            ) => {
-                // SAFETY: a CPU DeviceVec's cells, writable through a
-                // shared borrow, `bytes` long; nothing else runs meanwhile.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(Self::host_ptr(cells), *addr as *mut u8, bytes)
-                };
-                Ok(())
-            }
             _ => Err(Error::invalid(format!(
-                "an output of a throttled launch is not an array of {}",
+                "an output of a throttled launch is not a host slice or a DeviceVec of {}",
                 device.backend_name()
             ))),
         }

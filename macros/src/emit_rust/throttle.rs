@@ -96,138 +96,59 @@ impl ThrottleEmitter<'_> {
         }
     }
 
-    /// `throttle(device, options, n_tasks, <gathered>_len, shape arrays)`:
-    /// the work graph from the twin (per-launch arrays empty: the roles
-    /// guarantee the prologue and the gathered index do not read them),
-    /// then the handle.
-    fn build(&self) -> TokenStream {
-        let k = self.k;
-        let name = k.name.to_string();
-        let gathered = &k.params[self.gathered];
-        let glen = quote::format_ident!("{}_len", gathered.name);
-        let shape_params: Vec<_> = k
+    /// The range and fine arrays, in parameter order.
+    fn shape_params(&self) -> impl Iterator<Item = (usize, &Param)> {
+        self.k
             .params
             .iter()
             .enumerate()
             .filter(|(i, _)| self.shapes(*i))
-            .map(|(_, p)| {
-                let (n, t) = (&p.name, ty(p.ty));
-                quote!(#n: &[#t])
-            })
-            .collect();
-        let (dev, opts, n, graph_k, zeros) = (
-            plumbing("device"),
-            plumbing("options"),
-            plumbing("n_tasks"),
+    }
+
+    /// `<gathered>_len`, the parameter that sizes the plan's stand-in.
+    fn gathered_len(&self) -> proc_macro2::Ident {
+        quote::format_ident!("{}_len", self.k.params[self.gathered].name)
+    }
+
+    /// The hidden helpers both builders call: the work graph (the twin over
+    /// the shape arrays, a zeroed stand-in for the gathered array, the other
+    /// per-launch arrays empty: the roles guarantee the prologue and the
+    /// gathered index read none of them) and the handle's CPU run.
+    fn helpers(&self) -> TokenStream {
+        let k = self.k;
+        let (n, glen) = (plumbing("n_tasks"), self.gathered_len());
+        let (graph_k, zeros, a) = (
             plumbing("__kernel"),
             plumbing("__gathered"),
+            plumbing("__args"),
         );
-        let gt = ty(gathered.ty);
-        let twin_fields: Vec<_> = k
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let n = &p.name;
-                match p.kind {
-                    _ if i == self.gathered => quote!(#n: &#zeros),
-                    _ if self.shapes(i) => quote!(#n),
-                    ParamKind::Input => quote!(#n: &[]),
-                    ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(&mut [])),
-                    ParamKind::Scalar => quote!(#n: ::core::default::Default::default()),
-                }
-            })
-            .collect();
-        let shape_args = k.params.iter().enumerate().map(|(i, p)| {
+        let gt = ty(k.params[self.gathered].ty);
+        let shape_params = self.shape_params().map(|(_, p)| {
+            let (n, t) = (&p.name, ty(p.ty));
+            quote!(#n: &[#t])
+        });
+        let twin_fields = k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
-            if self.shapes(i) {
-                quote!(::core::option::Option::Some(::warpfit::__private::Arg::input(#n)))
-            } else {
-                quote!(::core::option::Option::None)
+            match p.kind {
+                _ if i == self.gathered => quote!(#n: &#zeros),
+                _ if self.shapes(i) => quote!(#n),
+                ParamKind::Input => quote!(#n: &[]),
+                ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(&mut [])),
+                ParamKind::Scalar => quote!(#n: ::core::default::Default::default()),
             }
         });
-        let cpu_fields: Vec<_> = k
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let n = &p.name;
-                let i = proc_macro2::Literal::usize_unsuffixed(i);
-                let a = plumbing("__args");
-                match p.kind {
-                    ParamKind::Input => quote!(#n: #a.input(#i)?),
-                    ParamKind::Output => quote!(#n: #a.output(#i)?),
-                    ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
-                }
-            })
-            .collect();
-        let owned_params: Vec<_> = k
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.shapes(*i))
-            .map(|(_, p)| {
-                let (n, t) = (&p.name, ty(p.ty));
-                quote!(#n: ::std::vec::Vec<#t>)
-            })
-            .collect();
-        let owned_args: Vec<_> = k
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let n = &p.name;
-                if self.shapes(i) {
-                    quote!(::core::option::Option::Some(::std::boxed::Box::new(#n) as ::std::boxed::Box<dyn ::warpfit::__private::HostArray>))
-                } else {
-                    quote!(::core::option::Option::None)
-                }
-            })
-            .collect();
-        let pipelined_doc =             "[`throttle`] with the planning on a CPU thread (pipelined planning): the handle is ready at once, its \
-             launches run the unthrottled schedule until the plan is in, then switch ([`Throttle::status`] says \
-             where it is). Takes the arrays that shape the work by value; the parameters are otherwise those of \
-             [`throttle`].\n\n# Errors\nAs [`throttle`]; the planner's errors come from the first launch after it \
-             finished.";
-        let a = plumbing("__args");
-        let doc = format!(
-            "Plans `{name}` for throttled launches on `device` and returns the handle that runs them ([`Throttle::launch`]).\n\n\
-             # Parameters\n- `device`: where to run (on the CPU backend every policy runs the CPU twin)\n\
-             - `options`: the schedule, cache and partitioner ([`throttle_options`] gives the attribute's defaults)\n\
-             - `n_tasks`: the launches run tasks `0..n_tasks`\n\
-             - `{glen}`: the length of `{}`, the array the kernel gathers (it is passed at each launch)\n{}\n\n\
-             The handle keeps its own device copies of these arrays (the fine ones reordered part by part for `cf`); \
-             everything else is passed to each launch. Throttling reorders each task's fine tasks: `{name}`'s reduce \
-             operator must be commutative and associative.\n\n\
-             # Errors\nInvalid options, a policy the handle does not launch yet (`org_r`, `cfq`, `sj`, `sjq`, remapping), \
-             an index fault of the prologue or the gathered index, a range array that does not start at 0 and increase \
-             (`cf` needs that), and device errors.",
-            gathered.name,
-            k.params
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| self.shapes(*i))
-                .map(|(i, p)| format!(
-                    "- `{}: &[{}]`: {}",
-                    p.name,
-                    p.ty.rust_name(),
-                    if i == self.roles.range { "the range array" } else { "read at the fine-task index" }
-                ))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        let shape_names: Vec<_> = k
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.shapes(*i))
-            .map(|(_, p)| p.name.clone())
-            .collect();
+        let cpu_fields = k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            let i = proc_macro2::Literal::usize_unsuffixed(i);
+            match p.kind {
+                ParamKind::Input => quote!(#n: #a.input(#i)?),
+                ParamKind::Output => quote!(#n: #a.output(#i)?),
+                ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
+            }
+        });
         let (graph_fn, cpu_fn) = (plumbing("__throttle_graph"), plumbing("__throttle_cpu_run"));
         quote! {
-            /// The work graph `throttle` plans: the twin over the shape arrays, a zeroed
-            /// stand-in for the gathered array, the other per-launch arrays empty (the
-            /// roles guarantee the prologue and the gathered index read none of them).
+            /// The work graph `throttle` plans.
             fn #graph_fn(
                 #n: usize,
                 #glen: usize,
@@ -243,6 +164,93 @@ impl ThrottleEmitter<'_> {
             fn #cpu_fn(#a: &::warpfit::__private::CpuArgs<'_>, n: usize) -> ::warpfit::__private::Result<()> {
                 ::warpfit::__private::cpu::run(&Kernel { #(#cpu_fields),* }, ::warpfit::__private::Tasks::All(n))
             }
+        }
+    }
+
+    /// `throttle`'s documentation.
+    fn build_doc(&self) -> String {
+        let k = self.k;
+        let name = k.name.to_string();
+        let arrays: Vec<String> = self
+            .shape_params()
+            .map(|(i, p)| {
+                format!(
+                    "- `{}: &[{}]`: {}",
+                    p.name,
+                    p.ty.rust_name(),
+                    if i == self.roles.range {
+                        "the range array"
+                    } else {
+                        "read at the fine-task index"
+                    }
+                )
+            })
+            .collect();
+        format!(
+            "Plans `{name}` for throttled launches on `device` and returns the handle that runs them ([`Throttle::launch`]).\n\n\
+             # Parameters\n- `device`: where to run (on the CPU backend every policy runs the CPU twin)\n\
+             - `options`: the schedule, cache and partitioner ([`throttle_options`] gives the attribute's defaults)\n\
+             - `n_tasks`: the launches run tasks `0..n_tasks`\n\
+             - `{}`: the length of `{}`, the array the kernel gathers (it is passed at each launch)\n{}\n\n\
+             The handle keeps its own device copies of these arrays (the fine ones reordered part by part for `cf`); \
+             everything else is passed to each launch. Throttling reorders each task's fine tasks: `{name}`'s reduce \
+             operator must be commutative and associative.\n\n\
+             # Errors\nInvalid options, a policy the handle does not launch yet (`org_r`, `cfq`, `sj`, `sjq`, remapping), \
+             an index fault of the prologue or the gathered index, a range array that does not start at 0 and increase \
+             (`cf` needs that), and device errors.",
+            self.gathered_len(),
+            k.params[self.gathered].name,
+            arrays.join("\n")
+        )
+    }
+
+    /// `throttle(device, options, n_tasks, <gathered>_len, shape arrays)` and
+    /// `throttle_pipelined(..)` (the arrays by value): the work graph, then
+    /// the handle.
+    fn build(&self) -> TokenStream {
+        let (dev, opts, n, glen) = (
+            plumbing("device"),
+            plumbing("options"),
+            plumbing("n_tasks"),
+            self.gathered_len(),
+        );
+        let (graph_fn, cpu_fn) = (plumbing("__throttle_graph"), plumbing("__throttle_cpu_run"));
+        let names: Vec<_> = self.shape_params().map(|(_, p)| &p.name).collect();
+        let borrowed = self.shape_params().map(|(_, p)| {
+            let (n, t) = (&p.name, ty(p.ty));
+            quote!(#n: &[#t])
+        });
+        let owned = self.shape_params().map(|(_, p)| {
+            let (n, t) = (&p.name, ty(p.ty));
+            quote!(#n: ::std::vec::Vec<#t>)
+        });
+        let slot = |i: usize, some: TokenStream| {
+            if self.shapes(i) {
+                quote!(::core::option::Option::Some(#some))
+            } else {
+                quote!(::core::option::Option::None)
+            }
+        };
+        let shape_args = self.k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            slot(i, quote!(::warpfit::__private::Arg::input(#n)))
+        });
+        let owned_args = self.k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            slot(
+                i,
+                quote!(::std::boxed::Box::new(#n) as ::std::boxed::Box<dyn ::warpfit::__private::HostArray>),
+            )
+        });
+        let helpers = self.helpers();
+        let doc = self.build_doc();
+        let pipelined_doc = "[`throttle`] with the planning on a CPU thread (pipelined planning): the handle is ready at once, its \
+             launches run the unthrottled schedule until the plan is in, then switch ([`Throttle::status`] says \
+             where it is). Takes the arrays that shape the work by value; the parameters are otherwise those of \
+             [`throttle`].\n\n# Errors\nAs [`throttle`]; the planner's errors come from the first launch after it \
+             finished.";
+        quote! {
+            #helpers
 
             #[doc = #doc]
             pub fn throttle(
@@ -250,9 +258,9 @@ impl ThrottleEmitter<'_> {
                 #opts: &::warpfit::__private::ThrottleOptions,
                 #n: usize,
                 #glen: usize,
-                #(#shape_params),*
+                #(#borrowed),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                let graph = #graph_fn(#n, #glen, #(#shape_names),*)?;
+                let graph = #graph_fn(#n, #glen, #(#names),*)?;
                 let inner = ::warpfit::__private::Throttled::new(
                     #dev,
                     &SPEC,
@@ -273,9 +281,9 @@ impl ThrottleEmitter<'_> {
                 #opts: &::warpfit::__private::ThrottleOptions,
                 #n: usize,
                 #glen: usize,
-                #(#owned_params),*
+                #(#owned),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                let graph = #graph_fn(#n, #glen, #(&#shape_names[..]),*)?;
+                let graph = #graph_fn(#n, #glen, #(&#names[..]),*)?;
                 let inner = ::warpfit::__private::Throttled::pipelined(
                     #dev,
                     &SPEC,

@@ -394,6 +394,7 @@ mod tests {
                 let source = match parts[2].trim_start_matches("warpfit::") {
                     "AllTasks" => TaskSource::All,
                     "TaskList" => TaskSource::List,
+                    "QueuedTaskList" => TaskSource::Queue,
                     other => panic!("unknown task source {other}"),
                 };
                 assert_eq!(entry_point(d, source).unwrap(), name, "{d} {source:?}");
@@ -427,6 +428,13 @@ mod tests {
         defined.sort();
         assert_eq!(listed, defined);
         assert!(entry_point(Decomposition::SubWarp(3), TaskSource::All).is_err());
+        // The queue is CTE's alone.
+        assert_eq!(
+            entry_point(Decomposition::Cte, TaskSource::Queue).unwrap(),
+            "wf_cte_queue"
+        );
+        let e = entry_point(Decomposition::Thread, TaskSource::Queue).unwrap_err();
+        assert!(e.to_string().contains("CTE decomposition only"), "{e}");
     }
 
     #[test]

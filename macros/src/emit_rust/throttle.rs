@@ -61,10 +61,33 @@ impl ThrottleEmitter<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let gathered = self.roles.gathered;
+        let (index, task_indexed, refused) = match &self.roles.remap {
+            Ok(r) => {
+                let i = r.index;
+                (
+                    quote!(::core::option::Option::Some(#i)),
+                    r.task_indexed.clone(),
+                    String::new(),
+                )
+            }
+            Err(why) => (
+                quote!(::core::option::Option::None),
+                Vec::new(),
+                why.clone(),
+            ),
+        };
         quote! {
             #[doc = #doc]
             pub const THROTTLE_ROLES: ::warpfit::__private::ThrottleRoles =
-                ::warpfit::__private::ThrottleRoles { range: #range, fine: &[#(#fine),*] };
+                ::warpfit::__private::ThrottleRoles {
+                    range: #range,
+                    fine: &[#(#fine),*],
+                    gathered: #gathered,
+                    index: #index,
+                    task_indexed: &[#(#task_indexed),*],
+                    remap_refused: #refused,
+                };
         }
     }
 

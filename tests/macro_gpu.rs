@@ -512,7 +512,11 @@ fn throttled_handles_match_the_twin() {
                 }
                 let report = t.report().clone();
                 // `org` plans nothing.
-                assert_eq!(report.partitions > 1, policy != ThrottlePolicy::Org, "{what}: {report:?}");
+                assert_eq!(
+                    report.partitions > 1,
+                    policy != ThrottlePolicy::Org,
+                    "{what}: {report:?}"
+                );
                 match policy {
                     ThrottlePolicy::Auto => {
                         // org, org_r, cf, cfq, sj, sjq

@@ -132,7 +132,8 @@ fn launches_that_do_not_cover_the_partitions_are_refused() {
     .unwrap();
     let plan = CacheFitPlan::new(&g, &part).unwrap();
     assert!(plan.len() > 1);
-    assert!(CoverLayout::new(&plan, &[0..1]).is_err());
+    let first_only = vec![std::ops::Range { start: 0, end: 1 }];
+    assert!(CoverLayout::new(&plan, &first_only).is_err());
     let e = CoverLayout::new(&plan, &plan.single_launch())
         .unwrap()
         .segments(&plan, 0..plan.len() + 1, false)

@@ -6,7 +6,7 @@ use crate::buffer::{cuda_err, DeviceBuffer};
 use crate::device::{CudaDevice, Device};
 use crate::resident::{Place, ResidentArray};
 use crate::spec::{ParamKind, ScalarType};
-use std::cell::UnsafeCell;
+use std::sync::atomic::AtomicU64;
 use warpfit_runtime::{Error, Result};
 
 /// An array of a scalar type the handle owns, erased to its bytes: device
@@ -23,7 +23,10 @@ enum ErasedStorage {
         buffer: DeviceBuffer<u8>,
         device: CudaDevice,
     },
-    Host(Box<[UnsafeCell<u64>]>),
+    /// Words whose bytes the CPU twin reads and writes through raw
+    /// pointers (atomics only so that layouts can be shared between the
+    /// schedules that read them; no access is concurrent).
+    Host(Box<[AtomicU64]>),
 }
 
 impl ErasedVec {
@@ -47,7 +50,7 @@ impl ErasedVec {
                     what: format!("{bytes} bytes of host memory"),
                     reason: e.to_string(),
                 })?;
-                v.extend((0..words).map(|_| UnsafeCell::new(0u64)));
+                v.extend((0..words).map(|_| AtomicU64::new(0)));
                 ErasedStorage::Host(v.into_boxed_slice())
             }
         };
@@ -90,8 +93,10 @@ impl ErasedVec {
         }
     }
 
-    fn host_ptr(cells: &[UnsafeCell<u64>]) -> *mut u8 {
-        UnsafeCell::raw_get(cells.as_ptr()).cast::<u8>()
+    /// The cells' bytes: `AtomicU64` is an `UnsafeCell` inside, so writing
+    /// through a pointer from a shared slice of them is allowed.
+    fn host_ptr(cells: &[AtomicU64]) -> *mut u8 {
+        cells.as_ptr().cast::<u8>().cast_mut()
     }
 
     pub(super) fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {

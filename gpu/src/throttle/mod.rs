@@ -1367,7 +1367,7 @@ impl Throttled {
         let mut consider = |t: &mut Self, s: Schedule| -> Result<bool> {
             let ms = t.time(&s, timer, snap)?;
             t.report.profile.push((s.policy, ms));
-            let better = best.as_ref().is_none_or(|(b, _)| ms < *b);
+            let better = best.as_ref().map_or(true, |(b, _)| ms < *b);
             if better {
                 best = Some((ms, s));
             }

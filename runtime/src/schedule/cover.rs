@@ -16,7 +16,7 @@
 
 use super::plan::CacheFitPlan;
 use crate::error::to_u32;
-use crate::exec::{Segment, TaskList};
+use crate::exec::{Segment, SharedOut, TaskList};
 use crate::mem;
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -93,11 +93,22 @@ impl CoverLayout {
             // `hi[t + 1]` holds the share's end until the scan below.
             hi.fill(0);
             lo.fill(u32::MAX);
-            for p in r.clone() {
-                for s in plan.part(p)? {
-                    let t = s.task as usize;
-                    lo[t] = lo[t].min(s.lo);
-                    hi[t + 1] = hi[t + 1].max(s.hi);
+            {
+                // A partition names each task at most once: its segments
+                // update distinct tasks, in parallel.
+                let (lo_c, hi_c) = (SharedOut::new(lo), SharedOut::new(&mut hi[1..]));
+                for p in r.clone() {
+                    plan.part(p)?.par_iter().for_each(|s| {
+                        let t = s.task as usize;
+                        // SAFETY: one segment per task within a partition;
+                        // partitions run one after another.
+                        unsafe {
+                            if let (Ok(l), Ok(h)) = (lo_c.get(t, "lo"), hi_c.get(t, "hi")) {
+                                let _ = lo_c.set(t, l.min(s.lo), "lo");
+                                let _ = hi_c.set(t, h.max(s.hi), "hi");
+                            }
+                        }
+                    });
                 }
             }
             // Lengths, then the exclusive scan from `base`.

@@ -12,7 +12,7 @@ pub use warpfit_gpu::{
     split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec,
     ExpectedLaunch, Input, LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
 };
-pub use warpfit_gpu::{ThrottleReport, ThrottleStatus, Throttled};
+pub use warpfit_gpu::{PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;
 pub use warpfit_runtime::schedule::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy};
@@ -35,7 +35,9 @@ pub mod __private {
         host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input,
         KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
     };
-    pub use warpfit_gpu::{HostArray, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled};
+    pub use warpfit_gpu::{
+        HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,
+    };
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::mem::check_elems as mem_check_elems;
     pub use warpfit_runtime::partition::WorkGraph;

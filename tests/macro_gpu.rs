@@ -825,3 +825,67 @@ fn form_kernel_times() {
         );
     }
 }
+
+/// A remapped schedule in the plan's numbering: the handle's permutations
+/// turn the caller's vectors into plan order once, launches in plan order
+/// give the permuted result, and for a square matrix (one permutation on
+/// both sides) an output feeds the next launch as it is. Enqueued launches
+/// over `DeviceVec`s agree with waiting ones.
+#[test]
+fn remapped_handles_run_in_plan_order() {
+    use warpfit::runtime::gen;
+    use warpfit::{CacheSize, Partitioner};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let a = gen::uniform(1 << 14, 8, 11).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    assert_eq!(n, m);
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+    let x: Vec<u32> = (0..m as u32).map(|i| i % 13).collect();
+    // Two steps of x ← A x in the caller's numbering, on the CPU.
+    let mut y1 = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut y1[..]).unwrap();
+    let mut y2 = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &y1, &mut y2[..]).unwrap();
+    for policy in [ThrottlePolicy::OrgR, ThrottlePolicy::Cf, ThrottlePolicy::Sj] {
+        let opts = ThrottleOptions::default()
+            .with_policy(policy)
+            .with_partitioner(Partitioner::Kd)
+            .with_cache(CacheSize::Bytes(16 << 10))
+            .with_remap(true);
+        let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = vec![0u32; n];
+        // No plan order before the first launch chooses.
+        assert!(t.plan_order().is_none());
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, y1, "{policy}: the caller's numbering");
+        let order = t
+            .plan_order()
+            .expect("a remapped schedule has a plan order");
+        assert_eq!(
+            order.tasks, order.gathered,
+            "{policy}: square, one permutation"
+        );
+        let perm = order.tasks.to_vec();
+        let to_plan = |v: &[u32]| perm.iter().map(|&o| v[o as usize]).collect::<Vec<u32>>();
+        let xr = dev.upload(&to_plan(&x)).unwrap();
+        let mut yr = dev.alloc::<u32>(n).unwrap();
+        let mut zr = dev.alloc::<u32>(n).unwrap();
+        t.launch_in_plan_order(&xr, &mut yr).unwrap();
+        assert_eq!(yr.to_vec().unwrap(), to_plan(&y1), "{policy}: plan order");
+        t.launch_in_plan_order(&yr, &mut zr).unwrap();
+        assert_eq!(
+            zr.to_vec().unwrap(),
+            to_plan(&y2),
+            "{policy}: two steps in plan order"
+        );
+        // Enqueued, in the caller's numbering again.
+        let xd = dev.upload(&x).unwrap();
+        let mut yd = dev.alloc::<u32>(n).unwrap();
+        for _ in 0..3 {
+            t.enqueue(&xd, &mut yd).unwrap();
+        }
+        t.check().unwrap();
+        assert_eq!(yd.to_vec().unwrap(), y1, "{policy}: enqueued");
+    }
+}

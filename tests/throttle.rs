@@ -206,3 +206,38 @@ fn a_pipelined_handle_on_the_cpu_runs_the_twin_at_once() {
     t.wait_for_plan().unwrap();
     assert_eq!(t.report().launches_before_plan, 0);
 }
+
+#[test]
+fn plan_order_and_enqueued_launches_on_the_cpu() {
+    let dev = Device::cpu();
+    let a = gen::uniform(300, 5, 4).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let x = quarters(m, 2);
+    let mut want = vec![0f32; n];
+    spmv::launch(
+        &dev,
+        n,
+        a.row_ptr(),
+        a.col_idx(),
+        a.values(),
+        &x,
+        &mut want[..],
+    )
+    .unwrap();
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::OrgR)
+        .with_remap(true);
+    let mut t = spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+    // The CPU runs the twin: there is no plan order, and asking is an error.
+    let mut y = vec![0f32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert!(t.plan_order().is_none());
+    let e = t.launch_in_plan_order(&x, &mut y[..]).unwrap_err();
+    assert!(e.to_string().contains("no plan order"), "{e}");
+    // Enqueued launches take DeviceVecs and report faults at `check`.
+    let xd = dev.upload(&x).unwrap();
+    let mut yd = dev.alloc::<f32>(n).unwrap();
+    t.enqueue(&xd, &mut yd).unwrap();
+    t.check().unwrap();
+    assert_eq!(yd.to_vec().unwrap(), want);
+}

@@ -95,5 +95,18 @@ proptest! {
         for (new, &old) in r.gathered_perm().iter().enumerate() {
             prop_assert_eq!(r.gathered_inv()[old as usize] as usize, new);
         }
+        // Square: one permutation on both sides, the gathered elements'.
+        match Remapping::symmetric(&g, &p) {
+            Ok(s) => {
+                prop_assert_eq!(a.nrows(), a.ncols());
+                prop_assert!(s.is_symmetric());
+                prop_assert_eq!(s.task_perm(), &cols[..]);
+                prop_assert_eq!(s.gathered_inv(), r.gathered_inv());
+            }
+            Err(e) => {
+                prop_assert_ne!(a.nrows(), a.ncols());
+                prop_assert!(e.to_string().contains("as many tasks as gathered"));
+            }
+        }
     }
 }

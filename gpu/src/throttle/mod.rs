@@ -152,6 +152,9 @@ pub struct Throttled {
     slots: Vec<Slot>,
     /// Per-launch arrays in the remapped numbering, by parameter.
     staged_r: Vec<(usize, ErasedVec)>,
+    /// Whether the prepared schedule takes its per-launch arrays in the
+    /// plan's numbering ([`Throttled::launch_in_plan_order`]).
+    plan_order: bool,
     layouts: Layouts,
     /// The plan, once made.
     plan: Option<HostPlan>,
@@ -210,6 +213,34 @@ struct Layouts {
 struct RemapTables {
     task_perm: DeviceBuffer<u32>,
     gathered_perm: DeviceBuffer<u32>,
+}
+
+/// How a launch runs.
+#[derive(Debug, Clone, Copy)]
+struct Mode {
+    /// Wait for the device and report the kernel's fault.
+    wait: bool,
+    /// The per-launch arrays are in the plan's numbering.
+    plan_order: bool,
+}
+
+impl Default for Mode {
+    fn default() -> Self {
+        Mode {
+            wait: true,
+            plan_order: false,
+        }
+    }
+}
+
+/// The numbering of a remapped schedule ([`Throttled::plan_order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanOrder<'a> {
+    /// `tasks[new] = old`: task (output) `new` of the plan is the kernel's
+    /// task `old`.
+    pub tasks: &'a [u32],
+    /// `gathered[new] = old` for the gathered array.
+    pub gathered: &'a [u32],
 }
 
 /// A prepared schedule and the layouts it reads.
@@ -509,6 +540,7 @@ impl Throttled {
             gathered_len,
             slots,
             staged_r: Vec::new(),
+            plan_order: false,
             layouts: Layouts::default(),
             plan: None,
             pending: None,
@@ -597,11 +629,111 @@ impl Throttled {
     /// device errors.
     #[doc(hidden)]
     pub fn launch(&mut self, per_launch: &mut [Arg<'_>]) -> Result<()> {
+        self.launch_as(per_launch, Mode::default())
+    }
+
+    /// [`launch`](Self::launch) that does not wait: every array must be a
+    /// `DeviceVec` of the handle's device (nothing to copy back), and a
+    /// fault is reported by [`check`](Self::check). The launch that lays a
+    /// new plan out and profiles it waits anyway. For iterative drivers that
+    /// keep several iterations enqueued.
+    ///
+    /// # Errors
+    /// A host slice among the arrays; as [`launch`](Self::launch), without
+    /// the kernel's faults.
+    #[doc(hidden)]
+    pub fn enqueue(&mut self, per_launch: &mut [Arg<'_>]) -> Result<()> {
+        self.launch_as(
+            per_launch,
+            Mode {
+                wait: false,
+                plan_order: self.plan_order,
+            },
+        )
+    }
+
+    /// [`launch`](Self::launch) over arrays already in the plan's
+    /// numbering ([`plan_order`](Self::plan_order)): no permutation in or
+    /// out. An iterative application converts its vectors once, launches in
+    /// plan order for the whole run, and converts the result back; for a
+    /// square kernel (as many tasks as gathered elements) one permutation
+    /// renames both, so an output is the next launch's gathered array as it
+    /// is.
+    ///
+    /// # Errors
+    /// The chosen schedule is not remapped (or not chosen yet: the first
+    /// launch after the plan chooses); as [`launch`](Self::launch).
+    #[doc(hidden)]
+    pub fn launch_in_plan_order(&mut self, per_launch: &mut [Arg<'_>]) -> Result<()> {
+        if self.plan_order().is_none() {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: no plan order: {}",
+                self.spec.name,
+                if self.schedule.is_none() {
+                    "the first launch after the plan chooses the schedule"
+                } else {
+                    "the chosen schedule is not remapped"
+                }
+            )));
+        }
+        self.launch_as(
+            per_launch,
+            Mode {
+                wait: true,
+                plan_order: true,
+            },
+        )
+    }
+
+    /// The numbering the chosen schedule runs in, when it is remapped:
+    /// `tasks[new] = old` and `gathered[new] = old` (one permutation for a
+    /// square kernel). `None` before the choice or for a schedule in the
+    /// kernel's own numbering.
+    pub fn plan_order(&self) -> Option<PlanOrder<'_>> {
+        let s = self.schedule.as_ref()?;
+        if s.space != Space::Remapped {
+            return None;
+        }
+        let r = self.plan.as_ref()?.detail.as_ref()?.remapping.as_ref()?;
+        Some(PlanOrder {
+            tasks: r.task_perm(),
+            gathered: r.gathered_perm(),
+        })
+    }
+
+    /// Waits for the launches enqueued so far and reports the first fault
+    /// among them.
+    ///
+    /// # Errors
+    /// The kernel's fault, device errors.
+    pub fn check(&self) -> Result<()> {
+        match &self.schedule {
+            Some(s) => s.runs.check(),
+            None => Ok(()),
+        }
+    }
+
+    fn launch_as(&mut self, per_launch: &mut [Arg<'_>], mode: Mode) -> Result<()> {
         self.take_finished_plan()?;
         if self.pending.is_some() {
             self.report.launches_before_plan += 1;
         }
+        if !mode.wait {
+            if let Some(i) = per_launch
+                .iter()
+                .position(|a| matches!(a, Arg::Input(_) | Arg::Output(_)))
+            {
+                return Err(Error::invalid(format!(
+                    "kernel `{}`: an enqueued throttled launch takes DeviceVecs only; argument {i} is a host slice",
+                    self.spec.name
+                )));
+            }
+        }
         let params = self.stage(per_launch)?;
+        if self.plan_order != mode.plan_order {
+            self.plan_order = mode.plan_order;
+            self.schedule = None;
+        }
         if self.schedule.is_none() {
             self.schedule = Some(self.prepare()?);
         }
@@ -614,7 +746,9 @@ impl Throttled {
             (self.cpu_run)(&args, self.n_tasks)?;
         } else {
             self.run_once(s)?;
-            s.runs.check()?;
+            if mode.wait {
+                s.runs.check()?;
+            }
         }
         for (arg, &i) in per_launch.iter_mut().zip(&params) {
             if let (Slot::Staged(Staging::Own(b)), ParamKind::Output) =
@@ -629,11 +763,12 @@ impl Throttled {
     /// Enqueues one run of `s`, with the permutations in and out of a
     /// remapped one (asynchronous).
     fn run_once(&self, s: &Schedule) -> Result<()> {
-        if s.space == Space::Remapped {
+        let permuted = s.space == Space::Remapped && !self.plan_order;
+        if permuted {
             self.permute(true)?;
         }
         s.runs.run()?;
-        if s.space == Space::Remapped {
+        if permuted {
             self.permute(false)?;
         }
         Ok(())
@@ -843,7 +978,7 @@ impl Throttled {
         (0..self.spec.params.len())
             .map(|i| {
                 let kind = self.spec.params[i].kind;
-                if space == Space::Remapped && self.roles.permuted(i) {
+                if space == Space::Remapped && !self.plan_order && self.roles.permuted(i) {
                     return Ok(self.staged_r(i).ok_or_else(|| missing(i))?.arg(kind));
                 }
                 Ok(match (&self.slots[i], shape) {

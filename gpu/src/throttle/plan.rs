@@ -61,10 +61,13 @@ pub(super) fn plan_on_host(
     let plan = CacheFitPlan::new(graph, &partition)?;
     let partitions = plan.len();
     let detail = if partitions > 1 {
-        let remapping = if wants_remapping(&roles, options) {
-            Some(Remapping::new(graph, &partition)?)
-        } else {
-            None
+        let remapping = match wants_remapping(&roles, options) {
+            // Square: one permutation, so that `x ← A x` stays in plan order.
+            true if graph.n_tasks() == graph.n_gathered() => {
+                Some(Remapping::symmetric(graph, &partition)?)
+            }
+            true => Some(Remapping::new(graph, &partition)?),
+            false => None,
         };
         let remapped = match (&remapping, options.remap) {
             (Some(r), true) => Some(plan.remapped(graph, r)?),

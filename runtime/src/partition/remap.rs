@@ -201,6 +201,39 @@ impl Remapping {
         })
     }
 
+    /// The remapping of a square kernel iterated as `x ← A x` (tasks and
+    /// gathered elements are the same vertices): one permutation on both
+    /// sides, Algorithm 5's order of the gathered elements (whose locality
+    /// the cache-fit partitions are about), so that a vector produced in the
+    /// new task order is the next launch's gathered vector in the new order
+    /// with no permutation between launches.
+    ///
+    /// # Errors
+    /// The graph is not square (as many tasks as gathered elements); as
+    /// [`Remapping::new`].
+    pub fn symmetric(graph: &WorkGraphOf<'_>, partition: &Partition) -> Result<Self> {
+        if graph.n_tasks() != graph.n_gathered() {
+            return Err(Error::invalid(format!(
+                "a symmetric remapping needs as many tasks as gathered elements, got {} and {}",
+                graph.n_tasks(),
+                graph.n_gathered()
+            )));
+        }
+        let r = Self::new(graph, partition)?;
+        Ok(Remapping {
+            task_perm: r.gathered_perm.clone(),
+            task_inv: r.gathered_inv.clone(),
+            gathered_perm: r.gathered_perm,
+            gathered_inv: r.gathered_inv,
+        })
+    }
+
+    /// Whether tasks and gathered elements share one permutation
+    /// ([`Remapping::symmetric`]).
+    pub fn is_symmetric(&self) -> bool {
+        self.task_perm == self.gathered_perm
+    }
+
     /// `task_perm()[new] = old` for tasks (rows).
     pub fn task_perm(&self) -> &[u32] {
         &self.task_perm

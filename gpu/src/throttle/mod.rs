@@ -647,9 +647,42 @@ impl Throttled {
             per_launch,
             Mode {
                 wait: false,
-                plan_order: self.plan_order,
+                plan_order: false,
             },
         )
+    }
+
+    /// [`enqueue`](Self::enqueue) over arrays in the plan's numbering (see
+    /// [`launch_in_plan_order`](Self::launch_in_plan_order)).
+    ///
+    /// # Errors
+    /// As [`launch_in_plan_order`](Self::launch_in_plan_order), without the
+    /// kernel's faults.
+    #[doc(hidden)]
+    pub fn enqueue_in_plan_order(&mut self, per_launch: &mut [Arg<'_>]) -> Result<()> {
+        self.require_plan_order()?;
+        self.launch_as(
+            per_launch,
+            Mode {
+                wait: false,
+                plan_order: true,
+            },
+        )
+    }
+
+    fn require_plan_order(&self) -> Result<()> {
+        if self.plan_order().is_none() {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: no plan order: {}",
+                self.spec.name,
+                if self.schedule.is_none() {
+                    "the first launch after the plan chooses the schedule"
+                } else {
+                    "the chosen schedule is not remapped"
+                }
+            )));
+        }
+        Ok(())
     }
 
     /// [`launch`](Self::launch) over arrays already in the plan's
@@ -665,17 +698,7 @@ impl Throttled {
     /// launch after the plan chooses); as [`launch`](Self::launch).
     #[doc(hidden)]
     pub fn launch_in_plan_order(&mut self, per_launch: &mut [Arg<'_>]) -> Result<()> {
-        if self.plan_order().is_none() {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: no plan order: {}",
-                self.spec.name,
-                if self.schedule.is_none() {
-                    "the first launch after the plan chooses the schedule"
-                } else {
-                    "the chosen schedule is not remapped"
-                }
-            )));
-        }
+        self.require_plan_order()?;
         self.launch_as(
             per_launch,
             Mode {

@@ -404,6 +404,14 @@ impl ThrottleEmitter<'_> {
                     self.inner.enqueue(&mut [#(#args),*])
                 }
 
+                /// [`Throttle::enqueue`] over arrays in [`Throttle::plan_order`]'s numbering.
+                ///
+                /// # Errors
+                /// As [`Throttle::launch_in_plan_order`], without the kernel's faults.
+                pub fn enqueue_in_plan_order(&mut self, #(#resident),*) -> ::warpfit::__private::Result<()> {
+                    self.inner.enqueue_in_plan_order(&mut [#(#args),*])
+                }
+
                 /// Waits for the launches enqueued so far and reports the first fault.
                 ///
                 /// # Errors

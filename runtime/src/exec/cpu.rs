@@ -1,6 +1,7 @@
 //! The CPU executor: runs a [`NestedKernel`] over [`Tasks`] with rayon.
 
 use super::{Fault, NestedKernel, Prechecked, TaskList, Tasks};
+use crate::worklist::Worklist;
 use crate::Result;
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -45,7 +46,30 @@ pub fn run<K: NestedKernel>(kernel: &K, tasks: Tasks<'_>) -> Result<()> {
     match tasks {
         Tasks::All(n) => run_all(kernel, n),
         Tasks::List(list) => run_list(kernel, list),
+        Tasks::Frontier(list) => run_frontier(kernel, list),
+        Tasks::DeviceFrontier(f) => Err(crate::Error::invalid(format!(
+            "kernel `{}`: its tasks are a worklist in the memory of CUDA device {}, which a CPU launch cannot read: run it on that device, or use a worklist of the CPU backend",
+            K::NAME,
+            f.device
+        ))),
     }
+}
+
+/// The items of `list` stored when the launch starts, each a whole task.
+/// Items are scattered (a frontier is in push order), so each task checks
+/// its own range rather than a block of them.
+fn run_frontier<K: NestedKernel>(kernel: &K, list: &Worklist) -> Result<()> {
+    let n = list.len();
+    let faults = FirstFault::new();
+    (0..n.div_ceil(GRAIN)).into_par_iter().for_each(|b| {
+        for i in b * GRAIN..((b + 1) * GRAIN).min(n) {
+            let t = list.slot(i) as usize;
+            if let Err(f) = kernel.run_task(t) {
+                faults.record(t, f);
+            }
+        }
+    });
+    faults.into_result::<K>()
 }
 
 fn run_all<K: NestedKernel>(kernel: &K, n: usize) -> Result<()> {

@@ -385,7 +385,13 @@ fn push_kernels_compile_with_nvrtc() {
     if !nvrtc_or_skip() {
         return;
     }
-    let entries = ["wf_thread_frontier", "wf_sub8_frontier", "wf_cte_frontier", "wf_cte_list", "wf_merge"];
+    let entries = [
+        "wf_thread_frontier",
+        "wf_sub8_frontier",
+        "wf_cte_frontier",
+        "wf_cte_list",
+        "wf_merge",
+    ];
     for spec in PUSH_SPECS {
         let tu = entry_point_unit(spec, &entries).unwrap();
         let c = compile_uncached(spec.name, &tu, Arch::new(8, 0)).unwrap_or_else(|e| panic!("{e}"));

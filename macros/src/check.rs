@@ -192,7 +192,15 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
     let mut prologue = Vec::new();
     for s in &k.body[..at] {
         match s {
-            Stmt::Let(l) => prologue.push(l),
+            Stmt::Let(l) => {
+                if let Some(e) = effect(&l.init) {
+                    errs.push(e.sp.error(format!(
+                        "atomic intrinsics run in the `for_each` body, in the epilogue after the nested pattern, or in a per-task map, not in the prologue of {KERNEL} (the prologue may run more than once per task)"
+                    )));
+                    ok = false;
+                }
+                prologue.push(l)
+            }
             Stmt::Assign { sp, .. } => {
                 errs.push(sp.error(format!(
                     "writes happen only in the epilogue of {KERNEL}, after the nested pattern {SHAPE}: move this write below it"
@@ -233,6 +241,14 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
             epilogue: &k.body[at + 1..],
         }),
     }
+}
+
+/// The first atomic intrinsic in `e`, if any.
+fn effect(e: &Expr) -> Option<&Expr> {
+    if matches!(e.kind, ExprKind::Atomic { .. }) {
+        return Some(e);
+    }
+    e.children().into_iter().find_map(effect)
 }
 
 /// Whether a statement has an effect: writes an output, updates a shared

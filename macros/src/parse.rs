@@ -735,12 +735,14 @@ fn atomic_call(c: &syn::ExprCall, name: &str, sp: SourceRange) -> syn::Result<Ex
         "atomic_cas" => AtomicName::Cas,
         _ => match strip(&c.args[2]) {
             SExpr::Path(p) if p.qself.is_none() => AtomicName::Apply(p.path.clone()),
-            other => return Err(err(
-                other,
-                format!(
+            other => {
+                return Err(err(
+                    other,
+                    format!(
                     "the operator of `atomic_apply` is a #[device_fn] named by its path: {shape}"
                 ),
-            )),
+                ))
+            }
         },
     };
     Ok(Expr {

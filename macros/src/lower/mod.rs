@@ -464,7 +464,7 @@ impl<'a> Lowering<'a> {
                 "`{name}` is a worklist (`&Worklist`), not an array: push to it with `push({name}, item);`"
             ))),
             ParamKind::Shared => self.error_expr(sp.error(format!(
-                "read an element of the shared array `{name}` with `.load()`: `{name}[i].load()` (other tasks update it through atomics, so a plain read is not the language's)"
+                "read an element of the shared array `{name}` with `.load()`, `{name}[i].load()`: other tasks may update it through atomics meanwhile"
             ))),
             ParamKind::Output => {
                 if !self.is_task(idx) {

@@ -59,7 +59,7 @@ enum Storage {
         list: Worklist,
         variant: PushVariant,
     },
-    Cuda(CudaList),
+    Cuda(Box<CudaList>),
 }
 
 /// A worklist in a GPU's memory.
@@ -132,7 +132,7 @@ impl DeviceWorklist {
                     )));
                 }
                 let words = bitmap_words(universe);
-                Storage::Cuda(CudaList {
+                Storage::Cuda(Box::new(CudaList {
                     items: DeviceBuffer::zeros(d, capacity)?,
                     count: device.alloc::<u64>(1)?,
                     spill: DeviceBuffer::zeros(d, words)?,
@@ -145,7 +145,7 @@ impl DeviceWorklist {
                     universe,
                     variant: PushVariant::default(),
                     device: d.clone(),
-                })
+                }))
             }
         };
         Ok(DeviceWorklist { storage })

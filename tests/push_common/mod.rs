@@ -195,6 +195,30 @@ pub fn degree_push(v: usize, ptr: &[u32], dst: &[u32], hits: &[Atomic<u32>], deg
     deg[v] = (hi - lo) as u32;
 }
 
+/// Every edge pushes its target: the most push traffic a round can have
+/// (what the push variants are measured on).
+#[nested_reduce]
+pub fn push_all(v: usize, ptr: &[u32], dst: &[u32], out: &Worklist) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    (lo..hi).for_each(|e| {
+        push(out, dst[e]);
+    });
+}
+
+/// A quarter of the edges (by a hash of their ends) push their target:
+/// pushes from some lanes of a warp at a time.
+#[nested_reduce]
+pub fn push_some(v: usize, ptr: &[u32], dst: &[u32], out: &Worklist) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    (lo..hi).for_each(|e| {
+        if (dst[e] ^ v as u32) % 4 == 0 {
+            push(out, dst[e]);
+        }
+    });
+}
+
 /// A CSR graph: `(ptr, dst)` with `n + 1` pointers.
 pub type Graph = (Vec<u32>, Vec<u32>);
 
@@ -255,6 +279,7 @@ pub fn edge_weights(m: usize, seed: u64) -> Vec<f32> {
 
 /// Dijkstra from `source` (the reference for SSSP), sums `d[v] + w` in f32
 /// along each path as the kernel does.
+#[allow(clippy::needless_range_loop)] // CSR loops read clearest as ranges
 pub fn dijkstra(g: &Graph, w: &[f32], source: usize) -> Vec<f32> {
     let n = g.0.len() - 1;
     let mut dist = vec![f32::INFINITY; n];
@@ -321,6 +346,7 @@ pub fn components(g: &Graph) -> Vec<u32> {
 }
 
 /// Widest path from `source` by a sequential label-correcting loop.
+#[allow(clippy::needless_range_loop)] // CSR loops read clearest as ranges
 pub fn widest_reference(g: &Graph, width: &[f32], source: usize) -> Vec<f32> {
     let n = g.0.len() - 1;
     let mut cap = vec![0.0f32; n];

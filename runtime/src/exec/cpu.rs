@@ -309,6 +309,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_frontier_runs_its_items_each_as_often_as_stored() {
+        let n = 5000;
+        let list = Worklist::new(n, 3 * n).unwrap();
+        for t in (0..n as u32).rev().chain([7, 7, 4999]) {
+            list.push(t).unwrap();
+        }
+        let mut out = vec![0u64; n];
+        let k = Sums {
+            bad: &[],
+            out: SharedOut::new(&mut out),
+        };
+        run(&k, Tasks::from(&list)).unwrap();
+        let want: Vec<u64> = (0..n as u64).map(|t| (0..t % 5).sum()).collect();
+        assert_eq!(out, want);
+        // Faults: the lowest failing task among the items, whatever the order.
+        let k = Sums {
+            bad: &[4999, 12],
+            out: SharedOut::new(&mut out),
+        };
+        let e = task_of(run(&k, Tasks::from(&list)).unwrap_err());
+        assert!(e.contains("task 12:"), "{e}");
+        // A worklist in GPU memory cannot run on the CPU.
+        // SAFETY: never dereferenced (the CPU refuses it).
+        let f = unsafe { crate::exec::DeviceFrontier::new(1, 2, 3, 0) };
+        let e = run(&k, Tasks::DeviceFrontier(f)).unwrap_err().to_string();
+        assert!(e.contains("CUDA device 0"), "{e}");
+    }
+
     /// Sums of given fine-task ranges, with a fast path whose use is
     /// counted: `precheck` passes when `lo..hi` lies within `limit`.
     struct Ranged<'a> {

@@ -413,7 +413,7 @@ fn push_variant_times() {
     let Some(dev) = gpu() else { return };
     let cuda = dev.cuda().expect("a CUDA device");
     let timer = EventTimer::new(cuda).unwrap();
-    for spec in ["rmat:scale=20", "grid:side=1024"] {
+    for spec in ["rmat:scale=20", "grid2d:side=1024"] {
         let a = spec.parse::<GenSpec>().unwrap().generate().unwrap();
         let n = a.nrows();
         let m = a.col_idx().len();

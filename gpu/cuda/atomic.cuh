@@ -14,8 +14,9 @@
 // result has the element's own bits.
 //
 // Every access is relaxed: rounds are separated by kernel boundaries.
-// Reads go through L2 (`ld.global.cg`), where the atomics are performed, so
-// a thread never reads an L1 line older than an update it has seen. An
+// Reads are relaxed loads at GPU scope (`ld.relaxed.gpu`), served where the
+// atomics are performed, so a thread never reads an L1 line older than an
+// update it has seen. An
 // index out of range records a fault (array id = the parameter's position)
 // and the operation yields zero without touching memory.
 #pragma once
@@ -46,9 +47,22 @@ template <> __device__ __forceinline__ double from_bits<double>(unsigned long lo
     return __longlong_as_double((long long)b);
 }
 
-/// A relaxed read of a shared array's element, through L2.
+/// A relaxed load at GPU scope (`ld.relaxed.gpu`): it reads the value the
+/// atomics left in L2, and the compiler neither drops nor repeats it.
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
+
+/// A relaxed read of a shared array's element.
 template <class T> __device__ __forceinline__ T load_relaxed(const T* p) {
-    return from_bits<T>(__ldcg(reinterpret_cast<const typename atomic_bits<T>::type*>(p)));
+    return from_bits<T>(ld_relaxed(reinterpret_cast<const typename atomic_bits<T>::type*>(p)));
 }
 
 /// `*p = op(*p, v)` by a compare-and-swap loop on the bits; returns the
@@ -56,7 +70,7 @@ template <class T> __device__ __forceinline__ T load_relaxed(const T* p) {
 template <class T, class Op> __device__ __forceinline__ T cas_loop(T* p, T v, Op op) {
     typedef typename atomic_bits<T>::type B;
     B* w = reinterpret_cast<B*>(p);
-    B old = __ldcg(w);
+    B old = ld_relaxed(w);
     for (;;) {
         const B next = to_bits<T>(op(from_bits<T>(old), v));
         if (next == old) {

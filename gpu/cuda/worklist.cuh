@@ -18,10 +18,11 @@
 // measured against each other on one kernel:
 //   PUSH_ATOMIC: one global atomicAdd per push (the base worklist of
 //     Nasre et al., Section III-A);
-//   PUSH_WARP: the lanes of a warp that push together (the coalesced
-//     group `__activemask` names at the push) take consecutive slots with
-//     one atomicAdd by their leader, each its offset by the popcount of the
-//     lanes below it (III-C's chunking, per warp);
+//   PUSH_WARP: the lanes of a warp that push to one list together (the
+//     active lanes at the push, `__activemask`, matched on the list with
+//     `__match_any_sync`) take consecutive slots with one atomicAdd by their
+//     leader, each its offset by the popcount of the lanes below it (III-C's
+//     chunking, per warp);
 //   PUSH_BLOCK: pushes are staged in shared memory (III-B's hierarchical
 //     worklist), each warp in its own region reserved with one
 //     shared-memory atomic per coalesced group; when the block's items are
@@ -35,6 +36,7 @@
 // items (`block_hooks` below).
 #pragma once
 #include "warpfit/task_source.cuh"
+#include "warpfit/atomic.cuh"
 
 namespace warpfit {
 
@@ -71,10 +73,13 @@ __device__ __forceinline__ void store_or_spill(const WorklistRef& w, unsigned lo
     }
 }
 
-/// PUSH_WARP: the lanes pushing together take consecutive slots, reserved
-/// by one atomicAdd of their leader.
+/// PUSH_WARP: the lanes pushing to the same list together take consecutive
+/// slots, reserved by one atomicAdd of their leader. The group is the lanes
+/// active here (`__activemask`) matched on the list (`__match_any_sync` on
+/// its counter's address), so code the compiler merged across two pushes to
+/// different lists still reserves each list's own slots.
 __device__ __forceinline__ void push_warp(const WorklistRef& w, uint32_t item) {
-    const unsigned mask = __activemask();
+    const unsigned mask = __match_any_sync(__activemask(), (unsigned long long)w.count);
     const int lane = lane_id();
     const int leader = __ffs(mask) - 1;
     unsigned long long base = 0;
@@ -103,7 +108,8 @@ template <int S> __device__ __forceinline__ Stage& stage() {
 template <int S> __device__ __forceinline__ void push_block(const WorklistRef& w, uint32_t item) {
     Stage& st = stage<S>();
     const int warp = int(threadIdx.x) / WARP;
-    const unsigned mask = __activemask();
+    // Lanes staging into the same area together (matched as in `push_warp`).
+    const unsigned mask = __match_any_sync(__activemask(), (unsigned long long)&st);
     const int lane = lane_id();
     const int leader = __ffs(mask) - 1;
     uint32_t at = 0;
@@ -128,8 +134,9 @@ __device__ __forceinline__ void push(const WorklistRef& w, uint32_t item, uint32
         return;
     }
     if (w.seen != nullptr) {
+        // Read first: an item pushed already costs no atomic on its word.
         const uint32_t bit = 1u << (item & 31u);
-        if (atomicOr(&w.seen[item >> 5], bit) & bit) {
+        if ((ld_relaxed(&w.seen[item >> 5]) & bit) || (atomicOr(&w.seen[item >> 5], bit) & bit)) {
             return;  // pushed already since the list was cleared
         }
     }

@@ -378,6 +378,7 @@ const PUSH_SPECS: &[&KernelSpec] = &[
     &push_common::widest_push::SPEC,
     &push_common::scatter_add::SPEC,
     &push_common::degree_push::SPEC,
+    &push_common::pull_min::SPEC,
 ];
 
 /// Spill-store bytes per entry point, from NVRTC's ptxas report.

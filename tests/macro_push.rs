@@ -133,6 +133,30 @@ fn the_plain_function_is_the_reference_of_a_round() {
 }
 
 #[test]
+fn a_pull_fold_over_shared_arrays_with_an_atomic_epilogue_converges() {
+    // Topology-driven: every vertex each round until none changed.
+    let device = Device::cpu();
+    let g = random_graph(400, 31);
+    let w = edge_weights(g.1.len(), 31);
+    let (t, tw) = transpose(&g, &w);
+    let n = 400;
+    let mut dist = vec![f32::INFINITY; n];
+    dist[0] = 0.0;
+    let changed = device.worklist(n, n).unwrap();
+    let mut rounds = 0;
+    loop {
+        changed.clear().unwrap();
+        pull_min::launch(&device, n, &t.0, &t.1, &tw, &mut dist, &changed).unwrap();
+        rounds += 1;
+        if changed.is_empty().unwrap() {
+            break;
+        }
+        assert!(rounds <= n + 1);
+    }
+    assert_eq!(dist, dijkstra(&g, &w, 0));
+}
+
+#[test]
 fn bfs_by_atomic_min_matches_the_reference() {
     let device = Device::cpu();
     let g = random_graph(600, 11);

@@ -145,6 +145,23 @@ fn fixed_points_equal_the_references_on_every_decomposition_and_variant() {
             });
             assert_eq!(label.to_vec().unwrap(), want_label, "cc {what}");
 
+            // Topology-driven pull with an atomic epilogue, to a fixed point.
+            let (t, tw) = transpose(&g, &w);
+            let mut start = vec![f32::INFINITY; n];
+            start[0] = 0.0;
+            let mut dist = dev.upload(&start).unwrap();
+            let mut changed = dev.worklist(n, n).unwrap();
+            changed.set_push_variant(variant);
+            for round in 0.. {
+                changed.clear().unwrap();
+                pull_min::launch_with(&dev, &cfg, n, &t.0, &t.1, &tw, &mut dist, &changed).unwrap();
+                if changed.is_empty().unwrap() {
+                    break;
+                }
+                assert!(round <= n, "pull_min {what}: no fixed point");
+            }
+            assert_eq!(dist.to_vec().unwrap(), want_dist, "pull_min {what}");
+
             let mut start = vec![0.0f32; n];
             start[0] = f32::INFINITY;
             let mut cap = dev.upload(&start).unwrap();

@@ -183,6 +183,49 @@ pub fn relax_changed(
     }
 }
 
+/// A pull step over in-edges whose fold reads the shared distances and
+/// whose epilogue lowers the task's own by `atomic_min` (Gauss-Seidel style:
+/// a round sees the updates of the tasks before it) and pushes it.
+#[nested_reduce]
+pub fn pull_min(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    w: &[f32],
+    dist: &[Atomic<f32>],
+    changed: &Worklist,
+) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let m = (lo..hi)
+        .map(|e| dist[src[e] as usize].load() + w[e])
+        .fold(f32::INFINITY, f32::min);
+    if m < atomic_min(&dist[v], m) {
+        push(changed, v as u32);
+    }
+}
+
+/// The graph with every edge reversed (CSR of the in-edges), and the
+/// weights in the same order.
+pub fn transpose(g: &Graph, w: &[f32]) -> (Graph, Vec<f32>) {
+    let n = g.0.len() - 1;
+    let mut adj = vec![Vec::new(); n];
+    for v in 0..n {
+        for e in g.0[v] as usize..g.0[v + 1] as usize {
+            adj[g.1[e] as usize].push((v as u32, w[e]));
+        }
+    }
+    let (mut ptr, mut src, mut wt) = (vec![0u32], Vec::new(), Vec::new());
+    for a in adj {
+        for (s, x) in a {
+            src.push(s);
+            wt.push(x);
+        }
+        ptr.push(src.len() as u32);
+    }
+    ((ptr, src), wt)
+}
+
 /// `for_each` with an epilogue: pushes each target reached, then counts
 /// the task's edges into its own output.
 #[nested_reduce]

@@ -13,7 +13,7 @@ pub use warpfit_gpu::{
     ExpectedLaunch, Input, LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
 };
 pub use warpfit_gpu::{DeviceWorklist, PushVariant, WorklistArg};
-pub use warpfit_gpu::{ThrottleReport, ThrottleStatus, Throttled};
+pub use warpfit_gpu::{PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;
 pub use warpfit_runtime::schedule::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy};
@@ -45,7 +45,9 @@ pub mod __private {
         host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input,
         KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
     };
-    pub use warpfit_gpu::{HostArray, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled};
+    pub use warpfit_gpu::{
+        HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,
+    };
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::mem::check_elems as mem_check_elems;
     pub use warpfit_runtime::partition::WorkGraph;

@@ -433,11 +433,14 @@ fn throttled_handles_match_the_twin() {
         quarters(ssrc.len(), 3),
     )
     .unwrap();
-    for (name, a) in [
-        ("rmat:scale=12", gen::rmat(12, 16, 3).unwrap()),
-        ("uniform 4096x16", gen::uniform(4096, 16, 5).unwrap()),
-        ("skewed 3000", skewed),
-    ] {
+    // WARPFIT_SMALL=1 (the compute-sanitizer runs): the skewed graph only.
+    let small = std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1");
+    let mut matrices = vec![("skewed 3000", skewed)];
+    if !small {
+        matrices.push(("rmat:scale=12", gen::rmat(12, 16, 3).unwrap()));
+        matrices.push(("uniform 4096x16", gen::uniform(4096, 16, 5).unwrap()));
+    }
+    for (name, a) in matrices {
         let (n, m) = (a.nrows(), a.ncols());
         let x = quarters(m, 9);
         let mut want = vec![0f32; n];
@@ -478,16 +481,21 @@ fn throttled_handles_match_the_twin() {
         )
         .unwrap();
         for partitioner in [Partitioner::Columns, Partitioner::Kd] {
-            for policy in [
-                ThrottlePolicy::Org,
-                ThrottlePolicy::Cf,
-                ThrottlePolicy::Auto,
-            ] {
-                let what = format!("{name} {partitioner} {policy}");
+            for (policy, remap) in ThrottlePolicy::ALL.into_iter().map(|p| (p, false)).chain(
+                [
+                    ThrottlePolicy::Cf,
+                    ThrottlePolicy::Cfq,
+                    ThrottlePolicy::Sj,
+                    ThrottlePolicy::Sjq,
+                ]
+                .map(|p| (p, true)),
+            ) {
+                let what = format!("{name} {partitioner} {policy} remap={remap}");
                 let opts = ThrottleOptions::default()
                     .with_policy(policy)
                     .with_partitioner(partitioner)
-                    .with_cache(CacheSize::Bytes(16 << 10));
+                    .with_cache(CacheSize::Bytes(16 << 10))
+                    .with_remap(remap);
                 let mut t = spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
                     .unwrap();
                 let mut y = vec![f32::NAN; n];
@@ -503,13 +511,27 @@ fn throttled_handles_match_the_twin() {
                     );
                 }
                 let report = t.report().clone();
-                if policy == ThrottlePolicy::Cf {
-                    assert!(report.partitions > 1, "{what}: {report:?}");
-                    assert_eq!(report.chosen, ThrottlePolicy::Cf, "{what}");
+                // `org` plans nothing.
+                assert_eq!(
+                    report.partitions > 1,
+                    policy != ThrottlePolicy::Org,
+                    "{what}: {report:?}"
+                );
+                match policy {
+                    ThrottlePolicy::Auto => {
+                        // org, org_r, cf, cfq, sj, sjq
+                        assert_eq!(report.profile.len(), 6, "{what}: {report:?}");
+                    }
+                    p => assert_eq!(report.chosen, p, "{what}: {report:?}"),
                 }
-                if policy == ThrottlePolicy::Auto {
-                    assert_eq!(report.profile.len(), 2, "{what}: {report:?}");
+                if matches!(policy, ThrottlePolicy::Sj | ThrottlePolicy::Sjq) {
+                    assert!(!report.sj_launches.is_empty(), "{what}: {report:?}");
                 }
+                assert_eq!(
+                    report.remapped,
+                    remap || report.chosen == ThrottlePolicy::OrgR,
+                    "{what}"
+                );
                 // Device-resident arguments: the same result bit for bit.
                 let xd = dev.upload(&x).unwrap();
                 let mut yd = dev.alloc::<f32>(n).unwrap();
@@ -519,18 +541,39 @@ fn throttled_handles_match_the_twin() {
                 assert!(t.launch(&x[..m / 2], &mut y[..]).is_err(), "{what}");
                 t.launch(&x, &mut y[..]).unwrap();
                 assert_eq!(yd.to_vec().unwrap(), y, "{what}: after a fault");
+                // The chosen schedule was kept: no profiling again.
+                assert_eq!(t.report().profile, report.profile, "{what}");
 
                 let mut tu =
                     spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
                 let mut got = vec![0u32; n];
                 tu.launch(&xu, &mut got[..]).unwrap();
                 assert_eq!(got, want_u, "{what}: u32");
+                // `relax` cannot be remapped (it folds from `dist[v]`).
+                if remap || policy == ThrottlePolicy::OrgR {
+                    assert!(relax::throttle(
+                        &dev,
+                        &opts,
+                        n,
+                        m,
+                        a.row_ptr(),
+                        a.col_idx(),
+                        a.values()
+                    )
+                    .is_err());
+                    continue;
+                }
                 let mut tm =
                     relax::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
                         .unwrap();
                 let mut got = vec![0f32; n];
                 tm.launch(&x, &mut got[..]).unwrap();
                 assert_eq!(got, want_min, "{what}: min-plus");
+                if policy == ThrottlePolicy::Auto {
+                    let r = tm.report();
+                    assert_eq!(r.profile.len(), 5, "{what}: {r:?}");
+                    assert_eq!(r.skipped[0].0, ThrottlePolicy::OrgR, "{what}: {r:?}");
+                }
             }
         }
     }
@@ -584,7 +627,7 @@ fn pipelined_throttling_switches_once_the_plan_is_in() {
         if policy == ThrottlePolicy::Cf {
             assert_eq!(t.status(), ThrottleStatus::Running(ThrottlePolicy::Cf));
         } else {
-            assert_eq!(r.profile.len(), 2, "{r:?}");
+            assert_eq!(r.profile.len(), 6, "{r:?}");
             assert!(matches!(t.status(), ThrottleStatus::Running(_)));
         }
     }
@@ -780,5 +823,76 @@ fn form_kernel_times() {
             "axpy f32 n = {n}: {us:.1} us, {:.0} GB/s",
             (12 * n) as f64 / us / 1e3
         );
+    }
+}
+
+/// A remapped schedule in the plan's numbering: the handle's permutations
+/// turn the caller's vectors into plan order once, launches in plan order
+/// give the permuted result, and for a square matrix (one permutation on
+/// both sides) an output feeds the next launch as it is. Enqueued launches
+/// over `DeviceVec`s agree with waiting ones.
+#[test]
+fn remapped_handles_run_in_plan_order() {
+    use warpfit::runtime::gen;
+    use warpfit::{CacheSize, Partitioner};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let a = gen::uniform(1 << 14, 8, 11).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    assert_eq!(n, m);
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+    let x: Vec<u32> = (0..m as u32).map(|i| i % 13).collect();
+    // Two steps of x ← A x in the caller's numbering, on the CPU.
+    let mut y1 = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut y1[..]).unwrap();
+    let mut y2 = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &y1, &mut y2[..]).unwrap();
+    for policy in [ThrottlePolicy::OrgR, ThrottlePolicy::Cf, ThrottlePolicy::Sj] {
+        let opts = ThrottleOptions::default()
+            .with_policy(policy)
+            .with_partitioner(Partitioner::Kd)
+            .with_cache(CacheSize::Bytes(16 << 10))
+            .with_remap(true);
+        let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = vec![0u32; n];
+        // No plan order before the first launch chooses.
+        assert!(t.plan_order().is_none());
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, y1, "{policy}: the caller's numbering");
+        let order = t
+            .plan_order()
+            .expect("a remapped schedule has a plan order");
+        assert_eq!(
+            order.tasks, order.gathered,
+            "{policy}: square, one permutation"
+        );
+        let perm = order.tasks.to_vec();
+        let to_plan = |v: &[u32]| perm.iter().map(|&o| v[o as usize]).collect::<Vec<u32>>();
+        let xr = dev.upload(&to_plan(&x)).unwrap();
+        let mut yr = dev.alloc::<u32>(n).unwrap();
+        let mut zr = dev.alloc::<u32>(n).unwrap();
+        t.launch_in_plan_order(&xr, &mut yr).unwrap();
+        assert!(yr.to_vec().unwrap() == to_plan(&y1), "{policy}: plan order");
+        t.launch_in_plan_order(&yr, &mut zr).unwrap();
+        assert!(
+            zr.to_vec().unwrap() == to_plan(&y2),
+            "{policy}: two steps in plan order"
+        );
+        // Enqueued in plan order: x <- A x with no permutation between.
+        t.enqueue_in_plan_order(&xr, &mut yr).unwrap();
+        t.enqueue_in_plan_order(&yr, &mut zr).unwrap();
+        t.check().unwrap();
+        assert!(
+            zr.to_vec().unwrap() == to_plan(&y2),
+            "{policy}: enqueued in plan order"
+        );
+        // Enqueued, in the caller's numbering again.
+        let xd = dev.upload(&x).unwrap();
+        let mut yd = dev.alloc::<u32>(n).unwrap();
+        for _ in 0..3 {
+            t.enqueue(&xd, &mut yd).unwrap();
+        }
+        t.check().unwrap();
+        assert!(yd.to_vec().unwrap() == y1, "{policy}: enqueued");
     }
 }

@@ -1,8 +1,8 @@
 //! `#[throttled]` kernels' generated handles on the CPU backend: every
 //! policy's launches equal a plain launch (the CPU runs the twin over the
 //! original arrays), host and device-resident arguments alike; the
-//! attribute's defaults; errors for policies the handle does not launch
-//! and for arguments that do not fit. (The CUDA schedules against the CPU
+//! attribute's defaults and the parameter roles; errors for remapping a
+//! kernel that cannot be remapped and for arguments that do not fit. (The CUDA schedules against the CPU
 //! twin: tests/macro_gpu.rs.)
 
 mod macro_common;
@@ -12,11 +12,7 @@ use warpfit::prelude::*;
 use warpfit::runtime::gen;
 use warpfit::{CacheSize, Partitioner, ThrottleStatus};
 
-const POLICIES: [ThrottlePolicy; 3] = [
-    ThrottlePolicy::Org,
-    ThrottlePolicy::Cf,
-    ThrottlePolicy::Auto,
-];
+const POLICIES: [ThrottlePolicy; 7] = ThrottlePolicy::ALL;
 
 #[test]
 fn every_policy_on_the_cpu_equals_a_plain_launch() {
@@ -109,27 +105,35 @@ fn the_attribute_sets_the_default_options() {
     );
     assert_eq!(spmv::THROTTLE_ROLES.range, 0);
     assert_eq!(spmv::THROTTLE_ROLES.fine, &[1, 2]);
+    // Remapping renames `col`'s values and permutes `y` by task.
+    assert_eq!(spmv::THROTTLE_ROLES.gathered, 3);
+    assert_eq!(spmv::THROTTLE_ROLES.index, Some(1));
+    assert_eq!(spmv::THROTTLE_ROLES.task_indexed, &[4]);
+    assert_eq!(spmv::THROTTLE_ROLES.remap_refused, "");
+    // `relax` folds from `dist[v]`: the gathered array read at the task.
+    assert_eq!(relax::THROTTLE_ROLES.index, None);
+    assert!(
+        relax::THROTTLE_ROLES.remap_refused.contains("`dist`"),
+        "{}",
+        relax::THROTTLE_ROLES.remap_refused
+    );
 }
 
 #[test]
-fn unsupported_policies_and_unfit_arguments_are_errors() {
+fn remapping_an_unfit_kernel_and_unfit_arguments_are_errors() {
     let dev = Device::cpu();
     let a = gen::uniform(64, 4, 1).unwrap();
     let (n, m) = (a.nrows(), a.ncols());
-    for policy in [
-        ThrottlePolicy::OrgR,
-        ThrottlePolicy::Cfq,
-        ThrottlePolicy::Sj,
-        ThrottlePolicy::Sjq,
+    for opts in [
+        ThrottleOptions::default().with_policy(ThrottlePolicy::OrgR),
+        ThrottleOptions::default()
+            .with_policy(ThrottlePolicy::Cf)
+            .with_remap(true),
     ] {
-        let opts = ThrottleOptions::default().with_policy(policy);
-        let e = spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
+        let e = relax::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("not launched by the throttled handle yet"),
-            "{e}"
-        );
+        assert!(e.contains("a remapped plan") && e.contains("`dist`"), "{e}");
     }
     let bad = ThrottleOptions::default().with_safety(0.0);
     let e = spmv::throttle(&dev, &bad, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap_err();
@@ -201,4 +205,39 @@ fn a_pipelined_handle_on_the_cpu_runs_the_twin_at_once() {
     assert_eq!(y, want);
     t.wait_for_plan().unwrap();
     assert_eq!(t.report().launches_before_plan, 0);
+}
+
+#[test]
+fn plan_order_and_enqueued_launches_on_the_cpu() {
+    let dev = Device::cpu();
+    let a = gen::uniform(300, 5, 4).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let x = quarters(m, 2);
+    let mut want = vec![0f32; n];
+    spmv::launch(
+        &dev,
+        n,
+        a.row_ptr(),
+        a.col_idx(),
+        a.values(),
+        &x,
+        &mut want[..],
+    )
+    .unwrap();
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::OrgR)
+        .with_remap(true);
+    let mut t = spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+    // The CPU runs the twin: there is no plan order, and asking is an error.
+    let mut y = vec![0f32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert!(t.plan_order().is_none());
+    let e = t.launch_in_plan_order(&x, &mut y[..]).unwrap_err();
+    assert!(e.to_string().contains("no plan order"), "{e}");
+    // Enqueued launches take DeviceVecs and report faults at `check`.
+    let xd = dev.upload(&x).unwrap();
+    let mut yd = dev.alloc::<f32>(n).unwrap();
+    t.enqueue(&xd, &mut yd).unwrap();
+    t.check().unwrap();
+    assert_eq!(yd.to_vec().unwrap(), want);
 }

@@ -543,6 +543,13 @@ mod tests {
         defined.sort();
         assert_eq!(listed, defined);
         assert!(entry_point(Decomposition::SubWarp(3), TaskSource::All).is_err());
+        // The queue is CTE's alone.
+        assert_eq!(
+            entry_point(Decomposition::Cte, TaskSource::Queue).unwrap(),
+            "wf_cte_queue"
+        );
+        let e = entry_point(Decomposition::Thread, TaskSource::Queue).unwrap_err();
+        assert!(e.to_string().contains("CTE decomposition only"), "{e}");
     }
 
     #[test]

@@ -428,10 +428,12 @@ pub fn run_spmv(
             }
             cache_fit = Some(facts);
         }
-        if opts.variants.iter().any(|v| v == THROTTLE_AUTO) {
-            let (v, line) = bench.throttle_auto(dev, opts, &mut timer)?;
-            log(&line);
-            variants.push(v);
+        for name in &opts.variants {
+            if let Some((policy, remap)) = throttle_variant(name)? {
+                let (v, line) = bench.throttled(dev, opts, &mut timer, name, policy, remap)?;
+                log(&line);
+                variants.push(v);
+            }
         }
         if wants(COL_BLOCKS) {
             match opts.add_kernel {
@@ -498,9 +500,26 @@ pub const CACHE_FIT_OTHER: [(&str, Decomposition); 3] = [
 
 /// The throttled handle ([`Throttled`](crate::Throttled)) with policy
 /// `auto` and the partitioner given: planned (host time reported), its
-/// first launch timing `org` and `cf` and keeping the faster, then the
-/// chosen schedule timed alone over the staged arrays.
+/// first launch timing every schedule and keeping the fastest, then the
+/// chosen schedule timed alone over the staged arrays. Any policy runs the
+/// same way as `throttle:POLICY`, in the remapped numbering as
+/// `throttle:POLICY:remap`.
 pub const THROTTLE_AUTO: &str = "throttle:auto";
+
+/// The policy and remapping of a `throttle:POLICY[:remap]` variant
+/// (`None`: not a throttled variant).
+fn throttle_variant(
+    name: &str,
+) -> Result<Option<(warpfit_runtime::schedule::ThrottlePolicy, bool)>> {
+    let Some(rest) = name.strip_prefix("throttle:") else {
+        return Ok(None);
+    };
+    let (policy, remap) = match rest.strip_suffix(":remap") {
+        Some(p) => (p, true),
+        None => (rest, false),
+    };
+    Ok(Some((policy.parse()?, remap)))
+}
 
 /// [`CACHE_FIT`]'s plan as a segment list (rows reordered by partition
 /// within each row, hubs cut), run as one CTE launch per partition's
@@ -583,14 +602,15 @@ fn variant_configs(opts: &SpmvBenchOptions) -> Result<Vec<(String, LaunchConfig)
         configs.push((format!("cte:serial={serial}"), c));
     }
     if let Some(unknown) = opts.variants.iter().find(|v| {
-        ![
-            CACHE_FIT,
-            CACHE_FIT_LIST,
-            CACHE_FIT_ONE,
-            COL_BLOCKS,
-            THROTTLE_AUTO,
-        ]
-        .contains(&v.as_str())
+        !matches!(throttle_variant(v), Ok(Some(_)))
+            && ![
+                CACHE_FIT,
+                CACHE_FIT_LIST,
+                CACHE_FIT_ONE,
+                COL_BLOCKS,
+                THROTTLE_AUTO,
+            ]
+            .contains(&v.as_str())
             && !CACHE_FIT_OTHER.iter().any(|(n, _)| n == v)
             && !configs.iter().any(|(name, _)| name == *v)
     }) {
@@ -818,11 +838,14 @@ impl<'a> OneMatrix<'a> {
 
     /// [`THROTTLE_AUTO`]: planned, launched once (auto's choice), checked,
     /// then the chosen schedule timed.
-    fn throttle_auto(
+    fn throttled(
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
         timer: &mut Timer,
+        name: &str,
+        policy: warpfit_runtime::schedule::ThrottlePolicy,
+        remap: bool,
     ) -> Result<(VariantResult, String)> {
         use warpfit_runtime::partition::WorkGraphOf;
         use warpfit_runtime::schedule::ThrottleOptions;
@@ -830,11 +853,19 @@ impl<'a> OneMatrix<'a> {
         let graph = WorkGraphOf::borrow_csr(a)?
             .with_elem_bytes(4, 4)?
             .into_owned();
-        let options = ThrottleOptions::default().with_partitioner(opts.partitioner);
+        let options = ThrottleOptions::default()
+            .with_partitioner(opts.partitioner)
+            .with_policy(policy)
+            .with_remap(remap);
         let device = crate::Device::Cuda(dev.clone());
+        // spmv's roles: y[row] = Σ val[k] * x[col[k]] over row_ptr's range.
         let roles = crate::ThrottleRoles {
             range: 0,
             fine: &[1, 2],
+            gathered: 3,
+            index: Some(1),
+            task_indexed: &[4],
+            remap_refused: "",
         };
         fn no_cpu(_: &crate::CpuArgs<'_>, _: usize) -> Result<()> {
             Err(Error::invalid(
@@ -861,23 +892,30 @@ impl<'a> OneMatrix<'a> {
         )?;
         let mut y = vec![0f32; a.nrows()];
         t.launch(&mut [Arg::input(&self.x), Arg::output(&mut y)])?;
-        let err = self.check(THROTTLE_AUTO, &y)?;
+        let err = self.check(name, &y)?;
         let r = t.report().clone();
         let line = format!(
-            "    throttle:auto: {} partitions planned in {:.2} s, chose {} ({})",
+            "    {name}: {} partitions planned in {:.2} s, {} chosen{} after {:.2} s of layouts and profiling ({}){}",
             r.partitions,
             r.planning.as_secs_f64(),
             r.chosen,
+            if r.remapped { " (remapped)" } else { "" },
+            r.profiling.as_secs_f64(),
             r.profile
                 .iter()
                 .map(|(p, ms)| format!("{p} {ms:.3} ms"))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            if r.sj_launches.is_empty() {
+                String::new()
+            } else {
+                format!(", SJ launches {:?}", r.sj_launches)
+            }
         );
         let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| t.enqueue_again())?;
         Ok((
             VariantResult {
-                variant: format!("{THROTTLE_AUTO} ({})", r.chosen),
+                variant: format!("{name} ({})", r.chosen),
                 median_ms: med,
                 min_ms: min,
                 max_ms: max,

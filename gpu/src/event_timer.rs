@@ -95,4 +95,51 @@ impl EventTimer {
             .map_err(cuda_err("reading an event"))?;
         Ok(f64::from(ms) / repeats as f64)
     }
+
+    /// The device time of each of `parts` pieces of work enqueued one after
+    /// another (`enqueue(i)` for `i` in `0..parts`), in milliseconds: an
+    /// event between consecutive pieces, so each piece is timed as it runs
+    /// in the sequence (with the cache as the pieces before left it). The
+    /// lead buffer is cleared first, as in [`time_ms`](Self::time_ms).
+    ///
+    /// # Errors
+    /// `enqueue`'s errors, and CUDA errors recording or reading the events.
+    pub fn time_each_ms(
+        &self,
+        parts: usize,
+        enqueue: &mut dyn FnMut(usize) -> Result<()>,
+    ) -> Result<Vec<f64>> {
+        let events = (0..parts)
+            .map(|_| {
+                self.dev
+                    .context()
+                    .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(cuda_err("creating an event"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(lead) = self.lead.borrow_mut().as_mut() {
+            lead.clear(&self.dev)?;
+        }
+        self.start
+            .record(self.dev.stream())
+            .map_err(cuda_err("recording an event"))?;
+        for (i, e) in events.iter().enumerate() {
+            enqueue(i)?;
+            e.record(self.dev.stream())
+                .map_err(cuda_err("recording an event"))?;
+        }
+        if let Some(last) = events.last() {
+            last.synchronize()
+                .map_err(cuda_err("waiting for an event"))?;
+        }
+        let mut before = &self.start;
+        let mut ms = Vec::with_capacity(parts);
+        for e in &events {
+            ms.push(f64::from(
+                before.elapsed_ms(e).map_err(cuda_err("reading an event"))?,
+            ));
+            before = e;
+        }
+        Ok(ms)
+    }
 }

@@ -71,7 +71,9 @@ pub use resident::{
     CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
 };
 pub use spec::{DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
-pub use throttle::{CpuRunFn, HostArray, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled};
+pub use throttle::{
+    CpuRunFn, HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,
+};
 pub use warpfit_runtime::{Error, Result};
 #[doc(hidden)]
 pub use worklist::{check_frontier, host_worklist};

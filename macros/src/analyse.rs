@@ -3,7 +3,7 @@
 //! fine-task index, which it gathers through an index array, and whether the
 //! kernel can be throttled (or why not).
 
-use crate::ir::{Expr, ExprKind, Kernel, LocalId, Param, Reduce, Ty};
+use crate::ir::{Expr, ExprKind, Kernel, LocalId, Param, ParamKind, Reduce, Ty};
 use std::collections::BTreeSet;
 
 /// How the map of a kernel reads its input arrays.
@@ -192,6 +192,23 @@ pub struct Roles {
     pub range: usize,
     /// Arrays read only at the fine-task index, sorted.
     pub fine: Vec<usize>,
+    /// The array the map gathers from.
+    pub gathered: usize,
+    /// How a remapped plan (Algorithm 5: tasks and gathered elements
+    /// renumbered) applies, or why it cannot.
+    pub remap: Result<Remap, String>,
+}
+
+/// What remapping renumbers: the index array's values (gathered element
+/// ids), and the per-launch arrays read and written at the task index only
+/// (outputs always; inputs like `dist[v]`), which travel in the plan's
+/// task order.
+pub struct Remap {
+    /// The fine array the gathered array is read through (`col` in
+    /// `x[col[k] as usize]`), of `u32` elements.
+    pub index: usize,
+    /// Per-launch arrays indexed by the task only, sorted.
+    pub task_indexed: Vec<usize>,
 }
 
 /// The roles of a kernel's parameters under throttling, or why it cannot
@@ -317,7 +334,81 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
             name(a)
         ));
     }
-    Ok(Roles { range, fine })
+    let remap = remap(k, gather, range, &fine);
+    Ok(Roles {
+        range,
+        fine,
+        gathered: gather.gathered,
+        remap,
+    })
+}
+
+/// Whether a remapped plan can run the kernel: its gathered array is read
+/// only through one `u32` index array at the fine-task index (so renaming
+/// the gathered elements is renaming that array's values), and every other
+/// per-launch array only at the task index (so renaming tasks is permuting
+/// those arrays).
+fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<Remap, String> {
+    let params = &k.params;
+    let name = |i: usize| params[i].name.to_string();
+    let g = gather.gathered;
+    let index = match gather_index(&gather.index, k.k, params) {
+        Some(c) if params[c].ty == Ty::U32 && fine.contains(&c) => c,
+        _ => {
+            return Err(format!(
+                "it gathers `{}` at an index other than a `u32` index array read at the fine-task index (`{}[col[k] as usize]`)",
+                name(g),
+                name(g)
+            ))
+        }
+    };
+    let is_task = |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Local(id) if id == k.task);
+    let mut why = None;
+    let mut check = |e: &Expr| {
+        e.visit(&mut |x| {
+            let ExprKind::Load(a, i) = &x.kind else {
+                return;
+            };
+            if why.is_some() || *a == range || fine.contains(a) {
+                return;
+            }
+            if *a == g && !i.same_as(&gather.index) {
+                why = Some(format!(
+                    "it reads `{}` other than through `{}`; a remapped plan renames its elements",
+                    name(g),
+                    name(index)
+                ));
+            } else if *a != g && !is_task(i) {
+                why = Some(format!(
+                    "it reads `{}` at an index other than the task's; a remapped plan renames tasks",
+                    name(*a)
+                ));
+            }
+        })
+    };
+    for (_, e) in &k.prologue {
+        check(e);
+    }
+    check(&k.init);
+    check(&k.map);
+    if let Reduce::Closure { body, .. } = &k.reduce {
+        check(body);
+    }
+    for s in &k.epilogue {
+        s.visit_exprs(&mut check);
+    }
+    if let Some(why) = why {
+        return Err(why);
+    }
+    let task_indexed = (0..params.len())
+        .filter(|&i| {
+            i != g && i != range && !fine.contains(&i) && params[i].kind != ParamKind::Scalar
+        })
+        .collect();
+    Ok(Remap {
+        index,
+        task_indexed,
+    })
 }
 
 /// The prologue's binding of local `id`.

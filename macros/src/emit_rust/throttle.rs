@@ -65,10 +65,33 @@ impl ThrottleEmitter<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let gathered = self.roles.gathered;
+        let (index, task_indexed, refused) = match &self.roles.remap {
+            Ok(r) => {
+                let i = r.index;
+                (
+                    quote!(::core::option::Option::Some(#i)),
+                    r.task_indexed.clone(),
+                    String::new(),
+                )
+            }
+            Err(why) => (
+                quote!(::core::option::Option::None),
+                Vec::new(),
+                why.clone(),
+            ),
+        };
         quote! {
             #[doc = #doc]
             pub const THROTTLE_ROLES: ::warpfit::__private::ThrottleRoles =
-                ::warpfit::__private::ThrottleRoles { range: #range, fine: &[#(#fine),*] };
+                ::warpfit::__private::ThrottleRoles {
+                    range: #range,
+                    fine: &[#(#fine),*],
+                    gathered: #gathered,
+                    index: #index,
+                    task_indexed: &[#(#task_indexed),*],
+                    remap_refused: #refused,
+                };
         }
     }
 
@@ -326,15 +349,30 @@ impl ThrottleEmitter<'_> {
                 }
             })
             .collect();
-        let args = self.per_launch().map(|(_, p)| {
-            let n = &p.name;
-            match p.kind {
-                ParamKind::Input => quote!(::warpfit::__private::Arg::from_input(#n)),
-                ParamKind::Output => quote!(::warpfit::__private::Arg::from_output(#n)),
-                ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
-                ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
-            }
-        });
+        let resident: Vec<_> = self
+            .per_launch()
+            .map(|(_, p)| {
+                let (n, t) = (&p.name, ty(p.ty));
+                match p.kind {
+                    ParamKind::Input => quote!(#n: &::warpfit::__private::DeviceVec<#t>),
+                    ParamKind::Output => quote!(#n: &mut ::warpfit::__private::DeviceVec<#t>),
+                    ParamKind::Scalar => quote!(#n: #t),
+                    ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
+                }
+            })
+            .collect();
+        let args: Vec<_> = self
+            .per_launch()
+            .map(|(_, p)| {
+                let n = &p.name;
+                match p.kind {
+                    ParamKind::Input => quote!(::warpfit::__private::Arg::from_input(#n)),
+                    ParamKind::Output => quote!(::warpfit::__private::Arg::from_output(#n)),
+                    ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
+                    ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
+                }
+            })
+            .collect();
         let names: Vec<String> = self
             .per_launch()
             .map(|(_, p)| format!("`{}`", p.name))
@@ -346,8 +384,8 @@ impl ThrottleEmitter<'_> {
             "Runs `{name}` once with {}: `DeviceVec`s of the handle's device are used in place (a launch with \
              other `DeviceVec`s than the last prepares the schedule again, a few milliseconds: keep the same ones \
              in a loop); host slices are copied into the handle's own device buffers, and outputs copied back. \
-             The chosen schedule runs (`auto` decides on the first launch after the plan, timing `org` and `cf`). \
-             Waits for the device.\n\n\
+             The chosen schedule runs (`auto` decides on the first launch after the plan, timing every schedule; \
+             a remapped one permutes the arrays in and out on the device). Waits for the device.\n\n\
              # Errors\nArguments of the wrong length for the kernel's indices (an index fault), a `DeviceVec` of \
              another device, the kernel's faults, device errors.",
             names.join(", ")
@@ -363,6 +401,49 @@ impl ThrottleEmitter<'_> {
                 #[doc = #launch_doc]
                 pub fn launch(&mut self, #(#params),*) -> ::warpfit::__private::Result<()> {
                     self.inner.launch(&mut [#(#args),*])
+                }
+
+                /// [`Throttle::launch`] over `DeviceVec`s that does not wait: a fault is
+                /// reported by [`Throttle::check`] (or the next waiting launch). The launch
+                /// that lays a new plan out and profiles it waits anyway.
+                ///
+                /// # Errors
+                /// As [`Throttle::launch`], without the kernel's faults.
+                pub fn enqueue(&mut self, #(#resident),*) -> ::warpfit::__private::Result<()> {
+                    self.inner.enqueue(&mut [#(#args),*])
+                }
+
+                /// [`Throttle::enqueue`] over arrays in [`Throttle::plan_order`]'s numbering.
+                ///
+                /// # Errors
+                /// As [`Throttle::launch_in_plan_order`], without the kernel's faults.
+                pub fn enqueue_in_plan_order(&mut self, #(#resident),*) -> ::warpfit::__private::Result<()> {
+                    self.inner.enqueue_in_plan_order(&mut [#(#args),*])
+                }
+
+                /// Waits for the launches enqueued so far and reports the first fault.
+                ///
+                /// # Errors
+                /// The kernel's fault, device errors.
+                pub fn check(&self) -> ::warpfit::__private::Result<()> {
+                    self.inner.check()
+                }
+
+                /// The numbering of a remapped schedule, once chosen: `tasks[new] = old`,
+                /// `gathered[new] = old` (one permutation when there are as many tasks as
+                /// gathered elements). `None` for a schedule in the kernel's own numbering.
+                pub fn plan_order(&self) -> ::core::option::Option<::warpfit::__private::PlanOrder<'_>> {
+                    self.inner.plan_order()
+                }
+
+                /// [`Throttle::launch`] over arrays already in [`Throttle::plan_order`]'s
+                /// numbering: no permutation in or out, so that an iterative application
+                /// converts its vectors once.
+                ///
+                /// # Errors
+                /// No remapped schedule chosen yet; as [`Throttle::launch`].
+                pub fn launch_in_plan_order(&mut self, #(#params),*) -> ::warpfit::__private::Result<()> {
+                    self.inner.launch_in_plan_order(&mut [#(#args),*])
                 }
 
                 /// What planning found and which schedule runs.

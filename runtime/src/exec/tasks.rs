@@ -67,8 +67,13 @@ impl TaskList {
         }
         // Count occurrences per task with a sort of (task, position): O(s log s),
         // independent of the largest task id.
+        // Keys are distinct (the position breaks ties): an unstable parallel
+        // sort gives the stable order.
         let mut order: Vec<u32> = (0..segments.len() as u32).collect();
-        order.sort_by_key(|&i| (segments[i as usize].task, i));
+        {
+            use rayon::prelude::*;
+            order.par_sort_unstable_by_key(|&i| (segments[i as usize].task, i));
+        }
         let mut whole = vec![true; segments.len()];
         let mut split = Vec::new();
         let mut split_segments = Vec::new();

@@ -33,54 +33,100 @@ pub struct Remapping {
 const NONE: u32 = u32::MAX;
 const BOUNDARY: u32 = u32::MAX - 1;
 
-/// Per vertex: the one partition that touches it, `BOUNDARY` for several,
-/// `NONE` for none.
-fn owners(n: usize, partition: &Partition, vertex: impl Fn(u32) -> u32) -> Vec<u32> {
-    let mut owner = vec![NONE; n];
-    for p in 0..partition.len() {
-        for &id in partition.part(p) {
-            let o = &mut owner[vertex(id) as usize];
-            *o = match *o {
-                NONE => p as u32,
-                q if q == p as u32 => q,
-                _ => BOUNDARY,
-            };
-        }
-    }
-    owner
+/// Per vertex of one kind: the one partition that touches it (`NONE`:
+/// none, `BOUNDARY`: several), and the position of its first appearance in
+/// the ranked order of the partitions' tuples (`u64::MAX`: none). One
+/// parallel pass over the tuples, two atomics per tuple.
+struct Appearance {
+    owner: Vec<u32>,
+    first: Vec<u64>,
 }
 
-/// Lays out one kind of vertex: non-boundary by ranked partition, then
-/// boundary by first appearance, then untouched ones.
-fn layout(
-    owner: &[u32],
-    ranked: &[u32],
+fn appearances(
+    n: usize,
     partition: &Partition,
-    vertex: impl Fn(u32) -> u32,
-) -> Vec<u32> {
-    let n = owner.len();
-    let mut placed = vec![false; n];
-    let mut perm = Vec::with_capacity(n);
-    for boundary in [false, true] {
-        for &p in ranked {
-            for &id in partition.part(p as usize) {
+    ranked_offset: &[u64],
+    vertex: impl Fn(u32) -> u32 + Sync,
+) -> Result<Appearance> {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+    crate::mem::check(
+        "remapping's per-vertex owners and first appearances",
+        (n as u64).saturating_mul(12),
+    )?;
+    let owner: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(NONE)).collect();
+    let first: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(u64::MAX)).collect();
+    (0..partition.len()).into_par_iter().for_each(|p| {
+        let base = ranked_offset[p];
+        partition
+            .part(p)
+            .par_iter()
+            .enumerate()
+            .for_each(|(i, &id)| {
                 let v = vertex(id) as usize;
-                if !placed[v] && (owner[v] == BOUNDARY) == boundary {
-                    placed[v] = true;
-                    perm.push(v as u32);
+                let p = p as u32;
+                // NONE -> p -> (another partition) BOUNDARY: monotone, so a
+                // failed exchange only ever sees a later state.
+                let mut cur = owner[v].load(Relaxed);
+                loop {
+                    let next = match cur {
+                        NONE => p,
+                        q if q == p || q == BOUNDARY => break,
+                        _ => BOUNDARY,
+                    };
+                    match owner[v].compare_exchange_weak(cur, next, Relaxed, Relaxed) {
+                        Ok(_) => break,
+                        Err(seen) => cur = seen,
+                    }
                 }
-            }
-        }
-    }
-    perm.extend((0..n as u32).filter(|&v| !placed[v as usize]));
+                first[v].fetch_min(base + i as u64, Relaxed);
+            });
+    });
+    Ok(Appearance {
+        owner: owner.into_iter().map(AtomicU32::into_inner).collect(),
+        first: first.into_iter().map(AtomicU64::into_inner).collect(),
+    })
+}
+
+/// Lays out one kind of vertex: non-boundary vertices by ranked partition,
+/// each partition's by first appearance; then boundary vertices by first
+/// appearance in the ranked order; then untouched ones, ascending. Sorting
+/// by the first appearance's position gives exactly the order a sequential
+/// walk of the ranked partitions places them in.
+fn layout(a: &Appearance) -> Vec<u32> {
+    use rayon::prelude::*;
+    let n = a.owner.len();
+    let pick = |boundary: bool| {
+        let mut v: Vec<u32> = (0..n as u32)
+            .into_par_iter()
+            .filter(|&v| {
+                let o = a.owner[v as usize];
+                o != NONE && (o == BOUNDARY) == boundary
+            })
+            .collect();
+        // Positions are distinct (a tuple names one vertex of each kind).
+        v.par_sort_unstable_by_key(|&v| a.first[v as usize]);
+        v
+    };
+    let mut perm = Vec::with_capacity(n);
+    perm.extend(pick(false));
+    perm.extend(pick(true));
+    perm.par_extend(
+        (0..n as u32)
+            .into_par_iter()
+            .filter(|&v| a.owner[v as usize] == NONE),
+    );
     perm
 }
 
 fn invert(perm: &[u32]) -> Vec<u32> {
+    use rayon::prelude::*;
     let mut inv = vec![0u32; perm.len()];
-    for (new, &old) in perm.iter().enumerate() {
-        inv[old as usize] = new as u32;
-    }
+    let cells = crate::exec::SharedOut::new(&mut inv);
+    perm.par_iter().enumerate().for_each(|(new, &old)| {
+        // SAFETY: `perm` is a permutation: every `old` is written once.
+        let _ = unsafe { cells.set(old as usize, new as u32, "the remapping's inverse") };
+    });
     inv
 }
 
@@ -94,27 +140,98 @@ impl Remapping {
                 partition.order().len(),
             ));
         }
+        use rayon::prelude::*;
         let gathered = graph.gathered();
         let task = |id: u32| graph.task_of(id);
         let col = |id: u32| gathered[id as usize];
-        let task_owner = owners(graph.n_tasks(), partition, task);
-        let col_owner = owners(graph.n_gathered(), partition, col);
-        let mut unique = vec![0u64; partition.len()];
-        for &o in task_owner.iter().chain(&col_owner) {
-            if o < BOUNDARY {
-                unique[o as usize] += 1;
+        let k = partition.len();
+        // Owners first (positions in partition order; the ranking below
+        // needs the owners, the layout the ranked positions).
+        let unranked: Vec<u64> = (0..k)
+            .scan(0u64, |at, p| {
+                let here = *at;
+                *at += partition.part(p).len() as u64;
+                Some(here)
+            })
+            .collect();
+        let task_a = appearances(graph.n_tasks(), partition, &unranked, task)?;
+        let col_a = appearances(graph.n_gathered(), partition, &unranked, col)?;
+        let mut unique = vec![0u64; k];
+        for owners in [&task_a.owner, &col_a.owner] {
+            let counts = owners
+                .par_iter()
+                .fold(
+                    || vec![0u64; k],
+                    |mut c, &o| {
+                        if o < BOUNDARY {
+                            c[o as usize] += 1;
+                        }
+                        c
+                    },
+                )
+                .reduce(
+                    || vec![0u64; k],
+                    |a, b| a.iter().zip(&b).map(|(x, y)| x + y).collect(),
+                );
+            for (u, c) in unique.iter_mut().zip(counts) {
+                *u += c;
             }
         }
-        let mut ranked: Vec<u32> = (0..partition.len() as u32).collect();
+        // Fewest unique vertices first (stable: ties keep partition order).
+        let mut ranked: Vec<u32> = (0..k as u32).collect();
         ranked.sort_by_key(|&p| unique[p as usize]);
-        let task_perm = layout(&task_owner, &ranked, partition, task);
-        let gathered_perm = layout(&col_owner, &ranked, partition, col);
+        let mut offset = vec![0u64; k];
+        let mut at = 0u64;
+        for &p in &ranked {
+            offset[p as usize] = at;
+            at += partition.part(p as usize).len() as u64;
+        }
+        // First appearances in the ranked order: the unranked ones moved
+        // by their partition's shift (a vertex's first appearance is in the
+        // lowest-ranked partition touching it, so it is recomputed).
+        let task_a = appearances(graph.n_tasks(), partition, &offset, task)?;
+        let col_a = appearances(graph.n_gathered(), partition, &offset, col)?;
+        let task_perm = layout(&task_a);
+        let gathered_perm = layout(&col_a);
         Ok(Remapping {
             task_inv: invert(&task_perm),
             task_perm,
             gathered_inv: invert(&gathered_perm),
             gathered_perm,
         })
+    }
+
+    /// The remapping of a square kernel iterated as `x ← A x` (tasks and
+    /// gathered elements are the same vertices): one permutation on both
+    /// sides, Algorithm 5's order of the gathered elements (whose locality
+    /// the cache-fit partitions are about), so that a vector produced in the
+    /// new task order is the next launch's gathered vector in the new order
+    /// with no permutation between launches.
+    ///
+    /// # Errors
+    /// The graph is not square (as many tasks as gathered elements); as
+    /// [`Remapping::new`].
+    pub fn symmetric(graph: &WorkGraphOf<'_>, partition: &Partition) -> Result<Self> {
+        if graph.n_tasks() != graph.n_gathered() {
+            return Err(Error::invalid(format!(
+                "a symmetric remapping needs as many tasks as gathered elements, got {} and {}",
+                graph.n_tasks(),
+                graph.n_gathered()
+            )));
+        }
+        let r = Self::new(graph, partition)?;
+        Ok(Remapping {
+            task_perm: r.gathered_perm.clone(),
+            task_inv: r.gathered_inv.clone(),
+            gathered_perm: r.gathered_perm,
+            gathered_inv: r.gathered_inv,
+        })
+    }
+
+    /// Whether tasks and gathered elements share one permutation
+    /// ([`Remapping::symmetric`]).
+    pub fn is_symmetric(&self) -> bool {
+        self.task_perm == self.gathered_perm
     }
 
     /// `task_perm()[new] = old` for tasks (rows).

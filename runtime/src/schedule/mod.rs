@@ -40,6 +40,7 @@
 //! queue policy runs each launch's chunks ([`ChunkQueue::chunks_of`]) from
 //! one queue. The tasks without fine tasks run with the last launch.
 
+mod cover;
 mod cpu;
 mod options;
 mod parts;
@@ -47,6 +48,7 @@ mod plan;
 mod queue;
 mod recombine;
 
+pub use cover::CoverLayout;
 pub use cpu::{run_plan, PlanOrder, PlanRun};
 pub use options::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy, DEFAULT_CHUNK};
 pub use parts::PartMajor;

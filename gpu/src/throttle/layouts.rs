@@ -1,0 +1,285 @@
+//! The throttled handle's device layouts of a kernel's shape arrays (its
+//! range array and the arrays read at the fine-task index), built on the
+//! device from the arrays already there (`layout.cuh`), never permuted on
+//! the host:
+//!
+//! - **sorted**: the plan's order, each task's fine tasks sorted by
+//!   partition (one gather through the plan's permutation); one launch of
+//!   it is `org_r`'s (in the remapped numbering), and every other layout is
+//!   copied from it;
+//! - **remapped sorted**: the same in Algorithm 5's numbering: task `i`'s
+//!   range is original task `task_perm[i]`'s (a copy of every task's
+//!   range), and the index array's values renamed through the gathered
+//!   elements' inverse permutation (a gather through it);
+//! - **cover**: a cover of the partitions laid out launch by launch
+//!   ([`CoverLayout`]), one range array per launch: CF's part-major layout
+//!   (every partition alone) and SJ's chosen nodes; the queue schedules run
+//!   task lists over the part-major one.
+
+use super::erased::ErasedVec;
+use super::plan::PlanDetail;
+use crate::buffer::DeviceBuffer;
+use crate::device::{CudaDevice, Device};
+use crate::layout::LayoutKernels;
+use crate::spec::ScalarType;
+use std::ops::Range;
+use warpfit_runtime::schedule::{CacheFitPlan, CoverLayout};
+use warpfit_runtime::{Error, Result};
+
+/// The numbering a layout or schedule uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Space {
+    /// The kernel's own task and element ids.
+    Original,
+    /// Algorithm 5's: per-launch arrays are permuted in and out.
+    Remapped,
+}
+
+/// Shape arrays laid out for a sequence of launches: one range array per
+/// launch, the fine arrays once.
+pub(super) struct DeviceLayout {
+    pub space: Space,
+    pub ptrs: Vec<ErasedVec>,
+    /// By parameter index.
+    pub fine: Vec<(usize, ErasedVec)>,
+    /// The host layout of a cover (task lists over it need it); `None`
+    /// for a sorted layout.
+    pub cover: Option<CoverLayout>,
+}
+
+impl DeviceLayout {
+    /// Fine array of parameter `i`.
+    pub fn fine(&self, i: usize) -> Option<&ErasedVec> {
+        self.fine.iter().find(|(j, _)| *j == i).map(|(_, v)| v)
+    }
+}
+
+/// The pieces every build needs.
+pub(super) struct Builder<'a> {
+    pub device: &'a Device,
+    pub dev: &'a CudaDevice,
+    pub kernels: &'a LayoutKernels,
+    pub range_ty: ScalarType,
+    pub n_tasks: usize,
+    /// The kernel's name, for errors.
+    pub kernel: &'static str,
+}
+
+impl Builder<'_> {
+    fn upload_u32(&self, v: &[u32]) -> Result<DeviceBuffer<u32>> {
+        DeviceBuffer::upload(self.dev, v)
+    }
+
+    /// `plan`'s order of the `original` fine arrays, with `ptr` (the
+    /// original range array) as its range array.
+    pub fn sorted(
+        &self,
+        original: &[(usize, &ErasedVec)],
+        plan: &CacheFitPlan,
+        ptr: &[u32],
+    ) -> Result<DeviceLayout> {
+        let m = plan.n_fine();
+        let perm = self.upload_u32(plan.fine_perm())?;
+        let mut fine = Vec::with_capacity(original.len());
+        for &(i, src) in original {
+            let out = ErasedVec::zeros(self.device, src.ty(), src.len())?;
+            self.kernels.gather(
+                self.dev,
+                src.ty().size(),
+                out.device_ptr()?,
+                src.device_ptr()?,
+                src.len() as u64,
+                perm.device_ptr(self.dev),
+                m as u64,
+            )?;
+            // Past the fine tasks (never read by the ranges), the original.
+            self.copy_tail(&out, src, m)?;
+            fine.push((i, out));
+        }
+        self.kernels.check(
+            self.dev,
+            &format!("kernel `{}`: the plan's order", self.kernel),
+        )?;
+        drop(perm);
+        Ok(DeviceLayout {
+            space: Space::Original,
+            ptrs: vec![ErasedVec::upload_u32_as(self.device, ptr, self.range_ty)?],
+            fine,
+            cover: None,
+        })
+    }
+
+    /// Copies elements `from..` of `src` to the same positions of `out`.
+    fn copy_tail(&self, out: &ErasedVec, src: &ErasedVec, from: usize) -> Result<()> {
+        let n = src.len().saturating_sub(from);
+        if n == 0 {
+            return Ok(());
+        }
+        let w = src.ty().size();
+        let at = (from * w) as u64;
+        let bytes = n * w;
+        // SAFETY: both arrays hold `src.len()` elements of `w` bytes.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                out.device_ptr()? + at,
+                src.device_ptr()? + at,
+                bytes,
+                self.dev.stream().cu_stream(),
+            )
+        }
+        .map_err(crate::buffer::cuda_err(format!(
+            "copying {bytes} bytes on the device"
+        )))
+    }
+
+    /// The sorted layout in Algorithm 5's numbering, from `sorted` (the
+    /// original numbering's): task `i`'s range is original task
+    /// `task_perm[i]`'s, and the index array (parameter `index`) takes the
+    /// gathered elements' new ids. `gathered_len` is the gathered array's
+    /// length.
+    pub fn remapped(
+        &self,
+        sorted: &DeviceLayout,
+        detail: &PlanDetail,
+        index: usize,
+        gathered_len: usize,
+    ) -> Result<DeviceLayout> {
+        let remapping = detail.remapping.as_ref().ok_or_else(|| {
+            Error::invalid(format!(
+                "kernel `{}`: the plan has no remapping",
+                self.kernel
+            ))
+        })?;
+        let (ptr, perm) = (&detail.ptr, remapping.task_perm());
+        let n = self.n_tasks;
+        if perm.len() != n || ptr.len() != n + 1 {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: the remapping does not fit the plan's {n} tasks",
+                self.kernel
+            )));
+        }
+        let mut new_ptr = Vec::with_capacity(n + 1);
+        new_ptr.push(0u32);
+        let mut src = Vec::with_capacity(n);
+        for &old in perm {
+            let old = old as usize;
+            let (lo, hi) = (ptr[old], ptr[old + 1]);
+            src.push(lo);
+            let last = new_ptr[new_ptr.len() - 1];
+            new_ptr.push(last + (hi - lo));
+        }
+        if remapping.gathered_inv().len() != gathered_len {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: the remapping renames {} gathered elements, the gathered array has {gathered_len}",
+                self.kernel,
+                remapping.gathered_inv().len()
+            )));
+        }
+        let (dst_d, src_d) = (self.upload_u32(&new_ptr)?, self.upload_u32(&src)?);
+        let inv = self.upload_u32(remapping.gathered_inv())?;
+        let m = new_ptr[n] as usize;
+        let mut fine = Vec::with_capacity(sorted.fine.len());
+        for (i, s) in &sorted.fine {
+            let out = ErasedVec::zeros(self.device, s.ty(), s.len())?;
+            self.kernels.copy_ranges(
+                self.dev,
+                s.ty().size(),
+                out.device_ptr()?,
+                out.len() as u64,
+                s.device_ptr()?,
+                s.len() as u64,
+                dst_d.device_ptr(self.dev),
+                src_d.device_ptr(self.dev),
+                n as u64,
+            )?;
+            self.copy_tail(&out, s, m)?;
+            let out = if *i == index {
+                // Element ids renamed: new = gathered_inv[old].
+                let renamed = ErasedVec::zeros(self.device, s.ty(), s.len())?;
+                self.kernels.gather(
+                    self.dev,
+                    4,
+                    renamed.device_ptr()?,
+                    inv.device_ptr(self.dev),
+                    gathered_len as u64,
+                    out.device_ptr()?,
+                    m as u64,
+                )?;
+                renamed
+            } else {
+                out
+            };
+            fine.push((*i, out));
+        }
+        self.kernels.check(
+            self.dev,
+            &format!(
+                "kernel `{}`: the remapped order (an index of the gathered array out of range?)",
+                self.kernel
+            ),
+        )?;
+        Ok(DeviceLayout {
+            space: Space::Remapped,
+            ptrs: vec![ErasedVec::upload_u32_as(
+                self.device,
+                &new_ptr,
+                self.range_ty,
+            )?],
+            fine,
+            cover: None,
+        })
+    }
+
+    /// The layout of `launches` (a cover of `plan`'s partitions), copied
+    /// from `sorted` (the same plan's order in the same numbering).
+    pub fn cover(
+        &self,
+        sorted: &DeviceLayout,
+        plan: &CacheFitPlan,
+        launches: &[Range<usize>],
+    ) -> Result<DeviceLayout> {
+        let host = CoverLayout::new(plan, launches)?;
+        let n = self.n_tasks;
+        let mut fine = Vec::with_capacity(sorted.fine.len());
+        let mut ptrs = Vec::with_capacity(host.len());
+        let mut staged = Vec::with_capacity(host.len());
+        for j in 0..host.len() {
+            staged.push((self.upload_u32(host.dst(j))?, self.upload_u32(host.src(j))?));
+            ptrs.push(ErasedVec::upload_u32_as(
+                self.device,
+                host.dst(j),
+                self.range_ty,
+            )?);
+        }
+        let m = plan.n_fine();
+        for (i, s) in &sorted.fine {
+            let out = ErasedVec::zeros(self.device, s.ty(), s.len())?;
+            for (dst, src) in &staged {
+                self.kernels.copy_ranges(
+                    self.dev,
+                    s.ty().size(),
+                    out.device_ptr()?,
+                    out.len() as u64,
+                    s.device_ptr()?,
+                    s.len() as u64,
+                    dst.device_ptr(self.dev),
+                    src.device_ptr(self.dev),
+                    n as u64,
+                )?;
+            }
+            self.copy_tail(&out, s, m)?;
+            fine.push((*i, out));
+        }
+        self.kernels.check(
+            self.dev,
+            &format!("kernel `{}`: a cover layout", self.kernel),
+        )?;
+        drop(staged);
+        Ok(DeviceLayout {
+            space: sorted.space,
+            ptrs,
+            fine,
+            cover: Some(host),
+        })
+    }
+}

@@ -1,0 +1,121 @@
+//! The host half of planning: partition the work graph, order each task's
+//! fine tasks by partition, and (when a remapped schedule may run) the
+//! Algorithm-5 remapping. Host work only, so that it can run on a thread of
+//! its own while launches run unthrottled (pipelined planning).
+
+use super::ThrottleRoles;
+use crate::spec::{KernelSpec, ScalarType};
+use std::time::{Duration, Instant};
+use warpfit_runtime::partition::{Remapping, WorkGraph};
+use warpfit_runtime::schedule::{CacheFitPlan, ThrottleOptions, ThrottlePolicy};
+use warpfit_runtime::{Error, Result};
+
+/// A plan made on the host.
+pub(super) struct HostPlan {
+    pub partitions: usize,
+    pub planning: Duration,
+    /// `None` for one partition: the plan is the unthrottled launch.
+    pub detail: Option<PlanDetail>,
+}
+
+/// The plan of more than one partition.
+pub(super) struct PlanDetail {
+    /// The plan over the original task and element numbering.
+    pub plan: CacheFitPlan,
+    /// The range array of the original numbering (the work graph's).
+    pub ptr: Vec<u32>,
+    /// Algorithm 5's remapping, when a remapped schedule may run.
+    pub remapping: Option<Remapping>,
+    /// The plan over the remapped numbering, when the schedules run
+    /// remapped (`ThrottleOptions::remap`).
+    pub remapped: Option<CacheFitPlan>,
+}
+
+/// The shape arrays of a kernel, by parameter (`None`: not a shape
+/// array), checked against the kernel's roles and types.
+pub(super) type Shape<'s> = Vec<Option<(&'s [u8], ScalarType)>>;
+
+/// Whether the handle may run a remapped schedule for `options`: the
+/// kernel allows it (its roles) and the options ask for it (`remap`) or
+/// may pick it (`org_r`, `auto`).
+pub(super) fn wants_remapping(roles: &ThrottleRoles, options: &ThrottleOptions) -> bool {
+    roles.index.is_some()
+        && (options.remap || matches!(options.policy, ThrottlePolicy::OrgR | ThrottlePolicy::Auto))
+}
+
+/// Partitions `graph` for a cache of `l2` bytes (the device's) and orders
+/// the plan.
+pub(super) fn plan_on_host(
+    spec: &KernelSpec,
+    roles: ThrottleRoles,
+    options: &ThrottleOptions,
+    l2: u64,
+    graph: &WorkGraph,
+    shape: &Shape<'_>,
+) -> Result<HostPlan> {
+    let t = Instant::now();
+    let (range_bytes, range_ty) =
+        shape[roles.range].ok_or_else(|| Error::invalid("the range array is missing"))?;
+    check_tiles(spec, roles.range, range_bytes, range_ty, graph)?;
+    let partition = options.partition(graph, Some(l2), None)?;
+    let plan = CacheFitPlan::new(graph, &partition)?;
+    let partitions = plan.len();
+    let detail = if partitions > 1 {
+        let remapping = match wants_remapping(&roles, options) {
+            // Square: one permutation, so that `x ← A x` stays in plan order.
+            true if graph.n_tasks() == graph.n_gathered() => {
+                Some(Remapping::symmetric(graph, &partition)?)
+            }
+            true => Some(Remapping::new(graph, &partition)?),
+            false => None,
+        };
+        let remapped = match (&remapping, options.remap) {
+            (Some(r), true) => Some(plan.remapped(graph, r)?),
+            _ => None,
+        };
+        Some(PlanDetail {
+            ptr: graph.ptr().to_vec(),
+            plan,
+            remapping,
+            remapped,
+        })
+    } else {
+        None
+    };
+    Ok(HostPlan {
+        partitions,
+        planning: t.elapsed(),
+        detail,
+    })
+}
+
+/// A cache-fit plan reorders the fine arrays by tuple id, which is the
+/// fine-task index only when the range array tiles them from 0 in task
+/// order: the work graph's own pointers.
+fn check_tiles(
+    spec: &KernelSpec,
+    range: usize,
+    bytes: &[u8],
+    ty: ScalarType,
+    graph: &WorkGraph,
+) -> Result<()> {
+    let size = ty.size();
+    let ptr = graph.ptr();
+    let tiles = bytes.len() >= ptr.len() * size
+        && ptr.iter().enumerate().all(|(t, &p)| {
+            let b = &bytes[t * size..(t + 1) * size];
+            let v = match size {
+                4 => u64::from(u32::from_ne_bytes(b.try_into().unwrap_or([0; 4]))),
+                _ => u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])),
+            };
+            v == u64::from(p)
+        });
+    if tiles {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "kernel `{}`: its range array `{}` does not tile the fine arrays from 0 in task order (first entry 0, never decreasing), which a cache-fit plan needs; run it with policy org",
+            spec.name, spec.params[range].name
+        )))
+    }
+}

@@ -3,7 +3,8 @@
 //! partitioner ([`partition`]), cache-fit schedules built on its partitions
 //! ([`schedule`]), the memory budget every input-sized
 //! allocation is checked against ([`mem`]) and the task model plus CPU executor that every
-//! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]).
+//! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]), and the
+//! worklists and shared arrays that push kernels write ([`worklist`]).
 
 pub mod error;
 pub mod exec;
@@ -13,6 +14,7 @@ pub mod partition;
 mod rng;
 pub mod schedule;
 pub mod sparse;
+pub mod worklist;
 
 pub use error::{Error, Result};
 pub use exec::{Segment, TaskList, Tasks};

@@ -140,6 +140,8 @@ pub struct Throttled {
     /// The prepared schedule: declared first, so dropped before the
     /// arrays whose device addresses it holds.
     schedule: Option<Schedule>,
+    /// The schedule prepared over other arrays before, and their key.
+    spare: Option<(Vec<u64>, Schedule)>,
     device: Device,
     spec: &'static KernelSpec,
     config: LaunchConfig,
@@ -155,6 +157,8 @@ pub struct Throttled {
     /// Whether the prepared schedule takes its per-launch arrays in the
     /// plan's numbering ([`Throttled::launch_in_plan_order`]).
     plan_order: bool,
+    /// What `schedule` was prepared over ([`Throttled::binding_key`]).
+    key: Vec<u64>,
     layouts: Layouts,
     /// The plan, once made.
     plan: Option<HostPlan>,
@@ -541,6 +545,8 @@ impl Throttled {
             slots,
             staged_r: Vec::new(),
             plan_order: false,
+            key: Vec::new(),
+            spare: None,
             layouts: Layouts::default(),
             plan: None,
             pending: None,
@@ -573,6 +579,67 @@ impl Throttled {
         };
         self.plan = Some(plan);
         self.schedule = None;
+        self.spare = None;
+    }
+
+    /// What a prepared schedule depends on besides the plan: the staged
+    /// arrays' addresses and lengths, the scalars, the numbering.
+    fn binding_key(&self) -> Result<Vec<u64>> {
+        let mut key = vec![u64::from(self.plan_order)];
+        for slot in &self.slots {
+            match slot {
+                Slot::Scalar(v) => key.push(match v {
+                    None => u64::MAX,
+                    Some(ScalarValue::F32(x)) => u64::from(x.to_bits()),
+                    Some(ScalarValue::F64(x)) => x.to_bits(),
+                    Some(ScalarValue::I32(x)) => *x as u32 as u64,
+                    Some(ScalarValue::U32(x)) => u64::from(*x),
+                    Some(ScalarValue::I64(x)) => *x as u64,
+                    Some(ScalarValue::U64(x)) => *x,
+                    Some(ScalarValue::U8(x)) => u64::from(*x),
+                    Some(ScalarValue::Bool(x)) => u64::from(*x),
+                }),
+                Slot::Staged(Staging::Own(b)) => {
+                    let addr = match b.arg(ParamKind::Input) {
+                        Arg::Resident(ResidentArray {
+                            place: Place::Cuda { ptr, .. },
+                            ..
+                        }) => ptr,
+                        Arg::Resident(ResidentArray {
+                            place: Place::Host { addr },
+                            ..
+                        }) => addr as u64,
+                        _ => 0,
+                    };
+                    key.extend([addr, b.len() as u64]);
+                }
+                Slot::Staged(Staging::Bound(b)) => key.extend([b.addr, b.len as u64]),
+                Slot::Staged(Staging::Empty) | Slot::Shape(_) => key.push(0),
+            }
+        }
+        Ok(key)
+    }
+
+    /// Keeps the prepared schedule when the staged arrays are those it was
+    /// prepared over; else sets it aside and takes the one set aside if it
+    /// fits (a driver alternating two sets of arrays, `x → y` then `y → x`,
+    /// prepares each once), or leaves none, which the launch prepares.
+    fn rebind(&mut self) -> Result<()> {
+        let key = self.binding_key()?;
+        if key == self.key {
+            return Ok(());
+        }
+        let current = self.schedule.take();
+        if let Some((k, s)) = self.spare.take() {
+            if k == key {
+                self.schedule = Some(s);
+            }
+        }
+        if let Some(s) = current {
+            self.spare = Some((std::mem::take(&mut self.key), s));
+        }
+        self.key = key;
+        Ok(())
     }
 
     /// Where the plan is.
@@ -753,10 +820,8 @@ impl Throttled {
             }
         }
         let params = self.stage(per_launch)?;
-        if self.plan_order != mode.plan_order {
-            self.plan_order = mode.plan_order;
-            self.schedule = None;
-        }
+        self.plan_order = mode.plan_order;
+        self.rebind()?;
         if self.schedule.is_none() {
             self.schedule = Some(self.prepare()?);
         }
@@ -825,22 +890,13 @@ impl Throttled {
                 )));
             }
             match (&mut self.slots[i], arg) {
-                (Slot::Scalar(v), Arg::Scalar(s)) => {
-                    if v.as_ref() != Some(s) {
-                        *v = Some(*s);
-                        self.schedule = None;
-                    }
-                }
+                (Slot::Scalar(v), Arg::Scalar(s)) => *v = Some(*s),
                 (Slot::Staged(staging), _) => {
                     if let Some(bound) = bindable(&self.device, arg) {
-                        if !matches!(staging, Staging::Bound(b) if *b == bound) {
-                            self.schedule = None;
-                            *staging = Staging::Bound(bound);
-                        }
+                        *staging = Staging::Bound(bound);
                         continue;
                     }
                     if !matches!(staging, Staging::Own(b) if b.len() == len) {
-                        self.schedule = None;
                         *staging = Staging::Empty;
                         *staging = Staging::Own(ErasedVec::zeros(&self.device, ty, len)?);
                     }

@@ -2,7 +2,7 @@
 
 use super::graph::WorkGraphOf;
 use super::scratch::count_distinct;
-use super::{bisect, kd, Bisection, PartitionOptions};
+use super::{bisect, kd, par, Bisection, PartitionOptions};
 use crate::error::to_u32;
 use crate::mem;
 use crate::{Error, Result};
@@ -158,6 +158,10 @@ impl Partition {
             seconds,
         }
     }
+    /// The tuple order and its partition pointers, the partition consumed.
+    pub(crate) fn into_order(self) -> (Vec<u32>, Vec<u32>) {
+        (self.order, self.part_ptr)
+    }
     /// Wall-clock seconds the partitioning took.
     pub fn seconds(&self) -> f64 {
         self.seconds
@@ -218,8 +222,14 @@ pub(crate) fn count_gathered(g: &WorkGraphOf<'_>, ids: &[u32]) -> u32 {
     count_distinct(g.n_gathered(), ids, |id| gathered[id as usize])
 }
 
-/// Unique vertices of a subset of ascending tuple ids.
+/// Unique vertices of a subset of ascending tuple ids (by the parallel
+/// passes when the subset is large: the same counts).
 pub(crate) fn unique_of(g: &WorkGraphOf<'_>, ids: &[u32]) -> Unique {
+    if par::worth(ids.len()) {
+        let (tasks, gathered) =
+            rayon::join(|| par::count_tasks(g, ids), || par::count_gathered(g, ids));
+        return Unique { tasks, gathered };
+    }
     Unique {
         tasks: count_tasks(g, ids),
         gathered: count_gathered(g, ids),
@@ -380,12 +390,12 @@ pub fn dbwp(
         &format!("the partitioner's arrays for {n} tuples"),
         mem::bytes_of::<u32>("work graph tuples", n)?.saturating_mul(3),
     )?;
-    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut order = par::iota("the partitioner's tuple order", n as u32)?;
     // Only K-D tiling uses a scratch array as long as the input: coarsened
     // bisection would leave it resident (half of it after the first split)
     // while its hierarchies peak.
     let mut scratch = match opts.bisection {
-        Bisection::KdTiling => vec![0u32; n],
+        Bisection::KdTiling => par::zeroed_u32("K-D tiling's scratch array", n)?,
         Bisection::Coarsened(_) => Vec::new(),
     };
     let run = Run {

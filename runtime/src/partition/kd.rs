@@ -12,7 +12,7 @@
 //! side empty.
 
 use super::graph::WorkGraphOf;
-use super::stable_partition;
+use super::{par, stable_partition};
 
 /// Splits `ids` (ascending tuple ids, `len >= 2`) into two non-empty halves in
 /// place, both ascending; returns the length of the left half. Even depths cut
@@ -57,8 +57,15 @@ fn split_tasks(g: &WorkGraphOf<'_>, ids: &mut [u32]) -> usize {
 /// Cut along gathered indices: quickselect the median gathered index `c`, then
 /// move tuples reading `< c` left and `> c` right; those reading `c` all go to
 /// the side that balances better (split only when one side would be empty).
+/// A large subset takes the parallel passes (a radix select of the same
+/// median, a parallel stable partition): the same cut.
 fn split_gathered(g: &WorkGraphOf<'_>, ids: &mut [u32], scratch: &mut [u32]) -> usize {
     let n = ids.len();
+    if par::worth(n) {
+        let (pivot, lt, eq) = par::median_gathered(g, ids);
+        let left = best_cut(n, [lt, lt + eq]);
+        return par::partition_gathered(g, ids, scratch, pivot, left - lt);
+    }
     let gathered = g.gathered();
     let cols = &mut scratch[..n];
     for (c, &id) in cols.iter_mut().zip(ids.iter()) {

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo bench -p warpfit-runtime --bench plan -- INPUT [--cache BYTES] [--partitioner kd|columns|bisect]...
-//!     [--val-bytes 4|8] [--threads N] [--via-plan | --sequential-permute]
+//!     [--val-bytes 4|8] [--threads N] [--repeat N] [--via-plan | --sequential-permute]
 //! ```
 //! INPUT is a generator spec (`rmat:scale=22`) or a `.mtx` path. The stages
 //! are those of a throttled launch's planning on the host (`plan_on_host` in
@@ -14,12 +14,15 @@
 //! copies of the fine arrays (`col`, 4 B, and `val`, `--val-bytes`).
 //! `--via-plan` builds the layout through a [`CacheFitPlan`] instead;
 //! `--sequential-permute` copies the fine arrays on one thread, as the
-//! first throttled handle did. `--threads` sizes rayon's pool.
+//! first throttled handle did. `--threads` sizes rayon's pool; `--repeat`
+//! plans N times and keeps each stage's least time (on a shared machine,
+//! the run least disturbed).
 //!
-//! Per stage: wall seconds, CPU seconds of all threads (schedstat: on a
-//! shared machine, the work done independently of the load), and the heap
-//! high mark of the stage beyond what was live when planning started (the
-//! CSR), with what the stage leaves live.
+//! Per stage: wall seconds, user and system CPU seconds of all threads (on
+//! a shared machine, the work done independently of the load; system time
+//! is mostly first touches of fresh pages), and the heap high mark of the
+//! stage beyond what was live when planning started (the CSR), with what
+//! the stage leaves live.
 
 use std::time::Instant;
 use warpfit_runtime::exec::{Fault, GatherKernel, NestedKernel};
@@ -32,16 +35,19 @@ use warpfit_runtime::{Csr, Error, Result};
 #[global_allocator]
 static HEAP: CountingAlloc = CountingAlloc;
 
-/// CPU time of all threads of this process so far, in seconds.
-fn cpu_seconds() -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return 0.0;
+/// CPU time of all threads of this process so far, in seconds: user and
+/// system (`/proc/self/stat`, clock ticks of 10 ms). System time is mostly
+/// the kernel zeroing and mapping pages that fresh arrays touch first.
+fn cpu_seconds() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
     };
-    dir.filter_map(|t| t.ok())
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum::<u64>() as f64
-        * 1e-9
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    // utime and stime are fields 14 and 15, the 12th and 13th after ')'.
+    (tick(11), tick(12))
 }
 
 /// Peak resident set size in bytes (Linux).
@@ -112,9 +118,13 @@ fn permute_bytes_sequential(src: &[u8], size: usize, perm: &[u32]) -> Vec<u8> {
     out
 }
 
+/// Per stage: name, wall, user and system CPU seconds (the least over the
+/// repetitions), heap peak and heap left live (the most).
 struct Stages {
     base: u64,
-    rows: Vec<(String, f64, f64, u64, u64)>,
+    rows: Vec<(String, f64, f64, f64, u64, u64)>,
+    /// The next stage's row in this repetition.
+    at: usize,
 }
 
 impl Stages {
@@ -122,37 +132,50 @@ impl Stages {
         let meter = HeapMeter::start()?;
         let (t, c) = (Instant::now(), cpu_seconds());
         let r = f()?;
-        let (wall, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+        let (wall, c2) = (t.elapsed().as_secs_f64(), cpu_seconds());
         let peak = meter.base_bytes() + meter.peak_bytes()?;
         let live = warpfit_runtime::mem::live_heap_bytes()?;
-        self.rows.push((
+        let row = (
             name.to_string(),
             wall,
-            cpu,
+            c2.0 - c.0,
+            c2.1 - c.1,
             peak.saturating_sub(self.base),
             live.saturating_sub(self.base),
-        ));
+        );
+        match self.rows.get_mut(self.at) {
+            Some(r) => {
+                r.1 = r.1.min(row.1);
+                r.2 = r.2.min(row.2);
+                r.3 = r.3.min(row.3);
+                r.4 = r.4.max(row.4);
+                r.5 = r.5.max(row.5);
+            }
+            None => self.rows.push(row),
+        }
+        self.at += 1;
         Ok(r)
     }
 
     fn print(&self, csr_bytes: u64) {
         println!(
-            "  {:<28} {:>8} {:>8} {:>10} {:>10}",
-            "stage", "wall s", "cpu s", "peak MB", "live MB"
+            "  {:<24} {:>8} {:>8} {:>8} {:>10} {:>10}",
+            "stage", "wall s", "user s", "sys s", "peak MB", "live MB"
         );
-        let (mut w, mut c, mut p) = (0.0, 0.0, 0u64);
-        for (name, wall, cpu, peak, live) in &self.rows {
+        let (mut w, mut u, mut y, mut p) = (0.0, 0.0, 0.0, 0u64);
+        for (name, wall, user, sys, peak, live) in &self.rows {
             println!(
-                "  {name:<28} {wall:>8.3} {cpu:>8.3} {:>10.1} {:>10.1}",
+                "  {name:<24} {wall:>8.3} {user:>8.2} {sys:>8.2} {:>10.1} {:>10.1}",
                 *peak as f64 / 1e6,
                 *live as f64 / 1e6
             );
             w += wall;
-            c += cpu;
+            u += user;
+            y += sys;
             p = p.max(*peak);
         }
         println!(
-            "  {:<28} {w:>8.3} {c:>8.3} {:>10.1}   ({:.2}x CSR)",
+            "  {:<24} {w:>8.3} {u:>8.2} {y:>8.2} {:>10.1}   ({:.2}x CSR)",
             "total",
             p as f64 / 1e6,
             p as f64 / csr_bytes as f64
@@ -172,6 +195,7 @@ fn main() -> Result<()> {
     let mut via_plan = false;
     let mut sequential = false;
     let mut threads = 0usize;
+    let mut repeat = 1usize;
     let mut it = args.iter();
     let value = |it: &mut std::slice::Iter<'_, String>, flag: &str| {
         it.next()
@@ -192,6 +216,12 @@ fn main() -> Result<()> {
                     .parse()
                     .map_err(|_| Error::invalid("--threads: a count"))?
             }
+            "--repeat" => {
+                repeat = value(&mut it, a)?
+                    .parse::<usize>()
+                    .map_err(|_| Error::invalid("--repeat: a count"))?
+                    .max(1)
+            }
             "--via-plan" => via_plan = true,
             "--sequential-permute" => sequential = true,
             _ if input.is_none() => input = Some(a.clone()),
@@ -199,7 +229,7 @@ fn main() -> Result<()> {
         }
     }
     let input = input.ok_or_else(|| {
-        Error::invalid("usage: plan INPUT [--cache BYTES] [--partitioner P]... [--val-bytes 4|8] [--threads N] [--via-plan | --sequential-permute]")
+        Error::invalid("usage: plan INPUT [--cache BYTES] [--partitioner P]... [--val-bytes 4|8] [--threads N] [--repeat N] [--via-plan | --sequential-permute]")
     })?;
     if partitioners.is_empty() {
         partitioners = vec![Partitioner::Kd, Partitioner::Columns];
@@ -251,66 +281,71 @@ fn main() -> Result<()> {
         let mut st = Stages {
             base,
             rows: Vec::new(),
+            at: 0,
         };
         let opts = ThrottleOptions::default()
             .with_cache(CacheSize::Bytes(cache))
             .with_partitioner(partitioner);
-        let graph = st.run("work graph", || {
-            fn twin<T: Copy + Default + Send + Sync>(csr: &Csr<f32>) -> Result<WorkGraph> {
-                let x = vec![T::default(); csr.ncols()];
-                let twin = Twin {
-                    ptr: csr.row_ptr(),
-                    col: csr.col_idx(),
-                    x: &x,
-                };
-                WorkGraph::from_kernel(&twin, csr.nrows())
-            }
-            if val_bytes == 8 {
-                twin::<f64>(&csr)
+        let mut k = 0;
+        for _ in 0..repeat {
+            st.at = 0;
+            let graph = st.run("work graph", || {
+                fn twin<T: Copy + Default + Send + Sync>(csr: &Csr<f32>) -> Result<WorkGraph> {
+                    let x = vec![T::default(); csr.ncols()];
+                    let twin = Twin {
+                        ptr: csr.row_ptr(),
+                        col: csr.col_idx(),
+                        x: &x,
+                    };
+                    WorkGraph::from_kernel(&twin, csr.nrows())
+                }
+                if val_bytes == 8 {
+                    twin::<f64>(&csr)
+                } else {
+                    twin::<f32>(&csr)
+                }
+            })?;
+            let partition = st.run("partition", || opts.partition(&graph, None, None))?;
+            k = partition.len();
+            if via_plan {
+                let plan = st.run("cache-fit plan", || CacheFitPlan::new(&graph, &partition))?;
+                let pm = st.run("part-major from plan", || PartMajor::new(&plan))?;
+                drop(plan);
+                drop(partition);
+                let fine = st.run("permute col+val", || {
+                    Ok((
+                        pm.permute_bytes(col_bytes, 4)?,
+                        pm.permute_bytes(val, val_bytes)?,
+                    ))
+                })?;
+                drop(fine);
+            } else if sequential {
+                let pm = st.run("part-major", || {
+                    PartMajor::from_partition(&graph, partition)
+                })?;
+                let fine = st.run("permute col+val (seq)", || {
+                    Ok((
+                        permute_bytes_sequential(col_bytes, 4, pm.fine_perm()),
+                        permute_bytes_sequential(val, val_bytes, pm.fine_perm()),
+                    ))
+                })?;
+                drop(fine);
             } else {
-                twin::<f32>(&csr)
+                let pm = st.run("part-major", || {
+                    PartMajor::from_partition(&graph, partition)
+                })?;
+                let fine = st.run("permute col+val", || {
+                    Ok((
+                        pm.permute_bytes(col_bytes, 4)?,
+                        pm.permute_bytes(val, val_bytes)?,
+                    ))
+                })?;
+                drop(fine);
             }
-        })?;
-        let partition = st.run("partition", || opts.partition(&graph, None, None))?;
-        let k = partition.len();
-        if via_plan {
-            let plan = st.run("cache-fit plan", || CacheFitPlan::new(&graph, &partition))?;
-            let pm = st.run("part-major from plan", || PartMajor::new(&plan))?;
-            drop(plan);
-            drop(partition);
-            let fine = st.run("permute col+val", || {
-                Ok((
-                    pm.permute_bytes(col_bytes, 4)?,
-                    pm.permute_bytes(val, val_bytes)?,
-                ))
-            })?;
-            drop(fine);
-        } else if sequential {
-            let pm = st.run("part-major", || {
-                PartMajor::from_partition(&graph, partition)
-            })?;
-            let fine = st.run("permute col+val (seq)", || {
-                Ok((
-                    permute_bytes_sequential(col_bytes, 4, pm.fine_perm()),
-                    permute_bytes_sequential(val, val_bytes, pm.fine_perm()),
-                ))
-            })?;
-            drop(fine);
-        } else {
-            let pm = st.run("part-major", || {
-                PartMajor::from_partition(&graph, partition)
-            })?;
-            let fine = st.run("permute col+val", || {
-                Ok((
-                    pm.permute_bytes(col_bytes, 4)?,
-                    pm.permute_bytes(val, val_bytes)?,
-                ))
-            })?;
-            drop(fine);
+            drop(graph);
         }
-        drop(graph);
         println!(
-            "{partitioner} at {}: {k} partitions; peak RSS {:.1} MB",
+            "{partitioner} at {}: {k} partitions; best of {repeat}; peak RSS {:.1} MB",
             CacheSize::Bytes(cache),
             peak_rss().unwrap_or(0) as f64 / 1e6
         );

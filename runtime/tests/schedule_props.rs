@@ -470,7 +470,16 @@ proptest! {
                 want.extend_from_slice(&src[o as usize * size..(o as usize + 1) * size]);
             }
             want.extend_from_slice(&src[m * size..]);
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+            // Piece by piece into a buffer: the same bytes.
+            let n = m + tail;
+            for (lo, hi) in [(0, n), (0, n / 2), (n / 3, n), (n / 2, n / 2), (n, n)] {
+                let mut piece = vec![0xeeu8; (hi - lo) * size];
+                direct.permute_bytes_into(&src, size, lo..hi, &mut piece).unwrap();
+                prop_assert_eq!(&piece[..], &want[lo * size..hi * size]);
+            }
+            prop_assert!(direct.permute_bytes_into(&src, size, 0..n + 1, &mut vec![0; (n + 1) * size]).is_err());
+            prop_assert!(direct.permute_bytes_into(&src, size, 0..n, &mut vec![0; n * size + 1]).is_err());
         }
         prop_assert!(direct.permute_bytes(&[0u8; 3], 2).is_err());
         prop_assert!(direct.permute_bytes(&[], 0).is_err());

@@ -19,7 +19,6 @@ use crate::error::to_u32;
 use crate::mem;
 use crate::{Error, Result};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// The number of column blocks of `n_gathered` elements when a block may
@@ -143,10 +142,7 @@ pub fn column_blocks(graph: &WorkGraphOf<'_>, capacity: u32) -> Result<Partition
         "the column blocks' per-range counters",
         ranges.len().saturating_mul(3 * nodes),
     )?;
-    let marks: Vec<AtomicU64> = (0..n_gathered.div_ceil(64))
-        .into_par_iter()
-        .map(|_| AtomicU64::new(0))
-        .collect();
+    let marking = par::Marking::new(n_gathered);
 
     // Pass 1: per range, tuples per block and distinct tasks per node (a
     // task is counted at a node when one of its tuples is the first to
@@ -157,23 +153,22 @@ pub fn column_blocks(graph: &WorkGraphOf<'_>, capacity: u32) -> Result<Partition
             let mut per_block = vec![0u32; k];
             let mut tasks = vec![0u32; nodes];
             let mut seen = vec![u32::MAX; nodes];
-            for t in r.clone() {
-                for &v in &gathered[ptr[t] as usize..ptr[t + 1] as usize] {
-                    let v = v as usize;
-                    let b = (v / width).min(k - 1);
-                    per_block[b] += 1;
-                    let mut node = shape.leaf[b];
-                    while node != u32::MAX && seen[node as usize] != t as u32 {
-                        seen[node as usize] = t as u32;
-                        tasks[node as usize] += 1;
-                        node = shape.parent[node as usize];
-                    }
-                    let (word, bit) = (&marks[v / 64], 1u64 << (v % 64));
-                    if word.load(Ordering::Relaxed) & bit == 0 {
-                        word.fetch_or(bit, Ordering::Relaxed);
+            marking.with(|bits| {
+                for t in r.clone() {
+                    for &v in &gathered[ptr[t] as usize..ptr[t + 1] as usize] {
+                        let v = v as usize;
+                        let b = (v / width).min(k - 1);
+                        per_block[b] += 1;
+                        let mut node = shape.leaf[b];
+                        while node != u32::MAX && seen[node as usize] != t as u32 {
+                            seen[node as usize] = t as u32;
+                            tasks[node as usize] += 1;
+                            node = shape.parent[node as usize];
+                        }
+                        bits.mark(v);
                     }
                 }
-            }
+            });
             (per_block, tasks)
         })
         .collect();
@@ -211,34 +206,16 @@ pub fn column_blocks(graph: &WorkGraphOf<'_>, capacity: u32) -> Result<Partition
             })?;
     }
 
+    let marks = marking.finish();
     // The tree: per node its tuples, summed distinct tasks, and the marked
     // gathered elements of its columns.
-    let marked = |cols: std::ops::Range<usize>| -> u32 {
-        let (lo, hi) = (cols.start.min(n_gathered), cols.end.min(n_gathered));
-        if lo >= hi {
-            return 0;
-        }
-        let (first, last) = (lo / 64, (hi - 1) / 64);
-        (first..=last)
-            .map(|w| {
-                let mut x = marks[w].load(Ordering::Relaxed);
-                if w == first {
-                    x &= u64::MAX << (lo % 64);
-                }
-                if w == last && hi - w * 64 < 64 {
-                    x &= (1u64 << (hi - w * 64)) - 1;
-                }
-                x.count_ones()
-            })
-            .sum()
-    };
     let pending: Vec<Pending> = (0..nodes)
         .map(|i| {
             let b = &shape.blocks[i];
             let (lo, hi) = (part_ptr[b.start], part_ptr[b.end]);
             let unique = Unique {
                 tasks: counted.iter().map(|(_, t)| t[i]).sum(),
-                gathered: marked(b.start * width..b.end * width),
+                gathered: marks.count(b.start * width, b.end * width),
             };
             if shape.right_offset[i] == 0 {
                 Pending::leaf(lo, hi, unique, shape.depth[i])

@@ -12,11 +12,14 @@
 //! spreads the chunks over its threads, and per-chunk results are combined
 //! in chunk order.
 
+use super::dbwp::Unique;
 use super::graph::WorkGraphOf;
 use crate::mem;
 use crate::{Error, Result};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(test)]
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 /// Subsets with at least this many tuples use the parallel passes: below
 /// it one core finishes a pass in about a millisecond, which the fixed
@@ -81,15 +84,58 @@ pub(crate) fn zeroed<T: ZeroValid>(what: &str, n: usize) -> Result<Vec<T>> {
             source_of_limit: "the allocator (it refused the request)".into(),
         });
     }
+    huge_pages(ptr.cast::<u8>(), layout.size());
     // SAFETY: `ptr` was allocated by the global allocator with the layout of
     // `n` `T`s (what `Vec<T>` with capacity `n` deallocates), and all its
     // bytes are zero, a valid `T` (`ZeroValid`).
     Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
+/// Asks the system to back a large fresh allocation with huge pages where
+/// it can (Linux `MADV_HUGEPAGE`): one fault per 2 MiB instead of per
+/// 4 KiB when the arrays are first touched. Advice only: ignored where
+/// transparent huge pages are off, and a no-op elsewhere.
+pub(crate) fn huge_pages(ptr: *mut u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        const MADV_HUGEPAGE: std::os::raw::c_int = 14;
+        extern "C" {
+            fn madvise(
+                addr: *mut std::ffi::c_void,
+                len: usize,
+                advice: std::os::raw::c_int,
+            ) -> std::os::raw::c_int;
+        }
+        if len < 2 * HUGE {
+            return;
+        }
+        // The whole huge pages inside the allocation.
+        let start = (ptr as usize).next_multiple_of(HUGE);
+        let end = (ptr as usize + len) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: the range lies inside one live allocation of ours;
+            // MADV_HUGEPAGE changes how its pages are backed, never their
+            // contents, and failure leaves them as they are.
+            unsafe {
+                madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
+}
+
 /// [`zeroed`] u32s.
 pub(crate) fn zeroed_u32(what: &str, n: usize) -> Result<Vec<u32>> {
     zeroed(what, n)
+}
+
+/// `dst` becomes `src` (same length), copied in parallel chunks.
+pub(crate) fn copy(dst: &mut [u32], src: &[u32]) {
+    dst.par_chunks_mut(CHUNK)
+        .zip(src.par_chunks(CHUNK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 /// `0, 1, ..., n - 1`, written in parallel.
@@ -104,56 +150,246 @@ pub(crate) fn iota(what: &str, n: u32) -> Result<Vec<u32>> {
     Ok(v)
 }
 
-/// Distinct tasks among ascending tuple ids. Each chunk counts its own
-/// distinct tasks; a task whose tuples straddle a chunk boundary is the
-/// last task of one chunk and the first of the next, and is counted once.
-pub(crate) fn count_tasks(g: &WorkGraphOf<'_>, ids: &[u32]) -> u32 {
-    let ptr = g.ptr();
-    let per_chunk: Vec<(u32, u32, u32)> = ids
-        .par_chunks(CHUNK)
-        .map(|c| {
-            let first = g.task_of(c[0]) as usize;
-            let (mut t, mut end, mut count) = (first, ptr[first + 1], 1u32);
-            for &id in &c[1..] {
-                if id >= end {
-                    t = super::dbwp::task_from(ptr, t, id);
-                    end = ptr[t + 1];
-                    count += 1;
-                }
-            }
-            (first as u32, t as u32, count)
-        })
-        .collect();
-    let total: u32 = per_chunk.iter().map(|c| c.2).sum();
-    let straddling = per_chunk.windows(2).filter(|w| w[0].1 == w[1].0).count() as u32;
-    total - straddling
+/// The distinct tasks of one chunk of ascending tuple ids: the first and
+/// last task and how many; `None` for no tuple.
+type TaskSpan = Option<(u32, u32, u32)>;
+
+/// Tracks the task of ascending tuple ids, counting distinct tasks.
+struct TaskCounter<'a> {
+    ptr: &'a [u32],
+    span: TaskSpan,
+    /// End of the current task's tuple range (0 before the first id, so
+    /// that the first id starts a task).
+    end: u32,
 }
 
-/// Distinct gathered elements among tuple ids: one shared bitset, a bit
-/// set (and counted) by the one `fetch_or` that finds it clear.
-pub(crate) fn count_gathered(g: &WorkGraphOf<'_>, ids: &[u32]) -> u32 {
-    let gathered = g.gathered();
-    let bits: Vec<AtomicU64> = (0..g.n_gathered().div_ceil(64))
-        .into_par_iter()
-        .map(|_| AtomicU64::new(0))
-        .collect();
-    ids.par_chunks(CHUNK)
-        .map(|c| {
-            let mut count = 0u32;
-            for &id in c {
-                let v = gathered[id as usize] as usize;
-                let (word, m) = (&bits[v / 64], 1u64 << (v % 64));
-                // A plain load first: most tuples find their bit set, and a
-                // load does not take the cache line exclusively.
-                if word.load(Ordering::Relaxed) & m == 0
-                    && word.fetch_or(m, Ordering::Relaxed) & m == 0
-                {
-                    count += 1;
-                }
+impl<'a> TaskCounter<'a> {
+    fn new(ptr: &'a [u32]) -> Self {
+        TaskCounter {
+            ptr,
+            span: None,
+            end: 0,
+        }
+    }
+
+    /// Takes the next tuple id (ascending): one comparison unless the id
+    /// starts another task.
+    #[inline(always)]
+    fn push(&mut self, id: u32) {
+        if id >= self.end {
+            self.next_task(id);
+        }
+    }
+
+    #[inline(never)]
+    fn next_task(&mut self, id: u32) {
+        let t = match self.span {
+            Some((_, last, _)) => super::dbwp::task_from(self.ptr, last as usize, id),
+            None => self.ptr.partition_point(|&p| p <= id) - 1,
+        };
+        self.end = self.ptr[t + 1];
+        self.span = Some(match self.span {
+            Some((first, _, count)) => (first, t as u32, count + 1),
+            None => (t as u32, t as u32, 1),
+        });
+    }
+}
+
+/// Distinct tasks over chunks in order: a task whose tuples straddle
+/// chunks is the last task of one and the first of the next non-empty one,
+/// and is counted once.
+fn join_spans(spans: impl IntoIterator<Item = TaskSpan>) -> u32 {
+    let (mut total, mut prev_last) = (0u32, None);
+    for (first, last, count) in spans.into_iter().flatten() {
+        total += count - u32::from(prev_last == Some(first));
+        prev_last = Some(last);
+    }
+    total
+}
+
+/// A set of gathered elements being marked by many threads: one private
+/// bitset per worker thread (plain stores, no atomics: a shared bitset
+/// would bounce its cache lines between the cores that set bits in them),
+/// joined by [`Marking::finish`].
+pub(crate) struct Marking {
+    /// Per worker thread (its rayon index; callers outside the pool share
+    /// the last slot, under its lock), allocated on first use.
+    slots: Vec<Mutex<Vec<u64>>>,
+    words: usize,
+}
+
+impl Marking {
+    /// The empty set over `n` gathered elements.
+    pub(crate) fn new(n: usize) -> Self {
+        Marking {
+            slots: (0..=rayon::current_num_threads())
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
+            words: n.div_ceil(64),
+        }
+    }
+
+    /// Runs `f` with this thread's bitset (`f` must not call into rayon).
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Bits<'_>) -> R) -> R {
+        let last = self.slots.len() - 1;
+        let slot = rayon::current_thread_index().map_or(last, |i| i.min(last));
+        let mut bits = self.slots[slot].lock().unwrap_or_else(|e| e.into_inner());
+        if bits.len() < self.words {
+            *bits = vec![0u64; self.words];
+        }
+        f(&mut Bits(&mut bits))
+    }
+
+    /// The union of the threads' sets.
+    pub(crate) fn finish(self) -> Marks {
+        let sets: Vec<Vec<u64>> = self
+            .slots
+            .into_iter()
+            .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .filter(|b| !b.is_empty())
+            .collect();
+        let words = (0..self.words)
+            .into_par_iter()
+            .with_min_len(1 << 12)
+            .map(|w| sets.iter().fold(0u64, |acc, s| acc | s[w]))
+            .collect();
+        Marks(words)
+    }
+}
+
+/// One thread's bitset of a [`Marking`].
+pub(crate) struct Bits<'a>(&'a mut [u64]);
+
+impl Bits<'_> {
+    /// Marks `v`.
+    #[inline]
+    pub(crate) fn mark(&mut self, v: usize) {
+        self.0[v / 64] |= 1u64 << (v % 64);
+    }
+}
+
+/// A set of gathered elements, as a bitset.
+pub(crate) struct Marks(Vec<u64>);
+
+impl Marks {
+    /// Elements marked in `self` or `other` (sets over the same elements).
+    pub(crate) fn union_count(&self, other: &Marks) -> u32 {
+        self.0
+            .par_iter()
+            .zip(other.0.par_iter())
+            .with_min_len(1 << 12)
+            .map(|(a, b)| (a | b).count_ones())
+            .sum()
+    }
+
+    /// Marked elements in `lo..hi`.
+    pub(crate) fn count(&self, lo: usize, hi: usize) -> u32 {
+        let hi = hi.min(self.0.len() * 64);
+        if lo >= hi {
+            return 0;
+        }
+        let (first, last) = (lo / 64, (hi - 1) / 64);
+        let edge = |w: usize| {
+            let mut x = self.0[w];
+            if w == first {
+                x &= u64::MAX << (lo % 64);
             }
-            count
+            if w == last && hi - w * 64 < 64 {
+                x &= (1u64 << (hi - w * 64)) - 1;
+            }
+            x.count_ones()
+        };
+        if first == last {
+            return edge(first);
+        }
+        edge(first)
+            + edge(last)
+            + self.0[first + 1..last]
+                .par_iter()
+                .with_min_len(1 << 12)
+                .map(|x| x.count_ones())
+                .sum::<u32>()
+    }
+}
+
+/// What counting a subset leaves for its gathered cut: the set of its
+/// gathered elements (the halves' gathered elements are counted from it)
+/// and the histogram of their high bits (the median's first digit).
+pub(crate) struct Tally {
+    pub marks: Marks,
+    top: Vec<u32>,
+}
+
+/// Bits of one digit of the radix select: 2,048 counters, 8 KiB, stay in
+/// a core's L1 cache while a pass increments them at random.
+const DIGIT_BITS: u32 = 11;
+
+/// The radix select's first digit: the high [`DIGIT_BITS`] bits of the
+/// gathered indices (all of them when they have fewer); returns the
+/// number of low bits below the digit and the digit's bucket count.
+fn top_digit(n_gathered: usize) -> (u32, usize) {
+    let top = (n_gathered as u64).saturating_sub(1);
+    let bits = 64 - top.leading_zeros();
+    let lo_bits = bits.saturating_sub(DIGIT_BITS);
+    (lo_bits, 1 << (bits - lo_bits))
+}
+
+/// Unique vertices of ascending tuple ids in one pass; with `tally`, also
+/// the subset's [`Tally`] for a gathered cut (the histogram costs one
+/// increment in a core's cache per tuple, a pass of its own would cost
+/// another read of the subset).
+pub(crate) fn count_unique(
+    g: &WorkGraphOf<'_>,
+    ids: &[u32],
+    tally: bool,
+) -> (Unique, Option<Tally>) {
+    let gathered = g.gathered();
+    let marking = Marking::new(g.n_gathered());
+    let (lo_bits, buckets) = top_digit(g.n_gathered());
+    type Acc = (Vec<TaskSpan>, Vec<u32>);
+    let (spans, top): Acc = ids
+        .par_chunks(CHUNK)
+        .fold(
+            || {
+                (
+                    Vec::new(),
+                    if tally {
+                        vec![0u32; buckets]
+                    } else {
+                        Vec::new()
+                    },
+                )
+            },
+            |(mut spans, mut top), c| {
+                let mut tc = TaskCounter::new(g.ptr());
+                marking.with(|bits| {
+                    for &id in c {
+                        tc.push(id);
+                        let v = gathered[id as usize];
+                        bits.mark(v as usize);
+                        if tally {
+                            top[(v >> lo_bits) as usize] += 1;
+                        }
+                    }
+                });
+                spans.push(tc.span);
+                (spans, top)
+            },
+        )
+        .reduce_with(|(mut a, mut ta), (b, tb)| {
+            a.extend(b);
+            for (x, y) in ta.iter_mut().zip(&tb) {
+                *x += y;
+            }
+            (a, ta)
         })
-        .sum()
+        .unwrap_or_default();
+    let marks = marking.finish();
+    let unique = Unique {
+        tasks: join_spans(spans),
+        gathered: marks.count(0, g.n_gathered()),
+    };
+    (unique, tally.then_some(Tally { marks, top }))
 }
 
 /// Per-chunk histograms of `digit(v)` over the gathered indices `v` of
@@ -201,58 +437,65 @@ fn bucket_of_rank(h: &[u32], r: usize) -> (usize, usize) {
     (h.len().saturating_sub(1), below)
 }
 
-/// The gathered index at rank `len / 2` among `ids` (what
-/// `select_nth_unstable(len / 2)` over their gathered indices finds), with
-/// the number of tuples reading less than it and reading it: a radix
-/// select, one histogram of the high 16 bits, then one of the low bits
-/// inside the median's bucket.
-pub(crate) fn median_gathered(g: &WorkGraphOf<'_>, ids: &[u32]) -> (u32, usize, usize) {
-    let r = ids.len() / 2;
-    let top = (g.n_gathered() as u64).saturating_sub(1);
-    let bits = 64 - top.leading_zeros();
-    let lo_bits = bits.saturating_sub(16);
-    let h1 = histogram(
-        g,
-        ids,
-        1 << (bits - lo_bits),
-        |_| true,
-        |v| (v >> lo_bits) as usize,
-    );
-    let (d1, below1) = bucket_of_rank(&h1, r);
-    if lo_bits == 0 {
-        return (d1 as u32, below1, h1[d1] as usize);
-    }
-    let mask = (1u32 << lo_bits) - 1;
-    let h2 = histogram(
-        g,
-        ids,
-        1 << lo_bits,
-        |v| (v >> lo_bits) as usize == d1,
-        |v| (v & mask) as usize,
-    );
-    let (d2, below2) = bucket_of_rank(&h2, r - below1);
-    (
-        ((d1 as u32) << lo_bits) | d2 as u32,
-        below1 + below2,
-        h2[d2] as usize,
-    )
+/// The median gathered index of a subset and how its chunks hold it.
+pub(crate) struct MedianCut {
+    /// The gathered index at rank `len / 2` (what `select_nth_unstable(len
+    /// / 2)` over the gathered indices finds).
+    pub pivot: u32,
+    /// Tuples reading less than `pivot`.
+    pub lt: usize,
+    /// Tuples reading `pivot`.
+    pub eq: usize,
+    /// Per chunk of [`CHUNK`] ids: tuples reading less, reading `pivot`.
+    chunks: Vec<(usize, usize)>,
 }
 
-/// Stable partition of `ids` around gathered index `pivot`: tuples reading
-/// less go left, more go right, and of those reading `pivot` the first
-/// `eq_left` (in order) go left. Every chunk counts its tuples per side,
-/// then writes them at its offsets into `scratch`, which is copied back.
-/// Returns the left side's length.
-pub(crate) fn partition_gathered(
-    g: &WorkGraphOf<'_>,
-    ids: &mut [u32],
-    scratch: &mut [u32],
-    pivot: u32,
-    eq_left: usize,
-) -> usize {
+/// The median gathered index of `ids` by a radix select: a histogram of
+/// the high bits of the gathered indices ([`DIGIT_BITS`] of them) finds
+/// the median's bucket; then, when the bucket holds few tuples (the usual
+/// case), one pass collects per chunk the tuples below the bucket and the
+/// low bits of those inside it, and the median is selected among the
+/// latter: two passes in all, with the per-chunk counts the partition
+/// needs. A bucket of many tuples (a few gathered elements read by most
+/// tuples) is refined digit by digit, a histogram pass each, then counted
+/// per chunk.
+///
+/// `top`, the subset's [`Tally`], saves the first digit's pass.
+pub(crate) fn median_cut(g: &WorkGraphOf<'_>, ids: &[u32], top: Option<&Tally>) -> MedianCut {
     let gathered = g.gathered();
-    let n = ids.len();
-    let counts: Vec<(usize, usize)> = ids
+    let r = ids.len() / 2;
+    let (mut lo_bits, buckets) = top_digit(g.n_gathered());
+    let counted_top;
+    let h1: &[u32] = match top {
+        Some(t) => &t.top,
+        None => {
+            counted_top = histogram(g, ids, buckets, |_| true, |v| (v >> lo_bits) as usize);
+            &counted_top
+        }
+    };
+    let (d1, mut below) = bucket_of_rank(h1, r);
+    // The median's bits above `lo_bits`, and the tuples in its bucket.
+    let (mut prefix, mut inside) = (d1 as u32, h1[d1] as usize);
+    while lo_bits > 0 {
+        if inside <= ids.len() / 16 {
+            return select_in_bucket(g, ids, prefix, lo_bits, below, r);
+        }
+        let step = lo_bits.min(DIGIT_BITS);
+        let next = lo_bits - step;
+        let mask = (1u32 << step) - 1;
+        let h = histogram(
+            g,
+            ids,
+            1 << step,
+            |v| v >> lo_bits == prefix,
+            |v| ((v >> next) & mask) as usize,
+        );
+        let (d, b) = bucket_of_rank(&h, r - below);
+        (prefix, inside, below, lo_bits) =
+            ((prefix << step) | d as u32, h[d] as usize, below + b, next);
+    }
+    let pivot = prefix;
+    let chunks = ids
         .par_chunks(CHUNK)
         .map(|c| {
             let (mut lt, mut eq) = (0usize, 0usize);
@@ -264,9 +507,90 @@ pub(crate) fn partition_gathered(
             (lt, eq)
         })
         .collect();
+    MedianCut {
+        pivot,
+        lt: below,
+        eq: inside,
+        chunks,
+    }
+}
+
+/// The rest of [`median_cut`] when the median's bucket (the gathered
+/// indices whose bits above `lo_bits` are `prefix`, `below` tuples under
+/// it) holds few tuples: one pass collects them per chunk, with the
+/// tuples below the bucket, and the median (rank `r`) is selected among
+/// the collected ones.
+fn select_in_bucket(
+    g: &WorkGraphOf<'_>,
+    ids: &[u32],
+    prefix: u32,
+    lo_bits: u32,
+    below: usize,
+    r: usize,
+) -> MedianCut {
+    let gathered = g.gathered();
+    let per_chunk: Vec<(usize, Vec<u32>)> = ids
+        .par_chunks(CHUNK)
+        .map(|c| {
+            let (mut under, mut bucket) = (0usize, Vec::new());
+            for &id in c {
+                let v = gathered[id as usize];
+                let d = v >> lo_bits;
+                under += usize::from(d < prefix);
+                if d == prefix {
+                    bucket.push(v);
+                }
+            }
+            (under, bucket)
+        })
+        .collect();
+    let mut all: Vec<u32> = per_chunk.iter().flat_map(|c| c.1.iter().copied()).collect();
+    let (_, &mut pivot, _) = all.select_nth_unstable(r - below);
+    let lt = below + all.iter().filter(|&&v| v < pivot).count();
+    let eq = all.iter().filter(|&&v| v == pivot).count();
+    let chunks = per_chunk
+        .par_iter()
+        .map(|(under, bucket)| {
+            let lt = bucket.iter().filter(|&&v| v < pivot).count();
+            let eq = bucket.iter().filter(|&&v| v == pivot).count();
+            (under + lt, eq)
+        })
+        .collect();
+    MedianCut {
+        pivot,
+        lt,
+        eq,
+        chunks,
+    }
+}
+
+/// The halves of a gathered cut: the left one's length and both halves'
+/// distinct tasks.
+pub(crate) struct Halves {
+    pub left: usize,
+    pub tasks: [u32; 2],
+}
+
+/// Stable partition of `ids` around `cut.pivot` into `scratch` (the
+/// first `ids.len()` entries; `ids` is left as it was): tuples reading
+/// less go left, more go right, and of those reading `pivot` the first
+/// `eq_left` (in order) go left. Every chunk writes its tuples at its
+/// offsets (from the cut's per-chunk counts), counting each half's
+/// distinct tasks on the way.
+pub(crate) fn partition_gathered(
+    g: &WorkGraphOf<'_>,
+    ids: &[u32],
+    scratch: &mut [u32],
+    cut: &MedianCut,
+    eq_left: usize,
+) -> Halves {
+    let gathered = g.gathered();
+    let n = ids.len();
+    let pivot = cut.pivot;
     // Each chunk's share of the pivot's tuples that go left, in order.
     let mut eq_rest = eq_left;
-    let shares: Vec<(usize, usize)> = counts
+    let shares: Vec<(usize, usize)> = cut
+        .chunks
         .iter()
         .map(|&(lt, eq)| {
             let e = eq.min(eq_rest);
@@ -285,10 +609,12 @@ pub(crate) fn partition_gathered(
         (lrest, rrest) = (lt, rt);
         outs.push((l, r, e));
     }
-    ids.par_chunks(CHUNK)
+    let spans: Vec<[TaskSpan; 2]> = ids
+        .par_chunks(CHUNK)
         .zip(outs.into_par_iter())
-        .for_each(|(c, (l, r, mut e))| {
+        .map(|(c, (l, r, mut e))| {
             let (mut wl, mut wr) = (0, 0);
+            let (mut tl, mut tr) = (TaskCounter::new(g.ptr()), TaskCounter::new(g.ptr()));
             for &id in c {
                 let v = gathered[id as usize];
                 let go_left = if v == pivot {
@@ -301,16 +627,23 @@ pub(crate) fn partition_gathered(
                 if go_left {
                     l[wl] = id;
                     wl += 1;
+                    tl.push(id);
                 } else {
                     r[wr] = id;
                     wr += 1;
+                    tr.push(id);
                 }
             }
-        });
-    ids.par_chunks_mut(CHUNK)
-        .zip(scratch[..n].par_chunks(CHUNK))
-        .for_each(|(d, s)| d.copy_from_slice(s));
-    left
+            [tl.span, tr.span]
+        })
+        .collect();
+    Halves {
+        left,
+        tasks: [
+            join_spans(spans.iter().map(|s| s[0])),
+            join_spans(spans.iter().map(|s| s[1])),
+        ],
+    }
 }
 
 #[cfg(test)]
@@ -318,7 +651,10 @@ mod tests {
     use super::*;
     use crate::partition::WorkGraph;
 
-    fn graph(n_tasks: usize, n_gathered: usize, len: usize, seed: u64) -> WorkGraph {
+    /// Random tasks of up to `len` tuples; 30 % of reads go to gathered
+    /// elements 0..4, and with `hub`, 60 % to element `n_gathered / 3`
+    /// (the median's bucket then holds most tuples).
+    fn graph(n_tasks: usize, n_gathered: usize, len: usize, seed: u64, hub: bool) -> WorkGraph {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut ptr = vec![0u32];
@@ -327,7 +663,9 @@ mod tests {
             let l = rng.random_range(0..=len);
             // Skewed: a few gathered elements take most reads.
             for _ in 0..l {
-                let v = if rng.random_bool(0.3) {
+                let v = if hub && rng.random_bool(0.6) {
+                    n_gathered / 3
+                } else if rng.random_bool(0.3) {
                     rng.random_range(0..4.min(n_gathered))
                 } else {
                     rng.random_range(0..n_gathered)
@@ -345,30 +683,48 @@ mod tests {
             .num_threads(4)
             .build()
             .unwrap();
-        for (n_gathered, seed) in [(1, 1), (7, 2), (300, 3), (1 << 17, 4), (100_000, 5)] {
-            let g = graph(20_000, n_gathered, 40, seed);
+        for (n_gathered, seed, hub) in [
+            (1, 1, false),
+            (7, 2, false),
+            (300, 3, false),
+            (1 << 17, 4, false),
+            (100_000, 5, false),
+            (100_000, 6, true),
+            (1 << 23, 7, true),
+            (3 << 21, 8, false),
+        ] {
+            let g = graph(20_000, n_gathered, 40, seed, hub);
             let m = g.n_tuples() as u32;
             // Every other tuple, ascending: chunks straddle tasks.
             let ids: Vec<u32> = (0..m).filter(|i| i % 3 != 1).collect();
             pool.install(|| {
+                let (u, tally) = count_unique(&g, &ids, true);
+                let tally = tally.unwrap();
+                assert_eq!(u, count_unique(&g, &ids, false).0);
                 assert_eq!(
-                    count_tasks(&g, &ids),
-                    super::super::dbwp::count_tasks(&g, &ids)
+                    u,
+                    Unique {
+                        tasks: super::super::dbwp::count_tasks(&g, &ids),
+                        gathered: super::super::dbwp::count_gathered(&g, &ids)
+                    }
                 );
+                let marks = &tally.marks;
+                assert_eq!(marks.count(0, n_gathered), u.gathered);
+                let cut = median_cut(&g, &ids, Some(&tally));
+                let again = median_cut(&g, &ids, None);
                 assert_eq!(
-                    count_gathered(&g, &ids),
-                    super::super::dbwp::count_gathered(&g, &ids)
+                    (cut.pivot, cut.lt, cut.eq, &cut.chunks),
+                    (again.pivot, again.lt, again.eq, &again.chunks)
                 );
-                let (pivot, lt, eq) = median_gathered(&g, &ids);
+                let (pivot, lt, eq) = (cut.pivot, cut.lt, cut.eq);
                 let mut cols: Vec<u32> = ids.iter().map(|&i| g.gathered()[i as usize]).collect();
                 cols.sort_unstable();
                 assert_eq!(pivot, cols[ids.len() / 2]);
                 assert_eq!(lt, cols.iter().filter(|&&c| c < pivot).count());
                 assert_eq!(eq, cols.iter().filter(|&&c| c == pivot).count());
                 for eq_left in [0, eq / 2, eq] {
-                    let mut a = ids.clone();
-                    let mut sa = vec![0; a.len()];
-                    let la = partition_gathered(&g, &mut a, &mut sa, pivot, eq_left);
+                    let mut a = vec![0; ids.len()];
+                    let halves = partition_gathered(&g, &ids, &mut a, &cut, eq_left);
                     let mut b = ids.clone();
                     let mut sb = vec![0; b.len()];
                     let mut e = eq_left;
@@ -382,7 +738,25 @@ mod tests {
                             v < pivot
                         }
                     });
-                    assert_eq!((la, &a), (lb, &b));
+                    assert_eq!((halves.left, &a), (lb, &b));
+                    let (l, r) = b.split_at(lb);
+                    assert_eq!(
+                        halves.tasks,
+                        [
+                            super::super::dbwp::count_tasks(&g, l),
+                            super::super::dbwp::count_tasks(&g, r)
+                        ]
+                    );
+                    // The halves' gathered elements from the marks.
+                    let gl = marks.count(0, pivot as usize) + u32::from(eq_left > 0);
+                    let gr = marks.count(pivot as usize + 1, n_gathered) + u32::from(eq_left < eq);
+                    assert_eq!(
+                        [gl, gr],
+                        [
+                            super::super::dbwp::count_gathered(&g, l),
+                            super::super::dbwp::count_gathered(&g, r)
+                        ]
+                    );
                 }
             });
         }

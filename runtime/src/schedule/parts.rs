@@ -343,58 +343,142 @@ impl PartMajor {
     /// A size of 0, a byte length that is not a multiple of `size`, fewer
     /// elements than fine tasks, or a copy beyond the memory limit.
     pub fn permute_bytes(&self, src: &[u8], size: usize) -> Result<Vec<u8>> {
+        let n = self.check_bytes(src, size)?;
+        let mut out: Vec<u8> = Vec::new();
+        mem::try_reserve(&mut out, src.len(), "the part-major copy of a fine array")?;
+        par::huge_pages(out.as_mut_ptr(), out.capacity());
+        permute_into(
+            src,
+            size,
+            &self.fine_perm,
+            0..n,
+            &mut out.spare_capacity_mut()[..src.len()],
+        );
+        // SAFETY: `permute_into` wrote every byte of `0..src.len()`: the
+        // elements at positions `0..n`, `size` bytes each.
+        unsafe { out.set_len(src.len()) };
+        Ok(out)
+    }
+
+    /// Elements `positions` (of `size` bytes each) of
+    /// [`permute_bytes`](Self::permute_bytes)`(src, size)`, written into
+    /// `dst` (`positions.len() * size` bytes): the part-major copy made
+    /// piece by piece into a buffer the caller keeps (a pinned staging
+    /// buffer reused for every piece of an upload, say), without a fresh
+    /// array of the whole length.
+    ///
+    /// ```
+    /// use warpfit_runtime::partition::{column_blocks, WorkGraph};
+    /// use warpfit_runtime::schedule::PartMajor;
+    /// use warpfit_runtime::Csr;
+    ///
+    /// let a = Csr::new(3, 6, vec![0, 4, 4, 6], vec![0, 5, 1, 4, 5, 0], vec![1.0f32; 6])?;
+    /// let graph = WorkGraph::from_csr(&a)?;
+    /// let parts = PartMajor::from_partition(&graph, column_blocks(&graph, 3)?)?;
+    /// let bytes: Vec<u8> = a.col_idx().iter().flat_map(|c| c.to_ne_bytes()).collect();
+    /// let whole = parts.permute_bytes(&bytes, 4)?;
+    /// let mut piece = [0u8; 8];
+    /// parts.permute_bytes_into(&bytes, 4, 2..4, &mut piece)?;
+    /// assert_eq!(piece, whole[8..16]);
+    /// # Ok::<(), warpfit_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`permute_bytes`](Self::permute_bytes), and positions past the
+    /// array or a `dst` of another length.
+    pub fn permute_bytes_into(
+        &self,
+        src: &[u8],
+        size: usize,
+        positions: std::ops::Range<usize>,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let n = self.check_bytes(src, size)?;
+        if positions.start > positions.end || positions.end > n {
+            return Err(Error::invalid(format!(
+                "positions {}..{} of a fine array of {n} elements",
+                positions.start, positions.end
+            )));
+        }
+        if dst.len() != positions.len() * size {
+            return Err(Error::length(
+                "part-major piece (bytes = positions x element size)",
+                positions.len() * size,
+                dst.len(),
+            ));
+        }
+        // SAFETY: `MaybeUninit<u8>` has the layout of `u8`, and
+        // `permute_into` only writes initialized bytes, so `dst` stays
+        // initialized.
+        let dst = unsafe { &mut *(dst as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
+        permute_into(src, size, &self.fine_perm, positions, dst);
+        Ok(())
+    }
+
+    /// Checks a fine array of `size`-byte elements against the layout;
+    /// returns its element count.
+    fn check_bytes(&self, src: &[u8], size: usize) -> Result<usize> {
         if size == 0 || src.len() % size != 0 {
             return Err(Error::invalid(format!(
                 "a fine array of {} bytes is not made of {size}-byte elements",
                 src.len()
             )));
         }
-        let perm = &self.fine_perm;
-        if perm.len() > src.len() / size {
+        let n = src.len() / size;
+        if self.fine_perm.len() > n {
             return Err(Error::invalid(format!(
-                "a fine array of {} elements is shorter than the {} fine tasks its kernel's ranges cover",
-                src.len() / size,
-                perm.len()
+                "a fine array of {n} elements is shorter than the {} fine tasks its kernel's ranges cover",
+                self.fine_perm.len()
             )));
         }
-        let mut out: Vec<u8> = Vec::new();
-        mem::try_reserve(&mut out, src.len(), "the part-major copy of a fine array")?;
-        let (head, tail) = out.spare_capacity_mut()[..src.len()].split_at_mut(perm.len() * size);
-        match size {
-            1 => gather::<1>(src, perm, head),
-            2 => gather::<2>(src, perm, head),
-            4 => gather::<4>(src, perm, head),
-            8 => gather::<8>(src, perm, head),
-            16 => gather::<16>(src, perm, head),
-            _ => head
-                .par_chunks_mut(size * GATHER_CHUNK)
-                .zip(perm.par_chunks(GATHER_CHUNK))
-                .for_each(|(dst, idx)| {
-                    for (d, &p) in dst.chunks_exact_mut(size).zip(idx) {
-                        let s = &src[p as usize * size..(p as usize + 1) * size];
-                        for (d, &b) in d.iter_mut().zip(s) {
-                            d.write(b);
-                        }
-                    }
-                }),
-        }
-        tail.par_chunks_mut(GATHER_CHUNK)
-            .zip(src[perm.len() * size..].par_chunks(GATHER_CHUNK))
-            .for_each(|(d, s)| {
-                for (d, &b) in d.iter_mut().zip(s) {
-                    d.write(b);
-                }
-            });
-        // SAFETY: every byte of `0..src.len()` was written just above: the
-        // head element by element (`perm.len()` elements of `size` bytes,
-        // each from an element of `src` in bounds), the tail byte by byte.
-        unsafe { out.set_len(src.len()) };
-        Ok(out)
+        Ok(n)
     }
 }
 
 /// Positions per chunk of a parallel byte permutation.
 const GATHER_CHUNK: usize = 1 << 14;
+
+/// Writes positions `positions` of the permuted array into `dst`
+/// (`positions.len() * size` bytes, every one written): position `i`
+/// takes element `perm[i]` of `src` (`size`-byte elements), or element
+/// `i` itself past `perm`. In parallel; element sizes of 1, 2, 4, 8 and
+/// 16 bytes copy as one load and store.
+fn permute_into(
+    src: &[u8],
+    size: usize,
+    perm: &[u32],
+    positions: std::ops::Range<usize>,
+    dst: &mut [std::mem::MaybeUninit<u8>],
+) {
+    let split = positions.end.min(perm.len()).max(positions.start);
+    let (head, tail) = dst.split_at_mut((split - positions.start) * size);
+    let perm = perm.get(positions.start..split).unwrap_or(&[]);
+    match size {
+        1 => gather::<1>(src, perm, head),
+        2 => gather::<2>(src, perm, head),
+        4 => gather::<4>(src, perm, head),
+        8 => gather::<8>(src, perm, head),
+        16 => gather::<16>(src, perm, head),
+        _ => head
+            .par_chunks_mut(size * GATHER_CHUNK)
+            .zip(perm.par_chunks(GATHER_CHUNK))
+            .for_each(|(dst, idx)| {
+                for (d, &p) in dst.chunks_exact_mut(size).zip(idx) {
+                    let s = &src[p as usize * size..(p as usize + 1) * size];
+                    for (d, &b) in d.iter_mut().zip(s) {
+                        d.write(b);
+                    }
+                }
+            }),
+    }
+    tail.par_chunks_mut(GATHER_CHUNK)
+        .zip(src[split * size..positions.end * size].par_chunks(GATHER_CHUNK))
+        .for_each(|(d, s)| {
+            for (d, &b) in d.iter_mut().zip(s) {
+                d.write(b);
+            }
+        });
+}
 
 /// `dst` element `i` (of `N` bytes) = `src` element `perm[i]`, in parallel.
 fn gather<const N: usize>(src: &[u8], perm: &[u32], dst: &mut [std::mem::MaybeUninit<u8>]) {

@@ -287,69 +287,79 @@ fn main() -> Result<()> {
             .with_cache(CacheSize::Bytes(cache))
             .with_partitioner(partitioner);
         let mut k = 0;
-        for _ in 0..repeat {
-            st.at = 0;
-            let graph = st.run("work graph", || {
-                fn twin<T: Copy + Default + Send + Sync>(csr: &Csr<f32>) -> Result<WorkGraph> {
-                    let x = vec![T::default(); csr.ncols()];
-                    let twin = Twin {
-                        ptr: csr.row_ptr(),
-                        col: csr.col_idx(),
-                        x: &x,
-                    };
-                    WorkGraph::from_kernel(&twin, csr.nrows())
-                }
-                if val_bytes == 8 {
-                    twin::<f64>(&csr)
+        // A stage that fails (a layout beyond the memory limit) ends this
+        // partitioner's runs; what was measured is still printed.
+        let mut outcome = || -> Result<()> {
+            for _ in 0..repeat {
+                st.at = 0;
+                let graph = st.run("work graph", || {
+                    fn twin<T: Copy + Default + Send + Sync>(csr: &Csr<f32>) -> Result<WorkGraph> {
+                        let x = vec![T::default(); csr.ncols()];
+                        let twin = Twin {
+                            ptr: csr.row_ptr(),
+                            col: csr.col_idx(),
+                            x: &x,
+                        };
+                        WorkGraph::from_kernel(&twin, csr.nrows())
+                    }
+                    if val_bytes == 8 {
+                        twin::<f64>(&csr)
+                    } else {
+                        twin::<f32>(&csr)
+                    }
+                })?;
+                let partition = st.run("partition", || opts.partition(&graph, None, None))?;
+                k = partition.len();
+                if via_plan {
+                    let plan =
+                        st.run("cache-fit plan", || CacheFitPlan::new(&graph, &partition))?;
+                    let pm = st.run("part-major from plan", || PartMajor::new(&plan))?;
+                    drop(plan);
+                    drop(partition);
+                    let fine = st.run("permute col+val", || {
+                        Ok((
+                            pm.permute_bytes(col_bytes, 4)?,
+                            pm.permute_bytes(val, val_bytes)?,
+                        ))
+                    })?;
+                    drop(fine);
+                } else if sequential {
+                    let pm = st.run("part-major", || {
+                        PartMajor::from_partition(&graph, partition)
+                    })?;
+                    let fine = st.run("permute col+val (seq)", || {
+                        Ok((
+                            permute_bytes_sequential(col_bytes, 4, pm.fine_perm()),
+                            permute_bytes_sequential(val, val_bytes, pm.fine_perm()),
+                        ))
+                    })?;
+                    drop(fine);
                 } else {
-                    twin::<f32>(&csr)
+                    let pm = st.run("part-major", || {
+                        PartMajor::from_partition(&graph, partition)
+                    })?;
+                    let fine = st.run("permute col+val", || {
+                        Ok((
+                            pm.permute_bytes(col_bytes, 4)?,
+                            pm.permute_bytes(val, val_bytes)?,
+                        ))
+                    })?;
+                    drop(fine);
                 }
-            })?;
-            let partition = st.run("partition", || opts.partition(&graph, None, None))?;
-            k = partition.len();
-            if via_plan {
-                let plan = st.run("cache-fit plan", || CacheFitPlan::new(&graph, &partition))?;
-                let pm = st.run("part-major from plan", || PartMajor::new(&plan))?;
-                drop(plan);
-                drop(partition);
-                let fine = st.run("permute col+val", || {
-                    Ok((
-                        pm.permute_bytes(col_bytes, 4)?,
-                        pm.permute_bytes(val, val_bytes)?,
-                    ))
-                })?;
-                drop(fine);
-            } else if sequential {
-                let pm = st.run("part-major", || {
-                    PartMajor::from_partition(&graph, partition)
-                })?;
-                let fine = st.run("permute col+val (seq)", || {
-                    Ok((
-                        permute_bytes_sequential(col_bytes, 4, pm.fine_perm()),
-                        permute_bytes_sequential(val, val_bytes, pm.fine_perm()),
-                    ))
-                })?;
-                drop(fine);
-            } else {
-                let pm = st.run("part-major", || {
-                    PartMajor::from_partition(&graph, partition)
-                })?;
-                let fine = st.run("permute col+val", || {
-                    Ok((
-                        pm.permute_bytes(col_bytes, 4)?,
-                        pm.permute_bytes(val, val_bytes)?,
-                    ))
-                })?;
-                drop(fine);
+                drop(graph);
             }
-            drop(graph);
-        }
+            Ok(())
+        };
+        let outcome = outcome();
         println!(
             "{partitioner} at {}: {k} partitions; best of {repeat}; peak RSS {:.1} MB",
             CacheSize::Bytes(cache),
             peak_rss().unwrap_or(0) as f64 / 1e6
         );
         st.print(csr_bytes);
+        if let Err(e) = outcome {
+            println!("  stopped: {e}");
+        }
     }
     Ok(())
 }

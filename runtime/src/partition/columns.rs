@@ -53,6 +53,38 @@ pub(crate) fn task_ranges(ptr: &[u32], pieces: usize) -> Vec<std::ops::Range<usi
     bounds.windows(2).map(|w| w[0]..w[1]).collect()
 }
 
+/// Division of u32s by one divisor, as a multiplication: with `c =
+/// ceil(2^64 / d)`, `n / d` is the high 64 bits of `c * n` for every u32
+/// `n` (Lemire, Kaser and Kurz, *Faster remainder by direct computation*,
+/// 2019). A hardware division per tuple costs more than the rest of a
+/// counting pass's work on it.
+#[derive(Clone, Copy)]
+struct Divider {
+    /// `ceil(2^64 / d)`, or 0 for `d = 1`.
+    c: u64,
+}
+
+impl Divider {
+    fn new(d: u32) -> Self {
+        Divider {
+            c: if d <= 1 {
+                0
+            } else {
+                u64::MAX / u64::from(d) + 1
+            },
+        }
+    }
+
+    #[inline]
+    fn div(self, n: u32) -> u32 {
+        if self.c == 0 {
+            n
+        } else {
+            ((u128::from(self.c) * u128::from(n)) >> 64) as u32
+        }
+    }
+}
+
 /// The balanced tree over `k` blocks in preorder: per node its blocks and
 /// depth, the offset of its right child (0 for a leaf) and its parent.
 struct Shape {
@@ -131,7 +163,8 @@ pub fn column_blocks(graph: &WorkGraphOf<'_>, capacity: u32) -> Result<Partition
     }
     let ptr = graph.ptr();
     let gathered = graph.gathered();
-    let block = |id: usize| (gathered[id] as usize / width).min(k - 1);
+    let div = Divider::new(width as u32);
+    let block = |id: usize| (div.div(gathered[id]) as usize).min(k - 1);
     let shape = Shape::new(k);
     let nodes = shape.blocks.len();
     // Ranges of whole tasks, a few per thread, fewer when the per-range
@@ -157,7 +190,7 @@ pub fn column_blocks(graph: &WorkGraphOf<'_>, capacity: u32) -> Result<Partition
                 for t in r.clone() {
                     for &v in &gathered[ptr[t] as usize..ptr[t + 1] as usize] {
                         let v = v as usize;
-                        let b = (v / width).min(k - 1);
+                        let b = (div.div(v as u32) as usize).min(k - 1);
                         per_block[b] += 1;
                         let mut node = shape.leaf[b];
                         while node != u32::MAX && seen[node as usize] != t as u32 {
@@ -275,6 +308,31 @@ mod tests {
             let n = &t.nodes()[leaf as usize];
             assert_eq!(n.leaves, b as u32..b as u32 + 1);
             assert_eq!((n.lo, n.hi), (p.part_ptr()[b], p.part_ptr()[b + 1]));
+        }
+    }
+
+    #[test]
+    fn division_by_multiplication_is_exact() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let mut divisors = vec![1u32, 2, 3, 7, 64, 1000, 6_553_600, u32::MAX - 1, u32::MAX];
+        divisors.extend((0..200).map(|_| rng.random_range(1..=u32::MAX)));
+        for d in divisors {
+            let div = Divider::new(d);
+            let mut ns = vec![
+                0u32,
+                1,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                u32::MAX,
+                u32::MAX - 1,
+            ];
+            ns.extend((0..500).map(|_| rng.random::<u32>()));
+            ns.extend((1..50u32).map(|q| q.saturating_mul(d).saturating_sub(1)));
+            for n in ns {
+                assert_eq!(div.div(n), n / d, "{n} / {d}");
+            }
         }
     }
 

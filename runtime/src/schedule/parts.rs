@@ -216,35 +216,47 @@ impl PartMajor {
         }
         let ptr_len = Self::check(n, k, 0)?;
         let (order, part_ptr) = partition.into_order();
-        let ascending = (0..k).into_par_iter().all(|p| {
-            order[part_ptr[p] as usize..part_ptr[p + 1] as usize]
-                .par_windows(2)
-                .all(|w| w[0] < w[1])
-        });
+        let mut ptrs = par::zeroed_u32("the part-major range arrays", ptr_len)?;
+        // Every chunk of tasks of every partition walks its ids, writing
+        // where each task's share starts, on through its last task's ids;
+        // the walks check the ids ascend (within a walk, and walks that
+        // meet end to end) on the way.
+        let ascending = k == 0
+            || ptrs.par_chunks_mut(n + 1).enumerate().all(|(p, row)| {
+                let base = part_ptr[p];
+                let ids = &order[base as usize..part_ptr[p + 1] as usize];
+                let walks: Vec<(usize, usize, bool)> = row
+                    .par_chunks_mut(TASK_CHUNK)
+                    .enumerate()
+                    .map(|(c, out)| {
+                        let t0 = c * TASK_CHUNK;
+                        let first = ids.partition_point(|&id| id < ptr[t0]);
+                        let (mut j, mut ok) = (first, true);
+                        let mut walk = |to: u32, j: &mut usize| {
+                            while *j < ids.len() && ids[*j] < to {
+                                ok &= *j == 0 || ids[*j - 1] < ids[*j];
+                                *j += 1;
+                            }
+                        };
+                        for (i, o) in out.iter_mut().enumerate() {
+                            walk(ptr[t0 + i], &mut j);
+                            *o = base + j as u32;
+                        }
+                        if let Some(&end) = ptr.get(t0 + out.len()) {
+                            walk(end, &mut j);
+                        }
+                        (first, j, ok)
+                    })
+                    .collect();
+                walks.iter().all(|w| w.2)
+                    && walks.first().map_or(true, |w| w.0 == 0)
+                    && walks.last().map_or(true, |w| w.1 == ids.len())
+                    && walks.windows(2).all(|w| w[0].1 == w[1].0)
+            });
         if !ascending {
             return Err(Error::invalid(
                 "part-major layout: a partition's tuple ids do not ascend",
             ));
-        }
-        let mut ptrs = par::zeroed_u32("the part-major range arrays", ptr_len)?;
-        if k > 0 {
-            ptrs.par_chunks_mut(n + 1).enumerate().for_each(|(p, row)| {
-                let base = part_ptr[p];
-                let ids = &order[base as usize..part_ptr[p + 1] as usize];
-                row.par_chunks_mut(TASK_CHUNK)
-                    .enumerate()
-                    .for_each(|(c, out)| {
-                        let t0 = c * TASK_CHUNK;
-                        let mut j = ids.partition_point(|&id| id < ptr[t0]);
-                        for (i, o) in out.iter_mut().enumerate() {
-                            let start = ptr[t0 + i];
-                            while j < ids.len() && ids[j] < start {
-                                j += 1;
-                            }
-                            *o = base + j as u32;
-                        }
-                    });
-            });
         }
         Ok(PartMajor {
             n_tasks: n,
@@ -493,4 +505,44 @@ fn gather<const N: usize>(src: &[u8], perm: &[u32], dst: &mut [std::mem::MaybeUn
                 }
             }
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::{SjTree, WorkGraph};
+
+    #[test]
+    fn partitions_whose_ids_do_not_ascend_are_refused() {
+        // Two tasks of three tuples; partition 1 lists its ids out of order.
+        let g = WorkGraph::new(vec![0, 3, 6], vec![0, 1, 2, 0, 1, 2], 3, 4, 4).unwrap();
+        let bad = || {
+            Partition::from_parts(
+                vec![0, 3, 5, 4, 1, 2],
+                vec![0, 2, 6],
+                SjTree::default(),
+                4,
+                0.0,
+            )
+        };
+        let e = PartMajor::from_partition(&g, bad())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("do not ascend"), "{e}");
+        let e = CacheFitPlan::new(&g, &bad()).unwrap_err().to_string();
+        assert!(e.contains("do not ascend"), "{e}");
+        // The same ids in order are a partition of the graph.
+        let good = Partition::from_parts(
+            vec![0, 3, 1, 2, 4, 5],
+            vec![0, 2, 6],
+            SjTree::default(),
+            4,
+            0.0,
+        );
+        let pm = PartMajor::from_partition(&g, good).unwrap();
+        assert_eq!(
+            (pm.part_ptr(0), pm.part_ptr(1)),
+            (&[0, 1, 2][..], &[2, 4, 6][..])
+        );
+    }
 }

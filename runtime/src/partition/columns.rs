@@ -187,9 +187,13 @@ pub fn column_blocks(graph: &WorkGraphOf<'_>, capacity: u32) -> Result<Partition
             let mut tasks = vec![0u32; nodes];
             let mut seen = vec![u32::MAX; nodes];
             marking.with(|bits| {
+                let end = ptr[r.end] as usize;
                 for t in r.clone() {
-                    for &v in &gathered[ptr[t] as usize..ptr[t + 1] as usize] {
-                        let v = v as usize;
+                    for id in ptr[t] as usize..ptr[t + 1] as usize {
+                        if id + par::AHEAD < end {
+                            bits.prefetch(gathered[id + par::AHEAD] as usize);
+                        }
+                        let v = gathered[id] as usize;
                         let b = (div.div(v as u32) as usize).min(k - 1);
                         per_block[b] += 1;
                         let mut node = shape.leaf[b];

@@ -266,6 +266,34 @@ impl Bits<'_> {
     pub(crate) fn mark(&mut self, v: usize) {
         self.0[v / 64] |= 1u64 << (v % 64);
     }
+
+    /// Asks for `v`'s word ahead of its [`mark`](Self::mark): marks land
+    /// at random in a bitset larger than a core's L2 cache, and a pass
+    /// that fetches the words of the tuples some way ahead keeps many
+    /// misses in flight instead of one.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, v: usize) {
+        if let Some(w) = self.0.get(v / 64) {
+            prefetch(w);
+        }
+    }
+}
+
+/// How many tuples ahead a pass prefetches the bitset words it will mark.
+pub(crate) const AHEAD: usize = 32;
+
+/// A hint to load the cache line of `p` (no-op off x86-64).
+#[inline(always)]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and has no effect beyond the cache;
+    // SSE is part of the x86-64 baseline.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// A set of gathered elements, as a bitset.
@@ -363,7 +391,10 @@ pub(crate) fn count_unique(
             |(mut spans, mut top), c| {
                 let mut tc = TaskCounter::new(g.ptr());
                 marking.with(|bits| {
-                    for &id in c {
+                    for (i, &id) in c.iter().enumerate() {
+                        if let Some(&ahead) = c.get(i + AHEAD) {
+                            bits.prefetch(gathered[ahead as usize] as usize);
+                        }
                         tc.push(id);
                         let v = gathered[id as usize];
                         bits.mark(v as usize);

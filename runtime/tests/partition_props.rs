@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use std::collections::{BTreeSet, HashMap};
 use warpfit_runtime::partition::{
-    dbwp, Bisection, CoarsenOptions, Metrics, Partition, PartitionOptions, WorkGraph,
+    column_blocks, dbwp, Bisection, CoarsenOptions, Metrics, Partition, PartitionOptions, WorkGraph,
 };
 use warpfit_runtime::Csr;
 
@@ -137,8 +137,68 @@ fn check_partition(csr: &Csr<f32>, g: &WorkGraph, p: &Partition, t: u32) {
     }
 }
 
+/// Column blocks against brute force: every tuple in the block of its
+/// column, blocks in CSR order, the balanced tree over the blocks with
+/// every node's distinct tasks and columns counted.
+fn check_columns(csr: &Csr<f32>, p: &Partition, cap: u32) {
+    let tup = tuples(csr);
+    if tup.is_empty() {
+        assert!(p.is_empty() && p.tree().nodes().is_empty());
+        return;
+    }
+    let k = csr.ncols().div_ceil(cap as usize).max(1);
+    let width = csr.ncols().div_ceil(k).max(1);
+    assert_eq!((p.len(), p.capacity() as usize), (k, width));
+    for b in 0..k {
+        let want: Vec<u32> = (0..tup.len() as u32)
+            .filter(|&id| (tup[id as usize].1 as usize / width).min(k - 1) == b)
+            .collect();
+        assert_eq!(p.part(b), want.as_slice(), "block {b}");
+    }
+    // Preorder: a node over blocks [a, b) splits at (a + b) / 2.
+    fn walk(p: &Partition, node: usize, blocks: std::ops::Range<u32>, depth: u32) {
+        let n = &p.tree().nodes()[node];
+        assert_eq!((n.leaves.clone(), n.depth), (blocks.clone(), depth));
+        let pp = p.part_ptr();
+        assert_eq!(
+            (n.lo, n.hi),
+            (pp[blocks.start as usize], pp[blocks.end as usize])
+        );
+        match n.children {
+            None => assert_eq!(blocks.len(), 1),
+            Some([l, r]) => {
+                let mid = (blocks.start + blocks.end) / 2;
+                assert_eq!(l as usize, node + 1);
+                walk(p, l as usize, blocks.start..mid, depth + 1);
+                walk(p, r as usize, mid..blocks.end, depth + 1);
+            }
+        }
+    }
+    walk(p, 0, 0..k as u32, 0);
+    for n in p.tree().nodes() {
+        let ids = &p.order()[n.lo as usize..n.hi as usize];
+        let rows: BTreeSet<u32> = ids.iter().map(|&id| tup[id as usize].0).collect();
+        let cols: BTreeSet<u32> = ids.iter().map(|&id| tup[id as usize].1).collect();
+        assert_eq!(
+            (n.unique.tasks as usize, n.unique.gathered as usize),
+            (rows.len(), cols.len()),
+            "node {n:?}"
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn column_blocks_hold_their_columns_and_count_every_node(
+        csr in csr_strategy(),
+        cap in 1u32..12,
+    ) {
+        let g = WorkGraph::from_csr(&csr).unwrap();
+        let p = column_blocks(&g, cap).unwrap();
+        check_columns(&csr, &p, cap);
+    }
 
     #[test]
     fn partitions_fit_cover_and_count(csr in csr_strategy(), t in 2u32..30, skip in 0u32..3) {

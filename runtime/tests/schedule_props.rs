@@ -5,10 +5,11 @@ use proptest::prelude::*;
 use std::collections::BTreeSet;
 use warpfit_runtime::exec::{cpu, Fault, NestedKernel, SharedOut};
 use warpfit_runtime::partition::{
-    dbwp, Bisection, CoarsenOptions, Partition, PartitionOptions, Remapping, WorkGraph,
+    column_blocks, dbwp, Bisection, CoarsenOptions, Partition, PartitionOptions, Remapping,
+    WorkGraph,
 };
 use warpfit_runtime::schedule::{
-    profiling_passes, recombine, run_plan, CacheFitPlan, ChunkQueue, PlanOrder,
+    profiling_passes, recombine, run_plan, CacheFitPlan, ChunkQueue, PartMajor, PlanOrder,
 };
 use warpfit_runtime::{Csr, Segment, Tasks};
 
@@ -35,7 +36,7 @@ fn csr_strategy() -> impl Strategy<Value = Csr<u32>> {
 }
 
 fn bisection(which: u8) -> Bisection {
-    match which % 3 {
+    match which % 4 {
         0 => Bisection::KdTiling,
         1 => Bisection::Coarsened(CoarsenOptions::default()),
         _ => Bisection::Coarsened(CoarsenOptions {
@@ -46,7 +47,12 @@ fn bisection(which: u8) -> Bisection {
     }
 }
 
+/// A partition of `g`: K-D tiling, two coarsened bisections, or (`which`
+/// 3) column blocks of `capacity` columns.
 fn partition(g: &WorkGraph, capacity: u32, which: u8) -> Partition {
+    if which % 4 == 3 {
+        return column_blocks(g, capacity).unwrap();
+    }
     dbwp(
         g,
         &PartitionOptions {
@@ -342,6 +348,76 @@ fn launches_from_cuts(k: usize, cuts: &[bool]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// The plan as first built, the straightforward way: each task's fine
+/// tasks stably sorted by partition; per partition, its run of every task
+/// it touches, tasks ascending; then the empty tasks. Returns the
+/// permutation, the segments, their partition pointers and the split tasks.
+fn reference_plan(g: &WorkGraph, p: &Partition) -> (Vec<u32>, Vec<Segment>, Vec<u32>, Vec<u32>) {
+    let ptr = g.ptr();
+    let (n, m) = (g.n_tasks(), g.n_tuples());
+    let assign = p.assignments();
+    let mut perm: Vec<u32> = (0..m as u32).collect();
+    let mut split = Vec::new();
+    for t in 0..n {
+        let r = ptr[t] as usize..ptr[t + 1] as usize;
+        perm[r.clone()].sort_by_key(|&id| assign[id as usize]);
+        let parts: BTreeSet<u32> = perm[r].iter().map(|&id| assign[id as usize]).collect();
+        if parts.len() > 1 {
+            split.push(t as u32);
+        }
+    }
+    let (mut segments, mut part_ptr) = (Vec::new(), vec![0u32]);
+    for q in 0..p.len() as u32 {
+        for t in 0..n {
+            let at: Vec<u32> = (ptr[t]..ptr[t + 1])
+                .filter(|&i| assign[perm[i as usize] as usize] == q)
+                .collect();
+            if let (Some(&lo), Some(&hi)) = (at.first(), at.last()) {
+                assert_eq!(
+                    hi + 1 - lo,
+                    at.len() as u32,
+                    "a partition's share is one run"
+                );
+                segments.push(Segment::new(t as u32, lo, hi + 1));
+            }
+        }
+        part_ptr.push(segments.len() as u32);
+    }
+    for t in 0..n {
+        if ptr[t] == ptr[t + 1] {
+            segments.push(Segment::new(t as u32, ptr[t], ptr[t]));
+        }
+    }
+    (perm, segments, part_ptr, split)
+}
+
+/// The part-major layout the straightforward way: per partition, per task,
+/// the task's tuples in that partition ascending; every partition's range
+/// array of where each task's share starts.
+fn reference_part_major(g: &WorkGraph, p: &Partition) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let ptr = g.ptr();
+    let assign = p.assignments();
+    let (mut perm, mut ptrs) = (Vec::new(), Vec::new());
+    for q in 0..p.len().max(1) as u32 {
+        let mut row = Vec::new();
+        for t in 0..g.n_tasks() {
+            row.push(perm.len() as u32);
+            perm.extend((ptr[t]..ptr[t + 1]).filter(|&id| assign[id as usize] == q));
+        }
+        row.push(perm.len() as u32);
+        ptrs.push(row);
+    }
+    (perm, ptrs)
+}
+
+/// The layout's fine permutation and range arrays.
+fn layout_of(pm: &PartMajor) -> (Vec<u32>, Vec<Vec<u32>>) {
+    (
+        pm.fine_perm().to_vec(),
+        (0..pm.len()).map(|q| pm.part_ptr(q).to_vec()).collect(),
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -349,7 +425,7 @@ proptest! {
     fn plans_reorder_within_tasks_and_cover_every_fine_task_once(
         a in csr_strategy(),
         capacity in 2u32..16,
-        which in 0u8..3,
+        which in 0u8..4,
         chunk in 1u32..9,
     ) {
         let g = WorkGraph::from_csr(&a).unwrap();
@@ -364,10 +440,59 @@ proptest! {
     }
 
     #[test]
+    fn plans_and_layouts_equal_the_straightforward_ones(
+        a in csr_strategy(),
+        capacity in 2u32..16,
+        which in 0u8..4,
+        tail in 0usize..3,
+    ) {
+        let g = WorkGraph::from_csr(&a).unwrap();
+        let p = partition(&g, capacity, which);
+        let plan = CacheFitPlan::new(&g, &p).unwrap();
+        let (perm, segments, part_ptr, split) = reference_plan(&g, &p);
+        prop_assert_eq!(plan.fine_perm(), perm.as_slice());
+        prop_assert_eq!(plan.segments(), segments.as_slice());
+        prop_assert_eq!(plan.part_ptr(), part_ptr.as_slice());
+        prop_assert_eq!(plan.split_tasks(), split.as_slice());
+        let want = reference_part_major(&g, &p);
+        let via_plan = PartMajor::new(&plan).unwrap();
+        prop_assert_eq!(&layout_of(&via_plan), &want);
+        let direct = PartMajor::from_partition(&g, p.clone()).unwrap();
+        prop_assert_eq!(&direct, &via_plan);
+        // Byte permutations of every element size, with elements past the
+        // fine tasks, equal the typed one.
+        let m = a.nnz();
+        for size in [1usize, 2, 3, 4, 8, 16] {
+            let src: Vec<u8> = (0..(m + tail) * size).map(|i| (i * 7 + i / size) as u8).collect();
+            let got = direct.permute_bytes(&src, size).unwrap();
+            let mut want = Vec::new();
+            for &o in direct.fine_perm() {
+                want.extend_from_slice(&src[o as usize * size..(o as usize + 1) * size]);
+            }
+            want.extend_from_slice(&src[m * size..]);
+            prop_assert_eq!(&got, &want);
+            // Piece by piece into a buffer: the same bytes.
+            let n = m + tail;
+            for (lo, hi) in [(0, n), (0, n / 2), (n / 3, n), (n / 2, n / 2), (n, n)] {
+                let mut piece = vec![0xeeu8; (hi - lo) * size];
+                direct.permute_bytes_into(&src, size, lo..hi, &mut piece).unwrap();
+                prop_assert_eq!(&piece[..], &want[lo * size..hi * size]);
+            }
+            prop_assert!(direct.permute_bytes_into(&src, size, 0..n + 1, &mut vec![0; (n + 1) * size]).is_err());
+            prop_assert!(direct.permute_bytes_into(&src, size, 0..n, &mut vec![0; n * size + 1]).is_err());
+        }
+        prop_assert!(direct.permute_bytes(&[0u8; 3], 2).is_err());
+        prop_assert!(direct.permute_bytes(&[], 0).is_err());
+        if m > 0 {
+            prop_assert!(direct.permute_bytes(&vec![0u8; 4 * (m - 1)], 4).is_err());
+        }
+    }
+
+    #[test]
     fn recombination_is_the_optimal_cover(
         a in csr_strategy(),
         capacity in 2u32..12,
-        which in 0u8..3,
+        which in 0u8..4,
         times in proptest::collection::vec(0u32..64, 64),
     ) {
         let g = WorkGraph::from_csr(&a).unwrap();
@@ -407,7 +532,7 @@ proptest! {
     fn cpu_plan_runs_equal_the_unthrottled_run(
         a in csr_strategy(),
         capacity in 2u32..16,
-        which in 0u8..3,
+        which in 0u8..4,
         cuts in proptest::collection::vec(any::<bool>(), 0..40),
         min in any::<bool>(),
     ) {

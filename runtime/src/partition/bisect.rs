@@ -785,7 +785,7 @@ pub(crate) fn split(
         &mut rng,
     );
     let Some(side) = side else {
-        return kd::split(g, ids, &mut vec![0; n], depth);
+        return kd::split_in_place(g, ids, &mut vec![0; n], depth);
     };
     let side_of = |e: usize| side[new_id.as_ref().map_or(e, |m| m[e] as usize)];
     // Entities are runs of consecutive positions: walk them alongside.
@@ -799,7 +799,7 @@ pub(crate) fn split(
     }
     if right == 0 || right == n {
         // Degenerate (e.g. one heavy entity): fall back to a geometric cut.
-        return kd::split(g, ids, &mut vec![0; n], depth);
+        return kd::split_in_place(g, ids, &mut vec![0; n], depth);
     }
     // The right side waits in a buffer of its own size, allocated only now
     // that the hierarchy is freed.

@@ -2,7 +2,7 @@
 
 use super::graph::WorkGraphOf;
 use super::scratch::count_distinct;
-use super::{bisect, kd, Bisection, PartitionOptions};
+use super::{bisect, kd, par, Bisection, PartitionOptions};
 use crate::error::to_u32;
 use crate::mem;
 use crate::{Error, Result};
@@ -158,6 +158,10 @@ impl Partition {
             seconds,
         }
     }
+    /// The tuple order and its partition pointers, the partition consumed.
+    pub(crate) fn into_order(self) -> (Vec<u32>, Vec<u32>) {
+        (self.order, self.part_ptr)
+    }
     /// Wall-clock seconds the partitioning took.
     pub fn seconds(&self) -> f64 {
         self.seconds
@@ -218,12 +222,27 @@ pub(crate) fn count_gathered(g: &WorkGraphOf<'_>, ids: &[u32]) -> u32 {
     count_distinct(g.n_gathered(), ids, |id| gathered[id as usize])
 }
 
-/// Unique vertices of a subset of ascending tuple ids.
+/// Unique vertices of a subset of ascending tuple ids (by one parallel
+/// pass when the subset is large: the same counts).
 pub(crate) fn unique_of(g: &WorkGraphOf<'_>, ids: &[u32]) -> Unique {
-    Unique {
+    counted(g, ids, false).0
+}
+
+/// [`unique_of`], with the subset's [`par::Tally`] for a gathered cut when
+/// `tally` asks for it and the parallel pass counted the subset.
+pub(crate) fn counted(
+    g: &WorkGraphOf<'_>,
+    ids: &[u32],
+    tally: bool,
+) -> (Unique, Option<par::Tally>) {
+    if par::worth(ids.len()) {
+        return par::count_unique(g, ids, tally);
+    }
+    let u = Unique {
         tasks: count_tasks(g, ids),
         gathered: count_gathered(g, ids),
-    }
+    };
+    (u, None)
 }
 
 /// Stable partition of `ids` by `left`, keeping each side's order; returns the
@@ -293,17 +312,32 @@ impl Pending {
 impl Run<'_> {
     /// Algorithm 1 on `ids` (ascending), placed at `base` in the final order.
     /// Returns the subtree in preorder.
+    ///
+    /// `ids` and `scratch` are the same range of the order and the K-D
+    /// scratch array, in either role: a parallel gathered cut writes its
+    /// halves into `scratch`, which then holds the tuples (`flipped` says
+    /// `ids` lies in the scratch array), and a leaf in the scratch array
+    /// copies itself into the order. `tally`, when given, is what counting
+    /// the subset left for its gathered cut; `pre`, a cut made (and its
+    /// halves counted) before the subset was known not to fit.
+    #[allow(clippy::too_many_arguments)]
     fn dbwp(
         &self,
         ids: &mut [u32],
         scratch: &mut [u32],
+        flipped: bool,
         base: u32,
         depth: u32,
         unique: Unique,
+        tally: Option<par::Tally>,
+        pre: Option<PreCut>,
     ) -> Vec<Pending> {
         let n = ids.len();
         let hi = base + n as u32;
         if unique.total() <= self.capacity || n < 2 {
+            if flipped {
+                par::copy(&mut scratch[..n], ids);
+            }
             let done = self.done.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
             if let Some(report) = self.progress {
                 report(done);
@@ -316,23 +350,59 @@ impl Run<'_> {
                 depth,
             }];
         }
-        let cut = match self.opts.bisection {
-            Bisection::KdTiling => kd::split(self.g, ids, scratch, depth),
-            Bisection::Coarsened(ref c) => bisect::split(self.g, ids, depth, c),
+        let (cut, halves) = match pre {
+            Some(PreCut { left, halves }) => (
+                kd::Cut {
+                    left,
+                    halves: None,
+                    moved: false,
+                },
+                Some(halves),
+            ),
+            None => match self.opts.bisection {
+                Bisection::KdTiling => {
+                    let cut = kd::split(self.g, ids, scratch, depth, tally.as_ref());
+                    let halves = cut.halves.map(|[l, r]| [(l, None), (r, None)]);
+                    (cut, halves)
+                }
+                Bisection::Coarsened(ref c) => (
+                    kd::Cut {
+                        left: bisect::split(self.g, ids, depth, c),
+                        halves: None,
+                        moved: false,
+                    },
+                    None,
+                ),
+            },
+        };
+        drop(tally);
+        let (flipped, ids, scratch) = if cut.moved {
+            (!flipped, &mut scratch[..n], ids)
+        } else {
+            (flipped, ids, scratch)
+        };
+        let cut = cut.left;
+        let [lh, rh] = match halves {
+            Some([l, r]) => [Some(l), Some(r)],
+            None => [None, None],
         };
         debug_assert!(cut > 0 && cut < n);
         let (li, ri) = ids.split_at_mut(cut);
         // Coarsened bisection has no shared scratch (empty): it allocates its
         // partition buffer once its hierarchy is freed.
         let (ls, rs) = scratch.split_at_mut(cut.min(scratch.len()));
-        let go_left = |li: &mut [u32], ls: &mut [u32]| {
-            let u = unique_of(self.g, li);
-            self.dbwp(li, ls, base, depth + 1, u)
+        // K-D tiling cuts odd depths along the gathered index: a child at
+        // an odd depth keeps its tally for its own cut.
+        let keep = matches!(self.opts.bisection, Bisection::KdTiling) && (depth + 1) % 2 == 1;
+        let go = |ids: &mut [u32],
+                  scratch: &mut [u32],
+                  at: u32,
+                  known: Option<(Unique, Option<par::Tally>)>| {
+            let (u, tally) = known.unwrap_or_else(|| counted(self.g, ids, keep));
+            self.dbwp(ids, scratch, flipped, at, depth + 1, u, tally, None)
         };
-        let go_right = |ri: &mut [u32], rs: &mut [u32]| {
-            let u = unique_of(self.g, ri);
-            self.dbwp(ri, rs, base + cut as u32, depth + 1, u)
-        };
+        let go_left = |li: &mut [u32], ls: &mut [u32]| go(li, ls, base, lh);
+        let go_right = |ri: &mut [u32], rs: &mut [u32]| go(ri, rs, base + cut as u32, rh);
         let (mut left, right) = if n >= PARALLEL_GRAIN {
             rayon::join(|| go_left(li, ls), || go_right(ri, rs))
         } else {
@@ -350,6 +420,42 @@ impl Run<'_> {
         out.extend(right);
         out
     }
+}
+
+/// A cut made before its subset was known not to fit: the left half's
+/// length and both halves' counts, with their tallies.
+pub(crate) struct PreCut {
+    left: usize,
+    halves: [(Unique, Option<par::Tally>); 2],
+}
+
+/// The root's unique vertices under K-D tiling. A large root is counted
+/// through its task cut (which moves nothing): both halves are counted
+/// with their tallies, and the root's counts follow from theirs (its tasks
+/// are theirs, less a task the cut splits; its gathered elements the
+/// union of theirs). Should the root not fit, the halves' counts are the
+/// ones its cut needs, so the root costs no pass of its own.
+fn root_counts(g: &WorkGraphOf<'_>, ids: &[u32]) -> (Unique, Option<PreCut>) {
+    let n = ids.len();
+    let left = if n >= 2 { kd::split_tasks(g, ids) } else { 0 };
+    if !(par::worth(left) && par::worth(n - left)) {
+        return (unique_of(g, ids), None);
+    }
+    let (l, r) = ids.split_at(left);
+    let ((lu, lt), (ru, rt)) = (par::count_unique(g, l, true), par::count_unique(g, r, true));
+    let (Some(lt), Some(rt)) = (lt, rt) else {
+        return (unique_of(g, ids), None);
+    };
+    let shared = g.task_of(l[left - 1]) == g.task_of(r[0]);
+    let unique = Unique {
+        tasks: lu.tasks + ru.tasks - u32::from(shared),
+        gathered: lt.marks.union_count(&rt.marks),
+    };
+    let pre = PreCut {
+        left,
+        halves: [(lu, Some(lt)), (ru, Some(rt))],
+    };
+    (unique, Some(pre))
 }
 
 /// Runs DBWP (Algorithm 1) on `graph`: bisects every tuple subset whose unique
@@ -380,12 +486,12 @@ pub fn dbwp(
         &format!("the partitioner's arrays for {n} tuples"),
         mem::bytes_of::<u32>("work graph tuples", n)?.saturating_mul(3),
     )?;
-    let mut order: Vec<u32> = (0..n as u32).collect();
+    let mut order = par::iota("the partitioner's tuple order", n as u32)?;
     // Only K-D tiling uses a scratch array as long as the input: coarsened
     // bisection would leave it resident (half of it after the first split)
     // while its hierarchies peak.
     let mut scratch = match opts.bisection {
-        Bisection::KdTiling => vec![0u32; n],
+        Bisection::KdTiling => par::zeroed_u32("K-D tiling's scratch array", n)?,
         Bisection::Coarsened(_) => Vec::new(),
     };
     let run = Run {
@@ -402,8 +508,11 @@ pub fn dbwp(
         Vec::new()
     } else {
         rayon::scope(|_| {
-            let unique = unique_of(graph, &order);
-            run.dbwp(&mut order, &mut scratch, 0, 0, unique)
+            let (unique, pre) = match opts.bisection {
+                Bisection::KdTiling => root_counts(graph, &order),
+                Bisection::Coarsened(_) => (unique_of(graph, &order), None),
+            };
+            run.dbwp(&mut order, &mut scratch, false, 0, 0, unique, None, pre)
         })
     };
     drop(scratch);

@@ -1,5 +1,6 @@
 //! The work graph: one tuple `(task, gathered index)` per fine task.
 
+use super::par;
 use crate::error::to_u32;
 use crate::exec::GatherKernel;
 use crate::sparse::Csr;
@@ -94,7 +95,11 @@ impl<'a> WorkGraphOf<'a> {
                 message: format!("task pointer starts at {}, expected 0", ptr[0]),
             });
         }
-        if let Some(t) = (0..n_tasks).find(|&t| ptr[t] > ptr[t + 1]) {
+        if let Some(t) = (0..n_tasks)
+            .into_par_iter()
+            .with_min_len(BUILD_GRAIN)
+            .find_first(|&t| ptr[t] > ptr[t + 1])
+        {
             return Err(Error::InvalidMatrix {
                 format: "work graph",
                 message: format!(
@@ -111,7 +116,11 @@ impl<'a> WorkGraphOf<'a> {
                 gathered.len(),
             ));
         }
-        if let Some(i) = gathered.iter().position(|&g| g as usize >= n_gathered) {
+        if let Some(i) = gathered
+            .par_iter()
+            .with_min_len(BUILD_GRAIN)
+            .position_first(|&g| g as usize >= n_gathered)
+        {
             return Err(Error::out_of_range(
                 format!("work graph gathered index of tuple {i}"),
                 gathered[i],
@@ -194,36 +203,30 @@ impl<'a> WorkGraphOf<'a> {
             "work graph vertices (tasks + gathered)",
             n_tasks + n_gathered,
         )?;
-        // Pass 1: ranges, in parallel.
-        let ranges: Vec<(usize, usize)> = (0..n_tasks)
-            .into_par_iter()
-            .with_min_len(BUILD_GRAIN)
-            .map(|t| {
-                let (_, lo, hi) = kernel.prologue(t).map_err(|f| f.into_error(K::NAME, t))?;
-                Ok((lo, hi.max(lo)))
-            })
-            .collect::<Result<_>>()?;
-        let mut ptr = Vec::with_capacity(n_tasks + 1);
-        ptr.push(0u32);
-        let mut total = 0usize;
-        let mut identity = true;
-        for &(lo, hi) in &ranges {
-            identity &= lo == total;
-            total += hi - lo;
-            ptr.push(to_u32("work graph tuples", total)?);
-        }
-        let fine_lo = if identity {
-            None
-        } else {
-            Some(
-                ranges
-                    .iter()
-                    .map(|&(lo, _)| to_u32("fine-task index", lo))
-                    .collect::<Result<Vec<u32>>>()?,
-            )
-        };
+        // Pass 1: every task's range, in parallel: its start and length.
+        let mut lo = par::zeroed_u32("the work graph's fine-task starts", n_tasks)?;
+        let mut len = par::zeroed_u32("the work graph's task pointers", n_tasks + 1)?;
+        lo.par_chunks_mut(BUILD_GRAIN)
+            .zip(len[..n_tasks].par_chunks_mut(BUILD_GRAIN))
+            .enumerate()
+            .try_for_each(|(c, (lo, len))| {
+                for (i, (lo, len)) in lo.iter_mut().zip(len.iter_mut()).enumerate() {
+                    let t = c * BUILD_GRAIN + i;
+                    let (_, a, b) = kernel.prologue(t).map_err(|f| f.into_error(K::NAME, t))?;
+                    *lo = to_u32("fine-task index", a)?;
+                    *len = to_u32("work graph tuples", b.max(a) - a)?;
+                }
+                Ok::<(), Error>(())
+            })?;
+        // The task pointers: an exclusive scan of the lengths, per chunk
+        // in parallel; the fine-task starts are kept only when they are
+        // not the pointers themselves.
+        let ptr = exclusive_scan(len, "work graph tuples")?;
+        let total = ptr[n_tasks] as usize;
+        let identity = lo.par_iter().zip(ptr.par_iter()).all(|(&lo, &p)| lo == p);
+        let fine_lo = (!identity).then_some(lo);
         // Pass 2: gathered indices, one disjoint slice per block of tasks.
-        let mut gathered = vec![0u32; total];
+        let mut gathered = par::zeroed_u32("the work graph's gathered indices", total)?;
         let mut blocks: Vec<(usize, &mut [u32])> = Vec::new();
         let mut rest: &mut [u32] = &mut gathered;
         for b in (0..n_tasks).step_by(BUILD_GRAIN) {
@@ -258,15 +261,16 @@ impl<'a> WorkGraphOf<'a> {
             }
             Ok(())
         })?;
-        let mut graph = Self::new(
-            ptr,
-            gathered,
-            n_gathered,
-            K::GATHERED_ELEM_BYTES.max(1),
-            K::OUTPUT_ELEM_BYTES.max(1),
-        )?;
-        graph.fine_lo = fine_lo;
-        Ok(graph)
+        // Pointers ascend from 0 to the tuple count by construction and
+        // every gathered index was checked above.
+        Ok(WorkGraphOf {
+            n_gathered: n_gathered as u32,
+            ptr: Cow::Owned(ptr),
+            gathered: Cow::Owned(gathered),
+            fine_lo,
+            gathered_elem_bytes: K::GATHERED_ELEM_BYTES.max(1),
+            output_elem_bytes: K::OUTPUT_ELEM_BYTES.max(1),
+        })
     }
 
     /// The same graph with other element sizes (bytes of one gathered element
@@ -354,6 +358,39 @@ impl<'a> WorkGraphOf<'a> {
         }
         tasks + cols
     }
+}
+
+/// The exclusive prefix sums of `len` (its last entry ignored), in place:
+/// entry `t` becomes the sum of entries `0..t`. Chunks are summed in
+/// parallel, their offsets added in parallel. An error naming `what` when
+/// a sum exceeds u32.
+fn exclusive_scan(mut len: Vec<u32>, what: &'static str) -> Result<Vec<u32>> {
+    const SCAN_CHUNK: usize = 1 << 16;
+    let n = len.len() - 1;
+    let sums: Vec<u64> = len[..n]
+        .par_chunks(SCAN_CHUNK)
+        .map(|c| c.iter().map(|&x| u64::from(x)).sum())
+        .collect();
+    let mut offsets = Vec::with_capacity(sums.len());
+    let mut total = 0u64;
+    for s in sums {
+        offsets.push(total);
+        total += s;
+    }
+    to_u32(what, total as usize)?;
+    len[n] = total as u32;
+    len[..n]
+        .par_chunks_mut(SCAN_CHUNK)
+        .zip(offsets.par_iter())
+        .for_each(|(c, &start)| {
+            let mut at = start as u32;
+            for x in c {
+                let l = *x;
+                *x = at;
+                at += l;
+            }
+        });
+    Ok(len)
 }
 
 #[cfg(test)]

@@ -11,13 +11,75 @@
 //! between the halves is one replica; they split it only when it would leave a
 //! side empty.
 
+use super::dbwp::Unique;
 use super::graph::WorkGraphOf;
-use super::stable_partition;
+use super::{par, stable_partition};
 
-/// Splits `ids` (ascending tuple ids, `len >= 2`) into two non-empty halves in
-/// place, both ascending; returns the length of the left half. Even depths cut
-/// along the task coordinate, odd depths along the gathered index.
+/// A K-D cut of a subset.
+pub(crate) struct Cut {
+    /// Length of the left half.
+    pub left: usize,
+    /// The halves' unique vertices, when the cut counted them.
+    pub halves: Option<[Unique; 2]>,
+    /// Whether the halves were written to the scratch array (`ids` left
+    /// as it was) rather than back into `ids`.
+    pub moved: bool,
+}
+
+/// Splits `ids` (ascending tuple ids, `len >= 2`) into two non-empty halves,
+/// both ascending, in place or (see [`Cut::moved`]) into `scratch`. Even
+/// depths cut along the task coordinate, odd depths along the gathered
+/// index.
+///
+/// A large gathered cut runs the parallel passes (a radix select of the
+/// same median, a parallel stable partition into `scratch` that counts
+/// each half's tasks); given the subset's [`par::Tally`], the radix
+/// select starts from its histogram and the halves' gathered elements are
+/// counted from its set: those below the pivot, those above, and the pivot
+/// on each side it went to.
 pub(crate) fn split(
+    g: &WorkGraphOf<'_>,
+    ids: &mut [u32],
+    scratch: &mut [u32],
+    depth: u32,
+    tally: Option<&par::Tally>,
+) -> Cut {
+    debug_assert!(ids.len() >= 2);
+    let n = ids.len();
+    if depth % 2 == 0 || !par::worth(n) {
+        return Cut {
+            left: split_in_place(g, ids, scratch, depth),
+            halves: None,
+            moved: false,
+        };
+    }
+    let cut = par::median_cut(g, ids, tally);
+    let left = best_cut(n, [cut.lt, cut.lt + cut.eq]);
+    let eq_left = left - cut.lt;
+    let halves = par::partition_gathered(g, ids, scratch, &cut, eq_left);
+    let counts = tally.map(|t| {
+        let p = cut.pivot as usize;
+        [
+            Unique {
+                tasks: halves.tasks[0],
+                gathered: t.marks.count(0, p) + u32::from(eq_left > 0),
+            },
+            Unique {
+                tasks: halves.tasks[1],
+                gathered: t.marks.count(p + 1, g.n_gathered()) + u32::from(eq_left < cut.eq),
+            },
+        ]
+    });
+    Cut {
+        left: halves.left,
+        halves: counts,
+        moved: true,
+    }
+}
+
+/// The same cut on one thread, the halves back in `ids` (`scratch` at
+/// least as long, for the gathered cut); returns the left half's length.
+pub(crate) fn split_in_place(
     g: &WorkGraphOf<'_>,
     ids: &mut [u32],
     scratch: &mut [u32],
@@ -44,7 +106,7 @@ fn best_cut(n: usize, candidates: [usize; 2]) -> usize {
 
 /// Cut along tasks: the median tuple's task goes wholly to whichever side
 /// balances better. No data moves: ids are already ordered by task.
-fn split_tasks(g: &WorkGraphOf<'_>, ids: &mut [u32]) -> usize {
+pub(crate) fn split_tasks(g: &WorkGraphOf<'_>, ids: &[u32]) -> usize {
     let n = ids.len();
     let ptr = g.ptr();
     let t = g.task_of(ids[n / 2]) as usize;
@@ -96,7 +158,7 @@ mod tests {
         let g = WorkGraphOf::new(vec![0, 3, 7, 8], vec![0, 1, 2, 0, 1, 2, 3, 0], 4, 4, 4).unwrap();
         let mut ids: Vec<u32> = (0..8).collect();
         let mut scratch = vec![0; 8];
-        let cut = split(&g, &mut ids, &mut scratch, 0);
+        let cut = split_in_place(&g, &mut ids, &mut scratch, 0);
         // Cuts at 3 (|3 - 4| = 1) or 7 (|7 - 4| = 3): 3 wins.
         assert_eq!(cut, 3);
         assert_eq!(ids, (0..8).collect::<Vec<u32>>());
@@ -107,7 +169,7 @@ mod tests {
         let g = WorkGraphOf::new(vec![0, 4, 8], vec![5, 1, 4, 0, 2, 7, 3, 6], 8, 4, 4).unwrap();
         let mut ids: Vec<u32> = (0..8).collect();
         let mut scratch = vec![0; 8];
-        let cut = split(&g, &mut ids, &mut scratch, 1);
+        let cut = split_in_place(&g, &mut ids, &mut scratch, 1);
         assert_eq!(cut, 4);
         // Gathered < 4 on the left, each half in increasing id.
         assert_eq!(&ids[..4], &[1, 3, 4, 6]);
@@ -121,7 +183,7 @@ mod tests {
         let mut scratch = vec![0; 5];
         for depth in 0..2 {
             let mut ids: Vec<u32> = (0..5).collect();
-            let cut = split(&g, &mut ids, &mut scratch, depth);
+            let cut = split_in_place(&g, &mut ids, &mut scratch, depth);
             assert!(cut > 0 && cut < 5, "depth {depth}: cut {cut}");
             assert_eq!(ids, (0..5).collect::<Vec<u32>>());
         }

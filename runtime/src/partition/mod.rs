@@ -27,6 +27,7 @@ mod dbwp;
 mod graph;
 mod kd;
 mod metrics;
+pub(crate) mod par;
 mod remap;
 mod scratch;
 mod segments;
@@ -38,7 +39,7 @@ pub use metrics::Metrics;
 pub use remap::Remapping;
 pub use segments::SegmentList;
 
-pub(crate) use dbwp::stable_partition;
+pub(crate) use dbwp::{stable_partition, task_from};
 
 use crate::{Error, Result};
 

@@ -5,15 +5,14 @@
 use crate::error::to_u32;
 use crate::exec::{Segment, SharedOut, TaskList};
 use crate::mem;
-use crate::partition::{Partition, Remapping, SjTree, WorkGraphOf};
+use crate::partition::{par, Partition, Remapping, SjTree, WorkGraphOf};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Blocks of tasks per rayon thread while a plan is built: enough to
-/// balance blocks of unequal cost, few enough that the per-block partition
-/// counters stay small.
-const BLOCKS_PER_THREAD: usize = 4;
+/// Tuple ids per piece of a partition while a plan is built (pieces are
+/// cut at task boundaries, so a task's run in a partition is never split).
+const PIECE: usize = 1 << 16;
 
 /// A cache-fit plan: what every throttled schedule launches.
 ///
@@ -92,57 +91,70 @@ pub struct CacheFitPlan {
     tree: SjTree,
 }
 
-/// One block of tasks while a plan is built.
-struct Block<'a> {
-    tasks: Range<usize>,
-    /// The block's part of `fine_perm`, from `ptr[tasks.start]`.
-    perm: &'a mut [u32],
+/// A piece of one partition's tuple ids: `order[lo..hi]`, whole runs of
+/// tasks.
+#[derive(Clone, Copy)]
+struct Piece {
+    part: u32,
+    lo: usize,
+    hi: usize,
 }
 
-/// `perm` (one entry per tuple) cut into blocks of whole tasks with about
-/// equal tuple counts, a few per thread, for the two parallel passes.
-fn blocks<'a>(ptr: &[u32], perm: &'a mut [u32]) -> Vec<Block<'a>> {
-    let n = ptr.len().saturating_sub(1);
-    let m = perm.len();
-    let n_blocks = (rayon::current_num_threads() * BLOCKS_PER_THREAD).clamp(1, n.max(1));
-    let mut bounds = vec![0usize];
-    for b in 1..n_blocks {
-        let target = (m as u64 * b as u64 / n_blocks as u64) as u32;
-        let t = ptr.partition_point(|&p| p < target).min(n);
-        if t > *bounds.last().unwrap_or(&0) {
-            bounds.push(t);
+/// Every partition cut into pieces of about [`PIECE`] ids, each boundary
+/// moved forward to the next task boundary, in partition order.
+fn pieces(graph: &WorkGraphOf<'_>, partition: &Partition) -> Vec<Piece> {
+    let (order, ptr) = (partition.order(), graph.ptr());
+    let mut out = Vec::new();
+    for p in 0..partition.len() {
+        let (mut lo, end) = (
+            partition.part_ptr()[p] as usize,
+            partition.part_ptr()[p + 1] as usize,
+        );
+        while lo < end {
+            let mut hi = (lo + PIECE).min(end);
+            if hi < end {
+                // The task of the last id taken: take the rest of its run.
+                let t = graph.task_of(order[hi - 1]) as usize;
+                let task_end = ptr[t + 1];
+                hi += order[hi..end].partition_point(|&id| id < task_end);
+            }
+            out.push(Piece {
+                part: p as u32,
+                lo,
+                hi,
+            });
+            lo = hi;
         }
     }
-    bounds.push(n);
-    bounds.dedup();
-    let mut blocks = Vec::with_capacity(bounds.len());
-    let mut rest = perm;
-    for w in bounds.windows(2) {
-        let len = (ptr[w[1]] - ptr[w[0]]) as usize;
-        let (head, tail) = rest.split_at_mut(len);
-        blocks.push(Block {
-            tasks: w[0]..w[1],
-            perm: head,
-        });
-        rest = tail;
-    }
-    blocks
+    out
 }
 
-/// Calls `f(partition, lo, hi)` for every run of one partition in a task's
-/// sorted fine tasks `ids` (positions `base..base + ids.len()`).
+/// Calls `f(task, run)` for every maximal run of one task in ascending
+/// tuple ids `ids` (a run is a task's ids in `ids`, consecutive). `None`
+/// when the ids do not ascend.
 #[inline]
-fn runs(ids: &[u32], base: u32, assign: &[u32], mut f: impl FnMut(u32, u32, u32)) {
+fn task_runs(ptr: &[u32], ids: &[u32], mut f: impl FnMut(usize, &[u32])) -> Option<()> {
+    let Some(&first) = ids.first() else {
+        return Some(());
+    };
+    let mut t = ptr.partition_point(|&p| p <= first) - 1;
     let mut i = 0;
     while i < ids.len() {
-        let p = assign[ids[i] as usize];
-        let mut j = i + 1;
-        while j < ids.len() && assign[ids[j] as usize] == p {
-            j += 1;
+        if i > 0 && ids[i] <= ids[i - 1] {
+            return None;
         }
-        f(p, base + i as u32, base + j as u32);
+        t = crate::partition::task_from(ptr, t, ids[i]);
+        let end = ptr[t + 1];
+        let j = i + ids[i..].partition_point(|&id| id < end);
+        // Ascending inside the run (checked at its start against the
+        // previous run, inside by this scan).
+        if ids[i..j].windows(2).any(|w| w[0] >= w[1]) {
+            return None;
+        }
+        f(t, &ids[i..j]);
         i = j;
     }
+    Some(())
 }
 
 impl CacheFitPlan {
@@ -177,103 +189,123 @@ impl CacheFitPlan {
         let k = partition.len();
         to_u32("number of partitions", k)?;
         mem::check(
-            &format!("the cache-fit plan's fine-task permutation and assignments of {m} tuples"),
-            mem::bytes_of::<u32>("work graph tuples", m)?.saturating_mul(2),
+            &format!("the cache-fit plan's fine-task permutation and cursors of {m} tuples"),
+            mem::bytes_of::<u32>("work graph tuples", m)?
+                .saturating_add(mem::bytes_of::<u32>("tasks", n.saturating_mul(2))?),
         )?;
+        let order = partition.order();
+        let bad = || {
+            Error::invalid(
+                "cache-fit plan: a partition's tuple ids do not ascend or overrun their task",
+            )
+        };
 
-        let assign = partition.assignments();
-
-        // Blocks of tasks with about equal tuple counts.
-        let mut fine_perm = mem::try_filled("the plan's fine-task permutation", m, 0u32)?;
-        let mut blocks = blocks(ptr, &mut fine_perm);
-        mem::check_elems::<u32>(
-            "the plan's per-block segment counters",
-            blocks.len().saturating_mul(k),
-        )?;
-
-        // Pass 1: sort each task's fine tasks by partition (stable), count
-        // every block's runs per partition, list the split tasks.
-        let counted: Vec<(Vec<u32>, Vec<u32>)> = blocks
-            .par_iter_mut()
-            .map(|blk| {
-                let base = ptr[blk.tasks.start];
-                let mut counts = vec![0u32; k];
-                let mut split = Vec::new();
-                for t in blk.tasks.clone() {
-                    let (lo, hi) = ((ptr[t] - base) as usize, (ptr[t + 1] - base) as usize);
-                    let ids = &mut blk.perm[lo..hi];
-                    for (i, id) in ids.iter_mut().enumerate() {
-                        *id = ptr[t] + i as u32;
-                    }
-                    let Some(&first) = ids.first() else { continue };
-                    let p0 = assign[first as usize];
-                    if ids.iter().all(|&id| assign[id as usize] == p0) {
-                        counts[p0 as usize] += 1;
-                        continue;
-                    }
-                    ids.sort_by_key(|&id| assign[id as usize]);
-                    runs(ids, ptr[t], &assign, |p, _, _| counts[p as usize] += 1);
-                    split.push(t as u32);
-                }
-                (counts, split)
+        // Pass 1, every piece of every partition in parallel: its runs of
+        // one task, each one segment.
+        let pieces = pieces(graph, partition);
+        let runs: Vec<u32> = pieces
+            .par_iter()
+            .map(|pc| {
+                let mut count = 0u32;
+                task_runs(ptr, &order[pc.lo..pc.hi], |_, _| count += 1).map(|()| count)
             })
-            .collect();
-
-        // Where each block's segments of each partition go.
-        let mut part_ptr = Vec::with_capacity(k + 1);
-        let mut cursors = vec![vec![0u32; k]; counted.len()];
+            .collect::<Option<_>>()
+            .ok_or_else(bad)?;
+        // Segment offsets: pieces are in partition order, tasks ascending.
+        let mut seg_at = Vec::with_capacity(pieces.len());
+        let mut part_ptr = vec![0u32; k + 1];
         let mut total = 0u64;
-        for p in 0..k {
-            part_ptr.push(to_u32("number of segments", total as usize)?);
-            for (b, (counts, _)) in counted.iter().enumerate() {
-                cursors[b][p] = total as u32;
-                total += u64::from(counts[p]);
-                to_u32("number of segments", total as usize)?;
-            }
+        for (pc, &r) in pieces.iter().zip(&runs) {
+            seg_at.push(total as usize);
+            total += u64::from(r);
+            part_ptr[pc.part as usize + 1] = to_u32("number of segments", total as usize)?;
         }
-        part_ptr.push(to_u32("number of segments", total as usize)?);
+        for p in 1..=k {
+            // Partitions without tuples (empty column blocks) hold no piece.
+            part_ptr[p] = part_ptr[p].max(part_ptr[p - 1]);
+        }
         let empty: Vec<u32> = (0..n as u32)
+            .into_par_iter()
             .filter(|&t| ptr[t as usize] == ptr[t as usize + 1])
             .collect();
         let n_segments = (total as usize).saturating_add(empty.len());
         to_u32("number of segments", n_segments)?;
-        let mut segments = Vec::new();
-        mem::try_reserve(&mut segments, n_segments, "the plan's segments")?;
-        segments.resize(n_segments, Segment::default());
+        let mut segments: Vec<Segment> = par::zeroed("the plan's segments", n_segments)?;
 
-        // Pass 2: every block writes its runs at its cursors.
+        // Pass 2, partition after partition, the pieces of one in parallel:
+        // each run goes to its task's cursor (where the earlier partitions'
+        // shares of the task end), and is one segment there. A task has
+        // one run per partition, so no two pieces of a round share a
+        // cursor.
+        let mut fine_perm = par::zeroed_u32("the plan's fine-task permutation", m)?;
+        let mut cursor: Vec<u32> = ptr[..n].par_iter().copied().collect();
+        let mut split: Vec<u8> = par::zeroed("the plan's split-task marks", n)?;
         {
-            let out = SharedOut::new(&mut segments);
-            blocks
-                .par_iter()
-                .zip(cursors.par_iter_mut())
-                .try_for_each(|(blk, cursor)| {
-                    let base = ptr[blk.tasks.start];
-                    for t in blk.tasks.clone() {
-                        let (lo, hi) = ((ptr[t] - base) as usize, (ptr[t + 1] - base) as usize);
-                        let mut fault = Ok(());
-                        runs(&blk.perm[lo..hi], ptr[t], &assign, |p, a, b| {
-                            let at = &mut cursor[p as usize];
-                            // SAFETY: the cursors of different blocks and
-                            // partitions cover disjoint ranges.
-                            let r = unsafe {
-                                out.set(*at as usize, Segment::new(t as u32, a, b), "segments")
-                            };
-                            fault = fault.and(r);
-                            *at += 1;
-                        });
-                        fault.map_err(|_| {
-                            Error::invalid("cache-fit plan: segment counts changed between passes")
-                        })?;
+            let perm_out = SharedOut::new(&mut fine_perm);
+            let seg_out = SharedOut::new(&mut segments);
+            let cursor = SharedOut::new(&mut cursor);
+            let split = SharedOut::new(&mut split);
+            let round = |pc: &Piece, at: usize| -> Result<()> {
+                let mut at = at;
+                let mut fault = false;
+                task_runs(ptr, &order[pc.lo..pc.hi], |t, run| {
+                    // SAFETY: task `t` has this one run in this partition,
+                    // and partitions run one after the other, so only this
+                    // closure accesses `cursor[t]` and `split[t]` now; the
+                    // positions written lie in task `t`'s own range
+                    // (checked), which no other run of this round touches.
+                    unsafe {
+                        let Ok(lo) = cursor.get(t, "cursor") else {
+                            fault = true;
+                            return;
+                        };
+                        let hi = lo as usize + run.len();
+                        if hi > ptr[t + 1] as usize {
+                            fault = true;
+                            return;
+                        }
+                        for (i, &id) in run.iter().enumerate() {
+                            fault |= perm_out.set(lo as usize + i, id, "fine_perm").is_err();
+                        }
+                        fault |= cursor.set(t, hi as u32, "cursor").is_err();
+                        if run.len() < (ptr[t + 1] - ptr[t]) as usize {
+                            fault |= split.set(t, 1, "split").is_err();
+                        }
+                        fault |= seg_out
+                            .set(at, Segment::new(t as u32, lo, hi as u32), "segments")
+                            .is_err();
                     }
-                    Ok::<(), Error>(())
-                })?;
+                    at += 1;
+                })
+                .ok_or_else(bad)?;
+                if fault {
+                    return Err(bad());
+                }
+                Ok(())
+            };
+            let mut first = 0;
+            while first < pieces.len() {
+                let part = pieces[first].part;
+                let last = first + pieces[first..].partition_point(|pc| pc.part == part);
+                if last - first == 1 {
+                    round(&pieces[first], seg_at[first])?;
+                } else {
+                    (first..last)
+                        .into_par_iter()
+                        .try_for_each(|i| round(&pieces[i], seg_at[i]))?;
+                }
+                first = last;
+            }
         }
+        drop(cursor);
         for (i, &t) in empty.iter().enumerate() {
             let at = ptr[t as usize];
             segments[total as usize + i] = Segment::new(t, at, at);
         }
-        let split_tasks = counted.into_iter().flat_map(|(_, s)| s).collect();
+        let split_tasks = (0..n as u32)
+            .into_par_iter()
+            .filter(|&t| split[t as usize] != 0)
+            .collect();
         Ok(CacheFitPlan {
             n_tasks: n,
             fine_perm,

@@ -1,0 +1,383 @@
+//! The CPU backend running a part-major plan as the GPU's carried launches
+//! do: one pass per partition, in partition order, every task folding its
+//! share of that partition onto an accumulator carried from the previous
+//! pass (one per task), the epilogue after the last pass.
+//!
+//! The GPU runs each partition as a launch over the partition's own range
+//! array (`CARRY_*` in the device library); here the kernel keeps its own
+//! range array, whose prologue gives the context the fold and the epilogue
+//! read, and the executor takes each task's fine-task range of partition
+//! `p` from partition `p`'s range array instead. `#[throttled]` guarantees
+//! that this is the same thing: nothing after a throttled kernel's prologue
+//! uses a binding that reads the range array, so the context does not
+//! depend on which range the fold covers.
+
+use super::parts::PartMajor;
+use crate::exec::cpu::{FirstFault, GRAIN, PRECHECK_SPAN};
+use crate::exec::{Fault, NestedKernel};
+use crate::mem;
+use crate::{Error, Result};
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// The partitions' range arrays of a part-major plan: `ptr(p)[t] ..
+/// ptr(p)[t + 1]` are task `t`'s fine tasks (positions of the part-major
+/// per-fine-task arrays) in partition `p`. Checked once when made, so that
+/// every [`run_carried`] over them trusts them.
+///
+/// ```
+/// use warpfit_runtime::schedule::CarriedParts;
+/// let p0 = [0u32, 2, 2, 3];
+/// let p1 = [3u32, 5, 5, 6];
+/// let parts = CarriedParts::new(vec![&p0[..], &p1[..]])?;
+/// assert_eq!((parts.len(), parts.n_tasks()), (2, 3));
+/// // A range array that decreases is refused.
+/// assert!(CarriedParts::new(vec![&[0u32, 2, 1][..]]).is_err());
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CarriedParts<'a> {
+    ptrs: Vec<&'a [u32]>,
+    n_tasks: usize,
+}
+
+impl<'a> CarriedParts<'a> {
+    /// The partitions' range arrays, in partition order.
+    ///
+    /// # Errors
+    /// No partition; range arrays of different lengths or empty (one entry
+    /// per task and one more); a range array that decreases.
+    pub fn new(ptrs: Vec<&'a [u32]>) -> Result<Self> {
+        let first = ptrs
+            .first()
+            .ok_or_else(|| Error::invalid("a carried run needs at least one partition"))?;
+        let n_tasks = first.len().checked_sub(1).ok_or_else(|| {
+            Error::invalid("a partition's range array needs one entry per task and one more")
+        })?;
+        for (p, ptr) in ptrs.iter().enumerate() {
+            if ptr.len() != n_tasks + 1 {
+                return Err(Error::length(
+                    format!("range array of partition {p} (tasks + 1, as partition 0's)"),
+                    n_tasks + 1,
+                    ptr.len(),
+                ));
+            }
+            if let Some(t) = ptr.par_windows(2).position_any(|w| w[0] > w[1]) {
+                return Err(Error::invalid(format!(
+                    "range array of partition {p} decreases at task {t} ({} then {})",
+                    ptr[t],
+                    ptr[t + 1]
+                )));
+            }
+        }
+        Ok(CarriedParts { ptrs, n_tasks })
+    }
+
+    /// The range arrays of `parts` (valid by construction: not checked again).
+    pub fn of_part_major(parts: &'a PartMajor) -> Self {
+        CarriedParts {
+            ptrs: (0..parts.len()).map(|p| parts.part_ptr(p)).collect(),
+            n_tasks: parts.part_ptr(0).len() - 1,
+        }
+    }
+
+    /// Number of partitions (at least 1).
+    pub fn len(&self) -> usize {
+        self.ptrs.len()
+    }
+
+    /// Never empty: [`CarriedParts::new`] refuses no partition.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Number of tasks.
+    pub fn n_tasks(&self) -> usize {
+        self.n_tasks
+    }
+}
+
+/// Wall-clock times of a [`run_carried`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CarriedRun {
+    /// Seconds of each partition's pass, in partition order.
+    pub part_seconds: Vec<f64>,
+}
+
+impl CarriedRun {
+    /// Seconds of all passes.
+    pub fn total_seconds(&self) -> f64 {
+        self.part_seconds.iter().sum()
+    }
+}
+
+/// The precheck window of a block of tasks: fine-task positions `lo..hi`
+/// whose loads `precheck` found in bounds (`ok`) or not.
+struct Window {
+    lo: usize,
+    hi: usize,
+    ok: bool,
+}
+
+impl Window {
+    fn none() -> Self {
+        Window {
+            lo: 1,
+            hi: 0,
+            ok: false,
+        }
+    }
+}
+
+/// Folds positions `lo..hi` of `task` onto `acc`: unchecked where a
+/// window of about [`PRECHECK_SPAN`] positions from `lo` (not past
+/// `block_hi`, the block's last position) passed `precheck`, which then
+/// serves the block's next tasks too; checked otherwise, as
+/// [`NestedKernel::fold_range`] does.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn fold_share<K: NestedKernel>(
+    kernel: &K,
+    win: &mut Window,
+    block_hi: usize,
+    task: usize,
+    ctx: &K::Ctx,
+    lo: usize,
+    hi: usize,
+    acc: K::Acc,
+) -> Result<K::Acc, Fault> {
+    if lo >= hi {
+        return Ok(acc);
+    }
+    if !(win.lo <= lo && hi <= win.hi) {
+        let end = hi.max(lo.saturating_add(PRECHECK_SPAN).min(block_hi));
+        *win = Window {
+            lo,
+            hi: end,
+            ok: kernel.precheck(lo, end),
+        };
+    }
+    if win.ok {
+        // SAFETY: `precheck(win.lo, win.hi)` passed on this kernel, whose
+        // inputs are shared borrows that cannot change during the run, and
+        // `lo..hi` lies inside that window.
+        unsafe { kernel.fold_range_prechecked(task, ctx, lo, hi, acc) }
+    } else {
+        kernel.fold_range(task, ctx, lo, hi, acc)
+    }
+}
+
+/// Task `t`'s share of one partition.
+#[inline]
+fn share(ptr: &[u32], t: usize) -> (usize, usize) {
+    (ptr[t] as usize, ptr[t + 1] as usize)
+}
+
+/// Runs `kernel` over a part-major plan on the CPU: for each partition in
+/// order, every task in parallel (rayon) folds its share of the partition
+/// onto its carried accumulator (from `init` in the first partition), and
+/// the last partition runs the epilogue. The CPU mirror of the GPU's
+/// carried launches: each pass gathers from one partition's slice of the
+/// gathered array only, which a cache-fit plan sized for the cache.
+///
+/// `kernel` reads its per-fine-task arrays in part-major order
+/// ([`PartMajor::permute_fine`]) and keeps its own range array (the one the
+/// plan was made from), which gives each task's context; `parts` gives the
+/// fine-task ranges (from [`PartMajor`]: [`CarriedParts::of_part_major`]).
+/// A task's value is the fold of its shares in partition order, so the
+/// result equals the unthrottled run's for a commutative and associative
+/// reduce operator: exactly for integer, boolean, min and max folds, up to
+/// rounding for float sums. The kernel must obey `#[throttled]`'s rule that
+/// nothing after the prologue uses a binding read from the range array
+/// (the macro checks it for generated kernels).
+///
+/// Each pass checks the loads of runs of consecutive tasks with one
+/// [`precheck`](NestedKernel::precheck) and folds them unchecked, as the
+/// unthrottled executor does; a task whose loads do not pass is folded
+/// checked, so it reports its exact fault.
+///
+/// Tasks `0..parts.n_tasks()` run: a kernel with fewer tasks faults in its
+/// prologue (an index fault), it never reads out of bounds.
+///
+/// # Errors
+/// The kernel's faults: the pass of the first partition in which a task
+/// faults returns the fault of its lowest-numbered failing task, as
+/// [`cpu::run`](crate::exec::cpu::run) does (outputs are then
+/// unspecified); the carried accumulators exceeding the memory limit.
+///
+/// ```
+/// use warpfit_runtime::exec::{Fault, NestedKernel, SharedOut};
+/// use warpfit_runtime::partition::{column_blocks, WorkGraph};
+/// use warpfit_runtime::schedule::{run_carried, CacheFitPlan, CarriedParts, PartMajor};
+/// use warpfit_runtime::{gen, Tasks};
+///
+/// /// `out[r] = min over the row of x[col[k]]`, from `u32::MAX`.
+/// struct RowMin<'a> { ptr: &'a [u32], col: &'a [u32], x: &'a [u32], out: SharedOut<'a, u32> }
+/// impl NestedKernel for RowMin<'_> {
+///     const NAME: &'static str = "rowmin";
+///     type Acc = u32;
+///     type Ctx = ();
+///     fn prologue(&self, t: usize) -> Result<((), usize, usize), Fault> {
+///         Ok(((), self.ptr[t] as usize, self.ptr[t + 1] as usize))
+///     }
+///     fn init(&self, _: usize, _: &()) -> Result<u32, Fault> { Ok(u32::MAX) }
+///     fn map(&self, _: usize, _: &(), k: usize) -> Result<u32, Fault> {
+///         let c = *self.col.get(k).ok_or(Fault::index("col", k, self.col.len()))? as usize;
+///         self.x.get(c).copied().ok_or(Fault::index("x", c, self.x.len()))
+///     }
+///     fn reduce(&self, a: u32, b: u32) -> Result<u32, Fault> { Ok(a.min(b)) }
+///     fn epilogue(&self, t: usize, _: &(), acc: u32) -> Result<(), Fault> {
+///         // SAFETY: each task writes only its own index.
+///         unsafe { self.out.set(t, acc, "out") }
+///     }
+/// }
+///
+/// let a = gen::rmat(9, 8, 3)?;
+/// let x: Vec<u32> = (0..a.ncols() as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+/// let mut want = vec![0u32; a.nrows()];
+/// let k = RowMin { ptr: a.row_ptr(), col: a.col_idx(), x: &x, out: SharedOut::new(&mut want) };
+/// warpfit_runtime::exec::cpu::run(&k, Tasks::All(a.nrows()))?;
+///
+/// // Column blocks of 100 columns, laid out part by part.
+/// let g = WorkGraph::from_csr(&a)?;
+/// let plan = CacheFitPlan::new(&g, &column_blocks(&g, 100)?)?;
+/// let parts = PartMajor::new(&plan)?;
+/// let col = parts.permute_fine(a.col_idx())?;
+/// let mut got = vec![0u32; a.nrows()];
+/// let k = RowMin { ptr: a.row_ptr(), col: &col, x: &x, out: SharedOut::new(&mut got) };
+/// let run = run_carried(&k, &CarriedParts::of_part_major(&parts))?;
+/// assert_eq!(run.part_seconds.len(), parts.len());
+/// assert_eq!(got, want);
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Result<CarriedRun> {
+    let n = parts.n_tasks;
+    let k = parts.len();
+    let mut part_seconds = Vec::with_capacity(k);
+    let blocks = n.div_ceil(GRAIN);
+    let block = |b: usize| b * GRAIN..((b + 1) * GRAIN).min(n);
+
+    if k == 1 {
+        // One partition: every task whole, init to epilogue.
+        let ptr = parts.ptrs[0];
+        let faults = FirstFault::new();
+        let start = Instant::now();
+        (0..blocks).into_par_iter().for_each(|b| {
+            let tasks = block(b);
+            let block_hi = ptr[tasks.end] as usize;
+            let mut win = Window::none();
+            for t in tasks {
+                let mut step = || -> Result<(), Fault> {
+                    let (ctx, _, _) = kernel.prologue(t)?;
+                    let (lo, hi) = share(ptr, t);
+                    let init = kernel.init(t, &ctx)?;
+                    let acc = fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, init)?;
+                    kernel.epilogue(t, &ctx, acc)
+                };
+                if let Err(f) = step() {
+                    faults.record(t, f);
+                }
+            }
+        });
+        part_seconds.push(start.elapsed().as_secs_f64());
+        faults.into_result::<K>()?;
+        return Ok(CarriedRun { part_seconds });
+    }
+
+    mem::check_elems::<K::Acc>("the carried accumulators (one per task)", n)?;
+    let mut carry: Vec<K::Acc> = Vec::new();
+    carry.try_reserve_exact(n).map_err(|e| Error::Unavailable {
+        what: format!("{n} carried accumulators"),
+        reason: e.to_string(),
+    })?;
+
+    // First partition: init, fold, store.
+    {
+        let ptr = parts.ptrs[0];
+        let faults = FirstFault::new();
+        let start = Instant::now();
+        carry.spare_capacity_mut()[..n]
+            .par_chunks_mut(GRAIN)
+            .enumerate()
+            .for_each(|(b, slots)| {
+                let tasks = block(b);
+                let block_hi = ptr[tasks.end] as usize;
+                let mut win = Window::none();
+                for (t, slot) in tasks.zip(slots) {
+                    let mut step = || -> Result<K::Acc, Fault> {
+                        let (ctx, _, _) = kernel.prologue(t)?;
+                        let (lo, hi) = share(ptr, t);
+                        let init = kernel.init(t, &ctx)?;
+                        fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, init)
+                    };
+                    match step() {
+                        Ok(acc) => {
+                            slot.write(acc);
+                        }
+                        Err(f) => faults.record(t, f),
+                    }
+                }
+            });
+        part_seconds.push(start.elapsed().as_secs_f64());
+        faults.into_result::<K>()?;
+        // SAFETY: no task faulted, so every task `0..n` wrote its slot
+        // (the chunks cover `0..n`, one slot per task), and `n` is within
+        // the capacity reserved above.
+        unsafe { carry.set_len(n) };
+    }
+
+    // Middle partitions: fold onto the carried value. A task with no share
+    // here skips its prologue (it ran without fault in the first pass).
+    for ptr in &parts.ptrs[1..k - 1] {
+        let faults = FirstFault::new();
+        let start = Instant::now();
+        carry
+            .par_chunks_mut(GRAIN)
+            .enumerate()
+            .for_each(|(b, accs)| {
+                let tasks = block(b);
+                let block_hi = ptr[tasks.end] as usize;
+                let mut win = Window::none();
+                for (t, acc) in tasks.zip(accs) {
+                    let (lo, hi) = share(ptr, t);
+                    if lo >= hi {
+                        continue;
+                    }
+                    let mut step = || -> Result<K::Acc, Fault> {
+                        let (ctx, _, _) = kernel.prologue(t)?;
+                        fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, *acc)
+                    };
+                    match step() {
+                        Ok(v) => *acc = v,
+                        Err(f) => faults.record(t, f),
+                    }
+                }
+            });
+        part_seconds.push(start.elapsed().as_secs_f64());
+        faults.into_result::<K>()?;
+    }
+
+    // Last partition: fold, then the epilogue.
+    let ptr = parts.ptrs[k - 1];
+    let faults = FirstFault::new();
+    let start = Instant::now();
+    carry.par_chunks(GRAIN).enumerate().for_each(|(b, accs)| {
+        let tasks = block(b);
+        let block_hi = ptr[tasks.end] as usize;
+        let mut win = Window::none();
+        for (t, &acc) in tasks.zip(accs) {
+            let mut step = || -> Result<(), Fault> {
+                let (ctx, _, _) = kernel.prologue(t)?;
+                let (lo, hi) = share(ptr, t);
+                let acc = fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, acc)?;
+                kernel.epilogue(t, &ctx, acc)
+            };
+            if let Err(f) = step() {
+                faults.record(t, f);
+            }
+        }
+    });
+    part_seconds.push(start.elapsed().as_secs_f64());
+    faults.into_result::<K>()?;
+    Ok(CarriedRun { part_seconds })
+}

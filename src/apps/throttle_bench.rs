@@ -78,7 +78,17 @@ pub struct ThrottleBenchOptions {
     pub partitioner: Option<Partitioner>,
     /// Launches the planning time is amortised over.
     pub amortise_over: usize,
+    /// Only these variants (see [`VARIANT_NAMES`]); empty: all of them.
+    /// The reference of the speed-ups always runs.
+    pub variants: Vec<String>,
 }
+
+/// The names [`ThrottleBenchOptions::variants`] accepts: the baseline on
+/// the original and on the remapped matrix, the policies, and the CPU plan
+/// executor.
+pub const VARIANT_NAMES: [&str; 10] = [
+    "baseline", "remapped", "org", "org_r", "cf", "cfq", "sj", "sjq", "auto", "carried",
+];
 
 impl ThrottleBenchOptions {
     /// The protocol's defaults for `matrices`: 20 timed runs after 3
@@ -93,16 +103,45 @@ impl ThrottleBenchOptions {
             cache: CacheSize::L2,
             partitioner: None,
             amortise_over: 100,
+            variants: Vec::new(),
         }
     }
 
-    fn check(&self) -> Result<()> {
+    /// Checks the options.
+    ///
+    /// # Errors
+    /// No run, round or launch to amortise over; an unknown variant name.
+    pub fn validate(&self) -> Result<()> {
         if self.runs == 0 || self.rounds == 0 || self.amortise_over == 0 {
             return Err(Error::invalid(
                 "bench throttle: runs, rounds and the launches planning is amortised over must be at least 1",
             ));
         }
+        if let Some(v) = self
+            .variants
+            .iter()
+            .find(|v| !VARIANT_NAMES.contains(&v.as_str()))
+        {
+            return Err(Error::invalid(format!(
+                "bench throttle: unknown variant `{}`: expected some of {}",
+                crate::runtime::error::excerpt(v.as_bytes()),
+                VARIANT_NAMES.join(", ")
+            )));
+        }
         Ok(())
+    }
+
+    /// Whether the variant `kind` runs (the reference always does).
+    fn runs_variant(&self, kind: VariantKind, cpu: bool) -> bool {
+        let name = match kind {
+            VariantKind::Baseline if !cpu => return true,
+            VariantKind::Policy(ThrottlePolicy::Org) if cpu => return true,
+            VariantKind::Baseline => "baseline",
+            VariantKind::BaselineRemapped => "remapped",
+            VariantKind::Policy(p) => p.name(),
+            VariantKind::Carried(_) => "carried",
+        };
+        self.variants.is_empty() || self.variants.iter().any(|v| v == name)
     }
 }
 
@@ -361,7 +400,7 @@ pub fn run_throttle_bench(
     progress: Progress<'_>,
     snapshot: &mut dyn FnMut(&ThrottleBenchReport),
 ) -> Result<ThrottleBenchReport> {
-    opts.check()?;
+    opts.validate()?;
     let cpu = device.cuda().is_none();
     let (l2, source) = match device.cuda() {
         Some(d) => (Some(d.l2_bytes() as u64), "the GPU's L2"),
@@ -393,7 +432,10 @@ pub fn run_throttle_bench(
         matrices: Vec::new(),
         failures: Vec::new(),
     };
-    let kinds = variant_kinds(cpu, opts.partitioner);
+    let kinds: Vec<VariantKind> = variant_kinds(cpu, opts.partitioner)
+        .into_iter()
+        .filter(|&k| opts.runs_variant(k, cpu))
+        .collect();
     let clock = match device.cuda() {
         Some(d) => Clock::Cuda(EventTimer::new(d)?),
         None => Clock::Cpu,
@@ -848,7 +890,11 @@ impl<'a> OneMatrix<'a> {
             let pm = PartMajor::new(&plan)?;
             drop(plan);
             let ptrs: Vec<Vec<u32>> = (0..pm.len()).map(|p| pm.part_ptr(p).to_vec()).collect();
-            (pm.permute_fine(a.col_idx())?, pm.permute_fine(a.values())?, ptrs)
+            (
+                pm.permute_fine(a.col_idx())?,
+                pm.permute_fine(a.values())?,
+                ptrs,
+            )
         };
         let parts = CarriedParts::new(ptrs.iter().map(Vec::as_slice).collect())?;
         let plan_s = start.elapsed().as_secs_f64();
@@ -1126,8 +1172,9 @@ impl ThrottleBenchReport {
                 .exp();
             let _ = writeln!(
                 md,
-                "Geometric mean of the fastest variant's speed-up over {reference}: **{geo:.2}×** over {} matrices.\n",
-                best_speedups.len()
+                "Geometric mean of the fastest variant's speed-up over {reference}: **{geo:.2}×** over {} matri{}.\n",
+                best_speedups.len(),
+                if best_speedups.len() == 1 { "x" } else { "ces" }
             );
         }
     }
@@ -1140,5 +1187,171 @@ impl ThrottleBenchReport {
     /// The plotting library's errors.
     pub fn to_svg(&self) -> Result<String> {
         super::throttle_chart::render(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timed(ms: &[f64], plan_s: f64) -> Outcome {
+        Outcome::Timed(Timing {
+            round_ms: ms.to_vec(),
+            round_plan_s: vec![plan_s; ms.len()],
+            round_first_ms: vec![1.0; ms.len()],
+            max_rel_err: 1e-7,
+        })
+    }
+
+    fn variant(kind: VariantKind, outcome: Outcome) -> VariantResult {
+        VariantResult {
+            kind,
+            chosen: Some(ThrottlePolicy::Cf),
+            partitions: Some(3),
+            note: String::new(),
+            outcome,
+        }
+    }
+
+    fn report(cpu: bool) -> ThrottleBenchReport {
+        let not_launched = |p: &str| {
+            Outcome::NotLaunched(format!(
+                "kernel `spmv`: throttling policy `{p}` is planned but not launched by the throttled handle yet"
+            ))
+        };
+        let m = |name: &str, label: &str, scale: f64| MatrixResult {
+            name: name.into(),
+            label: label.into(),
+            rows: 4,
+            cols: 1 << 20,
+            nnz: 16,
+            load_s: 0.1,
+            variants: vec![
+                variant(VariantKind::Baseline, timed(&[4.0, 6.0, 5.0], 0.0)),
+                variant(VariantKind::BaselineRemapped, timed(&[3.0, 3.0, 3.0], 0.5)),
+                variant(
+                    VariantKind::Policy(ThrottlePolicy::Org),
+                    timed(&[4.0 * scale, 6.0, 5.0], 0.0),
+                ),
+                variant(
+                    VariantKind::Policy(ThrottlePolicy::OrgR),
+                    not_launched("org_r"),
+                ),
+                variant(
+                    VariantKind::Policy(ThrottlePolicy::Cf),
+                    timed(&[2.0, 3.0, 2.5], 2.0),
+                ),
+                variant(
+                    VariantKind::Policy(ThrottlePolicy::Sj),
+                    Outcome::Failed("boom & <bust>".into()),
+                ),
+                variant(
+                    VariantKind::Policy(ThrottlePolicy::Auto),
+                    timed(&[2.0, 3.0, 2.5], 2.0),
+                ),
+            ],
+        };
+        ThrottleBenchReport {
+            device: "test device".into(),
+            cpu,
+            cache_bytes: 1 << 20,
+            cache_source: "--cache".into(),
+            command: "warpfit bench throttle".into(),
+            runs: 20,
+            warmup: 3,
+            rounds: 3,
+            amortise_over: 100,
+            matrices: vec![
+                m("rmat:scale=24,edge_factor=16,seed=1", "rmat 24", 1.0),
+                m("a&b<c>.mtx", "a&b<c>", 0.25),
+            ],
+            failures: vec!["a&b<c>.mtx, sj: boom & <bust>".into()],
+        }
+    }
+
+    #[test]
+    fn speedups_are_medians_of_per_round_ratios() {
+        let r = report(false);
+        let m = &r.matrices[0];
+        let cf = m.get(VariantKind::Policy(ThrottlePolicy::Cf)).unwrap();
+        // Ratios 4/2, 6/3, 5/2.5: all 2.
+        assert_eq!(m.speedup(cf, false), Some(2.0));
+        let t = cf.timing().unwrap();
+        assert_eq!(t.ms(), Some(2.5));
+        assert_eq!(t.amortised_ms(100), Some(2.5 + 20.0));
+        // On the CPU the reference is org: on the second matrix its first
+        // round is 1.0 ms, so the ratios are 0.5, 2, 2: median 2.
+        let r = report(true);
+        let m = &r.matrices[1];
+        let cf = m.get(VariantKind::Policy(ThrottlePolicy::Cf)).unwrap();
+        assert_eq!(m.speedup(cf, true), Some(2.0));
+        let sj = m.get(VariantKind::Policy(ThrottlePolicy::Sj)).unwrap();
+        assert_eq!(m.speedup(sj, true), None);
+    }
+
+    #[test]
+    fn the_markdown_has_every_variant_and_the_reasons() {
+        let md = report(false).to_markdown();
+        for row in [
+            "| cuSPARSE | cf | 3 | 5.000 |",
+            "| org_r | – | – | not launched |",
+            "| sj | – | – | failed |",
+            "| cf | cf | 3 | 2.500 | 2.000, 3.000, 2.500 | 2.00 | 2.00 | 22.500 |",
+        ] {
+            assert!(md.contains(row), "{row} not in\n{md}");
+        }
+        assert!(md.contains("Not launched by the handle: org_r"), "{md}");
+        assert!(md.contains("**2.00×** over 2 matrices"), "{md}");
+        assert!(md.contains("| auto / org (≥ 0.95) |"), "{md}");
+    }
+
+    #[test]
+    fn the_chart_is_well_formed_svg_with_its_labels() {
+        for cpu in [false, true] {
+            let svg = report(cpu).to_svg().unwrap();
+            let doc = roxmltree::Document::parse(&svg).expect("well-formed");
+            let texts: Vec<&str> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text())
+                .map(str::trim)
+                .collect();
+            for want in ["rmat 24", "a&b<c>", "cf", "org_r", "× not launched"] {
+                assert!(texts.contains(&want), "{want}: {texts:?}");
+            }
+            let reference = if cpu { "org" } else { "cuSPARSE" };
+            assert!(!texts.contains(&reference), "{texts:?}");
+        }
+    }
+
+    #[test]
+    fn labels_are_short() {
+        let g = |s: &str| short_label(&BenchInput::Gen(s.parse().unwrap()));
+        assert_eq!(g("rmat:scale=25,edge_factor=16,seed=1"), "rmat 25");
+        assert_eq!(g("uniform:n=33554432,per_row=16,seed=1"), "uniform 2^25");
+        assert_eq!(g("uniform:n=3000,per_row=6"), "uniform 3000");
+        assert_eq!(g("rgg:n=16777216,seed=1,order=random"), "rgg 2^24 random");
+        assert_eq!(g("grid2d:side=4096"), "grid2d 4096");
+        let m = BenchInput::Mtx("dir/bcsstk16.mtx".into());
+        assert_eq!(short_label(&m), "bcsstk16");
+    }
+
+    #[test]
+    fn suites_parse_and_options_are_checked() {
+        assert_eq!(large_suite().unwrap().len(), 6);
+        assert_eq!(default_suite().unwrap().len(), 8);
+        assert_eq!(small_suite().unwrap().len(), 3);
+        let mut o = ThrottleBenchOptions::new(Vec::new());
+        assert!(o.validate().is_ok());
+        o.rounds = 0;
+        assert!(o.validate().is_err());
+        assert_eq!(
+            variant_kinds(true, Some(Partitioner::Kd)).last(),
+            Some(&VariantKind::Carried(Partitioner::Kd))
+        );
+        assert_eq!(
+            variant_kinds(false, None).len(),
+            2 + ThrottlePolicy::ALL.len()
+        );
     }
 }

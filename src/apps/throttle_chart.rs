@@ -61,7 +61,8 @@ pub(super) fn render(report: &ThrottleBenchReport) -> Result<String> {
                 .iter()
                 .map(|&k| {
                     let v = m.variants.iter().find(|v| v.kind == k)?;
-                    m.speedup(v, report.cpu).filter(|s| s.is_finite() && *s > 0.0)
+                    m.speedup(v, report.cpu)
+                        .filter(|s| s.is_finite() && *s > 0.0)
                 })
                 .collect()
         })
@@ -134,12 +135,16 @@ pub(super) fn render(report: &ThrottleBenchReport) -> Result<String> {
             )))
             .map_err(plot_err)?;
         // Matrix labels under their groups.
-        let label_style = TextStyle::from(("sans-serif", 13).into_font())
-            .pos(Pos::new(HPos::Center, VPos::Top));
+        let label_style =
+            TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
         for (g, m) in report.matrices.iter().enumerate() {
             let (px, py) = chart.backend_coord(&(g as f64 + 0.5, lo));
-            plot.draw(&Text::new(m.label.clone(), (px, py + 8), label_style.clone()))
-                .map_err(plot_err)?;
+            plot.draw(&Text::new(
+                m.label.clone(),
+                (px, py + 8),
+                label_style.clone(),
+            ))
+            .map_err(plot_err)?;
         }
         // The legend beside the plot.
         legend

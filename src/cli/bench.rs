@@ -48,6 +48,8 @@ pub struct BenchArgs {
     pub warmup: u32,
     /// Only these warpfit variants (`cte`, `thread`, `subwarp:8`, `cte:S=32`, `cte:B=1024`,
     /// `cte:cf`, `cte:cf-slices`, ...); cuSPARSE always runs. Default: all of them.
+    /// throttle: `baseline`, `remapped`, policies (`org`, `cf`, ...) and `carried` (the
+    /// CPU plan executor); the reference (cuSPARSE, or `org` on the CPU) always runs.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub variants: Vec<String>,
     /// Fixed CTE segment lengths timed besides the automatic split.
@@ -118,7 +120,11 @@ pub struct BenchArgs {
 /// another kind is an error, not silently ignored.
 fn check_options(args: &BenchArgs) -> Result<()> {
     let given: [(&str, bool, &[&str]); 17] = [
-        ("--variants", !args.variants.is_empty(), &["spmv"]),
+        (
+            "--variants",
+            !args.variants.is_empty(),
+            &["spmv", "throttle"],
+        ),
         (
             "--segment-lens",
             args.segment_lens != SEGMENT_LENS,

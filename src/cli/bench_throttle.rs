@@ -37,6 +37,8 @@ pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
     opts.runs = args.runs as usize;
     opts.warmup = args.warmup as usize;
     opts.rounds = args.rounds.map_or(1, |r| r as usize);
+    opts.variants = args.variants.clone();
+    opts.validate()?;
     if let Some(c) = &args.cache {
         opts.cache = c.parse()?;
     }
@@ -143,9 +145,7 @@ impl Drop for Progress {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let opts = options(args)?;
     let open = |p: &Option<PathBuf>, what: &str| {
-        p.as_deref()
-            .map(|p| OutputFile::open(p, what))
-            .transpose()
+        p.as_deref().map(|p| OutputFile::open(p, what)).transpose()
     };
     let (out, svg, write) = (
         open(&args.out, "--out")?,
@@ -183,7 +183,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if let Some(write) = write {
         let path = write.keep();
         write_section(&path, section(&report), &md)?;
-        eprintln!("wrote the `{}` section of {}", section(&report), path.display());
+        eprintln!(
+            "wrote the `{}` section of {}",
+            section(&report),
+            path.display()
+        );
     }
     Ok(())
 }
@@ -236,7 +240,13 @@ mod tests {
         assert_eq!(o.cache, CacheSize::Bytes(4096));
         assert_eq!(o.partitioner, Some(Partitioner::Kd));
         assert_eq!(o.rounds, 3);
-        assert_eq!(options(&parse(&["throttle", "--small"])).unwrap().matrices.len(), 3);
+        assert_eq!(
+            options(&parse(&["throttle", "--small"]))
+                .unwrap()
+                .matrices
+                .len(),
+            3
+        );
     }
 
     #[test]

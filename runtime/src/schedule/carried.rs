@@ -167,6 +167,19 @@ fn fold_share<K: NestedKernel>(
     }
 }
 
+/// The tasks from the first to the last with a share in the partition of
+/// range array `ptr` (nondecreasing, at least one entry): two binary
+/// searches, since the tasks before the first share all start at `ptr[0]`
+/// and those after the last all end at `ptr[n]`.
+fn active_tasks(ptr: &[u32]) -> std::ops::Range<usize> {
+    let (Some(&first), Some(&last)) = (ptr.first(), ptr.last()) else {
+        return 0..0;
+    };
+    let lo = ptr.partition_point(|&v| v <= first).saturating_sub(1);
+    let hi = ptr.partition_point(|&v| v < last);
+    lo..hi.max(lo)
+}
+
 /// Task `t`'s share of one partition.
 #[inline]
 fn share(ptr: &[u32], t: usize) -> (usize, usize) {
@@ -190,6 +203,10 @@ fn share(ptr: &[u32], t: usize) -> (usize, usize) {
 /// rounding for float sums. The kernel must obey `#[throttled]`'s rule that
 /// nothing after the prologue uses a binding read from the range array
 /// (the macro checks it for generated kernels).
+///
+/// The first and the last pass visit every task (`init`, the epilogue);
+/// the others only the tasks from the first to the last the partition
+/// touches, so a partition of a few rows (a K-D tile) costs those rows.
 ///
 /// Each pass checks the loads of runs of consecutive tasks with one
 /// [`precheck`](NestedKernel::precheck) and folds them unchecked, as the
@@ -326,16 +343,19 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
         unsafe { carry.set_len(n) };
     }
 
-    // Middle partitions: fold onto the carried value. A task with no share
-    // here skips its prologue (it ran without fault in the first pass).
+    // Middle partitions: fold onto the carried value, over the tasks the
+    // partition touches only (a K-D tile's rows). A task with no share
+    // skips its prologue (it ran without fault in the first pass).
     for ptr in &parts.ptrs[1..k - 1] {
         let faults = FirstFault::new();
         let start = Instant::now();
-        carry
+        let active = active_tasks(ptr);
+        carry[active.clone()]
             .par_chunks_mut(GRAIN)
             .enumerate()
             .for_each(|(b, accs)| {
-                let tasks = block(b);
+                let first = active.start + b * GRAIN;
+                let tasks = first..first + accs.len();
                 let block_hi = ptr[tasks.end] as usize;
                 let mut win = Window::none();
                 for (t, acc) in tasks.zip(accs) {
@@ -380,4 +400,19 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
     part_seconds.push(start.elapsed().as_secs_f64());
     faults.into_result::<K>()?;
     Ok(CarriedRun { part_seconds })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::active_tasks;
+
+    #[test]
+    fn active_tasks_are_the_hull_of_the_nonempty_shares() {
+        assert_eq!(active_tasks(&[0, 0, 2, 2, 5, 5, 5]), 1..4);
+        assert_eq!(active_tasks(&[3, 4]), 0..1);
+        assert!(active_tasks(&[7, 7, 7]).is_empty());
+        assert_eq!(active_tasks(&[0]), 0..0);
+        assert_eq!(active_tasks(&[]), 0..0);
+        assert_eq!(active_tasks(&[1, 2, 2, 3]), 0..3);
+    }
 }

@@ -64,10 +64,11 @@ pub struct BenchArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Replace the `## GPU SpMV` section of this Markdown file with the report.
+    /// Replace the `## GPU SpMV` section of this Markdown file with the report
+    /// (throttle: the `## Throttled SpMV, every policy (…)` section of the backend).
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,
-    /// Small inputs, for a quick run (`spmv`: the small suite).
+    /// Small inputs, for a quick run (`spmv`, `throttle`: the small suite).
     #[arg(long)]
     pub small: bool,
     /// apps, throttle: write the Markdown report to this file (it is always

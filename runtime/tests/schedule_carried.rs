@@ -8,7 +8,9 @@ use warpfit_runtime::exec::{cpu, Fault, NestedKernel, SharedOut};
 use warpfit_runtime::partition::{
     column_blocks, dbwp, Bisection, CoarsenOptions, Partition, PartitionOptions, WorkGraph,
 };
-use warpfit_runtime::schedule::{run_carried, CacheFitPlan, CarriedParts, PartMajor};
+use warpfit_runtime::schedule::{
+    run_carried, CacheFitPlan, CarriedLayout, CarriedParts, PartMajor,
+};
 use warpfit_runtime::{gen, Csr, Error, Tasks};
 
 /// A random CSR with possibly empty rows, long rows and repeated columns.
@@ -182,7 +184,8 @@ fn reference(a: &Csr<u32>, x: &[u64], min: bool) -> Result<Vec<u64>, Error> {
     Ok(out)
 }
 
-/// The carried run over `pm`, on its part-major arrays.
+/// The carried run over `pm`, on its part-major arrays; the same over the
+/// plan's compact layout must give the same result.
 fn carried(
     a: &Csr<u32>,
     pm: &PartMajor,
@@ -207,6 +210,35 @@ fn carried(
     Ok(out)
 }
 
+/// The carried run over the plan's compact layout.
+fn carried_compact(
+    a: &Csr<u32>,
+    plan: &CacheFitPlan,
+    x: &[u64],
+    min: bool,
+    fast: bool,
+) -> Result<Vec<u64>, Error> {
+    let layout = CarriedLayout::new(plan)?;
+    let (col, val) = (
+        layout.permute_fine(a.col_idx())?,
+        layout.permute_fine(a.values())?,
+    );
+    let mut out = vec![0u64; a.nrows()];
+    let k = IntSpmv {
+        ptr: a.row_ptr(),
+        col: &col,
+        val: &val,
+        x,
+        out: SharedOut::new(&mut out),
+        min,
+        fast,
+    };
+    let parts = layout.parts();
+    assert_eq!(parts.len(), layout.len());
+    run_carried(&k, &parts)?;
+    Ok(out)
+}
+
 fn part_major(a: &Csr<u32>, capacity: u32, which: u8) -> (CacheFitPlan, PartMajor) {
     let g = WorkGraph::from_csr(a).unwrap();
     let plan = CacheFitPlan::new(&g, &partition(&g, capacity, which)).unwrap();
@@ -225,9 +257,20 @@ proptest! {
         min in any::<bool>(),
         fast in any::<bool>(),
     ) {
-        let (_, pm) = part_major(&a, capacity, which);
+        let (plan, pm) = part_major(&a, capacity, which);
         let x = x_of(a.ncols());
-        prop_assert_eq!(carried(&a, &pm, &x, min, fast).unwrap(), reference(&a, &x, min).unwrap());
+        let want = reference(&a, &x, min).unwrap();
+        prop_assert_eq!(&carried(&a, &pm, &x, min, fast).unwrap(), &want);
+        prop_assert_eq!(&carried_compact(&a, &plan, &x, min, fast).unwrap(), &want);
+        // The compact layout orders fine tasks as PartMajor does, and its
+        // partitions' active tasks are PartMajor's.
+        let layout = CarriedLayout::new(&plan).unwrap();
+        prop_assert_eq!(layout.fine_perm(), pm.fine_perm());
+        let (dense, compact) = (CarriedParts::of_part_major(&pm), layout.parts());
+        for p in 0..pm.len() {
+            let (d, c) = (dense.active_tasks(p), compact.active_tasks(p));
+            prop_assert!(d == c || (d.is_empty() && c.is_empty()), "{:?} {:?}", d, c);
+        }
     }
 
     #[test]
@@ -274,10 +317,14 @@ fn split_rows_and_hubs_across_many_partitions_are_exact() {
         let x = x_of(a.ncols());
         for min in [false, true] {
             for fast in [false, true] {
+                let want = reference(&a, &x, min).unwrap();
+                let what =
+                    format!("capacity {capacity}, partitioner {which}, min {min}, fast {fast}");
+                assert_eq!(carried(&a, &pm, &x, min, fast).unwrap(), want, "{what}");
                 assert_eq!(
-                    carried(&a, &pm, &x, min, fast).unwrap(),
-                    reference(&a, &x, min).unwrap(),
-                    "capacity {capacity}, partitioner {which}, min {min}, fast {fast}"
+                    carried_compact(&a, &plan, &x, min, fast).unwrap(),
+                    want,
+                    "{what}"
                 );
             }
         }
@@ -299,7 +346,9 @@ fn faults_are_the_unthrottled_runs() {
         let (plan, pm) = part_major(&a, 500, which);
         assert!(plan.len() > 2);
         for fast in [false, true] {
+            let compact = carried_compact(&a, &plan, &x, false, fast).unwrap_err();
             let got = carried(&a, &pm, &x, false, fast).unwrap_err().to_string();
+            assert_eq!(compact.to_string(), got);
             if which == 3 {
                 assert_eq!(got, want, "fast {fast}");
             } else {
@@ -375,4 +424,23 @@ fn empty_plans_and_bad_range_arrays() {
     };
     run_carried(&k, &parts).unwrap();
     assert_eq!(out, [40, (3 + 60) ^ 3]);
+}
+
+#[test]
+fn k_d_tiles_keep_range_arrays_of_their_own_rows() {
+    let a = gen::grid2d(64).unwrap().map_values(|&v| v.to_bits());
+    let (plan, pm) = part_major(&a, 256, 0);
+    let k = plan.len();
+    assert!(k >= 16, "{k} tiles");
+    let layout = CarriedLayout::new(&plan).unwrap();
+    let dense = k * (a.nrows() + 1) * 4;
+    assert!(
+        layout.range_bytes() * 4 < dense,
+        "{} bytes against {dense}",
+        layout.range_bytes()
+    );
+    let x = x_of(a.ncols());
+    let want = reference(&a, &x, false).unwrap();
+    assert_eq!(carried_compact(&a, &plan, &x, false, true).unwrap(), want);
+    assert_eq!(carried(&a, &pm, &x, false, true).unwrap(), want);
 }

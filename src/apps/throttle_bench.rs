@@ -46,7 +46,7 @@ use crate::runtime::exec::{cpu, SharedOut};
 use crate::runtime::gen::GenSpec;
 use crate::runtime::partition::{Remapping, WorkGraph, WorkGraphOf};
 use crate::runtime::schedule::{
-    cpu_cache_share, run_carried, CacheFitPlan, CacheSize, CarriedParts, PartMajor, Partitioner,
+    cpu_cache_share, run_carried, CacheFitPlan, CacheSize, CarriedLayout, Partitioner,
     ThrottleOptions, ThrottlePolicy,
 };
 use crate::runtime::Csr;
@@ -880,23 +880,19 @@ impl<'a> OneMatrix<'a> {
     fn carried(&self, partitioner: Partitioner) -> Result<Measured> {
         let a = self.a;
         let start = Instant::now();
-        let (col, val, ptrs) = {
+        let (col, val, layout) = {
             let graph = WorkGraphOf::borrow_csr(a)?.with_elem_bytes(4, 4)?;
             let partition = handle_options(self.opts)?
                 .with_partitioner(partitioner)
                 .partition(&graph, self.cache, None)?;
             let plan = CacheFitPlan::new(&graph, &partition)?;
             drop(partition);
-            let pm = PartMajor::new(&plan)?;
+            let layout = CarriedLayout::new(&plan)?;
             drop(plan);
-            let ptrs: Vec<Vec<u32>> = (0..pm.len()).map(|p| pm.part_ptr(p).to_vec()).collect();
-            (
-                pm.permute_fine(a.col_idx())?,
-                pm.permute_fine(a.values())?,
-                ptrs,
-            )
+            let col = layout.permute_fine(a.col_idx())?;
+            (col, layout.permute_fine(a.values())?, layout)
         };
-        let parts = CarriedParts::new(ptrs.iter().map(Vec::as_slice).collect())?;
+        let parts = layout.parts();
         let plan_s = start.elapsed().as_secs_f64();
         let mut y = vec![f32::NAN; a.nrows()];
         let run = |y: &mut [f32]| -> Result<()> {
@@ -998,7 +994,9 @@ impl ThrottleBenchReport {
              against an f64 reference first (max relative error ≤ 1e-4){}. Baseline: {}; \
              \"remapped\": on the matrix renumbered by Algorithm 5 of the handle's partition. \
              Planning: host time before the first launch (work graph, partition, layout), \
-             amortised over {} launches in \"with planning\". Speed-up: over {reference}{}.\n",
+             amortised over {} launches in \"with planning\". First launch: wall time of the \
+             first run, with the copies in and out, the library's set-up and `auto`'s \
+             profiling. Speed-up: over {reference}{}.\n",
             self.runs,
             self.warmup,
             if self.cpu {

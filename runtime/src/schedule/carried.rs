@@ -13,17 +13,70 @@
 //! depend on which range the fold covers.
 
 use super::parts::PartMajor;
+use super::plan::CacheFitPlan;
+use crate::error::to_u32;
 use crate::exec::cpu::{FirstFault, GRAIN, PRECHECK_SPAN};
 use crate::exec::{Fault, NestedKernel};
 use crate::mem;
 use crate::{Error, Result};
 use rayon::prelude::*;
+use std::ops::Range;
 use std::time::Instant;
 
-/// The partitions' range arrays of a part-major plan: `ptr(p)[t] ..
-/// ptr(p)[t + 1]` are task `t`'s fine tasks (positions of the part-major
-/// per-fine-task arrays) in partition `p`. Checked once when made, so that
-/// every [`run_carried`] over them trusts them.
+/// One partition's range array over the tasks it touches: task `t` in
+/// `first..first + ptr.len() - 1` has positions `ptr[t - first] ..
+/// ptr[t - first + 1]`, every other task none. `ptr` is nondecreasing and
+/// has at least one entry.
+#[derive(Debug, Clone, Copy)]
+struct Part<'a> {
+    first: usize,
+    ptr: &'a [u32],
+}
+
+impl<'a> Part<'a> {
+    /// A full range array (one entry per task and one more, nondecreasing)
+    /// cut to the tasks from the first to the last with a share: two binary
+    /// searches, since the tasks before the first share all start at
+    /// `ptr[0]` and those after the last all end at `ptr[n]`.
+    fn of_dense(ptr: &'a [u32]) -> Self {
+        let (Some(&lo_pos), Some(&hi_pos)) = (ptr.first(), ptr.last()) else {
+            return Part { first: 0, ptr };
+        };
+        let lo = ptr.partition_point(|&v| v <= lo_pos).saturating_sub(1);
+        let hi = ptr.partition_point(|&v| v < hi_pos).max(lo);
+        Part {
+            first: lo,
+            ptr: &ptr[lo..=hi],
+        }
+    }
+
+    /// The tasks with a share, and those between them.
+    fn active(&self) -> Range<usize> {
+        self.first..self.first + self.ptr.len() - 1
+    }
+
+    /// Task `t`'s positions (empty outside the active tasks).
+    #[inline]
+    fn share(&self, t: usize) -> (usize, usize) {
+        match t.checked_sub(self.first) {
+            Some(i) if i + 1 < self.ptr.len() => (self.ptr[i] as usize, self.ptr[i + 1] as usize),
+            _ => (0, 0),
+        }
+    }
+
+    /// The position where task `t`'s share would start: an upper bound of
+    /// the positions of the tasks before `t`.
+    #[inline]
+    fn pos(&self, t: usize) -> usize {
+        self.ptr[t.saturating_sub(self.first).min(self.ptr.len() - 1)] as usize
+    }
+}
+
+/// The partitions' range arrays of a part-major plan: task `t`'s fine tasks
+/// (positions of the part-major per-fine-task arrays) in partition `p`.
+/// Checked once when made, so that every [`run_carried`] over them trusts
+/// them. Each partition keeps the range of the tasks it touches, so that a
+/// pass visits those only.
 ///
 /// ```
 /// use warpfit_runtime::schedule::CarriedParts;
@@ -37,12 +90,13 @@ use std::time::Instant;
 /// ```
 #[derive(Debug, Clone)]
 pub struct CarriedParts<'a> {
-    ptrs: Vec<&'a [u32]>,
+    parts: Vec<Part<'a>>,
     n_tasks: usize,
 }
 
 impl<'a> CarriedParts<'a> {
-    /// The partitions' range arrays, in partition order.
+    /// The partitions' full range arrays (`ptr[t]..ptr[t + 1]` for every
+    /// task `t`), in partition order.
     ///
     /// # Errors
     /// No partition; range arrays of different lengths or empty (one entry
@@ -70,20 +124,25 @@ impl<'a> CarriedParts<'a> {
                 )));
             }
         }
-        Ok(CarriedParts { ptrs, n_tasks })
+        Ok(CarriedParts {
+            parts: ptrs.into_iter().map(Part::of_dense).collect(),
+            n_tasks,
+        })
     }
 
     /// The range arrays of `parts` (valid by construction: not checked again).
     pub fn of_part_major(parts: &'a PartMajor) -> Self {
         CarriedParts {
-            ptrs: (0..parts.len()).map(|p| parts.part_ptr(p)).collect(),
+            parts: (0..parts.len())
+                .map(|p| Part::of_dense(parts.part_ptr(p)))
+                .collect(),
             n_tasks: parts.part_ptr(0).len() - 1,
         }
     }
 
     /// Number of partitions (at least 1).
     pub fn len(&self) -> usize {
-        self.ptrs.len()
+        self.parts.len()
     }
 
     /// Never empty: [`CarriedParts::new`] refuses no partition.
@@ -94,6 +153,173 @@ impl<'a> CarriedParts<'a> {
     /// Number of tasks.
     pub fn n_tasks(&self) -> usize {
         self.n_tasks
+    }
+
+    /// The tasks partition `p` touches, and those between them (empty for
+    /// `p >= len()`).
+    pub fn active_tasks(&self, p: usize) -> Range<usize> {
+        self.parts.get(p).map_or(0..0, Part::active)
+    }
+}
+
+/// A [`CacheFitPlan`] laid out part by part for [`run_carried`]: the fine
+/// tasks ordered by partition, then by task (as [`PartMajor`] orders them),
+/// and per partition a range array over the tasks it touches only, from
+/// the first to the last. Column blocks touch nearly every row, so their
+/// arrays are as long as [`PartMajor`]'s; a K-D tile touches a range of
+/// rows, and its array covers those: the layout of `k` K-D tiles of `n`
+/// tasks takes about `n` range entries, not `k · n`.
+///
+/// ```
+/// use warpfit_runtime::partition::{column_blocks, WorkGraph};
+/// use warpfit_runtime::schedule::{CacheFitPlan, CarriedLayout, PartMajor};
+/// use warpfit_runtime::Csr;
+///
+/// // Row 0 reads columns 0, 5, 1, 4; row 1 is empty; row 2 reads 5 and 0.
+/// let a = Csr::new(3, 6, vec![0, 4, 4, 6], vec![0, 5, 1, 4, 5, 0], vec![1.0f32; 6])?;
+/// let graph = WorkGraph::from_csr(&a)?;
+/// let plan = CacheFitPlan::new(&graph, &column_blocks(&graph, 3)?)?;
+/// let layout = CarriedLayout::new(&plan)?;
+/// // The fine tasks in the order PartMajor gives them.
+/// assert_eq!(layout.fine_perm(), PartMajor::new(&plan)?.fine_perm());
+/// assert_eq!(layout.permute_fine(a.col_idx())?, [0, 1, 0, 5, 4, 5]);
+/// let parts = layout.parts();
+/// assert_eq!((parts.len(), parts.active_tasks(0)), (2, 0..3));
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarriedLayout {
+    n_tasks: usize,
+    /// `fine_perm[position] = original fine-task id`.
+    fine_perm: Vec<u32>,
+    /// Partition `p` touches tasks from `firsts[p]`; its range array is
+    /// `ptrs[ptr_at[p]..ptr_at[p + 1]]`.
+    firsts: Vec<usize>,
+    ptr_at: Vec<usize>,
+    ptrs: Vec<u32>,
+}
+
+impl CarriedLayout {
+    /// `plan` laid out part by part.
+    ///
+    /// # Errors
+    /// The layout exceeds the memory limit or `u32` positions.
+    pub fn new(plan: &CacheFitPlan) -> Result<Self> {
+        let (n, k, m) = (plan.n_tasks(), plan.len(), plan.n_fine());
+        // Per partition: its tasks from the first to the last, plus one.
+        let spans: Vec<usize> = (0..k)
+            .map(|p| {
+                let segs = plan.part(p)?;
+                Ok(match (segs.first(), segs.last()) {
+                    (Some(a), Some(b)) => (b.task - a.task) as usize + 2,
+                    _ => 1,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let n_ptrs = spans.iter().sum::<usize>().max(1);
+        mem::check(
+            &format!("the carried layout of {m} fine tasks, {k} partitions of {n} tasks"),
+            mem::bytes_of::<u32>("carried layout arrays", m.saturating_add(n_ptrs))?,
+        )?;
+        let plan_perm = plan.fine_perm();
+        let mut fine_perm = Vec::with_capacity(m);
+        let mut ptrs = Vec::with_capacity(n_ptrs);
+        let mut firsts = Vec::with_capacity(k.max(1));
+        let mut ptr_at = vec![0usize];
+        for p in 0..k {
+            let segs = plan.part(p)?;
+            let first = segs.first().map_or(0, |s| s.task as usize);
+            firsts.push(first);
+            let mut t = first;
+            for s in segs {
+                // Tasks between two segments have no share here.
+                while t <= s.task as usize {
+                    ptrs.push(to_u32("carried layout position", fine_perm.len())?);
+                    t += 1;
+                }
+                fine_perm.extend_from_slice(&plan_perm[s.lo as usize..s.hi as usize]);
+            }
+            ptrs.push(to_u32("carried layout position", fine_perm.len())?);
+            ptr_at.push(ptrs.len());
+        }
+        if k == 0 {
+            // No fine task: one partition of no task.
+            firsts.push(0);
+            ptrs.push(0);
+            ptr_at.push(1);
+        }
+        if fine_perm.len() != m {
+            return Err(Error::invalid(format!(
+                "carried layout: the partitions hold {} fine tasks, the plan {m}",
+                fine_perm.len()
+            )));
+        }
+        Ok(CarriedLayout {
+            n_tasks: n,
+            fine_perm,
+            firsts,
+            ptr_at,
+            ptrs,
+        })
+    }
+
+    /// Number of partitions (at least 1).
+    pub fn len(&self) -> usize {
+        self.firsts.len()
+    }
+
+    /// Never empty: a plan without fine tasks has one partition of none.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// `fine_perm()[position] = original fine-task id`.
+    pub fn fine_perm(&self) -> &[u32] {
+        &self.fine_perm
+    }
+
+    /// A per-fine-task array in this layout's order: `out[i] =
+    /// src[fine_perm()[i]]`.
+    ///
+    /// # Errors
+    /// `src` does not have one element per fine task, or the copy exceeds
+    /// the memory limit.
+    pub fn permute_fine<T: Copy + Send + Sync>(&self, src: &[T]) -> Result<Vec<T>> {
+        if src.len() != self.fine_perm.len() {
+            return Err(Error::length(
+                "per-fine-task array (one element per fine task)",
+                self.fine_perm.len(),
+                src.len(),
+            ));
+        }
+        mem::check_elems::<T>("a part-major per-fine-task array", src.len())?;
+        Ok(self
+            .fine_perm
+            .par_iter()
+            .map(|&old| src[old as usize])
+            .collect())
+    }
+
+    /// The range arrays [`run_carried`] takes.
+    pub fn parts(&self) -> CarriedParts<'_> {
+        CarriedParts {
+            parts: self
+                .firsts
+                .iter()
+                .zip(self.ptr_at.windows(2))
+                .map(|(&first, w)| Part {
+                    first,
+                    ptr: &self.ptrs[w[0]..w[1]],
+                })
+                .collect(),
+            n_tasks: self.n_tasks,
+        }
+    }
+
+    /// Bytes of the layout's range arrays, against [`PartMajor`]'s
+    /// `partitions × (tasks + 1)` entries.
+    pub fn range_bytes(&self) -> usize {
+        std::mem::size_of_val(&self.ptrs[..])
     }
 }
 
@@ -167,25 +393,6 @@ fn fold_share<K: NestedKernel>(
     }
 }
 
-/// The tasks from the first to the last with a share in the partition of
-/// range array `ptr` (nondecreasing, at least one entry): two binary
-/// searches, since the tasks before the first share all start at `ptr[0]`
-/// and those after the last all end at `ptr[n]`.
-fn active_tasks(ptr: &[u32]) -> std::ops::Range<usize> {
-    let (Some(&first), Some(&last)) = (ptr.first(), ptr.last()) else {
-        return 0..0;
-    };
-    let lo = ptr.partition_point(|&v| v <= first).saturating_sub(1);
-    let hi = ptr.partition_point(|&v| v < last);
-    lo..hi.max(lo)
-}
-
-/// Task `t`'s share of one partition.
-#[inline]
-fn share(ptr: &[u32], t: usize) -> (usize, usize) {
-    (ptr[t] as usize, ptr[t + 1] as usize)
-}
-
 /// Runs `kernel` over a part-major plan on the CPU: for each partition in
 /// order, every task in parallel (rayon) folds its share of the partition
 /// onto its carried accumulator (from `init` in the first partition), and
@@ -194,9 +401,10 @@ fn share(ptr: &[u32], t: usize) -> (usize, usize) {
 /// gathered array only, which a cache-fit plan sized for the cache.
 ///
 /// `kernel` reads its per-fine-task arrays in part-major order
-/// ([`PartMajor::permute_fine`]) and keeps its own range array (the one the
-/// plan was made from), which gives each task's context; `parts` gives the
-/// fine-task ranges (from [`PartMajor`]: [`CarriedParts::of_part_major`]).
+/// ([`CarriedLayout::permute_fine`], or [`PartMajor::permute_fine`]: the
+/// same order) and keeps its own range array (the one the plan was made
+/// from), which gives each task's context; `parts` gives the fine-task
+/// ranges ([`CarriedLayout::parts`], or [`CarriedParts::of_part_major`]).
 /// A task's value is the fold of its shares in partition order, so the
 /// result equals the unthrottled run's for a commutative and associative
 /// reduce operator: exactly for integer, boolean, min and max folds, up to
@@ -276,17 +484,17 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
 
     if k == 1 {
         // One partition: every task whole, init to epilogue.
-        let ptr = parts.ptrs[0];
+        let part = parts.parts[0];
         let faults = FirstFault::new();
         let start = Instant::now();
         (0..blocks).into_par_iter().for_each(|b| {
             let tasks = block(b);
-            let block_hi = ptr[tasks.end] as usize;
+            let block_hi = part.pos(tasks.end);
             let mut win = Window::none();
             for t in tasks {
                 let mut step = || -> Result<(), Fault> {
                     let (ctx, _, _) = kernel.prologue(t)?;
-                    let (lo, hi) = share(ptr, t);
+                    let (lo, hi) = part.share(t);
                     let init = kernel.init(t, &ctx)?;
                     let acc = fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, init)?;
                     kernel.epilogue(t, &ctx, acc)
@@ -310,7 +518,7 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
 
     // First partition: init, fold, store.
     {
-        let ptr = parts.ptrs[0];
+        let part = parts.parts[0];
         let faults = FirstFault::new();
         let start = Instant::now();
         carry.spare_capacity_mut()[..n]
@@ -318,12 +526,12 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
             .enumerate()
             .for_each(|(b, slots)| {
                 let tasks = block(b);
-                let block_hi = ptr[tasks.end] as usize;
+                let block_hi = part.pos(tasks.end);
                 let mut win = Window::none();
                 for (t, slot) in tasks.zip(slots) {
                     let mut step = || -> Result<K::Acc, Fault> {
                         let (ctx, _, _) = kernel.prologue(t)?;
-                        let (lo, hi) = share(ptr, t);
+                        let (lo, hi) = part.share(t);
                         let init = kernel.init(t, &ctx)?;
                         fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, init)
                     };
@@ -346,20 +554,20 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
     // Middle partitions: fold onto the carried value, over the tasks the
     // partition touches only (a K-D tile's rows). A task with no share
     // skips its prologue (it ran without fault in the first pass).
-    for ptr in &parts.ptrs[1..k - 1] {
+    for part in &parts.parts[1..k - 1] {
         let faults = FirstFault::new();
         let start = Instant::now();
-        let active = active_tasks(ptr);
+        let active = part.active();
         carry[active.clone()]
             .par_chunks_mut(GRAIN)
             .enumerate()
             .for_each(|(b, accs)| {
                 let first = active.start + b * GRAIN;
                 let tasks = first..first + accs.len();
-                let block_hi = ptr[tasks.end] as usize;
+                let block_hi = part.pos(tasks.end);
                 let mut win = Window::none();
                 for (t, acc) in tasks.zip(accs) {
-                    let (lo, hi) = share(ptr, t);
+                    let (lo, hi) = part.share(t);
                     if lo >= hi {
                         continue;
                     }
@@ -378,17 +586,17 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
     }
 
     // Last partition: fold, then the epilogue.
-    let ptr = parts.ptrs[k - 1];
+    let part = parts.parts[k - 1];
     let faults = FirstFault::new();
     let start = Instant::now();
     carry.par_chunks(GRAIN).enumerate().for_each(|(b, accs)| {
         let tasks = block(b);
-        let block_hi = ptr[tasks.end] as usize;
+        let block_hi = part.pos(tasks.end);
         let mut win = Window::none();
         for (t, &acc) in tasks.zip(accs) {
             let mut step = || -> Result<(), Fault> {
                 let (ctx, _, _) = kernel.prologue(t)?;
-                let (lo, hi) = share(ptr, t);
+                let (lo, hi) = part.share(t);
                 let acc = fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, acc)?;
                 kernel.epilogue(t, &ctx, acc)
             };
@@ -404,15 +612,22 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
 
 #[cfg(test)]
 mod tests {
-    use super::active_tasks;
+    use super::Part;
 
     #[test]
-    fn active_tasks_are_the_hull_of_the_nonempty_shares() {
-        assert_eq!(active_tasks(&[0, 0, 2, 2, 5, 5, 5]), 1..4);
-        assert_eq!(active_tasks(&[3, 4]), 0..1);
-        assert!(active_tasks(&[7, 7, 7]).is_empty());
-        assert_eq!(active_tasks(&[0]), 0..0);
-        assert_eq!(active_tasks(&[]), 0..0);
-        assert_eq!(active_tasks(&[1, 2, 2, 3]), 0..3);
+    fn parts_keep_the_hull_of_the_nonempty_shares() {
+        let active = |ptr: &[u32]| Part::of_dense(ptr).active();
+        assert_eq!(active(&[0, 0, 2, 2, 5, 5, 5]), 1..4);
+        assert_eq!(active(&[3, 4]), 0..1);
+        assert!(active(&[7, 7, 7]).is_empty());
+        assert_eq!(active(&[0]), 0..0);
+        assert_eq!(active(&[1, 2, 2, 3]), 0..3);
+        let p = Part::of_dense(&[0, 0, 2, 2, 5, 5, 5]);
+        let shares: Vec<(usize, usize)> = (0..7).map(|t| p.share(t)).collect();
+        assert_eq!(
+            shares,
+            [(0, 0), (0, 2), (2, 2), (2, 5), (0, 0), (0, 0), (0, 0)]
+        );
+        assert_eq!((p.pos(0), p.pos(1), p.pos(4), p.pos(6)), (0, 0, 5, 5));
     }
 }

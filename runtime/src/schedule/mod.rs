@@ -53,7 +53,7 @@ mod plan;
 mod queue;
 mod recombine;
 
-pub use carried::{run_carried, CarriedParts, CarriedRun};
+pub use carried::{run_carried, CarriedLayout, CarriedParts, CarriedRun};
 pub use cpu::{run_plan, PlanOrder, PlanRun};
 pub use cpu_cache::{
     cache_share, cpu_cache_share, last_level_cache, last_level_cache_in, CpuCache,

@@ -54,22 +54,6 @@ impl<'a> Part<'a> {
     fn active(&self) -> Range<usize> {
         self.first..self.first + self.ptr.len() - 1
     }
-
-    /// Task `t`'s positions (empty outside the active tasks).
-    #[inline]
-    fn share(&self, t: usize) -> (usize, usize) {
-        match t.checked_sub(self.first) {
-            Some(i) if i + 1 < self.ptr.len() => (self.ptr[i] as usize, self.ptr[i + 1] as usize),
-            _ => (0, 0),
-        }
-    }
-
-    /// The position where task `t`'s share would start: an upper bound of
-    /// the positions of the tasks before `t`.
-    #[inline]
-    fn pos(&self, t: usize) -> usize {
-        self.ptr[t.saturating_sub(self.first).min(self.ptr.len() - 1)] as usize
-    }
 }
 
 /// The partitions' range arrays of a part-major plan: task `t`'s fine tasks
@@ -337,35 +321,62 @@ impl CarriedRun {
     }
 }
 
-/// The precheck window of a block of tasks: fine-task positions `lo..hi`
-/// whose loads `precheck` found in bounds (`ok`) or not.
-struct Window {
-    lo: usize,
-    hi: usize,
-    ok: bool,
-}
-
-impl Window {
-    fn none() -> Self {
-        Window {
-            lo: 1,
-            hi: 0,
-            ok: false,
+/// Calls `f(task, lo, hi, ok)` for every task of `tasks` in order, with
+/// its positions `lo..hi` in `part`, in runs of consecutive tasks whose
+/// positions add up to about [`PRECHECK_SPAN`]: the positions of a run are
+/// contiguous in the part-major layout, so one
+/// [`precheck`](NestedKernel::precheck) covers them (`ok`), and the pass
+/// over their indices leaves them in L1/L2 for the folds that follow.
+#[inline(always)]
+fn for_each_run<K: NestedKernel>(
+    kernel: &K,
+    part: &Part<'_>,
+    tasks: Range<usize>,
+    mut f: impl FnMut(usize, usize, usize, bool),
+) {
+    // The block's tasks the partition touches, `a..b`; the others have no
+    // share here.
+    let active = part.active();
+    let a = tasks.start.max(active.start).min(tasks.end);
+    let b = tasks.end.min(active.end).max(a);
+    for t in tasks.start..a {
+        f(t, 0, 0, false);
+    }
+    if a < b {
+        // Their range entries: `ptr[i]..ptr[i + 1]` is task `a + i`'s share.
+        let ptr = &part.ptr[a - part.first..=b - part.first];
+        let m = b - a;
+        let mut i = 0;
+        while i < m {
+            let lo = ptr[i] as usize;
+            let mut j = i + 1;
+            while j < m && (ptr[j] as usize) - lo < PRECHECK_SPAN {
+                j += 1;
+            }
+            let hi = ptr[j] as usize;
+            let ok = lo < hi && kernel.precheck(lo, hi);
+            for (t, w) in (a + i..).zip(ptr[i..=j].windows(2)) {
+                f(t, w[0] as usize, w[1] as usize, ok);
+            }
+            i = j;
         }
+    }
+    for t in b..tasks.end {
+        f(t, 0, 0, false);
     }
 }
 
-/// Folds positions `lo..hi` of `task` onto `acc`: unchecked where a
-/// window of about [`PRECHECK_SPAN`] positions from `lo` (not past
-/// `block_hi`, the block's last position) passed `precheck`, which then
-/// serves the block's next tasks too; checked otherwise, as
-/// [`NestedKernel::fold_range`] does.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-fn fold_share<K: NestedKernel>(
+/// Folds positions `lo..hi` of `task` onto `acc`: unchecked when `ok` (the
+/// run's precheck, which covers `lo..hi`, passed), else checked as
+/// [`NestedKernel::fold_range`] does, which reports the exact fault.
+///
+/// # Safety
+/// `ok` only when `precheck` passed on this kernel for a range holding
+/// `lo..hi`.
+#[inline(always)]
+unsafe fn fold<K: NestedKernel>(
     kernel: &K,
-    win: &mut Window,
-    block_hi: usize,
+    ok: bool,
     task: usize,
     ctx: &K::Ctx,
     lo: usize,
@@ -373,20 +384,9 @@ fn fold_share<K: NestedKernel>(
     acc: K::Acc,
 ) -> Result<K::Acc, Fault> {
     if lo >= hi {
-        return Ok(acc);
-    }
-    if !(win.lo <= lo && hi <= win.hi) {
-        let end = hi.max(lo.saturating_add(PRECHECK_SPAN).min(block_hi));
-        *win = Window {
-            lo,
-            hi: end,
-            ok: kernel.precheck(lo, end),
-        };
-    }
-    if win.ok {
-        // SAFETY: `precheck(win.lo, win.hi)` passed on this kernel, whose
-        // inputs are shared borrows that cannot change during the run, and
-        // `lo..hi` lies inside that window.
+        Ok(acc)
+    } else if ok {
+        // SAFETY: the caller's contract.
         unsafe { kernel.fold_range_prechecked(task, ctx, lo, hi, acc) }
     } else {
         kernel.fold_range(task, ctx, lo, hi, acc)
@@ -481,28 +481,27 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
     let mut part_seconds = Vec::with_capacity(k);
     let blocks = n.div_ceil(GRAIN);
     let block = |b: usize| b * GRAIN..((b + 1) * GRAIN).min(n);
+    // SAFETY (of every `fold` below): `for_each_run` passes `ok` only for a
+    // run whose precheck covers the positions it passes with it, on this
+    // kernel, whose inputs are shared borrows that cannot change meanwhile.
 
     if k == 1 {
         // One partition: every task whole, init to epilogue.
-        let part = parts.parts[0];
+        let part = &parts.parts[0];
         let faults = FirstFault::new();
         let start = Instant::now();
         (0..blocks).into_par_iter().for_each(|b| {
-            let tasks = block(b);
-            let block_hi = part.pos(tasks.end);
-            let mut win = Window::none();
-            for t in tasks {
-                let mut step = || -> Result<(), Fault> {
+            for_each_run(kernel, part, block(b), |t, lo, hi, ok| {
+                let step = || -> Result<(), Fault> {
                     let (ctx, _, _) = kernel.prologue(t)?;
-                    let (lo, hi) = part.share(t);
                     let init = kernel.init(t, &ctx)?;
-                    let acc = fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, init)?;
+                    let acc = unsafe { fold(kernel, ok, t, &ctx, lo, hi, init)? };
                     kernel.epilogue(t, &ctx, acc)
                 };
                 if let Err(f) = step() {
                     faults.record(t, f);
                 }
-            }
+            });
         });
         part_seconds.push(start.elapsed().as_secs_f64());
         faults.into_result::<K>()?;
@@ -518,7 +517,7 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
 
     // First partition: init, fold, store.
     {
-        let part = parts.parts[0];
+        let part = &parts.parts[0];
         let faults = FirstFault::new();
         let start = Instant::now();
         carry.spare_capacity_mut()[..n]
@@ -526,22 +525,20 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
             .enumerate()
             .for_each(|(b, slots)| {
                 let tasks = block(b);
-                let block_hi = part.pos(tasks.end);
-                let mut win = Window::none();
-                for (t, slot) in tasks.zip(slots) {
-                    let mut step = || -> Result<K::Acc, Fault> {
+                let first = tasks.start;
+                for_each_run(kernel, part, tasks, |t, lo, hi, ok| {
+                    let step = || -> Result<K::Acc, Fault> {
                         let (ctx, _, _) = kernel.prologue(t)?;
-                        let (lo, hi) = part.share(t);
                         let init = kernel.init(t, &ctx)?;
-                        fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, init)
+                        unsafe { fold(kernel, ok, t, &ctx, lo, hi, init) }
                     };
                     match step() {
                         Ok(acc) => {
-                            slot.write(acc);
+                            slots[t - first].write(acc);
                         }
                         Err(f) => faults.record(t, f),
                     }
-                }
+                });
             });
         part_seconds.push(start.elapsed().as_secs_f64());
         faults.into_result::<K>()?;
@@ -563,47 +560,42 @@ pub fn run_carried<K: NestedKernel>(kernel: &K, parts: &CarriedParts<'_>) -> Res
             .enumerate()
             .for_each(|(b, accs)| {
                 let first = active.start + b * GRAIN;
-                let tasks = first..first + accs.len();
-                let block_hi = part.pos(tasks.end);
-                let mut win = Window::none();
-                for (t, acc) in tasks.zip(accs) {
-                    let (lo, hi) = part.share(t);
+                for_each_run(kernel, part, first..first + accs.len(), |t, lo, hi, ok| {
                     if lo >= hi {
-                        continue;
+                        return;
                     }
-                    let mut step = || -> Result<K::Acc, Fault> {
+                    let acc = &mut accs[t - first];
+                    let step = || -> Result<K::Acc, Fault> {
                         let (ctx, _, _) = kernel.prologue(t)?;
-                        fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, *acc)
+                        unsafe { fold(kernel, ok, t, &ctx, lo, hi, *acc) }
                     };
                     match step() {
                         Ok(v) => *acc = v,
                         Err(f) => faults.record(t, f),
                     }
-                }
+                });
             });
         part_seconds.push(start.elapsed().as_secs_f64());
         faults.into_result::<K>()?;
     }
 
     // Last partition: fold, then the epilogue.
-    let part = parts.parts[k - 1];
+    let part = &parts.parts[k - 1];
     let faults = FirstFault::new();
     let start = Instant::now();
     carry.par_chunks(GRAIN).enumerate().for_each(|(b, accs)| {
         let tasks = block(b);
-        let block_hi = part.pos(tasks.end);
-        let mut win = Window::none();
-        for (t, &acc) in tasks.zip(accs) {
-            let mut step = || -> Result<(), Fault> {
+        let first = tasks.start;
+        for_each_run(kernel, part, tasks, |t, lo, hi, ok| {
+            let step = || -> Result<(), Fault> {
                 let (ctx, _, _) = kernel.prologue(t)?;
-                let (lo, hi) = part.share(t);
-                let acc = fold_share(kernel, &mut win, block_hi, t, &ctx, lo, hi, acc)?;
+                let acc = unsafe { fold(kernel, ok, t, &ctx, lo, hi, accs[t - first])? };
                 kernel.epilogue(t, &ctx, acc)
             };
             if let Err(f) = step() {
                 faults.record(t, f);
             }
-        }
+        });
     });
     part_seconds.push(start.elapsed().as_secs_f64());
     faults.into_result::<K>()?;
@@ -622,12 +614,6 @@ mod tests {
         assert!(active(&[7, 7, 7]).is_empty());
         assert_eq!(active(&[0]), 0..0);
         assert_eq!(active(&[1, 2, 2, 3]), 0..3);
-        let p = Part::of_dense(&[0, 0, 2, 2, 5, 5, 5]);
-        let shares: Vec<(usize, usize)> = (0..7).map(|t| p.share(t)).collect();
-        assert_eq!(
-            shares,
-            [(0, 0), (0, 2), (2, 2), (2, 5), (0, 0), (0, 0), (0, 0)]
-        );
-        assert_eq!((p.pos(0), p.pos(1), p.pos(4), p.pos(6)), (0, 0, 5, 5));
+        assert_eq!(Part::of_dense(&[0, 0, 2, 2, 5, 5, 5]).ptr, [0, 2, 2, 5]);
     }
 }

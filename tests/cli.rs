@@ -574,6 +574,8 @@ fn commands_that_need_a_gpu_say_so_in_one_line() {
     assert_one_line_error(&o, &["bench"], "needs an NVIDIA GPU");
     let o = warpfit(&["bench", "apps", "--small"]);
     assert_one_line_error(&o, &["bench apps"], "needs an NVIDIA GPU");
+    let o = warpfit(&["bench", "throttle", "--gen", "grid2d:side=8"]);
+    assert_one_line_error(&o, &["bench throttle"], "needs an NVIDIA GPU");
     let o = warpfit(&["partition", "--gen", "grid2d:side=3"]);
     assert_one_line_error(&o, &["partition"], "give --cache BYTES");
 }
@@ -769,4 +771,159 @@ fn gen_writes_the_poisson_matrices() {
     }
     let o = warpfit(&["gen", "poisson3d", "--order", "spatial", "-o", "x.mtx"]);
     assert_one_line_error(&o, &["gen", "poisson3d"], "expects natural or random");
+}
+
+#[test]
+fn bench_throttle_on_the_cpu_writes_a_table_and_a_chart() {
+    let (md, svg) = (tmp("throttle.md"), tmp("throttle.svg"));
+    let args = [
+        "bench",
+        "throttle",
+        "--backend",
+        "cpu",
+        "--gen",
+        "rmat:scale=9,edge_factor=8,seed=2",
+        "--gen",
+        "uniform:n=3000,per_row=6,seed=1",
+        "--cache",
+        "1KiB",
+        "--out",
+        md.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ];
+    let o = warpfit(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(std::fs::read_to_string(&md).unwrap().trim(), stdout.trim());
+    // Progress on stderr, one line per step (stderr is not a terminal).
+    assert!(stderr(&o).contains("(1/24) rmat:scale=9"), "{}", stderr(&o));
+    // Per matrix, a row for every policy: timed, or not launched.
+    for matrix in [
+        "rmat:scale=9,edge_factor=8,seed=2",
+        "uniform:n=3000,per_row=6,seed=1",
+    ] {
+        let table = stdout
+            .split(&format!("### {matrix}\n"))
+            .nth(1)
+            .and_then(|t| t.trim_start().split("\n\n").next())
+            .unwrap_or_else(|| panic!("no table for {matrix}: {stdout}"));
+        let names: Vec<&str> = table
+            .lines()
+            .skip(2)
+            .map(|l| l.split('|').nth(1).unwrap_or("").trim())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "CPU twin",
+                "CPU twin remapped",
+                "org",
+                "org_r",
+                "cf",
+                "cfq",
+                "sj",
+                "sjq",
+                "auto",
+                "carried columns",
+                "carried kd"
+            ],
+            "{table}"
+        );
+        for line in table.lines().skip(2) {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let timed = cells[4].parse::<f64>().is_ok_and(|ms| ms > 0.0);
+            assert!(timed || cells[4] == "not launched", "{line}");
+        }
+        // The executors over 1 KiB plans: several partitions.
+        let carried = table
+            .lines()
+            .find(|l| l.contains("carried columns"))
+            .unwrap();
+        let parts: usize = carried.split('|').nth(3).unwrap().trim().parse().unwrap();
+        assert!(parts > 1, "{carried}");
+    }
+    assert!(stdout.contains("### Summary"), "{stdout}");
+    // The chart: well-formed SVG with a bar per timed variant and the
+    // matrices' labels.
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("the chart is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    let texts: Vec<String> = root
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .map(|n| n.text().unwrap_or("").trim().to_string())
+        .collect();
+    for label in [
+        "rmat 9",
+        "uniform 3000",
+        "× not launched",
+        "carried kd",
+        "org_r",
+        "1.00×",
+    ] {
+        assert!(texts.iter().any(|t| t == label), "{label} not in {texts:?}");
+    }
+    let rects = root
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .count();
+    assert!(rects > 2 * 8, "{rects} rectangles");
+}
+
+#[test]
+fn bench_options_of_another_kind_are_one_line_errors() {
+    let svg = tmp("never.svg");
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["bench", "spmv", "--svg", "x.svg"],
+            "--svg belongs to `warpfit bench throttle`",
+        ),
+        (
+            &["bench", "apps", "--backend", "cpu"],
+            "--backend belongs to `warpfit bench throttle`",
+        ),
+        (
+            &["bench", "apps", "--suite", "large"],
+            "--suite large belongs to `warpfit bench throttle`",
+        ),
+        (
+            &["bench", "throttle", "--backend", "cpu", "--variants", "cte"],
+            "unknown variant `cte`",
+        ),
+        (
+            &["bench", "throttle", "--cg-tol", "1e-3"],
+            "--cg-tol belongs to `warpfit bench apps`",
+        ),
+        (
+            &["bench", "throttle", "--backend", "cpu", "--cache", "lots"],
+            "cache size",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = warpfit(args);
+        assert_one_line_error(&o, args, needle);
+    }
+    // Bad paths fail before any work, and leave nothing behind.
+    let args = [
+        "bench",
+        "throttle",
+        "--backend",
+        "cpu",
+        "--svg",
+        svg.to_str().unwrap(),
+        "--out",
+        "/nonexistent/dir/out.md",
+    ];
+    let o = warpfit(&args);
+    assert_one_line_error(&o, &args, "--out /nonexistent/dir/out.md");
+    assert!(!svg.exists());
+    for args in [
+        vec!["bench", "throttle", "--rounds", "0"],
+        vec!["bench", "throttle", "--backend", "tpu"],
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, "--help");
+    }
 }

@@ -9,6 +9,8 @@ mod cg;
 mod driver;
 mod graph;
 mod kernels;
+pub mod throttle_bench;
+mod throttle_chart;
 mod timing;
 
 pub use cg::{

@@ -1,6 +1,9 @@
 //! `warpfit bench spmv`: warpfit's decompositions against cuSPARSE on the GPU;
 //! `warpfit bench apps` (in `bench_apps`): every app's iteration time against
-//! its kernels' time, CG against cuSPARSE CG, PageRank end to end.
+//! its kernels' time, CG against cuSPARSE CG, PageRank end to end;
+//! `warpfit bench throttle` (in `bench_throttle`): the throttled SpMV under
+//! every policy against cuSPARSE (or, on the CPU, against `org`), with a
+//! chart.
 //!
 //! The protocol lives in `warpfit_gpu::bench` (CPU check first, CUDA events,
 //! L2 flushed before every run, median of at least 20 runs, copy bandwidth
@@ -16,14 +19,18 @@ use warpfit::{Error, Result};
 /// Options of `warpfit bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// What to benchmark: `spmv` (the SpMV decompositions against cuSPARSE)
-    /// or `apps` (every app's iterations against its kernels, CG against a
-    /// cuSPARSE CG, PageRank end to end against the CPU backend).
-    #[arg(value_parser = ["spmv", "apps"])]
+    /// What to benchmark: `spmv` (the SpMV decompositions against cuSPARSE),
+    /// `apps` (every app's iterations against its kernels, CG against a
+    /// cuSPARSE CG, PageRank end to end against the CPU backend) or
+    /// `throttle` (the throttled SpMV under every policy against cuSPARSE,
+    /// on the original and the remapped matrix; `--svg` draws the chart).
+    #[arg(value_parser = ["spmv", "apps", "throttle"])]
     pub kernel: String,
     /// Matrix suite: `default` (RMAT 20/22/24, uniform 2^22/2^24, rgg 2^22
-    /// random and spatial, grid 4096²) or `small` (a smoke run).
-    #[arg(long, default_value = "default", value_parser = ["default", "small"])]
+    /// random and spatial, grid 4096²), `small` (a smoke run) or, for
+    /// `throttle`, `large` (RMAT 24/25, uniform 2^24/2^25, rgg 2^24 random,
+    /// grid 4096²: x larger than a GPU's L2).
+    #[arg(long, default_value = "default", value_parser = ["default", "small", "large"])]
     pub suite: String,
     /// Generated matrices to run instead of the suite (`--gen rmat:scale=20`; apps: instead of
     /// RMAT 22, uniform 2^22, poisson2d 2048² and rgg 2^22); repeatable.
@@ -41,27 +48,31 @@ pub struct BenchArgs {
     pub warmup: u32,
     /// Only these warpfit variants (`cte`, `thread`, `subwarp:8`, `cte:S=32`, `cte:B=1024`,
     /// `cte:cf`, `cte:cf-slices`, ...); cuSPARSE always runs. Default: all of them.
+    /// throttle: `baseline`, `remapped`, policies (`org`, `cf`, ...) and `carried` (the
+    /// CPU plan executor); the reference (cuSPARSE, or `org` on the CPU) always runs.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub variants: Vec<String>,
     /// Fixed CTE segment lengths timed besides the automatic split.
-    #[arg(long, value_delimiter = ',', value_name = "S,...", default_values_t = [8u32, 16, 32, 64, 256],
+    #[arg(long, value_delimiter = ',', value_name = "S,...", default_values_t = SEGMENT_LENS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub segment_lens: Vec<u32>,
     /// Fixed CTE warp work budgets (warps packed by work, longer rows split)
     /// timed besides the automatic split.
-    #[arg(long, value_delimiter = ',', value_name = "B,...", default_values_t = [256u32, 512, 1024, 2048],
+    #[arg(long, value_delimiter = ',', value_name = "B,...", default_values_t = BUDGETS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub budgets: Vec<u32>,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Replace the `## GPU SpMV` section of this Markdown file with the report.
+    /// Replace the `## GPU SpMV` section of this Markdown file with the report
+    /// (throttle: the `## Throttled SpMV, every policy (…)` section of the backend).
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,
-    /// Small inputs, for a quick run (`spmv`: the small suite).
+    /// Small inputs, for a quick run (`spmv`, `throttle`: the small suite).
     #[arg(long)]
     pub small: bool,
-    /// apps: write the Markdown report to this file (it is always printed).
+    /// apps, throttle: write the Markdown report to this file (it is always
+    /// printed).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// apps: CG inputs instead of poisson2d side 2048 and poisson3d side
@@ -82,12 +93,88 @@ pub struct BenchArgs {
     /// Matrix Market, for `scripts/bench-graphblas.py --pagerank`.
     #[arg(long, value_name = "FILE.mtx")]
     pub pagerank_mtx: Option<PathBuf>,
+    /// throttle: `cuda` (the default: CUDA device `--device`) or `cpu`
+    /// (the CPU backend, speed-ups over `org`, and the CPU plan executor).
+    #[arg(long, value_parser = ["cuda", "cpu"])]
+    pub backend: Option<String>,
+    /// throttle: draw the speed-up of every variant per matrix as an SVG
+    /// chart in this file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub svg: Option<PathBuf>,
+    /// throttle: the cache the plans fit: `l2` (the default: the GPU's L2;
+    /// on the CPU backend, the share of the last-level cache) or a size
+    /// (`8MiB`), e.g. to emulate a smaller cache.
+    #[arg(long, value_name = "SIZE")]
+    pub cache: Option<String>,
+    /// throttle: the partitioner, `kd`, `bisect` or `columns` (default: the
+    /// kernel's, columns, for the handle; columns and kd for the CPU
+    /// executor).
+    #[arg(long, value_name = "NAME")]
+    pub partitioner: Option<String>,
+    /// throttle: rounds, each preparing and timing every variant once, in
+    /// turn; speed-ups are the median of the per-round ratios.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: Option<u32>,
 }
+
+/// Which `warpfit bench` kinds take each option: an option given to
+/// another kind is an error, not silently ignored.
+fn check_options(args: &BenchArgs) -> Result<()> {
+    let given: [(&str, bool, &[&str]); 17] = [
+        (
+            "--variants",
+            !args.variants.is_empty(),
+            &["spmv", "throttle"],
+        ),
+        (
+            "--segment-lens",
+            args.segment_lens != SEGMENT_LENS,
+            &["spmv"],
+        ),
+        ("--budgets", args.budgets != BUDGETS, &["spmv"]),
+        ("--write", args.write.is_some(), &["spmv", "throttle"]),
+        ("--out", args.out.is_some(), &["apps", "throttle"]),
+        ("--cg-gen", !args.cg_gens.is_empty(), &["apps"]),
+        ("--cg-tol", args.cg_tol.is_some(), &["apps"]),
+        ("--repeats", args.repeats.is_some(), &["apps"]),
+        ("--no-cpu", args.no_cpu, &["apps"]),
+        ("--pagerank-mtx", args.pagerank_mtx.is_some(), &["apps"]),
+        ("--backend", args.backend.is_some(), &["throttle"]),
+        ("--svg", args.svg.is_some(), &["throttle"]),
+        ("--cache", args.cache.is_some(), &["throttle"]),
+        ("--partitioner", args.partitioner.is_some(), &["throttle"]),
+        ("--rounds", args.rounds.is_some(), &["throttle"]),
+        ("--suite large", args.suite == "large", &["throttle"]),
+        ("--suite", args.suite != "default", &["spmv", "throttle"]),
+    ];
+    for (name, set, kinds) in given {
+        if set && !kinds.contains(&args.kernel.as_str()) {
+            let owners = kinds
+                .iter()
+                .map(|k| format!("`warpfit bench {k}`"))
+                .collect::<Vec<_>>()
+                .join(" and ");
+            return Err(Error::invalid(format!(
+                "{name} belongs to {owners}, not `bench {}`",
+                args.kernel
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--segment-lens` without the option.
+const SEGMENT_LENS: [u32; 5] = [8, 16, 32, 64, 256];
+/// `--budgets` without the option.
+const BUDGETS: [u32; 4] = [256, 512, 1024, 2048];
 
 /// Runs `warpfit bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
-    if args.kernel == "apps" {
-        return super::bench_apps::run(args);
+    check_options(args)?;
+    match args.kernel.as_str() {
+        "apps" => return super::bench_apps::run(args),
+        "throttle" => return super::bench_throttle::run(args),
+        _ => {}
     }
     super::bench_apps::refuse_apps_options(args)?;
     let mut opts = SpmvBenchOptions {

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_apps;
+pub mod bench_throttle;
 pub mod gen;
 pub mod info;
 pub mod input;

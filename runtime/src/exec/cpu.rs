@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 /// Tasks handed to one rayon job at a time: large enough that scheduling
 /// overhead vanishes next to a short row, small enough to balance power-law rows.
-const GRAIN: usize = 512;
+pub(crate) const GRAIN: usize = 512;
 
 /// The fault of the lowest-numbered failing task, so that the error a launch
 /// returns does not depend on thread timing.
@@ -16,22 +16,27 @@ const GRAIN: usize = 512;
 /// Tasks run with `for_each` and report here rather than through rayon's
 /// `try_for_each`: a fault is exceptional, and threading a `Result` through
 /// every task measured 1.3–1.5× slower on SpMV.
-struct FirstFault(Mutex<Option<(usize, Fault)>>);
+pub(crate) struct FirstFault(Mutex<Option<(usize, Fault)>>);
 
 impl FirstFault {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         FirstFault(Mutex::new(None))
     }
 
     #[cold]
-    fn record(&self, task: usize, fault: Fault) {
+    pub(crate) fn record(&self, task: usize, fault: Fault) {
         let mut first = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if first.map_or(true, |(t, _)| task < t) {
             *first = Some((task, fault));
         }
     }
 
-    fn into_result<K: NestedKernel>(self) -> Result<()> {
+    /// Whether a fault was recorded.
+    pub(crate) fn any(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    pub(crate) fn into_result<K: NestedKernel>(self) -> Result<()> {
         match self.0.into_inner().unwrap_or_else(|e| e.into_inner()) {
             None => Ok(()),
             Some((task, fault)) => Err(fault.into_error(K::NAME, task)),
@@ -97,7 +102,7 @@ fn run_all<K: NestedKernel>(kernel: &K, n: usize) -> Result<()> {
 /// Fine tasks one precheck covers at most: the pass over their indices
 /// should leave them in L1/L2 for the fold that follows (RMAT's hub rows
 /// in one pass would be read twice from memory).
-const PRECHECK_SPAN: usize = 4096;
+pub(crate) const PRECHECK_SPAN: usize = 4096;
 
 /// The next run of tasks from `t` (at least one, fewer than `end`) whose
 /// fine-task ranges add up to about [`PRECHECK_SPAN`], and their precheck:
@@ -183,7 +188,7 @@ fn run_list<K: NestedKernel>(kernel: &K, list: &TaskList) -> Result<()> {
                 Err(f) => faults.record(task, f),
             }
         });
-    if faults.0.lock().map_or(true, |f| f.is_some()) {
+    if faults.any() {
         return faults.into_result::<K>();
     }
     // Phase 2: fold each split task's partials in list order, then its epilogue.

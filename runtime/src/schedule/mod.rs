@@ -19,6 +19,10 @@
 //! - [`ChunkQueue`]: the chunks a CF-Q or SJ-Q queue kernel dequeues.
 //! - [`run_plan`]: the CPU backend following a plan, launch by launch, with
 //!   the deterministic merge of tasks split across launches.
+//! - [`run_carried`]: the CPU backend following a part-major plan
+//!   ([`PartMajor`]) as the GPU's carried launches do, one pass per
+//!   partition with each task's fold carried between passes; the cache it
+//!   fits is a share of the last-level cache ([`cpu_cache_share`]).
 //!
 //! # Semantics
 //!
@@ -40,16 +44,22 @@
 //! queue policy runs each launch's chunks ([`ChunkQueue::chunks_of`]) from
 //! one queue. The tasks without fine tasks run with the last launch.
 
+mod carried;
 mod cover;
 mod cpu;
+mod cpu_cache;
 mod options;
 mod parts;
 mod plan;
 mod queue;
 mod recombine;
 
+pub use carried::{run_carried, CarriedLayout, CarriedParts, CarriedRun};
 pub use cover::CoverLayout;
 pub use cpu::{run_plan, PlanOrder, PlanRun};
+pub use cpu_cache::{
+    cache_share, cpu_cache_share, last_level_cache, last_level_cache_in, CpuCache,
+};
 pub use options::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy, DEFAULT_CHUNK};
 pub use parts::PartMajor;
 pub use plan::CacheFitPlan;

@@ -126,6 +126,13 @@ impl FromStr for ThrottlePolicy {
 /// (`8MiB`, `512KiB`, `50MB`, `1048576`). [`Display`](fmt::Display) writes a
 /// form that parses back to the same value.
 ///
+/// On the CPU backend, `l2` stands for the cache a CPU pass can count on:
+/// the share of the last-level cache that [`cpu_cache_share`] gives
+/// (the whole LLC when the executor's threads cover every CPU sharing it),
+/// passed to [`CacheSize::resolve`] in place of the device's L2.
+///
+/// [`cpu_cache_share`]: super::cpu_cache_share
+///
 /// ```
 /// use warpfit_runtime::schedule::CacheSize;
 /// assert_eq!("L2".parse::<CacheSize>()?, CacheSize::L2);
@@ -137,7 +144,8 @@ impl FromStr for ThrottlePolicy {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CacheSize {
-    /// The L2 of the device the kernel runs on.
+    /// The L2 of the device the kernel runs on (on the CPU backend: its
+    /// share of the last-level cache, [`cpu_cache_share`](super::cpu_cache_share)).
     #[default]
     L2,
     /// An explicit size in bytes.

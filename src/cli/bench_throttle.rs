@@ -1,0 +1,262 @@
+//! `warpfit bench throttle`: the options of `warpfit bench` that apply to
+//! the throttling benchmark, turned into
+//! `warpfit::apps::throttle_bench::ThrottleBenchOptions`; the run on the
+//! chosen backend with progress on stderr, the Markdown report on stdout,
+//! in `--out` and as a section of `--write`, the chart in `--svg`.
+
+use super::bench::{write_section, BenchArgs};
+use super::output::OutputFile;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+use warpfit::apps::bench::BenchInput;
+use warpfit::apps::throttle_bench::{
+    default_suite, large_suite, run_throttle_bench, small_suite, ThrottleBenchOptions,
+    ThrottleBenchReport,
+};
+use warpfit::{Device, Error, Result};
+
+/// The benchmark's options from the command line: `--gen` replaces the
+/// suite, `--mtx` files join it.
+pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
+    let mut matrices = if !args.gens.is_empty() {
+        args.gens
+            .iter()
+            .map(|s| s.parse().map(BenchInput::Gen))
+            .collect::<Result<Vec<_>>>()?
+    } else if args.small || args.suite == "small" {
+        small_suite()?
+    } else if args.suite == "large" {
+        large_suite()?
+    } else {
+        default_suite()?
+    };
+    matrices.extend(args.mtx.iter().cloned().map(BenchInput::Mtx));
+    let mut opts = ThrottleBenchOptions::new(matrices);
+    opts.runs = args.runs as usize;
+    opts.warmup = args.warmup as usize;
+    opts.rounds = args.rounds.map_or(1, |r| r as usize);
+    opts.variants = args.variants.clone();
+    opts.validate()?;
+    if let Some(c) = &args.cache {
+        opts.cache = c.parse()?;
+    }
+    if let Some(p) = &args.partitioner {
+        opts.partitioner = Some(p.parse()?);
+    }
+    Ok(opts)
+}
+
+/// The device of `--backend` (CUDA device `--device` by default).
+fn device(args: &BenchArgs) -> Result<Device> {
+    match args.backend.as_deref() {
+        Some("cpu") => Ok(Device::cpu()),
+        _ => Device::open_cuda(args.device).map_err(|e| {
+            Error::invalid(format!(
+                "warpfit bench throttle times GPU kernels and needs an NVIDIA GPU with its driver \
+                 (or --backend cpu); device {} cannot be used: {}",
+                args.device,
+                e.to_string().replace('\n', " ")
+            ))
+        }),
+    }
+}
+
+/// The section `--write` replaces: one per backend.
+fn section(report: &ThrottleBenchReport) -> &'static str {
+    if report.cpu {
+        "## Throttled SpMV, every policy (CPU backend, `warpfit bench throttle`)"
+    } else {
+        "## Throttled SpMV, every policy (GPU, `warpfit bench throttle`)"
+    }
+}
+
+/// Where the report and the chart go.
+struct Outputs {
+    out: Option<PathBuf>,
+    svg: Option<PathBuf>,
+}
+
+impl Outputs {
+    fn write(&self, report: &ThrottleBenchReport) -> Result<()> {
+        let io = |path: &PathBuf| {
+            let path = path.clone();
+            move |source| Error::Io { path, source }
+        };
+        if let Some(path) = &self.out {
+            std::fs::write(path, report.to_markdown()).map_err(io(path))?;
+        }
+        if let Some(path) = &self.svg {
+            std::fs::write(path, report.to_svg()?).map_err(io(path))?;
+        }
+        Ok(())
+    }
+}
+
+/// Progress on stderr: a bar with the step when stderr is a terminal, one
+/// line per step otherwise (a log of a long run).
+struct Progress {
+    bar: Option<ProgressBar>,
+    start: Instant,
+}
+
+impl Progress {
+    fn new() -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
+            if let Ok(style) =
+                ProgressStyle::with_template("[{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+            {
+                bar.set_style(style);
+            }
+            bar
+        });
+        Progress {
+            bar,
+            start: Instant::now(),
+        }
+    }
+
+    fn step(&mut self, step: usize, total: usize, what: &str) {
+        match &self.bar {
+            Some(bar) => {
+                bar.set_length(total as u64);
+                bar.set_position(step.saturating_sub(1) as u64);
+                bar.set_message(what.to_string());
+            }
+            None => eprintln!(
+                "[{:7.1} s] ({step}/{total}) {what}",
+                self.start.elapsed().as_secs_f64()
+            ),
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Runs `warpfit bench throttle`.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let opts = options(args)?;
+    let open = |p: &Option<PathBuf>, what: &str| {
+        p.as_deref().map(|p| OutputFile::open(p, what)).transpose()
+    };
+    let (out, svg, write) = (
+        open(&args.out, "--out")?,
+        open(&args.svg, "--svg")?,
+        open(&args.write, "--write")?,
+    );
+    let device = device(args)?;
+    let command: Vec<String> = std::env::args().collect();
+    let command = format!("warpfit {}", command[1..].join(" "));
+    let outputs = Outputs {
+        out: out.map(OutputFile::keep),
+        svg: svg.map(OutputFile::keep),
+    };
+    let mut progress = Progress::new();
+    let mut snapshot_error = None;
+    let report = run_throttle_bench(
+        &device,
+        &opts,
+        &command,
+        &mut |step, total, what| progress.step(step, total, what),
+        // The report so far, so that a run cut short keeps what it measured.
+        &mut |partial| {
+            if let Err(e) = outputs.write(partial) {
+                snapshot_error.get_or_insert(e);
+            }
+        },
+    )?;
+    drop(progress);
+    if let Some(e) = snapshot_error {
+        return Err(e);
+    }
+    let md = report.to_markdown();
+    println!("{md}");
+    outputs.write(&report)?;
+    if let Some(write) = write {
+        let path = write.keep();
+        write_section(&path, section(&report), &md)?;
+        eprintln!(
+            "wrote the `{}` section of {}",
+            section(&report),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use warpfit::{CacheSize, Partitioner};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> BenchArgs {
+        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+            .unwrap()
+            .bench
+    }
+
+    #[test]
+    fn suites_and_options() {
+        let o = options(&parse(&["throttle"])).unwrap();
+        assert_eq!(o.matrices.len(), 8);
+        assert_eq!((o.runs, o.rounds, o.cache), (20, 1, CacheSize::L2));
+        assert_eq!(o.partitioner, None);
+        let o = options(&parse(&["throttle", "--suite", "large"])).unwrap();
+        let names: Vec<String> = o.matrices.iter().map(BenchInput::name).collect();
+        assert_eq!(names.len(), 6);
+        assert!(names[1].starts_with("rmat:scale=25"), "{names:?}");
+        assert_eq!(names[5], "grid2d:side=4096");
+        let o = options(&parse(&[
+            "throttle",
+            "--gen",
+            "grid2d:side=8",
+            "--mtx",
+            "m.mtx",
+            "--cache",
+            "4KiB",
+            "--partitioner",
+            "kd",
+            "--rounds",
+            "3",
+        ]))
+        .unwrap();
+        let names: Vec<String> = o.matrices.iter().map(BenchInput::name).collect();
+        assert_eq!(names, ["grid2d:side=8", "m.mtx"]);
+        assert_eq!(o.cache, CacheSize::Bytes(4096));
+        assert_eq!(o.partitioner, Some(Partitioner::Kd));
+        assert_eq!(o.rounds, 3);
+        assert_eq!(
+            options(&parse(&["throttle", "--small"]))
+                .unwrap()
+                .matrices
+                .len(),
+            3
+        );
+    }
+
+    #[test]
+    fn bad_options_are_errors() {
+        let e = options(&parse(&["throttle", "--cache", "lots"])).unwrap_err();
+        assert!(e.to_string().contains("cache size"), "{e}");
+        let e = options(&parse(&["throttle", "--partitioner", "metis"])).unwrap_err();
+        assert!(e.to_string().contains("metis"), "{e}");
+        assert!(Cli::try_parse_from(["bench", "throttle", "--rounds", "0"]).is_err());
+        assert!(Cli::try_parse_from(["bench", "throttle", "--backend", "tpu"]).is_err());
+        assert!(Cli::try_parse_from(["bench", "throttle", "--runs", "5"]).is_err());
+    }
+}

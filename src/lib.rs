@@ -16,10 +16,17 @@ pub use warpfit_gpu::{ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;
 pub use warpfit_runtime::schedule::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy};
+pub use warpfit_runtime::worklist::{
+    atomic_add, atomic_cas, atomic_max, atomic_min, atomic_or, push, Atomic, AtomicInt,
+    AtomicScalar, PushError, Worklist,
+};
 pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 
 /// What a kernel file needs in scope.
 pub mod prelude {
+    pub use crate::{
+        atomic_add, atomic_cas, atomic_max, atomic_min, atomic_or, push, Atomic, Worklist,
+    };
     pub use crate::{device_fn, nested_reduce, throttled};
     pub use crate::{
         Decomposition, Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Segment, Split,

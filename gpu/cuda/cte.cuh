@@ -26,7 +26,10 @@
 // row from serializing a warp.
 //
 // Over a task list packed by work (task_source.cuh), a warp takes its
-// group of up to 32 segments instead of 32 consecutive ones.
+// group of up to 32 segments instead of 32 consecutive ones; over a
+// `QueuedTaskList`, a persistent grid's warps dequeue chunks of groups from
+// a device queue in list order instead (the CF-Q and SJ-Q schedules of
+// throttling).
 //
 // Two fallbacks run each lane's own item serially (the 1D order): a warp
 // that is not full (the launch's tail), and a warp whose longest item has
@@ -130,23 +133,21 @@ struct Cte {
         return own;
     }
 
-    template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
-                                                                             const LaunchArgs& a) {
+    /// Runs one warp's items: 32 consecutive ones from `base_item`, or over
+    /// a packed task list (`packed`) group `gw`'s segments.
+    template <class K, class Src>
+    static __device__ __forceinline__ void run_warp(const typename K::params_t& p, const LaunchArgs& a,
+                                                    CteShared<K>& sh, uint64_t base_item, bool packed,
+                                                    uint64_t gw) {
         typedef typename K::acc_t acc_t;
-        __shared__ CteShared<K> s_warp[WARPS_PER_BLOCK];
-
         const int lane = lane_id();
-        const int w = int(threadIdx.x) / WARP;
-        const uint64_t base_item = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) - uint64_t(lane);
         uint64_t i = base_item + uint64_t(lane);
-        const bool packed = Src::is_list && a.warp_first != nullptr;
         uint32_t whole_run = 0xffffffffu;  // packed: the first task of a group of whole tasks
         if (packed) {
             // Packed: this warp's segments are a group the host bounded by
             // work. A group of fewer than 32 holds long segments (the
             // budget filled up), exactly what expansion is for, so it counts
             // as full.
-            const uint64_t gw = base_item / WARP;
             if (gw >= a.n_warps) {
                 return;  // the last block's spare warps (warp-uniform)
             }
@@ -194,7 +195,6 @@ struct Cte {
         }
         const uint64_t total = shfl(incl, WARP - 1);
 
-        CteShared<K>& sh = s_warp[w];
         const uint64_t excl = incl - size;
         const unsigned nonempty = __ballot_sync(FULL_MASK, size > 0);
         const int rank = __popc(nonempty & ((1u << lane) - 1u));
@@ -241,6 +241,38 @@ struct Cte {
         f.attribute(it.task);
         finish<K>(p, a, it, own, false, f);
         publish(a.fault, f);
+    }
+
+    template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
+                                                                             const LaunchArgs& a) {
+        __shared__ CteShared<K> s_warp[WARPS_PER_BLOCK];
+        CteShared<K>& sh = s_warp[int(threadIdx.x) / WARP];
+        const uint64_t base_item = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) - uint64_t(lane_id());
+        const bool packed = Src::is_list && a.warp_first != nullptr;
+        if (Src::is_queue) {
+            // CF-Q / SJ-Q (Chen et al., Algorithm 2): a persistent grid whose
+            // warps dequeue chunks of `queue_chunk` groups, one atomic per
+            // chunk, so the groups start in list (partition) order whatever
+            // order the hardware runs the blocks in.
+            const uint64_t chunk = a.queue_chunk > 0 ? a.queue_chunk : 1;
+            for (;;) {
+                uint32_t c = 0;
+                if (lane_id() == 0) {
+                    c = atomicAdd(a.queue, 1u);
+                }
+                c = __shfl_sync(FULL_MASK, c, 0);
+                const uint64_t g0 = uint64_t(c) * chunk;
+                if (g0 >= a.n_warps) {
+                    return;
+                }
+                const uint64_t g1 = g0 + chunk < a.n_warps ? g0 + chunk : a.n_warps;
+                for (uint64_t g = g0; g < g1; ++g) {
+                    run_warp<K, Src>(p, a, sh, 0, true, g);
+                    __syncwarp();  // the next group rewrites the slots this one read
+                }
+            }
+        }
+        run_warp<K, Src>(p, a, sh, base_item, packed, base_item / WARP);
     }
 };
 

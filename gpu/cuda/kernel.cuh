@@ -85,6 +85,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
 #define WARPFIT_ENTRY_POINT_wf_sub16_list(K) WARPFIT_ENTRY_(K, wf_sub16_list, warpfit::SubWarp<16>, warpfit::TaskList)
 #define WARPFIT_ENTRY_POINT_wf_sub32_list(K) WARPFIT_ENTRY_(K, wf_sub32_list, warpfit::SubWarp<32>, warpfit::TaskList)
 #define WARPFIT_ENTRY_POINT_wf_cte_list(K) WARPFIT_ENTRY_(K, wf_cte_list, warpfit::Cte, warpfit::TaskList)
+#define WARPFIT_ENTRY_POINT_wf_cte_queue(K) WARPFIT_ENTRY_(K, wf_cte_queue, warpfit::Cte, warpfit::QueuedTaskList)
 #define WARPFIT_ENTRY_POINT_wf_merge(K)                                                              \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
@@ -102,7 +103,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     }
 
 /// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list}`,
-/// `wf_merge`, `wf_merge_wide` and `wf_sizes`.
+/// `wf_cte_queue`, `wf_merge`, `wf_merge_wide` and `wf_sizes`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sub2_all(K)                                                               \
@@ -118,6 +119,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_POINT_wf_sub16_list(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sub32_list(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_cte_list(K)                                                               \
+    WARPFIT_ENTRY_POINT_wf_cte_queue(K)                                                              \
     WARPFIT_ENTRY_POINT_wf_merge(K)                                                                  \
     WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sizes(K)

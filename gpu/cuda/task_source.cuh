@@ -37,8 +37,19 @@ struct LaunchArgs {
                                  // segments are whole consecutive tasks, else ~0u
     void* carry;                 // CARRY_*: one acc_t per task, carried between launches
     uint32_t carry_mode;         // CARRY_NONE, or which launch of a carried sequence this is
-    uint32_t carry_pad;
+    uint32_t flags;              // LIST_*
+    uint32_t* queue;             // CTE over a packed TaskList: a zeroed queue head; warps take
+                                 // chunks of `queue_chunk` groups from it in list order (CF-Q,
+                                 // SJ-Q). Null: warp w takes group w.
+    uint32_t queue_chunk;        // groups per dequeue
+    uint32_t queue_pad;
 };
+
+/// `LaunchArgs::flags`: the list's segments index arrays the host laid out
+/// itself (the throttled handle's part-major copies), not the task's own
+/// range from its prologue, so they are not checked against it. The fine
+/// arrays' own bounds are still checked at every load.
+constexpr uint32_t LIST_TRUSTED = 1;
 
 // A task's fold carried over a sequence of launches (the cache-fit
 // partitions of a throttled kernel, each folding its share of every task's
@@ -91,6 +102,7 @@ __device__ __forceinline__ void load_task(const typename K::params_t& p, uint64_
 /// Tasks 0..n, each whole.
 struct AllTasks {
     static constexpr bool is_list = false;
+    static constexpr bool is_queue = false;
 
     template <class K>
     static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
@@ -103,6 +115,7 @@ struct AllTasks {
 /// The segments of a task list.
 struct TaskList {
     static constexpr bool is_list = true;
+    static constexpr bool is_queue = false;
 
     template <class K>
     static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
@@ -124,8 +137,9 @@ struct TaskList {
             f.attribute(it.task);
             return;
         }
-        // The same check as the CPU executor: the segment lies in the task's range.
-        if (uint64_t(s.lo) < tlo || uint64_t(s.hi) > (thi > tlo ? thi : tlo)) {
+        // The same check as the CPU executor: the segment lies in the task's
+        // range (unless the host laid the positions out itself).
+        if ((a.flags & LIST_TRUSTED) == 0 && (uint64_t(s.lo) < tlo || uint64_t(s.hi) > (thi > tlo ? thi : tlo))) {
             Fault g;
             g.kind = FAULT_SEGMENT;
             g.index = i;
@@ -137,6 +151,15 @@ struct TaskList {
         it.hi = s.hi;
         it.valid = true;
     }
+};
+
+/// A task list packed by work whose groups warps take from a device queue
+/// (`LaunchArgs::queue`, zeroed before the launch), `queue_chunk` groups per
+/// dequeue, in list order: the CF-Q and SJ-Q schedules, where the list is
+/// cache-fit partitions in order and the queue keeps a partition's groups
+/// together in time whatever order the hardware runs blocks in. CTE only.
+struct QueuedTaskList : TaskList {
+    static constexpr bool is_queue = true;
 };
 
 /// Lines (of 32 elements) the first gathers of a warp's 32 items may touch

@@ -45,6 +45,9 @@ pub(crate) const MERGE_WIDE_ENTRY: &str = "wf_merge_wide";
 pub(crate) enum TaskSource {
     All,
     List,
+    /// A packed list whose groups warps take from a device queue
+    /// (`warpfit::QueuedTaskList`; CTE only, suffix `_queue`).
+    Queue,
 }
 
 /// The entry point that runs `decomposition` over `source`: one of the
@@ -70,6 +73,12 @@ pub(crate) fn entry_point(
         (D::SubWarp(16), S::List) => "wf_sub16_list",
         (D::SubWarp(32), S::List) => "wf_sub32_list",
         (D::Cte, S::List) => "wf_cte_list",
+        (D::Cte, S::Queue) => "wf_cte_queue",
+        (d, S::Queue) => {
+            return Err(Error::invalid(format!(
+                "a queued task list (the cfq and sjq schedules) runs with the CTE decomposition only, not {d:?}"
+            )))
+        }
         (D::SubWarp(w), _) => {
             return Err(Error::invalid(format!(
                 "sub-warp width {w} is not supported: expected 2, 4, 8, 16 or 32"
@@ -95,6 +104,7 @@ pub const ENTRY_POINTS: &[&str] = &[
     "wf_sub16_list",
     "wf_sub32_list",
     "wf_cte_list",
+    "wf_cte_queue",
     MERGE_ENTRY,
     MERGE_WIDE_ENTRY,
     SIZES_ENTRY,
@@ -120,8 +130,19 @@ pub(crate) struct LaunchArgs {
     pub warp_task: u64,
     pub carry: u64,
     pub carry_mode: u32,
-    pub carry_pad: u32,
+    /// [`LIST_TRUSTED`] or 0.
+    pub flags: u32,
+    /// A zeroed `u32` queue head (CF-Q, SJ-Q) or 0.
+    pub queue: u64,
+    pub queue_chunk: u32,
+    pub queue_pad: u32,
 }
+
+/// `LaunchArgs::flags`: the task list's positions were laid out by the
+/// host (the throttled handle's part-major copies), so its segments are not
+/// checked against each task's own range (`warpfit::LIST_TRUSTED` in
+/// task_source.cuh).
+pub(crate) const LIST_TRUSTED: u32 = 1;
 
 /// Which launch of a carried sequence a launch is (`CARRY_*` in
 /// task_source.cuh): tasks' folds carried in `LaunchArgs::carry` from one
@@ -429,11 +450,17 @@ mod tests {
                 "warp_task",
                 "carry",
                 "carry_mode",
-                "carry_pad"
+                "flags",
+                "queue",
+                "queue_chunk",
+                "queue_pad"
             ]
         );
-        // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32.
-        assert_eq!(std::mem::size_of::<LaunchArgs>(), 112);
+        // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32 + 1 pointer + 2 u32.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 128);
+        assert!(header("task_source.cuh").contains(&format!(
+            "constexpr uint32_t LIST_TRUSTED = {LIST_TRUSTED};"
+        )));
         let f = struct_fields(header("fault.cuh"), "FaultRecord");
         assert_eq!(
             f,

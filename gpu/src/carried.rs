@@ -18,10 +18,10 @@ use crate::abi::CarryMode;
 use crate::args::Arg;
 use crate::buffer::DeviceBuffer;
 use crate::device::CudaDevice;
-use crate::launch::Prepared;
+use crate::launch::{PlanList, Prepared};
 use crate::spec::KernelSpec;
 use std::marker::PhantomData;
-use warpfit_runtime::{Error, Result, Tasks};
+use warpfit_runtime::{Error, Result, TaskList, Tasks};
 
 /// Launches over the parts of every task's fine tasks, run in order with
 /// the tasks' folds carried between them (see the module docs).
@@ -82,6 +82,18 @@ impl<'a> CarriedLaunch<'a> {
     }
 }
 
+/// One launch of a carried sequence: tasks `0..n` over the part's own
+/// range array, or a task list over the caller's own layout
+/// ([`Prepared::over_plan_list`]: segments unchecked against the tasks'
+/// ranges, optionally dequeued from a device queue). A list part that is
+/// first or last in the sequence must name every task (an empty segment
+/// for a task with no work there), so that every fold starts from `init`
+/// and every epilogue runs; a middle one only the tasks it works on.
+pub(crate) enum CarriedPart<'b, 'a> {
+    All(&'b [Arg<'a>]),
+    List(TaskList, PlanList, &'b [Arg<'a>]),
+}
+
 impl CarriedRun {
     /// See [`CarriedLaunch::cuda`]; the arrays `parts` name must outlive
     /// the result.
@@ -91,6 +103,18 @@ impl CarriedRun {
         config: &crate::LaunchConfig,
         n_tasks: usize,
         parts: &[Vec<Arg<'_>>],
+    ) -> Result<Self> {
+        let parts = parts.iter().map(|a| CarriedPart::All(a)).collect();
+        Self::of_parts(dev, spec, config, n_tasks, parts)
+    }
+
+    /// A carried sequence over `parts`, in order.
+    pub(crate) fn of_parts(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &crate::LaunchConfig,
+        n_tasks: usize,
+        parts: Vec<CarriedPart<'_, '_>>,
     ) -> Result<Self> {
         if parts.is_empty() {
             return Err(Error::invalid(format!(
@@ -110,10 +134,17 @@ impl CarriedRun {
         let carry_ptr = carry.as_ref().map_or(0, |c| c.device_ptr(dev));
         let n = parts.len();
         let parts = parts
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, args)| {
-                let mut p = Prepared::new_borrowing(dev, spec, config, Tasks::All(n_tasks), args)?;
+            .map(|(i, part)| {
+                let mut p = match part {
+                    CarriedPart::All(args) => {
+                        Prepared::new_borrowing(dev, spec, config, Tasks::All(n_tasks), args)?
+                    }
+                    CarriedPart::List(list, how, args) => {
+                        Prepared::over_plan_list(dev, spec, config, list, how, args)?
+                    }
+                };
                 p.carry(carry_ptr, CarryMode::of(i, n));
                 Ok(p)
             })
@@ -122,6 +153,19 @@ impl CarriedRun {
             parts,
             _carry: carry,
         })
+    }
+
+    /// Number of launches in the sequence.
+    pub(crate) fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Enqueues part `i` alone (for timing it between events).
+    pub(crate) fn run_part(&self, i: usize) -> Result<()> {
+        self.parts
+            .get(i)
+            .ok_or_else(|| Error::invalid(format!("no part {i} in a carried launch")))?
+            .run()
     }
 
     pub(crate) fn run(&self) -> Result<()> {

@@ -45,7 +45,30 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ("warpfit/cte.cuh", include_str!("../cuda/cte.cuh")),
     ("warpfit/merge.cuh", include_str!("../cuda/merge.cuh")),
     ("warpfit/kernel.cuh", include_str!("../cuda/kernel.cuh")),
+    ("warpfit/layout.cuh", include_str!("../cuda/layout.cuh")),
 ];
+
+/// The entry points of the layout library (`layout.cuh`): no kernel of the
+/// user's, compiled once per device ([`layout_unit`]).
+pub const LAYOUT_ENTRY_POINTS: &[&str] = &[
+    "wf_gather_1",
+    "wf_gather_2",
+    "wf_gather_4",
+    "wf_gather_8",
+    "wf_scatter_1",
+    "wf_scatter_2",
+    "wf_scatter_4",
+    "wf_scatter_8",
+    "wf_copy_ranges_1",
+    "wf_copy_ranges_2",
+    "wf_copy_ranges_4",
+    "wf_copy_ranges_8",
+];
+
+/// Source of the layout library's module: every [`LAYOUT_ENTRY_POINTS`].
+pub fn layout_unit() -> String {
+    "#include \"warpfit/layout.cuh\"\nWARPFIT_LAYOUT_ENTRY_POINTS\n".to_string()
+}
 
 /// Environment variable that overrides the compile cache directory.
 pub const CACHE_DIR_ENV: &str = "WARPFIT_CACHE_DIR";
@@ -720,6 +743,27 @@ mod tests {
         assert!(e.contains("another source"), "{e}");
         let e = decode_entry(&encode_entry(src, b"MZ"), src).unwrap_err();
         assert!(e.contains("not an ELF image"), "{e}");
+    }
+
+    #[test]
+    fn the_layout_unit_defines_every_layout_entry_point() {
+        let h = LIBRARY_HEADERS
+            .iter()
+            .find(|(n, _)| *n == "warpfit/layout.cuh")
+            .unwrap()
+            .1;
+        for ep in LAYOUT_ENTRY_POINTS {
+            let (kind, width) = ep.trim_start_matches("wf_").rsplit_once('_').unwrap();
+            assert!(h.contains(&format!(" wf_{kind}_##W(")), "{ep}");
+            assert!(
+                h.contains(&format!(
+                    "WARPFIT_LAYOUT_ENTRY_POINTS_(uint{}_t, {width})",
+                    width.parse::<u32>().unwrap() * 8
+                )),
+                "{ep}"
+            );
+        }
+        assert!(layout_unit().contains("WARPFIT_LAYOUT_ENTRY_POINTS"));
     }
 
     #[test]

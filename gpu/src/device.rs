@@ -77,7 +77,7 @@ impl Drop for Module {
 /// (`plan::likely_after_sizes`, passed to [`Module::function_then`]).
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
-        _ if ep.ends_with("_list") => &["wf_merge", "wf_merge_wide"],
+        _ if ep.ends_with("_list") || ep.ends_with("_queue") => &["wf_merge", "wf_merge_wide"],
         _ => &[],
     }
 }
@@ -202,6 +202,8 @@ struct Inner {
     /// before the context existed ([`CudaDevice::open_expecting`]), by
     /// module key until the kernel's module is created and takes them.
     ahead: Mutex<HashMap<ModuleKey, Vec<(&'static str, PendingCompile)>>>,
+    /// The layout library (`layout.cuh`), loaded when first needed.
+    layout: Mutex<Option<Arc<crate::layout::LayoutKernels>>>,
 }
 
 /// A module's key: the kernel's name and its translation unit's hash.
@@ -470,8 +472,26 @@ impl CudaDevice {
                 pending: Mutex::new(Vec::new()),
                 nvrtc_warm_up: Mutex::new(nvrtc_warm_up),
                 ahead: Mutex::new(ahead),
+                layout: Mutex::new(None),
             }),
         })
+    }
+
+    /// The kernel cache directory (`None`: compile in each process).
+    pub(crate) fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.inner.cache_dir.as_deref()
+    }
+
+    /// The layout library's kernels, compiled (or read from the kernel
+    /// cache) and loaded the first time they are asked for.
+    pub(crate) fn layout_kernels(&self) -> Result<Arc<crate::layout::LayoutKernels>> {
+        let mut slot = self.inner.layout.lock().map_err(poisoned)?;
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(crate::layout::LayoutKernels::load(self)?);
+        *slot = Some(k.clone());
+        Ok(k)
     }
 
     /// The device's name as the driver reports it.

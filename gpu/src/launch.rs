@@ -27,6 +27,18 @@ struct Launch {
     args: LaunchArgs,
 }
 
+/// How a task list the throttled handle built over its own layouts runs
+/// ([`Prepared::over_plan_list`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlanList {
+    /// CTE warps take groups of consecutive segments holding at most this
+    /// much work.
+    pub budget: u32,
+    /// Warps take `chunk` groups per dequeue from a device queue, in list
+    /// order (CF-Q, SJ-Q); `None`: warp `w` takes group `w`.
+    pub queue_chunk: Option<u32>,
+}
+
 /// Everything a launch needs, resident on the device: running it again
 /// re-runs the kernels on the same buffers (what benchmarks time).
 pub struct Prepared {
@@ -40,6 +52,8 @@ pub struct Prepared {
     chosen_split: Option<Split>,
     cte_serial_max: u32,
     fault: DeviceBuffer<u64>,
+    /// The queue head of a queued list, zeroed before each run.
+    queue: Option<DeviceBuffer<u32>>,
 }
 
 impl Prepared {
@@ -168,6 +182,99 @@ impl Prepared {
             chosen_split: decision.chosen,
             cte_serial_max: decision.cte_serial_max,
             fault,
+            queue: None,
+        })
+    }
+
+    /// A launch over `list`, a task list whose positions index arrays the
+    /// caller laid out itself (the throttled handle's part-major copies):
+    /// its segments are not checked against each task's own range
+    /// (`LIST_TRUSTED`), the fine arrays' bounds still are at every load.
+    /// With CTE, warps are packed by `how.budget`; with `how.queue_chunk`,
+    /// a persistent grid's warps dequeue the groups from a device queue in
+    /// list order (CTE only). Split tasks are merged after, in list order.
+    ///
+    /// # Errors
+    /// A queue with another decomposition than CTE; as [`Prepared::new`].
+    pub(crate) fn over_plan_list(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &LaunchConfig,
+        list: TaskList,
+        how: PlanList,
+        args: &[Arg<'_>],
+    ) -> Result<Self> {
+        let config = &spec.launch_config(config);
+        let decomposition = config.decomposition;
+        let cte = decomposition == crate::config::Decomposition::Cte;
+        if how.queue_chunk.is_some() && !cte {
+            abi::entry_point(decomposition, abi::TaskSource::Queue)?;
+        }
+        plan::check_u32_items(list.len())?;
+        let module = dev.module(spec)?;
+        let args = ResidentArgs::new(dev, spec, args)?;
+        let params = args.pack(dev)?;
+        let fault = DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?;
+        let tasks = DeviceTaskList::upload_as(
+            dev,
+            list,
+            spec.acc.size(),
+            cte.then_some(how.budget.max(1)),
+            true,
+        )?;
+        let plan = plan::plan_launches(decomposition, tasks.items(), dev.arch())?;
+        let queue = match how.queue_chunk {
+            Some(_) => Some(DeviceBuffer::<u32>::zeros(dev, 1)?),
+            None => None,
+        };
+        let base = LaunchArgs {
+            n_items: 0,
+            fault: fault.device_ptr(dev),
+            cte_serial_max: config.cte_serial_max,
+            flags: abi::LIST_TRUSTED,
+            queue: queue.as_ref().map_or(0, |q| q.device_ptr(dev)),
+            queue_chunk: how.queue_chunk.unwrap_or(0).max(1),
+            ..Default::default()
+        };
+        let base = tasks.launch_args(dev, plan.packed_warps, base);
+        // A persistent grid for the queue: as many blocks as can be
+        // resident, each warp looping until the queue is empty.
+        let resident_blocks = (dev.resident_warps() / u64::from(BLOCK / abi::WARP)).max(1);
+        let launches = plan
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (entry, blocks) = match (i, how.queue_chunk) {
+                    (0, Some(_)) => (
+                        abi::entry_point(decomposition, abi::TaskSource::Queue)?,
+                        s.blocks.min(resident_blocks as u32).max(1),
+                    ),
+                    _ => (s.entry, s.blocks),
+                };
+                Ok(Launch {
+                    entry,
+                    function: module.function(entry)?.clone(),
+                    blocks,
+                    dependent: s.dependent,
+                    args: LaunchArgs {
+                        n_items: s.items,
+                        ..base
+                    },
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Prepared {
+            dev: dev.clone(),
+            spec: *spec,
+            args,
+            params,
+            tasks: Some(tasks),
+            launches,
+            chosen_split: None,
+            cte_serial_max: config.cte_serial_max,
+            fault,
+            queue,
         })
     }
 
@@ -252,6 +359,9 @@ impl Prepared {
     /// Enqueues the launch (main kernel, then the merge of split tasks).
     /// Asynchronous: call [`Prepared::check_fault`] or [`Prepared::finish`].
     pub fn run(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            q.zero_async(&self.dev)?;
+        }
         for l in &self.launches {
             if l.dependent {
                 enqueue_dependent(&self.dev, &self.spec, l, &self.params)?;

@@ -40,6 +40,7 @@ mod device;
 pub mod event_timer;
 mod fault;
 pub mod launch;
+mod layout;
 mod one_task;
 mod plan;
 pub mod probe;

@@ -38,6 +38,19 @@ impl DeviceTaskList {
         acc_bytes: usize,
         pack_budget: Option<u32>,
     ) -> Result<Self> {
+        Self::upload_as(dev, list, acc_bytes, pack_budget, false)
+    }
+
+    /// [`DeviceTaskList::upload`] of a list whose positions the host laid
+    /// out itself (`trusted`: not the tasks' own ranges), so that no group
+    /// is loaded by task (`whole_runs` reads each task's own range).
+    pub(crate) fn upload_as(
+        dev: &CudaDevice,
+        list: TaskList,
+        acc_bytes: usize,
+        pack_budget: Option<u32>,
+        trusted: bool,
+    ) -> Result<Self> {
         let segs: Vec<u32> = list
             .segments()
             .iter()
@@ -59,8 +72,13 @@ impl DeviceTaskList {
         let packed = match pack_budget {
             Some(budget) => {
                 let first = plan::pack_warps(list.segments(), budget);
+                let task = if trusted {
+                    vec![u32::MAX; first.len().saturating_sub(1)]
+                } else {
+                    plan::whole_runs(&list, &first)
+                };
                 Some(PackedWarps {
-                    task: DeviceBuffer::upload(dev, &plan::whole_runs(&list, &first))?,
+                    task: DeviceBuffer::upload(dev, &task)?,
                     first: DeviceBuffer::upload(dev, &first)?,
                 })
             }

@@ -156,6 +156,31 @@ fn every_kernel_and_decomposition_compiles_for_sm80_and_sm90() {
 }
 
 #[test]
+fn the_layout_library_compiles_for_sm80_and_sm90_without_spills() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+        let c = compile_uncached("layout", &warpfit_gpu::compile::layout_unit(), arch)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "layout {arch}: not an ELF image");
+        let report = ptxas_report(&c.log);
+        for ep in warpfit_gpu::compile::LAYOUT_ENTRY_POINTS {
+            let Some(&(_, spill)) = report.get(*ep) else {
+                panic!("layout {arch}: no ptxas report for {ep}:\n{}", c.log)
+            };
+            assert_eq!(spill, 0, "layout {ep} {arch}: {spill} bytes spilled");
+        }
+        assert_eq!(
+            report.len(),
+            warpfit_gpu::compile::LAYOUT_ENTRY_POINTS.len(),
+            "{}",
+            c.log
+        );
+    }
+}
+
+#[test]
 fn an_unknown_entry_point_is_an_error() {
     let err = entry_point_unit(&common::SPMV_F64, &["wf_warp_all"]).unwrap_err();
     assert!(

@@ -4,7 +4,8 @@
 //! ([`schedule`]), sequential reference graph algorithms ([`reference`]),
 //! the memory budget every input-sized
 //! allocation is checked against ([`mem`]) and the task model plus CPU executor that every
-//! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]).
+//! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]), and the
+//! worklists and shared arrays that push kernels write ([`worklist`]).
 
 pub mod error;
 pub mod exec;
@@ -15,6 +16,7 @@ pub mod reference;
 mod rng;
 pub mod schedule;
 pub mod sparse;
+pub mod worklist;
 
 pub use error::{Error, Result};
 pub use exec::{Segment, TaskList, Tasks};

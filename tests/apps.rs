@@ -622,6 +622,8 @@ fn app_kernels_compile_with_nvrtc() {
         &apps::count_changed_f32::SPEC,
         &apps::count_changed_i32::SPEC,
         &apps::bfs_pull::SPEC,
+        &apps::cc_pull_min::SPEC,
+        &apps::count_changed_u32::SPEC,
     ];
     for spec in specs {
         let tu = translation_unit(spec);

@@ -87,7 +87,9 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         switches: 0,
         far_rounds: 0,
         time: Default::default(),
+        sync_times: Vec::new(),
     };
+    let mut last_sync = started;
     // Up to 2k − 1 rounds in flight: k waited for, k − 1 behind them to keep
     // a device busy while the host reads the outcomes.
     let window = 2 * k - 1;
@@ -115,6 +117,9 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         let count = k.min(in_flight.len());
         let outcomes = b.wait(count)?;
         report.syncs += 1;
+        let now = Instant::now();
+        report.sync_times.push(now - last_sync);
+        last_sync = now;
         if outcomes.len() != count {
             return Err(protocol(format!(
                 "{count} outcomes asked, {} returned",
@@ -176,6 +181,9 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         if !in_flight.is_empty() {
             let rest = b.wait(in_flight.len())?;
             report.syncs += 1;
+            let now = Instant::now();
+            report.sync_times.push(now - last_sync);
+            last_sync = now;
             for o in rest {
                 let (round, tag) = in_flight.pop_front().expect("one in flight per outcome");
                 if !o.skipped || o.index != round.index() {

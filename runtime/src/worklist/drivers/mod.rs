@@ -62,7 +62,7 @@ mod plan;
 mod shape;
 
 pub use cpu::{CpuRounds, Step};
-pub use shape::GraphShape;
+pub use shape::{GraphShape, SKEW};
 
 use crate::{Error, Result};
 use std::fmt;
@@ -324,7 +324,26 @@ pub enum Strategy {
     },
 }
 
+/// The hybrid's default switch to topology-driven rounds: a frontier of more
+/// than this fraction of the universe (measured on the CPU; the README's
+/// "Drivers" and `BENCHMARKS.md`, "Worklists and drivers (CPU)").
+pub const HYBRID_TO_TOPOLOGY: f64 = 0.05;
+
+/// The hybrid's default switch back to data-driven rounds: a topology round
+/// that changed fewer than this fraction of the universe.
+pub const HYBRID_TO_DATA: f64 = 0.01;
+
 impl Strategy {
+    /// The temporal hybrid with the default thresholds
+    /// ([`HYBRID_TO_TOPOLOGY`], [`HYBRID_TO_DATA`]).
+    pub fn hybrid(order: Order) -> Self {
+        Strategy::Hybrid {
+            order,
+            to_topology: HYBRID_TO_TOPOLOGY,
+            to_data: HYBRID_TO_DATA,
+        }
+    }
+
     /// The kernels the strategy runs.
     pub fn needs(&self) -> Kernels {
         let (frontier, topology, order) = match self {
@@ -456,6 +475,9 @@ pub struct RunReport {
     pub far_rounds: u64,
     /// Wall time from the first enqueue to the last outcome.
     pub time: Duration,
+    /// Per host synchronisation: the time since the previous one returned
+    /// (the first: since the run started).
+    pub sync_times: Vec<Duration>,
 }
 
 /// A driver: runs a backend's kernels to the end under a [`Strategy`].

@@ -12,20 +12,22 @@ pub use warpfit_gpu::{
     split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec,
     ExpectedLaunch, Input, LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
 };
+pub use warpfit_gpu::{DeviceWorklist, PushVariant, WorklistArg};
 pub use warpfit_gpu::{ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;
 pub use warpfit_runtime::schedule::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy};
 pub use warpfit_runtime::worklist::{
-    atomic_add, atomic_cas, atomic_max, atomic_min, atomic_or, push, Atomic, AtomicInt,
-    AtomicScalar, PushError, Worklist,
+    atomic_add, atomic_apply, atomic_cas, atomic_max, atomic_min, atomic_or, push, Atomic,
+    AtomicInt, AtomicScalar, PushError, Worklist,
 };
 pub use warpfit_runtime::{Error, Result, Segment, TaskList, Tasks};
 
 /// What a kernel file needs in scope.
 pub mod prelude {
     pub use crate::{
-        atomic_add, atomic_cas, atomic_max, atomic_min, atomic_or, push, Atomic, Worklist,
+        atomic_add, atomic_apply, atomic_cas, atomic_max, atomic_min, atomic_or, push, Atomic,
+        DeviceWorklist, PushVariant, Worklist,
     };
     pub use crate::{device_fn, nested_reduce, throttled};
     pub use crate::{
@@ -38,6 +40,7 @@ pub mod prelude {
 /// Items the generated code refers to; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use warpfit_gpu::{check_frontier, host_shared, host_worklist, WorklistArg};
     pub use warpfit_gpu::{
         host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input,
         KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
@@ -47,5 +50,9 @@ pub mod __private {
     pub use warpfit_runtime::mem::check_elems as mem_check_elems;
     pub use warpfit_runtime::partition::WorkGraph;
     pub use warpfit_runtime::schedule::ThrottleOptions;
+    pub use warpfit_runtime::worklist::{
+        atomic_add, atomic_cas, atomic_max, atomic_min, atomic_or, try_atomic_apply, Atomic,
+        Worklist,
+    };
     pub use warpfit_runtime::{Error, Result, Tasks};
 }

@@ -3,8 +3,12 @@
 //! method of the kernel language. Needs only NVRTC, no GPU: skipped when
 //! NVRTC cannot be loaded, except under `CI=true`, where that fails.
 
+mod push_common;
+
 use warpfit::__private::KernelSpec;
-use warpfit::gpu::compile::{compile_uncached, translation_unit, Arch};
+use warpfit::gpu::compile::{
+    compile_uncached, entry_point_unit, translation_unit, worklist_unit, Arch,
+};
 use warpfit::gpu::probe::{self, Library};
 use warpfit::prelude::*;
 
@@ -263,6 +267,73 @@ pub fn dot(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
     out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
 }
 
+#[device_fn]
+pub fn halve_sum(a: f64, b: f64) -> f64 {
+    (a + b) * 0.5
+}
+
+#[device_fn]
+pub fn keep_odd(a: i64, b: i64) -> i64 {
+    if b % 2 != 0 {
+        b
+    } else {
+        a
+    }
+}
+
+/// Every intrinsic on every shared element type, as an expression and as
+/// a statement, `.load()`, pushes to two worklists from the `for_each`
+/// body and the epilogue, a prologue binding read in the body (`ctx_t`)
+/// and an output written after the expansion; compiled, not run.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn every_push_form(
+    t: usize,
+    ptr: &[u32],
+    dst: &[u32],
+    wf: &[f32],
+    si: &[Atomic<i32>],
+    su: &[Atomic<u32>],
+    sl: &[Atomic<i64>],
+    sq: &[Atomic<u64>],
+    sf: &[Atomic<f32>],
+    sd: &[Atomic<f64>],
+    a: &Worklist,
+    b: &Worklist,
+    y: &mut [u32],
+) {
+    let lo = ptr[t] as usize;
+    let hi = ptr[t + 1] as usize;
+    let base = sf[t].load();
+    (lo..hi).for_each(|e| {
+        let u = dst[e] as usize;
+        let x = wf[e] + base;
+        if x < atomic_min(&sf[u], x) || atomic_max(&sf[u], x) > 0.0 {
+            push(a, u as u32);
+        }
+        let old = atomic_add(&sd[u], x as f64);
+        atomic_apply(&sd[u], old, halve_sum);
+        let i = atomic_add(&si[u], 1) + atomic_min(&si[u], -3) + atomic_max(&si[u], 7);
+        atomic_or(&si[u], i & 0xf);
+        if atomic_cas(&si[u], i, 0) == i {
+            push(b, t as u32);
+        }
+        atomic_or(&su[u], atomic_cas(&su[u], 1, 2) | atomic_add(&su[u], 3));
+        atomic_min(&su[u], atomic_max(&su[u], 9));
+        let l = atomic_add(&sl[u], -1) + atomic_or(&sl[u], 4) + atomic_min(&sl[u], i64::MIN);
+        atomic_max(&sl[u], atomic_cas(&sl[u], l, 5));
+        atomic_apply(&sl[u], l, keep_odd);
+        let q = atomic_add(&sq[u], u as u64) | atomic_or(&sq[u], 1) | atomic_cas(&sq[u], 0, 1);
+        atomic_max(&sq[u], atomic_min(&sq[u], q));
+        atomic_cas(&sf[u], 1.5, sf[u].load() * 2.0);
+        atomic_add(&sf[u], 0.25);
+    });
+    y[t] = (hi - lo) as u32 + su[t].load();
+    if sd[t].load() > 1.0 {
+        push(b, t as u32);
+    }
+}
+
 fn nvrtc_or_skip() -> bool {
     match probe::require(Library::Nvrtc) {
         Ok(()) => true,
@@ -289,7 +360,44 @@ const SPECS: &[&KernelSpec] = &[
     &axpy::SPEC,
     &map_forms::SPEC,
     &dot::SPEC,
+    &every_push_form::SPEC,
+    &push_common::sssp_push::SPEC,
+    &push_common::seed::SPEC,
+    &push_common::relax_changed::SPEC,
 ];
+
+/// Push kernels whose forms the kernels above cover: compiled for the
+/// entry points of their shape only (each entry point costs NVRTC 50 to
+/// 200 ms; the GPU suite compiles what it launches).
+const PUSH_SPECS: &[&KernelSpec] = &[
+    &push_common::bfs_push::SPEC,
+    &push_common::bfs_min::SPEC,
+    &push_common::cc_push::SPEC,
+    &push_common::histogram::SPEC,
+    &push_common::sat_scatter::SPEC,
+    &push_common::widest_push::SPEC,
+    &push_common::scatter_add::SPEC,
+    &push_common::degree_push::SPEC,
+];
+
+#[test]
+fn push_kernels_compile_with_nvrtc() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let entries = [
+        "wf_thread_frontier",
+        "wf_sub8_frontier",
+        "wf_cte_frontier",
+        "wf_cte_list",
+        "wf_merge",
+    ];
+    for spec in PUSH_SPECS {
+        let tu = entry_point_unit(spec, &entries).unwrap();
+        let c = compile_uncached(spec.name, &tu, Arch::new(8, 0)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
+    }
+}
 
 #[test]
 fn generated_cuda_compiles_with_nvrtc() {
@@ -300,6 +408,19 @@ fn generated_cuda_compiles_with_nvrtc() {
         let tu = translation_unit(spec);
         let c = compile_uncached(spec.name, &tu, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
+    }
+}
+
+#[test]
+fn the_worklist_library_compiles_with_nvrtc() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let c = compile_uncached("worklist", &worklist_unit(), Arch::new(9, 0))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(&c.cubin[..4], b"\x7fELF");
+    for ep in warpfit::gpu::compile::WORKLIST_ENTRY_POINTS {
+        assert!(c.log.contains(ep) || c.log.is_empty(), "{ep}: {}", c.log);
     }
 }
 

@@ -19,6 +19,9 @@
 #include "warpfit/subwarp.cuh"
 #include "warpfit/cte.cuh"
 #include "warpfit/merge.cuh"
+#include "warpfit/atomic.cuh"
+#include "warpfit/worklist.cuh"
+#include "warpfit/cte_for_each.cuh"
 
 namespace warpfit {
 
@@ -46,7 +49,9 @@ template <class K> struct min_blocks<K, Cte> {
         (sizeof(typename K::acc_t) <= 4 && sizeof(typename K::ctx_t) <= 1) ? CTE_LIGHT_BLOCKS : 1;
 };
 
-/// Runs kernel `K` over the items of `Src` with decomposition `D`.
+/// Runs kernel `K` over the items of `Src` with decomposition `D` (a
+/// `for_each` kernel's CTE: `CteForEach`), between the functor's block
+/// hooks (a push kernel's worklist staging, worklist.cuh).
 template <class K, class D, class Src>
 __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, const LaunchArgs& a) {
     if (Src::is_list) {
@@ -56,7 +61,9 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         // grid's tail instead of following it.
         allow_dependents();
     }
-    D::template run<K, Src>(p, a);
+    block_hooks<K>::begin(p);
+    decomposition_for<K, D>::type::template run<K, Src>(p, a);
+    block_hooks<K>::end(p);
 }
 
 }  // namespace warpfit
@@ -86,15 +93,28 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
 #define WARPFIT_ENTRY_POINT_wf_sub32_list(K) WARPFIT_ENTRY_(K, wf_sub32_list, warpfit::SubWarp<32>, warpfit::TaskList)
 #define WARPFIT_ENTRY_POINT_wf_cte_list(K) WARPFIT_ENTRY_(K, wf_cte_list, warpfit::Cte, warpfit::TaskList)
 #define WARPFIT_ENTRY_POINT_wf_cte_queue(K) WARPFIT_ENTRY_(K, wf_cte_queue, warpfit::Cte, warpfit::QueuedTaskList)
+#define WARPFIT_ENTRY_POINT_wf_thread_frontier(K) WARPFIT_ENTRY_(K, wf_thread_frontier, warpfit::Thread, warpfit::FrontierTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub2_frontier(K) WARPFIT_ENTRY_(K, wf_sub2_frontier, warpfit::SubWarp<2>, warpfit::FrontierTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub4_frontier(K) WARPFIT_ENTRY_(K, wf_sub4_frontier, warpfit::SubWarp<4>, warpfit::FrontierTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub8_frontier(K) WARPFIT_ENTRY_(K, wf_sub8_frontier, warpfit::SubWarp<8>, warpfit::FrontierTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub16_frontier(K) WARPFIT_ENTRY_(K, wf_sub16_frontier, warpfit::SubWarp<16>, warpfit::FrontierTasks)
+#define WARPFIT_ENTRY_POINT_wf_sub32_frontier(K) WARPFIT_ENTRY_(K, wf_sub32_frontier, warpfit::SubWarp<32>, warpfit::FrontierTasks)
+#define WARPFIT_ENTRY_POINT_wf_cte_frontier(K) WARPFIT_ENTRY_(K, wf_cte_frontier, warpfit::Cte, warpfit::FrontierTasks)
+// The merge runs split tasks' epilogues, which may push: the block hooks
+// wrap it too.
 #define WARPFIT_ENTRY_POINT_wf_merge(K)                                                              \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
+        warpfit::block_hooks<K>::begin(p);                                                           \
         warpfit::merge<K, warpfit::MERGE_LANES>(p, a);                                               \
+        warpfit::block_hooks<K>::end(p);                                                             \
     }
 #define WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                         \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge_wide(const K::params_t p, const warpfit::LaunchArgs a) {                            \
+        warpfit::block_hooks<K>::begin(p);                                                           \
         warpfit::merge<K, warpfit::MERGE_LANES_WIDE>(p, a);                                          \
+        warpfit::block_hooks<K>::end(p);                                                             \
     }
 #define WARPFIT_ENTRY_POINT_wf_sizes(K)                                                              \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
@@ -102,7 +122,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         warpfit::task_sizes<K>(p, a);                                                                \
     }
 
-/// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list}`,
+/// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list,frontier}`,
 /// `wf_cte_queue`, `wf_merge`, `wf_merge_wide` and `wf_sizes`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
@@ -120,6 +140,13 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_POINT_wf_sub32_list(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_cte_list(K)                                                               \
     WARPFIT_ENTRY_POINT_wf_cte_queue(K)                                                              \
+    WARPFIT_ENTRY_POINT_wf_thread_frontier(K)                                                        \
+    WARPFIT_ENTRY_POINT_wf_sub2_frontier(K)                                                          \
+    WARPFIT_ENTRY_POINT_wf_sub4_frontier(K)                                                          \
+    WARPFIT_ENTRY_POINT_wf_sub8_frontier(K)                                                          \
+    WARPFIT_ENTRY_POINT_wf_sub16_frontier(K)                                                         \
+    WARPFIT_ENTRY_POINT_wf_sub32_frontier(K)                                                         \
+    WARPFIT_ENTRY_POINT_wf_cte_frontier(K)                                                           \
     WARPFIT_ENTRY_POINT_wf_merge(K)                                                                  \
     WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sizes(K)

@@ -43,6 +43,8 @@ struct LaunchArgs {
                                  // SJ-Q). Null: warp w takes group w.
     uint32_t queue_chunk;        // groups per dequeue
     uint32_t queue_pad;
+    const uint32_t* frontier;    // FrontierTasks (worklist.cuh): the worklist's items
+    const unsigned long long* frontier_count;  // FrontierTasks: its push count on the device
 };
 
 /// `LaunchArgs::flags`: the list's segments index arrays the host laid out

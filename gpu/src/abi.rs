@@ -48,6 +48,9 @@ pub(crate) enum TaskSource {
     /// A packed list whose groups warps take from a device queue
     /// (`warpfit::QueuedTaskList`; CTE only, suffix `_queue`).
     Queue,
+    /// The items of a device worklist (`warpfit::FrontierTasks` in
+    /// worklist.cuh, suffix `_frontier`).
+    Frontier,
 }
 
 /// The entry point that runs `decomposition` over `source`: one of the
@@ -74,6 +77,13 @@ pub(crate) fn entry_point(
         (D::SubWarp(32), S::List) => "wf_sub32_list",
         (D::Cte, S::List) => "wf_cte_list",
         (D::Cte, S::Queue) => "wf_cte_queue",
+        (D::Thread, S::Frontier) => "wf_thread_frontier",
+        (D::SubWarp(2), S::Frontier) => "wf_sub2_frontier",
+        (D::SubWarp(4), S::Frontier) => "wf_sub4_frontier",
+        (D::SubWarp(8), S::Frontier) => "wf_sub8_frontier",
+        (D::SubWarp(16), S::Frontier) => "wf_sub16_frontier",
+        (D::SubWarp(32), S::Frontier) => "wf_sub32_frontier",
+        (D::Cte, S::Frontier) => "wf_cte_frontier",
         (d, S::Queue) => {
             return Err(Error::invalid(format!(
                 "a queued task list (the cfq and sjq schedules) runs with the CTE decomposition only, not {d:?}"
@@ -105,6 +115,13 @@ pub const ENTRY_POINTS: &[&str] = &[
     "wf_sub32_list",
     "wf_cte_list",
     "wf_cte_queue",
+    "wf_thread_frontier",
+    "wf_sub2_frontier",
+    "wf_sub4_frontier",
+    "wf_sub8_frontier",
+    "wf_sub16_frontier",
+    "wf_sub32_frontier",
+    "wf_cte_frontier",
     MERGE_ENTRY,
     MERGE_WIDE_ENTRY,
     SIZES_ENTRY,
@@ -136,7 +153,104 @@ pub(crate) struct LaunchArgs {
     pub queue: u64,
     pub queue_chunk: u32,
     pub queue_pad: u32,
+    /// A device worklist's items (`FrontierTasks`) or 0.
+    pub frontier: u64,
+    /// Its push count on the device (`u64`) or 0.
+    pub frontier_count: u64,
 }
+
+/// How a push reserves its slot in a device worklist (`PUSH_*` in
+/// worklist.cuh, `WorklistRef::variant`), chosen per list so that the
+/// variants can be measured against each other on the same kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PushVariant {
+    /// One global atomic per push (Nasre et al.'s base worklist, III-A).
+    Atomic = 0,
+    /// One global atomic per group of lanes of a warp that push together,
+    /// each lane at its offset by popcount (III-C's chunking per warp).
+    #[default]
+    Warp = 1,
+    /// Pushes staged per warp in shared memory (III-B), placed by a
+    /// prefix sum over the block's warps and reserved with one global
+    /// atomic per block (III-D), then copied out coalesced.
+    Block = 2,
+}
+
+impl PushVariant {
+    /// Every variant, for tests and benchmarks that compare them.
+    pub const ALL: [PushVariant; 3] = [PushVariant::Atomic, PushVariant::Warp, PushVariant::Block];
+
+    /// The variant's name (`atomic`, `warp`, `block`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PushVariant::Atomic => "atomic",
+            PushVariant::Warp => "warp",
+            PushVariant::Block => "block",
+        }
+    }
+}
+
+impl std::str::FromStr for PushVariant {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        PushVariant::ALL
+            .into_iter()
+            .find(|v| v.name() == s)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown push variant `{}`: expected atomic, warp or block",
+                    warpfit_runtime::error::excerpt(s.as_bytes())
+                ))
+            })
+    }
+}
+
+impl std::fmt::Display for PushVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A device worklist as a kernel's `Params` holds it; mirrors
+/// `warpfit::WorklistRef` in worklist.cuh (device pointers as `u64`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) struct WorklistRef {
+    pub items: u64,
+    pub count: u64,
+    pub spill: u64,
+    /// 0 for a list that does not deduplicate.
+    pub seen: u64,
+    pub capacity: u64,
+    pub universe: u64,
+    pub variant: u32,
+    pub pad: u32,
+}
+
+impl WorklistRef {
+    /// The struct's bytes as `Params` holds them (native order).
+    pub(crate) fn to_ne_bytes(self) -> [u8; 56] {
+        let mut out = [0u8; 56];
+        let words = [
+            self.items,
+            self.count,
+            self.spill,
+            self.seen,
+            self.capacity,
+            self.universe,
+        ];
+        for (i, w) in words.iter().enumerate() {
+            out[8 * i..8 * i + 8].copy_from_slice(&w.to_ne_bytes());
+        }
+        out[48..52].copy_from_slice(&self.variant.to_ne_bytes());
+        out[52..56].copy_from_slice(&self.pad.to_ne_bytes());
+        out
+    }
+}
+
+// SAFETY: `#[repr(C)]` of u64/u32 fields, laid out as the device struct.
+unsafe impl DeviceRepr for WorklistRef {}
 
 /// `LaunchArgs::flags`: the task list's positions were laid out by the
 /// host (the throttled handle's part-major copies), so its segments are not
@@ -394,6 +508,8 @@ mod tests {
                 let source = match parts[2].trim_start_matches("warpfit::") {
                     "AllTasks" => TaskSource::All,
                     "TaskList" => TaskSource::List,
+                    "QueuedTaskList" => TaskSource::Queue,
+                    "FrontierTasks" => TaskSource::Frontier,
                     other => panic!("unknown task source {other}"),
                 };
                 assert_eq!(entry_point(d, source).unwrap(), name, "{d} {source:?}");
@@ -417,7 +533,7 @@ mod tests {
             defined.push(name.to_string());
         }
         for d in Decomposition::ALL {
-            for source in [TaskSource::All, TaskSource::List] {
+            for source in [TaskSource::All, TaskSource::List, TaskSource::Frontier] {
                 let name = entry_point(d, source).unwrap();
                 assert!(defined.iter().any(|n| n == name), "no macro for {name}");
             }
@@ -453,11 +569,14 @@ mod tests {
                 "flags",
                 "queue",
                 "queue_chunk",
-                "queue_pad"
+                "queue_pad",
+                "frontier",
+                "frontier_count"
             ]
         );
-        // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32 + 1 pointer + 2 u32.
-        assert_eq!(std::mem::size_of::<LaunchArgs>(), 128);
+        // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32 + 1 pointer + 2 u32
+        // + 2 pointers.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 144);
         assert!(header("task_source.cuh").contains(&format!(
             "constexpr uint32_t LIST_TRUSTED = {LIST_TRUSTED};"
         )));
@@ -468,6 +587,46 @@ mod tests {
         );
         assert_eq!(std::mem::size_of::<FaultRecord>(), 48);
         assert_eq!(FaultRecord::WORDS, 6);
+    }
+
+    #[test]
+    fn worklist_ref_and_push_variants_match_the_headers() {
+        let w = header("worklist.cuh");
+        assert_eq!(
+            struct_fields(w, "WorklistRef"),
+            ["items", "count", "spill", "seen", "capacity", "universe", "variant", "pad"]
+        );
+        assert_eq!(std::mem::size_of::<WorklistRef>(), 56);
+        let r = WorklistRef {
+            items: 1,
+            count: 2,
+            spill: 3,
+            seen: 4,
+            capacity: 5,
+            universe: 6,
+            variant: 7,
+            pad: 0,
+        };
+        // SAFETY: plain `#[repr(C)]` data of the size checked above.
+        let raw: [u8; 56] = unsafe { std::mem::transmute(r) };
+        assert_eq!(r.to_ne_bytes(), raw);
+        let c = int_constants();
+        for (name, v) in [
+            ("PUSH_ATOMIC", PushVariant::Atomic),
+            ("PUSH_WARP", PushVariant::Warp),
+            ("PUSH_BLOCK", PushVariant::Block),
+        ] {
+            assert_eq!(c[name], v as i64, "{name}");
+            assert_eq!(v.name().parse::<PushVariant>().unwrap(), v);
+        }
+        assert!("fast".parse::<PushVariant>().is_err());
+        // The library's own entry points are defined by its macro.
+        for ep in crate::compile::WORKLIST_ENTRY_POINTS {
+            assert!(
+                w.contains(&format!(" {ep}(const warpfit::WorklistRef w")),
+                "{ep}"
+            );
+        }
     }
 
     #[test]

@@ -10,11 +10,12 @@
 //! list. A device-resident array ([`ResidentArray`], a borrowed
 //! [`DeviceVec`]) is resident already and has nothing to copy back.
 
-use crate::abi::LaunchArgs;
+use crate::abi::{LaunchArgs, WorklistRef};
 use crate::buffer::DeviceBuffer;
 use crate::device::CudaDevice;
 use crate::resident::{DeviceVec, Input, InputRef, Output, OutputRef, Place, ResidentArray};
 use crate::spec::{KernelSpec, ParamKind, Scalar, ScalarType, ScalarValue};
+use crate::worklist::{ListArg, ListPlace, WorklistArg};
 use cudarc::driver::DeviceRepr;
 use warpfit_runtime::{Error, Result};
 
@@ -60,9 +61,19 @@ pub enum Arg<'a> {
     Input(HostSlice<'a>),
     Output(HostSliceMut<'a>),
     Scalar(ScalarValue),
-    /// An array already on the device (input or output).
+    /// An array already on the device (input, output or shared).
     Resident(ResidentArray<'a>),
+    /// A host array a push kernel updates through atomics (`&[Atomic<T>]`):
+    /// uploaded and downloaded like an output.
+    Shared(SharedSlice<'a>),
+    /// A worklist the kernel pushes to.
+    Worklist(ListArg<'a>),
 }
+
+/// A host array of a shared-array parameter (`&[Atomic<T>]`), erased to
+/// bytes.
+#[derive(Debug)]
+pub struct SharedSlice<'a>(pub HostSliceMut<'a>);
 
 impl<'a> Arg<'a> {
     /// A read-only array argument.
@@ -116,10 +127,38 @@ impl<'a> Arg<'a> {
         Arg::Resident(v.as_arg(ParamKind::Output))
     }
 
+    /// A host array of a shared-array parameter (`&[Atomic<T>]`).
+    pub fn shared<T: Scalar>(s: &'a mut [T]) -> Self {
+        match Arg::output(s) {
+            Arg::Output(s) => Arg::Shared(SharedSlice(s)),
+            _ => unreachable!("`Arg::output` makes an output"),
+        }
+    }
+
+    /// A shared-array argument, on the host or already on the device.
+    pub fn from_shared<T: Scalar, O: Output<T> + ?Sized>(y: &'a mut O) -> Self {
+        match y.output_ref() {
+            OutputRef::Host(s) => Arg::shared(s),
+            OutputRef::Resident(v) => Arg::resident_shared(v),
+        }
+    }
+
+    /// A device-resident array the kernel updates through atomics (a
+    /// shared borrow, as for [`Arg::resident_output`]).
+    pub fn resident_shared<T: Scalar>(v: &'a DeviceVec<T>) -> Self {
+        Arg::Resident(v.as_arg(ParamKind::Shared))
+    }
+
+    /// A worklist argument (a [`crate::DeviceWorklist`], or on the CPU
+    /// backend a runtime `Worklist`).
+    pub fn from_worklist<W: WorklistArg + ?Sized>(w: &'a W) -> Self {
+        Arg::Worklist(w.list_arg())
+    }
+
     /// Whether the launch copies results back into this argument (a host
-    /// output), which makes it wait for the device.
+    /// output or shared array), which makes it wait for the device.
     pub(crate) fn copies_back(&self) -> bool {
-        matches!(self, Arg::Output(_))
+        matches!(self, Arg::Output(_) | Arg::Shared(_))
     }
 
     /// The argument as its kind.
@@ -129,6 +168,8 @@ impl<'a> Arg<'a> {
             Arg::Output(s) => s,
             Arg::Scalar(v) => v,
             Arg::Resident(r) => r,
+            Arg::Shared(s) => s,
+            Arg::Worklist(w) => w,
         }
     }
 
@@ -138,6 +179,8 @@ impl<'a> Arg<'a> {
             Arg::Output(s) => s,
             Arg::Scalar(v) => v,
             Arg::Resident(r) => r,
+            Arg::Shared(s) => s,
+            Arg::Worklist(w) => w,
         }
     }
 }
@@ -166,6 +209,8 @@ pub(crate) enum Resident {
     Borrowed { ptr: u64, len: u64 },
     /// A scalar: `Params` holds its value.
     Scalar(ScalarValue),
+    /// A device worklist: `Params` holds its `WorklistRef`.
+    List(WorklistRef),
 }
 
 /// A host array the kernel reads: uploaded for the launch.
@@ -199,8 +244,46 @@ impl KernelArg for HostSliceMut<'_> {
     fn copy_back(&mut self, dev: &CudaDevice, resident: &Resident) -> Result<()> {
         match resident {
             Resident::Array { buffer, .. } => buffer.download(dev, self.bytes),
-            Resident::Scalar(_) | Resident::Borrowed { .. } => Err(Error::invalid(
-                "a host output argument was prepared as a scalar or a device array",
+            Resident::Scalar(_) | Resident::Borrowed { .. } | Resident::List(_) => {
+                Err(Error::invalid(
+                    "a host output argument was prepared as a scalar, a device array or a worklist",
+                ))
+            }
+        }
+    }
+}
+
+/// A host array a push kernel updates: uploaded, downloaded after the
+/// launch (an output under another kind).
+impl KernelArg for SharedSlice<'_> {
+    fn signature(&self) -> (ParamKind, ScalarType) {
+        (ParamKind::Shared, self.0.ty)
+    }
+
+    fn make_resident(&self, dev: &CudaDevice) -> Result<Resident> {
+        self.0.make_resident(dev)
+    }
+
+    fn copy_back(&mut self, dev: &CudaDevice, resident: &Resident) -> Result<()> {
+        self.0.copy_back(dev, resident)
+    }
+}
+
+/// A worklist: its device form, nothing copied (the list stays on the
+/// device; a CPU list cannot take a GPU's pushes).
+impl KernelArg for ListArg<'_> {
+    fn signature(&self) -> (ParamKind, ScalarType) {
+        (ParamKind::Worklist, ScalarType::U32)
+    }
+
+    fn make_resident(&self, dev: &CudaDevice) -> Result<Resident> {
+        match self.place {
+            ListPlace::Cuda { list, device } if device.ordinal() == dev.ordinal() => {
+                Ok(Resident::List(list))
+            }
+            // `check_placement` names the parameter before this is reached.
+            _ => Err(Error::invalid(
+                "a worklist of another device was passed to a CUDA launch",
             )),
         }
     }
@@ -299,17 +382,28 @@ impl ResidentArgs {
                     let (bytes, n) = v.to_ne_bytes();
                     block.push(n, &bytes[..n])?;
                 }
+                Resident::List(r) => block.push(8, &r.to_ne_bytes())?,
             }
         }
         Ok(block)
     }
 
-    /// The element count of parameter `i`, when it is an array.
+    /// The element count of parameter `i`, when it is an array (a
+    /// worklist's universe, the bound of its items).
     pub(crate) fn array_len(&self, i: usize) -> Option<u64> {
         match self.args.get(i)? {
             Resident::Array { len, .. } | Resident::Borrowed { len, .. } => Some(*len),
+            Resident::List(r) => Some(r.universe),
             Resident::Scalar(_) => None,
         }
+    }
+
+    /// The device forms of the launch's worklist arguments, by position.
+    pub(crate) fn lists(&self) -> impl Iterator<Item = (usize, &WorklistRef)> {
+        self.args.iter().enumerate().filter_map(|(i, a)| match a {
+            Resident::List(r) => Some((i, r)),
+            _ => None,
+        })
     }
 
     /// After the launch: every argument's results back into `args` (the

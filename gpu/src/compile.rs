@@ -46,7 +46,23 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ("warpfit/merge.cuh", include_str!("../cuda/merge.cuh")),
     ("warpfit/kernel.cuh", include_str!("../cuda/kernel.cuh")),
     ("warpfit/layout.cuh", include_str!("../cuda/layout.cuh")),
+    ("warpfit/atomic.cuh", include_str!("../cuda/atomic.cuh")),
+    ("warpfit/worklist.cuh", include_str!("../cuda/worklist.cuh")),
+    (
+        "warpfit/cte_for_each.cuh",
+        include_str!("../cuda/cte_for_each.cuh"),
+    ),
 ];
+
+/// The entry points of the worklist library (`worklist.cuh`): growth and
+/// clearing of device worklists, compiled once per device
+/// ([`worklist_unit`]).
+pub const WORKLIST_ENTRY_POINTS: &[&str] = &["wf_unspill", "wf_clear"];
+
+/// Source of the worklist library's module: every [`WORKLIST_ENTRY_POINTS`].
+pub fn worklist_unit() -> String {
+    "#include \"warpfit/worklist.cuh\"\nWARPFIT_WORKLIST_ENTRY_POINTS\n".to_string()
+}
 
 /// The entry points of the layout library (`layout.cuh`): no kernel of the
 /// user's, compiled once per device ([`layout_unit`]).

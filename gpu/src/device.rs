@@ -204,6 +204,8 @@ struct Inner {
     ahead: Mutex<HashMap<ModuleKey, Vec<(&'static str, PendingCompile)>>>,
     /// The layout library (`layout.cuh`), loaded when first needed.
     layout: Mutex<Option<Arc<crate::layout::LayoutKernels>>>,
+    /// The worklist library (`worklist.cuh`), loaded when first needed.
+    worklist: Mutex<Option<Arc<crate::worklist::WorklistKernels>>>,
 }
 
 /// A module's key: the kernel's name and its translation unit's hash.
@@ -473,6 +475,7 @@ impl CudaDevice {
                 nvrtc_warm_up: Mutex::new(nvrtc_warm_up),
                 ahead: Mutex::new(ahead),
                 layout: Mutex::new(None),
+                worklist: Mutex::new(None),
             }),
         })
     }
@@ -490,6 +493,19 @@ impl CudaDevice {
             return Ok(k.clone());
         }
         let k = Arc::new(crate::layout::LayoutKernels::load(self)?);
+        *slot = Some(k.clone());
+        Ok(k)
+    }
+
+    /// The worklist library's kernels (growth and clearing of device
+    /// worklists), compiled (or read from the kernel cache) and loaded the
+    /// first time they are asked for.
+    pub(crate) fn worklist_kernels(&self) -> Result<Arc<crate::worklist::WorklistKernels>> {
+        let mut slot = self.inner.worklist.lock().map_err(poisoned)?;
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(crate::worklist::WorklistKernels::load(self)?);
         *slot = Some(k.clone());
         Ok(k)
     }

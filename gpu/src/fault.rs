@@ -24,6 +24,13 @@ pub(crate) fn fault_error(
         Some(FaultKind::Index) => {
             let array = rec.array as usize;
             match spec.params.get(array) {
+                // A push outside the worklist's universe (its "length").
+                Some(p) if p.kind == crate::spec::ParamKind::Worklist => Fault::Push {
+                    worklist: p.name,
+                    item: rec.index,
+                    universe: array_len(array).unwrap_or(0),
+                }
+                .into_error(name, task),
                 Some(p) => Fault::Index {
                     array: p.name,
                     index: rec.index,
@@ -119,6 +126,43 @@ mod tests {
                 task_lo: 3,
                 task_hi: 9
             })
+        );
+    }
+
+    #[test]
+    fn a_push_outside_the_universe_is_the_twins_error() {
+        use crate::spec::{ParamKind, ParamSpec, ScalarType};
+        static PUSHES: KernelSpec = KernelSpec {
+            name: "k",
+            cuda_source: "",
+            device_fns: &[],
+            params: &[
+                ParamSpec {
+                    name: "x",
+                    ty: ScalarType::F32,
+                    kind: ParamKind::Input,
+                },
+                ParamSpec {
+                    name: "out",
+                    ty: ScalarType::U32,
+                    kind: ParamKind::Worklist,
+                },
+            ],
+            acc: ScalarType::U8,
+            elementwise: false,
+        };
+        let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, &[]).unwrap();
+        assert_eq!(
+            e.to_string(),
+            cpu(Fault::Push {
+                worklist: "out",
+                item: 12,
+                universe: 10
+            })
+        );
+        assert!(
+            e.to_string().contains("item pushed to worklist `out`"),
+            "{e}"
         );
     }
 

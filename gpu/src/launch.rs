@@ -54,6 +54,9 @@ pub struct Prepared {
     fault: DeviceBuffer<u64>,
     /// The queue head of a queued list, zeroed before each run.
     queue: Option<DeviceBuffer<u32>>,
+    /// A host worklist's items and count, uploaded for a launch over it
+    /// (held for the kernels, which read them by address).
+    _frontier: Option<(DeviceBuffer<u32>, DeviceBuffer<u64>)>,
 }
 
 impl Prepared {
@@ -106,7 +109,37 @@ impl Prepared {
             small: false,
         };
         let mut decomposition = config.decomposition;
+        // A worklist's items as the tasks: its items and count on the device.
+        let mut frontier = None;
+        let mut frontier_buffers = None;
         let (items, task_list, decision) = match tasks {
+            Tasks::DeviceFrontier(f) => {
+                if f.device != dev.ordinal() {
+                    return Err(Error::invalid(format!(
+                        "kernel `{}`: its tasks are a worklist of CUDA device {}, but the launch runs on CUDA device {} ({})",
+                        spec.name,
+                        f.device,
+                        dev.ordinal(),
+                        dev.name()
+                    )));
+                }
+                if let Some((i, _)) = args.lists().find(|(_, r)| r.items == f.items) {
+                    return Err(crate::worklist::frontier_is_target(spec, i));
+                }
+                frontier = Some((f.items, f.count));
+                (Items::Frontier(f.capacity), None, unsplit)
+            }
+            Tasks::Frontier(list) => {
+                // A CPU list's items, uploaded for this launch.
+                let items: Vec<u32> = (0..list.len()).filter_map(|i| list.get(i)).collect();
+                let buffers = (
+                    DeviceBuffer::upload(dev, &items)?,
+                    DeviceBuffer::upload(dev, &[items.len() as u64])?,
+                );
+                frontier = Some((buffers.0.device_ptr(dev), buffers.1.device_ptr(dev)));
+                frontier_buffers = Some(buffers);
+                (Items::Frontier(items.len() as u64), None, unsplit)
+            }
             Tasks::List(list) => {
                 plan::check_u32_items(list.len())?;
                 let l = DeviceTaskList::upload(dev, list.clone(), spec.acc.size(), None)?;
@@ -156,6 +189,14 @@ impl Prepared {
             Some(l) => l.launch_args(dev, plan.packed_warps, base),
             None => base,
         };
+        let base = match frontier {
+            Some((items, count)) => LaunchArgs {
+                frontier: items,
+                frontier_count: count,
+                ..base
+            },
+            None => base,
+        };
         let launches = plan
             .steps
             .iter()
@@ -183,6 +224,7 @@ impl Prepared {
             cte_serial_max: decision.cte_serial_max,
             fault,
             queue: None,
+            _frontier: frontier_buffers,
         })
     }
 
@@ -275,6 +317,7 @@ impl Prepared {
             cte_serial_max: config.cte_serial_max,
             fault,
             queue,
+            _frontier: None,
         })
     }
 

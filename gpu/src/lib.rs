@@ -24,6 +24,9 @@
 //! - `tasks`, [`launch`], `fault`: the task list on the device, the launch
 //!   itself, and faults read back as the CPU twin's errors;
 //! - `one_task`: one long task (a global reduction) split over a device;
+//! - `worklist`: [`DeviceWorklist`], what push kernels push to and a
+//!   data-driven round's launch takes as its tasks, with the device
+//!   library's growth and clearing kernels;
 //! - `readback`: small asynchronous downloads for iterative drivers;
 //! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory;
 //! - [`baseline`] (cuSPARSE) and [`bench`](mod@bench): the SpMV benchmark.
@@ -49,8 +52,10 @@ mod resident;
 pub mod spec;
 mod tasks;
 mod throttle;
+mod worklist;
 
-pub use args::{Arg, HostSlice, HostSliceMut};
+pub use abi::PushVariant;
+pub use args::{Arg, HostSlice, HostSliceMut, SharedSlice};
 pub use buffer::DeviceBuffer;
 pub use carried::CarriedLaunch;
 pub use compile::Arch;
@@ -61,13 +66,16 @@ pub use one_task::{split_one_task, OneTaskSplit};
 pub use readback::{Readback, MAX_READBACK_DEPTH, MAX_READBACK_LEN};
 /// What generated `launch` functions call on the CPU backend.
 #[doc(hidden)]
-pub use resident::{host_input, host_output};
+pub use resident::{host_input, host_output, host_shared};
 pub use resident::{
     CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
 };
 pub use spec::{DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
 pub use throttle::{CpuRunFn, HostArray, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled};
 pub use warpfit_runtime::{Error, Result};
+#[doc(hidden)]
+pub use worklist::{check_frontier, host_worklist};
+pub use worklist::{DeviceWorklist, ListArg, WorklistArg};
 
 /// Every entry point the device library defines for a kernel (for the
 /// NVRTC compile test).

@@ -382,6 +382,9 @@ pub(crate) fn grid(n: u64, threads_per_item: u64) -> Result<u32> {
 pub(crate) enum Items {
     /// Tasks `0..n`, each whole.
     All(u64),
+    /// The items of a device worklist of this capacity, each a whole task
+    /// (the grid covers the capacity; the count is read on the device).
+    Frontier(u64),
     /// A task list on the device.
     List {
         segments: u64,
@@ -435,6 +438,15 @@ pub(crate) fn plan_launches(
                 entry: abi::entry_point(decomposition, TaskSource::All)?,
                 blocks: grid(n, tpi)?,
                 items: n,
+                dependent: false,
+            });
+            false
+        }
+        Items::Frontier(capacity) => {
+            push(Step {
+                entry: abi::entry_point(decomposition, TaskSource::Frontier)?,
+                blocks: grid(capacity, tpi)?,
+                items: capacity,
                 dependent: false,
             });
             false

@@ -21,6 +21,7 @@ use crate::spec::{KernelSpec, ParamKind, Scalar, ScalarType};
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use warpfit_runtime::exec::SharedOut;
+use warpfit_runtime::worklist::{Atomic, AtomicScalar, Worklist};
 use warpfit_runtime::{Error, Result};
 
 /// An array of `T` owned by a [`Device`]: GPU memory on CUDA, host memory
@@ -424,6 +425,20 @@ impl<T: Scalar> DeviceVec<T> {
     }
 
     /// The GPU the array lives on (`None` on the CPU).
+    /// Zeroes a GPU array under a shared borrow, enqueued on its device's
+    /// stream (a worklist's count between rounds).
+    ///
+    /// # Errors
+    /// The array is not in GPU memory.
+    pub(crate) fn zero_async(&self) -> Result<()> {
+        match &self.storage {
+            Storage::Cuda { buffer, device, .. } => buffer.zero_async(device),
+            Storage::Host(_) | Storage::Mapped { .. } => Err(Error::invalid(
+                "an asynchronous clear needs an array in GPU memory",
+            )),
+        }
+    }
+
     pub(crate) fn cuda_device(&self) -> Option<&CudaDevice> {
         match &self.storage {
             Storage::Host(_) => None,
@@ -694,6 +709,20 @@ pub unsafe fn host_input<'a, T: Scalar, I: Input<T> + ?Sized>(
     }
 }
 
+/// The CPU twin's view of shared-array argument `i` of `spec`
+/// (`&[Atomic<T>]`): a host slice or a CPU `DeviceVec`'s storage, viewed
+/// as atomics for the launch.
+///
+/// # Errors
+/// A `DeviceVec` of a GPU (naming the parameter and both places).
+pub fn host_shared<'a, T: Scalar + AtomicScalar, O: Output<T> + ?Sized>(
+    spec: &KernelSpec,
+    i: usize,
+    y: &'a mut O,
+) -> Result<&'a [Atomic<T>]> {
+    host_output(spec, i, y).map(Atomic::from_mut_slice)
+}
+
 /// Output `i` of a launch of `spec` on the CPU, as [`host_input`]. Safe:
 /// the exclusive borrow rules out every other access for its lifetime.
 pub fn host_output<'a, T: Scalar, O: Output<T> + ?Sized>(
@@ -720,6 +749,28 @@ pub(crate) fn check_placement(
     target: Target<'_>,
 ) -> Result<()> {
     for (i, a) in args.iter().enumerate().take(spec.params.len()) {
+        if let Arg::Worklist(w) = a {
+            let runs_on = match target {
+                Target::Cpu => "the CPU".to_string(),
+                Target::Cuda(d) => cuda_name(d),
+            };
+            let here = match (w.place, target) {
+                (crate::worklist::ListPlace::Host(_), Target::Cpu) => true,
+                (crate::worklist::ListPlace::Cuda { device, .. }, Target::Cuda(d)) => {
+                    device.ordinal() == d.ordinal()
+                }
+                _ => false,
+            };
+            if !here {
+                return Err(crate::worklist::misplaced_list(
+                    spec,
+                    i,
+                    &w.place.location(),
+                    &runs_on,
+                ));
+            }
+            continue;
+        }
         let Arg::Resident(r) = a else { continue };
         let runs_on = match target {
             Target::Cpu => "the CPU".to_string(),
@@ -751,7 +802,7 @@ pub(crate) fn check_unaliased(spec: &KernelSpec, args: &[Arg<'_>]) -> Result<()>
         let (Arg::Resident(r), Some(at)) = (a, addr(a)) else {
             continue;
         };
-        if r.kind != ParamKind::Output {
+        if !r.kind.writes() {
             continue;
         }
         if let Some(j) = (0..args.len()).find(|&j| j != i && addr(&args[j]) == Some(at)) {
@@ -828,6 +879,36 @@ impl<'a> CpuArgs<'a> {
                 "kernel `{}`: argument {i} of the prepared launch is not a scalar of {}",
                 self.spec.name,
                 T::TYPE.rust_name()
+            ))),
+        }
+    }
+
+    /// Shared-array argument `i` as the twin's atomics.
+    ///
+    /// # Errors
+    /// The argument is not a CPU `DeviceVec` of `T` given as a shared array.
+    pub fn shared<T: Scalar + AtomicScalar>(&self, i: usize) -> Result<&[Atomic<T>]> {
+        let (addr, len) = self.host_array(i, ParamKind::Shared, T::TYPE)?;
+        // SAFETY: the address and length are a CPU `DeviceVec`'s cells,
+        // checked by `new` to be of `T` and borrowed for `'a`; `Atomic<T>`
+        // has `T`'s layout, and while the view lives every access to the
+        // elements is atomic (the twin's intrinsics), the array not being
+        // passed as any other argument (`check_unaliased`).
+        Ok(unsafe { std::slice::from_raw_parts(addr as *const Atomic<T>, len) })
+    }
+
+    /// Worklist argument `i` (a CPU list).
+    ///
+    /// # Errors
+    /// The argument is not a worklist of the CPU backend.
+    pub fn worklist(&self, i: usize) -> Result<&Worklist> {
+        match self.args.get(i) {
+            Some(Arg::Worklist(crate::worklist::ListArg {
+                place: crate::worklist::ListPlace::Host(w),
+            })) => Ok(w),
+            _ => Err(Error::invalid(format!(
+                "kernel `{}`: argument {i} of the prepared launch is not a worklist of the CPU backend",
+                self.spec.name
             ))),
         }
     }

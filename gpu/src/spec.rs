@@ -139,6 +139,11 @@ pub enum ParamKind {
     Output,
     /// `T`: a scalar passed by value.
     Scalar,
+    /// `&[Atomic<T>]`: a shared array, updated by any task through the
+    /// atomic intrinsics (`T` one of f32, f64, i32, u32, i64, u64).
+    Shared,
+    /// `&Worklist`: pushed to (its element type is `U32`, the items').
+    Worklist,
 }
 
 impl ParamKind {
@@ -148,7 +153,15 @@ impl ParamKind {
             ParamKind::Input => format!("&[{}]", ty.rust_name()),
             ParamKind::Output => format!("&mut [{}]", ty.rust_name()),
             ParamKind::Scalar => ty.rust_name().to_string(),
+            ParamKind::Shared => format!("&[Atomic<{}>]", ty.rust_name()),
+            ParamKind::Worklist => "&Worklist".to_string(),
         }
+    }
+
+    /// Whether the kernel writes arguments of this kind (so no other
+    /// argument of a launch may be the same array).
+    pub fn writes(self) -> bool {
+        matches!(self, ParamKind::Output | ParamKind::Shared)
     }
 }
 

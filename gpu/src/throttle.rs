@@ -923,6 +923,10 @@ fn arg_signature(arg: &Arg<'_>) -> (ParamKind, ScalarType, usize) {
         Arg::Output(s) => (ParamKind::Output, s.ty, s.len()),
         Arg::Scalar(v) => (ParamKind::Scalar, v.ty(), 0),
         Arg::Resident(r) => (r.kind, r.ty, r.len),
+        // Throttled kernels have no shared arrays or worklists (the macro
+        // rejects them); the signature is for the argument check's error.
+        Arg::Shared(s) => (ParamKind::Shared, s.0.ty, s.0.len()),
+        Arg::Worklist(_) => (ParamKind::Worklist, ScalarType::U32, 0),
     }
 }
 

@@ -38,6 +38,12 @@ pub enum NotThrottled {
     SeveralArrays(Vec<usize>),
     /// The map reads its one gathered array at several different indices.
     SeveralIndices(usize),
+    /// A push kernel's `for_each`: there is no fold to carry between the
+    /// cache-fit launches.
+    ForEach,
+    /// The kernel updates shared arrays or pushes to worklists, which the
+    /// throttled handle does not hold.
+    Scatters,
 }
 
 impl NotThrottled {
@@ -58,6 +64,8 @@ impl NotThrottled {
                 "its map reads `{}` through several different index expressions",
                 params[*array].name
             ),
+            NotThrottled::ForEach => "it is a `for_each` kernel, and throttling needs a fold (each task's fold is carried between the cache-fit launches)".into(),
+            NotThrottled::Scatters => "it updates shared arrays or pushes to worklists, which the throttled handle does not hold".into(),
         }
     }
 }
@@ -113,7 +121,7 @@ pub fn kernel(k: &Kernel) -> Access {
     let mut gathers_at_fine = BTreeSet::new();
     // Loads whose index itself reads an input array: the throttling shape.
     let mut through_index: Vec<(usize, &Expr)> = Vec::new();
-    k.map.visit(&mut |x| {
+    k.visit_map(&mut |x| {
         let ExprKind::Load(array, index) = &x.kind else {
             return;
         };
@@ -131,10 +139,17 @@ pub fn kernel(k: &Kernel) -> Access {
         .into_iter()
         .filter(|(_, c)| direct.contains(c))
         .collect();
+    let throttle = if k.for_each.is_some() {
+        Err(NotThrottled::ForEach)
+    } else if k.scatters() {
+        Err(NotThrottled::Scatters)
+    } else {
+        throttle(&through_index)
+    };
     Access {
         direct,
         prechecked_gathers,
-        throttle: throttle(&through_index),
+        throttle,
     }
 }
 

@@ -1,16 +1,36 @@
 //! The structural rules of the kernel language on the parsed AST: at most one
-//! nested pattern, at statement level, after a prologue of `let`s only. A
-//! body without one is a per-task map (elementwise kernel): all of it is
-//! epilogue, and it must write an output.
+//! nested pattern (a fold `(lo..hi).map(..).fold(..)` or a push kernel's
+//! `(lo..hi).for_each(..)`), at statement level, after a prologue of `let`s
+//! only. A body without one is a per-task map (elementwise kernel): all of
+//! it is epilogue, and it must have an effect (write an output, update a
+//! shared array, or push).
 //!
 //! Returns the body's [`Shape`], which `lower` reads. Rules that need name
 //! resolution or types (owner-computes, typing) are checked while lowering.
 
 use crate::diag::Errors;
+use crate::diag::SourceRange;
 use crate::ir::BinOp;
-use crate::parse::{Expr, ExprKind, KernelFn, Let, Nested, Stmt, KERNEL};
+use crate::parse::{Expr, ExprKind, ForEach, KernelFn, Let, Nested, Stmt, KERNEL};
 
 const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
+const SHAPES: &str = "`(lo..hi).map(|k| ..).fold(init, op)` or `(lo..hi).for_each(|k| { .. });`";
+
+/// A nested pattern found in the body.
+#[derive(Clone, Copy)]
+enum Found<'a> {
+    Fold(&'a Expr),
+    ForEach(&'a ForEach),
+}
+
+impl Found<'_> {
+    fn sp(&self) -> SourceRange {
+        match self {
+            Found::Fold(e) => e.sp,
+            Found::ForEach(f) => f.sp,
+        }
+    }
+}
 
 /// Why a position cannot hold the nested pattern.
 #[derive(Clone, Copy)]
@@ -23,17 +43,22 @@ enum Blocked {
 }
 
 impl Blocked {
-    fn message(self) -> String {
+    fn message(self, found: Found<'_>) -> String {
         let why = match self {
-            Blocked::If => "under an `if` (it would run conditionally, but every task folds its range exactly once)",
+            Blocked::If => "under an `if` (it would run conditionally, but every task runs its range exactly once)",
             Blocked::Logic => "in an operand of `&&`/`||` (it would run conditionally)",
             Blocked::Closure => "inside a closure (nested patterns do not nest)",
             Blocked::Block => "inside a block expression",
             Blocked::Index => "in the index of an output write",
         };
-        format!(
-            "the nested pattern {SHAPE} cannot appear {why}: bind it at statement level, e.g. `let s = (lo..hi).map(..).fold(..);`, then use `s`"
-        )
+        match found {
+            Found::Fold(_) => format!(
+                "the nested pattern {SHAPE} cannot appear {why}: bind it at statement level, e.g. `let s = (lo..hi).map(..).fold(..);`, then use `s`"
+            ),
+            Found::ForEach(_) => format!(
+                "the nested pattern `(lo..hi).for_each(..)` cannot appear {why}: write it as a statement of the kernel's body"
+            ),
+        }
     }
 }
 
@@ -41,10 +66,10 @@ impl Blocked {
 /// position's verdict: a child is blocked for the first reason on its path
 /// from the statement (inside a pattern: a closure; under `&&`/`||`, an
 /// `if` or a block expression).
-fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Option<Blocked>)>) {
+fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(Found<'a>, Option<Blocked>)>) {
     let here = match &e.kind {
         ExprKind::Nested(_) => {
-            out.push((e, blocked));
+            out.push((Found::Fold(e), blocked));
             Some(Blocked::Closure)
         }
         ExprKind::Binary(BinOp::And | BinOp::Or, ..) => Some(Blocked::Logic),
@@ -61,10 +86,18 @@ fn find<'a>(e: &'a Expr, blocked: Option<Blocked>, out: &mut Vec<(&'a Expr, Opti
 fn find_stmt<'a>(
     s: &'a Stmt,
     blocked: Option<Blocked>,
-    out: &mut Vec<(&'a Expr, Option<Blocked>)>,
+    out: &mut Vec<(Found<'a>, Option<Blocked>)>,
 ) {
     match s {
         Stmt::Let(l) => find(&l.init, blocked, out),
+        Stmt::Eval(e) | Stmt::Push { item: e, .. } => find(e, blocked, out),
+        Stmt::ForEach(f) => {
+            out.push((Found::ForEach(f), blocked));
+            let inner = Some(blocked.unwrap_or(Blocked::Closure));
+            find(&f.lo, blocked, out);
+            find(&f.hi, blocked, out);
+            f.body.iter().for_each(|s| find_stmt(s, inner, out));
+        }
         Stmt::Assign { index, value, .. } => {
             find(index, Some(blocked.unwrap_or(Blocked::Index)), out);
             find(value, blocked, out);
@@ -84,10 +117,14 @@ pub struct Shape<'a> {
     /// The `let`s before the nested pattern (none in a per-task map).
     pub prologue: Vec<&'a Let>,
     /// The one nested pattern `(lo..hi).map(..).fold(..)`; `None` for a
-    /// per-task map, whose body has no fold (an empty range of fine tasks).
+    /// per-task map, whose body has no fold (an empty range of fine tasks),
+    /// and for a push kernel's `for_each`.
     pub nested: Option<&'a Nested>,
-    /// The statement holding the pattern (which stands there for the folded
-    /// value) and the statements after it; a per-task map's whole body.
+    /// The one `(lo..hi).for_each(..)` of a push kernel.
+    pub for_each: Option<&'a ForEach>,
+    /// A fold's: the statement holding the pattern (which stands there for
+    /// the folded value) and the statements after it; a `for_each`'s: the
+    /// statements after it; a per-task map's whole body.
     pub epilogue: &'a [Stmt],
 }
 
@@ -114,13 +151,13 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
     }
     let Some(&(first, _)) = found.first() else {
         // A per-task map: the whole body runs once per task, like an
-        // epilogue over an empty fold. A body that writes nothing computes
+        // epilogue over an empty fold. A body without an effect computes
         // nothing (every value it could produce is dropped).
         if !k.body.iter().any(writes) {
             errs.push(syn::Error::new_spanned(
                 &k.name,
                 format!(
-                    "{KERNEL} without a nested pattern {SHAPE} is a per-task map and must write an output at the task index, e.g. `y[{task}] = a * x[{task}] + y[{task}];`",
+                    "{KERNEL} without a nested pattern {SHAPES} is a per-task map and must have an effect: write an output at the task index, e.g. `y[{task}] = a * x[{task}] + y[{task}];`, update a shared array through an atomic intrinsic, or `push` to a worklist",
                     task = k.task
                 ),
             ));
@@ -129,18 +166,25 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
         return Some(Shape {
             prologue: Vec::new(),
             nested: None,
+            for_each: None,
             epilogue: &k.body,
         });
     };
     let mut ok = true;
-    for (i, (e, blocked)) in found.iter().enumerate() {
+    for (i, (f, blocked)) in found.iter().enumerate() {
         if i > 0 {
-            errs.push(e.sp.error(format!(
-                "a second nested pattern: {KERNEL} has exactly one {SHAPE} (one coarse task folds one range of fine tasks); split the work into two kernels"
+            let what = match (first, f) {
+                (Found::ForEach(_), Found::Fold(_)) | (Found::Fold(_), Found::ForEach(_)) => {
+                    "a push kernel's `for_each` runs the fine tasks for their effects and has no fold: fold in one kernel, push in another"
+                }
+                _ => "one coarse task runs one range of fine tasks; split the work into two kernels",
+            };
+            errs.push(f.sp().error(format!(
+                "a second nested pattern: {KERNEL} has exactly one, {SHAPES}; {what}"
             )));
             ok = false;
         } else if let Some(b) = blocked {
-            errs.push(e.sp.error(b.message()));
+            errs.push(f.sp().error(b.message(*f)));
             ok = false;
         }
     }
@@ -148,7 +192,15 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
     let mut prologue = Vec::new();
     for s in &k.body[..at] {
         match s {
-            Stmt::Let(l) => prologue.push(l),
+            Stmt::Let(l) => {
+                if let Some(e) = effect(&l.init) {
+                    errs.push(e.sp.error(format!(
+                        "atomic intrinsics run in the `for_each` body, in the epilogue after the nested pattern, or in a per-task map, not in the prologue of {KERNEL} (the prologue may run more than once per task)"
+                    )));
+                    ok = false;
+                }
+                prologue.push(l)
+            }
             Stmt::Assign { sp, .. } => {
                 errs.push(sp.error(format!(
                     "writes happen only in the epilogue of {KERNEL}, after the nested pattern {SHAPE}: move this write below it"
@@ -161,22 +213,49 @@ fn shape<'a>(k: &'a KernelFn, errs: &mut Errors) -> Option<Shape<'a>> {
                 )));
                 ok = false;
             }
+            Stmt::Eval(Expr { sp, .. }) | Stmt::Push { sp, .. } => {
+                errs.push(sp.error(format!(
+                    "atomic intrinsics and `push` run in the `for_each` body, in the epilogue after the nested pattern, or in a per-task map, not in the prologue of {KERNEL} (the prologue may run more than once per task)"
+                )));
+                ok = false;
+            }
+            Stmt::ForEach(_) => {}
         }
     }
-    let ExprKind::Nested(nested) = &first.kind else {
-        unreachable!("`find` reports nested patterns only")
-    };
-    ok.then_some(Shape {
-        prologue,
-        nested: Some(nested),
-        epilogue: &k.body[at..],
-    })
+    match first {
+        Found::Fold(e) => {
+            let ExprKind::Nested(nested) = &e.kind else {
+                unreachable!("`find` reports folds as nested patterns")
+            };
+            ok.then_some(Shape {
+                prologue,
+                nested: Some(nested),
+                for_each: None,
+                epilogue: &k.body[at..],
+            })
+        }
+        Found::ForEach(f) => ok.then_some(Shape {
+            prologue,
+            nested: None,
+            for_each: Some(f),
+            epilogue: &k.body[at + 1..],
+        }),
+    }
 }
 
-/// Whether a statement writes an output (itself or in an `if` branch).
+/// The first atomic intrinsic in `e`, if any.
+fn effect(e: &Expr) -> Option<&Expr> {
+    if matches!(e.kind, ExprKind::Atomic { .. }) {
+        return Some(e);
+    }
+    e.children().into_iter().find_map(effect)
+}
+
+/// Whether a statement has an effect: writes an output, updates a shared
+/// array or pushes (itself or in an `if` branch).
 fn writes(s: &Stmt) -> bool {
     match s {
-        Stmt::Assign { .. } => true,
+        Stmt::Assign { .. } | Stmt::Eval(_) | Stmt::Push { .. } | Stmt::ForEach(_) => true,
         Stmt::Let(_) => false,
         Stmt::If { then, els, .. } => then.iter().chain(els).any(writes),
     }

@@ -7,8 +7,8 @@
 
 use crate::analyse::Access;
 use crate::ir::{
-    BinOp, ConstKind, DeviceCall, DeviceFn, Expr, ExprKind, Kernel, Lit, Local, LocalId, Method,
-    Param, ParamKind, Reduce, Stmt, Ty, UnOp,
+    AtomicOp, BinOp, ConstKind, DeviceCall, DeviceFn, Expr, ExprKind, Kernel, Lit, Local, LocalId,
+    Method, Param, ParamKind, Reduce, Stmt, Ty, UnOp,
 };
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -117,6 +117,30 @@ impl Emitter<'_> {
             .unwrap_or_default()
     }
 
+    /// A worklist parameter's staging slot: its position among the
+    /// kernel's worklists (`warpfit::push<S>`, `stage_begin<S>`).
+    fn stage(&self, i: usize) -> usize {
+        stage_of(self.params, i)
+    }
+
+    /// An atomic intrinsic on shared array `param` (docs/codegen.md).
+    fn atomic(&self, op: &AtomicOp, param: usize, index: &Expr, args: &[Expr], t: Ty) -> String {
+        let p = self.param(param);
+        let head = format!("wf_p.{p}, wf_p.{p}_len, {}", self.expr(index));
+        let vals: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+        let vals = vals.join(", ");
+        match op {
+            AtomicOp::Apply(c) => {
+                let tn = t.cuda_name();
+                let name = cuda_ident(&self.calls[*c].name());
+                format!(
+                    "warpfit::atomic_apply({head}, {vals}, {param}, wf_f, [&](const {tn} wf_x, const {tn} wf_y) {{ return warpfit_user::{name}(wf_x, wf_y, wf_f); }})"
+                )
+            }
+            op => format!("warpfit::{}({head}, {vals}, {param}, wf_f)", op.name()),
+        }
+    }
+
     pub fn expr(&self, x: &Expr) -> String {
         let t = x.ty;
         let tn = t.cuda_name();
@@ -190,6 +214,19 @@ impl Emitter<'_> {
             }
             ExprKind::Method(m, args) => self.method(*m, args),
             ExprKind::CalleeTypedLit { lit, .. } => callee_typed_lit(lit),
+            ExprKind::Atomic {
+                op,
+                param,
+                index,
+                args,
+            } => self.atomic(op, *param, index, args, t),
+            ExprKind::LoadShared(i, idx) => {
+                let p = self.param(*i);
+                format!(
+                    "warpfit::ld_shared(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)",
+                    self.expr(idx)
+                )
+            }
             ExprKind::Call(i, args) => {
                 let name = cuda_ident(&self.calls[*i].name());
                 let mut a: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
@@ -246,6 +283,18 @@ impl Emitter<'_> {
                     self.expr(value)
                 );
             }
+            Stmt::Eval(v) => {
+                let _ = writeln!(out, "{pad}(void)({});", self.expr(v));
+            }
+            Stmt::Push { param, item } => {
+                let p = self.param(*param);
+                let _ = writeln!(
+                    out,
+                    "{pad}warpfit::push<{}>(wf_p.{p}, {}, {param}, wf_f);",
+                    self.stage(*param),
+                    self.expr(item)
+                );
+            }
             Stmt::If(c, a, b) => {
                 let _ = writeln!(out, "{pad}if ({}) {{", self.expr(c));
                 a.iter().for_each(|s| self.stmt(s, out, ind + 1));
@@ -262,6 +311,14 @@ impl Emitter<'_> {
 }
 
 const QUAL: &str = "static __device__ __forceinline__";
+
+/// Worklist parameter `i`'s position among the kernel's worklists.
+fn stage_of(params: &[Param], i: usize) -> usize {
+    params[..i]
+        .iter()
+        .filter(|p| p.kind == ParamKind::Worklist)
+        .count()
+}
 
 /// The kernel's functor, in `namespace wf_<name>`: one method per member.
 pub fn kernel(k: &Kernel, access: &Access) -> String {
@@ -284,6 +341,7 @@ pub fn kernel(k: &Kernel, access: &Access) -> String {
         functor.gather_probe(),
         functor.reduce(),
         functor.epilogue(),
+        functor.block_hooks(),
     ] {
         s.push_str(&member);
     }
@@ -326,8 +384,11 @@ impl<'a> FunctorEmitter<'a> {
             let t = p.ty.cuda_name();
             let _ = match p.kind {
                 ParamKind::Input => writeln!(s, "    const {t}* {n}; uint64_t {n}_len;"),
-                ParamKind::Output => writeln!(s, "    {t}* {n}; uint64_t {n}_len;"),
+                ParamKind::Output | ParamKind::Shared => {
+                    writeln!(s, "    {t}* {n}; uint64_t {n}_len;")
+                }
                 ParamKind::Scalar => writeln!(s, "    {t} {n};"),
+                ParamKind::Worklist => writeln!(s, "    warpfit::WorklistRef {n};"),
             };
         }
         let _ = writeln!(s, "}};");
@@ -340,6 +401,10 @@ impl<'a> FunctorEmitter<'a> {
         let mut s = String::new();
         let _ = writeln!(s, "    typedef Params params_t;");
         let _ = writeln!(s, "    typedef {} acc_t;", k.acc.cuda_name());
+        if k.for_each.is_some() {
+            // CTE runs the expansion without the reduction (`CteForEach`).
+            let _ = writeln!(s, "    static constexpr bool is_for_each = true;");
+        }
         let _ = writeln!(s, "    struct ctx_t {{");
         for id in &k.ctx {
             let _ = writeln!(
@@ -398,8 +463,46 @@ impl<'a> FunctorEmitter<'a> {
             s,
             "    template <class F> {QUAL} acc_t map(const Params& wf_p, uint64_t {task}, const ctx_t& wf_c, uint64_t {kn}, F& wf_f) {{"
         );
-        let _ = writeln!(s, "        return {};", em.expr(&k.map));
+        match &k.for_each {
+            // The `for_each` body, run for its effects; the fold it feeds is a
+            // placeholder.
+            Some(body) => {
+                for st in body {
+                    em.stmt(st, &mut s, 2);
+                }
+                let _ = writeln!(s, "        return acc_t(0);");
+            }
+            None => {
+                let _ = writeln!(s, "        return {};", em.expr(&k.map));
+            }
+        }
         let _ = writeln!(s, "    }}");
+        s
+    }
+
+    /// The kernel's worklists' staging in shared memory, set up before a
+    /// block's items and flushed after them (`worklist.cuh`); none for a
+    /// kernel without worklists.
+    fn block_hooks(&self) -> String {
+        let k = self.k;
+        let lists: Vec<(usize, String)> = k
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind == ParamKind::Worklist)
+            .map(|(i, p)| (stage_of(&k.params, i), cuda_ident(&p.name.to_string())))
+            .collect();
+        let mut s = String::new();
+        if lists.is_empty() {
+            return s;
+        }
+        for hook in ["begin", "end"] {
+            let _ = writeln!(s, "    {QUAL} void block_{hook}(const Params& wf_p) {{");
+            for (stage, n) in &lists {
+                let _ = writeln!(s, "        warpfit::stage_{hook}<{stage}>(wf_p.{n});");
+            }
+            let _ = writeln!(s, "    }}");
+        }
         s
     }
 

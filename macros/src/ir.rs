@@ -126,6 +126,58 @@ pub enum ParamKind {
     Input,
     Output,
     Scalar,
+    /// `&[Atomic<T>]`: read with `.load()`, written through the atomic
+    /// intrinsics by any task.
+    Shared,
+    /// `&Worklist`: pushed to with `push(list, item)` (its `ty` is `u32`).
+    Worklist,
+}
+
+impl ParamKind {
+    /// Whether the parameter is an array the kernel indexes (an input,
+    /// output or shared array).
+    pub fn is_array(self) -> bool {
+        matches!(
+            self,
+            ParamKind::Input | ParamKind::Output | ParamKind::Shared
+        )
+    }
+}
+
+/// The atomic intrinsics on shared arrays; each returns the element's
+/// previous value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AtomicOp {
+    Min,
+    Max,
+    Add,
+    Or,
+    /// `atomic_cas(&a[i], current, new)`.
+    Cas,
+    /// `atomic_apply(&a[i], v, f)`: `a[i] = f(a[i], v)` by a
+    /// compare-and-swap loop; `f` is [`Kernel::calls`]`[i]`.
+    Apply(usize),
+}
+
+impl AtomicOp {
+    /// The intrinsic's name as kernels write it (and as the runtime and the
+    /// device library spell it).
+    pub fn name(&self) -> &'static str {
+        match self {
+            AtomicOp::Min => "atomic_min",
+            AtomicOp::Max => "atomic_max",
+            AtomicOp::Add => "atomic_add",
+            AtomicOp::Or => "atomic_or",
+            AtomicOp::Cas => "atomic_cas",
+            AtomicOp::Apply(_) => "atomic_apply",
+        }
+    }
+}
+
+/// Element types a shared array `&[Atomic<T>]` may hold (the device has
+/// atomics for them).
+pub fn atomic_elem_ok(t: Ty) -> bool {
+    matches!(t, Ty::F32 | Ty::F64 | Ty::I32 | Ty::U32 | Ty::I64 | Ty::U64)
 }
 
 /// A kernel parameter after the task index.
@@ -398,6 +450,16 @@ pub enum ExprKind {
     Method(Method, Vec<Expr>),
     /// Call of [`Kernel::calls`]`[i]`.
     Call(usize, Vec<Expr>),
+    /// `atomic_*(&a[i], args..)` on shared array parameter `param`: the
+    /// element's previous value.
+    Atomic {
+        op: AtomicOp,
+        param: usize,
+        index: Box<Expr>,
+        args: Vec<Expr>,
+    },
+    /// `a[i].load()` of shared array parameter `param`.
+    LoadShared(usize, Box<Expr>),
     /// An unsuffixed literal passed straight to a device function: typed by
     /// the callee's parameter, as Rust types it (`add1(x, 1.0)` with an `f32`
     /// parameter). Its `ty` is meaningless; emitters write it so that it
@@ -423,7 +485,10 @@ impl Expr {
             | ExprKind::Const(_)
             | ExprKind::LoadOut(_)
             | ExprKind::CalleeTypedLit { .. } => Vec::new(),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Load(_, a) => vec![&**a],
+            ExprKind::Unary(_, a)
+            | ExprKind::Cast(a)
+            | ExprKind::Load(_, a)
+            | ExprKind::LoadShared(_, a) => vec![&**a],
             ExprKind::Binary(_, a, b) => vec![&**a, &**b],
             ExprKind::If(a, b, c) => vec![&**a, &**b, &**c],
             ExprKind::Block(lets, tail) => lets
@@ -432,6 +497,9 @@ impl Expr {
                 .chain(std::iter::once(&**tail))
                 .collect(),
             ExprKind::Method(_, args) | ExprKind::Call(_, args) => args.iter().collect(),
+            ExprKind::Atomic { index, args, .. } => {
+                std::iter::once(&**index).chain(args.iter()).collect()
+            }
         }
     }
 
@@ -445,7 +513,10 @@ impl Expr {
             | ExprKind::Const(_)
             | ExprKind::LoadOut(_)
             | ExprKind::CalleeTypedLit { .. } => Vec::new(),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) | ExprKind::Load(_, a) => vec![&mut **a],
+            ExprKind::Unary(_, a)
+            | ExprKind::Cast(a)
+            | ExprKind::Load(_, a)
+            | ExprKind::LoadShared(_, a) => vec![&mut **a],
             ExprKind::Binary(_, a, b) => vec![&mut **a, &mut **b],
             ExprKind::If(a, b, c) => vec![&mut **a, &mut **b, &mut **c],
             ExprKind::Block(lets, tail) => lets
@@ -454,6 +525,9 @@ impl Expr {
                 .chain(std::iter::once(&mut **tail))
                 .collect(),
             ExprKind::Method(_, args) | ExprKind::Call(_, args) => args.iter_mut().collect(),
+            ExprKind::Atomic { index, args, .. } => std::iter::once(&mut **index)
+                .chain(args.iter_mut())
+                .collect(),
         }
     }
 
@@ -490,6 +564,7 @@ impl Expr {
                 | (K::Scalar(a), K::Scalar(b))
                 | (K::LoadOut(a), K::LoadOut(b))
                 | (K::Load(a, _), K::Load(b, _))
+                | (K::LoadShared(a, _), K::LoadShared(b, _))
                 | (K::Call(a, _), K::Call(b, _)) => a == b,
                 (K::Acc, K::Acc) | (K::Cast(_), K::Cast(_)) | (K::If(..), K::If(..)) => true,
                 (K::Const(a), K::Const(b)) => a == b,
@@ -518,13 +593,24 @@ pub enum Stmt {
         value: Expr,
     },
     If(Expr, Vec<Stmt>, Vec<Stmt>),
+    /// An expression evaluated for its effect (an atomic intrinsic whose
+    /// previous value is dropped).
+    Eval(Expr),
+    /// `push(list, item)` onto worklist parameter `param`.
+    Push {
+        param: usize,
+        item: Expr,
+    },
 }
 
 impl Stmt {
     /// Calls `f` on every expression of the statement (and of nested ones).
     pub fn visit_exprs<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
         match self {
-            Stmt::Let(_, v) | Stmt::Store { value: v, .. } => v.visit(f),
+            Stmt::Let(_, v)
+            | Stmt::Store { value: v, .. }
+            | Stmt::Eval(v)
+            | Stmt::Push { item: v, .. } => v.visit(f),
             Stmt::If(c, a, b) => {
                 c.visit(f);
                 a.iter().chain(b).for_each(|s| s.visit_exprs(f));
@@ -535,7 +621,10 @@ impl Stmt {
     /// [`Stmt::visit_exprs`], mutably.
     pub fn visit_exprs_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         match self {
-            Stmt::Let(_, v) | Stmt::Store { value: v, .. } => v.visit_mut(f),
+            Stmt::Let(_, v)
+            | Stmt::Store { value: v, .. }
+            | Stmt::Eval(v)
+            | Stmt::Push { item: v, .. } => v.visit_mut(f),
             Stmt::If(c, a, b) => {
                 c.visit_mut(f);
                 a.iter_mut()
@@ -578,6 +667,30 @@ pub struct Kernel {
     /// A per-task map: the body had no nested pattern, so the range is
     /// empty, the fold a `u8` placeholder and the body the epilogue.
     pub elementwise: bool,
+    /// A push kernel's `(lo..hi).for_each(|k| body)`: the body's
+    /// statements, run once per fine task `k`. The fold is then a `u8`
+    /// placeholder (`init` and `map` are `0`, the reduce `u8::min`) that
+    /// every executor runs as the expansion without the reduction: `map`
+    /// runs the body and yields `0`.
+    pub for_each: Option<Vec<Stmt>>,
+}
+
+impl Kernel {
+    /// Calls `f` on every expression of the map phase: the map, or the
+    /// `for_each` body's statements.
+    pub fn visit_map<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        match &self.for_each {
+            Some(body) => body.iter().for_each(|s| s.visit_exprs(f)),
+            None => self.map.visit(f),
+        }
+    }
+
+    /// Whether the kernel has shared arrays or worklists (it scatters).
+    pub fn scatters(&self) -> bool {
+        self.params
+            .iter()
+            .any(|p| matches!(p.kind, ParamKind::Shared | ParamKind::Worklist))
+    }
 }
 
 /// A lowered `#[device_fn]`.

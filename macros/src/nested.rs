@@ -19,6 +19,17 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let throttle_items = match &throttled {
         None => TokenStream::new(),
         Some(attr) => {
+            if kernel.for_each.is_some() || kernel.scatters() {
+                let why = if kernel.for_each.is_some() {
+                    "it is a `for_each` kernel, and throttling needs a fold: the cache-fit schedules carry each task's fold from one partition's launch to the next"
+                } else {
+                    "it updates shared arrays or pushes to worklists, which the throttled handle does not hold"
+                };
+                return Err(syn::Error::new_spanned(
+                    &attr.attr,
+                    format!("`{}` cannot be throttled: {why}", kernel.name),
+                ));
+            }
             let roles = analyse::roles(&kernel, &access).map_err(|why| {
                 syn::Error::new_spanned(
                     &attr.attr,

@@ -24,9 +24,30 @@ pub struct Let {
     pub init: Expr,
 }
 
+/// `(lo..hi).for_each(|k| { body })`: a push kernel's nested pattern, the
+/// body run once per fine task for its effects.
+#[derive(Debug, Clone)]
+pub struct ForEach {
+    pub lo: Expr,
+    pub hi: Expr,
+    pub k: syn::Ident,
+    pub body: Vec<Stmt>,
+    pub sp: SourceRange,
+}
+
 #[derive(Debug, Clone)]
 pub enum Stmt {
     Let(Let),
+    /// The `for_each` pattern (a statement: it has no value).
+    ForEach(ForEach),
+    /// An intrinsic call evaluated for its effect, `atomic_add(&h[b], 1);`.
+    Eval(Expr),
+    /// `push(list, item);`.
+    Push {
+        list: syn::Ident,
+        item: Expr,
+        sp: SourceRange,
+    },
     Assign {
         array: syn::Ident,
         index: Expr,
@@ -86,7 +107,51 @@ pub enum ExprKind {
         args: Vec<Expr>,
     },
     Nested(Box<Nested>),
+    /// `atomic_*(&array[index], args..)`.
+    Atomic {
+        op: AtomicName,
+        array: syn::Ident,
+        index: Box<Expr>,
+        args: Vec<Expr>,
+    },
+    /// `array[index].load()`.
+    LoadShared(syn::Ident, Box<Expr>),
 }
+
+/// Which atomic intrinsic a call names.
+#[derive(Debug, Clone)]
+pub enum AtomicName {
+    Min,
+    Max,
+    Add,
+    Or,
+    Cas,
+    /// `atomic_apply(&a[i], v, f)` with `f` a `#[device_fn]`.
+    Apply(syn::Path),
+}
+
+impl AtomicName {
+    /// The number of value arguments after the element (the operator of
+    /// `atomic_apply` not counted).
+    fn values(name: &str) -> usize {
+        if name == "atomic_cas" {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// The intrinsics' names: calls by these names are never device functions.
+pub const INTRINSICS: &[&str] = &[
+    "atomic_min",
+    "atomic_max",
+    "atomic_add",
+    "atomic_or",
+    "atomic_cas",
+    "atomic_apply",
+    "push",
+];
 
 impl Expr {
     /// The direct sub-expressions, in source order (a block's `let`
@@ -105,7 +170,13 @@ impl Expr {
             | ExprKind::Bool(_)
             | ExprKind::Var(_)
             | ExprKind::Const { .. } => Vec::new(),
-            ExprKind::Unary(_, x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => vec![&**x],
+            ExprKind::Unary(_, x)
+            | ExprKind::Cast(x, _)
+            | ExprKind::Index(_, x)
+            | ExprKind::LoadShared(_, x) => vec![&**x],
+            ExprKind::Atomic { index, args, .. } => {
+                std::iter::once(&**index).chain(args.iter()).collect()
+            }
             ExprKind::Binary(_, _, l, r) => vec![&**l, &**r],
             ExprKind::If(c, t, f) => std::iter::once(&**c)
                 .chain(block(t))
@@ -266,6 +337,40 @@ fn element_type(ty: &Type) -> syn::Result<Ty> {
     }
 }
 
+/// `T` of `Atomic<T>` (any path ending in `Atomic`), or `None` when `ty`
+/// is not an `Atomic<..>`.
+fn atomic_elem(ty: &Type) -> Option<syn::Result<Ty>> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if p.qself.is_some() || last.ident != "Atomic" {
+        return None;
+    }
+    let arg = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => a.args.first(),
+        _ => None,
+    };
+    let t = match arg {
+        Some(syn::GenericArgument::Type(t)) => {
+            scalar_type(t).filter(|&t| crate::ir::atomic_elem_ok(t))
+        }
+        _ => None,
+    };
+    Some(t.ok_or_else(|| {
+        err(
+            ty,
+            format!("unsupported shared array element: `Atomic<T>` holds one of {ATOMIC_TYPES} (the types the device has atomics for)"),
+        )
+    }))
+}
+
+/// Whether `ty` names the worklist type (any path ending in `Worklist`).
+fn is_worklist(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none()
+        && p.path.segments.last().is_some_and(|s| s.ident == "Worklist" && s.arguments.is_none()))
+}
+
+const ATOMIC_TYPES: &str = "f32, f64, i32, u32, i64, u64";
+
 fn param_type(ty: &Type) -> syn::Result<(Ty, ParamKind)> {
     match ty {
         Type::Reference(r) => {
@@ -276,11 +381,29 @@ fn param_type(ty: &Type) -> syn::Result<(Ty, ParamKind)> {
                 ));
             }
             let kind = if r.mutability.is_some() { ParamKind::Output } else { ParamKind::Input };
+            if is_worklist(&r.elem) {
+                return match &r.mutability {
+                    Some(m) => Err(err(
+                        m,
+                        "a worklist parameter is `&Worklist`: tasks push to it concurrently through a shared borrow",
+                    )),
+                    None => Ok((Ty::U32, ParamKind::Worklist)),
+                };
+            }
             match &*r.elem {
-                Type::Slice(s) => Ok((element_type(&s.elem)?, kind)),
+                Type::Slice(s) => match atomic_elem(&s.elem) {
+                    Some(t) => match &r.mutability {
+                        Some(m) => Err(err(
+                            m,
+                            "a shared array is `&[Atomic<T>]`: every task writes it through the atomic intrinsics, under a shared borrow",
+                        )),
+                        None => Ok((t?, ParamKind::Shared)),
+                    },
+                    None => Ok((element_type(&s.elem)?, kind)),
+                },
                 other => Err(err(
                     other,
-                    format!("unsupported parameter type: arrays are passed as `&[T]` (input) or `&mut [T]` (output), T one of {TYPES}"),
+                    format!("unsupported parameter type: arrays are passed as `&[T]` (input), `&mut [T]` (output) or `&[Atomic<T>]` (shared), T one of {TYPES}; worklists as `&Worklist`"),
                 )),
             }
         }
@@ -341,10 +464,7 @@ pub fn kernel(item: &syn::ItemFn) -> syn::Result<KernelFn> {
     for p in &params {
         let n = p.name.to_string();
         if let Some(a) = n.strip_suffix("_len") {
-            if params
-                .iter()
-                .any(|q| q.name == a && q.kind != ParamKind::Scalar)
-            {
+            if params.iter().any(|q| q.name == a && q.kind.is_array()) {
                 errs.push(err(
                     &p.name,
                     format!("parameter `{n}` collides with the length field the generated CUDA gives array `{a}`: rename it"),
@@ -352,11 +472,17 @@ pub fn kernel(item: &syn::ItemFn) -> syn::Result<KernelFn> {
             }
         }
     }
-    if !params.iter().any(|p| p.kind == ParamKind::Output) && errs.is_empty() {
+    let effect = |k: ParamKind| {
+        matches!(
+            k,
+            ParamKind::Output | ParamKind::Shared | ParamKind::Worklist
+        )
+    };
+    if !params.iter().any(|p| effect(p.kind)) && errs.is_empty() {
         errs.push(err(
             &sig.inputs,
             format!(
-                "{KERNEL} needs at least one output parameter `&mut [T]` to write its result to"
+                "{KERNEL} needs at least one parameter to write its result to: an output `&mut [T]`, a shared array `&[Atomic<T>]` or a worklist `&Worklist`"
             ),
         ));
     }
@@ -512,9 +638,208 @@ fn stmt(s: &syn::Stmt) -> syn::Result<Stmt> {
     }
 }
 
+/// The intrinsic a call names (its path's last segment), if any.
+fn intrinsic_name(c: &syn::ExprCall) -> Option<String> {
+    match &*c.func {
+        SExpr::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .filter(|n| INTRINSICS.contains(&n.as_str())),
+        _ => None,
+    }
+}
+
+/// `push(list, item)`, a statement.
+fn push_stmt(c: &syn::ExprCall, sp: SourceRange) -> syn::Result<Stmt> {
+    if c.args.len() != 2 {
+        return Err(err(
+            &c.func,
+            format!(
+                "`push` takes a worklist and an item: `push(list, item)`, found {} arguments",
+                c.args.len()
+            ),
+        ));
+    }
+    let list =
+        match strip(&c.args[0]) {
+            SExpr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                p.path.get_ident().cloned().expect("checked")
+            }
+            SExpr::Reference(r) => return Err(err(
+                &r.and_token,
+                "pass the worklist parameter itself, `push(list, item)`: it is a reference already",
+            )),
+            other => {
+                return Err(err(
+                    other,
+                    "the first argument of `push` is a worklist parameter `list: &Worklist`",
+                ))
+            }
+        };
+    Ok(Stmt::Push {
+        list,
+        item: expr(&c.args[1])?,
+        sp,
+    })
+}
+
+/// `atomic_*(&array[index], args..)`.
+fn atomic_call(c: &syn::ExprCall, name: &str, sp: SourceRange) -> syn::Result<Expr> {
+    let values = AtomicName::values(name);
+    let apply = name == "atomic_apply";
+    let shape = match name {
+        "atomic_cas" => "`atomic_cas(&a[i], current, new)`".to_string(),
+        "atomic_apply" => {
+            "`atomic_apply(&a[i], v, f)` with `f` a #[device_fn] of two arguments".to_string()
+        }
+        n => format!("`{n}(&a[i], v)`"),
+    };
+    let want = 1 + values + usize::from(apply);
+    if c.args.len() != want {
+        return Err(err(
+            &c.func,
+            format!(
+                "`{name}` takes {want} arguments, found {}: {shape}",
+                c.args.len()
+            ),
+        ));
+    }
+    let (array, index) = match strip(&c.args[0]) {
+        SExpr::Reference(r) => {
+            if let Some(m) = &r.mutability {
+                return Err(err(m, format!("pass the element as `&a[i]`: shared arrays are updated through shared borrows ({shape})")));
+            }
+            match strip(&r.expr) {
+                SExpr::Index(ix) => match &*ix.expr {
+                    SExpr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => {
+                        (p.path.get_ident().cloned().expect("checked"), expr(&ix.index)?)
+                    }
+                    other => return Err(err(other, format!("the first argument of `{name}` is an element of a shared array parameter: {shape}"))),
+                },
+                other => return Err(err(other, format!("the first argument of `{name}` is an element of a shared array parameter: {shape}"))),
+            }
+        }
+        other => return Err(err(other, format!("the first argument of `{name}` is a reference to an element of a shared array: {shape}"))),
+    };
+    let mut args = Vec::new();
+    for a in c.args.iter().skip(1).take(values) {
+        args.push(expr(a)?);
+    }
+    let op = match name {
+        "atomic_min" => AtomicName::Min,
+        "atomic_max" => AtomicName::Max,
+        "atomic_add" => AtomicName::Add,
+        "atomic_or" => AtomicName::Or,
+        "atomic_cas" => AtomicName::Cas,
+        _ => match strip(&c.args[2]) {
+            SExpr::Path(p) if p.qself.is_none() => AtomicName::Apply(p.path.clone()),
+            other => {
+                return Err(err(
+                    other,
+                    format!(
+                    "the operator of `atomic_apply` is a #[device_fn] named by its path: {shape}"
+                ),
+                ))
+            }
+        },
+    };
+    Ok(Expr {
+        kind: ExprKind::Atomic {
+            op,
+            array,
+            index: Box::new(index),
+            args,
+        },
+        sp,
+    })
+}
+
+/// `(lo..hi).for_each(|k| body)`.
+fn for_each(m: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<ForEach> {
+    const SHAPE: &str = "`(lo..hi).for_each(|k| { .. });`";
+    let range = match strip(&m.receiver) {
+        SExpr::Range(r) => r,
+        SExpr::MethodCall(inner) if inner.method == "map" => {
+            return Err(err(
+                &m.method,
+                format!("`for_each` takes the range itself, {SHAPE}: a `.map(..)` feeds a fold, `(lo..hi).map(|k| ..).fold(init, op)`"),
+            ))
+        }
+        other => {
+            return Err(err(
+                other,
+                format!("`for_each` iterates over a range of fine-task indices: {SHAPE}"),
+            ))
+        }
+    };
+    if let syn::RangeLimits::Closed(t) = &range.limits {
+        return Err(err(
+            t,
+            "inclusive ranges are not supported in the nested pattern: write `lo..hi + 1`",
+        ));
+    }
+    let (lo, hi) = match (&range.start, &range.end) {
+        (Some(lo), Some(hi)) => (expr(lo)?, expr(hi)?),
+        _ => return Err(err(range, format!("`for_each` needs both bounds: {SHAPE}"))),
+    };
+    if m.args.len() != 1 {
+        return Err(err(
+            &m.method,
+            format!("`.for_each` takes one closure `|k| {{ .. }}`: {SHAPE}"),
+        ));
+    }
+    let (k, body) = match &m.args[0] {
+        SExpr::Closure(c) => {
+            closure_checks(c, 1, "for_each")?;
+            let (k, ty) = closure_param(&c.inputs[0])?;
+            if let Some((t, tsp)) = ty {
+                if t != Ty::Usize {
+                    return Err(tsp.error(
+                        "the for_each closure's parameter is a fine-task index of type `usize`",
+                    ));
+                }
+            }
+            let mut errs = Errors::default();
+            let body = match strip(&c.body) {
+                SExpr::Block(b) if b.label.is_none() => stmts(&b.block.stmts, &mut errs),
+                other => errs.ok(stmt_expr(other)).into_iter().collect(),
+            };
+            errs.finish()?;
+            (k, body)
+        }
+        other => {
+            return Err(err(
+                other,
+                format!("`.for_each` takes a closure `|k| {{ .. }}`: {SHAPE}"),
+            ))
+        }
+    };
+    Ok(ForEach {
+        lo,
+        hi,
+        k,
+        body,
+        sp,
+    })
+}
+
 fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
     let sp = SourceRange::of(e);
     match e {
+        SExpr::MethodCall(m) if m.method == "for_each" => Ok(Stmt::ForEach(for_each(m, sp)?)),
+        SExpr::Call(c) => match intrinsic_name(c).as_deref() {
+            Some("push") => push_stmt(c, sp),
+            Some(_) => Ok(Stmt::Eval(expr(e)?)),
+            None => {
+                expr(e)?;
+                Err(err(
+                    e,
+                    format!("this statement has no effect: a call in {KERNEL} statement position must be an atomic intrinsic or `push`; a #[device_fn] call is a value, bind it with `let`"),
+                ))
+            }
+        },
         SExpr::Assign(a) => {
             let (array, index) = assign_target(&a.left)?;
             Ok(Stmt::Assign {
@@ -565,7 +890,7 @@ fn stmt_expr(e: &SExpr) -> syn::Result<Stmt> {
             expr(other)?;
             Err(err(
                 other,
-                format!("this statement has no effect: {KERNEL} body holds `let` bindings, writes `out[task] = ...` / `out[task] op= ...` and `if`/`else` blocks of those"),
+                format!("this statement has no effect: {KERNEL} body holds `let` bindings, writes `out[task] = ...` / `out[task] op= ...`, atomic intrinsics, `push(list, item)` and `if`/`else` blocks of those"),
             ))
         }
     }
@@ -738,6 +1063,16 @@ pub fn expr(e: &SExpr) -> syn::Result<Expr> {
             ExprKind::Block(Box::new(block_stmts(&b.block.stmts, sp)?))
         }
         SExpr::MethodCall(m) => return method_call(m, sp),
+        SExpr::Call(c) if intrinsic_name(c).as_deref() == Some("push") => {
+            return Err(err(
+                &c.func,
+                "`push(list, item)` is a statement: it has no value",
+            ))
+        }
+        SExpr::Call(c) if intrinsic_name(c).is_some() => {
+            let name = intrinsic_name(c).expect("checked");
+            return atomic_call(c, &name, sp);
+        }
         SExpr::Call(c) => match &*c.func {
             SExpr::Path(p) if p.qself.is_none() => {
                 let args = c.args.iter().map(expr).collect::<syn::Result<_>>()?;
@@ -852,6 +1187,36 @@ fn method_call(m: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<Expr> {
     if let Some(t) = &m.turbofish {
         return Err(err(t, format!("turbofish is not supported in {KERNEL}")));
     }
+    if name == "load" {
+        if !m.args.is_empty() {
+            return Err(err(&m.method, "`.load()` takes no arguments"));
+        }
+        return match strip(&m.receiver) {
+            SExpr::Index(ix) => match &*ix.expr {
+                SExpr::Path(p) if p.qself.is_none() && p.path.get_ident().is_some() => Ok(Expr {
+                    kind: ExprKind::LoadShared(
+                        p.path.get_ident().cloned().expect("checked"),
+                        Box::new(expr(&ix.index)?),
+                    ),
+                    sp,
+                }),
+                other => Err(err(
+                    other,
+                    "`.load()` reads an element of a shared array parameter: `a[i].load()`",
+                )),
+            },
+            other => Err(err(
+                other,
+                "`.load()` reads an element of a shared array parameter: `a[i].load()`",
+            )),
+        };
+    }
+    if name == "for_each" {
+        return Err(err(
+            &m.method,
+            format!("`.for_each(..)` is a statement, not a value: write `(lo..hi).for_each(|k| {{ .. }});` on its own in {KERNEL}"),
+        ));
+    }
     if name == "fold" {
         if let SExpr::MethodCall(inner) = strip(&m.receiver) {
             if inner.method == "map" {
@@ -873,7 +1238,6 @@ fn method_call(m: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<Expr> {
             | "filter"
             | "count"
             | "reduce"
-            | "for_each"
             | "zip"
             | "enumerate"
             | "collect"
@@ -887,7 +1251,7 @@ fn method_call(m: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<Expr> {
         } else if name == "product" {
             "write `.fold(1, |a, b| a * b)`"
         } else {
-            "the only iterator form is the nested pattern `(lo..hi).map(|k| ..).fold(init, op)`"
+            "the iterator forms are the nested patterns `(lo..hi).map(|k| ..).fold(init, op)` and `(lo..hi).for_each(|k| { .. });`"
         };
         return Err(err(
             &m.method,

@@ -60,6 +60,53 @@ pub fn dot(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
     out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
 }";
 
+const SSSP_PUSH: &str = "
+pub fn sssp_push(v: usize, ptr: &[u32], dst: &[u32], w: &[f32], dist: &[Atomic<f32>], out: &Worklist) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let dv = dist[v].load();
+    (lo..hi).for_each(|e| {
+        let u = dst[e] as usize;
+        let nd = dv + w[e];
+        if nd < atomic_min(&dist[u], nd) {
+            push(out, u as u32);
+        }
+    });
+}";
+
+/// Every intrinsic once, a `#[device_fn]` through `atomic_apply`, two
+/// worklists (staging slots 0 and 1) and an epilogue after the expansion.
+const PUSH_FORMS: &str = "
+pub fn push_forms(v: usize, ptr: &[u32], dst: &[u32], hist: &[Atomic<u64>], best: &[Atomic<i32>], a: &Worklist, b: &Worklist, deg: &mut [u32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    (lo..hi).for_each(|e| {
+        let u = dst[e] as usize;
+        atomic_add(&hist[u], 1);
+        atomic_or(&hist[u], 2);
+        if atomic_max(&best[u], v as i32) < v as i32 {
+            push(a, u as u32);
+        }
+        let old = best[u].load();
+        if atomic_cas(&best[u], old, old - 1) == old && atomic_min(&best[u], 0) > 0 {
+            push(b, u as u32);
+        }
+        atomic_apply(&best[u], 3, pick);
+    });
+    deg[v] = (hi - lo) as u32;
+    if deg[v] > 4 {
+        push(a, v as u32);
+    }
+}";
+
+/// A per-task map that pushes.
+const SEED: &str = "
+pub fn seed(v: usize, flags: &[u8], out: &Worklist) {
+    if flags[v] != 0 {
+        push(out, v as u32);
+    }
+}";
+
 fn cuda(src: &str) -> String {
     cuda_of(src).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -69,6 +116,36 @@ fn rust(src: &str) -> String {
 }
 
 // The generated Rust (CPU twin, launch API, work graph) of the same kernels.
+
+#[test]
+fn snapshot_sssp_push() {
+    insta::assert_snapshot!(cuda(SSSP_PUSH));
+}
+
+#[test]
+fn snapshot_push_forms() {
+    insta::assert_snapshot!(cuda(PUSH_FORMS));
+}
+
+#[test]
+fn snapshot_seed_map() {
+    insta::assert_snapshot!(cuda(SEED));
+}
+
+#[test]
+fn snapshot_rust_sssp_push() {
+    insta::assert_snapshot!(rust(SSSP_PUSH));
+}
+
+#[test]
+fn snapshot_rust_push_forms() {
+    insta::assert_snapshot!(rust(PUSH_FORMS));
+}
+
+#[test]
+fn snapshot_rust_seed_map() {
+    insta::assert_snapshot!(rust(SEED));
+}
 
 #[test]
 fn snapshot_rust_spmv() {

@@ -8,8 +8,8 @@
 
 use crate::analyse::Access;
 use crate::ir::{
-    ArgType, BinOp, ConstKind, DeviceCall, Expr, ExprKind, Lit, Local, LocalId, Method, Param,
-    Stmt, Ty, UnOp,
+    ArgType, AtomicOp, BinOp, ConstKind, DeviceCall, Expr, ExprKind, Lit, Local, LocalId, Method,
+    Param, Stmt, Ty, UnOp,
 };
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -366,7 +366,68 @@ impl Emitter<'_> {
                 let args = args.iter().map(|a| self.expr(a));
                 quote!(#f(#(#args),*)?)
             }
+            ExprKind::Atomic {
+                op,
+                param,
+                index,
+                args,
+            } => self.atomic(op, *param, index, args),
+            ExprKind::LoadShared(i, idx) => {
+                let (iv, a) = (plumbing("__i"), plumbing("__a"));
+                let element = self.shared_element(*i, idx, &iv);
+                quote!({
+                    #element
+                    #a.load()
+                })
+            }
         }
+    }
+
+    /// `let __a = &array[idx];` checked: the element of shared array `i`
+    /// (named `__a`), or the index fault. `iv` names the evaluated index.
+    fn shared_element(&self, i: usize, idx: &Expr, iv: &Ident) -> TokenStream {
+        let f = fault();
+        let n = self.param(i);
+        let name = n.to_string();
+        let idx = self.expr(idx);
+        let a = plumbing("__a");
+        quote! {
+            let #iv: ::core::primitive::usize = #idx;
+            let #a = match self.#n.get(#iv) {
+                ::core::option::Option::Some(#a) => #a,
+                ::core::option::Option::None => {
+                    return ::core::result::Result::Err(#f::index(#name, #iv, self.#n.len()))
+                }
+            };
+        }
+    }
+
+    /// An atomic intrinsic through the runtime's own function, in the
+    /// plain function's order: `&a[i]` (the index checked), then the
+    /// values, then the update.
+    fn atomic(&self, op: &AtomicOp, param: usize, index: &Expr, args: &[Expr]) -> TokenStream {
+        let (iv, a) = (plumbing("__i"), plumbing("__a"));
+        let element = self.shared_element(param, index, &iv);
+        let names: Vec<Ident> = (0..args.len())
+            .map(|j| plumbing(&format!("__v{j}")))
+            .collect();
+        let values = args.iter().map(|x| self.expr(x));
+        let call = match op {
+            AtomicOp::Apply(c) => {
+                let f = call_const(*c);
+                let v = &names[0];
+                quote!(::warpfit::__private::try_atomic_apply(#a, #v, #f)?)
+            }
+            op => {
+                let name = format_ident!("{}", op.name());
+                quote!(::warpfit::__private::#name(#a, #(#names),*))
+            }
+        };
+        quote!({
+            #element
+            #(let #names = #values;)*
+            #call
+        })
     }
 
     fn method(&self, m: Method, args: &[Expr]) -> TokenStream {
@@ -418,6 +479,21 @@ impl Emitter<'_> {
                 let a = a.iter().map(|s| self.stmt(s));
                 let b = b.iter().map(|s| self.stmt(s));
                 quote!(if #c { #(#a)* } else { #(#b)* })
+            }
+            Stmt::Eval(v) => {
+                let v = self.expr(v);
+                quote!(let _ = #v;)
+            }
+            Stmt::Push { param, item } => {
+                let n = self.param(*param);
+                let name = n.to_string();
+                let (f, e) = (fault(), plumbing("__e"));
+                let item = self.expr(item);
+                quote! {
+                    if let ::core::result::Result::Err(#e) = self.#n.push(#item) {
+                        return ::core::result::Result::Err(#f::push(#name, #e));
+                    }
+                }
             }
         }
     }

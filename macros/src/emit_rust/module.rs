@@ -169,6 +169,8 @@ impl ModuleEmitter<'_> {
                     ParamKind::Input => "Input",
                     ParamKind::Output => "Output",
                     ParamKind::Scalar => "Scalar",
+                    ParamKind::Shared => "Shared",
+                    ParamKind::Worklist => "Worklist",
                 }
             );
             quote!(::warpfit::__private::ParamSpec {
@@ -207,6 +209,8 @@ impl ModuleEmitter<'_> {
                 ParamKind::Input => quote!(pub #n: &'a [#t]),
                 ParamKind::Output => quote!(pub #n: ::warpfit::__private::SharedOut<'a, #t>),
                 ParamKind::Scalar => quote!(pub #n: #t),
+                ParamKind::Shared => quote!(pub #n: &'a [::warpfit::__private::Atomic<#t>]),
+                ParamKind::Worklist => quote!(pub #n: &'a ::warpfit::__private::Worklist),
             }
         });
         quote! {
@@ -351,8 +355,24 @@ impl ModuleEmitter<'_> {
     /// The map's bindings: the task index and context fields it reads.
     fn map_bind(&self) -> TokenStream {
         let mut used = BTreeSet::new();
-        uses(&self.k.map, &mut used);
+        self.k.visit_map(&mut |x| {
+            if let crate::ir::ExprKind::Local(id) = x.kind {
+                used.insert(id);
+            }
+        });
         self.bind(&used, true)
+    }
+
+    /// The map's value with `em`: the map expression, or a `for_each`
+    /// body's statements then the placeholder `0`.
+    fn map_value(&self, em: &Emitter<'_>) -> TokenStream {
+        match &self.k.for_each {
+            Some(body) => {
+                let stmts = body.iter().map(|s| em.stmt(s));
+                quote!({ #(#stmts)* 0u8 })
+            }
+            None => em.expr(&self.k.map),
+        }
     }
 
     fn twin_map(&self) -> TokenStream {
@@ -361,7 +381,7 @@ impl ModuleEmitter<'_> {
         let (task_h, ctx_h, fine_h) = (&names.task, &names.ctx, &names.fine);
         let bind = self.map_bind();
         let fine_local = self.checked.local(k.k);
-        let map = self.checked.expr(&k.map);
+        let map = self.map_value(&self.checked);
         let (acc_t, f) = (ty(k.acc), fault());
         quote! {
             #[inline]
@@ -435,7 +455,7 @@ impl ModuleEmitter<'_> {
                 access: self.access,
             }),
         };
-        let map_fast = fast.expr(&k.map);
+        let map_fast = self.map_value(&fast);
         let bind = self.map_bind();
         let fine_local = self.checked.local(k.k);
         let (acc_t, f) = (ty(k.acc), fault());
@@ -593,10 +613,13 @@ impl ModuleEmitter<'_> {
                     ParamKind::Input => {
                         quote!(#n: &(impl ::warpfit::__private::Input<#t> + ?::core::marker::Sized))
                     }
-                    ParamKind::Output => {
+                    ParamKind::Output | ParamKind::Shared => {
                         quote!(#n: &mut (impl ::warpfit::__private::Output<#t> + ?::core::marker::Sized))
                     }
                     ParamKind::Scalar => quote!(#n: #t),
+                    ParamKind::Worklist => {
+                        quote!(#n: &(impl ::warpfit::__private::WorklistArg + ?::core::marker::Sized))
+                    }
                 }
             })
             .collect();
@@ -607,6 +630,8 @@ impl ModuleEmitter<'_> {
                 ParamKind::Input => quote!(::warpfit::__private::Arg::from_input(#n)),
                 ParamKind::Output => quote!(::warpfit::__private::Arg::from_output(#n)),
                 ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
+                ParamKind::Shared => quote!(::warpfit::__private::Arg::from_shared(#n)),
+                ParamKind::Worklist => quote!(::warpfit::__private::Arg::from_worklist(#n)),
             }
         });
         let twin_args = k.params.iter().enumerate().map(|(i, p)| {
@@ -623,6 +648,14 @@ impl ModuleEmitter<'_> {
                     )
                 }
                 ParamKind::Scalar => quote!(#n),
+                ParamKind::Shared => {
+                    let i = proc_macro2::Literal::usize_unsuffixed(i);
+                    quote!(#n: ::warpfit::__private::host_shared(&SPEC, #i, #n)?)
+                }
+                ParamKind::Worklist => {
+                    let i = proc_macro2::Literal::usize_unsuffixed(i);
+                    quote!(#n: ::warpfit::__private::host_worklist(&SPEC, #i, #n)?)
+                }
             }
         });
         let (dev, cfg, tasks, cuda, kernel) = (
@@ -632,6 +665,7 @@ impl ModuleEmitter<'_> {
             plumbing("cuda"),
             plumbing("__kernel"),
         );
+        let frontier_check = self.frontier_check(&tasks, |n| quote!(#kernel.#n));
         quote! {
             #[doc = #launch_doc]
             pub fn launch<'t>(
@@ -657,9 +691,35 @@ impl ModuleEmitter<'_> {
                 // launch, which runs to completion on this thread.
                 #[allow(unused_unsafe)]
                 let #kernel = unsafe { Kernel { #(#twin_args),* } };
+                #frontier_check
                 ::warpfit::__private::cpu::run(&#kernel, #tasks)
             }
         }
+    }
+
+    /// A CPU launch's check that it pushes to no list it reads as its
+    /// tasks (nothing for a kernel without worklists); `field(name)` is the
+    /// twin's field.
+    fn frontier_check(
+        &self,
+        tasks: &proc_macro2::Ident,
+        field: impl Fn(&syn::Ident) -> TokenStream,
+    ) -> TokenStream {
+        let lists: Vec<TokenStream> = self
+            .k
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind == ParamKind::Worklist)
+            .map(|(i, p)| {
+                let f = field(&p.name);
+                quote!((#i, #f))
+            })
+            .collect();
+        if lists.is_empty() {
+            return TokenStream::new();
+        }
+        quote!(::warpfit::__private::check_frontier(&SPEC, &#tasks, &[#(#lists),*])?;)
     }
 
     /// `prepare`: the launch made once over device-resident arrays, run
@@ -682,10 +742,13 @@ impl ModuleEmitter<'_> {
         let params = k.params.iter().map(|p| {
             let (n, t) = (&p.name, ty(p.ty));
             match p.kind {
-                ParamKind::Input | ParamKind::Output => {
+                ParamKind::Input | ParamKind::Output | ParamKind::Shared => {
                     quote!(#n: &'a ::warpfit::__private::DeviceVec<#t>)
                 }
                 ParamKind::Scalar => quote!(#n: #t),
+                ParamKind::Worklist => {
+                    quote!(#n: &'a (impl ::warpfit::__private::WorklistArg + ?::core::marker::Sized))
+                }
             }
         });
         let args = k.params.iter().map(|p| {
@@ -694,6 +757,8 @@ impl ModuleEmitter<'_> {
                 ParamKind::Input => quote!(::warpfit::__private::Arg::resident_input(#n)),
                 ParamKind::Output => quote!(::warpfit::__private::Arg::resident_output(#n)),
                 ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
+                ParamKind::Shared => quote!(::warpfit::__private::Arg::resident_shared(#n)),
+                ParamKind::Worklist => quote!(::warpfit::__private::Arg::from_worklist(#n)),
             }
         });
         let (dev, cfg, tasks, cuda, checked) = (
@@ -703,6 +768,8 @@ impl ModuleEmitter<'_> {
             plumbing("cuda"),
             plumbing("__args"),
         );
+        let kernel = plumbing("__kernel");
+        let frontier_check = self.frontier_check(&tasks, |n| quote!(#kernel.#n));
         let twin_args = k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             let i = proc_macro2::Literal::usize_unsuffixed(i);
@@ -710,6 +777,8 @@ impl ModuleEmitter<'_> {
                 ParamKind::Input => quote!(#n: #checked.input(#i)?),
                 ParamKind::Output => quote!(#n: #checked.output(#i)?),
                 ParamKind::Scalar => quote!(#n),
+                ParamKind::Shared => quote!(#n: #checked.shared(#i)?),
+                ParamKind::Worklist => quote!(#n: #checked.worklist(#i)?),
             }
         });
         quote! {
@@ -729,7 +798,9 @@ impl ModuleEmitter<'_> {
                     &SPEC,
                     #checked,
                     ::std::boxed::Box::new(move |#checked: &::warpfit::__private::CpuArgs<'a>| {
-                        ::warpfit::__private::cpu::run(&Kernel { #(#twin_args),* }, #tasks)
+                        let #kernel = Kernel { #(#twin_args),* };
+                        #frontier_check
+                        ::warpfit::__private::cpu::run(&#kernel, #tasks)
                     }),
                 )
             }
@@ -750,7 +821,7 @@ impl ModuleEmitter<'_> {
         let inputs: Vec<&Param> = k
             .params
             .iter()
-            .filter(|p| p.kind != ParamKind::Output)
+            .filter(|p| matches!(p.kind, ParamKind::Input | ParamKind::Scalar))
             .collect();
         let params = inputs.iter().map(|p| {
             let (n, t) = (&p.name, ty(p.ty));
@@ -804,6 +875,15 @@ impl ModuleEmitter<'_> {
 
 fn param_doc(p: &Param) -> String {
     match p.kind {
+        ParamKind::Shared => format!(
+            "- `{}`: shared array, updated by any task through atomics (`&mut [{t}]` or `&mut Vec<{t}>`, uploaded and downloaded, or `&mut DeviceVec<{t}>` updated in place)",
+            p.name,
+            t = p.ty.rust_name()
+        ),
+        ParamKind::Worklist => format!(
+            "- `{}`: worklist pushed to (a `&DeviceWorklist` of the launch's device, or on the CPU a `&Worklist`)",
+            p.name
+        ),
         ParamKind::Input => format!(
             "- `{}`: read-only input array (`&[{t}]`, `&Vec<{t}>`, `&[{t}; N]`, or `&DeviceVec<{t}>` used in place)",
             p.name,
@@ -820,6 +900,15 @@ fn param_doc(p: &Param) -> String {
 
 fn prepare_param_doc(p: &Param) -> String {
     match p.kind {
+        ParamKind::Shared => format!(
+            "- `{}: &DeviceVec<{}>`: shared array, updated by any task through atomics",
+            p.name,
+            p.ty.rust_name()
+        ),
+        ParamKind::Worklist => format!(
+            "- `{}`: worklist pushed to (a `&DeviceWorklist` of the device)",
+            p.name
+        ),
         ParamKind::Input => format!(
             "- `{}: &DeviceVec<{}>`: read-only input array",
             p.name,

@@ -9,6 +9,10 @@ use crate::throttled::ThrottleAttr;
 use proc_macro2::TokenStream;
 use quote::quote;
 
+/// Why no `#[throttled]` item meets a shared array or worklist: `nested`
+/// rejects the attribute on such kernels before these items are emitted.
+const SCATTERS: &str = "a throttled kernel has no shared arrays or worklists";
+
 /// The throttled items of `k`, whose gathered array is parameter
 /// `gathered`.
 pub fn items(k: &Kernel, roles: &Roles, gathered: usize, attr: &ThrottleAttr) -> TokenStream {
@@ -135,6 +139,7 @@ impl ThrottleEmitter<'_> {
                 ParamKind::Input => quote!(#n: &[]),
                 ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(&mut [])),
                 ParamKind::Scalar => quote!(#n: ::core::default::Default::default()),
+                ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
             }
         });
         let cpu_fields = k.params.iter().enumerate().map(|(i, p)| {
@@ -144,6 +149,7 @@ impl ThrottleEmitter<'_> {
                 ParamKind::Input => quote!(#n: #a.input(#i)?),
                 ParamKind::Output => quote!(#n: #a.output(#i)?),
                 ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
+                ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
             }
         });
         let (graph_fn, cpu_fn) = (plumbing("__throttle_graph"), plumbing("__throttle_cpu_run"));
@@ -316,6 +322,7 @@ impl ThrottleEmitter<'_> {
                         quote!(#n: &mut (impl ::warpfit::__private::Output<#t> + ?::core::marker::Sized))
                     }
                     ParamKind::Scalar => quote!(#n: #t),
+                    ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
                 }
             })
             .collect();
@@ -325,6 +332,7 @@ impl ThrottleEmitter<'_> {
                 ParamKind::Input => quote!(::warpfit::__private::Arg::from_input(#n)),
                 ParamKind::Output => quote!(::warpfit::__private::Arg::from_output(#n)),
                 ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
+                ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
             }
         });
         let names: Vec<String> = self

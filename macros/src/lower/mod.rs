@@ -5,7 +5,8 @@
 use crate::check::Shape;
 use crate::diag::{Errors, SourceRange};
 use crate::ir::{
-    self, ArgType, BinOp, ConstKind, DeviceCall, Local, LocalId, Method, ParamKind, Stmt, Ty, UnOp,
+    self, ArgType, AtomicOp, BinOp, ConstKind, DeviceCall, Local, LocalId, Method, ParamKind, Stmt,
+    Ty, UnOp,
 };
 use crate::parse::{self, ExprKind as Ast};
 use std::collections::HashSet;
@@ -41,6 +42,8 @@ enum Phase {
     Init,
     Map,
     Reduce,
+    /// The body of a push kernel's `for_each`.
+    ForEach,
     Epilogue,
     DeviceFn,
 }
@@ -313,6 +316,13 @@ impl<'a> Lowering<'a> {
                 });
                 typed(ir::ExprKind::Call(i, args), ret)
             }
+            Ast::Atomic {
+                op,
+                array,
+                index,
+                args,
+            } => self.atomic(op, array, index, args, sp),
+            Ast::LoadShared(array, idx) => self.load_shared(array, idx, sp),
             Ast::Nested(n) => match self.folded {
                 Some((folded, acc)) if std::ptr::eq(&**n, folded) => typed(ir::ExprKind::Acc, acc),
                 // Misplaced or extra patterns were reported by `check`.
@@ -368,6 +378,13 @@ impl<'a> Lowering<'a> {
                 let tv = self.is(p.ty);
                 typed(ir::ExprKind::Scalar(i), tv)
             }
+            Some((_, p)) if p.kind == ParamKind::Worklist => self.error_expr(sp.error(format!(
+                "`{name}` is a worklist (`&Worklist`): it is only pushed to, `push({name}, item);`"
+            ))),
+            Some((_, p)) if p.kind == ParamKind::Shared => self.error_expr(sp.error(format!(
+                "`{name}` is a shared array (`&[Atomic<{}>]`): read an element with `{name}[i].load()`, update it with an atomic intrinsic",
+                p.ty.rust_name()
+            ))),
             Some((_, p)) => self.error_expr(sp.error(format!(
                 "`{name}` is an array (`{}[{}]`): it can only be indexed, `{name}[i]`",
                 if p.kind == ParamKind::Output {
@@ -443,6 +460,12 @@ impl<'a> Lowering<'a> {
                 "`{name}` is a scalar `{}`, not an array: it cannot be indexed",
                 p.ty.rust_name()
             ))),
+            ParamKind::Worklist => self.error_expr(SourceRange::of(array).error(format!(
+                "`{name}` is a worklist (`&Worklist`), not an array: push to it with `push({name}, item);`"
+            ))),
+            ParamKind::Shared => self.error_expr(sp.error(format!(
+                "read an element of the shared array `{name}` with `.load()`, `{name}[i].load()`: other tasks may update it through atomics meanwhile"
+            ))),
             ParamKind::Output => {
                 if !self.is_task(idx) {
                     return self.error_expr(idx.sp.error(format!(
@@ -464,6 +487,221 @@ impl<'a> Lowering<'a> {
                 typed(ir::ExprKind::Load(i, Box::new(ix)), tv)
             }
         }
+    }
+
+    /// `push(list, item)`.
+    fn push(&mut self, list: &syn::Ident, item: &parse::Expr, sp: SourceRange) -> Option<Stmt> {
+        if !self.effect_allowed("`push`", sp) {
+            return None;
+        }
+        let name = list.to_string();
+        let target = match (self.lookup(&name), self.param(&name)) {
+            (None, Some((i, p))) if p.kind == ParamKind::Worklist => Some(i),
+            (None, Some((_, p))) => {
+                self.errs.push(SourceRange::of(list).error(format!(
+                    "`push` takes a worklist `&Worklist`, and `{name}` is `{}`",
+                    rust_param_type(p)
+                )));
+                None
+            }
+            (Some(_), _) => {
+                self.errs.push(SourceRange::of(list).error(format!(
+                    "`{name}` is a local value: `push` takes a worklist parameter `&Worklist`"
+                )));
+                None
+            }
+            (None, None) => {
+                self.errs.push(
+                    SourceRange::of(list)
+                        .error(format!("cannot find worklist `{name}` in this kernel")),
+                );
+                None
+            }
+        };
+        let v = self.expr(item);
+        let u = self.is(Ty::U32);
+        self.unify_or(v.tv, u, item.sp, |found, _| {
+            format!(
+                "worklist items are `u32`, the item is {found}{}",
+                cast_hint(&found)
+            )
+        });
+        Some(Stmt::Push {
+            param: target?,
+            item: v,
+        })
+    }
+
+    /// Whether an effect (an atomic intrinsic, `push`) may run in the
+    /// current phase; reports why not at `sp`.
+    fn effect_allowed(&mut self, what: &str, sp: SourceRange) -> bool {
+        let place = match self.phase {
+            Phase::ForEach | Phase::Epilogue => return true,
+            Phase::Prologue => "the prologue: it may run more than once per task (in every piece of a split task, on every lane of a sub-warp)",
+            Phase::Init | Phase::Map => "a fold's map or initial value: a fold computes a value, and CTE may evaluate its map again",
+            Phase::Reduce => "the reduce operator",
+            Phase::DeviceFn => "a #[device_fn]: it computes a value from its arguments",
+        };
+        self.errs.push(sp.error(format!(
+            "{what} cannot run in {place}; effects run in the `for_each` body, the epilogue after the nested pattern, or a per-task map"
+        )));
+        false
+    }
+
+    /// An expression whose error was reported already.
+    fn failed(&mut self) -> ir::Expr {
+        let tv = self.s.fresh(Bound::Error);
+        typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+    }
+
+    /// The shared array parameter `array` for `what`, or the reason why it
+    /// is not one, reported.
+    fn shared_array(&mut self, array: &syn::Ident, what: &str) -> Option<(usize, Ty)> {
+        let name = array.to_string();
+        if self.lookup(&name).is_some() {
+            self.errs.push(SourceRange::of(array).error(format!(
+                "`{name}` is a local value, not an array: {what} takes an element of a shared array parameter `&[Atomic<T>]`"
+            )));
+            return None;
+        }
+        match self.param(&name) {
+            Some((i, p)) if p.kind == ParamKind::Shared => Some((i, p.ty)),
+            Some((_, p)) => {
+                let kind = match p.kind {
+                    ParamKind::Input => format!("a read-only input `&[{}]`", p.ty.rust_name()),
+                    ParamKind::Output => format!(
+                        "an output `&mut [{}]`, written at the task index only",
+                        p.ty.rust_name()
+                    ),
+                    ParamKind::Scalar => format!("a scalar `{}`", p.ty.rust_name()),
+                    ParamKind::Worklist => "a worklist `&Worklist`".to_string(),
+                    ParamKind::Shared => unreachable!("matched above"),
+                };
+                self.errs.push(SourceRange::of(array).error(format!(
+                    "{what} needs a shared array `&[Atomic<T>]`, and `{name}` is {kind}: declare it `{name}: &[Atomic<{}>]` if tasks update it concurrently",
+                    p.ty.rust_name()
+                )));
+                None
+            }
+            None => {
+                self.errs.push(SourceRange::of(array).error(format!(
+                    "cannot find array `{name}` in this {}",
+                    self.what()
+                )));
+                None
+            }
+        }
+    }
+
+    /// `a[i]`'s index: `usize`.
+    fn usize_index(&mut self, idx: &parse::Expr) -> ir::Expr {
+        let ix = self.expr(idx);
+        let u = self.is(Ty::Usize);
+        self.unify_or(ix.tv, u, idx.sp, |found, _| {
+            format!("arrays are indexed by `usize`, found {found}: add `as usize`")
+        });
+        ix
+    }
+
+    /// `atomic_*(&array[index], args..)`: the element's previous value.
+    fn atomic(
+        &mut self,
+        op: &parse::AtomicName,
+        array: &syn::Ident,
+        index: &parse::Expr,
+        args: &[parse::Expr],
+        sp: SourceRange,
+    ) -> ir::Expr {
+        let parse_op = op;
+        let op = match op {
+            parse::AtomicName::Min => AtomicOp::Min,
+            parse::AtomicName::Max => AtomicOp::Max,
+            parse::AtomicName::Add => AtomicOp::Add,
+            parse::AtomicName::Or => AtomicOp::Or,
+            parse::AtomicName::Cas => AtomicOp::Cas,
+            // The call site is registered below, once the element type is known.
+            parse::AtomicName::Apply(_) => AtomicOp::Apply(usize::MAX),
+        };
+        let what = format!("`{}`", op.name());
+        if !self.effect_allowed(&what, sp) {
+            return self.failed();
+        }
+        let Some((i, elem)) = self.shared_array(array, &what) else {
+            return self.failed();
+        };
+        let name = array.to_string();
+        if op == AtomicOp::Or && !elem.is_int() {
+            self.errs.push(sp.error(format!(
+                "`atomic_or` is defined on integer elements, and `{name}` holds `{}`",
+                elem.rust_name()
+            )));
+            return self.failed();
+        }
+        let ix = self.usize_index(index);
+        let elem_tv = self.is(elem);
+        let mut vals = Vec::with_capacity(args.len());
+        for a in args {
+            let v = self.expr(a);
+            self.unify_or(v.tv, elem_tv, a.sp, |found, want| {
+                format!(
+                    "mismatched types in `{}`: `{name}` holds {want}, the value is {found}{}",
+                    op.name(),
+                    cast_hint(&found)
+                )
+            });
+            vals.push(v);
+        }
+        let op = match (op, parse_op) {
+            (AtomicOp::Apply(_), parse::AtomicName::Apply(path)) => {
+                // `a[i] = f(a[i], v)`: a device function from two elements to one.
+                let c = self.calls.len();
+                self.calls.push(CallSite {
+                    path: path.clone(),
+                    args: vec![Some(elem_tv), Some(elem_tv)],
+                    ret: elem_tv,
+                });
+                AtomicOp::Apply(c)
+            }
+            (other, _) => other,
+        };
+        typed(
+            ir::ExprKind::Atomic {
+                op,
+                param: i,
+                index: Box::new(ix),
+                args: vals,
+            },
+            elem_tv,
+        )
+    }
+
+    /// `array[idx].load()` of a shared array.
+    fn load_shared(&mut self, array: &syn::Ident, idx: &parse::Expr, sp: SourceRange) -> ir::Expr {
+        if self.phase == Phase::Reduce {
+            return self.error_expr(sp.error(
+                "the reduce operator sees only its two arguments: arrays are not available there (it combines partial results of different threads and segments)",
+            ));
+        }
+        let name = array.to_string();
+        if let (None, Some((_, p))) = (self.lookup(&name), self.param(&name)) {
+            if p.kind != ParamKind::Shared {
+                let hint = if p.kind.is_array() {
+                    format!(": read it by indexing, `{name}[i]`")
+                } else {
+                    String::new()
+                };
+                return self.error_expr(SourceRange::of(array).error(format!(
+                    "`.load()` reads an element of a shared array `&[Atomic<T>]`, and `{name}` is `{}`{hint}",
+                    rust_param_type(p)
+                )));
+            }
+        }
+        let Some((i, elem)) = self.shared_array(array, "`.load()`") else {
+            return self.failed();
+        };
+        let ix = self.usize_index(idx);
+        let tv = self.is(elem);
+        typed(ir::ExprKind::LoadShared(i, Box::new(ix)), tv)
     }
 
     fn binary(
@@ -778,10 +1016,33 @@ impl<'a> Lowering<'a> {
                     )));
                     return None;
                 };
-                if p.kind != ParamKind::Output {
+                match p.kind {
+                    ParamKind::Output => {}
+                    ParamKind::Shared => {
+                        self.errs.push(SourceRange::of(array).error(format!(
+                            "`{name}` is a shared array (`&[Atomic<{}>]`): it is written only through the atomic intrinsics, `atomic_min(&{name}[i], v)`, `atomic_max`, `atomic_add`, `atomic_or`, `atomic_cas`, `atomic_apply`, never with `=`",
+                            p.ty.rust_name()
+                        )));
+                        return None;
+                    }
+                    ParamKind::Worklist => {
+                        self.errs.push(SourceRange::of(array).error(format!(
+                            "`{name}` is a worklist (`&Worklist`): push to it, `push({name}, item);`"
+                        )));
+                        return None;
+                    }
+                    _ => {
+                        self.errs.push(SourceRange::of(array).error(format!(
+                            "`{name}` is a read-only input (`&[{}]`): only `&mut [T]` outputs can be written",
+                            p.ty.rust_name()
+                        )));
+                        return None;
+                    }
+                }
+                if self.phase == Phase::ForEach {
                     self.errs.push(SourceRange::of(array).error(format!(
-                        "`{name}` is a read-only input (`&[{}]`): only `&mut [T]` outputs can be written",
-                        p.ty.rust_name()
+                        "outputs are written in the epilogue, after `for_each`: inside it a task's fine tasks run in parallel, so `{name}[{}] = ..` would race; update a shared array `&[Atomic<T>]` through an atomic intrinsic instead",
+                        self.task_name()
                     )));
                     return None;
                 }
@@ -825,6 +1086,10 @@ impl<'a> Lowering<'a> {
                 };
                 Some(Stmt::Store { param: i, value })
             }
+            parse::Stmt::Eval(e) => Some(Stmt::Eval(self.expr(e))),
+            parse::Stmt::Push { list, item, sp } => self.push(list, item, *sp),
+            // A misplaced or second pattern: `check` reported it.
+            parse::Stmt::ForEach(_) => None,
             parse::Stmt::If {
                 cond, then, els, ..
             } => {
@@ -867,6 +1132,18 @@ fn callee_typed_literal(x: &parse::Expr) -> Option<ir::Lit> {
     }
 }
 
+/// A parameter's type as the signature spells it, for messages.
+fn rust_param_type(p: &parse::Param) -> String {
+    let t = p.ty.rust_name();
+    match p.kind {
+        ParamKind::Input => format!("&[{t}]"),
+        ParamKind::Output => format!("&mut [{t}]"),
+        ParamKind::Scalar => t.to_string(),
+        ParamKind::Shared => format!("&[Atomic<{t}>]"),
+        ParamKind::Worklist => "&Worklist".to_string(),
+    }
+}
+
 fn cast_hint(found: &str) -> &'static str {
     if found.starts_with('`') {
         ": add an `as` cast"
@@ -887,6 +1164,9 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
     let mut prologue: Vec<(LocalId, ir::Expr)> = Vec::new();
     for l in &shape.prologue {
         prologue.push(lowering.let_(l));
+    }
+    if let Some(fe) = shape.for_each {
+        return for_each(k, shape, lowering, task, prologue, fe);
     }
     let Some(nested) = shape.nested else {
         return elementwise(k, shape, lowering, task);
@@ -1034,6 +1314,103 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
         epilogue,
         calls,
         elementwise: false,
+        for_each: None,
+    })
+}
+
+/// The IR parameters of a kernel.
+fn ir_params(k: &parse::KernelFn) -> Vec<ir::Param> {
+    k.params
+        .iter()
+        .map(|p| ir::Param {
+            name: p.name.clone(),
+            ty: p.ty,
+            kind: p.kind,
+        })
+        .collect()
+}
+
+/// Lowers a push kernel, `(lo..hi).for_each(|k| body)` after a prologue of
+/// `let`s, into the shape every executor runs: the range from the
+/// prologue, a `u8` fold that yields `0` (`init` 0, `u8::min`), whose map
+/// runs the body's statements (`Kernel::for_each`), and the statements after
+/// it as the epilogue.
+fn for_each<'a>(
+    k: &'a parse::KernelFn,
+    shape: &Shape<'a>,
+    mut lowering: Lowering<'a>,
+    task: LocalId,
+    mut prologue: Vec<(LocalId, ir::Expr)>,
+    fe: &'a parse::ForEach,
+) -> syn::Result<ir::Kernel> {
+    let mut lo = lowering.expr(&fe.lo);
+    let mut hi = lowering.expr(&fe.hi);
+    for (x, src) in [(&lo, &fe.lo), (&hi, &fe.hi)] {
+        let u = lowering.is(Ty::Usize);
+        lowering.unify_or(x.tv, u, src.sp, |found, _| {
+            format!("the fine-task range bounds are `usize`, found {found}: add `as usize`")
+        });
+    }
+    let zero_u8 = |l: &mut Lowering<'_>| {
+        let tv = l.is(Ty::U8);
+        typed(ir::ExprKind::Lit(ir::Lit::Int(0)), tv)
+    };
+    let mut init = zero_u8(&mut lowering);
+    let mut map = zero_u8(&mut lowering);
+    lowering.phase = Phase::ForEach;
+    lowering.scopes.push(Vec::new());
+    let ku = lowering.is(Ty::Usize);
+    let kid = lowering.declare(&fe.k, ku);
+    let mut body: Vec<Stmt> = fe.body.iter().filter_map(|s| lowering.stmt(s)).collect();
+    lowering.scopes.pop();
+
+    lowering.phase = Phase::Epilogue;
+    let mut epilogue = Vec::new();
+    for s in shape.epilogue {
+        if let Some(s) = lowering.stmt(s) {
+            epilogue.push(s);
+        }
+    }
+    lowering.finish();
+    let errs = std::mem::take(&mut lowering.errs);
+    if !errs.is_empty() {
+        return Err(errs.finish().expect_err("non-empty"));
+    }
+    for (_, v) in &mut prologue {
+        lowering.resolve_types(v);
+    }
+    for x in [&mut lo, &mut hi, &mut init, &mut map] {
+        lowering.resolve_types(x);
+    }
+    lowering.resolve_stmt_types(&mut body);
+    lowering.resolve_stmt_types(&mut epilogue);
+    let mut ctx: Vec<_> = lowering
+        .prologue_locals_used_later
+        .iter()
+        .copied()
+        .filter(|&l| l != task)
+        .collect();
+    ctx.sort_unstable();
+    let locals = lowering.locals();
+    let calls = lowering.calls();
+    Ok(ir::Kernel {
+        name: k.name.clone(),
+        task,
+        params: ir_params(k),
+        locals,
+        prologue,
+        lo,
+        hi,
+        ctx,
+        init,
+        k: kid,
+        map,
+        reduce: ir::Reduce::MinMax { max: false },
+        acc: Ty::U8,
+        epilogue,
+        calls,
+        elementwise: false,
+        for_each: Some(body),
     })
 }
 
@@ -1110,6 +1487,7 @@ fn elementwise<'a>(
         epilogue,
         calls,
         elementwise: true,
+        for_each: None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The CPU executor: runs a [`NestedKernel`] over [`Tasks`] with rayon.
 
 use super::{Fault, NestedKernel, Prechecked, TaskList, Tasks};
+use crate::worklist::Worklist;
 use crate::Result;
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -45,7 +46,30 @@ pub fn run<K: NestedKernel>(kernel: &K, tasks: Tasks<'_>) -> Result<()> {
     match tasks {
         Tasks::All(n) => run_all(kernel, n),
         Tasks::List(list) => run_list(kernel, list),
+        Tasks::Frontier(list) => run_frontier(kernel, list),
+        Tasks::DeviceFrontier(f) => Err(crate::Error::invalid(format!(
+            "kernel `{}`: its tasks are a worklist in the memory of CUDA device {}, which a CPU launch cannot read: run it on that device, or use a worklist of the CPU backend",
+            K::NAME,
+            f.device
+        ))),
     }
+}
+
+/// The items of `list` stored when the launch starts, each a whole task.
+/// Items are scattered (a frontier is in push order), so each task checks
+/// its own range rather than a block of them.
+fn run_frontier<K: NestedKernel>(kernel: &K, list: &Worklist) -> Result<()> {
+    let n = list.len();
+    let faults = FirstFault::new();
+    (0..n.div_ceil(GRAIN)).into_par_iter().for_each(|b| {
+        for i in b * GRAIN..((b + 1) * GRAIN).min(n) {
+            let t = list.slot(i) as usize;
+            if let Err(f) = kernel.run_task(t) {
+                faults.record(t, f);
+            }
+        }
+    });
+    faults.into_result::<K>()
 }
 
 fn run_all<K: NestedKernel>(kernel: &K, n: usize) -> Result<()> {
@@ -283,6 +307,35 @@ mod tests {
             let e = task_of(run(&k, Tasks::List(&list)).unwrap_err());
             assert!(e.contains("task 4:"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_frontier_runs_its_items_each_as_often_as_stored() {
+        let n = 5000;
+        let list = Worklist::new(n, 3 * n).unwrap();
+        for t in (0..n as u32).rev().chain([7, 7, 4999]) {
+            list.push(t).unwrap();
+        }
+        let mut out = vec![0u64; n];
+        let k = Sums {
+            bad: &[],
+            out: SharedOut::new(&mut out),
+        };
+        run(&k, Tasks::from(&list)).unwrap();
+        let want: Vec<u64> = (0..n as u64).map(|t| (0..t % 5).sum()).collect();
+        assert_eq!(out, want);
+        // Faults: the lowest failing task among the items, whatever the order.
+        let k = Sums {
+            bad: &[4999, 12],
+            out: SharedOut::new(&mut out),
+        };
+        let e = task_of(run(&k, Tasks::from(&list)).unwrap_err());
+        assert!(e.contains("task 12:"), "{e}");
+        // A worklist in GPU memory cannot run on the CPU.
+        // SAFETY: never dereferenced (the CPU refuses it).
+        let f = unsafe { crate::exec::DeviceFrontier::new(1, 2, 3, 0) };
+        let e = run(&k, Tasks::DeviceFrontier(f)).unwrap_err().to_string();
+        assert!(e.contains("CUDA device 0"), "{e}");
     }
 
     /// Sums of given fine-task ranges, with a fast path whose use is

@@ -20,6 +20,12 @@ pub enum Fault {
         task_lo: u64,
         task_hi: u64,
     },
+    /// `push(worklist, item)` with `item` outside the list's universe.
+    Push {
+        worklist: &'static str,
+        item: u64,
+        universe: u64,
+    },
 }
 
 impl Fault {
@@ -30,6 +36,18 @@ impl Fault {
             array,
             index: index as u64,
             len: len as u64,
+        }
+    }
+
+    /// Shorthand used by generated code for a push outside the universe.
+    #[cold]
+    pub fn push(worklist: &'static str, e: crate::worklist::PushError) -> Self {
+        match e {
+            crate::worklist::PushError::OutOfUniverse { item, universe } => Fault::Push {
+                worklist,
+                item: u64::from(item),
+                universe: universe as u64,
+            },
         }
     }
 
@@ -53,6 +71,15 @@ impl Fault {
             } => Error::InvalidTaskList(format!(
                 "kernel `{kernel}`: segment {lo}..{hi} of task {task} is outside the task's range {task_lo}..{task_hi}"
             )),
+            Fault::Push {
+                worklist,
+                item,
+                universe,
+            } => Error::IndexOutOfRange {
+                what: format!("kernel `{kernel}`, task {task}: item pushed to worklist `{worklist}`"),
+                index: item,
+                len: universe,
+            },
         }
     }
 }

@@ -1,4 +1,6 @@
+use crate::worklist::Worklist;
 use crate::{Error, Result};
+use std::marker::PhantomData;
 
 /// A piece of one coarse task: fine tasks `lo..hi` of task `task`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -236,6 +238,55 @@ pub enum Tasks<'a> {
     All(usize),
     /// The segments of a task list, split tasks merged in list order.
     List(&'a TaskList),
+    /// The items of a worklist, each a whole task (an item pushed twice
+    /// runs twice): the frontier of a data-driven round. The launch reads
+    /// the items stored when it starts; pushes to other lists meanwhile are
+    /// fine, pushes to this one are not part of it.
+    Frontier(&'a Worklist),
+    /// The items of a worklist in GPU memory, as the device layer
+    /// describes it (`warpfit_gpu::DeviceWorklist` converts into this);
+    /// the launch reads the count on the device, not on the host.
+    DeviceFrontier(DeviceFrontier<'a>),
+}
+
+/// A worklist in GPU memory as a task source: device addresses, borrowed
+/// for `'a` from the list that owns them. Only the CUDA backend runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceFrontier<'a> {
+    /// Device address of the items (`u32`, `capacity` of them).
+    pub items: u64,
+    /// Device address of the list's push count (`u64`): the items stored
+    /// are the first `min(count, capacity)`.
+    pub count: u64,
+    /// Items the list can store.
+    pub capacity: u64,
+    /// The ordinal of the CUDA device the memory belongs to.
+    pub device: usize,
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl DeviceFrontier<'_> {
+    /// A frontier over the list at these addresses.
+    ///
+    /// # Safety
+    /// `items` holds `capacity` `u32`s and `count` one `u64` in the memory
+    /// of CUDA device `device`, both valid for as long as the frontier (and
+    /// any launch made with it) lives.
+    pub unsafe fn new(items: u64, count: u64, capacity: u64, device: usize) -> Self {
+        DeviceFrontier {
+            items,
+            count,
+            capacity,
+            device,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+impl<'a> From<&'a Worklist> for Tasks<'a> {
+    fn from(list: &'a Worklist) -> Self {
+        Tasks::Frontier(list)
+    }
 }
 
 impl From<usize> for Tasks<'_> {

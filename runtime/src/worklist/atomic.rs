@@ -378,6 +378,44 @@ pub fn atomic_cas<T: AtomicScalar>(a: &Atomic<T>, current: T, new: T) -> T {
     T::cas(&a.0, current, new)
 }
 
+/// `*a = f(*a, v)` atomically, by a compare-and-swap loop (the write is
+/// skipped when `f` returns the element's own bits); returns the previous
+/// value. Any operator, such as a `#[device_fn]`: the loop calls `f` again
+/// whenever another task changed the element in between.
+///
+/// ```
+/// use warpfit_runtime::worklist::{atomic_apply, Atomic};
+/// let a = Atomic::new(6u32);
+/// assert_eq!(atomic_apply(&a, 4, |x, y| x.min(y) + 1), 6);
+/// assert_eq!(a.load(), 5);
+/// ```
+#[inline]
+pub fn atomic_apply<T: AtomicScalar>(a: &Atomic<T>, v: T, f: impl Fn(T, T) -> T) -> T {
+    update(a, v, f)
+}
+
+/// [`atomic_apply`] with a fallible operator (the CPU twin's device
+/// functions report faults): the first error ends the loop, the element
+/// unchanged by that attempt.
+#[inline]
+pub fn try_atomic_apply<T: AtomicScalar, E>(
+    a: &Atomic<T>,
+    v: T,
+    f: impl Fn(T, T) -> Result<T, E>,
+) -> Result<T, E> {
+    let mut old = a.load();
+    loop {
+        let new = f(old, v)?;
+        if T::same(new, old) {
+            return Ok(old);
+        }
+        match T::cas_weak(&a.0, old, new) {
+            Ok(prev) => return Ok(prev),
+            Err(seen) => old = seen,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,6 +554,23 @@ mod tests {
             let fsum = Atomic::new(0.0f64);
             xs.par_iter().for_each(|&x| { atomic_add(&fsum, f64::from(x)); });
             prop_assert_eq!(fsum.load(), xs.iter().map(|&x| f64::from(x)).sum::<f64>());
+        }
+
+        #[test]
+        fn apply_folds_every_operand(xs in proptest::collection::vec(0u32..1000, 1..300)) {
+            // A non-commutative-looking but order-free operator: the max of
+            // x and v, plus nothing; and a fallible one that never fails.
+            let a = Atomic::new(0u32);
+            xs.par_iter().for_each(|&x| { atomic_apply(&a, x, |p, v| p.max(v)); });
+            prop_assert_eq!(a.load(), *xs.iter().max().unwrap());
+            let b = Atomic::new(0u64);
+            xs.par_iter().for_each(|&x| {
+                let r: Result<u64, ()> = try_atomic_apply(&b, u64::from(x), |p, v| Ok(p + v));
+                r.unwrap();
+            });
+            prop_assert_eq!(b.load(), xs.iter().map(|&x| u64::from(x)).sum::<u64>());
+            let e: Result<u64, &str> = try_atomic_apply(&b, 1, |_, _| Err("no"));
+            prop_assert_eq!(e, Err("no"));
         }
 
         #[test]

@@ -190,6 +190,13 @@ impl Worklist {
         (i < self.len()).then(|| self.slots[i].load(Relaxed))
     }
 
+    /// Stored item `i < len()` (a `Relaxed` load), for executors that
+    /// read a frontier while other lists are pushed to.
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> u32 {
+        self.slots[i].load(Relaxed)
+    }
+
     /// Pushes `item`: stores it, or spills it into the bitmap when the list
     /// is full (never dropped, never written out of bounds), or skips it
     /// when deduplicating and it was pushed already.
@@ -300,6 +307,36 @@ impl Worklist {
             *word.get_mut() = bits;
         }
         *self.count.get_mut() = len + left;
+    }
+
+    /// [`clear`](Self::clear) through a shared borrow, for a list that
+    /// prepared launches hold: every word is reset with a `Relaxed` store,
+    /// so call it between rounds (a push racing with it may or may not
+    /// survive; nothing is unsound either way). Costs the bitmaps' size.
+    pub fn reset(&self) {
+        for w in self
+            .spill
+            .iter()
+            .chain(self.seen.iter().flat_map(|s| s.iter()))
+        {
+            w.store(0, Relaxed);
+        }
+        self.count.store(0, Relaxed);
+        self.fault.store(NO_FAULT, Relaxed);
+    }
+
+    /// A list over an empty universe with no room: every push is a fault.
+    /// Allocates nothing (a stand-in where a kernel needs a list it will
+    /// not push to).
+    pub fn empty() -> Self {
+        Worklist {
+            universe: 0,
+            slots: Box::new([]),
+            count: AtomicUsize::new(0),
+            spill: Box::new([]),
+            seen: None,
+            fault: AtomicU64::new(NO_FAULT),
+        }
     }
 
     /// Empties the list, its spill bitmap and (deduplicating) its record of
@@ -445,6 +482,22 @@ mod tests {
         push(&wl, 1);
         assert_eq!(wl.items(), [2]);
         assert_eq!(wl.needed(), 2);
+    }
+
+    #[test]
+    fn reset_clears_through_a_shared_borrow() {
+        let mut wl = Worklist::new_dedup(70, 1).unwrap();
+        for i in [3, 66, 3] {
+            push(&wl, i);
+        }
+        push(&wl, 99);
+        wl.reset();
+        assert!(wl.is_empty() && !wl.overflowed() && wl.take_fault().is_none());
+        push(&wl, 66);
+        assert_eq!(wl.items(), [66]);
+        let e = Worklist::empty();
+        assert_eq!((e.universe(), e.capacity()), (0, 0));
+        assert!(e.push(0).is_err());
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod drivers;
 mod list;
 
 pub use atomic::{
-    atomic_add, atomic_cas, atomic_max, atomic_min, atomic_or, Atomic, AtomicInt, AtomicScalar,
+    atomic_add, atomic_apply, atomic_cas, atomic_max, atomic_min, atomic_or, try_atomic_apply,
+    Atomic, AtomicInt, AtomicScalar,
 };
 pub use list::{default_capacity, push, PushError, Worklist};

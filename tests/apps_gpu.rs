@@ -257,7 +257,9 @@ fn driven_apps_on_cuda_equal_the_references() {
                 let what = format!("{name}, {:?}, {driver:?}", cfg.decomposition);
                 let (got, _) = apps::sssp_driven(&dev, &cfg, &a, 0, &o).unwrap();
                 assert!(
-                    got.iter().zip(&dist).all(|(g, w)| g.to_bits() == w.to_bits()),
+                    got.iter()
+                        .zip(&dist)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
                     "sssp {what}"
                 );
                 let (got, _) = apps::bfs_driven(&dev, &cfg, &a, 0, &o).unwrap();

@@ -1,19 +1,22 @@
-//! The per-element steps of the worklist-driven apps, as plain Rust
-//! functions in the kernel language's push form: a task's prologue of
-//! `let`s, one `(lo..hi).for_each(..)` scatter (or `.map(..).fold(..)`
-//! gather) over its edges, shared arrays written only through the atomic
-//! intrinsics, and `push(out, item)` for the elements activated. The worklist
-//! drivers call them once per item (a frontier round) or per vertex (a
-//! topology round).
+//! The per-element steps of the worklist-driven apps, in the kernel
+//! language's push form: a task's prologue of `let`s, one
+//! `(lo..hi).for_each(..)` scatter (or `.map(..).fold(..)` gather) over its
+//! edges, shared arrays written only through the atomic intrinsics, and
+//! `push(out, item)` for the elements activated. `#[nested_reduce]` keeps
+//! each function callable as it is, which the CPU round backend does once
+//! per item (a frontier round) or per vertex (a topology round), and
+//! generates its CUDA kernel and launch API (a worklist frontier as the task
+//! source) for a device backend.
 //!
 //! Every step is monotone: a distance, level or label only decreases (a
 //! level is only set once), so any order of the updates, concurrent or not,
 //! reaches the same fixed point, and a step run past it changes nothing.
 
-use crate::runtime::worklist::{atomic_cas, atomic_min, push, Atomic, Worklist};
+use crate::prelude::*;
 
 /// SSSP, data-driven: relaxes the out-edges of `v` (`dst`, weights `w`)
 /// with `atomic_min` and pushes every vertex whose distance it lowered.
+#[nested_reduce]
 pub fn sssp_push(
     v: usize,
     ptr: &[u32],
@@ -38,6 +41,7 @@ pub fn sssp_push(
 /// in-edges (`src`) in place, and pushes itself when that lowered its
 /// distance. Only `v` writes `dist[v]` in such a round, so the `atomic_min`
 /// never retries.
+#[nested_reduce]
 pub fn sssp_pull(
     v: usize,
     ptr: &[u32],
@@ -58,6 +62,7 @@ pub fn sssp_pull(
 
 /// BFS, top-down (data-driven): the unvisited out-neighbours of a frontier
 /// vertex `v` join the next level, each claimed once by a compare-and-swap.
+#[nested_reduce]
 pub fn bfs_top_down(v: usize, ptr: &[u32], dst: &[u32], level: &[Atomic<i32>], out: &Worklist) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
@@ -73,8 +78,7 @@ pub fn bfs_top_down(v: usize, ptr: &[u32], dst: &[u32], level: &[Atomic<i32>], o
 /// BFS, bottom-up (topology-driven): an unvisited `v` with an in-neighbour
 /// (`src`) on level `depth - 1` joins level `depth`. A visited vertex folds
 /// over an empty range.
-// The kernel language folds; it has no short-circuiting `any`.
-#[allow(clippy::unnecessary_fold)]
+#[nested_reduce]
 pub fn bfs_bottom_up(
     v: usize,
     ptr: &[u32],
@@ -100,6 +104,7 @@ pub fn bfs_bottom_up(
 /// Connected components, data-driven: `v` offers its label to its
 /// neighbours (edge directions ignored: `nbr` lists both) and pushes those
 /// it lowered.
+#[nested_reduce]
 pub fn cc_push(v: usize, ptr: &[u32], nbr: &[u32], label: &[Atomic<u32>], out: &Worklist) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
@@ -114,6 +119,7 @@ pub fn cc_push(v: usize, ptr: &[u32], nbr: &[u32], label: &[Atomic<u32>], out: &
 
 /// Connected components, topology-driven: `v` takes the least label among
 /// itself and its neighbours, in place, and pushes itself when it changed.
+#[nested_reduce]
 pub fn cc_pull(v: usize, ptr: &[u32], nbr: &[u32], label: &[Atomic<u32>], out: &Worklist) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;

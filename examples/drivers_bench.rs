@@ -2,8 +2,9 @@
 //! generated (or read) once, every result checked against the sequential
 //! references (Dijkstra, queue BFS, union-find) bit for bit. Prints one
 //! Markdown table row per (graph, app, driver): the fastest of `--runs`
-//! runs of the rounds (set-up excluded), rounds, host synchronisations,
-//! items processed and worklist growths.
+//! runs of the rounds (set-up excluded; the drivers take turns, one run
+//! each per turn), and that run's rounds, host synchronisations, items
+//! processed and worklist growths with the time they took.
 //!
 //! ```text
 //! cargo run --release --example drivers_bench -- [--gen SPEC]... [--mtx FILE]...
@@ -156,7 +157,7 @@ fn main() -> ExitCode {
 fn bench() -> Result<()> {
     let args = parse()?;
     println!(
-        "| graph | app | driver | ms (best of {}) | rounds | host syncs | items processed | growths | vs reference |",
+        "| graph | app | driver | ms (best of {}) | rounds | host syncs | items processed | growths (ms) | vs reference |",
         args.runs
     );
     println!("|---|---|---|---|---|---|---|---|---|");
@@ -176,36 +177,48 @@ fn bench() -> Result<()> {
         eprintln!("{name}: source {source}");
         for app in &args.apps {
             let want = reference_of(app, a, source)?;
-            for driver in &args.drivers {
-                let choice: DriverChoice = driver.parse()?;
-                if app != "sssp" && driver.starts_with("data:nearfar") {
-                    continue;
-                }
-                let options = DriveOptions {
-                    initial_capacity: capacity,
-                    dedup: args.dedup,
-                    ..DriveOptions::new(choice)
-                };
-                let mut best = Duration::MAX;
-                let mut last = None;
-                for _ in 0..args.runs.max(1) {
+            let drivers: Vec<&String> = args
+                .drivers
+                .iter()
+                .filter(|d| app == "sssp" || !d.starts_with("data:nearfar"))
+                .collect();
+            let mut best = vec![Duration::MAX; drivers.len()];
+            let mut last = vec![None; drivers.len()];
+            // Rounds of one run per driver, so that the host's load falls
+            // alike on every driver.
+            for _ in 0..args.runs.max(1) {
+                for (i, driver) in drivers.iter().enumerate() {
+                    let options = DriveOptions {
+                        initial_capacity: capacity,
+                        dedup: args.dedup,
+                        ..DriveOptions::new(driver.parse::<DriverChoice>()?)
+                    };
                     let (values, report) = run_once(app, a, source, &options)?;
                     if values != want {
                         return Err(warpfit::Error::invalid(format!(
                             "{name}, {app}, {driver}: differs from the reference"
                         )));
                     }
-                    best = best.min(report.run);
-                    last = Some(report);
+                    // The fastest run's report.
+                    if report.run < best[i] {
+                        best[i] = report.run;
+                        last[i] = Some(report);
+                    }
                 }
-                let r = last.expect("at least one run");
+            }
+            for (i, driver) in drivers.iter().enumerate() {
+                let r = last[i].take().expect("at least one run");
                 let shown = match &r.note {
                     Some(_) => format!("{driver} ({})", r.driver),
-                    None => driver.clone(),
+                    None => driver.to_string(),
                 };
+                let growth = r
+                    .rounds_report
+                    .as_ref()
+                    .map_or(0.0, |g| g.growth_time.as_secs_f64() * 1e3);
                 println!(
-                    "| {name} | {app} | {shown} | {:.1} | {} | {} | {} | {} | equal |",
-                    best.as_secs_f64() * 1e3,
+                    "| {name} | {app} | {shown} | {:.1} | {} | {} | {} | {} ({growth:.2}) | equal |",
+                    best[i].as_secs_f64() * 1e3,
                     r.rounds,
                     r.syncs,
                     r.processed,

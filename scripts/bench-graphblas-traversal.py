@@ -7,9 +7,11 @@ edge i -> j of weight |a(i, j)| (pattern files weigh 1), as in warpfit.
 BFS: level-synchronous, the frontier pushed through `any_pair` under the
 complement of the visited set (SuiteSparse picks push or pull per step
 itself); levels as warpfit prints them (-1 unreachable).
-SSSP: data-driven Bellman-Ford in float32 with the `min_plus` semiring: only
-the vertices whose distance fell in the last step relax their out-edges
-(GraphBLAS has no priority-ordered SSSP); the same f32 path sums as warpfit.
+SSSP: data-driven Bellman-Ford in float32 with the `min_plus` semiring, as
+graphblas-algorithms' `single_source_bellman_ford_path_length` runs it: only
+the vertices whose distance fell in the last step relax their out-edges, every
+operation on the frontier's pattern (GraphBLAS has no priority-ordered SSSP);
+the same f32 path sums as warpfit.
 
 Prints the median time of the traversal over --runs runs (the matrix import
 and the file read excluded), the steps and the vertices reached. `--out
@@ -63,21 +65,23 @@ def bfs(A, n, source):
 
 
 def sssp(A, n, source):
+    # graphblas-algorithms' single-source Bellman-Ford, in float32: the
+    # frontier `cur` holds the distances that fell in the last step, and
+    # every operation is on its pattern (no pass over all vertices).
     dist = gb.Vector(gb.dtypes.FP32, n)
     dist[source] = 0.0
-    frontier = dist.dup()
+    cur = dist.dup()
+    mask = gb.Vector(gb.dtypes.BOOL, n)
+    one = gb.unary.one[bool]
     steps = 0
-    inf = np.float32(np.inf)
-    while frontier.nvals > 0:
+    while cur.nvals > 0:
         steps += 1
-        cand = frontier.vxm(A, gb.semiring.min_plus[gb.dtypes.FP32]).new()
-        new = dist.ewise_add(cand, gb.binary.min).new()
-        # Entries whose distance fell (or appeared): the next frontier.
-        fell = new.ewise_union(dist, gb.binary.lt, left_default=inf, right_default=inf).new()
-        fell = fell.select("==", True).new()
-        frontier = gb.Vector(gb.dtypes.FP32, n)
-        frontier(fell.S) << new
-        dist = new
+        cur << cur.vxm(A, gb.semiring.min_plus[gb.dtypes.FP32])
+        # True where cur is not in dist, or below it.
+        mask << one(cur)
+        mask(gb.binary.second) << gb.binary.lt(cur & dist)
+        cur(mask.V, replace=True) << cur
+        dist(cur.S) << cur
     out = np.full(n, np.inf, dtype=np.float32)
     idx, vals = dist.to_coo()
     out[idx] = vals

@@ -83,6 +83,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         processed: 0,
         pushed: 0,
         growths: 0,
+        growth_time: Default::default(),
         capacity: 0,
         switches: 0,
         far_rounds: 0,
@@ -178,6 +179,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         }
         // Every round after the overflowing one was skipped: collect the
         // rest, grow, resume, and run the skipped rounds again.
+        let growth_start = Instant::now();
         if !in_flight.is_empty() {
             let rest = b.wait(in_flight.len())?;
             report.syncs += 1;
@@ -206,6 +208,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
             }
         }
         b.resume()?;
+        report.growth_time += growth_start.elapsed();
         if !done {
             for round in skipped {
                 b.enqueue(&round.0)?;

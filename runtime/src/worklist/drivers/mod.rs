@@ -467,6 +467,9 @@ pub struct RunReport {
     pub pushed: u64,
     /// Lists grown after an overflow.
     pub growths: u64,
+    /// Time spent on growth beyond the rounds: waiting for the skipped
+    /// rounds, growing the lists (moving the spilled items in) and resuming.
+    pub growth_time: Duration,
     /// The largest list capacity at the end.
     pub capacity: usize,
     /// Switches between data- and topology-driven rounds (hybrid).

@@ -622,6 +622,14 @@ fn app_kernels_compile_with_nvrtc() {
         &apps::count_changed_f32::SPEC,
         &apps::count_changed_i32::SPEC,
         &apps::bfs_pull::SPEC,
+        &apps::cc_pull_min::SPEC,
+        &apps::count_changed_u32::SPEC,
+        &apps::push_kernels::sssp_push::SPEC,
+        &apps::push_kernels::sssp_pull::SPEC,
+        &apps::push_kernels::bfs_top_down::SPEC,
+        &apps::push_kernels::bfs_bottom_up::SPEC,
+        &apps::push_kernels::cc_push::SPEC,
+        &apps::push_kernels::cc_pull::SPEC,
     ];
     for spec in specs {
         let tu = translation_unit(spec);

@@ -229,3 +229,49 @@ fn cg_breakdown_on_cuda_is_an_error() {
         "{e}"
     );
 }
+
+/// sssp, bfs and cc through the driver choice on CUDA: `topo` (and `auto`,
+/// which runs it on CUDA) equal the sequential references bit for bit, and
+/// the worklist drivers, CPU-only so far, are a clear error.
+#[test]
+fn driven_apps_on_cuda_equal_the_references() {
+    use warpfit::apps::{DriveOptions, DriverChoice};
+    use warpfit::runtime::reference;
+    let Some(dev) = gpu() else { return };
+    let mut inputs = graphs();
+    inputs.push((
+        "road:side=120".into(),
+        generated("road:side=120,drop=0.15,seed=1,order=random"),
+    ));
+    inputs.push((
+        "rmat:scale=13,sym=true".into(),
+        generated("rmat:scale=13,edge_factor=16,seed=1,sym=true"),
+    ));
+    for (name, a) in inputs {
+        let dist = reference::dijkstra(&a, 0).unwrap();
+        let levels = reference::bfs_levels(&a, 0).unwrap();
+        let comps = reference::components(&a).unwrap();
+        for cfg in configs() {
+            for driver in [DriverChoice::Topo, DriverChoice::Auto] {
+                let o = DriveOptions::new(driver);
+                let what = format!("{name}, {:?}, {driver:?}", cfg.decomposition);
+                let (got, _) = apps::sssp_driven(&dev, &cfg, &a, 0, &o).unwrap();
+                assert!(
+                    got.iter()
+                        .zip(&dist)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "sssp {what}"
+                );
+                let (got, _) = apps::bfs_driven(&dev, &cfg, &a, 0, &o).unwrap();
+                assert_eq!(got, levels, "bfs {what}");
+                let (got, r) = apps::cc_driven(&dev, &cfg, &a, &o).unwrap();
+                assert_eq!(got, comps, "cc {what}");
+                assert!(r.rounds >= 1, "cc {what}");
+            }
+        }
+    }
+    let a = generated("grid2d:side=8");
+    let o = DriveOptions::new(DriverChoice::Data(None));
+    let e = apps::sssp_driven(&dev, &LaunchConfig::default(), &a, 0, &o).unwrap_err();
+    assert!(e.to_string().contains("CPU backend only"), "{e}");
+}

@@ -227,16 +227,19 @@ fn check_faults<'a, 'b: 'a>(
 /// (0: `vectors[0]` → `vectors[1]`, 1: back), and the count of changed
 /// entries into slot `s` of the host-mapped `changed`, per slot and
 /// direction.
-struct FixedPoint<'a, T: crate::gpu::spec::Scalar> {
-    vectors: [&'a DeviceVec<T>; 2],
-    steps: [PreparedLaunch<'a>; 2],
-    counts: Vec<[PreparedLaunch<'a>; 2]>,
-    changed: &'a DeviceVec<u32>,
+pub(super) struct FixedPoint<'a, T: crate::gpu::spec::Scalar> {
+    pub(super) vectors: [&'a DeviceVec<T>; 2],
+    pub(super) steps: [PreparedLaunch<'a>; 2],
+    pub(super) counts: Vec<[PreparedLaunch<'a>; 2]>,
+    pub(super) changed: &'a DeviceVec<u32>,
 }
 
 /// The split task lists of the changed counts, one per slot of a
 /// [`DEPTH`]-slot mapped array, and that array.
-fn count_slots(device: &Device, n: usize) -> Result<(Vec<OneTaskSplit>, DeviceVec<u32>)> {
+pub(super) fn count_slots(
+    device: &Device,
+    n: usize,
+) -> Result<(Vec<OneTaskSplit>, DeviceVec<u32>)> {
     let splits = (0..DEPTH)
         .map(|slot| split_one_task(device, slot, 0..n))
         .collect::<Result<Vec<_>>>()?;
@@ -245,7 +248,7 @@ fn count_slots(device: &Device, n: usize) -> Result<(Vec<OneTaskSplit>, DeviceVe
 
 /// The changed counts of a fixed point over `vectors`, per slot (one
 /// split task list each) and direction, by `prepare(split, from, to)`.
-fn count_launches<'a, T: crate::gpu::spec::Scalar>(
+pub(super) fn count_launches<'a, T: crate::gpu::spec::Scalar>(
     splits: &'a [OneTaskSplit],
     vectors: [&'a DeviceVec<T>; 2],
     prepare: impl Fn(&'a OneTaskSplit, &'a DeviceVec<T>, &'a DeviceVec<T>) -> Result<PreparedLaunch<'a>>,
@@ -269,7 +272,7 @@ impl<'a, T: crate::gpu::spec::Scalar> FixedPoint<'a, T> {
     /// they change nothing either (both vectors already hold the fixed
     /// point), so the result and the round count are those of a loop that
     /// reads every count at once.
-    fn run(
+    pub(super) fn run(
         &self,
         device: &Device,
         max_rounds: usize,

@@ -318,3 +318,23 @@ pub fn bfs_pull(v: usize, ptr: &[u32], src: &[u32], level: &[i32], next: &mut [i
         next[v] = level[v];
     }
 }
+
+/// One label-propagation step of connected components: `next[v]` is the
+/// least label among `v`'s and its neighbours' (`nbr` lists both edge
+/// directions), a (min, ·) pull like [`relax`].
+#[nested_reduce]
+pub fn cc_pull_min(v: usize, ptr: &[u32], nbr: &[u32], label: &[u32], next: &mut [u32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi)
+        .map(|e| label[nbr[e] as usize])
+        .fold(label[v], u32::min);
+}
+
+/// [`count_changed_f32`] for u32 arrays (cc labels).
+#[nested_reduce]
+pub fn count_changed_u32(t: usize, n: u32, old: &[u32], new: &[u32], out: &mut [u32]) {
+    out[t] = (0..n as usize)
+        .map(|i| if old[i] != new[i] { 1u32 } else { 0u32 })
+        .fold(0, |a, b| a + b);
+}

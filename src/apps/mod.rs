@@ -1,14 +1,18 @@
-//! Ready-made kernels and their drivers: SpMV, PageRank, SSSP (Bellman-Ford),
-//! BFS and conjugate gradient, each built from `#[nested_reduce]` kernels over
-//! a CSR matrix, the iterative ones with their data on the device. The
+//! Ready-made kernels and their drivers: SpMV, PageRank, SSSP (Bellman-Ford,
+//! and under the worklist drivers), BFS, connected components and conjugate
+//! gradient, each built from `#[nested_reduce]` kernels (or, for the
+//! worklist drivers, the push-form steps of [`push_kernels`]) over a CSR
+//! matrix, the iterative ones with their data on the device. The
 //! `warpfit` CLI and the examples run these; they double as worked examples
 //! of the kernel language.
 
 pub mod bench;
 mod cg;
+mod driven;
 mod driver;
 mod graph;
 mod kernels;
+pub mod push_kernels;
 pub mod throttle_bench;
 mod throttle_chart;
 mod timing;
@@ -18,14 +22,18 @@ pub use cg::{
 };
 pub use timing::Timings;
 
+pub use driven::{
+    auto_driver, bfs_driven, cc_driven, default_delta, sssp_driven, undirected, DriveOptions,
+    DrivenApp, DrivenReport, DriverChoice, OrderChoice, DELTA_WEIGHTS, HYBRID_DOWN, HYBRID_UP,
+};
 pub use graph::{
     bfs, bfs_observed, pagerank, pagerank_observed, sssp, sssp_observed, Graph, PageRankOptions,
 };
 pub use kernels::{
-    bfs_pull, bfs_step, cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64,
-    cg_step_f32, cg_step_f64, cg_step_jacobi_f32, cg_step_jacobi_f64, count_changed_f32,
-    count_changed_i32, dangling_rank, dot_f32, dot_f64, pagerank_contrib, pagerank_pull,
-    pagerank_pull_resident, relax, spmv, spmv_add, spmv_f64,
+    bfs_pull, bfs_step, cc_pull_min, cg_direction_f32, cg_direction_f64, cg_publish_f32,
+    cg_publish_f64, cg_step_f32, cg_step_f64, cg_step_jacobi_f32, cg_step_jacobi_f64,
+    count_changed_f32, count_changed_i32, count_changed_u32, dangling_rank, dot_f32, dot_f64,
+    pagerank_contrib, pagerank_pull, pagerank_pull_resident, relax, spmv, spmv_add, spmv_f64,
 };
 
 use crate::runtime::Csr;

@@ -25,6 +25,10 @@ pub enum GenKind {
         edge_factor: u32,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Symmetrise: A + Aᵀ, edge directions ignored (the smaller value
+        /// where both directions were drawn).
+        #[arg(long)]
+        sym: bool,
     },
     /// `n` rows of `per_row` uniformly random columns.
     Uniform {
@@ -49,6 +53,21 @@ pub enum GenKind {
     Grid2d {
         #[arg(long, default_value_t = 256)]
         side: u64,
+    },
+    /// Road-network-like graph: the side×side grid, each edge removed with
+    /// probability `drop`, the others weighted uniformly in (0, 1];
+    /// symmetric, degree ≤ 4, diameter about 2·side.
+    Road {
+        #[arg(long, default_value_t = 256)]
+        side: u64,
+        /// The fraction of grid edges removed, in [0, 1].
+        #[arg(long, default_value = "0.15")]
+        drop: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Vertex order: `random` (a random permutation) or `natural`.
+        #[arg(long, default_value = "random")]
+        order: String,
     },
     /// 2D Poisson matrix (the 5-point Laplacian of grid2d): SPD.
     Poisson2d {
@@ -75,12 +94,19 @@ impl GenKind {
                 scale,
                 edge_factor,
                 seed,
-            } => format!("rmat:scale={scale},edge_factor={edge_factor},seed={seed}"),
+                sym,
+            } => format!("rmat:scale={scale},edge_factor={edge_factor},seed={seed},sym={sym}"),
             GenKind::Uniform { n, per_row, seed } => {
                 format!("uniform:n={n},per_row={per_row},seed={seed}")
             }
             GenKind::Rgg { n, seed, order } => format!("rgg:n={n},seed={seed},order={order}"),
             GenKind::Grid2d { side } => format!("grid2d:side={side}"),
+            GenKind::Road {
+                side,
+                drop,
+                seed,
+                order,
+            } => format!("road:side={side},drop={drop},seed={seed},order={order}"),
             GenKind::Poisson2d { side } => format!("poisson2d:side={side}"),
             GenKind::Poisson3d { side, order, seed } => {
                 format!("poisson3d:side={side},order={order},seed={seed}")

@@ -13,7 +13,8 @@ pub struct MatrixInput {
     #[arg(long, value_name = "FILE.mtx")]
     pub matrix: Option<PathBuf>,
     /// Generated input, e.g. `rmat:scale=20,edge_factor=16,seed=1`,
-    /// `uniform:n=1048576,per_row=16`, `rgg:n=1048576,order=spatial`, `grid2d:side=4096`, `poisson2d:side=2048`,
+    /// `rmat:scale=20,sym=true`, `uniform:n=1048576,per_row=16`, `rgg:n=1048576,order=spatial`,
+    /// `grid2d:side=4096`, `road:side=2048,drop=0.15,order=random`, `poisson2d:side=2048`,
     /// `poisson3d:side=128,order=random,seed=1`.
     #[arg(long = "gen", value_name = "SPEC")]
     pub gen: Option<String>,

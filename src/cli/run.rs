@@ -7,7 +7,10 @@ use super::vector::read_vector;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use warpfit::apps::{self, CgOptions, CgScalar, Graph, PageRankOptions, Preconditioner, Timings};
+use warpfit::apps::{
+    self, CgOptions, CgScalar, DriveOptions, DrivenReport, DriverChoice, Graph, PageRankOptions,
+    Preconditioner, Timings,
+};
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
 use warpfit::{
@@ -21,10 +24,13 @@ pub enum App {
     Spmv,
     /// PageRank, damping 0.85, `--iters` power iterations from 1/n.
     Pagerank,
-    /// Bellman-Ford shortest paths from `--source` (weights |a(i, j)|).
+    /// Shortest paths from `--source` (weights |a(i, j)|), under `--driver`.
     Sssp,
-    /// Breadth-first levels from `--source` (-1 = unreachable).
+    /// Breadth-first levels from `--source` (-1 = unreachable), under `--driver`.
     Bfs,
+    /// Connected components, edge directions ignored: per vertex the
+    /// smallest vertex id of its component, under `--driver`.
+    Cc,
     /// Conjugate gradient on a symmetric positive definite matrix: solves
     /// A·x = b (b = A·1 without `--rhs`, so that x is all ones).
     Cg,
@@ -65,9 +71,25 @@ pub struct RunArgs {
     /// point.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: Option<u64>,
-    /// Source vertex of sssp and bfs (default 0); not for spmv and pagerank.
+    /// Source vertex of sssp and bfs (default 0); not for the other apps.
     #[arg(long)]
     pub source: Option<usize>,
+    /// sssp, bfs, cc: how rounds are driven: `topo` (device-resident
+    /// topology-driven pulls, every backend), `topo:rounds`, `data`
+    /// (sssp: near-far; bfs, cc: FIFO), `data:fifo`,
+    /// `data:nearfar[:DELTA]`, `hybrid[:UP[:DOWN]]` (bfs: direction-
+    /// optimising) or `auto` (the default). All but `topo` run on the CPU
+    /// backend so far.
+    #[arg(long, value_name = "DRIVER")]
+    pub driver: Option<String>,
+    /// sssp, bfs, cc with a worklist driver: the worklists' initial
+    /// capacity (default: a fifth of the vertices; they grow on demand).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub worklist_capacity: Option<u64>,
+    /// sssp, bfs, cc with a worklist driver: rounds per host
+    /// synchronisation (default: the backend's; 1 on the CPU).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub rounds_per_sync: Option<u64>,
     /// Writes the result vector here, one value per line, in vertex order
     /// (cg: the solution x). Checked before the run starts.
     #[arg(long, value_name = "FILE")]
@@ -98,7 +120,30 @@ pub struct RunArgs {
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
 fn check_options(args: &RunArgs) -> Result<()> {
-    let fixed_point = matches!(args.app, App::Sssp | App::Bfs);
+    let fixed_point = matches!(args.app, App::Sssp | App::Bfs | App::Cc);
+    let driven = fixed_point;
+    if !driven {
+        let driven_only = [
+            ("--driver", args.driver.is_some()),
+            ("--worklist-capacity", args.worklist_capacity.is_some()),
+            ("--rounds-per-sync", args.rounds_per_sync.is_some()),
+        ];
+        if let Some((name, _)) = driven_only.iter().find(|(_, given)| *given) {
+            return Err(Error::invalid(format!(
+                "{name} applies to sssp, bfs and cc only"
+            )));
+        }
+    }
+    if let Some(driver) = &args.driver {
+        let choice: DriverChoice = driver.parse()?;
+        if choice == DriverChoice::Topo
+            && (args.worklist_capacity.is_some() || args.rounds_per_sync.is_some())
+        {
+            return Err(Error::invalid(
+                "--worklist-capacity and --rounds-per-sync apply to the worklist drivers, not --driver topo",
+            ));
+        }
+    }
     if args.app == App::Cg && args.iters.is_some() {
         return Err(Error::invalid(
             "--iters applies to spmv and pagerank only: cg stops at --tol or --max-iters",
@@ -106,7 +151,7 @@ fn check_options(args: &RunArgs) -> Result<()> {
     }
     if fixed_point && args.iters.is_some() {
         return Err(Error::invalid(
-            "--iters applies to spmv and pagerank only: sssp and bfs run to a fixed point",
+            "--iters applies to spmv and pagerank only: sssp, bfs and cc run to a fixed point",
         ));
     }
     if args.throttle.is_some() && args.app != App::Spmv {
@@ -122,7 +167,7 @@ fn check_options(args: &RunArgs) -> Result<()> {
             "--decomp does not apply with --throttle: throttled launches choose their own decomposition (CTE with the automatic split)",
         ));
     }
-    if !fixed_point && args.source.is_some() {
+    if !matches!(args.app, App::Sssp | App::Bfs) && args.source.is_some() {
         return Err(Error::invalid("--source applies to sssp and bfs only"));
     }
     if args.app != App::Cg {
@@ -219,7 +264,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             Some(policy) => run.spmv_throttled(&a, read, policy.parse()?),
             None => run.spmv(&a, read),
         },
-        App::Pagerank | App::Sssp | App::Bfs => run.graph_app(&a, read),
+        App::Pagerank => run.graph_app(&a, read),
+        App::Sssp | App::Bfs | App::Cc => run.driven_app(&a, read),
         App::Cg => unreachable!("cg returned above"),
     }
 }
@@ -402,45 +448,93 @@ impl AppRun<'_> {
                 print_timing(read, &timings, "iterations");
                 write_output(self.output, rank.iter().map(|v| v.to_string()))
             }
+            App::Spmv | App::Cg | App::Sssp | App::Bfs | App::Cc => {
+                unreachable!("not run by graph_app")
+            }
+        }
+    }
+
+    /// sssp, bfs or cc under `--driver`.
+    fn driven_app(self, a: &Csr<f32>, read: Duration) -> Result<()> {
+        let args = self.args;
+        let choice: DriverChoice = args.driver.as_deref().unwrap_or("auto").parse()?;
+        let to_usize = |v: Option<u64>, what: &str| -> Result<Option<usize>> {
+            v.map(|v| {
+                usize::try_from(v).map_err(|_| {
+                    Error::invalid(format!("{what} {v} is more than this machine can count"))
+                })
+            })
+            .transpose()
+        };
+        let options = DriveOptions {
+            initial_capacity: to_usize(args.worklist_capacity, "--worklist-capacity")?,
+            rounds_per_sync: to_usize(args.rounds_per_sync, "--rounds-per-sync")?,
+            ..DriveOptions::new(choice)
+        };
+        let (device, config) = (&self.device, &self.config);
+        let source = args.source.unwrap_or(0);
+        let backend = device.backend_name();
+        let (summary, report, values): (String, DrivenReport, Vec<String>) = match args.app {
             App::Sssp => {
-                let source = self.args.source.unwrap_or(0);
-                let mut steps = Steps::new("sssp rounds", None);
-                let (dist, rounds, timings) =
-                    apps::sssp_observed(device, config, &g, source, &mut |_| steps.step())?;
-                drop(steps);
-                let timings = with_graph(timings);
-                let secs = timings.iterations_total().as_secs_f64();
+                let (dist, r) = apps::sssp_driven(device, config, a, source, &options)?;
                 let reached = dist.iter().filter(|d| d.is_finite()).count();
-                println!(
-                    "sssp: {rounds} rounds, {:.3} ms/round, {:.1} M edges/s, {reached} of {} vertices reached ({backend})",
-                    secs / rounds as f64 * 1e3,
-                    (g.edges() * rounds) as f64 / secs / 1e6,
-                    g.len(),
-                );
-                print_timing(read, &timings, "rounds");
-                write_output(self.output, dist.iter().map(|v| v.to_string()))
+                let s = format!("{reached} of {} vertices reached", dist.len());
+                (s, r, dist.iter().map(|v| v.to_string()).collect())
             }
             App::Bfs => {
-                let source = self.args.source.unwrap_or(0);
-                let mut steps = Steps::new("bfs steps", None);
-                let (level, steps_done, timings) =
-                    apps::bfs_observed(device, config, &g, source, &mut |_| steps.step())?;
-                drop(steps);
-                let timings = with_graph(timings);
-                let secs = timings.iterations_total().as_secs_f64();
+                let (level, r) = apps::bfs_driven(device, config, a, source, &options)?;
                 let reached = level.iter().filter(|&&l| l >= 0).count();
                 let depth = level.iter().copied().max().unwrap_or(-1);
-                println!(
-                    "bfs: {steps_done} steps, depth {depth}, {reached} of {} vertices reached, {:.3} ms/step, {:.1} M edges/s ({backend})",
-                    g.len(),
-                    secs / steps_done as f64 * 1e3,
-                    (g.edges() * steps_done) as f64 / secs / 1e6,
+                let s = format!(
+                    "depth {depth}, {reached} of {} vertices reached",
+                    level.len()
                 );
-                print_timing(read, &timings, "steps");
-                write_output(self.output, level.iter().map(|v| v.to_string()))
+                (s, r, level.iter().map(|v| v.to_string()).collect())
             }
-            App::Spmv | App::Cg => unreachable!("not a graph app"),
+            App::Cc => {
+                let (label, r) = apps::cc_driven(device, config, a, &options)?;
+                let components = label
+                    .iter()
+                    .enumerate()
+                    .filter(|&(v, &l)| v as u32 == l)
+                    .count();
+                let largest = component_sizes(&label).into_iter().max().unwrap_or(0);
+                let s = format!(
+                    "{components} components, the largest of {largest} of {} vertices",
+                    label.len()
+                );
+                (s, r, label.iter().map(|v| v.to_string()).collect())
+            }
+            _ => unreachable!("not a driven app"),
+        };
+        let app = format!("{:?}", args.app).to_lowercase();
+        if let Some(note) = &report.note {
+            println!("{app}: {note}");
         }
+        let growths = match report.growths {
+            0 => String::new(),
+            1 => ", 1 worklist growth".into(),
+            g => format!(", {g} worklist growths"),
+        };
+        println!(
+            "{app}: {}: {} rounds, {} host synchronisations, {} items processed{growths}, {:.1} ms; {summary} ({backend})",
+            report.driver,
+            report.rounds,
+            report.syncs,
+            report.processed,
+            report.run.as_secs_f64() * 1e3,
+        );
+        let unit = if report.rounds == report.syncs {
+            "rounds"
+        } else {
+            "host synchronisations"
+        };
+        let timings = Timings {
+            setup: report.setup,
+            iterations: report.times,
+        };
+        print_timing(read, &timings, unit);
+        write_output(self.output, values.into_iter())
     }
 
     /// Conjugate gradient in precision `T`.
@@ -642,9 +736,16 @@ fn check_app_memory(app: App, a: &warpfit::runtime::Csr<f32>) -> Result<()> {
             "the pagerank graph and vectors",
             4 * (cols + 1 + 2 * nnz) + 16 * rows,
         ),
+        // The transpose, a copy with absolute weights and two vectors.
         App::Sssp | App::Bfs => (
-            "the graph and its two vectors",
-            4 * (cols + 1 + 2 * nnz) + 12 * rows,
+            "the graph and its vectors",
+            8 * (cols + 1 + 2 * nnz) + 12 * rows,
+        ),
+        // Both edge directions sorted into the undirected adjacency, and two
+        // vectors.
+        App::Cc => (
+            "the undirected graph and its labels",
+            48 * nnz + 4 * (rows + 1) + 12 * rows,
         ),
         // Checked with the matrix's precision (`check_cg_memory`).
         App::Cg => return Ok(()),
@@ -681,4 +782,16 @@ fn write_output(output: Option<OutputFile>, values: impl Iterator<Item = String>
         }
         Ok(())
     })
+}
+
+/// The size of every component, from labels that name a component by its
+/// smallest vertex.
+fn component_sizes(label: &[u32]) -> Vec<usize> {
+    let mut size = vec![0usize; label.len()];
+    for &l in label {
+        if let Some(s) = size.get_mut(l as usize) {
+            *s += 1;
+        }
+    }
+    size
 }

@@ -1,6 +1,8 @@
-//! Deterministic input generators: RMAT (Graph500 Kronecker), uniform random
-//! rows, 2D random geometric graphs (DIMACS10 recipe), 2D grids and the 2D and
-//! 3D Poisson matrices (symmetric positive definite, for solvers), plus
+//! Deterministic input generators: RMAT (Graph500 Kronecker, also
+//! symmetrised), uniform random rows, 2D random geometric graphs (DIMACS10
+//! recipe), 2D grids, road-network-like grids (weighted, edges removed, high
+//! diameter) and the 2D and 3D Poisson matrices (symmetric positive
+//! definite, for solvers), plus
 //! [`GenSpec`], the `--gen SPEC` syntax that names one of them.
 //!
 //! Every generator is deterministic for a given seed on every machine and for
@@ -14,13 +16,15 @@ mod grid;
 mod poisson;
 mod rgg;
 mod rmat;
+mod road;
 mod uniform;
 mod values;
 
 pub use grid::grid2d;
 pub use poisson::{poisson2d, poisson3d, Poisson3dOrder};
 pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
-pub use rmat::rmat;
+pub use rmat::{rmat, rmat_symmetric};
+pub use road::{road, RoadOrder};
 pub use uniform::uniform;
 pub use values::random_values;
 
@@ -34,16 +38,18 @@ use std::str::FromStr;
 ///
 /// | spec | defaults |
 /// |---|---|
-/// | `rmat:scale=S,edge_factor=E,seed=X` | scale 16, edge_factor 16, seed 1 |
+/// | `rmat:scale=S,edge_factor=E,seed=X,sym=false\|true` | scale 16, edge_factor 16, seed 1, sym false |
 /// | `uniform:n=N,per_row=K,seed=X` | n 65536, per_row 16, seed 1 |
 /// | `rgg:n=N,seed=X,order=random\|spatial` | n 65536, seed 1, order random |
 /// | `grid2d:side=S` | side 256 |
+/// | `road:side=S,drop=F,seed=X,order=random\|natural` | side 256, drop 0.15, seed 1, order random |
 /// | `poisson2d:side=S` | side 256 |
 /// | `poisson3d:side=S,order=natural\|random,seed=X` | side 64, order natural, seed 1 |
 ///
 /// Every key is optional (`rmat` alone is valid); keys may come in any order
 /// but at most once. [`fmt::Display`] gives the canonical spec back, with
-/// every key, so a printed spec regenerates the same matrix.
+/// every key (`sym` only when true), so a printed spec regenerates the same
+/// matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GenSpec {
     /// [`rmat`].
@@ -54,6 +60,8 @@ pub enum GenSpec {
         edge_factor: u64,
         /// Seed.
         seed: u64,
+        /// Symmetrised ([`rmat_symmetric`]): edge directions ignored.
+        sym: bool,
     },
     /// [`uniform`].
     Uniform {
@@ -78,6 +86,18 @@ pub enum GenSpec {
         /// Grid side (side² rows).
         side: u64,
     },
+    /// [`road`].
+    Road {
+        /// Grid side (side² vertices).
+        side: u64,
+        /// The fraction of grid edges removed, in millionths (0 to 10⁶):
+        /// written as a decimal (`drop=0.15`), stored exactly.
+        drop_millionths: u32,
+        /// Seed.
+        seed: u64,
+        /// Vertex numbering.
+        order: RoadOrder,
+    },
     /// [`poisson2d`]: the matrix of `grid2d`, named for solvers.
     Poisson2d {
         /// Grid side (side² rows).
@@ -94,7 +114,7 @@ pub enum GenSpec {
     },
 }
 
-const KINDS: &str = "rmat, uniform, rgg, grid2d, poisson2d, poisson3d";
+const KINDS: &str = "rmat, uniform, rgg, grid2d, road, poisson2d, poisson3d";
 
 impl GenSpec {
     /// Generates the matrix.
@@ -104,12 +124,31 @@ impl GenSpec {
                 scale,
                 edge_factor,
                 seed,
-            } => rmat(scale, to_usize("edge_factor", edge_factor)?, seed),
+                sym,
+            } => {
+                let edge_factor = to_usize("edge_factor", edge_factor)?;
+                if sym {
+                    rmat_symmetric(scale, edge_factor, seed)
+                } else {
+                    rmat(scale, edge_factor, seed)
+                }
+            }
             GenSpec::Uniform { n, per_row, seed } => {
                 uniform(to_usize("n", n)?, to_usize("per_row", per_row)?, seed)
             }
             GenSpec::Rgg { n, seed, order } => rgg_with(to_usize("n", n)?, seed, order),
             GenSpec::Grid2d { side } => grid2d(to_usize("side", side)?),
+            GenSpec::Road {
+                side,
+                drop_millionths,
+                seed,
+                order,
+            } => road(
+                to_usize("side", side)?,
+                drop_millionths as f64 / 1e6,
+                seed,
+                order,
+            ),
             GenSpec::Poisson2d { side } => poisson2d(to_usize("side", side)?),
             GenSpec::Poisson3d { side, order, seed } => {
                 poisson3d(to_usize("side", side)?, order, seed)
@@ -117,7 +156,7 @@ impl GenSpec {
         }
     }
 
-    /// The generator's name (`rmat`, `uniform`, `rgg`, `grid2d`,
+    /// The generator's name (`rmat`, `uniform`, `rgg`, `grid2d`, `road`,
     /// `poisson2d`, `poisson3d`).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -125,6 +164,7 @@ impl GenSpec {
             GenSpec::Uniform { .. } => "uniform",
             GenSpec::Rgg { .. } => "rgg",
             GenSpec::Grid2d { .. } => "grid2d",
+            GenSpec::Road { .. } => "road",
             GenSpec::Poisson2d { .. } => "poisson2d",
             GenSpec::Poisson3d { .. } => "poisson3d",
         }
@@ -151,15 +191,32 @@ impl fmt::Display for GenSpec {
                 scale,
                 edge_factor,
                 seed,
-            } => write!(
-                f,
-                "rmat:scale={scale},edge_factor={edge_factor},seed={seed}"
-            ),
+                sym,
+            } => {
+                write!(
+                    f,
+                    "rmat:scale={scale},edge_factor={edge_factor},seed={seed}"
+                )?;
+                if *sym {
+                    f.write_str(",sym=true")?;
+                }
+                Ok(())
+            }
             GenSpec::Uniform { n, per_row, seed } => {
                 write!(f, "uniform:n={n},per_row={per_row},seed={seed}")
             }
             GenSpec::Rgg { n, seed, order } => write!(f, "rgg:n={n},seed={seed},order={order}"),
             GenSpec::Grid2d { side } => write!(f, "grid2d:side={side}"),
+            GenSpec::Road {
+                side,
+                drop_millionths,
+                seed,
+                order,
+            } => write!(
+                f,
+                "road:side={side},drop={},seed={seed},order={order}",
+                Millionths(*drop_millionths)
+            ),
             GenSpec::Poisson2d { side } => write!(f, "poisson2d:side={side}"),
             GenSpec::Poisson3d { side, order, seed } => {
                 write!(f, "poisson3d:side={side},order={order},seed={seed}")
@@ -178,10 +235,11 @@ impl FromStr for GenSpec {
             None => (s, ""),
         };
         let keys: &[&str] = match kind {
-            "rmat" => &["scale", "edge_factor", "seed"],
+            "rmat" => &["scale", "edge_factor", "seed", "sym"],
             "uniform" => &["n", "per_row", "seed"],
             "rgg" => &["n", "seed", "order"],
             "grid2d" | "poisson2d" => &["side"],
+            "road" => &["side", "drop", "seed", "order"],
             "poisson3d" => &["side", "order", "seed"],
             "" => {
                 return Err(Error::invalid(format!(
@@ -245,6 +303,16 @@ impl FromStr for GenSpec {
                         })?,
                     edge_factor: num("edge_factor", 16)?,
                     seed: num("seed", 1)?,
+                    sym: match get("sym") {
+                        None | Some("false") => false,
+                        Some("true") => true,
+                        Some(other) => {
+                            return Err(Error::invalid(format!(
+                                "rmat: `sym` expects true or false, found `{}`",
+                                excerpt(other.as_bytes())
+                            )))
+                        }
+                    },
                 }
             }
             "uniform" => GenSpec::Uniform {
@@ -261,6 +329,24 @@ impl FromStr for GenSpec {
                     Some(other) => {
                         return Err(Error::invalid(format!(
                             "rgg: `order` expects random or spatial, found `{}`",
+                            excerpt(other.as_bytes())
+                        )))
+                    }
+                },
+            },
+            "road" => GenSpec::Road {
+                side: num("side", 256)?,
+                drop_millionths: match get("drop") {
+                    None => 150_000,
+                    Some(v) => parse_fraction("road", "drop", v)?,
+                },
+                seed: num("seed", 1)?,
+                order: match get("order") {
+                    None | Some("random") => RoadOrder::Random,
+                    Some("natural") => RoadOrder::Natural,
+                    Some(other) => {
+                        return Err(Error::invalid(format!(
+                            "road: `order` expects random or natural, found `{}`",
                             excerpt(other.as_bytes())
                         )))
                     }
@@ -288,4 +374,41 @@ impl FromStr for GenSpec {
             },
         })
     }
+}
+
+/// A fraction in millionths, written as the shortest decimal (`150000` →
+/// `0.15`, `0` → `0`, `1000000` → `1`).
+struct Millionths(u32);
+
+impl fmt::Display for Millionths {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (whole, frac) = (self.0 / 1_000_000, self.0 % 1_000_000);
+        if frac == 0 {
+            return write!(f, "{whole}");
+        }
+        let digits = format!("{frac:06}");
+        write!(f, "{whole}.{}", digits.trim_end_matches('0'))
+    }
+}
+
+/// Parses a fraction in `[0, 1]` with at most six decimals into millionths.
+fn parse_fraction(kind: &str, key: &str, v: &str) -> Result<u32> {
+    let shown = excerpt(v.as_bytes());
+    let x: f64 = v.parse().map_err(|_| {
+        Error::invalid(format!(
+            "{kind}: `{key}` expects a fraction in [0, 1] such as 0.15, found `{shown}`"
+        ))
+    })?;
+    if !(0.0..=1.0).contains(&x) {
+        return Err(Error::invalid(format!(
+            "{kind}: `{key}` = {shown} must lie in [0, 1]"
+        )));
+    }
+    let m = (x * 1e6).round();
+    if (x * 1e6 - m).abs() > 1e-6 {
+        return Err(Error::invalid(format!(
+            "{kind}: `{key}` = {shown} has more than six decimals"
+        )));
+    }
+    Ok(m as u32)
 }

@@ -105,6 +105,93 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
     Ok(csr)
 }
 
+/// [`rmat`] symmetrised: the graph with edge directions ignored, as graph
+/// benchmarks run RMAT for undirected problems (connected components, BFS on
+/// "RMAT 22 symmetrised"). The pattern is `A + Aᵀ` of `rmat(scale,
+/// edge_factor, seed)`; an entry's value is that of `(i, j)` or `(j, i)` in
+/// `A`, the smaller when both were drawn, so the matrix is exactly symmetric.
+/// Rows are sorted and duplicate-free, self loops kept (once). At most twice
+/// [`rmat`]'s entries.
+///
+/// # Errors
+/// As [`rmat`], and the memory budget of the transpose and the result.
+///
+/// # Examples
+/// ```
+/// let a = warpfit_runtime::gen::rmat_symmetric(10, 8, 1)?;
+/// assert!(a.is_symmetric());
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+pub fn rmat_symmetric(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
+    let a = rmat(scale, edge_factor, seed)?;
+    symmetrize_min(&a)
+}
+
+/// `A + Aᵀ` of a matrix with sorted, duplicate-free rows, an entry present
+/// in both taking the smaller value.
+fn symmetrize_min(a: &Csr<f32>) -> Result<Csr<f32>> {
+    let (n, nnz) = (a.nrows() as u64, a.nnz() as u64);
+    // The transpose, and the result of up to twice the entries.
+    crate::mem::check(
+        "the symmetrised rmat (transpose and A + Aᵀ)",
+        (8 * n + 8).saturating_add(24 * nnz),
+    )?;
+    let t = a.transpose();
+    // Calls `f(column, value)` for the union of row r of `a` and of `t`.
+    let union = |r: usize, f: &mut dyn FnMut(u32, f32)| {
+        let ((ac, av), (tc, tv)) = (a.row(r), t.row(r));
+        let (mut i, mut k) = (0, 0);
+        while i < ac.len() || k < tc.len() {
+            if k == tc.len() || (i < ac.len() && ac[i] < tc[k]) {
+                f(ac[i], av[i]);
+                i += 1;
+            } else if i == ac.len() || tc[k] < ac[i] {
+                f(tc[k], tv[k]);
+                k += 1;
+            } else {
+                f(ac[i], av[i].min(tv[k]));
+                i += 1;
+                k += 1;
+            }
+        }
+    };
+    let lens: Vec<u32> = (0..a.nrows())
+        .into_par_iter()
+        .map(|r| {
+            let mut len = 0u32;
+            union(r, &mut |_, _| len += 1);
+            len
+        })
+        .collect();
+    let mut row_ptr = Vec::with_capacity(a.nrows() + 1);
+    row_ptr.push(0u32);
+    let mut total = 0usize;
+    for len in lens {
+        total += len as usize;
+        row_ptr.push(to_u32("symmetrised rmat entries", total)?);
+    }
+    let mut col_idx = vec![0u32; total];
+    let mut values = vec![0f32; total];
+    crate::sparse::par_rows_mut(&row_ptr, &mut col_idx, &mut values, |rows, cols, vals| {
+        let mut at = row_ptr[rows.start] as usize;
+        let base = at;
+        for r in rows {
+            union(r, &mut |c, v| {
+                cols[at - base] = c;
+                vals[at - base] = v;
+                at += 1;
+            });
+        }
+    });
+    Ok(Csr::from_parts_unchecked(
+        a.nrows(),
+        a.ncols(),
+        row_ptr,
+        col_idx,
+        values,
+    ))
+}
+
 /// Quadrant lookup tables indexed by 16 random bits. A quadrant is encoded
 /// as `di << 1 | dj`; quadrants in the order (0,0), (0,1), (1,0), (1,1) have
 /// probabilities a, b, c, d, and each outcome owns a run of indices whose

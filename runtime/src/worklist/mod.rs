@@ -5,7 +5,9 @@
 //! the atomic intrinsics on [`Atomic<T>`] arrays, and pushes the elements it
 //! activated onto a [`Worklist`], the next round's tasks. Both types run the
 //! kernel's CPU twin and its plain Rust function; the device library mirrors
-//! them (`gpu/cuda/atomic.cuh`, `gpu/cuda/worklist.cuh`).
+//! them (`gpu/cuda/atomic.cuh`, `gpu/cuda/worklist.cuh`). [`drivers`] schedules
+//! the rounds of such kernels: topology-driven, data-driven (FIFO or
+//! near-far) and hybrid, growing the lists on demand.
 //!
 //! ```
 //! use warpfit_runtime::worklist::{atomic_min, push, Atomic, Worklist};
@@ -26,6 +28,7 @@
 //! ```
 
 mod atomic;
+pub mod drivers;
 mod list;
 
 pub use atomic::{

@@ -1,0 +1,268 @@
+//! The driver's loop: rounds planned ahead and enqueued, outcomes collected
+//! `k` at a time, growth after an overflow (see the module docs of
+//! [`drivers`](super)).
+
+use super::plan::{Flow, Plan, Tag};
+use super::{DriverOptions, Kernels, ListId, Outcome, Round, RoundBackend, RunReport, Start};
+use crate::{Error, Result};
+use std::collections::VecDeque;
+use std::time::Instant;
+
+/// The capacity a list of `capacity` grows to so that `needed` items fit:
+/// doubled until they do.
+pub(crate) fn grown(capacity: usize, needed: u64) -> usize {
+    let mut c = capacity.max(1) as u64;
+    while c < needed {
+        c = c.saturating_mul(2);
+    }
+    usize::try_from(c).unwrap_or(usize::MAX)
+}
+
+fn missing(needs: Kernels, has: Kernels) -> Option<&'static str> {
+    if needs.frontier && !has.frontier {
+        Some("a frontier kernel")
+    } else if needs.topology && !has.topology {
+        Some("a topology kernel")
+    } else if needs.key && !has.key {
+        Some("a key (near-far orders items by it)")
+    } else {
+        None
+    }
+}
+
+fn protocol(msg: String) -> Error {
+    Error::invalid(format!("round backend: {msg}"))
+}
+
+pub(crate) fn run<B: RoundBackend + ?Sized>(
+    b: &mut B,
+    opts: &DriverOptions,
+    start: Start<'_>,
+) -> Result<RunReport> {
+    opts.strategy.check()?;
+    if let Some(what) = missing(opts.strategy.needs(), b.kernels()) {
+        return Err(Error::invalid(format!(
+            "the {} strategy needs {what}, which the backend was not given",
+            opts.strategy
+        )));
+    }
+    let n = b.universe();
+    if let Start::Items(items) = start {
+        if let Some(&bad) = items.iter().find(|&&i| i as usize >= n) {
+            return Err(Error::out_of_range("start item", bad, n));
+        }
+    }
+    let k = opts.rounds_per_sync.unwrap_or_else(|| b.rounds_per_sync());
+    if k == 0 {
+        return Err(Error::invalid("rounds_per_sync must be at least 1"));
+    }
+    let max_rounds = opts.max_rounds.unwrap_or(4 * n as u64 + 1024);
+    let started = Instant::now();
+    let mut plan = Plan::new(&opts.strategy, n, &start);
+    let capacity = opts
+        .initial_capacity
+        .unwrap_or_else(|| super::super::default_capacity(n))
+        .max(1);
+    b.make_lists(plan.lists(), capacity, opts.dedup)?;
+    if let Some(list) = plan.start_list() {
+        let len = start.len(n);
+        if len > capacity {
+            // Sized for the start, not an overflow.
+            for l in [list, Plan::partner(list)] {
+                b.grow(l, grown(capacity, len as u64))?;
+            }
+        }
+        b.fill(list, start)?;
+    }
+    let mut report = RunReport {
+        strategy: opts.strategy,
+        rounds: 0,
+        topology_rounds: 0,
+        enqueued: 0,
+        syncs: 0,
+        processed: 0,
+        pushed: 0,
+        growths: 0,
+        growth_time: Default::default(),
+        capacity: 0,
+        switches: 0,
+        far_rounds: 0,
+        time: Default::default(),
+        sync_times: Vec::new(),
+    };
+    let mut last_sync = started;
+    // Up to 2k − 1 rounds in flight: k waited for, k − 1 behind them to keep
+    // a device busy while the host reads the outcomes.
+    let window = 2 * k - 1;
+    let mut in_flight: VecDeque<(Round, Tag)> = VecDeque::with_capacity(window);
+    let mut planned = 0u32;
+    let mut done = false;
+    loop {
+        while !done && in_flight.len() < window {
+            if u64::from(planned) >= max_rounds {
+                return Err(Error::invalid(format!(
+                    "the driver ran {max_rounds} rounds ({}) without reaching its end: a kernel \
+                     that keeps pushing, or raise DriverOptions::max_rounds",
+                    opts.strategy
+                )));
+            }
+            let round = plan.next(planned + 1);
+            b.enqueue(&round.0)?;
+            planned += 1;
+            report.enqueued += 1;
+            in_flight.push_back(round);
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        let count = k.min(in_flight.len());
+        let outcomes = b.wait(count)?;
+        report.syncs += 1;
+        let now = Instant::now();
+        report.sync_times.push(now - last_sync);
+        last_sync = now;
+        if outcomes.len() != count {
+            return Err(protocol(format!(
+                "{count} outcomes asked, {} returned",
+                outcomes.len()
+            )));
+        }
+        // Lists to grow, and the rounds skipped since, to enqueue again.
+        let mut overflow: Vec<(ListId, u64)> = Vec::new();
+        let mut skipped: Vec<(Round, Tag)> = Vec::new();
+        for o in outcomes {
+            let (round, tag) = in_flight.pop_front().expect("one in flight per outcome");
+            if o.index != round.index() {
+                return Err(protocol(format!(
+                    "outcome of round {} returned for round {}",
+                    o.index,
+                    round.index()
+                )));
+            }
+            if !overflow.is_empty() {
+                if !o.skipped {
+                    return Err(protocol(format!(
+                        "round {} ran although an earlier round overflowed",
+                        o.index
+                    )));
+                }
+                skipped.push((round, tag));
+                continue;
+            }
+            if o.skipped {
+                return Err(protocol(format!(
+                    "round {} was skipped with no overflow before it",
+                    o.index
+                )));
+            }
+            if done {
+                // Planned past the end: must be a no-op.
+                if o.pushed > 0 || o.deferred > 0 {
+                    return Err(Error::invalid(format!(
+                        "round {} ran after the end of the computation and still pushed {} \
+                         items: the kernels are not monotone (a fixed point must stay fixed)",
+                        o.index,
+                        o.pushed + o.deferred
+                    )));
+                }
+                continue;
+            }
+            tally(&mut report, &round, &o);
+            overflow = overflowed(&round, &o);
+            if plan.observe(&round, tag, &o) == Flow::Done {
+                done = true;
+                report.rounds = u64::from(round.index());
+            }
+        }
+        if overflow.is_empty() {
+            continue;
+        }
+        // Every round after the overflowing one was skipped: collect the
+        // rest, grow, resume, and run the skipped rounds again.
+        let growth_start = Instant::now();
+        if !in_flight.is_empty() {
+            let rest = b.wait(in_flight.len())?;
+            report.syncs += 1;
+            let now = Instant::now();
+            report.sync_times.push(now - last_sync);
+            last_sync = now;
+            for o in rest {
+                let (round, tag) = in_flight.pop_front().expect("one in flight per outcome");
+                if !o.skipped || o.index != round.index() {
+                    return Err(protocol(format!(
+                        "round {} ran although an earlier round overflowed",
+                        o.index
+                    )));
+                }
+                skipped.push((round, tag));
+            }
+        }
+        for (list, needed) in overflow {
+            let to = grown(b.capacity(list), needed);
+            b.grow(list, to)?;
+            report.growths += 1;
+            // Its alternate will hold the next round's output: as large.
+            let partner = Plan::partner(list);
+            if b.capacity(partner) < to {
+                b.grow(partner, to)?;
+            }
+        }
+        b.resume()?;
+        report.growth_time += growth_start.elapsed();
+        if !done {
+            for round in skipped {
+                b.enqueue(&round.0)?;
+                report.enqueued += 1;
+                in_flight.push_back(round);
+            }
+        }
+    }
+    report.switches = plan.switches;
+    report.far_rounds = plan.far_rounds;
+    report.capacity = (0..plan.lists())
+        .map(|l| b.capacity(ListId(l as u8)))
+        .max()
+        .unwrap_or(0);
+    report.time = started.elapsed();
+    Ok(report)
+}
+
+fn tally(report: &mut RunReport, round: &Round, o: &Outcome) {
+    report.processed += o.processed;
+    report.pushed += o.pushed + o.deferred;
+    if matches!(round, Round::Topology { .. }) {
+        report.topology_rounds += 1;
+    }
+}
+
+/// The lists a round overflowed that a later round reads, with the items
+/// they need room for.
+fn overflowed(round: &Round, o: &Outcome) -> Vec<(ListId, u64)> {
+    let mut lists = Vec::new();
+    if o.out_overflowed && round.out_consumed() {
+        lists.push((round.out(), o.pushed));
+    }
+    if let Round::Frontier {
+        bucket: Some(b), ..
+    } = round
+    {
+        if o.deferred_overflowed {
+            lists.push((b.deferred, o.deferred_len));
+        }
+    }
+    lists
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_doubles_until_the_items_fit() {
+        assert_eq!(grown(10, 10), 10);
+        assert_eq!(grown(10, 11), 20);
+        assert_eq!(grown(10, 75), 80);
+        assert_eq!(grown(0, 3), 4);
+        assert_eq!(grown(3, u64::MAX), usize::MAX);
+    }
+}

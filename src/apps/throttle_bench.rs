@@ -568,6 +568,7 @@ pub fn short_label(input: &BenchInput) -> String {
             GenSpec::Uniform { n, .. } => format!("uniform {}", pow(n)),
             GenSpec::Rgg { n, order, .. } => format!("rgg {} {order}", pow(n)),
             GenSpec::Grid2d { side } => format!("grid2d {side}"),
+            GenSpec::Road { side, order, .. } => format!("road {side} {order}"),
             GenSpec::Poisson2d { side } => format!("poisson2d {side}"),
             GenSpec::Poisson3d { side, order, .. } => format!("poisson3d {side} {order}"),
         },

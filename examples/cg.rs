@@ -24,6 +24,7 @@ fn run() -> warpfit::Result<()> {
         tol: 1e-8,
         max_iters: 5000,
         precond: Preconditioner::Jacobi,
+        ..CgOptions::default()
     };
     let result = apps::cg(&device, &LaunchConfig::default(), &a, &b, &opts)?;
     let max_error = result.x.iter().fold(0.0f64, |m, &v| m.max((v - 1.0).abs()));

@@ -448,6 +448,7 @@ fn cg_f64_matches_the_reference_cg() {
                 tol,
                 max_iters: 5000,
                 precond,
+                ..Default::default()
             };
             let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
             let (want_x, want_iters) = cg_reference(&a, &b, tol, jacobi);
@@ -496,6 +497,7 @@ fn cg_f32_converges_to_the_ones_vector() {
                 tol,
                 max_iters: 1000,
                 precond,
+                ..Default::default()
             };
             let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
             let (_, want_iters) = cg_reference(&a64, &b64, tol, jacobi);
@@ -575,6 +577,7 @@ fn cg_stops_at_max_iters_and_solves_zero_rhs_at_once() {
         tol: 1e-12,
         max_iters: 3,
         precond: apps::Preconditioner::None,
+        ..Default::default()
     };
     let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
     assert!(!got.converged);

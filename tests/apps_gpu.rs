@@ -151,6 +151,7 @@ fn cg_on_cuda_matches_the_cpu_backend() {
                 tol: 1e-8,
                 max_iters: 20_000,
                 precond,
+                ..Default::default()
             };
             let what = format!("{name}, f64, {precond:?}");
             let want = apps::cg(&cpu, &config, &a, &b, &opts).unwrap();
@@ -274,4 +275,97 @@ fn driven_apps_on_cuda_equal_the_references() {
     let o = DriveOptions::new(DriverChoice::Data(None));
     let e = apps::sssp_driven(&dev, &LaunchConfig::default(), &a, 0, &o).unwrap_err();
     assert!(e.to_string().contains("CPU backend only"), "{e}");
+}
+
+/// PageRank and CG with their SpMV-shaped kernel throttled over caches
+/// small enough to split these graphs: every launched policy against the
+/// unthrottled run on CUDA (float sums in another order, same tolerances as
+/// above; CG within one iteration). Planned first, so that every iteration
+/// runs the policy.
+#[test]
+fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
+    use warpfit::{CacheSize, ThrottlePolicy};
+    let Some(dev) = gpu() else { return };
+    let config = LaunchConfig::default();
+    let policies = [
+        ThrottlePolicy::Cf,
+        ThrottlePolicy::Cfq,
+        ThrottlePolicy::Sj,
+        ThrottlePolicy::Sjq,
+        ThrottlePolicy::Auto,
+    ];
+    for spec in [
+        "rmat:scale=14,edge_factor=16,seed=2",
+        "uniform:n=30000,per_row=9,seed=4",
+    ] {
+        let g = Graph::from_matrix(&generated(spec)).unwrap();
+        let plain = PageRankOptions {
+            iterations: 12,
+            ..PageRankOptions::default()
+        };
+        let want = apps::pagerank(&dev, &config, &g, plain).unwrap();
+        for policy in policies {
+            let opts = PageRankOptions {
+                throttle: Some(
+                    apps::pagerank_pull_resident::throttle_options()
+                        .unwrap()
+                        .with_policy(policy)
+                        .with_cache(CacheSize::Bytes(16 << 10)),
+                ),
+                plan_first: true,
+                ..plain
+            };
+            let (rank, _, run) =
+                apps::pagerank_throttled(&dev, &config, &g, opts, &mut |_| {}).unwrap();
+            let run = run.unwrap();
+            assert!(
+                run.report.partitions > 1,
+                "{spec} {policy}: {:?}",
+                run.report
+            );
+            assert!(run.planned.iter().all(|&p| p), "{spec} {policy}");
+            assert_close(
+                &format!("pagerank {spec} {policy}"),
+                &rank,
+                &want,
+                1e-4,
+                1e-9,
+            );
+        }
+    }
+    let a = generated("poisson3d:side=20,order=random,seed=5").map_values(|&v| v as f64);
+    let b = apps::rhs_for_ones(&a).unwrap();
+    let plain = CgOptions {
+        tol: 1e-8,
+        ..CgOptions::default()
+    };
+    let want = apps::cg(&dev, &config, &a, &b, &plain).unwrap();
+    for policy in policies {
+        let opts = CgOptions {
+            throttle: Some(
+                apps::spmv_f64::throttle_options()
+                    .unwrap()
+                    .with_policy(policy)
+                    .with_cache(CacheSize::Bytes(32 << 10)),
+            ),
+            plan_first: true,
+            ..plain
+        };
+        let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
+        let run = got.throttle.as_ref().unwrap();
+        assert!(run.report.partitions > 1, "cg {policy}: {:?}", run.report);
+        assert!(got.converged, "cg {policy}");
+        assert!(
+            got.iterations.abs_diff(want.iterations) <= 1,
+            "cg {policy}: {} iterations, {} unthrottled",
+            got.iterations,
+            want.iterations
+        );
+        let err = got
+            .x
+            .iter()
+            .zip(&want.x)
+            .fold(0.0f64, |m, (g, w)| m.max((g - w).abs()));
+        assert!(err < 1e-6, "cg {policy}: max |x − x_unthrottled| = {err}");
+    }
 }

@@ -49,20 +49,24 @@ fn spmv_writes_one_value_per_row() {
 }
 
 #[test]
-fn throttled_spmv_writes_what_the_unthrottled_run_writes() {
+fn throttled_apps_write_what_the_unthrottled_runs_write() {
+    for (app, gen, iters) in [
+        ("spmv", "rmat:scale=9", Some("3")),
+        ("pagerank", "rmat:scale=9", Some("5")),
+        ("cg", "poisson3d:side=6,order=random", None),
+    ] {
+        throttled_run_writes_what_the_unthrottled_run_writes(app, gen, iters);
+    }
+}
+
+fn throttled_run_writes_what_the_unthrottled_run_writes(app: &str, gen: &str, iters: Option<&str>) {
     let run = |name: &str, extra: &[&str]| {
-        let out = tmp(name);
-        let mut args = vec![
-            "run",
-            "spmv",
-            "--gen",
-            "rmat:scale=9",
-            "--backend",
-            "cpu",
-            "--iters",
-            "3",
-            "--output",
-        ];
+        let out = tmp(&format!("{app}-{name}"));
+        let mut args = vec!["run", app, "--gen", gen, "--backend", "cpu"];
+        if let Some(iters) = iters {
+            args.extend_from_slice(&["--iters", iters]);
+        }
+        args.push("--output");
         args.push(out.to_str().unwrap());
         args.extend_from_slice(extra);
         let o = warpfit(&args);
@@ -75,7 +79,7 @@ fn throttled_spmv_writes_what_the_unthrottled_run_writes() {
     let (plain, _) = run("plain.txt", &[]);
     for policy in ["org", "cf", "auto"] {
         let (y, stdout) = run(&format!("throttled-{policy}.txt"), &["--throttle", policy]);
-        assert_eq!(y, plain, "--throttle {policy}");
+        assert_eq!(y, plain, "{app} --throttle {policy}");
         assert!(stdout.contains("throttle: "), "{stdout}");
     }
 }
@@ -413,15 +417,8 @@ fn options_an_app_does_not_use_are_rejected() {
             "--iters",
         ),
         (
-            vec![
-                "run",
-                "pagerank",
-                "--gen",
-                "grid2d:side=3",
-                "--throttle",
-                "cf",
-            ],
-            "--throttle applies to spmv only",
+            vec!["run", "sssp", "--gen", "grid2d:side=3", "--throttle", "cf"],
+            "--throttle applies to spmv, pagerank and cg",
         ),
         (
             vec![

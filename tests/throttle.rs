@@ -241,3 +241,67 @@ fn plan_order_and_enqueued_launches_on_the_cpu() {
     t.check().unwrap();
     assert_eq!(yd.to_vec().unwrap(), want);
 }
+
+#[test]
+fn throttled_pagerank_and_cg_on_the_cpu_equal_the_unthrottled_runs() {
+    use warpfit::apps::{self, CgOptions, Graph, PageRankOptions};
+    let dev = Device::cpu();
+    let config = LaunchConfig::default();
+    let g = Graph::from_matrix(&gen::rmat(10, 8, 3).unwrap()).unwrap();
+    let plain = PageRankOptions {
+        iterations: 7,
+        ..PageRankOptions::default()
+    };
+    let want = apps::pagerank(&dev, &config, &g, plain).unwrap();
+    let spd: warpfit::runtime::Csr<f64> = "poisson3d:side=7,order=random,seed=2"
+        .parse::<gen::GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap()
+        .map_values(|&v| v as f64);
+    let b = apps::rhs_for_ones(&spd).unwrap();
+    let cg_want = apps::cg(&dev, &config, &spd, &b, &CgOptions::default()).unwrap();
+    for policy in [ThrottlePolicy::Cf, ThrottlePolicy::Auto] {
+        for plan_first in [false, true] {
+            let what = format!("{policy}, plan first {plan_first}");
+            let opts = PageRankOptions {
+                throttle: Some(
+                    apps::pagerank_pull_resident::throttle_options()
+                        .unwrap()
+                        .with_policy(policy),
+                ),
+                plan_first,
+                ..plain
+            };
+            let (rank, timings, run) =
+                apps::pagerank_throttled(&dev, &config, &g, opts, &mut |_| {}).unwrap();
+            assert_eq!(rank, want, "pagerank {what}");
+            let run = run.expect("a throttled run reports");
+            assert_eq!(run.planned.len(), timings.iterations.len(), "{what}");
+            if plan_first {
+                assert!(run.planned.iter().all(|&p| p), "{what}: {:?}", run.planned);
+                assert!(
+                    matches!(run.status, ThrottleStatus::Running(_)),
+                    "{what}: {:?}",
+                    run.status
+                );
+            }
+            let cg_opts = CgOptions {
+                throttle: Some(
+                    apps::spmv_f64::throttle_options()
+                        .unwrap()
+                        .with_policy(policy),
+                ),
+                plan_first,
+                ..CgOptions::default()
+            };
+            let got = apps::cg(&dev, &config, &spd, &b, &cg_opts).unwrap();
+            assert_eq!(got.x, cg_want.x, "cg {what}");
+            assert_eq!(got.iterations, cg_want.iterations, "cg {what}");
+            assert!(
+                got.throttle.is_some() && cg_want.throttle.is_none(),
+                "{what}"
+            );
+        }
+    }
+}

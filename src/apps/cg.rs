@@ -15,6 +15,7 @@ use super::kernels::{
     cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64, cg_step_f32, cg_step_f64,
     cg_step_jacobi_f32, cg_step_jacobi_f64, dot_f32, dot_f64, spmv, spmv_f64,
 };
+use super::throttled::{SpmvThrottle, ThrottledRun};
 use super::timing::Timings;
 use crate::gpu::spec::Scalar;
 use crate::runtime::mem;
@@ -22,7 +23,7 @@ use crate::runtime::sparse::mm::MmValue;
 use crate::runtime::Csr;
 use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
-    Segment, TaskList,
+    Segment, TaskList, ThrottleOptions,
 };
 use std::time::Instant;
 
@@ -46,6 +47,13 @@ pub struct CgOptions {
     pub max_iters: usize,
     /// The preconditioner.
     pub precond: Preconditioner,
+    /// Cache-fit throttling of the SpMV `q = A·p` (the `spmv` / `spmv_f64`
+    /// throttled handle, planned on a CPU thread while the first iterations
+    /// run unthrottled); `None`: unthrottled.
+    pub throttle: Option<ThrottleOptions>,
+    /// With `throttle`: wait for the plan before the first iteration instead
+    /// of running unthrottled meanwhile.
+    pub plan_first: bool,
 }
 
 impl Default for CgOptions {
@@ -54,6 +62,8 @@ impl Default for CgOptions {
             tol: 1e-6,
             max_iters: 1000,
             precond: Preconditioner::None,
+            throttle: None,
+            plan_first: false,
         }
     }
 }
@@ -72,6 +82,8 @@ pub struct CgResult<T> {
     pub converged: bool,
     /// Set-up and per-iteration times.
     pub timings: Timings,
+    /// What throttling did, when [`CgOptions::throttle`] asked for it.
+    pub throttle: Option<ThrottledRun>,
 }
 
 mod sealed {
@@ -96,6 +108,15 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         x: &'a DeviceVec<Self>,
         y: &'a DeviceVec<Self>,
     ) -> Result<PreparedLaunch<'a>>;
+    /// The throttled SpMV's attribute defaults (`spmv::throttle_options`
+    /// or `spmv_f64::throttle_options`).
+    fn throttle_options() -> Result<ThrottleOptions>;
+    #[doc(hidden)]
+    fn throttle_spmv(
+        device: &Device,
+        options: &ThrottleOptions,
+        a: &Csr<Self>,
+    ) -> Result<Box<dyn SpmvThrottle<Self>>>;
     #[doc(hidden)]
     fn prepare_dot<'a>(
         device: &Device,
@@ -298,6 +319,29 @@ macro_rules! cg_scalar {
                     device, config, rows, &a.row_ptr, &a.col_idx, &a.values, x, y,
                 )
             }
+            fn throttle_options() -> Result<ThrottleOptions> {
+                $spmv::throttle_options()
+            }
+            fn throttle_spmv(
+                device: &Device,
+                options: &ThrottleOptions,
+                a: &Csr<Self>,
+            ) -> Result<Box<dyn SpmvThrottle<Self>>> {
+                mem::check(
+                    "the throttled handle's host copy of the matrix",
+                    (4 * (a.nrows() as u64 + 1))
+                        .saturating_add((4 + std::mem::size_of::<$t>() as u64) * a.nnz() as u64),
+                )?;
+                Ok(Box::new($spmv::throttle_pipelined(
+                    device,
+                    options,
+                    a.nrows(),
+                    a.ncols(),
+                    a.row_ptr().to_vec(),
+                    a.col_idx().to_vec(),
+                    a.values().to_vec(),
+                )?))
+            }
             fn prepare_dot<'a>(
                 device: &Device,
                 split: &'a OneTaskSplit,
@@ -443,8 +487,20 @@ pub fn cg_observed<T: CgScalar>(
                 setup: setup_start.elapsed(),
                 iterations: Vec::new(),
             },
+            throttle: None,
         });
     }
+    // Planning starts first: it runs on a CPU thread while the set-up and
+    // the first iterations go on.
+    let mut throttled = opts
+        .throttle
+        .as_ref()
+        .map(|t| T::throttle_spmv(device, t, a))
+        .transpose()?;
+    if let (Some(t), true) = (&mut throttled, opts.plan_first) {
+        t.wait_for_plan()?;
+    }
+    let mut planned = Vec::new();
     let matrix = DeviceMatrix {
         row_ptr: device.upload(a.row_ptr())?,
         col_idx: device.upload(a.col_idx())?,
@@ -488,7 +544,14 @@ pub fn cg_observed<T: CgScalar>(
         DEPTH,
         max_iters,
         &mut |k| {
-            spmv.run()?;
+            match &mut throttled {
+                None => spmv.run()?,
+                Some(t) => {
+                    let before = t.report().launches_before_plan;
+                    t.enqueue(&v.p, &v.q)?;
+                    planned.push(t.report().launches_before_plan == before);
+                }
+            }
             by_parity[k % 2].run(slot_of(k, DEPTH))
         },
         &mut |done, dots| {
@@ -519,12 +582,20 @@ pub fn cg_observed<T: CgScalar>(
     let done = rounds.inspected;
     let iterations = rounds.times;
     check_faults(&launches)?;
+    if let Some(t) = &throttled {
+        t.check()?;
+    }
     Ok(CgResult {
         x: v.x.to_vec()?,
         iterations: done,
         relative_residual,
         converged,
         timings: Timings { setup, iterations },
+        throttle: throttled.map(|t| ThrottledRun {
+            report: t.report().clone(),
+            status: t.status(),
+            planned,
+        }),
     })
 }
 

@@ -15,10 +15,12 @@ use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
     pagerank_pull_resident, relax,
 };
+use super::throttled::ThrottledRun;
 use super::timing::Timings;
-use crate::runtime::Csr;
+use crate::runtime::{mem, Csr};
 use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
+    ThrottleOptions,
 };
 use std::time::Instant;
 
@@ -98,6 +100,14 @@ pub struct PageRankOptions {
     pub damping: f32,
     /// Number of pull iterations (fixed, no convergence test).
     pub iterations: usize,
+    /// Cache-fit throttling of the pull ([`pagerank_pull_resident`]'s
+    /// throttled handle, planned on a CPU thread while the first iterations
+    /// run unthrottled); `None`: unthrottled.
+    pub throttle: Option<ThrottleOptions>,
+    /// With `throttle`: wait for the plan before the first iteration instead
+    /// of running unthrottled meanwhile (every iteration then runs the
+    /// plan's schedule).
+    pub plan_first: bool,
 }
 
 impl Default for PageRankOptions {
@@ -105,6 +115,8 @@ impl Default for PageRankOptions {
         PageRankOptions {
             damping: 0.85,
             iterations: 20,
+            throttle: None,
+            plan_first: false,
         }
     }
 }
@@ -136,6 +148,24 @@ pub fn pagerank_observed(
     opts: PageRankOptions,
     on_step: &mut dyn FnMut(usize),
 ) -> Result<(Vec<f32>, Timings)> {
+    let (rank, timings, _) = pagerank_throttled(device, config, g, opts, on_step)?;
+    Ok((rank, timings))
+}
+
+/// [`pagerank_observed`], also saying what throttling did when
+/// [`PageRankOptions::throttle`] asks for it: the pull runs through
+/// [`pagerank_pull_resident`]'s throttled handle, built pipelined (the
+/// first iterations run unthrottled while a CPU thread plans), each
+/// iteration enqueued without waiting. The ranks are in the caller's vertex
+/// order under every policy; they equal the unthrottled run's up to the
+/// order of each vertex's f32 sum (throttling splits it by partition).
+pub fn pagerank_throttled(
+    device: &Device,
+    config: &LaunchConfig,
+    g: &Graph,
+    opts: PageRankOptions,
+    on_step: &mut dyn FnMut(usize),
+) -> Result<(Vec<f32>, Timings, Option<ThrottledRun>)> {
     let n = g.len();
     if !(0.0..=1.0).contains(&opts.damping) {
         return Err(Error::invalid(format!(
@@ -144,10 +174,31 @@ pub fn pagerank_observed(
         )));
     }
     if n == 0 {
-        return Ok((Vec::new(), Timings::default()));
+        return Ok((Vec::new(), Timings::default(), None));
     }
     let setup_start = Instant::now();
     let n32 = g.len_u32()?;
+    let mut throttled = match &opts.throttle {
+        None => None,
+        Some(t) => {
+            mem::check(
+                "the throttled handle's host copy of the graph's in-edges",
+                4 * (n as u64 + 1) + 4 * g.edges() as u64,
+            )?;
+            Some(pagerank_pull_resident::throttle_pipelined(
+                device,
+                t,
+                n,
+                n,
+                g.incoming.row_ptr().to_vec(),
+                g.incoming.col_idx().to_vec(),
+            )?)
+        }
+    };
+    if let (Some(t), true) = (&mut throttled, opts.plan_first) {
+        t.wait_for_plan()?;
+    }
+    let mut planned = Vec::new();
     let (ptr, src) = g.upload_pattern(device)?;
     let out_degree = device.upload(&g.out_degree)?;
     let uniform = vec![1.0 / n as f32; n];
@@ -194,12 +245,21 @@ pub fn pagerank_observed(
         DEPTH,
         opts.iterations,
         &mut |iteration| {
-            let launches = if iteration % 2 == 1 {
-                forward
+            let (launches, to) = if iteration % 2 == 1 {
+                (forward, &next)
             } else {
-                backward
+                (backward, &rank)
             };
-            launches.iter().try_for_each(|l| l.run())
+            match &mut throttled {
+                None => launches.iter().try_for_each(|l| l.run()),
+                Some(t) => {
+                    launches[..2].iter().try_for_each(|l| l.run())?;
+                    let before = t.report().launches_before_plan;
+                    t.enqueue(&contrib, &dangling, opts.damping, n as f64, to)?;
+                    planned.push(t.report().launches_before_plan == before);
+                    Ok(())
+                }
+            }
         },
         &mut |iteration, _| {
             on_step(iteration);
@@ -207,13 +267,21 @@ pub fn pagerank_observed(
         },
     )?;
     check_faults(forward.iter().chain(backward))?;
+    if let Some(t) = &throttled {
+        t.check()?;
+    }
     let result = if opts.iterations % 2 == 1 {
         &next
     } else {
         &rank
     };
     let iterations = rounds.times;
-    Ok((result.to_vec()?, Timings { setup, iterations }))
+    let run = throttled.map(|t| ThrottledRun {
+        report: t.report().clone(),
+        status: t.status(),
+        planned,
+    });
+    Ok((result.to_vec()?, Timings { setup, iterations }, run))
 }
 
 /// Reports the first kernel fault of the launches run so far, if any.

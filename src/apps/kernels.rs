@@ -84,6 +84,7 @@ pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], depth: i32, n
 
 /// `y = A·x` in f64 (the f32 solver uses [`spmv`]).
 #[nested_reduce]
+#[throttled(partitioner = columns)]
 pub fn spmv_f64(row: usize, row_ptr: &[u32], col: &[u32], val: &[f64], x: &[f64], y: &mut [f64]) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;
@@ -264,6 +265,7 @@ pub fn dangling_rank(t: usize, n: u32, rank: &[f32], out_degree: &[u32], out: &m
 /// dangling rank `dangling[0]`: `base = (1 − d)/n + d · dangling/n`, in f64
 /// and rounded to f32, the host driver's formula.
 #[nested_reduce]
+#[throttled(partitioner = columns)]
 #[allow(clippy::too_many_arguments)]
 pub fn pagerank_pull_resident(
     v: usize,
@@ -275,13 +277,15 @@ pub fn pagerank_pull_resident(
     n: f64,
     next: &mut [f32],
 ) {
-    let d = damping as f64;
-    let base = ((1.0 - d) / n + d * dangling[0] / n) as f32;
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
     let sum = (lo..hi)
         .map(|e| contrib[src[e] as usize])
         .fold(0.0, |a, b| a + b);
+    // The teleport term after the fold: a throttled kernel's prologue reads
+    // only its range array (the plan is made before any launch).
+    let d = damping as f64;
+    let base = ((1.0 - d) / n + d * dangling[0] / n) as f32;
     next[v] = base + damping * sum;
 }
 

@@ -15,6 +15,7 @@ mod kernels;
 pub mod push_kernels;
 pub mod throttle_bench;
 mod throttle_chart;
+mod throttled;
 mod timing;
 
 pub use cg::{
@@ -27,7 +28,8 @@ pub use driven::{
     DrivenApp, DrivenReport, DriverChoice, OrderChoice, DELTA_WEIGHTS, HYBRID_DOWN, HYBRID_UP,
 };
 pub use graph::{
-    bfs, bfs_observed, pagerank, pagerank_observed, sssp, sssp_observed, Graph, PageRankOptions,
+    bfs, bfs_observed, pagerank, pagerank_observed, pagerank_throttled, sssp, sssp_observed, Graph,
+    PageRankOptions,
 };
 pub use kernels::{
     bfs_pull, bfs_step, cc_pull_min, cg_direction_f32, cg_direction_f64, cg_publish_f32,
@@ -35,6 +37,7 @@ pub use kernels::{
     count_changed_f32, count_changed_i32, count_changed_u32, dangling_rank, dot_f32, dot_f64,
     pagerank_contrib, pagerank_pull, pagerank_pull_resident, relax, spmv, spmv_add, spmv_f64,
 };
+pub use throttled::ThrottledRun;
 
 use crate::runtime::Csr;
 use crate::{Device, LaunchConfig, Result};

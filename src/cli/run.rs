@@ -14,8 +14,8 @@ use warpfit::apps::{
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
 use warpfit::{
-    Decomposition, Device, Error, ExpectedLaunch, LaunchConfig, Result, ThrottlePolicy,
-    ThrottleReport, ThrottleStatus,
+    Decomposition, Device, Error, ExpectedLaunch, LaunchConfig, Result, ThrottleOptions,
+    ThrottlePolicy, ThrottleReport, ThrottleStatus,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -109,10 +109,11 @@ pub struct RunArgs {
     /// cg: none or jacobi (default none).
     #[arg(long, value_enum)]
     pub precond: Option<PrecondArg>,
-    /// spmv: cache-fit throttling, `org`, `cf` or `auto`, with pipelined
-    /// planning: the repetitions run unthrottled while a CPU thread
+    /// spmv, pagerank, cg: cache-fit throttling of the SpMV-shaped kernel
+    /// (`org`, `org_r`, `cf`, `cfq`, `sj`, `sjq` or `auto`), with pipelined
+    /// planning: the iterations run unthrottled while a CPU thread
     /// partitions the matrix, then switch; the summary reports the planning
-    /// time, the repetitions before the switch and when throttling paid for
+    /// time, the iterations before the switch and when throttling paid for
     /// itself. The CPU backend runs every policy unthrottled.
     #[arg(long, value_name = "POLICY")]
     pub throttle: Option<String>,
@@ -154,9 +155,9 @@ fn check_options(args: &RunArgs) -> Result<()> {
             "--iters applies to spmv and pagerank only: sssp, bfs and cc run to a fixed point",
         ));
     }
-    if args.throttle.is_some() && args.app != App::Spmv {
+    if args.throttle.is_some() && !matches!(args.app, App::Spmv | App::Pagerank | App::Cg) {
         return Err(Error::invalid(
-            "--throttle applies to spmv only so far (pagerank's kernel gathers from two arrays, cg's vector updates are not throttled yet)",
+            "--throttle applies to spmv, pagerank and cg (sssp, bfs and cc take --driver)",
         ));
     }
     if let Some(policy) = &args.throttle {
@@ -281,6 +282,19 @@ struct AppRun<'a> {
 }
 
 impl AppRun<'_> {
+    /// `--throttle`'s policy over `defaults`, the throttled kernel's
+    /// attribute defaults (its `throttle_options()`).
+    fn throttle_options(
+        &self,
+        defaults: fn() -> Result<ThrottleOptions>,
+    ) -> Result<Option<ThrottleOptions>> {
+        self.args
+            .throttle
+            .as_deref()
+            .map(|p| Ok(defaults()?.with_policy(p.parse()?)))
+            .transpose()
+    }
+
     fn print_header<T>(&self, a: &Csr<T>) {
         println!(
             "{}: {} x {}, {} nonzeros; backend {}{}",
@@ -424,11 +438,13 @@ impl AppRun<'_> {
             App::Pagerank => {
                 let opts = PageRankOptions {
                     iterations: self.iters.unwrap_or(PAGERANK_ITERS),
+                    throttle: self
+                        .throttle_options(apps::pagerank_pull_resident::throttle_options)?,
                     ..PageRankOptions::default()
                 };
                 let mut steps = Steps::new("pagerank", Some(opts.iterations as u64));
-                let (rank, timings) =
-                    apps::pagerank_observed(device, config, &g, opts, &mut |_| steps.step())?;
+                let (rank, timings, throttled) =
+                    apps::pagerank_throttled(device, config, &g, opts, &mut |_| steps.step())?;
                 drop(steps);
                 let timings = with_graph(timings);
                 // `+ 0.0`: the empty sum is -0.0, which would print as `-0.000000`.
@@ -443,6 +459,12 @@ impl AppRun<'_> {
                         per * 1e3,
                         g.edges() as f64 / per / 1e6,
                         rank_sum,
+                    );
+                }
+                if let Some(t) = &throttled {
+                    println!(
+                        "{}",
+                        throttle_summary(&t.report, t.status, &timings.iterations, &t.planned)
                     );
                 }
                 print_timing(read, &timings, "iterations");
@@ -570,6 +592,8 @@ impl AppRun<'_> {
                 PrecondArg::None => Preconditioner::None,
                 PrecondArg::Jacobi => Preconditioner::Jacobi,
             },
+            throttle: self.throttle_options(T::throttle_options)?,
+            ..CgOptions::default()
         };
         let mut steps = Steps::new("cg", Some(opts.max_iters as u64));
         let result = apps::cg_observed(&self.device, &self.config, &a, &b, &opts, &mut |_, _| {
@@ -596,6 +620,12 @@ impl AppRun<'_> {
             },
             self.device.backend_name()
         );
+        if let Some(t) = &result.throttle {
+            println!(
+                "{}",
+                throttle_summary(&t.report, t.status, &result.timings.iterations, &t.planned)
+            );
+        }
         print_timing(read, &result.timings, "iterations");
         write_output(self.output, result.x.iter().map(|v| v.to_string()))
     }

@@ -354,8 +354,9 @@ impl ThrottleEmitter<'_> {
             .map(|(_, p)| {
                 let (n, t) = (&p.name, ty(p.ty));
                 match p.kind {
-                    ParamKind::Input => quote!(#n: &::warpfit::__private::DeviceVec<#t>),
-                    ParamKind::Output => quote!(#n: &mut ::warpfit::__private::DeviceVec<#t>),
+                    ParamKind::Input | ParamKind::Output => {
+                        quote!(#n: &::warpfit::__private::DeviceVec<#t>)
+                    }
                     ParamKind::Scalar => quote!(#n: #t),
                     ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
                 }
@@ -368,6 +369,21 @@ impl ThrottleEmitter<'_> {
                 match p.kind {
                     ParamKind::Input => quote!(::warpfit::__private::Arg::from_input(#n)),
                     ParamKind::Output => quote!(::warpfit::__private::Arg::from_output(#n)),
+                    ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
+                    ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
+                }
+            })
+            .collect();
+        // Enqueued launches take their outputs by shared borrow, as
+        // `prepare` does: an iterative driver keeps prepared launches that
+        // read the same vectors, and the device orders the accesses.
+        let resident_args: Vec<_> = self
+            .per_launch()
+            .map(|(_, p)| {
+                let n = &p.name;
+                match p.kind {
+                    ParamKind::Input => quote!(::warpfit::__private::Arg::resident_input(#n)),
+                    ParamKind::Output => quote!(::warpfit::__private::Arg::resident_output(#n)),
                     ParamKind::Scalar => quote!(::warpfit::__private::Arg::scalar(#n)),
                     ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
                 }
@@ -405,12 +421,14 @@ impl ThrottleEmitter<'_> {
 
                 /// [`Throttle::launch`] over `DeviceVec`s that does not wait: a fault is
                 /// reported by [`Throttle::check`] (or the next waiting launch). The launch
-                /// that lays a new plan out and profiles it waits anyway.
+                /// that lays a new plan out and profiles it waits anyway. Outputs are shared
+                /// borrows, as in `prepare`: the launch writes device memory in stream order,
+                /// so prepared launches reading the same vectors may be held meanwhile.
                 ///
                 /// # Errors
                 /// As [`Throttle::launch`], without the kernel's faults.
                 pub fn enqueue(&mut self, #(#resident),*) -> ::warpfit::__private::Result<()> {
-                    self.inner.enqueue(&mut [#(#args),*])
+                    self.inner.enqueue(&mut [#(#resident_args),*])
                 }
 
                 /// [`Throttle::enqueue`] over arrays in [`Throttle::plan_order`]'s numbering.
@@ -418,7 +436,7 @@ impl ThrottleEmitter<'_> {
                 /// # Errors
                 /// As [`Throttle::launch_in_plan_order`], without the kernel's faults.
                 pub fn enqueue_in_plan_order(&mut self, #(#resident),*) -> ::warpfit::__private::Result<()> {
-                    self.inner.enqueue_in_plan_order(&mut [#(#args),*])
+                    self.inner.enqueue_in_plan_order(&mut [#(#resident_args),*])
                 }
 
                 /// Waits for the launches enqueued so far and reports the first fault.

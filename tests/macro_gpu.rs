@@ -890,7 +890,7 @@ fn remapped_handles_run_in_plan_order() {
         let xd = dev.upload(&x).unwrap();
         let mut yd = dev.alloc::<u32>(n).unwrap();
         for _ in 0..3 {
-            t.enqueue(&xd, &mut yd).unwrap();
+            t.enqueue(&xd, &yd).unwrap();
         }
         t.check().unwrap();
         assert!(yd.to_vec().unwrap() == y1, "{policy}: enqueued");

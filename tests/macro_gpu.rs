@@ -879,8 +879,8 @@ fn remapped_handles_run_in_plan_order() {
             "{policy}: two steps in plan order"
         );
         // Enqueued in plan order: x <- A x with no permutation between.
-        t.enqueue_in_plan_order(&xr, &mut yr).unwrap();
-        t.enqueue_in_plan_order(&yr, &mut zr).unwrap();
+        t.enqueue_in_plan_order(&xr, &yr).unwrap();
+        t.enqueue_in_plan_order(&yr, &zr).unwrap();
         t.check().unwrap();
         assert!(
             zr.to_vec().unwrap() == to_plan(&y2),
@@ -888,7 +888,7 @@ fn remapped_handles_run_in_plan_order() {
         );
         // Enqueued, in the caller's numbering again.
         let xd = dev.upload(&x).unwrap();
-        let mut yd = dev.alloc::<u32>(n).unwrap();
+        let yd = dev.alloc::<u32>(n).unwrap();
         for _ in 0..3 {
             t.enqueue(&xd, &yd).unwrap();
         }

@@ -236,7 +236,7 @@ fn plan_order_and_enqueued_launches_on_the_cpu() {
     assert!(e.to_string().contains("no plan order"), "{e}");
     // Enqueued launches take DeviceVecs and report faults at `check`.
     let xd = dev.upload(&x).unwrap();
-    let mut yd = dev.alloc::<f32>(n).unwrap();
+    let yd = dev.alloc::<f32>(n).unwrap();
     t.enqueue(&xd, &yd).unwrap();
     t.check().unwrap();
     assert_eq!(yd.to_vec().unwrap(), want);

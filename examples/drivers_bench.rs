@@ -1,24 +1,31 @@
-//! Times sssp, bfs and cc under every driver on the CPU backend, each graph
-//! generated (or read) once, every result checked against the sequential
-//! references (Dijkstra, queue BFS, union-find) bit for bit. Prints one
-//! Markdown table row per (graph, app, driver): the fastest of `--runs`
-//! runs of the rounds (set-up excluded; the drivers take turns, one run
-//! each per turn), and that run's rounds, host synchronisations, items
-//! processed and worklist growths with the time they took.
+//! Times sssp, bfs and cc under every driver on the CPU or CUDA backend,
+//! each graph generated (or read) once, every result checked against the
+//! sequential references (Dijkstra, queue BFS, union-find) bit for bit
+//! before it is timed. Prints one Markdown table row per (graph, app,
+//! driver): the median and the fastest of `--runs` timed runs of the rounds
+//! after one warm-up run (set-up excluded: on CUDA the rounds' wall time
+//! ends when the last outcome is read, which waits for the device; the
+//! drivers take turns, one run each per turn), the edges of the reached
+//! vertices per second at the median, and the median run's rounds, host
+//! synchronisations, items processed and worklist growths with the time
+//! they took.
 //!
 //! ```text
 //! cargo run --release --example drivers_bench -- [--gen SPEC]... [--mtx FILE]...
-//!     [--apps sssp,bfs,cc] [--drivers topo,topo:rounds,data:fifo,data:nearfar,hybrid,auto]
+//!     [--backend cpu|cuda] [--apps sssp,bfs,cc]
+//!     [--drivers topo,topo:rounds,data:fifo,data:nearfar,hybrid,auto]
 //!     [--runs 3] [--source V|hub] [--capacity N|n] [--no-dedup]
+//!     [--rounds-per-sync K[,K...]]
 //! ```
 //!
 //! `--source hub` (the default) starts sssp and bfs at a vertex of the
 //! largest degree, inside the giant component of a power-law graph;
 //! `--capacity n` preallocates worklists of the vertex count (no growth with
-//! deduplicating lists), to compare with the default `n / 5`.
+//! deduplicating lists), to compare with the default `n / 5`;
+//! `--rounds-per-sync 1,8,16` runs every worklist driver with each `k`
+//! (default: the backend's, 1 on the CPU and 8 on CUDA).
 
 use std::process::ExitCode;
-use std::time::Duration;
 use warpfit::apps::{self, DriveOptions, DrivenReport, DriverChoice};
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::sparse::mm;
@@ -33,6 +40,8 @@ struct Args {
     source: Option<usize>,
     capacity: Option<String>,
     dedup: bool,
+    device: Device,
+    rounds_per_sync: Vec<Option<usize>>,
 }
 
 fn parse() -> Result<Args> {
@@ -53,6 +62,8 @@ fn parse() -> Result<Args> {
         source: None,
         capacity: None,
         dedup: true,
+        device: Device::Cpu,
+        rounds_per_sync: vec![None],
     };
     let mut it = std::env::args().skip(1);
     let bad = |m: String| warpfit::Error::invalid(m);
@@ -96,6 +107,21 @@ fn parse() -> Result<Args> {
             }
             "--capacity" => a.capacity = Some(value()?),
             "--no-dedup" => a.dedup = false,
+            "--backend" => a.device = Device::from_name(&value()?)?,
+            "--rounds-per-sync" => {
+                a.rounds_per_sync = value()?
+                    .split(',')
+                    .map(|k| {
+                        k.parse::<usize>()
+                            .ok()
+                            .filter(|&k| k > 0)
+                            .map(Some)
+                            .ok_or_else(|| {
+                                bad(format!("--rounds-per-sync: `{k}` is not a count ≥ 1"))
+                            })
+                    })
+                    .collect::<Result<_>>()?
+            }
             other => return Err(bad(format!("unknown option {other}"))),
         }
     }
@@ -110,22 +136,23 @@ fn parse() -> Result<Args> {
 
 /// The run's values, as bit patterns, and its report.
 fn run_once(
+    device: &Device,
     app: &str,
     a: &Csr<f32>,
     source: usize,
     options: &DriveOptions,
 ) -> Result<(Vec<u32>, DrivenReport)> {
-    let (device, config) = (Device::cpu(), LaunchConfig::default());
+    let config = LaunchConfig::default();
     Ok(match app {
         "sssp" => {
-            let (d, r) = apps::sssp_driven(&device, &config, a, source, options)?;
+            let (d, r) = apps::sssp_driven(device, &config, a, source, options)?;
             (d.iter().map(|x| x.to_bits()).collect(), r)
         }
         "bfs" => {
-            let (l, r) = apps::bfs_driven(&device, &config, a, source, options)?;
+            let (l, r) = apps::bfs_driven(device, &config, a, source, options)?;
             (l.iter().map(|&x| x as u32).collect(), r)
         }
-        "cc" => apps::cc_driven(&device, &config, a, options)?,
+        "cc" => apps::cc_driven(device, &config, a, options)?,
         other => return Err(warpfit::Error::invalid(format!("unknown app {other}"))),
     })
 }
@@ -154,13 +181,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// Edges out of the vertices a run reached (sssp: finite distance; bfs: a
+/// level; cc: every vertex), as the traversal rates count them.
+fn reached_edges(app: &str, a: &Csr<f32>, want: &[u32]) -> u64 {
+    (0..a.nrows())
+        .filter(|&v| match app {
+            "sssp" => f32::from_bits(want[v]).is_finite(),
+            "bfs" => want[v] as i32 >= 0,
+            _ => true,
+        })
+        .map(|v| a.row_range(v).len() as u64)
+        .sum()
+}
+
 fn bench() -> Result<()> {
     let args = parse()?;
+    let device = &args.device;
     println!(
-        "| graph | app | driver | ms (best of {}) | rounds | host syncs | items processed | growths (ms) | vs reference |",
+        "| graph | app | driver | ms (median of {}, after a warm-up) | best ms | GTEPS (median) | rounds | host syncs | items processed | growths (ms) | vs reference |",
         args.runs
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, a) in &args.graphs {
         let hub = (0..a.nrows())
             .max_by_key(|&v| a.row_range(v).len())
@@ -174,51 +215,80 @@ fn bench() -> Result<()> {
                     .map_err(|_| warpfit::Error::invalid("--capacity takes N or n"))?,
             ),
         };
-        eprintln!("{name}: source {source}");
+        eprintln!("{name}: source {source}, {}", device.backend_name());
         for app in &args.apps {
             let want = reference_of(app, a, source)?;
-            let drivers: Vec<&String> = args
+            let edges = reached_edges(app, a, &want);
+            // (label, options) per variant: every driver, the worklist
+            // drivers once per rounds-per-sync asked.
+            let mut variants: Vec<(String, DriveOptions)> = Vec::new();
+            for driver in args
                 .drivers
                 .iter()
                 .filter(|d| app == "sssp" || !d.starts_with("data:nearfar"))
-                .collect();
-            let mut best = vec![Duration::MAX; drivers.len()];
-            let mut last = vec![None; drivers.len()];
+            {
+                let choice = driver.parse::<DriverChoice>()?;
+                let ks: &[Option<usize>] = if choice == DriverChoice::Topo {
+                    &[None]
+                } else {
+                    &args.rounds_per_sync
+                };
+                for &k in ks {
+                    let label = match k {
+                        Some(k) if args.rounds_per_sync.len() > 1 => format!("{driver} k={k}"),
+                        _ => driver.clone(),
+                    };
+                    let options = DriveOptions {
+                        initial_capacity: capacity,
+                        rounds_per_sync: k,
+                        dedup: args.dedup,
+                        ..DriveOptions::new(choice)
+                    };
+                    variants.push((label, options));
+                }
+            }
+            // The warm-up (kernels compiled and cached, memory pools
+            // primed) checks every result before anything is timed.
+            for (label, options) in &variants {
+                let (values, _) = run_once(device, app, a, source, options)?;
+                if values != want {
+                    return Err(warpfit::Error::invalid(format!(
+                        "{name}, {app}, {label}: differs from the reference"
+                    )));
+                }
+            }
+            let mut runs: Vec<Vec<DrivenReport>> = vec![Vec::new(); variants.len()];
             // Rounds of one run per driver, so that the host's load falls
             // alike on every driver.
             for _ in 0..args.runs.max(1) {
-                for (i, driver) in drivers.iter().enumerate() {
-                    let options = DriveOptions {
-                        initial_capacity: capacity,
-                        dedup: args.dedup,
-                        ..DriveOptions::new(driver.parse::<DriverChoice>()?)
-                    };
-                    let (values, report) = run_once(app, a, source, &options)?;
+                for (i, (label, options)) in variants.iter().enumerate() {
+                    let (values, report) = run_once(device, app, a, source, options)?;
                     if values != want {
                         return Err(warpfit::Error::invalid(format!(
-                            "{name}, {app}, {driver}: differs from the reference"
+                            "{name}, {app}, {label}: differs from the reference"
                         )));
                     }
-                    // The fastest run's report.
-                    if report.run < best[i] {
-                        best[i] = report.run;
-                        last[i] = Some(report);
-                    }
+                    runs[i].push(report);
                 }
             }
-            for (i, driver) in drivers.iter().enumerate() {
-                let r = last[i].take().expect("at least one run");
+            for (i, (label, _)) in variants.iter().enumerate() {
+                let mut rs = std::mem::take(&mut runs[i]);
+                rs.sort_by_key(|r| r.run);
+                let best = rs[0].run;
+                let r = &rs[rs.len() / 2];
                 let shown = match &r.note {
-                    Some(_) => format!("{driver} ({})", r.driver),
-                    None => driver.to_string(),
+                    Some(_) => format!("{label} ({})", r.driver),
+                    None => label.clone(),
                 };
                 let growth = r
                     .rounds_report
                     .as_ref()
                     .map_or(0.0, |g| g.growth_time.as_secs_f64() * 1e3);
+                let gteps = edges as f64 / r.run.as_secs_f64().max(1e-12) / 1e9;
                 println!(
-                    "| {name} | {app} | {shown} | {:.1} | {} | {} | {} | {} ({growth:.2}) | equal |",
-                    best[i].as_secs_f64() * 1e3,
+                    "| {name} | {app} | {shown} | {:.2} | {:.2} | {gteps:.2} | {} | {} | {} | {} ({growth:.2}) | equal |",
+                    r.run.as_secs_f64() * 1e3,
+                    best.as_secs_f64() * 1e3,
                     r.rounds,
                     r.syncs,
                     r.processed,

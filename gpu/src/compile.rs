@@ -48,6 +48,7 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ("warpfit/layout.cuh", include_str!("../cuda/layout.cuh")),
     ("warpfit/atomic.cuh", include_str!("../cuda/atomic.cuh")),
     ("warpfit/worklist.cuh", include_str!("../cuda/worklist.cuh")),
+    ("warpfit/rounds.cuh", include_str!("../cuda/rounds.cuh")),
     (
         "warpfit/cte_for_each.cuh",
         include_str!("../cuda/cte_for_each.cuh"),
@@ -62,6 +63,24 @@ pub const WORKLIST_ENTRY_POINTS: &[&str] = &["wf_unspill", "wf_clear"];
 /// Source of the worklist library's module: every [`WORKLIST_ENTRY_POINTS`].
 pub fn worklist_unit() -> String {
     "#include \"warpfit/worklist.cuh\"\nWARPFIT_WORKLIST_ENTRY_POINTS\n".to_string()
+}
+
+/// The entry points of the round backend's kernels (`rounds.cuh`): the
+/// bookkeeping around a driver's rounds on CUDA (`CudaRounds`), compiled
+/// once per device ([`rounds_unit`]).
+pub const ROUNDS_ENTRY_POINTS: &[&str] = &[
+    "wf_round_begin",
+    "wf_round_finish",
+    "wf_round_resume",
+    "wf_round_split_f32",
+    "wf_round_min_key_f32",
+    "wf_round_split_u32",
+    "wf_round_min_key_u32",
+];
+
+/// Source of the round backend's module: every [`ROUNDS_ENTRY_POINTS`].
+pub fn rounds_unit() -> String {
+    "#include \"warpfit/rounds.cuh\"\nWARPFIT_ROUNDS_ENTRY_POINTS\n".to_string()
 }
 
 /// The entry points of the layout library (`layout.cuh`): no kernel of the

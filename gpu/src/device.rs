@@ -206,6 +206,8 @@ struct Inner {
     layout: Mutex<Option<Arc<crate::layout::LayoutKernels>>>,
     /// The worklist library (`worklist.cuh`), loaded when first needed.
     worklist: Mutex<Option<Arc<crate::worklist::WorklistKernels>>>,
+    /// The round backend's kernels (`rounds.cuh`), loaded when first needed.
+    rounds: Mutex<Option<Arc<crate::rounds::RoundKernels>>>,
 }
 
 /// A module's key: the kernel's name and its translation unit's hash.
@@ -476,6 +478,7 @@ impl CudaDevice {
                 ahead: Mutex::new(ahead),
                 layout: Mutex::new(None),
                 worklist: Mutex::new(None),
+                rounds: Mutex::new(None),
             }),
         })
     }
@@ -506,6 +509,18 @@ impl CudaDevice {
             return Ok(k.clone());
         }
         let k = Arc::new(crate::worklist::WorklistKernels::load(self)?);
+        *slot = Some(k.clone());
+        Ok(k)
+    }
+
+    /// The round backend's kernels, compiled (or read from the kernel
+    /// cache) and loaded the first time they are asked for.
+    pub(crate) fn round_kernels(&self) -> Result<Arc<crate::rounds::RoundKernels>> {
+        let mut slot = self.inner.rounds.lock().map_err(poisoned)?;
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(crate::rounds::RoundKernels::load(self)?);
         *slot = Some(k.clone());
         Ok(k)
     }

@@ -440,6 +440,18 @@ impl Prepared {
         r
     }
 
+    /// The device address of the launch's fault record, whose first `u32`
+    /// is non-zero once a kernel recorded a fault (the round backend's
+    /// finishing kernel reads it).
+    pub(crate) fn fault_claimed_ptr(&self) -> u64 {
+        self.fault.device_ptr(&self.dev)
+    }
+
+    /// The CUDA device the launch runs on.
+    pub(crate) fn device_ordinal(&self) -> usize {
+        self.dev.ordinal()
+    }
+
     /// The kernel's name.
     pub(crate) fn kernel_name(&self) -> &'static str {
         self.spec.name

@@ -28,6 +28,9 @@
 //!   data-driven round's launch takes as its tasks, with the device
 //!   library's growth and clearing kernels;
 //! - `readback`: small asynchronous downloads for iterative drivers;
+//! - `rounds`: [`CudaRounds`], the worklist drivers' round backend on CUDA
+//!   (`rounds.cuh`: halting, near-far splitting and outcome records on the
+//!   device);
 //! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory;
 //! - [`baseline`] (cuSPARSE) and [`bench`](mod@bench): the SpMV benchmark.
 
@@ -49,6 +52,7 @@ mod plan;
 pub mod probe;
 mod readback;
 mod resident;
+mod rounds;
 pub mod spec;
 mod tasks;
 mod throttle;
@@ -70,6 +74,7 @@ pub use resident::{host_input, host_output, host_shared};
 pub use resident::{
     CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
 };
+pub use rounds::{Bind, CudaRounds, RoundKey, CUDA_ROUNDS_PER_SYNC};
 pub use spec::{DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
 pub use throttle::{
     CpuRunFn, HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,

@@ -1013,6 +1013,18 @@ impl<'a> PreparedLaunch<'a> {
         }
     }
 
+    /// The CUDA launch inside, its borrows ended by the caller's promise:
+    /// the round backend keeps what the launch reads alive (its own lists,
+    /// and the arrays its kernels' closures borrow for the backend's
+    /// lifetime) for as long as it holds the launch. A CPU launch is
+    /// returned as it is.
+    pub(crate) fn into_cuda(self) -> std::result::Result<Box<crate::launch::Prepared>, Self> {
+        match self.backend {
+            Backend::Cuda { prepared, .. } => Ok(prepared),
+            backend @ Backend::Cpu { .. } => Err(PreparedLaunch { backend }),
+        }
+    }
+
     /// What [`Split::Auto`](crate::Split::Auto) chose for this launch on
     /// CUDA (`None` on the CPU or for a configured split).
     pub fn chosen_split(&self) -> Option<crate::Split> {

@@ -180,6 +180,29 @@ fn the_layout_library_compiles_for_sm80_and_sm90_without_spills() {
     }
 }
 
+/// The round backend's kernels (`rounds.cuh`), every key type's entry
+/// points included.
+#[test]
+fn the_round_kernels_compile_for_sm80_and_sm90_without_spills() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let entry_points = warpfit_gpu::compile::ROUNDS_ENTRY_POINTS;
+    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+        let c = compile_uncached("rounds", &warpfit_gpu::compile::rounds_unit(), arch)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "rounds {arch}: not an ELF image");
+        let report = ptxas_report(&c.log);
+        for ep in entry_points {
+            let Some(&(_, spill)) = report.get(*ep) else {
+                panic!("rounds {arch}: no ptxas report for {ep}:\n{}", c.log)
+            };
+            assert_eq!(spill, 0, "rounds {ep} {arch}: {spill} bytes spilled");
+        }
+        assert_eq!(report.len(), entry_points.len(), "{}", c.log);
+    }
+}
+
 #[test]
 fn an_unknown_entry_point_is_an_error() {
     let err = entry_point_unit(&common::SPMV_F64, &["wf_warp_all"]).unwrap_err();

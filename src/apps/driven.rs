@@ -11,8 +11,11 @@
 //!   in place), `data` (data-driven: near-far for sssp, FIFO for bfs and
 //!   cc), `data:fifo`, `data:nearfar[:DELTA]`, `hybrid[:UP[:DOWN]]` (the
 //!   temporal hybrid; for bfs it is direction-optimising: top-down while the
-//!   frontier is small, bottom-up while it is large); CPU backend;
-//! - `auto`: one of them, chosen from the graph ([`auto_driver`]).
+//!   frontier is small, bottom-up while it is large); every backend: the
+//!   CPU's [`CpuRounds`], CUDA's [`CudaRounds`] with the graph and the
+//!   vectors on the device and several rounds per host synchronisation;
+//! - `auto`: one of them, chosen from the graph ([`auto_driver`]), on every
+//!   backend.
 //!
 //! Every driver computes the same values, bit for bit: the steps are
 //! monotone and each app's fixed point is unique (for sssp, the least f32
@@ -22,6 +25,7 @@ use super::graph::{count_launches, count_slots, FixedPoint};
 use super::kernels::{cc_pull_min, count_changed_u32};
 use super::push_kernels::{bfs_bottom_up, bfs_top_down, cc_pull, cc_push, sssp_pull, sssp_push};
 use super::Graph;
+use crate::gpu::CudaRounds;
 use crate::runtime::worklist::drivers::{
     CpuRounds, Driver, DriverOptions, GraphShape, Order, RunReport, Start, Strategy,
 };
@@ -238,7 +242,6 @@ enum Resolved {
 fn resolve(
     app: DrivenApp,
     choice: DriverChoice,
-    device: &Device,
     a: &Csr<f32>,
 ) -> Result<(Resolved, Option<String>)> {
     let delta = || default_delta(a);
@@ -278,37 +281,14 @@ fn resolve(
             )
         }
         DriverChoice::Auto => {
-            if device.cuda().is_some() {
-                (
-                    Resolved::Resident,
-                    Some(
-                        "auto: on CUDA only the device-resident topology-driven driver runs so far"
-                            .to_string(),
-                    ),
-                )
-            } else {
-                let shape = GraphShape::of(a.row_ptr());
-                match auto_driver(app, &shape, delta()) {
-                    None => (
-                        Resolved::Resident,
-                        Some(format!("auto: {}", describe_shape(&shape))),
-                    ),
-                    Some(s) => (
-                        Resolved::Rounds(s),
-                        Some(format!("auto: {}", describe_shape(&shape))),
-                    ),
-                }
+            let shape = GraphShape::of(a.row_ptr());
+            let note = Some(format!("auto: {}", describe_shape(&shape)));
+            match auto_driver(app, &shape, delta()) {
+                None => (Resolved::Resident, note),
+                Some(s) => (Resolved::Rounds(s), note),
             }
         }
     };
-    if let Resolved::Rounds(s) = &resolved {
-        if device.cuda().is_some() {
-            return Err(Error::invalid(format!(
-                "the {s} driver runs on the CPU backend only so far (the device worklists are not \
-                 wired to the drivers yet): use --backend cpu, or --driver topo"
-            )));
-        }
-    }
     Ok((resolved, note))
 }
 
@@ -413,7 +393,7 @@ pub fn sssp_driven(
 ) -> Result<(Vec<f32>, DrivenReport)> {
     check_square(DrivenApp::Sssp, a)?;
     check_source(a, source)?;
-    let (resolved, note) = resolve(DrivenApp::Sssp, options.driver, device, a)?;
+    let (resolved, note) = resolve(DrivenApp::Sssp, options.driver, a)?;
     let setup_start = Instant::now();
     let strategy = match resolved {
         Resolved::Resident => {
@@ -437,6 +417,31 @@ pub fn sssp_driven(
     };
     let mut dist = mem::try_filled("the sssp distances", n, f32::INFINITY)?;
     dist[source] = 0.0;
+    if device.cuda().is_some() {
+        let dist = device.upload(&dist)?;
+        let up = |g: &Csr<f32>| -> Result<_> {
+            Ok((
+                device.upload(g.row_ptr())?,
+                device.upload(g.col_idx())?,
+                device.upload(g.values())?,
+            ))
+        };
+        let (ptr, dst, w) = up(&out)?;
+        let pull = inc.as_ref().map(up).transpose()?;
+        let mut rounds = CudaRounds::new(device, n)?
+            .frontier(|b| sssp_push::prepare(device, config, b.tasks, &ptr, &dst, &w, &dist, b.out))
+            .key(&dist)?;
+        if let Some((iptr, isrc, iw)) = &pull {
+            rounds = rounds.topology(|b| {
+                sssp_pull::prepare(device, config, b.tasks, iptr, isrc, iw, &dist, b.out)
+            });
+        }
+        let setup = setup_start.elapsed();
+        let report = Driver::new(driver_options(strategy, options))
+            .run(&mut rounds, Start::Items(&[source as u32]))?;
+        drop(rounds);
+        return Ok((dist.to_vec()?, rounds_report(report, setup, note)));
+    }
     let d = Atomic::from_mut_slice(&mut dist);
     let mut cpu = CpuRounds::new(n)?
         .frontier(|v, step| {
@@ -487,7 +492,7 @@ pub fn bfs_driven(
             a.nrows()
         ))
     })?;
-    let (resolved, note) = resolve(DrivenApp::Bfs, options.driver, device, a)?;
+    let (resolved, note) = resolve(DrivenApp::Bfs, options.driver, a)?;
     let setup_start = Instant::now();
     let strategy = match resolved {
         Resolved::Resident => {
@@ -509,6 +514,27 @@ pub fn bfs_driven(
     };
     let mut level = mem::try_filled("the bfs levels", n, -1i32)?;
     level[source] = 0;
+    if device.cuda().is_some() {
+        let level = device.upload(&level)?;
+        let up = |g: &Csr<f32>| -> Result<_> {
+            Ok((device.upload(g.row_ptr())?, device.upload(g.col_idx())?))
+        };
+        let (ptr, dst) = up(a)?;
+        let pull = inc.as_ref().map(up).transpose()?;
+        let mut rounds = CudaRounds::new(device, n)?.frontier(|b| {
+            bfs_top_down::prepare(device, config, b.tasks, &ptr, &dst, &level, b.out)
+        });
+        if let Some((iptr, isrc)) = &pull {
+            rounds = rounds.topology(|b| {
+                bfs_bottom_up::prepare(device, config, b.tasks, iptr, isrc, &level, b.round, b.out)
+            });
+        }
+        let setup = setup_start.elapsed();
+        let report = Driver::new(driver_options(strategy, options))
+            .run(&mut rounds, Start::Items(&[source as u32]))?;
+        drop(rounds);
+        return Ok((level.to_vec()?, rounds_report(report, setup, note)));
+    }
     let l = Atomic::from_mut_slice(&mut level);
     let mut cpu = CpuRounds::new(n)?
         .frontier(|v, step| bfs_top_down(v as usize, a.row_ptr(), a.col_idx(), l, step.out));
@@ -519,7 +545,7 @@ pub fn bfs_driven(
                 inc.row_ptr(),
                 inc.col_idx(),
                 l,
-                step.round as i32,
+                &[step.round],
                 step.out,
             )
         });
@@ -567,7 +593,7 @@ pub fn cc_driven(
 ) -> Result<(Vec<u32>, DrivenReport)> {
     check_square(DrivenApp::Cc, a)?;
     crate::runtime::error::to_u32("cc vertices", a.nrows())?;
-    let (resolved, note) = resolve(DrivenApp::Cc, options.driver, device, a)?;
+    let (resolved, note) = resolve(DrivenApp::Cc, options.driver, a)?;
     let n = a.nrows();
     if n == 0 {
         let report = DrivenReport {
@@ -598,6 +624,17 @@ pub fn cc_driven(
     let mut label: Vec<u32> = Vec::new();
     mem::try_reserve(&mut label, n, "the cc labels")?;
     label.extend(0..n as u32);
+    if device.cuda().is_some() {
+        let label = device.upload(&label)?;
+        let (ptr, adj) = (device.upload(nbr.row_ptr())?, device.upload(nbr.col_idx())?);
+        let mut rounds = CudaRounds::new(device, n)?
+            .frontier(|b| cc_push::prepare(device, config, b.tasks, &ptr, &adj, &label, b.out))
+            .topology(|b| cc_pull::prepare(device, config, b.tasks, &ptr, &adj, &label, b.out));
+        let setup = setup_start.elapsed();
+        let report = Driver::new(driver_options(strategy, options)).run(&mut rounds, Start::All)?;
+        drop(rounds);
+        return Ok((label.to_vec()?, rounds_report(report, setup, note)));
+    }
     let lab = Atomic::from_mut_slice(&mut label);
     let (ptr, adj) = (nbr.row_ptr(), nbr.col_idx());
     let mut cpu = CpuRounds::new(n)?

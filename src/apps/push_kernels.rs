@@ -76,17 +76,21 @@ pub fn bfs_top_down(v: usize, ptr: &[u32], dst: &[u32], level: &[Atomic<i32>], o
 }
 
 /// BFS, bottom-up (topology-driven): an unvisited `v` with an in-neighbour
-/// (`src`) on level `depth - 1` joins level `depth`. A visited vertex folds
-/// over an empty range.
+/// (`src`) on level `depth - 1` joins level `depth`, the round's number
+/// `round[0]`. A visited vertex folds over an empty range. The round comes
+/// as a one-element array, not a scalar, so that a device backend's one
+/// prepared launch serves every round (the backend sets the element on the
+/// device, [`Bind::round`](crate::gpu::Bind::round)).
 #[nested_reduce]
 pub fn bfs_bottom_up(
     v: usize,
     ptr: &[u32],
     src: &[u32],
     level: &[Atomic<i32>],
-    depth: i32,
+    round: &[u32],
     out: &Worklist,
 ) {
+    let depth = round[0] as i32;
     let lo = ptr[v] as usize;
     let hi = if level[v].load() < 0 {
         ptr[v + 1] as usize

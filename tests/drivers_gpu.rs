@@ -1,0 +1,349 @@
+//! The worklist drivers on CUDA ([`CudaRounds`]): sssp, bfs and cc under
+//! every driver, against the sequential references (Dijkstra, queue BFS,
+//! union-find) and the CPU backend bit for bit, on generated road-like
+//! (random numbering), symmetrised RMAT and rgg graphs; growth forced from
+//! lists of one item; one and sixteen rounds per synchronisation; the
+//! backend's protocol (halting, skipped rounds, errors) and kernel faults
+//! reported at `wait`. Needs a CUDA GPU; skipped without one, unless
+//! `WARPFIT_REQUIRE_GPU=1` (scripts/gpu-check). `WARPFIT_SMALL=1` (the
+//! compute-sanitizer stages) shrinks the graphs.
+
+mod gpu_common;
+
+use gpu_common::gpu;
+use warpfit::apps::{self, push_kernels, DriveOptions, DrivenApp, DriverChoice, OrderChoice};
+use warpfit::gpu::CudaRounds;
+use warpfit::runtime::gen::GenSpec;
+use warpfit::runtime::reference;
+use warpfit::runtime::sparse::Csr;
+use warpfit::runtime::worklist::drivers::{
+    Bucket, Driver, DriverOptions, ListId, Order, Round, RoundBackend, Start, Strategy,
+};
+use warpfit::{Decomposition, Device, LaunchConfig};
+
+fn small() -> bool {
+    std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1")
+}
+
+fn graphs() -> Vec<(String, Csr<f32>)> {
+    let specs: &[&str] = if small() {
+        &[
+            "road:side=16,drop=0.15,seed=1,order=random",
+            "rmat:scale=8,edge_factor=8,seed=3,sym=true",
+            "rgg:n=400,seed=5",
+        ]
+    } else {
+        &[
+            "road:side=64,drop=0.15,seed=1,order=random",
+            "rmat:scale=12,edge_factor=8,seed=3,sym=true",
+            "rgg:n=4000,seed=5",
+        ]
+    };
+    specs
+        .iter()
+        .map(|s| {
+            (
+                s.to_string(),
+                s.parse::<GenSpec>().unwrap().generate().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn drivers(app: DrivenApp) -> Vec<DriverChoice> {
+    let mut d = vec![
+        DriverChoice::Topo,
+        DriverChoice::TopoRounds,
+        DriverChoice::Data(None),
+        DriverChoice::Data(Some(OrderChoice::Fifo)),
+        DriverChoice::Hybrid {
+            up: None,
+            down: None,
+        },
+        DriverChoice::Hybrid {
+            up: Some(0.01),
+            down: Some(0.001),
+        },
+        DriverChoice::Auto,
+    ];
+    if app == DrivenApp::Sssp {
+        d.push(DriverChoice::Data(Some(OrderChoice::NearFar(None))));
+        d.push(DriverChoice::Data(Some(OrderChoice::NearFar(Some(0.05)))));
+    }
+    d
+}
+
+/// A vertex of the largest degree.
+fn hub(a: &Csr<f32>) -> usize {
+    (0..a.nrows())
+        .max_by_key(|&v| a.row_range(v).len())
+        .unwrap()
+}
+
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Every app under every driver with `opts` (the driver replaced), on
+/// CUDA with `cfg`: equal to the references and to the CPU backend.
+fn check_all(dev: &Device, cfg: &LaunchConfig, name: &str, a: &Csr<f32>, opts: DriveOptions) {
+    let cpu = Device::cpu();
+    let host = LaunchConfig::default();
+    let mut grew = 0;
+    for source in [0, hub(a)] {
+        let dist = reference::dijkstra(a, source).unwrap();
+        let levels = reference::bfs_levels(a, source).unwrap();
+        for driver in drivers(DrivenApp::Sssp) {
+            let o = DriveOptions { driver, ..opts };
+            let what = format!("{name}: sssp from {source}, {o:?}, {:?}", cfg.decomposition);
+            let (got, r) = apps::sssp_driven(dev, cfg, a, source, &o).unwrap();
+            assert!(same_bits(&got, &dist), "{what}: reference");
+            let (on_cpu, _) = apps::sssp_driven(&cpu, &host, a, source, &o).unwrap();
+            assert!(same_bits(&got, &on_cpu), "{what}: CPU backend");
+            grew += r.growths;
+        }
+        for driver in drivers(DrivenApp::Bfs) {
+            let o = DriveOptions { driver, ..opts };
+            let what = format!("{name}: bfs from {source}, {o:?}, {:?}", cfg.decomposition);
+            let (got, r) = apps::bfs_driven(dev, cfg, a, source, &o).unwrap();
+            assert_eq!(got, levels, "{what}: reference");
+            let (on_cpu, c) = apps::bfs_driven(&cpu, &host, a, source, &o).unwrap();
+            assert_eq!(got, on_cpu, "{what}: CPU backend");
+            // Level-synchronous on both backends: the same rounds.
+            assert_eq!(r.rounds, c.rounds, "{what}: rounds");
+            grew += r.growths;
+        }
+    }
+    let comps = reference::components(a).unwrap();
+    for driver in drivers(DrivenApp::Cc) {
+        let o = DriveOptions { driver, ..opts };
+        let what = format!("{name}: cc, {o:?}, {:?}", cfg.decomposition);
+        let (got, r) = apps::cc_driven(dev, cfg, a, &o).unwrap();
+        assert_eq!(got, comps, "{what}: reference");
+        let (on_cpu, _) = apps::cc_driven(&cpu, &host, a, &o).unwrap();
+        assert_eq!(got, on_cpu, "{what}: CPU backend");
+        grew += r.growths;
+    }
+    if opts.initial_capacity == Some(1) {
+        assert!(grew > 0, "{name}: lists of one item never grew");
+    }
+}
+
+#[test]
+fn every_driver_equals_the_references_and_the_cpu() {
+    let Some(dev) = gpu() else { return };
+    for (name, a) in graphs() {
+        for d in [Decomposition::Cte, Decomposition::Thread] {
+            let cfg = LaunchConfig::new(d);
+            check_all(&dev, &cfg, &name, &a, DriveOptions::new(DriverChoice::Auto));
+        }
+    }
+}
+
+#[test]
+fn growth_from_one_item_and_batched_rounds_change_nothing() {
+    let Some(dev) = gpu() else { return };
+    let cfg = LaunchConfig::default();
+    for (name, a) in graphs() {
+        for (capacity, k, dedup) in [
+            (Some(1), Some(1), true),
+            (Some(1), Some(16), true),
+            (None, Some(1), true),
+            (None, Some(16), false),
+        ] {
+            let opts = DriveOptions {
+                driver: DriverChoice::Auto,
+                initial_capacity: capacity,
+                rounds_per_sync: k,
+                dedup,
+            };
+            check_all(&dev, &cfg, &name, &a, opts);
+        }
+    }
+}
+
+#[test]
+fn several_rounds_run_per_synchronisation() {
+    let Some(dev) = gpu() else { return };
+    let a = "road:side=32,drop=0.15,seed=1,order=random"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let cfg = LaunchConfig::default();
+    let fifo = DriverChoice::Data(Some(OrderChoice::Fifo));
+    let (_, one) = apps::bfs_driven(&dev, &cfg, &a, 0, &DriveOptions::new(fifo)).unwrap();
+    let o = DriveOptions {
+        rounds_per_sync: Some(16),
+        ..DriveOptions::new(fifo)
+    };
+    let (_, batched) = apps::bfs_driven(&dev, &cfg, &a, 0, &o).unwrap();
+    assert_eq!(one.rounds, batched.rounds);
+    // The default (8 on CUDA) and 16 both wait far less often than once
+    // per round on a graph of many levels.
+    assert!(one.rounds > 40, "{one:?}");
+    assert!(one.syncs * 4 < one.rounds, "{one:?}");
+    assert!(batched.syncs * 8 < batched.rounds, "{batched:?}");
+}
+
+/// The path 0 → 1 → … → n-1 with unit weights, as a CSR.
+fn path(n: usize) -> Csr<f32> {
+    let ptr: Vec<u32> = (0..=n as u32).map(|i| i.min(n as u32 - 1)).collect();
+    let dst: Vec<u32> = (1..n as u32).collect();
+    Csr::new(n, n, ptr, dst, vec![1.0; n - 1]).unwrap()
+}
+
+#[test]
+fn an_overflow_halts_the_rounds_after_it_on_the_device() {
+    let Some(dev) = gpu() else { return };
+    let cfg = LaunchConfig::default();
+    // A star: vertex 0 reaches 1..=n-1, which reach nothing.
+    let n = 50usize;
+    let mut ptr = vec![0u32];
+    ptr.resize(n + 1, (n - 1) as u32);
+    let star = Csr::new(n, n, ptr, (1..n as u32).collect(), vec![1.0; n - 1]).unwrap();
+    let (ptr, dst, w) = (
+        dev.upload(star.row_ptr()).unwrap(),
+        dev.upload(star.col_idx()).unwrap(),
+        dev.upload(star.values()).unwrap(),
+    );
+    let mut start = vec![f32::INFINITY; n];
+    start[0] = 0.0;
+    let dist = dev.upload(&start).unwrap();
+    let mut rounds = CudaRounds::new(&dev, n)
+        .unwrap()
+        .frontier(|b| {
+            push_kernels::sssp_push::prepare(&dev, &cfg, b.tasks, &ptr, &dst, &w, &dist, b.out)
+        })
+        .key(&dist)
+        .unwrap();
+    let k = rounds.kernels();
+    assert!(k.frontier && k.key && !k.topology);
+    rounds.make_lists(3, 4, true).unwrap();
+    rounds.fill(ListId(0), Start::Items(&[0])).unwrap();
+    let round = |index, input, out| Round::Frontier {
+        index,
+        input: ListId(input),
+        out: ListId(out),
+        bucket: None,
+    };
+    // Round 1 pushes 49 items onto a list of 4: rounds 2 and 3 are skipped.
+    for (i, (input, out)) in [(0, 1), (1, 0), (0, 1)].into_iter().enumerate() {
+        rounds.enqueue(&round(i as u32 + 1, input, out)).unwrap();
+    }
+    let o = rounds.wait(3).unwrap();
+    assert!(
+        !o[0].skipped && o[0].out_overflowed && o[0].pushed == 49,
+        "{o:?}"
+    );
+    assert!(o[1].skipped && o[2].skipped, "{o:?}");
+    assert_eq!(o[0].processed, 1);
+    // Grow, resume and run round 2 again: it sees all 49 items.
+    assert!(rounds.wait(1).is_err(), "nothing is left to wait for");
+    rounds.grow(ListId(1), 64).unwrap();
+    rounds.resume().unwrap();
+    rounds.enqueue(&round(2, 1, 0)).unwrap();
+    let o = rounds.wait(1).unwrap();
+    assert_eq!(
+        (o[0].index, o[0].processed, o[0].pushed),
+        (2, 49, 0),
+        "{o:?}"
+    );
+    // A near-far round with every key above the bucket defers them all.
+    rounds.make_lists(3, 64, true).unwrap();
+    rounds.fill(ListId(0), Start::All).unwrap();
+    let near_far = Round::Frontier {
+        index: 1,
+        input: ListId(0),
+        out: ListId(1),
+        bucket: Some(Bucket {
+            lo: 0.5,
+            hi: 0.75,
+            deferred: ListId(2),
+            clear_deferred: true,
+        }),
+    };
+    rounds.enqueue(&near_far).unwrap();
+    let o = rounds.wait(1).unwrap()[0];
+    // Vertex 0 (key 0) is dropped, the others (key 1) deferred.
+    assert_eq!(
+        (o.dropped, o.deferred, o.processed, o.pushed),
+        (1, 49, 0, 0),
+        "{o:?}"
+    );
+    assert_eq!((o.deferred_len, o.min_key), (49, 1.0), "{o:?}");
+    // Distinct lists are required, a list id must exist.
+    assert!(rounds.enqueue(&round(2, 1, 1)).is_err());
+    assert!(rounds.enqueue(&round(2, 7, 1)).is_err());
+    drop(rounds);
+    let _ = dist.to_vec().unwrap();
+}
+
+#[test]
+fn a_kernel_fault_comes_back_as_an_error_at_wait() {
+    let Some(dev) = gpu() else { return };
+    let cfg = LaunchConfig::default();
+    // Vertex 0's edges run past the end of `dst`: an index fault.
+    let n = 4;
+    let (ptr, dst, w) = (
+        dev.upload(&[0u32, 3, 3, 3, 3]).unwrap(),
+        dev.upload(&[1u32]).unwrap(),
+        dev.upload(&[1.0f32, 1.0, 1.0]).unwrap(),
+    );
+    let dist = dev
+        .upload(&[0.0f32, f32::INFINITY, f32::INFINITY, f32::INFINITY])
+        .unwrap();
+    let mut rounds = CudaRounds::new(&dev, n).unwrap().frontier(|b| {
+        push_kernels::sssp_push::prepare(&dev, &cfg, b.tasks, &ptr, &dst, &w, &dist, b.out)
+    });
+    let e = Driver::new(DriverOptions::new(Strategy::Data(Order::Fifo)))
+        .run(&mut rounds, Start::Items(&[0]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("kernel fault in round 1"), "{e}");
+    assert!(e.contains("sssp_push"), "{e}");
+}
+
+#[test]
+fn the_driver_checks_what_the_backend_was_given() {
+    let Some(dev) = gpu() else { return };
+    let a = path(10);
+    let cfg = LaunchConfig::default();
+    let (ptr, dst) = (
+        dev.upload(a.row_ptr()).unwrap(),
+        dev.upload(a.col_idx()).unwrap(),
+    );
+    let level = dev
+        .upload(&[0i32, -1, -1, -1, -1, -1, -1, -1, -1, -1])
+        .unwrap();
+    let mut rounds = CudaRounds::new(&dev, 10).unwrap().frontier(|b| {
+        push_kernels::bfs_top_down::prepare(&dev, &cfg, b.tasks, &ptr, &dst, &level, b.out)
+    });
+    // Near-far needs a key, topology a topology kernel.
+    let e = Driver::new(DriverOptions::new(Strategy::Data(Order::NearFar {
+        delta: 1.0,
+    })))
+    .run(&mut rounds, Start::Items(&[0]))
+    .unwrap_err();
+    assert!(e.to_string().contains("a key"), "{e}");
+    let e = Driver::new(DriverOptions::new(Strategy::Topology))
+        .run(&mut rounds, Start::Items(&[0]))
+        .unwrap_err();
+    assert!(e.to_string().contains("a topology kernel"), "{e}");
+    let r = Driver::new(DriverOptions::new(Strategy::Data(Order::Fifo)))
+        .run(&mut rounds, Start::Items(&[0]))
+        .unwrap();
+    assert_eq!(r.rounds, 10);
+    drop(rounds);
+    assert_eq!(level.to_vec().unwrap(), (0..10).collect::<Vec<i32>>());
+    // A key of another size, or on the CPU.
+    let short = dev.upload(&[0.0f32; 3]).unwrap();
+    assert!(CudaRounds::new(&dev, 10).unwrap().key(&short).is_err());
+    let on_cpu = Device::cpu().upload(&[0.0f32; 10]).unwrap();
+    let e = CudaRounds::new(&dev, 10)
+        .unwrap()
+        .key(&on_cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the CPU"), "{e}");
+}

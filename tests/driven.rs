@@ -269,20 +269,21 @@ fn auto_follows_the_documented_rule() {
         .generate()
         .unwrap();
     let delta = 1.0;
+    let cpu = warpfit::Device::cpu();
     let road_shape = GraphShape::of(road.row_ptr());
     let rmat_shape = GraphShape::of(rmat.row_ptr());
     // A bounded-degree graph runs data-driven (near-far for sssp), a skewed
     // one hybrid.
     assert_eq!(
-        apps::auto_driver(DrivenApp::Sssp, &road_shape, delta),
+        apps::auto_driver(DrivenApp::Sssp, &road_shape, delta, &cpu),
         Some(Strategy::Data(Order::NearFar { delta }))
     );
     assert_eq!(
-        apps::auto_driver(DrivenApp::Bfs, &road_shape, delta),
+        apps::auto_driver(DrivenApp::Bfs, &road_shape, delta, &cpu),
         Some(Strategy::Data(Order::Fifo))
     );
     assert!(matches!(
-        apps::auto_driver(DrivenApp::Bfs, &rmat_shape, delta),
+        apps::auto_driver(DrivenApp::Bfs, &rmat_shape, delta, &cpu),
         Some(Strategy::Hybrid { .. })
     ));
 }

@@ -423,13 +423,17 @@ pub struct DriverOptions {
     /// ([`default_capacity`](super::default_capacity)).
     pub initial_capacity: Option<usize>,
     /// Rounds per host synchronisation (`k`, at least 1); `None`: the
-    /// backend's preference ([`RoundBackend::rounds_per_sync`]).
+    /// backend's preference ([`RoundBackend::rounds_per_sync`]), at most 4
+    /// for near-far runs (each bucket advance waits for a round that found
+    /// the near pile empty, and the rounds queued behind it run empty).
     pub rounds_per_sync: Option<usize>,
     /// Whether the lists skip an item pushed twice since they were cleared
     /// (a bitmap test-and-set per push).
     pub dedup: bool,
-    /// Rounds after which the run is an error (a kernel that never stops
-    /// pushing); `None`: `4·n + 1024`.
+    /// Rounds that processed something after which the run is an error (a
+    /// kernel that never stops pushing); `None`: `4·n + 1024`. Empty rounds
+    /// queued ahead (past the end, or past a near-far bucket's last item)
+    /// do not count.
     pub max_rounds: Option<u64>,
 }
 

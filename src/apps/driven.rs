@@ -154,13 +154,23 @@ impl FromStr for DriverChoice {
 pub const HYBRID_UP: f64 = crate::runtime::worklist::drivers::HYBRID_TO_TOPOLOGY;
 /// The hybrid's default switch back to data-driven rounds.
 pub const HYBRID_DOWN: f64 = crate::runtime::worklist::drivers::HYBRID_TO_DATA;
-/// The near-far bucket width in mean edge weights ([`default_delta`]).
+/// The near-far bucket width in mean edge weights on the CPU
+/// ([`default_delta`]).
 pub const DELTA_WEIGHTS: f64 = 4.0;
 
-/// The default near-far bucket width: [`DELTA_WEIGHTS`] times the mean
-/// weight `|a(i, j)|` of the edges with a positive weight (1 when there is
-/// none), so that a bucket spans a few hops whatever the weights' scale.
-pub fn default_delta(a: &Csr<f32>) -> f64 {
+/// The near-far bucket width in mean edge weights on CUDA: wider, since a
+/// round costs a few launches (about 30 µs) whatever its size, and a wider
+/// bucket runs fewer rounds for a few more relaxations. On the road graph of
+/// `BENCHMARKS.md` ("Worklists and drivers (CUDA)", mean weight 0.5): 281 ms
+/// with 4 mean weights (8701 rounds), 224 ms with 8, 191 ms with 16 (5083
+/// rounds).
+pub const DELTA_WEIGHTS_CUDA: f64 = 16.0;
+
+/// The default near-far bucket width on `device`: [`DELTA_WEIGHTS`] (CUDA:
+/// [`DELTA_WEIGHTS_CUDA`]) times the mean weight `|a(i, j)|` of the edges
+/// with a positive weight (1 when there is none), so that a bucket spans a
+/// few hops whatever the weights' scale.
+pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
     let (sum, count) = a
         .values()
         .iter()
@@ -168,7 +178,12 @@ pub fn default_delta(a: &Csr<f32>) -> f64 {
         .filter(|w| *w > 0.0 && w.is_finite())
         .fold((0.0, 0u64), |(s, c), w| (s + w, c + 1));
     let mean = if count == 0 { 1.0 } else { sum / count as f64 };
-    DELTA_WEIGHTS * mean
+    let per_weight = if device.cuda().is_some() {
+        DELTA_WEIGHTS_CUDA
+    } else {
+        DELTA_WEIGHTS
+    };
+    per_weight * mean
 }
 
 /// What `auto` runs for `app` on a graph of this shape on `device`: the
@@ -262,7 +277,7 @@ fn resolve(
     a: &Csr<f32>,
     device: &Device,
 ) -> Result<(Resolved, Option<String>)> {
-    let delta = || default_delta(a);
+    let delta = || default_delta(a, device);
     let data_order = |order: Option<OrderChoice>| -> Result<Order> {
         Ok(match (app, order) {
             (DrivenApp::Sssp, None) => Order::NearFar { delta: delta() },

@@ -681,6 +681,35 @@ pub fn compile_cached(
     }
 }
 
+/// A device library unit (`layout`, `worklist`, `rounds`) compiled (or read
+/// from the kernel cache) and loaded on `dev`: its module, whose functions
+/// [`load_function`] takes by name.
+pub(crate) fn load_unit(
+    dev: &crate::device::CudaDevice,
+    name: &str,
+    source: &str,
+) -> Result<std::sync::Arc<cudarc::driver::CudaModule>> {
+    use crate::buffer::cuda_err;
+    let compiled = compile_cached(name, source, dev.arch(), dev.cache_dir())?;
+    dev.context()
+        .bind_to_thread()
+        .map_err(cuda_err("binding the context"))?;
+    dev.context()
+        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+        .map_err(cuda_err(format!("loading the {name} kernels")))
+}
+
+/// The function `entry` of a unit loaded by [`load_unit`].
+pub(crate) fn load_function(
+    module: &std::sync::Arc<cudarc::driver::CudaModule>,
+    name: &str,
+    entry: &str,
+) -> Result<cudarc::driver::CudaFunction> {
+    module
+        .load_function(entry)
+        .map_err(crate::buffer::cuda_err(format!("{name} kernel `{entry}`")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,20 +53,8 @@ fn blocks(dev: &CudaDevice, items: u64, per_block: u64) -> u32 {
 impl LayoutKernels {
     /// Compiles (or reads from the kernel cache) and loads the library.
     pub(crate) fn load(dev: &CudaDevice) -> Result<Self> {
-        let source = compile::layout_unit();
-        let compiled = compile::compile_cached("layout", &source, dev.arch(), dev.cache_dir())?;
-        dev.context()
-            .bind_to_thread()
-            .map_err(cuda_err("binding the context"))?;
-        let module = dev
-            .context()
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
-            .map_err(cuda_err("loading the layout kernels"))?;
-        let f = |name: String| {
-            module
-                .load_function(&name)
-                .map_err(cuda_err(format!("layout kernel `{name}`")))
-        };
+        let module = compile::load_unit(dev, "layout", &compile::layout_unit())?;
+        let f = |entry: String| compile::load_function(&module, "layout", &entry);
         let each = |kind: &str| -> Result<[CudaFunction; 4]> {
             Ok([
                 f(format!("wf_{kind}_1"))?,

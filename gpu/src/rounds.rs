@@ -829,20 +829,8 @@ pub(crate) struct RoundKernels {
 impl RoundKernels {
     /// Compiles (or reads from the kernel cache) and loads the kernels.
     pub(crate) fn load(dev: &CudaDevice) -> Result<Self> {
-        let source = compile::rounds_unit();
-        let compiled = compile::compile_cached("rounds", &source, dev.arch(), dev.cache_dir())?;
-        dev.context()
-            .bind_to_thread()
-            .map_err(cuda_err("binding the context"))?;
-        let module = dev
-            .context()
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
-            .map_err(cuda_err("loading the round kernels"))?;
-        let f = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(cuda_err(format!("round kernel `{name}`")))
-        };
+        let module = compile::load_unit(dev, "rounds", &compile::rounds_unit())?;
+        let f = |entry: &str| compile::load_function(&module, "round", entry);
         Ok(RoundKernels {
             begin: f("wf_round_begin")?,
             finish: f("wf_round_finish")?,

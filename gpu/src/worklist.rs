@@ -534,20 +534,8 @@ pub(crate) struct WorklistKernels {
 impl WorklistKernels {
     /// Compiles (or reads from the kernel cache) and loads the library.
     pub(crate) fn load(dev: &CudaDevice) -> Result<Self> {
-        let source = compile::worklist_unit();
-        let compiled = compile::compile_cached("worklist", &source, dev.arch(), dev.cache_dir())?;
-        dev.context()
-            .bind_to_thread()
-            .map_err(cuda_err("binding the context"))?;
-        let module = dev
-            .context()
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
-            .map_err(cuda_err("loading the worklist kernels"))?;
-        let f = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(cuda_err(format!("worklist kernel `{name}`")))
-        };
+        let module = compile::load_unit(dev, "worklist", &compile::worklist_unit())?;
+        let f = |entry: &str| compile::load_function(&module, "worklist", entry);
         Ok(WorklistKernels {
             unspill: f("wf_unspill")?,
             clear: f("wf_clear")?,

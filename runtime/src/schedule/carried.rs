@@ -12,7 +12,7 @@
 //! uses a binding that reads the range array, so the context does not
 //! depend on which range the fold covers.
 
-use super::parts::PartMajor;
+use super::parts::{permute_fine_by, PartMajor};
 use super::plan::CacheFitPlan;
 use crate::error::to_u32;
 use crate::exec::cpu::{FirstFault, GRAIN, PRECHECK_SPAN};
@@ -269,19 +269,7 @@ impl CarriedLayout {
     /// `src` does not have one element per fine task, or the copy exceeds
     /// the memory limit.
     pub fn permute_fine<T: Copy + Send + Sync>(&self, src: &[T]) -> Result<Vec<T>> {
-        if src.len() != self.fine_perm.len() {
-            return Err(Error::length(
-                "per-fine-task array (one element per fine task)",
-                self.fine_perm.len(),
-                src.len(),
-            ));
-        }
-        mem::check_elems::<T>("a part-major per-fine-task array", src.len())?;
-        Ok(self
-            .fine_perm
-            .par_iter()
-            .map(|&old| src[old as usize])
-            .collect())
+        permute_fine_by(&self.fine_perm, src)
     }
 
     /// The range arrays [`run_carried`] takes.

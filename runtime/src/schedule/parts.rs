@@ -311,19 +311,7 @@ impl PartMajor {
     /// `src` does not have one element per fine task, or the copy exceeds
     /// the memory limit.
     pub fn permute_fine<T: Copy + Send + Sync>(&self, src: &[T]) -> Result<Vec<T>> {
-        if src.len() != self.fine_perm.len() {
-            return Err(Error::length(
-                "per-fine-task array (one element per fine task)",
-                self.fine_perm.len(),
-                src.len(),
-            ));
-        }
-        mem::check_elems::<T>("a part-major per-fine-task array", src.len())?;
-        Ok(self
-            .fine_perm
-            .par_iter()
-            .map(|&old| src[old as usize])
-            .collect())
+        permute_fine_by(&self.fine_perm, src)
     }
 
     /// A per-fine-task array given as bytes, `size` bytes per element, in
@@ -505,6 +493,27 @@ fn gather<const N: usize>(src: &[u8], perm: &[u32], dst: &mut [std::mem::MaybeUn
                 }
             }
         });
+}
+
+/// `out[i] = src[fine_perm[i]]`, in parallel: a per-fine-task array in a
+/// layout's order ([`PartMajor::permute_fine`], the carried layout's).
+///
+/// # Errors
+/// `src` does not have one element per fine task, or the copy exceeds the
+/// memory limit.
+pub(crate) fn permute_fine_by<T: Copy + Send + Sync>(
+    fine_perm: &[u32],
+    src: &[T],
+) -> Result<Vec<T>> {
+    if src.len() != fine_perm.len() {
+        return Err(Error::length(
+            "per-fine-task array (one element per fine task)",
+            fine_perm.len(),
+            src.len(),
+        ));
+    }
+    mem::check_elems::<T>("a part-major per-fine-task array", src.len())?;
+    Ok(fine_perm.par_iter().map(|&old| src[old as usize]).collect())
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use warpfit_runtime::gen::{self, RoadOrder};
 use warpfit_runtime::reference;
 use warpfit_runtime::sparse::Csr;
 use warpfit_runtime::worklist::drivers::{
-    CpuRounds, Driver, DriverOptions, Order, RunReport, Start, Strategy,
+    CpuRounds, Driver, DriverOptions, Order, RunReport, Start, Strategy, MAX_ROUNDS_PER_SYNC,
 };
 use warpfit_runtime::worklist::{atomic_cas, atomic_min, push, Atomic};
 
@@ -272,6 +272,35 @@ fn several_rounds_per_sync_run_the_same_rounds_and_fewer_syncs() {
             "{report:?}"
         );
     }
+}
+
+#[test]
+fn rounds_per_sync_out_of_range_is_an_error() {
+    for k in [0, MAX_ROUNDS_PER_SYNC + 1, usize::MAX] {
+        let options = DriverOptions {
+            rounds_per_sync: Some(k),
+            ..DriverOptions::new(Strategy::Data(Order::Fifo))
+        };
+        let mut cpu = CpuRounds::new(10).unwrap().frontier(|_, _| {});
+        let e = Driver::new(options)
+            .run(&mut cpu, Start::Items(&[0]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rounds_per_sync must lie in 1..=1024"),
+            "{k}: {e}"
+        );
+    }
+    // The bound itself runs.
+    let options = DriverOptions {
+        rounds_per_sync: Some(MAX_ROUNDS_PER_SYNC),
+        ..DriverOptions::new(Strategy::Data(Order::Fifo))
+    };
+    let mut cpu = CpuRounds::new(10).unwrap().frontier(|_, _| {});
+    let r = Driver::new(options)
+        .run(&mut cpu, Start::Items(&[0]))
+        .unwrap();
+    assert_eq!(r.rounds, 1);
 }
 
 #[test]

@@ -62,8 +62,10 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
             k
         }
     });
-    if k == 0 {
-        return Err(Error::invalid("rounds_per_sync must be at least 1"));
+    if !(1..=MAX_ROUNDS_PER_SYNC).contains(&k) {
+        return Err(Error::invalid(format!(
+            "rounds_per_sync must lie in 1..={MAX_ROUNDS_PER_SYNC}, got {k}"
+        )));
     }
     let max_rounds = opts.max_rounds.unwrap_or(4 * n as u64 + 1024);
     let started = Instant::now();
@@ -278,6 +280,12 @@ fn overflowed(round: &Round, o: &Outcome) -> Vec<(ListId, u64)> {
 /// (CUDA)"), near-far SSSP took 299 ms with 1 round per synchronisation,
 /// 284 ms with 4, 342 ms with 8 and 391 ms with 16.
 pub(crate) const NEAR_FAR_ROUNDS_PER_SYNC: usize = 4;
+
+/// The most rounds per host synchronisation a driver takes: the driver only
+/// learns that the computation ended when it reads the outcomes, so up to
+/// `2k - 1` rounds run past the end; a synchronisation costs microseconds,
+/// and beyond a thousand rounds per one there is nothing left to save.
+pub const MAX_ROUNDS_PER_SYNC: usize = 1024;
 
 fn near_far(s: &Strategy) -> bool {
     matches!(

@@ -62,6 +62,7 @@ mod plan;
 mod shape;
 
 pub use cpu::{CpuRounds, Step};
+pub use engine::MAX_ROUNDS_PER_SYNC;
 pub use shape::{GraphShape, SKEW};
 
 use crate::{Error, Result};
@@ -422,7 +423,8 @@ pub struct DriverOptions {
     /// The lists' initial capacity; `None`: a fifth of the universe
     /// ([`default_capacity`](super::default_capacity)).
     pub initial_capacity: Option<usize>,
-    /// Rounds per host synchronisation (`k`, at least 1); `None`: the
+    /// Rounds per host synchronisation (`k`, 1 to
+    /// [`MAX_ROUNDS_PER_SYNC`]); `None`: the
     /// backend's preference ([`RoundBackend::rounds_per_sync`]), at most 4
     /// for near-far runs (each bucket advance waits for a round that found
     /// the near pile empty, and the rounds queued behind it run empty).

@@ -4,6 +4,9 @@
 //! worklists, several rounds per synchronisation, the `auto` choice and the
 //! driver spec.
 
+mod driver_common;
+
+use driver_common::{drivers, hub};
 use warpfit::apps::{self, DriveOptions, DrivenApp, DriverChoice, OrderChoice};
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::reference;
@@ -58,36 +61,8 @@ fn real() -> Vec<(String, Csr<f32>)> {
     out
 }
 
-fn drivers(app: DrivenApp) -> Vec<DriverChoice> {
-    let mut d = vec![
-        DriverChoice::Topo,
-        DriverChoice::TopoRounds,
-        DriverChoice::Data(None),
-        DriverChoice::Data(Some(OrderChoice::Fifo)),
-        DriverChoice::Hybrid {
-            up: None,
-            down: None,
-        },
-        DriverChoice::Hybrid {
-            up: Some(0.01),
-            down: Some(0.001),
-        },
-        DriverChoice::Auto,
-    ];
-    if app == DrivenApp::Sssp {
-        d.push(DriverChoice::Data(Some(OrderChoice::NearFar(Some(0.05)))));
-    }
-    d
-}
-
 /// The hub: a vertex of the largest degree (in the giant component of a
 /// power-law graph).
-fn hub(a: &Csr<f32>) -> usize {
-    (0..a.nrows())
-        .max_by_key(|&v| a.row_range(v).len())
-        .unwrap()
-}
-
 fn check_all(name: &str, a: &Csr<f32>, variants: &[DriveOptions]) {
     let (dev, cfg) = (Device::cpu(), LaunchConfig::default());
     for source in [0, hub(a)] {

@@ -10,6 +10,9 @@
 
 mod gpu_common;
 
+mod driver_common;
+
+use driver_common::{drivers, hub};
 use gpu_common::gpu;
 use warpfit::apps::{self, push_kernels, DriveOptions, DrivenApp, DriverChoice, OrderChoice};
 use warpfit::gpu::CudaRounds;
@@ -48,36 +51,6 @@ fn graphs() -> Vec<(String, Csr<f32>)> {
             )
         })
         .collect()
-}
-
-fn drivers(app: DrivenApp) -> Vec<DriverChoice> {
-    let mut d = vec![
-        DriverChoice::Topo,
-        DriverChoice::TopoRounds,
-        DriverChoice::Data(None),
-        DriverChoice::Data(Some(OrderChoice::Fifo)),
-        DriverChoice::Hybrid {
-            up: None,
-            down: None,
-        },
-        DriverChoice::Hybrid {
-            up: Some(0.01),
-            down: Some(0.001),
-        },
-        DriverChoice::Auto,
-    ];
-    if app == DrivenApp::Sssp {
-        d.push(DriverChoice::Data(Some(OrderChoice::NearFar(None))));
-        d.push(DriverChoice::Data(Some(OrderChoice::NearFar(Some(0.05)))));
-    }
-    d
-}
-
-/// A vertex of the largest degree.
-fn hub(a: &Csr<f32>) -> usize {
-    (0..a.nrows())
-        .max_by_key(|&v| a.row_range(v).len())
-        .unwrap()
 }
 
 fn same_bits(a: &[f32], b: &[f32]) -> bool {

@@ -440,28 +440,7 @@ pub fn cg_observed<T: CgScalar>(
     opts: &CgOptions,
     on_step: &mut dyn FnMut(usize, f64),
 ) -> Result<CgResult<T>> {
-    let n = a.nrows();
-    if n != a.ncols() || n == 0 {
-        return Err(Error::invalid(format!(
-            "cg needs a non-empty square matrix, got {} x {}",
-            a.nrows(),
-            a.ncols()
-        )));
-    }
-    if b.len() != n {
-        return Err(Error::length("cg: right-hand side b (= rows)", n, b.len()));
-    }
-    if !(opts.tol.is_finite() && opts.tol >= 0.0) {
-        return Err(Error::invalid(format!(
-            "cg: tol must be a finite number ≥ 0, got {}",
-            opts.tol
-        )));
-    }
-    // Host copies made below: z0 and, with Jacobi, 1 / diag(A).
-    mem::check(
-        "the cg start vectors",
-        (2 * n as u64).saturating_mul(T::TYPE.size() as u64),
-    )?;
+    let n = check_inputs(a, b, opts)?;
     let setup_start = Instant::now();
     let b_norm = b
         .iter()
@@ -637,6 +616,34 @@ impl<T: CgScalar> Vectors<T> {
             stop: T::from_f64((opts.tol * b_norm).powi(2)),
         })
     }
+}
+
+/// `a` square and non-empty, `b` of its size, `tol` usable, room for the
+/// start vectors' host copies; the size `n`.
+fn check_inputs<T: CgScalar>(a: &Csr<T>, b: &[T], opts: &CgOptions) -> Result<usize> {
+    let n = a.nrows();
+    if n != a.ncols() || n == 0 {
+        return Err(Error::invalid(format!(
+            "cg needs a non-empty square matrix, got {} x {}",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    if b.len() != n {
+        return Err(Error::length("cg: right-hand side b (= rows)", n, b.len()));
+    }
+    if !(opts.tol.is_finite() && opts.tol >= 0.0) {
+        return Err(Error::invalid(format!(
+            "cg: tol must be a finite number ≥ 0, got {}",
+            opts.tol
+        )));
+    }
+    // Host copies made below: z0 and, with Jacobi, 1 / diag(A).
+    mem::check(
+        "the cg start vectors",
+        (2 * n as u64).saturating_mul(T::TYPE.size() as u64),
+    )?;
+    Ok(n)
 }
 
 /// Reports the first kernel fault of the launches run so far, if any.

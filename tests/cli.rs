@@ -1,25 +1,10 @@
 //! The `warpfit` binary end to end: outputs, summaries, and one-line errors
 //! with exit status 2 on bad input.
 
-use std::path::PathBuf;
+mod cli_common;
+
+use cli_common::{assert_one_line_error, stderr, tmp, warpfit};
 use std::process::{Command, Output};
-
-fn warpfit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warpfit"))
-        .args(args)
-        .output()
-        .expect("the warpfit binary runs")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("warpfit-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 #[test]
 fn spmv_writes_one_value_per_row() {
@@ -223,14 +208,6 @@ fn warpfit_limited(kib: u64, args: &[&str]) -> Output {
         .env_remove("WARPFIT_MEM_LIMIT")
         .output()
         .expect("sh runs")
-}
-
-fn assert_one_line_error(o: &Output, args: &[&str], needle: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert!(err.starts_with("error: "), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
 }
 
 #[test]

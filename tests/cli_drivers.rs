@@ -1,32 +1,8 @@
 //! `warpfit run sssp|bfs|cc --driver …` and `warpfit gen road` end to end.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod cli_common;
 
-fn warpfit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_warpfit"))
-        .args(args)
-        .output()
-        .expect("the warpfit binary runs")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("warpfit-cli-drivers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_one_line_error(o: &Output, args: &[&str], needle: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert!(err.starts_with("error: "), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
-}
+use cli_common::{assert_one_line_error, stderr, tmp, warpfit};
 
 const DRIVERS: [&str; 8] = [
     "topo",

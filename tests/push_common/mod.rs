@@ -4,29 +4,10 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
+/// SSSP relaxation and connected components' label offer: the apps' own
+/// push kernels.
+pub use warpfit::apps::push_kernels::{cc_push, sssp_push};
 use warpfit::prelude::*;
-
-/// SSSP relaxation from each frontier vertex over its out-edges.
-#[nested_reduce]
-pub fn sssp_push(
-    v: usize,
-    ptr: &[u32],
-    dst: &[u32],
-    w: &[f32],
-    dist: &[Atomic<f32>],
-    out: &Worklist,
-) {
-    let lo = ptr[v] as usize;
-    let hi = ptr[v + 1] as usize;
-    let dv = dist[v].load();
-    (lo..hi).for_each(|e| {
-        let u = dst[e] as usize;
-        let nd = dv + w[e];
-        if nd < atomic_min(&dist[u], nd) {
-            push(out, u as u32);
-        }
-    });
-}
 
 /// Top-down BFS: an unvisited neighbour (level -1) takes the next level by
 /// a compare-and-swap; the one task whose swap succeeds pushes it.
@@ -52,20 +33,6 @@ pub fn bfs_min(v: usize, ptr: &[u32], dst: &[u32], level: &[Atomic<u32>], out: &
     (lo..hi).for_each(|e| {
         let u = dst[e] as usize;
         if next < atomic_min(&level[u], next) {
-            push(out, u as u32);
-        }
-    });
-}
-
-/// Label propagation: every neighbour takes the smaller label.
-#[nested_reduce]
-pub fn cc_push(v: usize, ptr: &[u32], dst: &[u32], label: &[Atomic<u32>], out: &Worklist) {
-    let lo = ptr[v] as usize;
-    let hi = ptr[v + 1] as usize;
-    let lv = label[v].load();
-    (lo..hi).for_each(|e| {
-        let u = dst[e] as usize;
-        if lv < atomic_min(&label[u], lv) {
             push(out, u as u32);
         }
     });

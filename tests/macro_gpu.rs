@@ -90,6 +90,20 @@ fn integer_kernels_match_the_twin() {
             wrap_sum::launch_with(&dev, &cfg, n, &ptr, &val, shift, &mut b, &mut zb).unwrap();
             assert_eq!((&a, &za), (&b, &zb), "wrap_sum {cfg:?} shift {shift}");
         }
+        for list in lists(&ptr) {
+            for cur in [0, 1, 2] {
+                let (mut fa, mut fb) = (vec![0u8; n], vec![9u8; n]);
+                has_parent::launch_with(&cpu, &cfg, &list, &ptr, &src, &level, cur, &mut fa)
+                    .unwrap();
+                has_parent::launch_with(&dev, &cfg, &list, &ptr, &src, &level, cur, &mut fb)
+                    .unwrap();
+                assert_eq!(fa, fb, "any {cfg:?} level {cur}");
+            }
+            let (mut da, mut db) = (vec![false; n], vec![true; n]);
+            all_reached::launch_with(&cpu, &cfg, &list, &ptr, &src, &level, &mut da).unwrap();
+            all_reached::launch_with(&dev, &cfg, &list, &ptr, &src, &level, &mut db).unwrap();
+            assert_eq!(da, db, "all {cfg:?}");
+        }
         let (mut ua, mut ub) = (vec![0u64; n], vec![1u64; n]);
         index_sum::launch_with(&cpu, &cfg, &list, &ptr, &mut ua).unwrap();
         index_sum::launch_with(&dev, &cfg, &list, &ptr, &mut ub).unwrap();

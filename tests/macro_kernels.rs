@@ -209,6 +209,84 @@ fn literal_arguments_take_the_parameter_type_and_task_copies_own_outputs() {
 }
 
 #[test]
+fn any_and_all_match_reference_over_split_tasks() {
+    let (ptr, src) = skewed_graph(700, 5);
+    let n = ptr.len() - 1;
+    let level: Vec<i32> = (0..n as i32)
+        .map(|v| if v % 7 == 0 { v % 3 } else { -1 })
+        .collect();
+    let parents = |v: usize, cur: i32| {
+        src[ptr[v] as usize..ptr[v + 1] as usize]
+            .iter()
+            .any(|&u| level[u as usize] == cur)
+    };
+    let reached = |v: usize| {
+        src[ptr[v] as usize..ptr[v + 1] as usize]
+            .iter()
+            .all(|&u| level[u as usize] >= 0)
+    };
+    let cpu = Device::cpu();
+    for cur in [0, 1, 2, 5] {
+        let want: Vec<u8> = (0..n).map(|v| parents(v, cur) as u8).collect();
+        assert!(want.contains(&1) || cur == 5);
+        let mut got = vec![9u8; n];
+        has_parent::launch(&cpu, n, &ptr, &src, &level, cur, &mut got).unwrap();
+        assert_eq!(got, want, "all tasks, level {cur}");
+        for len in [1, 3, 16] {
+            let list = TaskList::chunked(&ptr, len).unwrap();
+            let mut got = vec![9u8; n];
+            has_parent::launch(&cpu, &list, &ptr, &src, &level, cur, &mut got).unwrap();
+            assert_eq!(got, want, "chunks of {len}, level {cur}");
+        }
+        // The plain function the macro keeps.
+        let mut plain = vec![9u8; n];
+        for v in 0..n {
+            has_parent(v, &ptr, &src, &level, cur, &mut plain);
+        }
+        assert_eq!(plain, want);
+    }
+    let want: Vec<bool> = (0..n).map(reached).collect();
+    assert!(want.contains(&true) && want.contains(&false));
+    for list in [
+        TaskList::from_ptr(&ptr).unwrap(),
+        TaskList::chunked(&ptr, 2).unwrap(),
+    ] {
+        let mut got = vec![false; n];
+        all_reached::launch(&cpu, &list, &ptr, &src, &level, &mut got).unwrap();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn any_stops_at_the_first_true_element() {
+    // Fine task 1 of task 0 settles `any`; fine task 2 would gather out of
+    // range. Rust's `any` never evaluates it, and neither does the twin's
+    // serial fold, so the launch succeeds as the plain function does.
+    let ptr = [0u32, 3, 4];
+    let src = [1u32, 0, 99, 1];
+    let level = [1i32, -1];
+    let mut found = [9u8; 2];
+    has_parent(0, &ptr, &src, &level, 1, &mut found);
+    has_parent::launch(&Device::cpu(), 2, &ptr, &src, &level, 1, &mut found).unwrap();
+    assert_eq!(found, [1, 0]);
+    // Without a settling element the out-of-range gather is reached.
+    let err = has_parent::launch(&Device::cpu(), 2, &ptr, &src, &level, 7, &mut found).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::IndexOutOfRange {
+                index: 99,
+                len: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(has_parent::CUDA_SOURCE.contains("static constexpr bool short_circuit = true;"));
+    assert!(all_reached::CUDA_SOURCE.contains("return wf_a == false;"));
+}
+
+#[test]
 fn out_of_range_index_is_an_error() {
     let ptr = [0u32, 2, 3];
     let col = [0u32, 7, 1];

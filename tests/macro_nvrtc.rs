@@ -204,6 +204,21 @@ pub fn any_set(t: usize, ptr: &[u32], m: &[bool], a: &mut [bool]) {
     a[t] = (lo..hi).map(|k| m[k]).fold(false, |p, r| p || r);
 }
 
+#[nested_reduce]
+pub fn any_below(t: usize, ptr: &[u32], w: &[f32], cut: f32, a: &mut [bool]) {
+    let lo = ptr[t] as usize;
+    let hi = ptr[t + 1] as usize;
+    a[t] = (lo..hi).any(|k| w[k] < cut);
+}
+
+#[nested_reduce]
+pub fn all_even(t: usize, ptr: &[u32], src: &[u32], x: &[u64], z: &mut [u32]) {
+    let lo = ptr[t] as usize;
+    let hi = ptr[t + 1] as usize;
+    let even = (lo..hi).all(|k| x[src[k] as usize] % 2 == 0);
+    z[t] = if even { 1 } else { 0 };
+}
+
 #[device_fn]
 pub fn max_plus(a: f32, b: f32) -> f32 {
     if a > b {
@@ -354,6 +369,8 @@ const SPECS: &[&KernelSpec] = &[
     &pagerank::SPEC,
     &ctx_use::SPEC,
     &any_set::SPEC,
+    &any_below::SPEC,
+    &all_even::SPEC,
     &u8_max::SPEC,
     &longest::SPEC,
     &literal_args::SPEC,

@@ -20,6 +20,10 @@
 //      the round in fine-task order; the owner lane picks its run's total
 //      from the run's last lane and folds it onto its own accumulator.
 //
+// A short-circuiting fold (`(lo..hi).any(..)`, `.all(..)`) skips the fine
+// tasks of items already settled and ends the walk once every item is
+// settled or done.
+//
 // No lane idles while another has fine tasks left, whatever the size skew
 // among the 32 items. The total work of a warp is what it is, though: a
 // task list of bounded segments (TaskList::chunked) is what keeps one hub
@@ -66,10 +70,14 @@ struct Cte {
     /// Maps the round at `base`: finds every lane's owner and maps its fine
     /// task. `ended` counts the non-empty items that ended before the round
     /// (the rank of the round's first owner) and is advanced past it.
+    ///
+    /// Items whose rank is set in `settled` (short-circuiting folds) are not
+    /// mapped: their lanes yield `acc_t(0)`, which the settled accumulator
+    /// absorbs.
     template <class K, class Off, class F>
     static __device__ __forceinline__ Round<K> map_round(const typename K::params_t& p, const CteShared<K>& sh,
                                                          Off excl, Off size, Off total, Off base, int& ended,
-                                                         F& f) {
+                                                         F& f, unsigned settled = 0u) {
         typedef typename K::acc_t acc_t;
         const int lane = lane_id();
         // Non-empty items end at distinct positions, so one bit each.
@@ -82,8 +90,9 @@ struct Cte {
         const Off pos = base + Off(lane);
         r.active = pos < total;
         r.v = acc_t(0);
-        if (r.active) {
-            const CteSlot<K>& sl = sh.slot[ended + __popc(below)];
+        const int owner = ended + __popc(below);
+        if (r.active && !((settled >> owner) & 1u)) {
+            const CteSlot<K>& sl = sh.slot[owner];
             r.v = K::map(p, sl.task, sl.ctx, uint64_t(pos) + sl.delta, f);
             f.attribute(sl.task);
         }
@@ -120,15 +129,29 @@ struct Cte {
 
     /// The expansion proper, with positions of type `Off` (u32 when the
     /// warp's total fits, the common case: cheaper compares and shuffles).
+    ///
+    /// A short-circuiting fold (`any` / `all`; `rank` is the lane's item's
+    /// rank among the non-empty ones) skips the fine tasks of items already
+    /// settled, and the walk ends once no item is left that is neither
+    /// settled nor ended.
     template <class K, class Off, class F>
     static __device__ __forceinline__ Partial<typename K::acc_t> expand(const typename K::params_t& p,
                                                                         CteShared<K>& sh, Off excl, Off size,
-                                                                        Off total, F& f) {
+                                                                        Off total, F& f, int rank = 0) {
         Partial<typename K::acc_t> own;
-        int ended = 0;  // non-empty items that ended before the round
+        int ended = 0;           // non-empty items that ended before the round
+        unsigned settled = 0u;   // by rank: items whose fold is settled
         for (Off base = 0; base < total; base += WARP) {
-            const Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, ended, f);
+            const Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, ended, f, settled);
             reduce_round<K, Off>(r, excl, size, base, own, f);
+            if (short_circuits<K>::value) {
+                const bool done = size > 0 && settle<K>::done(own);
+                const bool open = size > 0 && !done && excl + size > base + WARP;
+                if (!__any_sync(FULL_MASK, open)) {
+                    break;
+                }
+                settled = __reduce_or_sync(FULL_MASK, done ? 1u << rank : 0u);
+            }
         }
         return own;
     }
@@ -220,13 +243,13 @@ struct Cte {
         LeanFault lean;
         Partial<acc_t> own;
         if (total >= 0xffffff00ull) {
-            own = expand<K, uint64_t>(p, sh, excl, size, total, lean);
+            own = expand<K, uint64_t>(p, sh, excl, size, total, lean, rank);
         } else if (ranges_ok) {
             RangeCheckedLeanFault checked;
-            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), checked);
+            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), checked, rank);
             lean.bad = checked.bad;
         } else {
-            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), lean);
+            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), lean, rank);
         }
         if (__any_sync(FULL_MASK, lean.bad)) {
             Item<K> again = it;

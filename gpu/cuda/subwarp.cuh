@@ -6,6 +6,7 @@
 // fine-task order, so the reduce operator must be associative and
 // commutative, as for any parallel fold; the result is the same from run to
 // run. Good when tasks are about W long; a warp still waits for its longest.
+// An `any` / `all` fold stops after the step in which its group settles it.
 #pragma once
 #include "warpfit/task_source.cuh"
 
@@ -29,7 +30,22 @@ template <int W> struct SubWarp {
             f = Fault();
         }
         Partial<acc_t> acc;
-        if (it.valid) {
+        if (it.valid && short_circuits<K>::value) {
+            // `any` / `all`: the group steps together and stops after the
+            // step in which one of its lanes settled the fold. Lanes of a
+            // group share the item, so they agree on `valid` and the trip
+            // count.
+            const unsigned group = W == WARP ? FULL_MASK : ((1u << W) - 1u) << (lane_id() & ~(W - 1));
+            for (uint64_t b = it.lo; b < it.hi; b += W) {
+                if (b + j < it.hi) {
+                    acc.template push<K>(K::map(p, it.task, it.ctx, b + j, f), f);
+                }
+                if (__any_sync(group, settle<K>::done(acc))) {
+                    break;
+                }
+            }
+            f.attribute(it.task);
+        } else if (it.valid) {
 #pragma unroll 2
             for (uint64_t k = it.lo + j; k < it.hi; k += W) {
                 acc.template push<K>(K::map(p, it.task, it.ctx, k, f), f);

@@ -222,13 +222,41 @@ __device__ __forceinline__ Partial<typename K::acc_t> seed(const typename K::par
     return r;
 }
 
-/// Folds fine tasks `lo..hi` of `it` onto `acc`, left to right.
+/// Whether functor `K`'s fold may stop early: `(lo..hi).any(..)` and
+/// `.all(..)` generate `short_circuit` and `settled`.
+template <class K, class = void> struct short_circuits {
+    static constexpr bool value = false;
+};
+template <class K> struct short_circuits<K, typename void_type<decltype(K::short_circuit)>::type> {
+    static constexpr bool value = K::short_circuit;
+};
+
+/// Whether `acc` settles `K`'s fold: nothing folded onto it changes it
+/// (`any`: true; `all`: false), so the task's remaining fine tasks may be
+/// skipped. Always false for folds that do not short-circuit, so that the
+/// checks below compile away for them.
+template <class K, bool S = short_circuits<K>::value> struct settle {
+    static __device__ __forceinline__ bool done(const Partial<typename K::acc_t>&) { return false; }
+    static __device__ __forceinline__ bool done(const typename K::acc_t&) { return false; }
+};
+template <class K> struct settle<K, true> {
+    static __device__ __forceinline__ bool done(const Partial<typename K::acc_t>& a) {
+        return a.has && K::settled(a.value);
+    }
+    static __device__ __forceinline__ bool done(const typename K::acc_t& a) { return K::settled(a); }
+};
+
+/// Folds fine tasks `lo..hi` of `it` onto `acc`, left to right, up to the
+/// first value that settles it (`any` / `all`).
 template <class K, class F>
 __device__ __forceinline__ void fold_serial(const typename K::params_t& p, const Item<K>& it,
                                             Partial<typename K::acc_t>& acc, F& f) {
 #pragma unroll 4
     for (uint64_t k = it.lo; k < it.hi; ++k) {
         acc.template push<K>(K::map(p, it.task, it.ctx, k, f), f);
+        if (settle<K>::done(acc)) {
+            break;
+        }
     }
     f.attribute(it.task);
 }

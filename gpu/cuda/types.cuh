@@ -51,4 +51,10 @@ struct SplitTask {
     uint32_t count;
 };
 
+/// `void` for any well-formed list of types: the detection idiom behind the
+/// functor traits (`is_for_each`, `short_circuits`, the block hooks).
+template <class...> struct void_type {
+    typedef void type;
+};
+
 }  // namespace warpfit

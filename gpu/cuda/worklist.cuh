@@ -201,10 +201,6 @@ template <int S> __device__ __forceinline__ void stage_end(const WorklistRef& w)
 
 // ---------------------------------------------------------------- functor traits
 
-template <class...> struct void_type {
-    typedef void type;
-};
-
 /// A functor's per-block hooks (`block_begin`/`block_end`, generated for
 /// kernels with worklists), or nothing.
 template <class K, class = void> struct block_hooks {

@@ -14,7 +14,7 @@ use crate::ir::BinOp;
 use crate::parse::{Expr, ExprKind, ForEach, KernelFn, Let, Nested, Stmt, KERNEL};
 
 const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
-const SHAPES: &str = "`(lo..hi).map(|k| ..).fold(init, op)` or `(lo..hi).for_each(|k| { .. });`";
+const SHAPES: &str = "`(lo..hi).map(|k| ..).fold(init, op)`, `(lo..hi).any(|k| ..)` / `.all(|k| ..)`, or `(lo..hi).for_each(|k| { .. });`";
 
 /// A nested pattern found in the body.
 #[derive(Clone, Copy)]
@@ -52,9 +52,25 @@ impl Blocked {
             Blocked::Index => "in the index of an output write",
         };
         match found {
-            Found::Fold(_) => format!(
-                "the nested pattern {SHAPE} cannot appear {why}: bind it at statement level, e.g. `let s = (lo..hi).map(..).fold(..);`, then use `s`"
-            ),
+            Found::Fold(n) => {
+                let logic = match &n.kind {
+                    ExprKind::Nested(n) => match n.reduce {
+                        crate::parse::Reduce::Logic { all } => Some(all),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let (shape, example) = match logic {
+                    Some(all) => {
+                        let m = if all { "all" } else { "any" };
+                        (format!("`(lo..hi).{m}(|k| ..)`"), format!("(lo..hi).{m}(..)"))
+                    }
+                    _ => (SHAPE.to_string(), "(lo..hi).map(..).fold(..)".to_string()),
+                };
+                format!(
+                    "the nested pattern {shape} cannot appear {why}: bind it at statement level, e.g. `let s = {example};`, then use `s`"
+                )
+            }
             Found::ForEach(_) => format!(
                 "the nested pattern `(lo..hi).for_each(..)` cannot appear {why}: write it as a statement of the kernel's body"
             ),

@@ -600,8 +600,24 @@ impl<'a> FunctorEmitter<'a> {
                     cuda_ident(&k.calls[*i].name())
                 );
             }
+            Reduce::Logic { all } => {
+                let _ = writeln!(
+                    s,
+                    "    template <class F> {QUAL} acc_t reduce(acc_t wf_a, acc_t wf_b, F& wf_f) {{"
+                );
+                let op = if *all { "&&" } else { "||" };
+                let _ = writeln!(s, "        return wf_a {op} wf_b;");
+            }
         }
         let _ = writeln!(s, "    }}");
+        if let Some(v) = k.reduce.settled_by() {
+            // `any` / `all`: decompositions stop folding a task once its
+            // accumulator holds the settling value (warpfit::settled).
+            let _ = writeln!(s, "    static constexpr bool short_circuit = true;");
+            let _ = writeln!(s, "    {QUAL} bool settled(acc_t wf_a) {{");
+            let _ = writeln!(s, "        return wf_a == {v};");
+            let _ = writeln!(s, "    }}");
+        }
         s
     }
 

@@ -644,6 +644,20 @@ pub enum Reduce {
     MinMax { max: bool },
     /// A two-argument `#[device_fn]` (index into [`Kernel::calls`]).
     DeviceFn(usize),
+    /// `any` (`||`, settled by `true`) or `all` (`&&`, settled by
+    /// `false`) over `bool`s: the fold may stop at the first settling value.
+    Logic { all: bool },
+}
+
+impl Reduce {
+    /// The accumulator value after which nothing folded changes it, for a
+    /// fold that may stop there (`any`: `true`, `all`: `false`).
+    pub fn settled_by(&self) -> Option<bool> {
+        match self {
+            Reduce::Logic { all } => Some(!all),
+            _ => None,
+        }
+    }
 }
 
 /// A lowered `#[nested_reduce]` kernel.

@@ -220,6 +220,12 @@ pub enum Reduce {
         sp: SourceRange,
     },
     DeviceFn(syn::Path),
+    /// `(lo..hi).any(|k| pred)` (`all: false`) or `.all(|k| pred)`: a fold
+    /// of `bool`s by `||` (`&&`) from `false` (`true`) that may stop at the
+    /// first element that settles it.
+    Logic {
+        all: bool,
+    },
 }
 
 pub struct KernelFn {
@@ -1217,6 +1223,9 @@ fn method_call(m: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<Expr> {
             format!("`.for_each(..)` is a statement, not a value: write `(lo..hi).for_each(|k| {{ .. }});` on its own in {KERNEL}"),
         ));
     }
+    if name == "any" || name == "all" {
+        return short_circuit(m, sp);
+    }
     if name == "fold" {
         if let SExpr::MethodCall(inner) = strip(&m.receiver) {
             if inner.method == "map" {
@@ -1251,7 +1260,7 @@ fn method_call(m: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<Expr> {
         } else if name == "product" {
             "write `.fold(1, |a, b| a * b)`"
         } else {
-            "the iterator forms are the nested patterns `(lo..hi).map(|k| ..).fold(init, op)` and `(lo..hi).for_each(|k| { .. });`"
+            "the iterator forms are the nested patterns `(lo..hi).map(|k| ..).fold(init, op)`, `(lo..hi).any(|k| ..)`, `(lo..hi).all(|k| ..)` and `(lo..hi).for_each(|k| { .. });`"
         };
         return Err(err(
             &m.method,
@@ -1358,18 +1367,15 @@ fn closure_param(p: &Pat) -> syn::Result<(syn::Ident, Option<(Ty, SourceRange)>)
     }
 }
 
-fn nested(
-    fold: &syn::ExprMethodCall,
-    map: &syn::ExprMethodCall,
-    sp: SourceRange,
-) -> syn::Result<Expr> {
-    const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
-    let range = match strip(&map.receiver) {
+/// The fine-task range `lo..hi` an iterator pattern walks; `shape` is the
+/// pattern's form, for the messages.
+fn fine_range(receiver: &SExpr, shape: &str) -> syn::Result<(Expr, Expr)> {
+    let range = match strip(receiver) {
         SExpr::Range(r) => r,
         other => {
             return Err(err(
                 other,
-                format!("the nested pattern iterates over a range of fine-task indices: {SHAPE}"),
+                format!("the nested pattern iterates over a range of fine-task indices: {shape}"),
             ))
         }
     };
@@ -1379,41 +1385,96 @@ fn nested(
             "inclusive ranges are not supported in the nested pattern: write `lo..hi + 1`",
         ));
     }
-    let (lo, hi) = match (&range.start, &range.end) {
-        (Some(lo), Some(hi)) => (expr(lo)?, expr(hi)?),
-        _ => {
-            return Err(err(
-                range,
-                format!("the nested pattern needs both bounds: {SHAPE}"),
-            ))
-        }
-    };
-    if map.args.len() != 1 {
+    match (&range.start, &range.end) {
+        (Some(lo), Some(hi)) => Ok((expr(lo)?, expr(hi)?)),
+        _ => Err(err(
+            range,
+            format!("the nested pattern needs both bounds: {shape}"),
+        )),
+    }
+}
+
+/// The closure `|k| body` over a fine-task index, of `.map`, `.any` or
+/// `.all`.
+fn fine_closure(
+    call: &syn::ExprMethodCall,
+    what: &str,
+    shape: &str,
+) -> syn::Result<(syn::Ident, Expr)> {
+    if call.args.len() != 1 {
         return Err(err(
-            &map.method,
-            format!("`.map` takes one closure `|k| expr`: {SHAPE}"),
+            &call.method,
+            format!("`.{what}` takes one closure `|k| expr`: {shape}"),
         ));
     }
-    let (k, map_body) = match &map.args[0] {
+    match &call.args[0] {
         SExpr::Closure(c) => {
-            closure_checks(c, 1, "map")?;
+            closure_checks(c, 1, what)?;
             let (k, ty) = closure_param(&c.inputs[0])?;
             if let Some((t, tsp)) = ty {
                 if t != Ty::Usize {
-                    return Err(tsp.error(
-                        "the map closure's parameter is a fine-task index of type `usize`",
-                    ));
+                    return Err(tsp.error(format!(
+                        "the {what} closure's parameter is a fine-task index of type `usize`"
+                    )));
                 }
             }
-            (k, expr(&c.body)?)
+            Ok((k, expr(&c.body)?))
         }
-        other => {
-            return Err(err(
-                other,
-                format!("`.map` takes a closure `|k| expr`: {SHAPE}"),
-            ))
-        }
+        other => Err(err(
+            other,
+            format!("`.{what}` takes a closure `|k| expr`: {shape}"),
+        )),
+    }
+}
+
+/// `(lo..hi).any(|k| pred)` / `(lo..hi).all(|k| pred)`: the nested pattern
+/// whose fold may stop early, as Rust's own `Iterator::any` and `all` do.
+fn short_circuit(call: &syn::ExprMethodCall, sp: SourceRange) -> syn::Result<Expr> {
+    let all = call.method == "all";
+    let shape = if all {
+        "`(lo..hi).all(|k| predicate)`"
+    } else {
+        "`(lo..hi).any(|k| predicate)`"
     };
+    if let SExpr::MethodCall(inner) = strip(&call.receiver) {
+        if inner.method == "map" {
+            return Err(err(
+                &call.method,
+                format!(
+                    "`.{}` takes the range itself, {shape}: the predicate goes in its closure, not in a `.map(..)` before it",
+                    call.method
+                ),
+            ));
+        }
+    }
+    let (lo, hi) = fine_range(&call.receiver, shape)?;
+    let what = if all { "all" } else { "any" };
+    let (k, map) = fine_closure(call, what, shape)?;
+    let msp = SourceRange::of(&call.method);
+    Ok(Expr {
+        kind: ExprKind::Nested(Box::new(Nested {
+            lo,
+            hi,
+            k,
+            map,
+            init: Expr {
+                kind: ExprKind::Bool(all),
+                sp: msp,
+            },
+            reduce: Reduce::Logic { all },
+        })),
+        sp,
+    })
+}
+
+fn nested(
+    fold: &syn::ExprMethodCall,
+    map: &syn::ExprMethodCall,
+    sp: SourceRange,
+) -> syn::Result<Expr> {
+    const SHAPE: &str = "`(lo..hi).map(|k| ..).fold(init, op)`";
+    let (lo, hi) = fine_range(&map.receiver, SHAPE)?;
+    let (k, map_body) = fine_closure(map, "map", SHAPE)?;
     if fold.args.len() != 2 {
         return Err(err(
             &fold.method,

@@ -193,6 +193,26 @@ fn snapshot_bfs_step() {
     insta::assert_snapshot!(cuda(BFS));
 }
 
+/// `any` / `all`: the fold of bools that settles (`short_circuit`,
+/// `settled`) and the twin's early exit.
+const BOTTOM_UP: &str = "
+pub fn bottom_up(v: usize, ptr: &[u32], src: &[u32], level: &[i32], cur: i32, next: &mut [i32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let found = (lo..hi).any(|e| level[src[e] as usize] == cur);
+    next[v] = if found && level[v] < 0 { cur + 1 } else { level[v] };
+}";
+
+#[test]
+fn snapshot_short_circuit() {
+    insta::assert_snapshot!(cuda(BOTTOM_UP));
+}
+
+#[test]
+fn snapshot_rust_short_circuit() {
+    insta::assert_snapshot!(rust(BOTTOM_UP));
+}
+
 #[test]
 fn snapshot_max_plus_semiring() {
     let f = device_fn_cuda_of(MAX_PLUS).unwrap_or_else(|e| panic!("{e}"));

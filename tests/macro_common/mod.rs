@@ -82,6 +82,25 @@ pub fn bfs_step(
     }
 }
 
+/// Bottom-up BFS's question: does `v` have an in-neighbour on level `cur`?
+/// `(lo..hi).any(..)`, which stops at the first one.
+#[nested_reduce]
+pub fn has_parent(v: usize, ptr: &[u32], src: &[u32], level: &[i32], cur: i32, found: &mut [u8]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let hit = (lo..hi).any(|e| level[src[e] as usize] == cur);
+    found[v] = if hit { 1 } else { 0 };
+}
+
+/// Whether every in-neighbour of `v` is reached: `(lo..hi).all(..)`, which
+/// stops at the first unreached one; vacuously true for no in-edges.
+#[nested_reduce]
+pub fn all_reached(v: usize, ptr: &[u32], src: &[u32], level: &[i32], done: &mut [bool]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    done[v] = (lo..hi).all(|e| level[src[e] as usize] >= 0);
+}
+
 /// ⊕ of the (max, +) semiring.
 #[device_fn]
 pub fn max_plus(a: f32, b: f32) -> f32 {

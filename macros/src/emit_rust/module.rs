@@ -296,6 +296,7 @@ impl ModuleEmitter<'_> {
             self.twin_precheck(),
             self.twin_fold_range_prechecked(),
             self.twin_reduce(),
+            self.twin_settled(),
             self.twin_epilogue(),
         ];
         quote! {
@@ -447,6 +448,10 @@ impl ModuleEmitter<'_> {
             &names.hi,
         );
         let b_h = plumbing("__b");
+        let stop = k
+            .reduce
+            .settled_by()
+            .map(|v| quote!(if #acc_h == #v { break; }));
         let fast = Emitter {
             locals: &k.locals,
             params: &k.params,
@@ -475,6 +480,7 @@ impl ModuleEmitter<'_> {
                     let #fine_local: ::core::primitive::usize = #fine_h;
                     let #b_h: #acc_t = #map_fast;
                     #acc_h = self.reduce(#acc_h, #b_h)?;
+                    #stop
                 }
                 ::core::result::Result::Ok(#acc_h)
             }
@@ -504,12 +510,29 @@ impl ModuleEmitter<'_> {
                 let f = call_const(*i);
                 quote!(#f(#a_h, #b_h))
             }
+            Reduce::Logic { all: true } => quote!(::core::result::Result::Ok(#a_h && #b_h)),
+            Reduce::Logic { all: false } => quote!(::core::result::Result::Ok(#a_h || #b_h)),
         };
         let f = fault();
         quote! {
             #[inline]
             fn reduce(&self, #a_h: #acc_t, #b_h: #acc_t) -> ::core::result::Result<#acc_t, #f> {
                 #body
+            }
+        }
+    }
+
+    /// `any` / `all`: the value that settles the fold, so executors stop
+    /// there; other folds keep the trait's `false`.
+    fn twin_settled(&self) -> TokenStream {
+        let Some(v) = self.k.reduce.settled_by() else {
+            return TokenStream::new();
+        };
+        let a_h = plumbing("__a");
+        quote! {
+            #[inline]
+            fn settled(&self, #a_h: &bool) -> bool {
+                *#a_h == #v
             }
         }
     }

@@ -1190,15 +1190,29 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
     let kid = lowering.declare(&nested.k, ku);
     let mut map = lowering.expr(&nested.map);
     lowering.scopes.pop();
-    lowering.unify_or(map.tv, acc, nested.map.sp, |m, _| {
-        format!("the map yields {m}, which must be the fold's accumulator type")
-    });
-    lowering.unify_or(init.tv, acc, nested.init.sp, |i, a| {
-        format!(
-            "mismatched types: the fold's initial value is {i}, but the map yields {a}{}",
-            cast_hint(&i)
-        )
-    });
+    if let parse::Reduce::Logic { all } = nested.reduce {
+        // `any` / `all`: the accumulator is `bool` whatever the predicate
+        // yields, so a wrong predicate is one error, at the predicate.
+        let b = lowering.is(Ty::Bool);
+        let what = if all { "all" } else { "any" };
+        lowering.unify_or(map.tv, b, nested.map.sp, |m, _| {
+            format!(
+                "the `{what}` predicate yields {m}, which must be `bool`: compare, e.g. `x[k] > 0`"
+            )
+        });
+        lowering.unify_or(acc, b, nested.init.sp, |_, _| String::new());
+        lowering.unify_or(init.tv, acc, nested.init.sp, |_, _| String::new());
+    } else {
+        lowering.unify_or(map.tv, acc, nested.map.sp, |m, _| {
+            format!("the map yields {m}, which must be the fold's accumulator type")
+        });
+        lowering.unify_or(init.tv, acc, nested.init.sp, |i, a| {
+            format!(
+                "mismatched types: the fold's initial value is {i}, but the map yields {a}{}",
+                cast_hint(&i)
+            )
+        });
+    }
     // The reduce closure's scope sits inside the others so that `var` can
     // say why a captured name is unavailable (phase check), not just unknown.
     lowering.phase = Phase::Reduce;
@@ -1235,6 +1249,7 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
             });
             ir::Reduce::MinMax { max: *max }
         }
+        parse::Reduce::Logic { all } => ir::Reduce::Logic { all: *all },
         parse::Reduce::DeviceFn(path) => {
             let i = lowering.calls.len();
             lowering.calls.push(CallSite {

@@ -111,6 +111,15 @@ pub trait NestedKernel: Sync {
     /// The statements after the fold, given its result; the only place that writes.
     fn epilogue(&self, task: usize, ctx: &Self::Ctx, acc: Self::Acc) -> Result<(), Fault>;
 
+    /// Whether `acc` settles the fold: nothing folded onto it changes it
+    /// (`true` for `(lo..hi).any(..)`, `false` for `.all(..)`), so an
+    /// executor may stop there. Folds that never settle keep `false`.
+    #[inline]
+    fn settled(&self, acc: &Self::Acc) -> bool {
+        let _ = acc;
+        false
+    }
+
     /// Folds fine tasks `lo..hi` of `task` onto `acc`: through
     /// [`fold_range_prechecked`](Self::fold_range_prechecked) when
     /// [`precheck`](Self::precheck) passes for the range, else checked.
@@ -144,6 +153,9 @@ pub trait NestedKernel: Sync {
         for k in lo..hi {
             let v = self.map(task, ctx, k)?;
             acc = self.reduce(acc, v)?;
+            if self.settled(&acc) {
+                break;
+            }
         }
         Ok(acc)
     }

@@ -71,6 +71,9 @@ impl<K: NestedKernel> NestedKernel for PlanOrder<'_, K> {
     fn reduce(&self, a: K::Acc, b: K::Acc) -> Result<K::Acc, Fault> {
         self.inner.reduce(a, b)
     }
+    fn settled(&self, acc: &K::Acc) -> bool {
+        self.inner.settled(acc)
+    }
     fn epilogue(&self, task: usize, ctx: &K::Ctx, acc: K::Acc) -> Result<(), Fault> {
         self.inner.epilogue(task, ctx, acc)
     }
@@ -116,6 +119,9 @@ impl<K: NestedKernel> NestedKernel for Staged<'_, K> {
             (a, None) => Ok(a),
             (None, b) => Ok(b),
         }
+    }
+    fn settled(&self, acc: &Self::Acc) -> bool {
+        acc.as_ref().is_some_and(|a| self.inner.settled(a))
     }
     /// The inner kernel's own fold (and fast path) on the unwrapped value.
     #[inline]

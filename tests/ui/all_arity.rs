@@ -1,0 +1,10 @@
+use warpfit::prelude::*;
+
+#[nested_reduce]
+fn k(row: usize, ptr: &[u32], x: &[f32], y: &mut [bool]) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row] = (lo..hi).all(|k| x[k] > 0.0, true);
+}
+
+fn main() {}

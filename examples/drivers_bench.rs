@@ -15,7 +15,7 @@
 //!     [--backend cpu|cuda] [--apps sssp,bfs,cc]
 //!     [--drivers topo,topo:rounds,data:fifo,data:nearfar,hybrid,auto]
 //!     [--runs 3] [--source V|hub] [--capacity N|n] [--no-dedup]
-//!     [--rounds-per-sync K[,K...]]
+//!     [--rounds-per-sync K[,K...]] [--sync-times] [--decomposition cte|thread|subN]
 //! ```
 //!
 //! `--source hub` (the default) starts sssp and bfs at a vertex of the
@@ -23,14 +23,16 @@
 //! `--capacity n` preallocates worklists of the vertex count (no growth with
 //! deduplicating lists), to compare with the default `n / 5`;
 //! `--rounds-per-sync 1,8,16` runs every worklist driver with each `k`
-//! (default: the backend's, 1 on the CPU and 8 on CUDA).
+//! (default: the backend's, 1 on the CPU and 8 on CUDA); `--sync-times`
+//! prints each median run's time per host synchronisation (and BFS's level
+//! sizes, up to 64 levels) on stderr.
 
 use std::process::ExitCode;
 use warpfit::apps::{self, DriveOptions, DrivenReport, DriverChoice};
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::sparse::mm;
 use warpfit::runtime::{reference, Csr};
-use warpfit::{Device, LaunchConfig, Result};
+use warpfit::{Decomposition, Device, LaunchConfig, Result};
 
 struct Args {
     graphs: Vec<(String, Csr<f32>)>,
@@ -42,6 +44,8 @@ struct Args {
     dedup: bool,
     device: Device,
     rounds_per_sync: Vec<Option<usize>>,
+    sync_times: bool,
+    decomposition: Decomposition,
 }
 
 fn parse() -> Result<Args> {
@@ -64,6 +68,8 @@ fn parse() -> Result<Args> {
         dedup: true,
         device: Device::Cpu,
         rounds_per_sync: vec![None],
+        sync_times: false,
+        decomposition: Decomposition::Cte,
     };
     let mut it = std::env::args().skip(1);
     let bad = |m: String| warpfit::Error::invalid(m);
@@ -107,6 +113,8 @@ fn parse() -> Result<Args> {
             }
             "--capacity" => a.capacity = Some(value()?),
             "--no-dedup" => a.dedup = false,
+            "--sync-times" => a.sync_times = true,
+            "--decomposition" => a.decomposition = value()?.parse()?,
             "--backend" => a.device = Device::from_name(&value()?)?,
             "--rounds-per-sync" => {
                 a.rounds_per_sync = value()?
@@ -141,8 +149,12 @@ fn run_once(
     a: &Csr<f32>,
     source: usize,
     options: &DriveOptions,
+    decomposition: Decomposition,
 ) -> Result<(Vec<u32>, DrivenReport)> {
-    let config = LaunchConfig::default();
+    let config = LaunchConfig {
+        decomposition,
+        ..LaunchConfig::default()
+    };
     Ok(match app {
         "sssp" => {
             let (d, r) = apps::sssp_driven(device, &config, a, source, options)?;
@@ -219,6 +231,21 @@ fn bench() -> Result<()> {
         for app in &args.apps {
             let want = reference_of(app, a, source)?;
             let edges = reached_edges(app, a, &want);
+            if args.sync_times && app == "bfs" {
+                // The level sizes, to read the synchronisations' times by.
+                let mut sizes: Vec<u64> = Vec::new();
+                for &l in &want {
+                    if let Ok(l) = usize::try_from(l as i32) {
+                        if sizes.len() <= l {
+                            sizes.resize(l + 1, 0);
+                        }
+                        sizes[l] += 1;
+                    }
+                }
+                if sizes.len() <= 64 {
+                    eprintln!("bfs level sizes: {sizes:?}");
+                }
+            }
             // (label, options) per variant: every driver, the worklist
             // drivers once per rounds-per-sync asked.
             let mut variants: Vec<(String, DriveOptions)> = Vec::new();
@@ -250,7 +277,7 @@ fn bench() -> Result<()> {
             // The warm-up (kernels compiled and cached, memory pools
             // primed) checks every result before anything is timed.
             for (label, options) in &variants {
-                let (values, _) = run_once(device, app, a, source, options)?;
+                let (values, _) = run_once(device, app, a, source, options, args.decomposition)?;
                 if values != want {
                     return Err(warpfit::Error::invalid(format!(
                         "{name}, {app}, {label}: differs from the reference"
@@ -262,7 +289,8 @@ fn bench() -> Result<()> {
             // alike on every driver.
             for _ in 0..args.runs.max(1) {
                 for (i, (label, options)) in variants.iter().enumerate() {
-                    let (values, report) = run_once(device, app, a, source, options)?;
+                    let (values, report) =
+                        run_once(device, app, a, source, options, args.decomposition)?;
                     if values != want {
                         return Err(warpfit::Error::invalid(format!(
                             "{name}, {app}, {label}: differs from the reference"
@@ -294,6 +322,14 @@ fn bench() -> Result<()> {
                     r.processed,
                     r.growths
                 );
+                if args.sync_times {
+                    let ms: Vec<String> = r
+                        .times
+                        .iter()
+                        .map(|t| format!("{:.3}", t.as_secs_f64() * 1e3))
+                        .collect();
+                    eprintln!("{label}: ms per synchronisation: {}", ms.join(" "));
+                }
             }
         }
     }

@@ -113,7 +113,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
     let mut useful = 0u64;
     let mut done = false;
     loop {
-        while !done && in_flight.len() < window {
+        while !done && in_flight.len() < plan.horizon(window) {
             let runaway = useful >= max_rounds
                 || u64::from(planned) >= max_rounds.saturating_add(1).saturating_mul(window as u64);
             if runaway {

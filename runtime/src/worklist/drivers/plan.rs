@@ -74,6 +74,12 @@ pub(crate) struct Plan {
     /// The least key of the last topology round's output.
     topology_min: f64,
 
+    /// The hybrid's frontier sizes, for [`horizon`](Plan::horizon): the
+    /// last data-driven round's output (`None` before one of the current
+    /// data phase was seen) and the frontier it ran over.
+    frontier_last: Option<f64>,
+    frontier_before: f64,
+
     pub(crate) switches: u64,
     pub(crate) far_rounds: u64,
 }
@@ -131,6 +137,8 @@ impl Plan {
             far_len: 0,
             far_min: f64::INFINITY,
             topology_min: f64::INFINITY,
+            frontier_last: None,
+            frontier_before: start.len(n as usize) as f64,
             switches: 0,
             far_rounds: 0,
         }
@@ -142,6 +150,40 @@ impl Plan {
             Order::Fifo => 2,
             Order::NearFar { .. } => 4,
         }
+    }
+
+    /// How many rounds may be planned past the last one observed, at most
+    /// `window`, without passing a decision the outcomes could bring: a
+    /// hybrid switches on a round's outcome, and rounds planned before it is
+    /// seen run in the old mode (a frontier that explodes, as BFS's on a
+    /// power-law graph does in a round or two, would run its largest
+    /// rounds data-driven). So a hybrid plans one round at a time in
+    /// topology mode (its rounds sweep the graph: a synchronisation each
+    /// costs nothing against them) and, in data mode, only as many as the
+    /// frontier, growing by the factor last seen, cannot take past the
+    /// switch; a slowly growing frontier (a road graph's) keeps the whole
+    /// window. Strategies that never switch keep the window.
+    pub(crate) fn horizon(&self, window: usize) -> usize {
+        let Some(up) = self.to_topology else {
+            return window;
+        };
+        if self.mode == Mode::Topology {
+            return 1;
+        }
+        let Some(last) = self.frontier_last else {
+            return 1;
+        };
+        let growth = (last / self.frontier_before.max(1.0)).max(1.0);
+        let mut size = last.max(1.0);
+        let mut rounds = 0;
+        while rounds < window {
+            size *= growth;
+            if size > up {
+                break;
+            }
+            rounds += 1;
+        }
+        rounds.max(1)
     }
 
     /// The list the start items go to, if the first round reads them.
@@ -267,6 +309,10 @@ impl Plan {
         if tag.mode != self.mode {
             return Flow::Continue;
         }
+        if self.mode == Mode::Data && matches!(round, Round::Frontier { .. }) {
+            self.frontier_before = self.frontier_last.unwrap_or(self.frontier_before);
+            self.frontier_last = Some(o.pushed as f64);
+        }
         match self.mode {
             Mode::Data => {
                 if self.to_topology.is_some_and(|up| o.pushed as f64 > up) {
@@ -278,6 +324,8 @@ impl Plan {
                 if self.to_data.is_some_and(|down| (o.pushed as f64) < down) {
                     self.mode = Mode::Data;
                     self.switch();
+                    self.frontier_before = o.pushed as f64;
+                    self.frontier_last = None;
                     // The next data rounds start over: every pending element
                     // is on the topology round's output, the far pile is
                     // stale, and the first bucket holds the least key seen.
@@ -404,6 +452,43 @@ mod tests {
         };
         assert_eq!(p.observe(&far, tag, &o4), Flow::Done);
         assert_eq!(p.far_rounds, 1);
+    }
+
+    #[test]
+    fn a_hybrid_plans_ahead_only_as_far_as_its_frontier_cannot_switch() {
+        let s = Strategy::Hybrid {
+            order: Order::Fifo,
+            to_topology: 0.05,
+            to_data: 0.01,
+        };
+        // Threshold: 5000 items of 100000.
+        let mut p = Plan::new(&s, 100_000, &Start::Items(&[0]));
+        // Nothing seen yet: one round at a time.
+        assert_eq!(p.horizon(15), 1);
+        let (r1, t1) = p.next(1);
+        // 1 → 10 items: at ×10 per round, 100 and 1000 stay below, 10⁴
+        // would not.
+        assert_eq!(p.observe(&r1, t1, &outcome(1, 10)), Flow::Continue);
+        assert_eq!(p.horizon(15), 2);
+        let (r2, t2) = p.next(2);
+        // 10 → 12: slow growth, the whole window.
+        assert_eq!(p.observe(&r2, t2, &outcome(2, 12)), Flow::Continue);
+        assert_eq!(p.horizon(15), 15);
+        assert_eq!(p.horizon(3), 3);
+        // Past the threshold: topology rounds, one at a time.
+        let (r3, t3) = p.next(3);
+        assert_eq!(p.observe(&r3, t3, &outcome(3, 6000)), Flow::Continue);
+        assert_eq!(p.horizon(15), 1);
+        let (r4, t4) = p.next(4);
+        assert!(matches!(r4, Round::Topology { .. }));
+        // Back to data-driven rounds: nothing seen in this phase yet.
+        assert_eq!(p.observe(&r4, t4, &outcome(4, 500)), Flow::Continue);
+        assert_eq!(p.horizon(15), 1);
+        // Strategies that never switch keep their window.
+        let fifo = Plan::new(&Strategy::Data(Order::Fifo), 100, &Start::Items(&[0]));
+        assert_eq!(fifo.horizon(15), 15);
+        let topo = Plan::new(&Strategy::Topology, 100, &Start::All);
+        assert_eq!(topo.horizon(15), 15);
     }
 
     #[test]

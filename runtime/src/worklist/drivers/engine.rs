@@ -54,6 +54,44 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
             return Err(Error::out_of_range("start item", bad, n));
         }
     }
+    let k = rounds_per_sync(b, opts)?;
+    // The run's time includes making the lists and filling the start in.
+    let started = Instant::now();
+    let plan = Plan::new(&opts.strategy, n, &start);
+    start_lists(b, opts, &plan, start)?;
+    let mut engine = Engine {
+        k,
+        // Up to 2k − 1 rounds in flight: k waited for, k − 1 behind them to
+        // keep a device busy while the host reads the outcomes.
+        window: 2 * k - 1,
+        max_rounds: opts.max_rounds.unwrap_or(4 * n as u64 + 1024),
+        plan,
+        report: RunReport::new(opts.strategy),
+        in_flight: VecDeque::new(),
+        planned: 0,
+        useful: 0,
+        done: false,
+        started,
+        last_sync: started,
+    };
+    loop {
+        engine.fill(b)?;
+        if engine.in_flight.is_empty() {
+            break;
+        }
+        let count = engine.k.min(engine.in_flight.len());
+        let outcomes = engine.wait(b, count)?;
+        let (overflow, skipped) = engine.take(outcomes)?;
+        if !overflow.is_empty() {
+            engine.grow(b, overflow, skipped)?;
+        }
+    }
+    Ok(engine.finish(b))
+}
+
+/// `k`: the options' rounds per synchronisation, else the backend's (at
+/// most [`NEAR_FAR_ROUNDS_PER_SYNC`] for near-far), checked.
+fn rounds_per_sync<B: RoundBackend + ?Sized>(b: &B, opts: &DriverOptions) -> Result<usize> {
     let k = opts.rounds_per_sync.unwrap_or_else(|| {
         let k = b.rounds_per_sync();
         if near_far(&opts.strategy) {
@@ -67,9 +105,17 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
             "rounds_per_sync must lie in 1..={MAX_ROUNDS_PER_SYNC}, got {k}"
         )));
     }
-    let max_rounds = opts.max_rounds.unwrap_or(4 * n as u64 + 1024);
-    let started = Instant::now();
-    let mut plan = Plan::new(&opts.strategy, n, &start);
+    Ok(k)
+}
+
+/// Makes the plan's lists and fills the start in (sized for it).
+fn start_lists<B: RoundBackend + ?Sized>(
+    b: &mut B,
+    opts: &DriverOptions,
+    plan: &Plan,
+    start: Start<'_>,
+) -> Result<()> {
+    let n = b.universe();
     let capacity = opts
         .initial_capacity
         .unwrap_or_else(|| super::super::default_capacity(n))
@@ -85,70 +131,82 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         }
         b.fill(list, start)?;
     }
-    let mut report = RunReport {
-        strategy: opts.strategy,
-        rounds: 0,
-        topology_rounds: 0,
-        enqueued: 0,
-        syncs: 0,
-        processed: 0,
-        pushed: 0,
-        growths: 0,
-        growth_time: Default::default(),
-        capacity: 0,
-        switches: 0,
-        far_rounds: 0,
-        time: Default::default(),
-        sync_times: Vec::new(),
-    };
-    let mut last_sync = started;
-    // Up to 2k − 1 rounds in flight: k waited for, k − 1 behind them to keep
-    // a device busy while the host reads the outcomes.
-    let window = 2 * k - 1;
-    let mut in_flight: VecDeque<(Round, Tag)> = VecDeque::with_capacity(window);
-    let mut planned = 0u32;
-    // Rounds that ran and processed something: the rounds past the end and
-    // a near-far bucket's rounds planned past its last item (empty) do not
-    // count towards `max_rounds`; at most a window of them per useful one.
-    let mut useful = 0u64;
-    let mut done = false;
-    loop {
-        while !done && in_flight.len() < plan.horizon(window) {
-            let runaway = useful >= max_rounds
-                || u64::from(planned) >= max_rounds.saturating_add(1).saturating_mul(window as u64);
+    Ok(())
+}
+
+/// Lists to grow after an overflow, with the items they need room for.
+type Overflow = Vec<(ListId, u64)>;
+
+/// The loop's state: the rounds in flight and what their outcomes told.
+struct Engine {
+    k: usize,
+    window: usize,
+    max_rounds: u64,
+    plan: Plan,
+    report: RunReport,
+    in_flight: VecDeque<(Round, Tag)>,
+    planned: u32,
+    /// Rounds that ran and processed something: the rounds past the end and
+    /// a near-far bucket's rounds planned past its last item (empty) do not
+    /// count towards `max_rounds`; at most a window of them per useful one.
+    useful: u64,
+    done: bool,
+    started: Instant,
+    last_sync: Instant,
+}
+
+impl Engine {
+    /// Enqueues rounds up to the window (or the plan's horizon).
+    fn fill<B: RoundBackend + ?Sized>(&mut self, b: &mut B) -> Result<()> {
+        while !self.done && self.in_flight.len() < self.plan.horizon(self.window) {
+            let runaway = self.useful >= self.max_rounds
+                || u64::from(self.planned)
+                    >= self
+                        .max_rounds
+                        .saturating_add(1)
+                        .saturating_mul(self.window as u64);
             if runaway {
                 return Err(Error::invalid(format!(
-                    "the driver ran {max_rounds} rounds ({}) without reaching its end: a kernel \
+                    "the driver ran {} rounds ({}) without reaching its end: a kernel \
                      that keeps pushing, or raise DriverOptions::max_rounds",
-                    opts.strategy
+                    self.max_rounds, self.report.strategy
                 )));
             }
-            let round = plan.next(planned + 1);
+            let round = self.plan.next(self.planned + 1);
             b.enqueue(&round.0)?;
-            planned += 1;
-            report.enqueued += 1;
-            in_flight.push_back(round);
+            self.planned += 1;
+            self.report.enqueued += 1;
+            self.in_flight.push_back(round);
         }
-        if in_flight.is_empty() {
-            break;
-        }
-        let count = k.min(in_flight.len());
+        Ok(())
+    }
+
+    /// Waits for the oldest `count` rounds, timing the synchronisation.
+    fn wait<B: RoundBackend + ?Sized>(&mut self, b: &mut B, count: usize) -> Result<Vec<Outcome>> {
         let outcomes = b.wait(count)?;
-        report.syncs += 1;
+        self.report.syncs += 1;
         let now = Instant::now();
-        report.sync_times.push(now - last_sync);
-        last_sync = now;
+        self.report.sync_times.push(now - self.last_sync);
+        self.last_sync = now;
         if outcomes.len() != count {
             return Err(protocol(format!(
                 "{count} outcomes asked, {} returned",
                 outcomes.len()
             )));
         }
-        // Lists to grow, and the rounds skipped since, to enqueue again.
-        let mut overflow: Vec<(ListId, u64)> = Vec::new();
+        Ok(outcomes)
+    }
+
+    /// Takes the outcomes of the oldest rounds in flight: the lists a round
+    /// overflowed, and the rounds skipped after it (to enqueue again).
+    fn take(&mut self, outcomes: Vec<Outcome>) -> Result<(Overflow, Vec<(Round, Tag)>)> {
+        let mut overflow: Overflow = Vec::new();
         let mut skipped: Vec<(Round, Tag)> = Vec::new();
         for o in outcomes {
-            let (round, tag) = in_flight.pop_front().expect("one in flight per outcome");
+            let (round, tag) = self
+                .in_flight
+                .pop_front()
+                .expect("one in flight per outcome");
             if o.index != round.index() {
                 return Err(protocol(format!(
                     "outcome of round {} returned for round {}",
@@ -172,7 +230,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
                     o.index
                 )));
             }
-            if done {
+            if self.done {
                 // Planned past the end: must be a no-op.
                 if o.pushed > 0 || o.deferred > 0 {
                     return Err(Error::invalid(format!(
@@ -184,30 +242,36 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
                 }
                 continue;
             }
-            tally(&mut report, &round, &o);
+            tally(&mut self.report, &round, &o);
             if o.processed > 0 {
-                useful += 1;
+                self.useful += 1;
             }
             overflow = overflowed(&round, &o);
-            if plan.observe(&round, tag, &o) == Flow::Done {
-                done = true;
-                report.rounds = u64::from(round.index());
+            if self.plan.observe(&round, tag, &o) == Flow::Done {
+                self.done = true;
+                self.report.rounds = u64::from(round.index());
             }
         }
-        if overflow.is_empty() {
-            continue;
-        }
-        // Every round after the overflowing one was skipped: collect the
-        // rest, grow, resume, and run the skipped rounds again.
+        Ok((overflow, skipped))
+    }
+
+    /// After an overflow every round behind the overflowing one was
+    /// skipped: collects the rest, grows the lists, resumes, and enqueues
+    /// the skipped rounds again.
+    fn grow<B: RoundBackend + ?Sized>(
+        &mut self,
+        b: &mut B,
+        overflow: Overflow,
+        mut skipped: Vec<(Round, Tag)>,
+    ) -> Result<()> {
         let growth_start = Instant::now();
-        if !in_flight.is_empty() {
-            let rest = b.wait(in_flight.len())?;
-            report.syncs += 1;
-            let now = Instant::now();
-            report.sync_times.push(now - last_sync);
-            last_sync = now;
+        if !self.in_flight.is_empty() {
+            let rest = self.wait(b, self.in_flight.len())?;
             for o in rest {
-                let (round, tag) = in_flight.pop_front().expect("one in flight per outcome");
+                let (round, tag) = self
+                    .in_flight
+                    .pop_front()
+                    .expect("one in flight per outcome");
                 if !o.skipped || o.index != round.index() {
                     return Err(protocol(format!(
                         "round {} ran although an earlier round overflowed",
@@ -220,7 +284,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         for (list, needed) in overflow {
             let to = grown(b.capacity(list), needed);
             b.grow(list, to)?;
-            report.growths += 1;
+            self.report.growths += 1;
             // Its alternate will hold the next round's output: as large.
             let partner = Plan::partner(list);
             if b.capacity(partner) < to {
@@ -228,23 +292,28 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
             }
         }
         b.resume()?;
-        report.growth_time += growth_start.elapsed();
-        if !done {
+        self.report.growth_time += growth_start.elapsed();
+        if !self.done {
             for round in skipped {
                 b.enqueue(&round.0)?;
-                report.enqueued += 1;
-                in_flight.push_back(round);
+                self.report.enqueued += 1;
+                self.in_flight.push_back(round);
             }
         }
+        Ok(())
     }
-    report.switches = plan.switches;
-    report.far_rounds = plan.far_rounds;
-    report.capacity = (0..plan.lists())
-        .map(|l| b.capacity(ListId(l as u8)))
-        .max()
-        .unwrap_or(0);
-    report.time = started.elapsed();
-    Ok(report)
+
+    /// The report, with the plan's counts and the lists' final capacity.
+    fn finish<B: RoundBackend + ?Sized>(mut self, b: &B) -> RunReport {
+        self.report.switches = self.plan.switches;
+        self.report.far_rounds = self.plan.far_rounds;
+        self.report.capacity = (0..self.plan.lists())
+            .map(|l| b.capacity(ListId(l as u8)))
+            .max()
+            .unwrap_or(0);
+        self.report.time = self.started.elapsed();
+        self.report
+    }
 }
 
 fn tally(report: &mut RunReport, round: &Round, o: &Outcome) {

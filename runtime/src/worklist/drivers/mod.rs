@@ -489,6 +489,28 @@ pub struct RunReport {
     pub sync_times: Vec<Duration>,
 }
 
+impl RunReport {
+    /// An empty report of a run of `strategy`.
+    pub(crate) fn new(strategy: Strategy) -> Self {
+        RunReport {
+            strategy,
+            rounds: 0,
+            topology_rounds: 0,
+            enqueued: 0,
+            syncs: 0,
+            processed: 0,
+            pushed: 0,
+            growths: 0,
+            growth_time: Duration::ZERO,
+            capacity: 0,
+            switches: 0,
+            far_rounds: 0,
+            time: Duration::ZERO,
+            sync_times: Vec::new(),
+        }
+    }
+}
+
 /// A driver: runs a backend's kernels to the end under a [`Strategy`].
 ///
 /// ```

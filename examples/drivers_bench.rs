@@ -14,7 +14,7 @@
 //! cargo run --release --example drivers_bench -- [--gen SPEC]... [--mtx FILE]...
 //!     [--backend cpu|cuda] [--apps sssp,bfs,cc]
 //!     [--drivers topo,topo:rounds,data:fifo,data:nearfar,hybrid,auto]
-//!     [--runs 3] [--source V|hub] [--capacity N|n] [--no-dedup]
+//!     [--runs 3] [--source V|hub] [--capacity N|n] [--no-dedup] [--no-donate]
 //!     [--rounds-per-sync K[,K...]] [--sync-times] [--decomposition cte|thread|subN]
 //! ```
 //!
@@ -42,6 +42,7 @@ struct Args {
     source: Option<usize>,
     capacity: Option<String>,
     dedup: bool,
+    donate: bool,
     device: Device,
     rounds_per_sync: Vec<Option<usize>>,
     sync_times: bool,
@@ -66,6 +67,7 @@ fn parse() -> Result<Args> {
         source: None,
         capacity: None,
         dedup: true,
+        donate: true,
         device: Device::Cpu,
         rounds_per_sync: vec![None],
         sync_times: false,
@@ -113,6 +115,7 @@ fn parse() -> Result<Args> {
             }
             "--capacity" => a.capacity = Some(value()?),
             "--no-dedup" => a.dedup = false,
+            "--no-donate" => a.donate = false,
             "--sync-times" => a.sync_times = true,
             "--decomposition" => a.decomposition = value()?.parse()?,
             "--backend" => a.device = Device::from_name(&value()?)?,
@@ -269,6 +272,7 @@ fn bench() -> Result<()> {
                         initial_capacity: capacity,
                         rounds_per_sync: k,
                         dedup: args.dedup,
+                        donate: args.donate,
                         ..DriveOptions::new(choice)
                     };
                     variants.push((label, options));

@@ -125,13 +125,60 @@ fn growth_from_one_item_and_batched_rounds_change_nothing() {
             (None, Some(16), false),
         ] {
             let opts = DriveOptions {
-                driver: DriverChoice::Auto,
                 initial_capacity: capacity,
                 rounds_per_sync: k,
                 dedup,
+                ..DriveOptions::new(DriverChoice::Auto)
             };
             check_all(&dev, &cfg, &name, &a, opts);
         }
+    }
+}
+
+/// Two hubs (vertex 0 with `leaves` neighbours, vertex `leaves + 1` with
+/// half as many and an edge to vertex 5), symmetric, with weights in
+/// quarters: frontier items far longer than `apps::DONATE_MIN`.
+fn hubs(leaves: usize) -> Csr<f32> {
+    let second = leaves + 1;
+    let n = second + leaves / 2 + 1;
+    let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut edge = |u: usize, v: usize| {
+        adj[u].push(v as u32);
+        adj[v].push(u as u32);
+    };
+    for v in 1..=leaves {
+        edge(0, v);
+    }
+    for v in second + 1..n {
+        edge(second, v);
+    }
+    edge(second, 5);
+    let mut ptr = vec![0u32];
+    let (mut dst, mut w) = (Vec::new(), Vec::new());
+    for (u, list) in adj.iter_mut().enumerate() {
+        list.sort_unstable();
+        for &v in list.iter() {
+            dst.push(v);
+            w.push(((u as u32 ^ v).wrapping_mul(2654435761) >> 28) as f32 * 0.25 + 0.25);
+        }
+        ptr.push(dst.len() as u32);
+    }
+    Csr::new(n, n, ptr, dst, w).unwrap()
+}
+
+#[test]
+fn work_donation_spreads_hubs_and_changes_nothing() {
+    let Some(dev) = gpu() else { return };
+    let leaves = if small() { 9000 } else { 40_000 };
+    assert!(leaves > apps::DONATE_MIN as usize);
+    let a = hubs(leaves);
+    let cfg = LaunchConfig::default();
+    for donate in [true, false] {
+        let opts = DriveOptions {
+            donate,
+            ..DriveOptions::new(DriverChoice::Auto)
+        };
+        check_all(&dev, &cfg, "two hubs", &a, opts);
     }
 }
 

@@ -429,6 +429,7 @@ fn push_kernels_compile_with_nvrtc() {
         "wf_cte_frontier",
         "wf_cte_list",
         "wf_merge",
+        "wf_donated",
     ];
     for spec in PUSH_SPECS.iter().chain([&&push_common::sssp_push::SPEC]) {
         let tu = entry_point_unit(spec, &entries).unwrap();

@@ -13,12 +13,106 @@
 // The rounds run with the exact fault record (`Fault`), not `Cte`'s lean
 // flag and second pass: a body has effects, so no fine task may run twice.
 // Serial fallbacks (a warp not full, or whose items are all short) are
-// `Cte`'s: each lane runs its own item.
+// `Cte`'s: each lane runs its own item. Items longer than a donating
+// launch's bound go to the whole grid (work donation, below).
 #pragma once
 #include "warpfit/cte.cuh"
 #include "warpfit/worklist.cuh"
 
 namespace warpfit {
+
+// ---------------------------------------------------------------- work donation
+//
+// Nasre et al.'s work donation (III-E), for a hub: CTE balances the 32
+// items of a warp, but one item of 100 thousand fine tasks is still one
+// warp's, and a frontier round waits for it (BFS from a hub: the whole first
+// round). A warp of a donating launch (`LaunchArgs::donate_min` set, the
+// functor `donates`: a `for_each` with nothing after it) that finds an item
+// longer than `donate_min` posts it on the launch's board in chunks of
+// `DONATE_CHUNK` fine tasks, each with the item's prologue values, and
+// leaves it out of its own walk; the donation launch that follows
+// (`wf_donated`) spreads the chunks over its warps. Every fine task runs
+// its body once, with the values of its item's one prologue: only the order
+// differs, which a `for_each` never promised. A board too full for an
+// item's chunks leaves the item to its warp.
+
+/// Fine tasks per donated chunk: a warp's 32 steps.
+constexpr uint64_t DONATE_CHUNK = 32 * WARP;
+
+/// A donated chunk: fine tasks `lo..hi` of `task`, with its prologue values.
+template <class K> struct Donated {
+    uint64_t task;
+    uint64_t lo;
+    uint64_t hi;
+    typename K::ctx_t ctx;
+};
+
+/// Whether a functor may donate (`static constexpr bool donates`).
+template <class K, class = void> struct donates {
+    static constexpr bool value = false;
+};
+template <class K> struct donates<K, typename void_type<decltype(K::donates)>::type> {
+    static constexpr bool value = K::donates;
+};
+
+/// Posts `it`'s fine tasks on the board if they fit; whether they did.
+template <class K> __device__ __forceinline__ bool donate(const LaunchArgs& a, const Item<K>& it) {
+    const uint64_t chunks = (it.hi - it.lo + DONATE_CHUNK - 1) / DONATE_CHUNK;
+    const unsigned long long cap = a.donated_bytes / sizeof(Donated<K>);
+    // Reserve the slots only if they fit, so that every slot below the
+    // count holds a chunk.
+    unsigned long long at = atomicAdd(&a.donation[0], 0ull);
+    for (;;) {
+        if (at + chunks > cap) {
+            return false;
+        }
+        const unsigned long long seen = atomicCAS(&a.donation[0], at, at + chunks);
+        if (seen == at) {
+            break;
+        }
+        at = seen;
+    }
+    Donated<K>* board = static_cast<Donated<K>*>(a.donated) + at;
+    for (uint64_t c = 0; c < chunks; ++c) {
+        Donated<K> d;
+        d.task = it.task;
+        d.lo = it.lo + c * DONATE_CHUNK;
+        d.hi = d.lo + DONATE_CHUNK < it.hi ? d.lo + DONATE_CHUNK : it.hi;
+        d.ctx = it.ctx;
+        board[c] = d;
+    }
+    return true;
+}
+
+/// The donation launch: its warps take the posted chunks in turn, each
+/// chunk's fine tasks across the lanes; the last block to finish clears
+/// the board for the next launch.
+template <class K> __device__ __forceinline__ void run_donated(const typename K::params_t& p, const LaunchArgs& a) {
+    if (donates<K>::value && a.donate_min != 0) {
+        const unsigned long long cap = a.donated_bytes / sizeof(Donated<K>);
+        const unsigned long long posted = *static_cast<volatile unsigned long long*>(a.donation);
+        const unsigned long long n = posted < cap ? posted : cap;
+        const Donated<K>* board = static_cast<const Donated<K>*>(a.donated);
+        const uint64_t warps = uint64_t(gridDim.x) * WARPS_PER_BLOCK;
+        for (uint64_t c = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP; c < n; c += warps) {
+            const Donated<K> d = board[c];
+            Fault f;
+            for (uint64_t k = d.lo + uint64_t(lane_id()); k < d.hi; k += WARP) {
+                (void)K::map(p, d.task, d.ctx, k, f);
+            }
+            f.attribute(d.task);
+            publish(a.fault, f);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            if (atomicAdd(&a.donation[1], 1ull) == gridDim.x - 1) {
+                a.donation[0] = 0;
+                a.donation[1] = 0;
+            }
+        }
+    }
+}
 
 struct CteForEach {
     /// Runs the bodies of the warp's concatenated range.
@@ -57,6 +151,10 @@ struct CteForEach {
             load_task<K>(p, uint64_t(whole_run) + uint64_t(lane), i < a.n_items, it, f);
         } else {
             Src::template load<K>(p, a, i, it, f);
+        }
+        if (donates<K>::value && a.donate_min != 0 && it.valid && it.hi - it.lo > a.donate_min &&
+            donate<K>(a, it)) {
+            it.hi = it.lo;  // the donation launch runs its fine tasks
         }
         const uint64_t size = it.valid ? it.hi - it.lo : 0;
         const unsigned max_size =

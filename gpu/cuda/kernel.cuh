@@ -116,6 +116,15 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         warpfit::merge<K, warpfit::MERGE_LANES_WIDE>(p, a);                                          \
         warpfit::block_hooks<K>::end(p);                                                             \
     }
+// Work donation: the long items' chunks a donating frontier launch posted,
+// spread over this grid (cte_for_each.cuh).
+#define WARPFIT_ENTRY_POINT_wf_donated(K)                                                            \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
+        wf_donated(const K::params_t p, const warpfit::LaunchArgs a) {                               \
+        warpfit::block_hooks<K>::begin(p);                                                           \
+        warpfit::run_donated<K>(p, a);                                                               \
+        warpfit::block_hooks<K>::end(p);                                                             \
+    }
 #define WARPFIT_ENTRY_POINT_wf_sizes(K)                                                              \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_sizes(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
@@ -123,7 +132,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     }
 
 /// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list,frontier}`,
-/// `wf_cte_queue`, `wf_merge`, `wf_merge_wide` and `wf_sizes`.
+/// `wf_cte_queue`, `wf_merge`, `wf_merge_wide`, `wf_sizes` and `wf_donated`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sub2_all(K)                                                               \
@@ -149,4 +158,5 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_POINT_wf_cte_frontier(K)                                                           \
     WARPFIT_ENTRY_POINT_wf_merge(K)                                                                  \
     WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                             \
-    WARPFIT_ENTRY_POINT_wf_sizes(K)
+    WARPFIT_ENTRY_POINT_wf_sizes(K)                                                                 \
+    WARPFIT_ENTRY_POINT_wf_donated(K)

@@ -125,7 +125,12 @@ pub const ENTRY_POINTS: &[&str] = &[
     MERGE_ENTRY,
     MERGE_WIDE_ENTRY,
     SIZES_ENTRY,
+    DONATED_ENTRY,
 ];
+
+/// The work-donation launch that follows a donating frontier launch
+/// (`CteForEach::donated` in cte_for_each.cuh).
+pub(crate) const DONATED_ENTRY: &str = "wf_donated";
 
 /// Launch-wide arguments; mirrors `warpfit::LaunchArgs` in task_source.cuh
 /// (device pointers as `u64`).
@@ -157,6 +162,16 @@ pub(crate) struct LaunchArgs {
     pub frontier: u64,
     /// Its push count on the device (`u64`) or 0.
     pub frontier_count: u64,
+    /// Work donation: the chunk records' board, or 0.
+    pub donated: u64,
+    /// Work donation: two `u64`, chunks posted and donation blocks
+    /// finished (zeroed by the donation launch's last block), or 0.
+    pub donation: u64,
+    /// Work donation: bytes at `donated`.
+    pub donated_bytes: u64,
+    /// Work donation: items with more fine tasks are donated; 0: none.
+    pub donate_min: u32,
+    pub donate_pad: u32,
 }
 
 /// How a push reserves its slot in a device worklist (`PUSH_*` in
@@ -514,10 +529,10 @@ mod tests {
                 };
                 assert_eq!(entry_point(d, source).unwrap(), name, "{d} {source:?}");
             } else {
-                // Hand-written entry points (merge, sizes): a multi-line body
+                // Hand-written entry points (merge, sizes, donation): a multi-line body
                 // that defines the function under the macro's name.
                 assert!(
-                    [MERGE_ENTRY, MERGE_WIDE_ENTRY, SIZES_ENTRY].contains(&name),
+                    [MERGE_ENTRY, MERGE_WIDE_ENTRY, SIZES_ENTRY, DONATED_ENTRY].contains(&name),
                     "unexpected entry point macro {name}"
                 );
                 assert!(
@@ -578,12 +593,17 @@ mod tests {
                 "queue_chunk",
                 "queue_pad",
                 "frontier",
-                "frontier_count"
+                "frontier_count",
+                "donated",
+                "donation",
+                "donated_bytes",
+                "donate_min",
+                "donate_pad"
             ]
         );
         // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32 + 1 pointer + 2 u32
-        // + 2 pointers.
-        assert_eq!(std::mem::size_of::<LaunchArgs>(), 144);
+        // + 5 pointers/counts + 2 u32.
+        assert_eq!(std::mem::size_of::<LaunchArgs>(), 176);
         assert!(header("task_source.cuh").contains(&format!(
             "constexpr uint32_t LIST_TRUSTED = {LIST_TRUSTED};"
         )));

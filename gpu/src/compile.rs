@@ -730,6 +730,7 @@ mod tests {
             params: &[],
             acc: crate::ScalarType::F32,
             elementwise: false,
+            donates: false,
         };
         let tu = translation_unit(&SPEC);
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));
@@ -764,6 +765,7 @@ mod tests {
             params: &[],
             acc: crate::ScalarType::F32,
             elementwise: false,
+            donates: false,
         };
         let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));

@@ -150,6 +150,7 @@ mod tests {
             ],
             acc: ScalarType::U8,
             elementwise: false,
+            donates: false,
         };
         let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, &[]).unwrap();
         assert_eq!(

@@ -197,7 +197,14 @@ pub struct CudaRounds<'k> {
     /// Outcomes read and not yet handed to the driver.
     finished: VecDeque<Result<Outcome>>,
     launches: HashMap<LaunchKey, Rc<Prepared>>,
+    /// Work donation's bound in frontier rounds ([`CudaRounds::donate`]).
+    donate_min: Option<u32>,
 }
+
+/// Bytes of a frontier launch's work-donation board: 8 MiB, some 200
+/// thousand chunks of 1024 fine tasks (a chunk is 24 bytes and the item's
+/// prologue values), room for every edge of a 128M-edge graph's frontier.
+pub const DONATION_BOARD_BYTES: usize = 8 << 20;
 
 impl std::fmt::Debug for CudaRounds<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -255,6 +262,7 @@ impl<'k> CudaRounds<'k> {
             in_flight: VecDeque::new(),
             finished: VecDeque::new(),
             launches: HashMap::new(),
+            donate_min: None,
         })
     }
 
@@ -266,6 +274,22 @@ impl<'k> CudaRounds<'k> {
         prepare: impl for<'a> Fn(Bind<'a, 'k>) -> Result<PreparedLaunch<'a>> + 'k,
     ) -> Self {
         self.frontier = Some(Box::new(prepare));
+        self.launches.clear();
+        self
+    }
+
+    /// Work donation in frontier rounds (Nasre et al., III-E): a frontier
+    /// item with more than `min_len` fine tasks is spread over a wave of
+    /// warps instead of walked by its own (a hub: BFS or SSSP from a vertex
+    /// of 100 thousand edges spends its whole first round on one warp
+    /// otherwise). It applies to a CTE frontier kernel whose `for_each` is
+    /// its last statement ([`KernelSpec::donates`](crate::KernelSpec::donates));
+    /// each round of one costs one more launch (a few microseconds), so it
+    /// is for graphs with such items: `None` (the default) turns it off.
+    /// The board holds [`DONATION_BOARD_BYTES`] of chunks per launch; an
+    /// item that does not fit stays with its warp.
+    pub fn donate(mut self, min_len: Option<u32>) -> Self {
+        self.donate_min = min_len.filter(|&m| m > 0);
         self.launches.clear();
         self
     }
@@ -423,7 +447,7 @@ impl<'k> CudaRounds<'k> {
             round: &self.round_word,
             _env: PhantomData,
         };
-        let prepared = binder(bind)?.into_cuda().map_err(|_| {
+        let mut prepared = binder(bind)?.into_cuda().map_err(|_| {
             Error::invalid(format!(
                 "the {what} kernel prepared its launch on the CPU, but the rounds run on CUDA \
                  device {ordinal}: prepare it on the backend's device"
@@ -435,6 +459,9 @@ impl<'k> CudaRounds<'k> {
                  CUDA device {ordinal}",
                 prepared.device_ordinal()
             )));
+        }
+        if let (LaunchKey::Frontier { .. }, Some(min)) = (key, self.donate_min) {
+            prepared.donate(min, DONATION_BOARD_BYTES)?;
         }
         let prepared: Rc<Prepared> = Rc::from(prepared);
         self.launches.insert(key, prepared.clone());

@@ -200,6 +200,11 @@ pub struct KernelSpec {
     /// CUDA launch runs one thread per task whatever the configured
     /// decomposition and split (see [`KernelSpec::launch_config`]).
     pub elementwise: bool,
+    /// A push kernel whose `for_each` is its last statement: a frontier
+    /// launch may hand a long item's fine tasks to the whole grid (work
+    /// donation, [`CudaRounds::donate`](crate::CudaRounds::donate)), since
+    /// no epilogue has to wait for them.
+    pub donates: bool,
 }
 
 impl KernelSpec {
@@ -265,6 +270,7 @@ pub(crate) static X_TO_Y: KernelSpec = KernelSpec {
     ],
     acc: ScalarType::F32,
     elementwise: false,
+    donates: false,
 };
 
 #[cfg(test)]
@@ -279,6 +285,7 @@ mod tests {
             params: &[],
             acc: ScalarType::U8,
             elementwise,
+            donates: false,
         }
     }
 

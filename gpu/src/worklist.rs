@@ -629,6 +629,7 @@ mod tests {
             }],
             acc: ScalarType::U8,
             elementwise: false,
+            donates: false,
         };
         let (a, b) = (Worklist::new(4, 4).unwrap(), Worklist::new(4, 4).unwrap());
         assert!(check_frontier(&SPEC, &Tasks::from(&a), &[(0, &b)]).is_ok());

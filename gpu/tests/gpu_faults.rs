@@ -36,6 +36,7 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     params: &[],
     acc: ScalarType::F32,
     elementwise: false,
+    donates: false,
 };
 
 #[test]

@@ -404,6 +404,10 @@ impl<'a> FunctorEmitter<'a> {
         if k.for_each.is_some() {
             // CTE runs the expansion without the reduction (`CteForEach`).
             let _ = writeln!(s, "    static constexpr bool is_for_each = true;");
+            if k.donates() {
+                // Nothing after the `for_each`: long items may be donated.
+                let _ = writeln!(s, "    static constexpr bool donates = true;");
+            }
         }
         let _ = writeln!(s, "    struct ctx_t {{");
         for id in &k.ctx {

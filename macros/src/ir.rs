@@ -699,6 +699,13 @@ impl Kernel {
         }
     }
 
+    /// Whether a launch may donate a long item's fine tasks to other warps
+    /// (work donation): a `for_each` with nothing after it, so no epilogue
+    /// waits for the donated part.
+    pub fn donates(&self) -> bool {
+        self.for_each.is_some() && self.epilogue.is_empty()
+    }
+
     /// Whether the kernel has shared arrays or worklists (it scatters).
     pub fn scatters(&self) -> bool {
         self.params

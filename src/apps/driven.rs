@@ -225,6 +225,9 @@ pub struct DriveOptions {
     pub rounds_per_sync: Option<usize>,
     /// Deduplicating worklists (default true).
     pub dedup: bool,
+    /// Work donation in CUDA frontier rounds on a skewed graph (default
+    /// true): see [`donation`].
+    pub donate: bool,
 }
 
 impl DriveOptions {
@@ -235,8 +238,25 @@ impl DriveOptions {
             initial_capacity: None,
             rounds_per_sync: None,
             dedup: true,
+            donate: true,
         }
     }
+}
+
+/// A frontier item's fine tasks beyond which CUDA frontier rounds donate
+/// it to a wave of warps ([`CudaRounds::donate`]): 8 chunks of 1024, where
+/// a warp walking it alone would take 256 steps.
+pub const DONATE_MIN: u32 = 8192;
+
+/// Work donation for the frontier rounds over `g` (whose rows are the
+/// frontier kernel's ranges): on a [skewed](GraphShape::skewed) graph whose
+/// longest row exceeds [`DONATE_MIN`], unless `options` turn it off. Other
+/// graphs have no item to donate and would pay the donation launch every
+/// round (a road graph's thousands of rounds).
+fn donation(g: &Csr<f32>, options: &DriveOptions) -> Option<u32> {
+    let shape = GraphShape::of(g.row_ptr());
+    (options.donate && shape.skewed() && shape.max_degree > DONATE_MIN as usize)
+        .then_some(DONATE_MIN)
 }
 
 /// What a driven run did.
@@ -462,6 +482,7 @@ pub fn sssp_driven(
         let (ptr, dst, w) = up(&out)?;
         let pull = inc.as_ref().map(up).transpose()?;
         let mut rounds = CudaRounds::new(device, n)?
+            .donate(donation(&out, options))
             .frontier(|b| sssp_push::prepare(device, config, b.tasks, &ptr, &dst, &w, &dist, b.out))
             .key(&dist)?;
         if let Some((iptr, isrc, iw)) = &pull {
@@ -554,9 +575,11 @@ pub fn bfs_driven(
         };
         let (ptr, dst) = up(a)?;
         let pull = inc.as_ref().map(up).transpose()?;
-        let mut rounds = CudaRounds::new(device, n)?.frontier(|b| {
-            bfs_top_down::prepare(device, config, b.tasks, &ptr, &dst, &level, b.out)
-        });
+        let mut rounds = CudaRounds::new(device, n)?
+            .donate(donation(a, options))
+            .frontier(|b| {
+                bfs_top_down::prepare(device, config, b.tasks, &ptr, &dst, &level, b.out)
+            });
         if let Some((iptr, isrc)) = &pull {
             rounds = rounds.topology(|b| {
                 bfs_bottom_up::prepare(device, config, b.tasks, iptr, isrc, &level, b.round, b.out)
@@ -661,6 +684,7 @@ pub fn cc_driven(
         let label = device.upload(&label)?;
         let (ptr, adj) = (device.upload(nbr.row_ptr())?, device.upload(nbr.col_idx())?);
         let mut rounds = CudaRounds::new(device, n)?
+            .donate(donation(&nbr, options))
             .frontier(|b| cc_push::prepare(device, config, b.tasks, &ptr, &adj, &label, b.out))
             .topology(|b| cc_pull::prepare(device, config, b.tasks, &ptr, &adj, &label, b.out));
         let setup = setup_start.elapsed();

@@ -31,6 +31,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
     ],
     acc: ScalarType::F64,
     elementwise: false,
+    donates: false,
 };
 
 pub static RELAX: KernelSpec = KernelSpec {
@@ -47,6 +48,7 @@ pub static RELAX: KernelSpec = KernelSpec {
     ],
     acc: ScalarType::F32,
     elementwise: false,
+    donates: false,
 };
 
 pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_ADD_F32, &SPMV_F64, &RELAX];

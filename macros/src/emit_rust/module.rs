@@ -181,6 +181,7 @@ impl ModuleEmitter<'_> {
         });
         let acc = format_ident!("{}", k.acc.scalar_variant().expect("checked in lower"));
         let elementwise = k.elementwise;
+        let donates = k.donates();
         quote! {
             /// Parameter roles, types and the accumulator type, for the device layer.
             pub static SPEC: ::warpfit::__private::KernelSpec = ::warpfit::__private::KernelSpec {
@@ -190,6 +191,7 @@ impl ModuleEmitter<'_> {
                 params: &[#(#params),*],
                 acc: ::warpfit::__private::ScalarType::#acc,
                 elementwise: #elementwise,
+                donates: #donates,
             };
         }
     }

@@ -21,7 +21,8 @@
 //                           user kernel faulted.
 // Every kernel reads the halt word first and a skipped round touches no
 // list: halting needs no host round trip. `wf_round_resume` clears the word
-// after the host grew the list that overflowed.
+// after the host grew the list that overflowed; `wf_round_iota` writes a
+// topology round's items `0..n` once.
 //
 // The key's type is a template parameter (one entry point per type: the
 // host picks it from the key array's Rust type); keys compare as doubles,
@@ -304,5 +305,11 @@ __device__ __forceinline__ void round_finish(RoundState* s, RoundRecord* rec, ui
         warpfit::round_finish(s, rec, index, out, far, has_far, consumed, fault_claimed);                       \
     }                                                                                                            \
     extern "C" __global__ void wf_round_resume(warpfit::RoundState* s) { s->halt = 0u; }                        \
+    extern "C" __global__ void wf_round_iota(uint32_t* items, uint64_t n) {                                      \
+        const uint64_t stride = uint64_t(gridDim.x) * blockDim.x;                                                \
+        for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {                \
+            items[i] = uint32_t(i);                                                                              \
+        }                                                                                                        \
+    }                                                                                                            \
     WARPFIT_ROUND_KEY_ENTRY_POINTS(float, f32)                                                                   \
     WARPFIT_ROUND_KEY_ENTRY_POINTS(uint32_t, u32)

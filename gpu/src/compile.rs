@@ -72,6 +72,7 @@ pub const ROUNDS_ENTRY_POINTS: &[&str] = &[
     "wf_round_begin",
     "wf_round_finish",
     "wf_round_resume",
+    "wf_round_iota",
     "wf_round_split_f32",
     "wf_round_min_key_f32",
     "wf_round_split_u32",

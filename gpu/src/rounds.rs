@@ -390,9 +390,20 @@ impl<'k> CudaRounds<'k> {
             }
         }
         if self.topology.is_some() && self.iota.is_none() {
+            // Written on the device: uploading 4n bytes from the host took
+            // milliseconds of the first round (`BENCHMARKS.md`).
             mem::check("a topology round's tasks (0..n)", 4 * self.universe as u64)?;
-            let all: Vec<u32> = (0..self.universe).map(|i| i as u32).collect();
-            self.iota = Some(DeviceBuffer::upload(&self.dev, &all)?);
+            let iota = DeviceBuffer::<u32>::zeros(&self.dev, self.universe)?;
+            let n = self.universe as u64;
+            let mut b = self.dev.stream().launch_builder(&self.kernels.iota);
+            let ptr = iota.device_ptr(&self.dev);
+            b.arg(&ptr);
+            b.arg(&n);
+            // SAFETY: `wf_round_iota(uint32_t*, uint64_t)` writes `n` u32
+            // into `iota`, which holds `n`.
+            unsafe { b.launch(grid(self.blocks(n))) }
+                .map_err(cuda_err("launching wf_round_iota"))?;
+            self.iota = Some(iota);
         }
         Ok(())
     }
@@ -851,6 +862,7 @@ pub(crate) struct RoundKernels {
     begin: CudaFunction,
     finish: CudaFunction,
     resume: CudaFunction,
+    iota: CudaFunction,
 }
 
 impl RoundKernels {
@@ -862,6 +874,7 @@ impl RoundKernels {
             begin: f("wf_round_begin")?,
             finish: f("wf_round_finish")?,
             resume: f("wf_round_resume")?,
+            iota: f("wf_round_iota")?,
             module,
         })
     }

@@ -57,8 +57,6 @@ pub struct Prepared {
     /// A host worklist's items and count, uploaded for a launch over it
     /// (held for the kernels, which read them by address).
     _frontier: Option<(DeviceBuffer<u32>, DeviceBuffer<u64>)>,
-    /// Work donation's board and its two counters ([`Prepared::donate`]).
-    _donation: Option<(DeviceBuffer<u64>, DeviceBuffer<u64>)>,
 }
 
 impl Prepared {
@@ -227,34 +225,44 @@ impl Prepared {
             fault,
             queue: None,
             _frontier: frontier_buffers,
-            _donation: None,
         })
     }
 
     /// Work donation (Nasre et al., III-E) for a CTE launch over a device
     /// frontier of a kernel that [`donates`](KernelSpec::donates): a warp
     /// that finds an item of more than `min_len` fine tasks posts them, in
-    /// chunks with the item's prologue values, on a board of `board_bytes`,
-    /// and a donation launch enqueued behind the main one spreads them over
-    /// a full wave of warps (`wf_donated`, cte_for_each.cuh). An item whose
-    /// chunks do not fit stays with its warp. Other launches are left as they
-    /// are; returns whether this one donates.
-    pub(crate) fn donate(&mut self, min_len: u32, board_bytes: usize) -> Result<bool> {
+    /// chunks with the item's prologue values, on the board `board`
+    /// (`board_bytes`), and a donation launch enqueued behind the main one
+    /// spreads them over a full wave of warps (`wf_donated`,
+    /// cte_for_each.cuh), then zeroes the two counters at `counters` for the
+    /// next launch. An item whose chunks do not fit stays with its warp.
+    /// Other launches are left as they are; returns whether this one
+    /// donates.
+    ///
+    /// # Safety
+    /// `board` holds `board_bytes` and `counters` two zeroed `u64` on this
+    /// launch's device, both living as long as the launch, and no launch
+    /// using the same board runs concurrently with this one (launches on
+    /// one stream run in order).
+    pub(crate) unsafe fn donate(
+        &mut self,
+        min_len: u32,
+        board: u64,
+        board_bytes: u64,
+        counters: u64,
+    ) -> Result<bool> {
         let frontier_cte = self.launches.len() == 1
             && self.launches[0].entry
                 == abi::entry_point(crate::Decomposition::Cte, abi::TaskSource::Frontier)?;
         if !self.spec.donates || !frontier_cte || min_len == 0 {
             return Ok(false);
         }
-        warpfit_runtime::mem::check("a work-donation board", board_bytes as u64)?;
-        let board = DeviceBuffer::<u64>::zeros(&self.dev, board_bytes.div_ceil(8).max(1))?;
-        let counters = DeviceBuffer::<u64>::zeros(&self.dev, 2)?;
         let module = self.dev.module(&self.spec)?;
         let function = module.function(abi::DONATED_ENTRY)?.clone();
         let args = LaunchArgs {
-            donated: board.device_ptr(&self.dev),
-            donation: counters.device_ptr(&self.dev),
-            donated_bytes: board_bytes as u64,
+            donated: board,
+            donation: counters,
+            donated_bytes: board_bytes,
             donate_min: min_len,
             ..self.launches[0].args
         };
@@ -267,7 +275,6 @@ impl Prepared {
             dependent: false,
             args,
         });
-        self._donation = Some((board, counters));
         Ok(true)
     }
 
@@ -361,7 +368,6 @@ impl Prepared {
             fault,
             queue,
             _frontier: None,
-            _donation: None,
         })
     }
 

@@ -199,6 +199,9 @@ pub struct CudaRounds<'k> {
     launches: HashMap<LaunchKey, Rc<Prepared>>,
     /// Work donation's bound in frontier rounds ([`CudaRounds::donate`]).
     donate_min: Option<u32>,
+    /// Its board and two counters, shared by every frontier launch (they
+    /// run one after the other on the stream), made with the first.
+    donation: Option<(DeviceBuffer<u64>, DeviceBuffer<u64>)>,
 }
 
 /// Bytes of a frontier launch's work-donation board: 8 MiB, some 200
@@ -263,6 +266,7 @@ impl<'k> CudaRounds<'k> {
             finished: VecDeque::new(),
             launches: HashMap::new(),
             donate_min: None,
+            donation: None,
         })
     }
 
@@ -472,7 +476,26 @@ impl<'k> CudaRounds<'k> {
             )));
         }
         if let (LaunchKey::Frontier { .. }, Some(min)) = (key, self.donate_min) {
-            prepared.donate(min, DONATION_BOARD_BYTES)?;
+            if self.donation.is_none() {
+                mem::check("a work-donation board", DONATION_BOARD_BYTES as u64)?;
+                self.donation = Some((
+                    DeviceBuffer::zeros(&self.dev, DONATION_BOARD_BYTES / 8)?,
+                    DeviceBuffer::zeros(&self.dev, 2)?,
+                ));
+            }
+            let (board, counters) = self.donation.as_ref().expect("made above");
+            // SAFETY: the backend's own board of DONATION_BOARD_BYTES and two
+            // zeroed counters on this device, kept as long as the backend
+            // (whose drop waits for the rounds); its launches run one after
+            // the other on the device's stream.
+            unsafe {
+                prepared.donate(
+                    min,
+                    board.device_ptr(&self.dev),
+                    DONATION_BOARD_BYTES as u64,
+                    counters.device_ptr(&self.dev),
+                )?
+            };
         }
         let prepared: Rc<Prepared> = Rc::from(prepared);
         self.launches.insert(key, prepared.clone());

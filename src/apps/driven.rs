@@ -79,7 +79,8 @@ pub enum DriverChoice {
     /// bfs and cc.
     Data(Option<OrderChoice>),
     /// `hybrid[:UP[:DOWN]]`: fractions of the vertices (defaults
-    /// [`HYBRID_UP`] and [`HYBRID_DOWN`]).
+    /// [`HYBRID_UP`], for bfs on CUDA [`HYBRID_UP_BFS_CUDA`], and
+    /// [`HYBRID_DOWN`]).
     Hybrid {
         /// Switch to topology-driven rounds above `UP · n` frontier items.
         up: Option<f64>,
@@ -154,6 +155,25 @@ impl FromStr for DriverChoice {
 pub const HYBRID_UP: f64 = crate::runtime::worklist::drivers::HYBRID_TO_TOPOLOGY;
 /// The hybrid's default switch back to data-driven rounds.
 pub const HYBRID_DOWN: f64 = crate::runtime::worklist::drivers::HYBRID_TO_DATA;
+
+/// The hybrid's switch to bottom-up rounds for bfs on CUDA: a frontier of
+/// more than 1% of the vertices, as Beamer's rule puts it for power-law
+/// graphs, whose first frontiers hold the hubs' edges (a frontier of
+/// hubs is cheaper to find bottom-up than to expand): symmetrised RMAT 22
+/// from its hub on an H100, 3.6 ms with 1% against 5.9 ms with 5%, whose
+/// second round expands the hub's 163 thousand neighbours top-down
+/// (`BENCHMARKS.md`, "Worklists and drivers (CUDA)").
+pub const HYBRID_UP_BFS_CUDA: f64 = 0.01;
+
+/// The hybrid's default switch to topology-driven rounds for `app` on
+/// `device`.
+fn hybrid_up(app: DrivenApp, device: &Device) -> f64 {
+    if app == DrivenApp::Bfs && device.cuda().is_some() {
+        HYBRID_UP_BFS_CUDA
+    } else {
+        HYBRID_UP
+    }
+}
 /// The near-far bucket width in mean edge weights on the CPU
 /// ([`default_delta`]).
 pub const DELTA_WEIGHTS: f64 = 4.0;
@@ -190,14 +210,16 @@ pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
 /// rule, with the measurements behind it, is in the README ("Drivers").
 /// `None`: the device-resident topology-driven pulls.
 ///
-/// On CUDA a [skewed](GraphShape::skewed) graph runs the device-resident
-/// pulls: its few rounds each sweep most of the graph, which a warp-per-row
-/// pull does at full bandwidth, while worklist rounds pay for pushes and
-/// list traffic (symmetrised RMAT 22 on an H100: BFS 6.4 ms against 19 ms
-/// data-driven and 25 ms hybrid, SSSP 29 ms against 71 ms and 137 ms); the
-/// CPU, where the hybrid wins on such graphs, follows
-/// [`GraphShape::auto_strategy`]. A bounded-degree graph runs data-driven on
-/// both (near-far for sssp).
+/// On CUDA a [skewed](GraphShape::skewed) graph runs bfs as the
+/// direction-optimising hybrid ([`HYBRID_UP_BFS_CUDA`]: top-down from the
+/// source, its hubs donated to the grid, bottom-up rounds that stop at the
+/// first parent while the frontier is large), and sssp and cc as the
+/// device-resident pulls, whose few rounds each sweep most of the graph at
+/// full bandwidth (symmetrised RMAT 22 on an H100: BFS 3.6 ms hybrid
+/// against 6.4 ms for the pulls, SSSP 28 ms for the pulls against 26 ms
+/// data-driven and 67 ms hybrid); the CPU, where the hybrid wins on such
+/// graphs, follows [`GraphShape::auto_strategy`]. A bounded-degree graph runs
+/// data-driven on both (near-far for sssp).
 pub fn auto_driver(
     app: DrivenApp,
     shape: &GraphShape,
@@ -209,7 +231,14 @@ pub fn auto_driver(
         DrivenApp::Bfs | DrivenApp::Cc => Order::Fifo,
     };
     if device.cuda().is_some() && shape.skewed() {
-        return None;
+        return match app {
+            DrivenApp::Bfs => Some(Strategy::Hybrid {
+                order,
+                to_topology: HYBRID_UP_BFS_CUDA,
+                to_data: HYBRID_DOWN,
+            }),
+            DrivenApp::Sssp | DrivenApp::Cc => None,
+        };
     }
     Some(shape.auto_strategy(order))
 }
@@ -318,7 +347,7 @@ fn resolve(
         DriverChoice::TopoRounds => (Resolved::Rounds(Strategy::Topology), None),
         DriverChoice::Data(order) => (Resolved::Rounds(Strategy::Data(data_order(order)?)), None),
         DriverChoice::Hybrid { up, down } => {
-            let to_topology = up.unwrap_or(HYBRID_UP);
+            let to_topology = up.unwrap_or_else(|| hybrid_up(app, device));
             let to_data = down.unwrap_or(HYBRID_DOWN).min(to_topology);
             let order = match app {
                 DrivenApp::Sssp => data_order(None)?,

@@ -26,7 +26,7 @@ pub use timing::Timings;
 pub use driven::{
     auto_driver, bfs_driven, cc_driven, default_delta, sssp_driven, undirected, DriveOptions,
     DrivenApp, DrivenReport, DriverChoice, OrderChoice, DELTA_WEIGHTS, DELTA_WEIGHTS_CUDA,
-    DONATE_MIN, HYBRID_DOWN, HYBRID_UP,
+    DONATE_MIN, HYBRID_DOWN, HYBRID_UP, HYBRID_UP_BFS_CUDA,
 };
 pub use graph::{
     bfs, bfs_observed, pagerank, pagerank_observed, pagerank_throttled, sssp, sssp_observed, Graph,

@@ -7,7 +7,7 @@
 // and for a deduplicating list a bitmap of the items pushed since it was
 // cleared. `push` reserves slots on the counter; a slot at or past the
 // capacity puts the item's bit in the spill bitmap instead (the host
-// grows the list and `wf_unspill` moves the spilled items in), so an item
+// grows the list and `wf_unspill_count` / `wf_unspill` move the spilled items in), so an item
 // is never dropped and never written out of bounds. An item outside the
 // universe records an index fault on the worklist's parameter and is not
 // pushed. The counter keeps counting past the capacity: it is the room
@@ -245,29 +245,87 @@ struct FrontierTasks {
 
 // ---------------------------------------------------------------- growth and clearing, on the device
 
-/// Moves list `w`'s spilled items into its slots after the host gave it
-/// room: `old_capacity` slots are full (the list overflowed, else there is
-/// nothing to do), the spilled items follow in ascending order while
-/// `w.capacity` allows, their bits cleared; the count becomes the items
-/// stored plus those still spilled, as the CPU's `Worklist::grow` leaves
-/// it. One block walks the bitmap in tiles of BLOCK words, a block-wide
-/// prefix sum of their popcounts placing each word's items.
-__device__ __forceinline__ void unspill(const WorklistRef& w, uint64_t old_capacity) {
+/// The tiles of BLOCK bitmap words block `b` of `wf_unspill_count` and
+/// `wf_unspill` walks: a contiguous range, so that blocks in order hold the
+/// items in ascending order.
+__device__ __forceinline__ void unspill_range(uint64_t words, uint64_t& first, uint64_t& end) {
+    const uint64_t tiles = (words + BLOCK - 1) / BLOCK;
+    const uint64_t per = (tiles + gridDim.x - 1) / gridDim.x;
+    first = uint64_t(blockIdx.x) * per * BLOCK;
+    end = first + per * BLOCK;
+    if (end > words) {
+        end = words;
+    }
+}
+
+/// Growth, first pass: block `b` counts the spilled items of its range of
+/// the bitmap into `block_sums[b]`.
+__device__ __forceinline__ void unspill_count(const WorklistRef& w, uint32_t* block_sums) {
+    __shared__ uint32_t warp_total[WARPS_PER_BLOCK];
+    uint64_t first, end;
+    unspill_range((w.universe + 31) / 32, first, end);
+    uint32_t c = 0;
+    for (uint64_t wi = first + threadIdx.x; wi < end; wi += BLOCK) {
+        c += __popc(w.spill[wi]);
+    }
+    c = __reduce_add_sync(FULL_MASK, c);
+    if (lane_id() == 0) {
+        warp_total[threadIdx.x / WARP] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t t = 0;
+        for (int v = 0; v < WARPS_PER_BLOCK; ++v) {
+            t += warp_total[v];
+        }
+        block_sums[blockIdx.x] = t;
+    }
+}
+
+/// Growth, second pass: moves list `w`'s spilled items into its slots after
+/// the host gave it room: `old_capacity` slots are full (the list
+/// overflowed, else there is nothing to do), the spilled items follow in
+/// ascending order while `w.capacity` allows, their bits cleared; the count
+/// becomes the items stored plus those still spilled, as the CPU's
+/// `Worklist::grow` leaves it. Each block walks its range of the bitmap in
+/// tiles of BLOCK words from the slot the blocks before it fill up to
+/// (`block_sums`, the first pass), a block-wide prefix sum of the words'
+/// popcounts placing each word's items. (One block walking the whole bitmap
+/// took 1.3 ms for 1.2M items of RMAT 22's BFS, `BENCHMARKS.md`.)
+__device__ __forceinline__ void unspill(const WorklistRef& w, uint64_t old_capacity, const uint32_t* block_sums) {
     __shared__ uint32_t warp_total[WARPS_PER_BLOCK];
     __shared__ unsigned long long next;
-    if (*w.count <= old_capacity) {
+    __shared__ unsigned long long sums[2];
+    // The items before this block's range, and in all.
+    unsigned long long before = 0, all = 0;
+    for (uint32_t v = threadIdx.x; v < gridDim.x; v += BLOCK) {
+        all += block_sums[v];
+        before += v < blockIdx.x ? block_sums[v] : 0u;
+    }
+    if (threadIdx.x < 2) {
+        sums[threadIdx.x] = 0;
+    }
+    __syncthreads();
+    atomicAdd(&sums[0], before);
+    atomicAdd(&sums[1], all);
+    __syncthreads();
+    if (sums[1] == 0) {
         return;  // uniform: nothing was spilled
     }
     if (threadIdx.x == 0) {
-        next = old_capacity;
+        next = old_capacity + sums[0];
+        if (blockIdx.x == 0) {
+            *w.count = old_capacity + sums[1];  // stored + still spilled
+        }
     }
     __syncthreads();
-    const uint64_t words = (w.universe + 31) / 32;
+    uint64_t first, end;
+    unspill_range((w.universe + 31) / 32, first, end);
     const int lane = lane_id();
     const int warp = int(threadIdx.x) / WARP;
-    for (uint64_t tile = 0; tile < words; tile += BLOCK) {
+    for (uint64_t tile = first; tile < end; tile += BLOCK) {
         const uint64_t wi = tile + threadIdx.x;
-        uint32_t bits = wi < words ? w.spill[wi] : 0u;
+        uint32_t bits = wi < end ? w.spill[wi] : 0u;
         const uint32_t c = __popc(bits);
         uint32_t incl = c;
 #pragma unroll
@@ -281,12 +339,12 @@ __device__ __forceinline__ void unspill(const WorklistRef& w, uint64_t old_capac
             warp_total[warp] = incl;
         }
         __syncthreads();
-        uint32_t before = 0, tile_total = 0;
+        uint32_t below = 0, tile_total = 0;
         for (int v = 0; v < WARPS_PER_BLOCK; ++v) {
-            before += v < warp ? warp_total[v] : 0u;
+            below += v < warp ? warp_total[v] : 0u;
             tile_total += warp_total[v];
         }
-        unsigned long long slot = next + before + (incl - c);
+        unsigned long long slot = next + below + (incl - c);
         uint32_t left = bits;
         while (bits != 0u) {
             const uint32_t b = __ffs(bits) - 1;
@@ -297,7 +355,7 @@ __device__ __forceinline__ void unspill(const WorklistRef& w, uint64_t old_capac
             }
             ++slot;
         }
-        if (wi < words) {
+        if (wi < end) {
             w.spill[wi] = left;
         }
         __syncthreads();  // every thread has read `next` and `warp_total`
@@ -305,9 +363,6 @@ __device__ __forceinline__ void unspill(const WorklistRef& w, uint64_t old_capac
             next += tile_total;
         }
         __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        *w.count = next;  // stored + still spilled
     }
 }
 
@@ -341,8 +396,13 @@ __device__ __forceinline__ void clear_bitmaps(const WorklistRef& w) {
 // device, like the layout library (gpu/src/worklist.rs).
 #define WARPFIT_WORKLIST_ENTRY_POINTS                                                                 \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                      \
-        wf_unspill(const warpfit::WorklistRef w, const uint64_t old_capacity) {                       \
-        warpfit::unspill(w, old_capacity);                                                            \
+        wf_unspill_count(const warpfit::WorklistRef w, uint32_t* block_sums) {                        \
+        warpfit::unspill_count(w, block_sums);                                                        \
+    }                                                                                                 \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                      \
+        wf_unspill(const warpfit::WorklistRef w, const uint64_t old_capacity,                        \
+                   const uint32_t* block_sums) {                                                      \
+        warpfit::unspill(w, old_capacity, block_sums);                                                \
     }                                                                                                 \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK) wf_clear(const warpfit::WorklistRef w) { \
         warpfit::clear_bitmaps(w);                                                                    \

@@ -58,7 +58,7 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
 /// The entry points of the worklist library (`worklist.cuh`): growth and
 /// clearing of device worklists, compiled once per device
 /// ([`worklist_unit`]).
-pub const WORKLIST_ENTRY_POINTS: &[&str] = &["wf_unspill", "wf_clear"];
+pub const WORKLIST_ENTRY_POINTS: &[&str] = &["wf_unspill_count", "wf_unspill", "wf_clear"];
 
 /// Source of the worklist library's module: every [`WORKLIST_ENTRY_POINTS`].
 pub fn worklist_unit() -> String {

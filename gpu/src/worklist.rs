@@ -527,9 +527,17 @@ pub(crate) fn frontier_is_target(spec: &KernelSpec, i: usize) -> Error {
 /// compiled once, like the layout library.
 pub(crate) struct WorklistKernels {
     _module: Arc<CudaModule>,
+    unspill_count: CudaFunction,
     unspill: CudaFunction,
     clear: CudaFunction,
+    /// `wf_unspill_count`'s per-block counts, one per block of the
+    /// largest grid: reused by every growth (they run in stream order).
+    block_sums: DeviceBuffer<u32>,
 }
+
+/// Blocks of a growth's bitmap walk at most (`wf_unspill_count`,
+/// `wf_unspill`): a bitmap of 2³² items has 2²⁷ words, 2¹⁹ tiles.
+const UNSPILL_BLOCKS: u64 = 1024;
 
 impl WorklistKernels {
     /// Compiles (or reads from the kernel cache) and loads the library.
@@ -537,26 +545,43 @@ impl WorklistKernels {
         let module = compile::load_unit(dev, "worklist", &compile::worklist_unit())?;
         let f = |entry: &str| compile::load_function(&module, "worklist", entry);
         Ok(WorklistKernels {
+            unspill_count: f("wf_unspill_count")?,
             unspill: f("wf_unspill")?,
             clear: f("wf_clear")?,
+            block_sums: DeviceBuffer::zeros(dev, UNSPILL_BLOCKS as usize)?,
             _module: module,
         })
     }
 
-    /// Enqueues `wf_unspill` for a list grown from `old_capacity` slots:
-    /// one block (growth is rare; the walk over the bitmap is short next to
-    /// the round that overflowed).
+    /// Enqueues the growth's move of the spilled items for a list grown
+    /// from `old_capacity` slots: `wf_unspill_count` counts each block's
+    /// range of the bitmap, then `wf_unspill` moves each range's items in
+    /// after the ranges before it (ascending order, as one walk would).
     fn unspill(&self, dev: &CudaDevice, list: WorklistRef, old_capacity: u64) -> Result<()> {
+        let tiles = bitmap_words(list.universe as usize)
+            .div_ceil(BLOCK as usize)
+            .max(1) as u64;
+        let fill = u64::from(dev.sm_count()) * 2;
+        let blocks = tiles.min(fill.max(1)).min(UNSPILL_BLOCKS) as u32;
         let cfg = CuLaunch {
-            grid_dim: (1, 1, 1),
+            grid_dim: (blocks, 1, 1),
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
+        let sums = self.block_sums.device_ptr(dev);
+        let mut b = dev.stream().launch_builder(&self.unspill_count);
+        b.arg(&list);
+        b.arg(&sums);
+        // SAFETY: `wf_unspill_count(WorklistRef, uint32_t*)`: the list's
+        // buffers are live and hold what `list` says; `sums` holds
+        // UNSPILL_BLOCKS ≥ `blocks` counts.
+        unsafe { b.launch(cfg) }.map_err(cuda_err("launching wf_unspill_count"))?;
         let mut b = dev.stream().launch_builder(&self.unspill);
         b.arg(&list);
         b.arg(&old_capacity);
-        // SAFETY: `wf_unspill(WorklistRef, uint64_t)`; the list's buffers
-        // are live and hold what `list` says (the grown items included).
+        b.arg(&sums);
+        // SAFETY: `wf_unspill(WorklistRef, uint64_t, const uint32_t*)`, the
+        // same buffers (the grown items included), the same grid.
         unsafe { b.launch(cfg) }.map_err(cuda_err("launching wf_unspill"))?;
         Ok(())
     }

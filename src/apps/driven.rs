@@ -213,11 +213,13 @@ pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
 /// On CUDA a [skewed](GraphShape::skewed) graph runs bfs as the
 /// direction-optimising hybrid ([`HYBRID_UP_BFS_CUDA`]: top-down from the
 /// source, its hubs donated to the grid, bottom-up rounds that stop at the
-/// first parent while the frontier is large), and sssp and cc as the
-/// device-resident pulls, whose few rounds each sweep most of the graph at
-/// full bandwidth (symmetrised RMAT 22 on an H100: BFS 3.6 ms hybrid
-/// against 6.4 ms for the pulls, SSSP 28 ms for the pulls against 26 ms
-/// data-driven and 67 ms hybrid); the CPU, where the hybrid wins on such
+/// first parent while the frontier is large), sssp data-driven (FIFO) when
+/// its hubs are long enough to be donated ([`DONATE_MIN`]), and cc (and sssp
+/// otherwise) as the device-resident pulls, whose few rounds each sweep most
+/// of the graph at full bandwidth (symmetrised RMAT 22 on an H100: BFS
+/// 2.5 ms hybrid against 6.5 ms for the pulls; SSSP 24.5 ms data-driven
+/// against 28.9 ms for the pulls and 66 ms hybrid; CC 7.5 ms for the pulls
+/// against 22 ms hybrid); the CPU, where the hybrid wins on such
 /// graphs, follows [`GraphShape::auto_strategy`]. A bounded-degree graph runs
 /// data-driven on both (near-far for sssp).
 pub fn auto_driver(
@@ -237,6 +239,10 @@ pub fn auto_driver(
                 to_topology: HYBRID_UP_BFS_CUDA,
                 to_data: HYBRID_DOWN,
             }),
+            // Data-driven rounds win once their hubs are donated to the grid.
+            DrivenApp::Sssp if shape.max_degree > DONATE_MIN as usize => {
+                Some(Strategy::Data(Order::Fifo))
+            }
             DrivenApp::Sssp | DrivenApp::Cc => None,
         };
     }

@@ -427,6 +427,13 @@ fn generated_specs_describe_the_new_parameter_kinds() {
     assert!(sssp_push::CUDA_SOURCE.contains("is_for_each = true"));
     assert!(sssp_push::CUDA_SOURCE.contains("warpfit::push<0>(wf_p.out"));
     assert!(!relax_changed::CUDA_SOURCE.contains("is_for_each"));
+    // Work donation: a `for_each` with nothing after it may hand a long
+    // item to other warps; one with an epilogue, a fold or a map may not.
+    assert!(sssp_push::SPEC.donates && bfs_push::SPEC.donates);
+    assert!(sssp_push::CUDA_SOURCE.contains("static constexpr bool donates = true;"));
+    assert!(!degree_push::SPEC.donates);
+    assert!(!degree_push::CUDA_SOURCE.contains("donates"));
+    assert!(!relax_changed::SPEC.donates && !seed::SPEC.donates);
     assert_eq!(sssp_push::GATHERED, None);
     let e = histogram::work_graph(1, &[0, 0], &[], 1).unwrap_err();
     assert!(e.to_string().contains("`for_each` kernel"), "{e}");

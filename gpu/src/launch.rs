@@ -236,8 +236,7 @@ impl Prepared {
     /// spreads them over a full wave of warps (`wf_donated`,
     /// cte_for_each.cuh), then zeroes the two counters at `counters` for the
     /// next launch. An item whose chunks do not fit stays with its warp.
-    /// Other launches are left as they are; returns whether this one
-    /// donates.
+    /// Other launches are left as they are.
     ///
     /// # Safety
     /// `board` holds `board_bytes` and `counters` two zeroed `u64` on this
@@ -250,12 +249,12 @@ impl Prepared {
         board: u64,
         board_bytes: u64,
         counters: u64,
-    ) -> Result<bool> {
+    ) -> Result<()> {
         let frontier_cte = self.launches.len() == 1
             && self.launches[0].entry
                 == abi::entry_point(crate::Decomposition::Cte, abi::TaskSource::Frontier)?;
         if !self.spec.donates || !frontier_cte || min_len == 0 {
-            return Ok(false);
+            return Ok(());
         }
         let module = self.dev.module(&self.spec)?;
         let function = module.function(abi::DONATED_ENTRY)?.clone();
@@ -275,7 +274,7 @@ impl Prepared {
             dependent: false,
             args,
         });
-        Ok(true)
+        Ok(())
     }
 
     /// A launch over `list`, a task list whose positions index arrays the

@@ -276,31 +276,23 @@ fn several_rounds_per_sync_run_the_same_rounds_and_fewer_syncs() {
 
 #[test]
 fn rounds_per_sync_out_of_range_is_an_error() {
-    for k in [0, MAX_ROUNDS_PER_SYNC + 1, usize::MAX] {
+    let run = |k: usize| {
         let options = DriverOptions {
             rounds_per_sync: Some(k),
             ..DriverOptions::new(Strategy::Data(Order::Fifo))
         };
         let mut cpu = CpuRounds::new(10).unwrap().frontier(|_, _| {});
-        let e = Driver::new(options)
-            .run(&mut cpu, Start::Items(&[0]))
-            .unwrap_err()
-            .to_string();
+        Driver::new(options).run(&mut cpu, Start::Items(&[0]))
+    };
+    for k in [0, MAX_ROUNDS_PER_SYNC + 1, usize::MAX] {
+        let e = run(k).unwrap_err().to_string();
         assert!(
             e.contains("rounds_per_sync must lie in 1..=1024"),
             "{k}: {e}"
         );
     }
     // The bound itself runs.
-    let options = DriverOptions {
-        rounds_per_sync: Some(MAX_ROUNDS_PER_SYNC),
-        ..DriverOptions::new(Strategy::Data(Order::Fifo))
-    };
-    let mut cpu = CpuRounds::new(10).unwrap().frontier(|_, _| {});
-    let r = Driver::new(options)
-        .run(&mut cpu, Start::Items(&[0]))
-        .unwrap();
-    assert_eq!(r.rounds, 1);
+    assert_eq!(run(MAX_ROUNDS_PER_SYNC).unwrap().rounds, 1);
 }
 
 #[test]

@@ -1152,6 +1152,90 @@ fn cast_hint(found: &str) -> &'static str {
     }
 }
 
+impl Lowering<'_> {
+    /// Types the fold: the map and the initial value have the
+    /// accumulator's type (`bool` for `any` / `all`, whose predicate alone
+    /// is reported when it is not).
+    fn fold_types(&mut self, nested: &parse::Nested, acc: TypeVar, map: TypeVar, init: TypeVar) {
+        if let parse::Reduce::Logic { all } = nested.reduce {
+            // `any` / `all`: the accumulator is `bool` whatever the predicate
+            // yields, so a wrong predicate is one error, at the predicate.
+            let b = self.is(Ty::Bool);
+            let what = if all { "all" } else { "any" };
+            self.unify_or(map, b, nested.map.sp, |m, _| {
+                format!(
+                    "the `{what}` predicate yields {m}, which must be `bool`: compare, e.g. `x[k] > 0`"
+                )
+            });
+            self.unify_or(acc, b, nested.init.sp, |_, _| String::new());
+            self.unify_or(init, acc, nested.init.sp, |_, _| String::new());
+        } else {
+            self.unify_or(map, acc, nested.map.sp, |m, _| {
+                format!("the map yields {m}, which must be the fold's accumulator type")
+            });
+            self.unify_or(init, acc, nested.init.sp, |i, a| {
+                format!(
+                    "mismatched types: the fold's initial value is {i}, but the map yields {a}{}",
+                    cast_hint(&i)
+                )
+            });
+        }
+    }
+
+    /// Lowers the fold's reduce operator over accumulator `acc`.
+    fn reduce(&mut self, nested: &parse::Nested, acc: TypeVar) -> ir::Reduce {
+        // The reduce closure's scope sits inside the others so that `var` can
+        // say why a captured name is unavailable (phase check), not just unknown.
+        self.phase = Phase::Reduce;
+        self.scopes.push(Vec::new());
+        let reduce = match &nested.reduce {
+            parse::Reduce::Closure { a, b, tys, body } => {
+                let ia = self.declare(a, acc);
+                let ib = self.declare(b, acc);
+                for (ty, (id, _)) in tys.iter().zip([(ia, a), (ib, b)]) {
+                    if let Some((t, tsp)) = ty {
+                        let want = self.is(*t);
+                        let tv = self.vars[id].tv;
+                        self.unify_or(tv, want, *tsp, |a, t| format!("the reduce closure's parameters have the accumulator type {a}, not {t}"));
+                    }
+                }
+                let v = self.expr(body);
+                self.unify_or(v.tv, acc, body.sp, |r, a| {
+                    format!("mismatched types: the reduce operator returns {r}, but the accumulator is {a}{}", cast_hint(&r))
+                });
+                ir::Reduce::Closure {
+                    a: ia,
+                    b: ib,
+                    body: v,
+                }
+            }
+            parse::Reduce::MinMax { ty, max, sp } => {
+                let t = self.is(*ty);
+                self.unify_or(t, acc, *sp, |t, a| {
+                    format!(
+                        "`{}::{}` reduces {t} values, but the accumulator is {a}",
+                        ty.rust_name(),
+                        if *max { "max" } else { "min" }
+                    )
+                });
+                ir::Reduce::MinMax { max: *max }
+            }
+            parse::Reduce::Logic { all } => ir::Reduce::Logic { all: *all },
+            parse::Reduce::DeviceFn(path) => {
+                let i = self.calls.len();
+                self.calls.push(CallSite {
+                    path: path.clone(),
+                    args: vec![Some(acc), Some(acc)],
+                    ret: acc,
+                });
+                ir::Reduce::DeviceFn(i)
+            }
+        };
+        self.scopes.pop();
+        reduce
+    }
+}
+
 /// Lowers a kernel whose body `check` split into `shape`.
 pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel> {
     let mut lowering = Lowering::new(&k.params, Phase::Prologue);
@@ -1190,77 +1274,8 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
     let kid = lowering.declare(&nested.k, ku);
     let mut map = lowering.expr(&nested.map);
     lowering.scopes.pop();
-    if let parse::Reduce::Logic { all } = nested.reduce {
-        // `any` / `all`: the accumulator is `bool` whatever the predicate
-        // yields, so a wrong predicate is one error, at the predicate.
-        let b = lowering.is(Ty::Bool);
-        let what = if all { "all" } else { "any" };
-        lowering.unify_or(map.tv, b, nested.map.sp, |m, _| {
-            format!(
-                "the `{what}` predicate yields {m}, which must be `bool`: compare, e.g. `x[k] > 0`"
-            )
-        });
-        lowering.unify_or(acc, b, nested.init.sp, |_, _| String::new());
-        lowering.unify_or(init.tv, acc, nested.init.sp, |_, _| String::new());
-    } else {
-        lowering.unify_or(map.tv, acc, nested.map.sp, |m, _| {
-            format!("the map yields {m}, which must be the fold's accumulator type")
-        });
-        lowering.unify_or(init.tv, acc, nested.init.sp, |i, a| {
-            format!(
-                "mismatched types: the fold's initial value is {i}, but the map yields {a}{}",
-                cast_hint(&i)
-            )
-        });
-    }
-    // The reduce closure's scope sits inside the others so that `var` can
-    // say why a captured name is unavailable (phase check), not just unknown.
-    lowering.phase = Phase::Reduce;
-    lowering.scopes.push(Vec::new());
-    let mut reduce = match &nested.reduce {
-        parse::Reduce::Closure { a, b, tys, body } => {
-            let ia = lowering.declare(a, acc);
-            let ib = lowering.declare(b, acc);
-            for (ty, (id, _)) in tys.iter().zip([(ia, a), (ib, b)]) {
-                if let Some((t, tsp)) = ty {
-                    let want = lowering.is(*t);
-                    let tv = lowering.vars[id].tv;
-                    lowering.unify_or(tv, want, *tsp, |a, t| format!("the reduce closure's parameters have the accumulator type {a}, not {t}"));
-                }
-            }
-            let v = lowering.expr(body);
-            lowering.unify_or(v.tv, acc, body.sp, |r, a| {
-                format!("mismatched types: the reduce operator returns {r}, but the accumulator is {a}{}", cast_hint(&r))
-            });
-            ir::Reduce::Closure {
-                a: ia,
-                b: ib,
-                body: v,
-            }
-        }
-        parse::Reduce::MinMax { ty, max, sp } => {
-            let t = lowering.is(*ty);
-            lowering.unify_or(t, acc, *sp, |t, a| {
-                format!(
-                    "`{}::{}` reduces {t} values, but the accumulator is {a}",
-                    ty.rust_name(),
-                    if *max { "max" } else { "min" }
-                )
-            });
-            ir::Reduce::MinMax { max: *max }
-        }
-        parse::Reduce::Logic { all } => ir::Reduce::Logic { all: *all },
-        parse::Reduce::DeviceFn(path) => {
-            let i = lowering.calls.len();
-            lowering.calls.push(CallSite {
-                path: path.clone(),
-                args: vec![Some(acc), Some(acc)],
-                ret: acc,
-            });
-            ir::Reduce::DeviceFn(i)
-        }
-    };
-    lowering.scopes.pop();
+    lowering.fold_types(nested, acc, map.tv, init.tv);
+    let mut reduce = lowering.reduce(nested, acc);
 
     // Epilogue: the pattern's statement and the ones after it.
     lowering.phase = Phase::Epilogue;

@@ -24,8 +24,8 @@
 //! deduplicating lists), to compare with the default `n / 5`;
 //! `--rounds-per-sync 1,8,16` runs every worklist driver with each `k`
 //! (default: the backend's, 1 on the CPU and 8 on CUDA); `--sync-times`
-//! prints each median run's time per host synchronisation (and BFS's level
-//! sizes, up to 64 levels) on stderr.
+//! prints each median run's set-up time and time per host synchronisation
+//! (and BFS's level sizes, up to 64 levels) on stderr.
 
 use std::process::ExitCode;
 use warpfit::apps::{self, DriveOptions, DrivenReport, DriverChoice};
@@ -332,7 +332,12 @@ fn bench() -> Result<()> {
                         .iter()
                         .map(|t| format!("{:.3}", t.as_secs_f64() * 1e3))
                         .collect();
-                    eprintln!("{label}: ms per synchronisation: {}", ms.join(" "));
+                    eprintln!(
+                        "{label}: set-up {:.3} ms (lists and launches prepared included); \
+                         ms per synchronisation: {}",
+                        r.setup.as_secs_f64() * 1e3,
+                        ms.join(" ")
+                    );
                 }
             }
         }

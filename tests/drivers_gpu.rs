@@ -20,8 +20,9 @@ use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::reference;
 use warpfit::runtime::sparse::Csr;
 use warpfit::runtime::worklist::drivers::{
-    Bucket, Driver, DriverOptions, ListId, Order, Round, RoundBackend, Start, Strategy,
+    Bucket, CpuRounds, Driver, DriverOptions, ListId, Order, Round, RoundBackend, Start, Strategy,
 };
+use warpfit::runtime::worklist::Atomic;
 use warpfit::{Decomposition, Device, LaunchConfig};
 
 fn small() -> bool {
@@ -110,6 +111,158 @@ fn every_driver_equals_the_references_and_the_cpu() {
             let cfg = LaunchConfig::new(d);
             check_all(&dev, &cfg, &name, &a, DriveOptions::new(DriverChoice::Auto));
         }
+    }
+}
+
+/// Two runs of sssp on one backend, from `first` and then from `second`
+/// over the distances the first left (`second` preset to 0 before either,
+/// `first` to 10): the second run improves what the first reached, so a
+/// list it kept with a stale item, count or dedup mark gives other
+/// distances. On CUDA the driver prepares first, on the CPU it does not.
+fn sssp_twice(
+    dev: &Device,
+    a: &Csr<f32>,
+    (first, second): (usize, usize),
+    opts: DriverOptions,
+) -> (Vec<f32>, [u64; 2], usize) {
+    let n = a.nrows();
+    let inc = a.transpose();
+    let mut init = vec![f32::INFINITY; n];
+    init[second] = 0.0;
+    init[first] = 10.0;
+    let driver = Driver::new(opts);
+    let starts = [[first as u32], [second as u32]];
+    if dev.cuda().is_some() {
+        let cfg = LaunchConfig::default();
+        let up = |g: &Csr<f32>| {
+            (
+                dev.upload(g.row_ptr()).unwrap(),
+                dev.upload(g.col_idx()).unwrap(),
+                dev.upload(g.values()).unwrap(),
+            )
+        };
+        let ((ptr, dst, w), (iptr, isrc, iw)) = (up(a), up(&inc));
+        let dist = dev.upload(&init).unwrap();
+        let mut rounds = CudaRounds::new(dev, n)
+            .unwrap()
+            .frontier(|b| {
+                push_kernels::sssp_push::prepare(dev, &cfg, b.tasks, &ptr, &dst, &w, &dist, b.out)
+            })
+            .topology(|b| {
+                push_kernels::sssp_pull::prepare(
+                    dev, &cfg, b.tasks, &iptr, &isrc, &iw, &dist, b.out,
+                )
+            })
+            .key(&dist)
+            .unwrap();
+        driver
+            .prepare(&mut rounds, Start::Items(&starts[0]))
+            .unwrap();
+        let prepared = rounds.launches_prepared();
+        let runs = starts.map(|s| driver.run(&mut rounds, Start::Items(&s)).unwrap().rounds);
+        drop(rounds);
+        return (dist.to_vec().unwrap(), runs, prepared);
+    }
+    let d = Atomic::from_mut_slice(&mut init);
+    let mut cpu = CpuRounds::new(n)
+        .unwrap()
+        .frontier(|v, step| {
+            push_kernels::sssp_push(
+                v as usize,
+                a.row_ptr(),
+                a.col_idx(),
+                a.values(),
+                d,
+                step.out,
+            )
+        })
+        .topology(|v, step| {
+            push_kernels::sssp_pull(
+                v as usize,
+                inc.row_ptr(),
+                inc.col_idx(),
+                inc.values(),
+                d,
+                step.out,
+            )
+        })
+        .key(|v| d[v as usize].load() as f64);
+    let runs = starts.map(|s| driver.run(&mut cpu, Start::Items(&s)).unwrap().rounds);
+    drop(cpu);
+    (init, runs, 0)
+}
+
+/// A case of [`sssp_twice`]: what it is, the graph, its two sources and
+/// the driver's options.
+type TwiceCase = (String, Csr<f32>, (usize, usize), DriverOptions);
+
+/// The graphs with weights `|w|`, each with two sources and the strategies
+/// and list options of [`sssp_twice`]'s runs.
+fn twice_cases() -> Vec<TwiceCase> {
+    let near_far = Order::NearFar { delta: 0.5 };
+    let mut cases = Vec::new();
+    for (name, a) in graphs() {
+        let abs: Vec<f32> = a.values().iter().map(|w| w.abs()).collect();
+        let a = Csr::new(
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr().to_vec(),
+            a.col_idx().to_vec(),
+            abs,
+        )
+        .unwrap();
+        let sources = (0, hub(&a));
+        for strategy in [
+            Strategy::Topology,
+            Strategy::Data(Order::Fifo),
+            Strategy::Data(near_far),
+            Strategy::hybrid(Order::Fifo),
+            Strategy::hybrid(near_far),
+        ] {
+            for (capacity, dedup) in [(Some(1), true), (Some(1), false), (None, true)] {
+                let opts = DriverOptions {
+                    initial_capacity: capacity,
+                    dedup,
+                    ..DriverOptions::new(strategy)
+                };
+                let what = format!("{name}: {strategy}, capacity {capacity:?}, dedup {dedup}");
+                cases.push((what, a.clone(), sources, opts));
+            }
+        }
+    }
+    cases
+}
+
+/// On the CPU backend (no GPU needed): the two runs end where one run from
+/// both sources would.
+#[test]
+fn run_after_run_on_kept_lists_equals_dijkstra_on_the_cpu() {
+    for (what, a, sources, opts) in twice_cases() {
+        let ds = reference::dijkstra(&a, sources.0).unwrap();
+        let dt = reference::dijkstra(&a, sources.1).unwrap();
+        let (got, runs, _) = sssp_twice(&Device::cpu(), &a, sources, opts);
+        for v in 0..a.nrows() {
+            // Within a rounding: the sums run edge by edge from 10.
+            let want = (10.0 + ds[v]).min(dt[v]);
+            let ok = got[v] == want || (got[v] - want).abs() <= 1e-4 * want.abs();
+            assert!(ok, "{what}: vertex {v}: {} against {want}", got[v]);
+        }
+        assert!(runs[0] > 0 && runs[1] > 0, "{what}: {runs:?}");
+    }
+}
+
+#[test]
+fn prepared_lists_and_launches_serve_run_after_run() {
+    let Some(dev) = gpu() else { return };
+    for (what, a, sources, opts) in twice_cases() {
+        let (got, runs, prepared) = sssp_twice(&dev, &a, sources, opts);
+        let (on_cpu, _, _) = sssp_twice(&Device::cpu(), &a, sources, opts);
+        assert!(same_bits(&got, &on_cpu), "{what}: CPU backend");
+        assert!(runs[0] > 0 && runs[1] > 0, "{what}: {runs:?}");
+        let needs = opts.strategy.needs();
+        // Each kind of round the strategy runs, onto each output list.
+        let kinds = usize::from(needs.frontier) + usize::from(needs.topology);
+        assert_eq!(prepared, 2 * kinds, "{what}");
     }
 }
 

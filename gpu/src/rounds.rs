@@ -52,7 +52,9 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::Arc;
 use warpfit_runtime::exec::DeviceFrontier;
-use warpfit_runtime::worklist::drivers::{Kernels, ListId, Outcome, Round, RoundBackend, Start};
+use warpfit_runtime::worklist::drivers::{
+    Kernels, ListId, Outcome, Round, RoundBackend, RoundShape, Start,
+};
 use warpfit_runtime::{mem, Error, Result, Tasks};
 
 /// Rounds per host synchronisation that [`CudaRounds`] asks the driver for
@@ -344,6 +346,12 @@ impl<'k> CudaRounds<'k> {
                 .function(&format!("wf_round_min_key_{}", K::NAME))?,
         });
         Ok(self)
+    }
+
+    /// How many launches are prepared (one per kind of round run or
+    /// [prepared](RoundBackend::prepare) over the lists there are now).
+    pub fn launches_prepared(&self) -> usize {
+        self.launches.len()
     }
 
     fn list(&self, id: ListId) -> Result<&DeviceWorklist> {
@@ -730,6 +738,18 @@ impl RoundBackend for CudaRounds<'_> {
         }
         self.drain()?;
         self.finished.clear();
+        let keep = self.lists.len() == count
+            && self
+                .lists
+                .iter()
+                .all(|l| l.dedup() == dedup && l.capacity() >= capacity);
+        if keep {
+            // A run's lists for the next run, with the launches over them.
+            for l in &self.lists {
+                l.clear()?;
+            }
+            return self.resume();
+        }
         self.launches.clear();
         self.lists.clear();
         for _ in 0..count {
@@ -747,6 +767,29 @@ impl RoundBackend for CudaRounds<'_> {
         self.lists
             .get(list.index())
             .map_or(0, DeviceWorklist::capacity)
+    }
+
+    fn prepare(&mut self, shapes: &[RoundShape]) -> Result<()> {
+        if !self.in_flight.is_empty() {
+            return Err(Error::invalid(
+                "launches are prepared between runs: wait for every round enqueued first",
+            ));
+        }
+        for &shape in shapes {
+            let key = match shape {
+                RoundShape::Topology { out } => LaunchKey::Topology { out: out.0 },
+                RoundShape::Frontier { input, out } => LaunchKey::Frontier {
+                    input: Some(input.0),
+                    out: out.0,
+                },
+                RoundShape::Bucket { out } => LaunchKey::Frontier {
+                    input: None,
+                    out: out.0,
+                },
+            };
+            self.launch(key)?;
+        }
+        Ok(())
     }
 
     fn fill(&mut self, list: ListId, start: Start<'_>) -> Result<()> {

@@ -309,7 +309,8 @@ pub struct DrivenReport {
     pub processed: u64,
     /// Worklist growths.
     pub growths: u64,
-    /// Building the graph, uploads and kernel preparation.
+    /// Building the graph, uploads, kernel preparation and, for a
+    /// driver's rounds, its lists and launches (`Driver::prepare`).
     pub setup: Duration,
     /// The rounds.
     pub run: Duration,
@@ -525,9 +526,10 @@ pub fn sssp_driven(
                 sssp_pull::prepare(device, config, b.tasks, iptr, isrc, iw, &dist, b.out)
             });
         }
+        let driver = Driver::new(driver_options(strategy, options));
+        driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
-        let report = Driver::new(driver_options(strategy, options))
-            .run(&mut rounds, Start::Items(&[source as u32]))?;
+        let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
         drop(rounds);
         return Ok((dist.to_vec()?, rounds_report(report, setup, note)));
     }
@@ -556,9 +558,10 @@ pub fn sssp_driven(
             )
         });
     }
+    let driver = Driver::new(driver_options(strategy, options));
+    driver.prepare(&mut cpu, Start::Items(&[source as u32]))?;
     let setup = setup_start.elapsed();
-    let report = Driver::new(driver_options(strategy, options))
-        .run(&mut cpu, Start::Items(&[source as u32]))?;
+    let report = driver.run(&mut cpu, Start::Items(&[source as u32]))?;
     drop(cpu);
     Ok((dist, rounds_report(report, setup, note)))
 }
@@ -620,9 +623,10 @@ pub fn bfs_driven(
                 bfs_bottom_up::prepare(device, config, b.tasks, iptr, isrc, &level, b.round, b.out)
             });
         }
+        let driver = Driver::new(driver_options(strategy, options));
+        driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
-        let report = Driver::new(driver_options(strategy, options))
-            .run(&mut rounds, Start::Items(&[source as u32]))?;
+        let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
         drop(rounds);
         return Ok((level.to_vec()?, rounds_report(report, setup, note)));
     }
@@ -641,9 +645,10 @@ pub fn bfs_driven(
             )
         });
     }
+    let driver = Driver::new(driver_options(strategy, options));
+    driver.prepare(&mut cpu, Start::Items(&[source as u32]))?;
     let setup = setup_start.elapsed();
-    let report = Driver::new(driver_options(strategy, options))
-        .run(&mut cpu, Start::Items(&[source as u32]))?;
+    let report = driver.run(&mut cpu, Start::Items(&[source as u32]))?;
     drop(cpu);
     Ok((level, rounds_report(report, setup, note)))
 }
@@ -722,8 +727,10 @@ pub fn cc_driven(
             .donate(donation(&nbr, options))
             .frontier(|b| cc_push::prepare(device, config, b.tasks, &ptr, &adj, &label, b.out))
             .topology(|b| cc_pull::prepare(device, config, b.tasks, &ptr, &adj, &label, b.out));
+        let driver = Driver::new(driver_options(strategy, options));
+        driver.prepare(&mut rounds, Start::All)?;
         let setup = setup_start.elapsed();
-        let report = Driver::new(driver_options(strategy, options)).run(&mut rounds, Start::All)?;
+        let report = driver.run(&mut rounds, Start::All)?;
         drop(rounds);
         return Ok((label.to_vec()?, rounds_report(report, setup, note)));
     }
@@ -732,8 +739,10 @@ pub fn cc_driven(
     let mut cpu = CpuRounds::new(n)?
         .frontier(|v, step| cc_push(v as usize, ptr, adj, lab, step.out))
         .topology(|v, step| cc_pull(v as usize, ptr, adj, lab, step.out));
+    let driver = Driver::new(driver_options(strategy, options));
+    driver.prepare(&mut cpu, Start::All)?;
     let setup = setup_start.elapsed();
-    let report = Driver::new(driver_options(strategy, options)).run(&mut cpu, Start::All)?;
+    let report = driver.run(&mut cpu, Start::All)?;
     drop(cpu);
     Ok((label, rounds_report(report, setup, note)))
 }

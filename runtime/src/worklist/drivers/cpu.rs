@@ -275,6 +275,17 @@ impl RoundBackend for CpuRounds<'_> {
         if count > 256 {
             return Err(Error::invalid(format!("{count} worklists: at most 256")));
         }
+        let keep = self.lists.len() == count
+            && self
+                .lists
+                .iter()
+                .all(|l| l.dedup() == dedup && l.capacity() >= capacity);
+        if keep {
+            self.lists.iter().for_each(Worklist::reset);
+            self.halted = false;
+            self.finished.clear();
+            return Ok(());
+        }
         self.lists.clear();
         for _ in 0..count {
             self.lists.push(if dedup {

@@ -36,11 +36,8 @@ fn protocol(msg: String) -> Error {
     Error::invalid(format!("round backend: {msg}"))
 }
 
-pub(crate) fn run<B: RoundBackend + ?Sized>(
-    b: &mut B,
-    opts: &DriverOptions,
-    start: Start<'_>,
-) -> Result<RunReport> {
+/// The options' strategy, checked, and the kernels it needs bound.
+fn check<B: RoundBackend + ?Sized>(b: &B, opts: &DriverOptions) -> Result<()> {
     opts.strategy.check()?;
     if let Some(what) = missing(opts.strategy.needs(), b.kernels()) {
         return Err(Error::invalid(format!(
@@ -48,6 +45,29 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
             opts.strategy
         )));
     }
+    Ok(())
+}
+
+/// [`Driver::prepare`](super::Driver::prepare): the lists a run from
+/// `start` makes, and every shape of round the strategy may run over them
+/// prepared.
+pub(crate) fn prepare<B: RoundBackend + ?Sized>(
+    b: &mut B,
+    opts: &DriverOptions,
+    start: Start<'_>,
+) -> Result<()> {
+    check(b, opts)?;
+    let plan = Plan::new(&opts.strategy, b.universe(), &start);
+    make_lists(b, opts, &plan, &start)?;
+    b.prepare(&Plan::shapes(&opts.strategy))
+}
+
+pub(crate) fn run<B: RoundBackend + ?Sized>(
+    b: &mut B,
+    opts: &DriverOptions,
+    start: Start<'_>,
+) -> Result<RunReport> {
+    check(b, opts)?;
     let n = b.universe();
     if let Start::Items(items) = start {
         if let Some(&bad) = items.iter().find(|&&i| i as usize >= n) {
@@ -108,28 +128,42 @@ fn rounds_per_sync<B: RoundBackend + ?Sized>(b: &B, opts: &DriverOptions) -> Res
     Ok(k)
 }
 
-/// Makes the plan's lists and fills the start in (sized for it).
+/// Makes the plan's lists and fills the start in.
 fn start_lists<B: RoundBackend + ?Sized>(
     b: &mut B,
     opts: &DriverOptions,
     plan: &Plan,
     start: Start<'_>,
 ) -> Result<()> {
-    let n = b.universe();
+    make_lists(b, opts, plan, &start)?;
+    match plan.start_list() {
+        Some(list) => b.fill(list, start),
+        None => Ok(()),
+    }
+}
+
+/// Makes the plan's lists (kept if the backend has them already), the list
+/// the start goes to and its partner large enough for it (sized, not an
+/// overflow).
+fn make_lists<B: RoundBackend + ?Sized>(
+    b: &mut B,
+    opts: &DriverOptions,
+    plan: &Plan,
+    start: &Start<'_>,
+) -> Result<()> {
     let capacity = opts
         .initial_capacity
-        .unwrap_or_else(|| super::super::default_capacity(n))
+        .unwrap_or_else(|| super::super::default_capacity(b.universe()))
         .max(1);
     b.make_lists(plan.lists(), capacity, opts.dedup)?;
     if let Some(list) = plan.start_list() {
-        let len = start.len(n);
-        if len > capacity {
-            // Sized for the start, not an overflow.
-            for l in [list, Plan::partner(list)] {
-                b.grow(l, grown(capacity, len as u64))?;
+        let len = start.len(b.universe()) as u64;
+        for l in [list, Plan::partner(list)] {
+            let have = b.capacity(l);
+            if len > have as u64 {
+                b.grow(l, grown(have, len))?;
             }
         }
-        b.fill(list, start)?;
     }
     Ok(())
 }

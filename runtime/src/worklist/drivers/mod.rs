@@ -54,6 +54,15 @@
 //! the skipped rounds again: the computation goes on exactly as if the list
 //! had been large enough, no round run twice.
 //!
+//! ## Preparing ahead
+//!
+//! [`Driver::prepare`] makes a run's lists and asks the backend to prepare
+//! whatever it makes the first time a round of each shape the strategy uses
+//! runs ([`RoundBackend::prepare`]: on a GPU, the launches over each pair
+//! of lists); a run after it keeps those lists and launches, so that one
+//! preparation serves every run from another start (BFS from many sources)
+//! and a run's time is its rounds'.
+//!
 //! [`Worklist`]: super::Worklist
 
 mod cpu;
@@ -148,6 +157,24 @@ impl Round {
         }
     }
 
+    /// The lists and kernel the round uses.
+    pub fn shape(&self) -> RoundShape {
+        match *self {
+            Round::Topology { out, .. } => RoundShape::Topology { out },
+            Round::Frontier {
+                input,
+                out,
+                bucket: None,
+                ..
+            } => RoundShape::Frontier { input, out },
+            Round::Frontier {
+                out,
+                bucket: Some(_),
+                ..
+            } => RoundShape::Bucket { out },
+        }
+    }
+
     /// Whether the round must halt the backend when `out` overflows.
     pub fn out_consumed(&self) -> bool {
         match *self {
@@ -155,6 +182,32 @@ impl Round {
             Round::Frontier { .. } => true,
         }
     }
+}
+
+/// The kernel and lists of a kind of round, whatever its number: what a
+/// backend prepares once and runs round after round
+/// ([`RoundBackend::prepare`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RoundShape {
+    /// The topology kernel over `0..n`, pushing onto `out`.
+    Topology {
+        /// Receives the pushes.
+        out: ListId,
+    },
+    /// The frontier kernel over `input`'s items, pushing onto `out`.
+    Frontier {
+        /// The items to run.
+        input: ListId,
+        /// Receives the pushes.
+        out: ListId,
+    },
+    /// A near-far round: the frontier kernel over the items of its input
+    /// whose key lies in the bucket (gathered by the backend, whichever
+    /// list they come from), pushing onto `out`.
+    Bucket {
+        /// Receives the pushes.
+        out: ListId,
+    },
 }
 
 /// What a finished round did.
@@ -251,9 +304,26 @@ pub trait RoundBackend {
     /// Whether a frontier kernel, a topology kernel and a key are bound.
     fn kernels(&self) -> Kernels;
 
-    /// Makes `count` empty lists (ids `0..count`) of `capacity` items each,
-    /// deduplicating their pushes if `dedup`; replaces any lists there were.
+    /// Makes `count` empty lists (ids `0..count`) of at least `capacity`
+    /// items each, deduplicating their pushes if `dedup`. Lists it has
+    /// already, as many, deduplicating alike and at least that large (a
+    /// run's lists, grown or not, for the next run), are emptied and kept,
+    /// with what was prepared over them; otherwise they are replaced.
     fn make_lists(&mut self, count: usize, capacity: usize, dedup: bool) -> Result<()>;
+
+    /// Prepares, over the lists made, whatever the backend would make the
+    /// first time a round of each of `shapes` runs (a device backend's
+    /// launches), so that the rounds do not pay for it. Only between runs,
+    /// after [`make_lists`](RoundBackend::make_lists). A backend with
+    /// nothing to prepare keeps the default, which does nothing.
+    ///
+    /// # Errors
+    /// A shape over a list not made, or one whose kernel is not bound; as
+    /// the round's own preparation.
+    fn prepare(&mut self, shapes: &[RoundShape]) -> Result<()> {
+        let _ = shapes;
+        Ok(())
+    }
 
     /// A list's capacity.
     fn capacity(&self, list: ListId) -> usize;
@@ -548,6 +618,52 @@ impl Driver {
     /// The options.
     pub fn options(&self) -> &DriverOptions {
         &self.options
+    }
+
+    /// Makes the lists a run under these options from `start` uses (sized
+    /// for it; a run from a start as large or smaller keeps them) and has
+    /// `backend` prepare every kind of round the strategy may run over them
+    /// ([`RoundBackend::prepare`]), so that the runs after it (any number,
+    /// from any start) keep both and spend their time on rounds only: what
+    /// a device backend prepares the first time a launch runs (arguments,
+    /// task sources, a work-donation board) costs it some hundred
+    /// microseconds a launch, as much as a short round. Running without it
+    /// prepares the same lazily, inside the run.
+    ///
+    /// ```
+    /// use warpfit_runtime::worklist::drivers::{CpuRounds, Driver, DriverOptions, Order, Start, Strategy};
+    /// use warpfit_runtime::worklist::{atomic_min, push, Atomic};
+    ///
+    /// let mut hops = vec![u32::MAX; 10];
+    /// let h = Atomic::from_mut_slice(&mut hops);
+    /// let mut cpu = CpuRounds::new(10)?.frontier(|v, step| {
+    ///     let next = v + 1;
+    ///     if next < 10 && h[v as usize].load() + 1 < atomic_min(&h[next as usize], h[v as usize].load() + 1) {
+    ///         push(step.out, next);
+    ///     }
+    /// });
+    /// let driver = Driver::new(DriverOptions::new(Strategy::Data(Order::Fifo)));
+    /// driver.prepare(&mut cpu, Start::Items(&[0]))?;
+    /// for source in [5, 0] {
+    ///     h.iter().for_each(|c| c.store(u32::MAX));
+    ///     h[source].store(0);
+    ///     let report = driver.run(&mut cpu, Start::Items(&[source as u32]))?;
+    ///     assert_eq!(report.rounds as usize, 10 - source);
+    /// }
+    /// drop(cpu);
+    /// assert_eq!(hops, (0..10).collect::<Vec<u32>>());
+    /// # Ok::<(), warpfit_runtime::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Invalid options, a kernel the strategy needs that the backend lacks,
+    /// the lists' memory, the backend's preparation.
+    pub fn prepare<B: RoundBackend + ?Sized>(
+        &self,
+        backend: &mut B,
+        start: Start<'_>,
+    ) -> Result<()> {
+        engine::prepare(backend, &self.options, start)
     }
 
     /// Runs `backend`'s kernels from `start` (the first frontier; unused by

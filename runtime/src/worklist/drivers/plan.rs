@@ -15,7 +15,7 @@
 //! planned in, so that outcomes of rounds planned before a decision do not
 //! trigger it twice.
 
-use super::{Bucket, ListId, Order, Outcome, Round, Start, Strategy};
+use super::{Bucket, ListId, Order, Outcome, Round, RoundShape, Start, Strategy};
 
 /// Data- or topology-driven rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,18 +95,26 @@ fn bucket_end(key: f64, delta: f64) -> f64 {
     }
 }
 
+fn order_of(strategy: &Strategy) -> Order {
+    match *strategy {
+        Strategy::Topology => Order::Fifo,
+        Strategy::Data(order) | Strategy::Hybrid { order, .. } => order,
+    }
+}
+
 impl Plan {
     /// A planner for `strategy` over a universe of `n`, starting from
     /// `start`.
     pub(crate) fn new(strategy: &Strategy, n: usize, start: &Start<'_>) -> Plan {
         let n = n as f64;
-        let (mode, order, to_topology, to_data) = match *strategy {
-            Strategy::Topology => (Mode::Topology, Order::Fifo, None, None),
-            Strategy::Data(order) => (Mode::Data, order, None, None),
+        let order = order_of(strategy);
+        let (mode, to_topology, to_data) = match *strategy {
+            Strategy::Topology => (Mode::Topology, None, None),
+            Strategy::Data(_) => (Mode::Data, None, None),
             Strategy::Hybrid {
-                order,
                 to_topology,
                 to_data,
+                ..
             } => {
                 let up = to_topology * n;
                 // A start larger than the threshold starts topology-driven.
@@ -115,7 +123,7 @@ impl Plan {
                 } else {
                     Mode::Data
                 };
-                (mode, order, Some(up), Some(to_data * n))
+                (mode, Some(up), Some(to_data * n))
             }
         };
         let hi = match order {
@@ -150,6 +158,25 @@ impl Plan {
             Order::Fifo => 2,
             Order::NearFar { .. } => 4,
         }
+    }
+
+    /// Every shape of round `strategy` may run: outputs are always a near
+    /// list, inputs its partner (a FIFO's), or a bucket of any (near-far).
+    pub(crate) fn shapes(strategy: &Strategy) -> Vec<RoundShape> {
+        let needs = strategy.needs();
+        let mut shapes = Vec::new();
+        for (input, out) in [(NEAR[1], NEAR[0]), (NEAR[0], NEAR[1])] {
+            if needs.topology {
+                shapes.push(RoundShape::Topology { out });
+            }
+            if needs.frontier {
+                shapes.push(match order_of(strategy) {
+                    Order::Fifo => RoundShape::Frontier { input, out },
+                    Order::NearFar { .. } => RoundShape::Bucket { out },
+                });
+            }
+        }
+        shapes
     }
 
     /// How many rounds may be planned past the last one observed, at most
@@ -550,5 +577,56 @@ mod tests {
         assert_eq!(p.observe(&r, t, &outcome(1, 4)), Flow::Continue);
         let (r, t) = p.next(2);
         assert_eq!(p.observe(&r, t, &outcome(2, 0)), Flow::Done);
+    }
+
+    #[test]
+    fn every_round_planned_has_a_shape_the_strategy_prepares() {
+        use crate::rng;
+        let strategies = [
+            Strategy::Topology,
+            Strategy::Data(Order::Fifo),
+            Strategy::Data(Order::NearFar { delta: 2.0 }),
+            Strategy::hybrid(Order::Fifo),
+            Strategy::hybrid(Order::NearFar { delta: 2.0 }),
+        ];
+        for (s, strategy) in strategies.iter().enumerate() {
+            let shapes = Plan::shapes(strategy);
+            let mut rng = rng::chunk_rng(7, rng::VALUES, s as u64);
+            let mut p = Plan::new(strategy, 1000, &Start::Items(&[0]));
+            let lists = p.lists();
+            let mut seen = std::collections::HashSet::new();
+            for index in 1..400 {
+                let (r, t) = p.next(index);
+                let shape = r.shape();
+                assert!(shapes.contains(&shape), "{strategy}: {r:?} as {shape:?}");
+                seen.insert(shape);
+                for l in [shape_lists(&shape), vec![r.out()]].concat() {
+                    assert!(l.index() < lists, "{strategy}: {r:?}");
+                }
+                // Frontiers that grow past and shrink below the hybrid's
+                // thresholds; far piles that fill and empty.
+                let pushed = u64::from(rng::below(&mut rng, 200));
+                let o = Outcome {
+                    pushed,
+                    processed: pushed,
+                    deferred_len: u64::from(rng::below(&mut rng, 3)),
+                    min_key: f64::from(rng::below(&mut rng, 50)),
+                    ..Outcome::empty(index)
+                };
+                let _ = p.observe(&r, t, &o);
+            }
+            assert_eq!(
+                seen.len(),
+                shapes.len(),
+                "{strategy}: {seen:?} of {shapes:?}"
+            );
+        }
+    }
+
+    fn shape_lists(shape: &RoundShape) -> Vec<ListId> {
+        match *shape {
+            RoundShape::Topology { out } | RoundShape::Bucket { out } => vec![out],
+            RoundShape::Frontier { input, out } => vec![input, out],
+        }
     }
 }

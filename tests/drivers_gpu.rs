@@ -335,6 +335,25 @@ fn work_donation_spreads_hubs_and_changes_nothing() {
     }
 }
 
+/// One donating run of each app that donates (the frontier kernels of
+/// sssp and bfs), short enough for racecheck (scripts/gpu-check runs it
+/// there: the board's reservation, the chunks' prologue values and the
+/// donation launch's reset of its counters).
+#[test]
+fn donated_rounds_of_one_run_each() {
+    let Some(dev) = gpu() else { return };
+    let a = hubs(9000);
+    let cfg = LaunchConfig::default();
+    let opts = DriveOptions {
+        donate: true,
+        ..DriveOptions::new(DriverChoice::Data(Some(OrderChoice::Fifo)))
+    };
+    let (dist, _) = apps::sssp_driven(&dev, &cfg, &a, 0, &opts).unwrap();
+    assert!(same_bits(&dist, &reference::dijkstra(&a, 0).unwrap()));
+    let (levels, _) = apps::bfs_driven(&dev, &cfg, &a, 0, &opts).unwrap();
+    assert_eq!(levels, reference::bfs_levels(&a, 0).unwrap());
+}
+
 #[test]
 fn several_rounds_run_per_synchronisation() {
     let Some(dev) = gpu() else { return };

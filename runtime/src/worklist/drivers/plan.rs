@@ -200,7 +200,21 @@ impl Plan {
         let Some(last) = self.frontier_last else {
             return 1;
         };
-        let growth = (last / self.frontier_before.max(1.0)).max(1.0);
+        let factor = last / self.frontier_before.max(1.0);
+        if factor < 1.0 {
+            // A shrinking frontier cannot switch, and at this rate it is
+            // empty in about log(last) / log(1 / factor) rounds: plan those
+            // and one more, not a window of rounds past the end (each one
+            // enqueued costs the host a few launches: a third of BFS's
+            // time on RMAT 22 went to 15 of them).
+            let left = last.max(1.0).ln() / (1.0 / factor).ln();
+            return if left.is_finite() && left < window as f64 {
+                (left.ceil() as usize + 1).min(window)
+            } else {
+                window
+            };
+        }
+        let growth = factor;
         let mut size = last.max(1.0);
         let mut rounds = 0;
         while rounds < window {
@@ -511,6 +525,26 @@ mod tests {
         // Back to data-driven rounds: nothing seen in this phase yet.
         assert_eq!(p.observe(&r4, t4, &outcome(4, 500)), Flow::Continue);
         assert_eq!(p.horizon(15), 1);
+        // 500 → 50: ten times fewer a round, empty in about three more
+        // rounds; plan those and one.
+        let (r5, t5) = p.next(5);
+        assert_eq!(p.observe(&r5, t5, &outcome(5, 50)), Flow::Continue);
+        assert_eq!(p.horizon(15), 3);
+        // 50 → 2: one more round and one.
+        let (r6, t6) = p.next(6);
+        assert_eq!(p.observe(&r6, t6, &outcome(6, 2)), Flow::Continue);
+        assert_eq!(p.horizon(15), 2);
+        // 2 → 2: steady, the window.
+        let (r7, t7) = p.next(7);
+        assert_eq!(p.observe(&r7, t7, &outcome(7, 2)), Flow::Continue);
+        assert_eq!(p.horizon(15), 15);
+        // 1900 → 1800 (a road graph's slowly shrinking frontier): empty in
+        // some 140 rounds at that rate, the window.
+        for (i, pushed) in [(8, 1900), (9, 1800)] {
+            let (r, t) = p.next(i);
+            assert_eq!(p.observe(&r, t, &outcome(i, pushed)), Flow::Continue);
+        }
+        assert_eq!(p.horizon(15), 15);
         // Strategies that never switch keep their window.
         let fifo = Plan::new(&Strategy::Data(Order::Fifo), 100, &Start::Items(&[0]));
         assert_eq!(fifo.horizon(15), 15);

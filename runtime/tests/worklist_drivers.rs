@@ -250,6 +250,51 @@ fn growth_from_tiny_lists_gives_the_preallocated_results() {
     assert_eq!(cc(&a, &options).0, want);
 }
 
+/// BFS's hybrid on a broom (a hub of 100 neighbours, each with 10 leaves
+/// of its own): the hub's level switches it to bottom-up rounds, whose
+/// first one changes 1000 of 1101 vertices, more than a list of `n / 5`
+/// holds. Its output is never read (a round changing that many does not
+/// switch back), so the list does not grow. Lists of 5 (below the switch
+/// back's threshold of 11) grow, for the hub's round first.
+#[test]
+fn a_hybrids_overflowing_topology_rounds_grow_only_lists_they_may_read() {
+    let (hubs, leaves) = (100usize, 10usize);
+    let n = 1 + hubs + hubs * leaves;
+    let mut edges = Vec::new();
+    for h in 1..=hubs {
+        edges.extend([(0, h), (h, 0)]);
+        for l in 0..leaves {
+            let v = 1 + hubs + (h - 1) * leaves + l;
+            edges.extend([(h, v), (v, h)]);
+        }
+    }
+    let mut coo = warpfit_runtime::Coo::empty(n, n).unwrap();
+    for (u, v) in edges {
+        coo.push(u, v, 1.0).unwrap();
+    }
+    let a = coo.to_csr().unwrap();
+    let want = reference::bfs_levels(&a, 0).unwrap();
+    let hybrid = Strategy::Hybrid {
+        order: Order::Fifo,
+        to_topology: 0.05,
+        to_data: 0.01,
+    };
+    for (capacity, grows) in [(None, false), (Some(5), true)] {
+        let options = DriverOptions {
+            initial_capacity: capacity,
+            ..DriverOptions::new(hybrid)
+        };
+        let (got, report) = bfs(&a, 0, &options);
+        assert_eq!(got, want, "capacity {capacity:?}");
+        assert!(report.topology_rounds >= 1, "{report:?}");
+        assert_eq!(
+            report.growths > 0,
+            grows,
+            "capacity {capacity:?}: {report:?}"
+        );
+    }
+}
+
 #[test]
 fn several_rounds_per_sync_run_the_same_rounds_and_fewer_syncs() {
     let a = gen::road(40, 0.15, 3, RoadOrder::Random).unwrap();

@@ -206,7 +206,11 @@ impl Engine {
                     self.max_rounds, self.report.strategy
                 )));
             }
-            let round = self.plan.next(self.planned + 1);
+            let mut round = self.plan.next(self.planned + 1);
+            if let Round::Topology { out, consumed, .. } = &mut round.0 {
+                *consumed =
+                    *consumed && self.plan.reads_overflowed_topology_output(b.capacity(*out));
+            }
             b.enqueue(&round.0)?;
             self.planned += 1;
             self.report.enqueued += 1;

@@ -227,6 +227,17 @@ impl Plan {
         rounds.max(1)
     }
 
+    /// Whether a topology round that overflowed its output list of
+    /// `capacity` can have its output read: only a hybrid reads a topology
+    /// round's output, after a round that changed fewer than its `to_data`
+    /// threshold, which a round that pushed more than `capacity` did not if
+    /// `capacity` reaches the threshold. Such a round need not halt the
+    /// rounds after it, nor its list grow (BFS's bottom-up levels on a
+    /// power-law graph overflow lists of `n / 5` otherwise).
+    pub(crate) fn reads_overflowed_topology_output(&self, capacity: usize) -> bool {
+        self.to_data.is_some_and(|down| (capacity as f64) < down)
+    }
+
     /// The list the start items go to, if the first round reads them.
     pub(crate) fn start_list(&self) -> Option<ListId> {
         (self.mode == Mode::Data).then_some(NEAR[0])

@@ -1,40 +1,5 @@
-//! The CUDA round backend of the worklist drivers: [`CudaRounds`], a
-//! [`RoundBackend`] whose rounds are queued on a GPU, several per host
-//! synchronisation.
-//!
-//! The user's kernels are bound as closures that *prepare* a generated
-//! launch (`my_kernel::prepare(..)`) over the tasks and output list the
-//! backend hands them ([`Bind`]); the backend prepares each combination of
-//! lists once and re-runs it round after round, so a round costs the
-//! enqueue of a few kernels and nothing else on the host. Around the user's
-//! kernel, the backend's own kernels (`gpu/cuda/rounds.cuh`) do the round's
-//! bookkeeping on the device:
-//!
-//! - **the task list the user kernel runs over is the backend's**: a
-//!   frontier round runs over the input list's items with a task count the
-//!   backend sets (near-far rounds: over a scratch list of the input's items
-//!   whose key lies in the bucket, the others dropped or pushed onto the far
-//!   pile on the device); a topology round over `0..n` (an index array) with
-//!   a count of `n`;
-//! - **halt on the device**: a round whose output (read by a later round)
-//!   or far pile overflowed, or whose kernel faulted, sets a halt word; the
-//!   rounds after it find it set, clear nothing, set a task count of 0 (the
-//!   user kernel does nothing) and record themselves as skipped, until
-//!   [`RoundBackend::resume`] clears it after the driver grew the list;
-//! - **outcomes without a copy per round**: each round's finishing kernel
-//!   writes its [`Outcome`] into a ring of records in host-mapped memory, and
-//!   an event is recorded behind it; [`RoundBackend::wait`] waits for the
-//!   last of the rounds asked (the device meanwhile runs the rounds enqueued
-//!   after them) and reads their records where they are.
-//!
-//! Kernel faults come back at `wait`: the round's record says its kernel
-//! faulted, and the launch's fault record is read as the error the CPU twin
-//! would have returned.
-//!
-//! The round number is on the device too ([`Bind::round`], set by each
-//! round before its kernel runs): a kernel that needs it (BFS's bottom-up
-//! step looks for parents on level `round - 1`) reads it from there, so that
-//! one prepared launch serves every round.
+//! The CUDA round backend of the worklist drivers: [`CudaRounds`] (its
+//! docs say how its rounds run) and the round kernels it loads.
 
 use crate::abi::{WorklistRef, BLOCK};
 use crate::buffer::{cuda_err, DeviceBuffer};
@@ -159,8 +124,47 @@ struct InFlight {
     launch: Rc<Prepared>,
 }
 
-/// The CUDA backend of the [`Driver`](warpfit_runtime::worklist::drivers::Driver)
-/// (see the [module docs](self)).
+/// The CUDA backend of the [`Driver`](warpfit_runtime::worklist::drivers::Driver):
+/// a [`RoundBackend`] whose rounds are queued on a GPU, several per host
+/// synchronisation.
+///
+/// The user's kernels are bound as closures that *prepare* a generated
+/// launch (`my_kernel::prepare(..)`) over the tasks and output list the
+/// backend hands them ([`Bind`]); the backend prepares each combination of
+/// lists once and re-runs it round after round, so a round costs the
+/// enqueue of a few kernels and nothing else on the host. Preparing a launch
+/// costs some hundred microseconds, as much as a short round:
+/// [`Driver::prepare`](warpfit_runtime::worklist::drivers::Driver::prepare)
+/// does it for every kind of round before a run
+/// ([`RoundBackend::prepare`]), and the lists and launches stay for the
+/// runs after it. Around the user's kernel, the backend's own kernels
+/// (`gpu/cuda/rounds.cuh`) do the round's bookkeeping on the device:
+///
+/// - **the task list the user kernel runs over is the backend's**: a
+///   frontier round runs over the input list's items with a task count the
+///   backend sets (near-far rounds: over a scratch list of the input's items
+///   whose key lies in the bucket, the others dropped or pushed onto the far
+///   pile on the device); a topology round over `0..n` (an index array) with
+///   a count of `n`;
+/// - **halt on the device**: a round whose output (read by a later round)
+///   or far pile overflowed, or whose kernel faulted, sets a halt word; the
+///   rounds after it find it set, clear nothing, set a task count of 0 (the
+///   user kernel does nothing) and record themselves as skipped, until
+///   [`RoundBackend::resume`] clears it after the driver grew the list;
+/// - **outcomes without a copy per round**: each round's finishing kernel
+///   writes its [`Outcome`] into a ring of records in host-mapped memory, and
+///   an event is recorded behind it; [`RoundBackend::wait`] waits for the
+///   last of the rounds asked (the device meanwhile runs the rounds enqueued
+///   after them) and reads their records where they are.
+///
+/// Kernel faults come back at `wait`: the round's record says its kernel
+/// faulted, and the launch's fault record is read as the error the CPU twin
+/// would have returned.
+///
+/// The round number is on the device too ([`Bind::round`], set by each
+/// round before its kernel runs): a kernel that needs it (BFS's bottom-up
+/// step looks for parents on level `round - 1`) reads it from there, so that
+/// one prepared launch serves every round.
 ///
 /// ```no_run
 /// # use warpfit_gpu::{CudaRounds, Device, DeviceVec};

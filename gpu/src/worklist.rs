@@ -1,39 +1,5 @@
-//! Worklists on a [`Device`]: [`DeviceWorklist`], what push kernels push to
-//! and what a data-driven round's launch takes as its tasks.
-//!
-//! Like [`DeviceVec`], a `DeviceWorklist` lives where its device runs
-//! kernels: on the CPU backend it is a [`Worklist`] (the runtime's, used in
-//! place by the CPU twin), on CUDA the device form of the same list
-//! (`gpu/cuda/worklist.cuh`): `capacity` item slots, a push count, a spill
-//! bitmap and, deduplicating, a bitmap of the items pushed. A full list
-//! never drops an item and never writes out of bounds: the item goes to the
-//! spill bitmap, and [`DeviceWorklist::grow`] moves the spilled items in on
-//! the device (`wf_unspill`), after which the list holds what a list
-//! preallocated that large would (as a set; the spilled ones ascending).
-//!
-//! A launch over a `DeviceWorklist` (`tasks = &list`) reads the number of
-//! items on the device: its grid is sized for the list's capacity and the
-//! threads past the items stored have nothing to do, so a round costs no
-//! host read of the count. (A persistent grid looping over the items would
-//! launch fewer idle blocks, but every decomposition takes its items from
-//! its block and thread index; the early exit needs no change to them and
-//! costs a block's start per 256 slots of capacity.)
-//!
-//! Pushes reserve their slots per [`PushVariant`] (one atomic per push,
-//! per warp, or per block through shared-memory staging), set per list
-//! with [`DeviceWorklist::set_push_variant`]: the same kernel can be timed
-//! with each. The CPU backend has one way.
-//!
-//! ```
-//! use warpfit_gpu::{Device, DeviceWorklist};
-//! let device = Device::cpu();
-//! let mut frontier = device.worklist(100, 20)?; // items 0..100, room for 20
-//! frontier.set_items(&[3, 7])?;
-//! assert_eq!(frontier.to_vec()?, [3, 7]);
-//! frontier.clear()?;
-//! assert_eq!(frontier.len()?, 0);
-//! # Ok::<(), warpfit_runtime::Error>(())
-//! ```
+//! Worklists on a [`Device`]: [`DeviceWorklist`] (its docs say how it
+//! works) and the worklist library's kernels.
 
 use crate::abi::{PushVariant, WorklistRef, BLOCK};
 use crate::buffer::{cuda_err, DeviceBuffer};
@@ -47,8 +13,43 @@ use warpfit_runtime::exec::DeviceFrontier;
 use warpfit_runtime::worklist::Worklist;
 use warpfit_runtime::{Error, Result, Tasks};
 
-/// A worklist of `u32` items over a universe `0..universe`, on a device
-/// (see the [module docs](self)).
+/// A worklist of `u32` items over a universe `0..universe`, on a device:
+/// what push kernels push to and what a data-driven round's launch takes
+/// as its tasks.
+///
+/// Like [`DeviceVec`], a `DeviceWorklist` lives where its device runs
+/// kernels: on the CPU backend it is a [`Worklist`] (the runtime's, used in
+/// place by the CPU twin), on CUDA the device form of the same list
+/// (`gpu/cuda/worklist.cuh`): `capacity` item slots, a push count, a spill
+/// bitmap and, deduplicating, a bitmap of the items pushed. A full list
+/// never drops an item and never writes out of bounds: the item goes to the
+/// spill bitmap, and [`DeviceWorklist::grow`] moves the spilled items in on
+/// the device (`wf_unspill`), after which the list holds what a list
+/// preallocated that large would (as a set; the spilled ones ascending).
+///
+/// A launch over a `DeviceWorklist` (`tasks = &list`) reads the number of
+/// items on the device: its grid is sized for the list's capacity and the
+/// threads past the items stored have nothing to do, so a round costs no
+/// host read of the count. (A persistent grid looping over the items would
+/// launch fewer idle blocks, but every decomposition takes its items from
+/// its block and thread index; the early exit needs no change to them and
+/// costs a block's start per 256 slots of capacity.)
+///
+/// Pushes reserve their slots per [`PushVariant`] (one atomic per push,
+/// per warp, or per block through shared-memory staging), set per list
+/// with [`DeviceWorklist::set_push_variant`]: the same kernel can be timed
+/// with each. The CPU backend has one way.
+///
+/// ```
+/// use warpfit_gpu::{Device, DeviceWorklist};
+/// let device = Device::cpu();
+/// let mut frontier = device.worklist(100, 20)?; // items 0..100, room for 20
+/// frontier.set_items(&[3, 7])?;
+/// assert_eq!(frontier.to_vec()?, [3, 7]);
+/// frontier.clear()?;
+/// assert_eq!(frontier.len()?, 0);
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
 pub struct DeviceWorklist {
     storage: Storage,
 }

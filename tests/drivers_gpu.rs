@@ -335,23 +335,43 @@ fn work_donation_spreads_hubs_and_changes_nothing() {
     }
 }
 
-/// One donating run of each app that donates (the frontier kernels of
-/// sssp and bfs), short enough for racecheck (scripts/gpu-check runs it
-/// there: the board's reservation, the chunks' prologue values and the
-/// donation launch's reset of its counters).
+/// One run of each app that donates (the frontier kernels of sssp and
+/// bfs), donating and not: the hubs' edges go to the donation launch only
+/// when asked, and the results do not change. Short enough for racecheck
+/// (scripts/gpu-check runs it there: the board's reservation, the chunks'
+/// prologue values and the donation launch's reset of its counters).
 #[test]
 fn donated_rounds_of_one_run_each() {
     let Some(dev) = gpu() else { return };
     let a = hubs(9000);
     let cfg = LaunchConfig::default();
-    let opts = DriveOptions {
-        donate: true,
-        ..DriveOptions::new(DriverChoice::Data(Some(OrderChoice::Fifo)))
-    };
-    let (dist, _) = apps::sssp_driven(&dev, &cfg, &a, 0, &opts).unwrap();
-    assert!(same_bits(&dist, &reference::dijkstra(&a, 0).unwrap()));
-    let (levels, _) = apps::bfs_driven(&dev, &cfg, &a, 0, &opts).unwrap();
-    assert_eq!(levels, reference::bfs_levels(&a, 0).unwrap());
+    let (dist, levels) = (
+        reference::dijkstra(&a, 0).unwrap(),
+        reference::bfs_levels(&a, 0).unwrap(),
+    );
+    for donate in [true, false] {
+        let opts = DriveOptions {
+            donate,
+            ..DriveOptions::new(DriverChoice::Data(Some(OrderChoice::Fifo)))
+        };
+        let (got, s) = apps::sssp_driven(&dev, &cfg, &a, 0, &opts).unwrap();
+        assert!(same_bits(&got, &dist), "sssp, donate {donate}");
+        let (got, b) = apps::bfs_driven(&dev, &cfg, &a, 0, &opts).unwrap();
+        assert_eq!(got, levels, "bfs, donate {donate}");
+        // The hub's 9000 edges are 9 chunks of 1024 (the second hub's 4501
+        // are under the bound); sssp may run the hub again.
+        for (app, r) in [("sssp", &s), ("bfs", &b)] {
+            let chunks = r.donated_chunks;
+            assert!(
+                if donate {
+                    chunks >= 9 && chunks % 9 == 0
+                } else {
+                    chunks == 0
+                },
+                "{app}, donate {donate}: {chunks} chunks"
+            );
+        }
+    }
 }
 
 #[test]

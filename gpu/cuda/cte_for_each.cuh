@@ -85,8 +85,9 @@ template <class K> __device__ __forceinline__ bool donate(const LaunchArgs& a, c
 }
 
 /// The donation launch: its warps take the posted chunks in turn, each
-/// chunk's fine tasks across the lanes; the last block to finish clears
-/// the board for the next launch.
+/// chunk's fine tasks across the lanes; the last block to finish adds the
+/// chunks to the running total (`donation[2]`) and clears the board for
+/// the next launch.
 template <class K> __device__ __forceinline__ void run_donated(const typename K::params_t& p, const LaunchArgs& a) {
     if (donates<K>::value && a.donate_min != 0) {
         const unsigned long long cap = a.donated_bytes / sizeof(Donated<K>);
@@ -107,6 +108,7 @@ template <class K> __device__ __forceinline__ void run_donated(const typename K:
         if (threadIdx.x == 0) {
             __threadfence();
             if (atomicAdd(&a.donation[1], 1ull) == gridDim.x - 1) {
+                a.donation[2] += n;  // the running total: the only writer
                 a.donation[0] = 0;
                 a.donation[1] = 0;
             }

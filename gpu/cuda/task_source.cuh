@@ -46,7 +46,7 @@ struct LaunchArgs {
     const uint32_t* frontier;    // FrontierTasks (worklist.cuh): the worklist's items
     const unsigned long long* frontier_count;  // FrontierTasks: its push count on the device
     void* donated;               // work donation (cte_for_each.cuh): the board's chunk records
-    unsigned long long* donation;  // work donation: [chunks posted, donation blocks finished]
+    unsigned long long* donation;  // work donation: [chunks posted, donation blocks finished, chunks run in all]
     uint64_t donated_bytes;      // work donation: bytes at `donated`
     uint32_t donate_min;         // work donation: items of more fine tasks are donated (0: none)
     uint32_t donate_pad;

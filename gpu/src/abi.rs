@@ -164,8 +164,9 @@ pub(crate) struct LaunchArgs {
     pub frontier_count: u64,
     /// Work donation: the chunk records' board, or 0.
     pub donated: u64,
-    /// Work donation: two `u64`, chunks posted and donation blocks
-    /// finished (zeroed by the donation launch's last block), or 0.
+    /// Work donation: three `u64`, chunks posted and donation blocks
+    /// finished (zeroed by the donation launch's last block), and the
+    /// chunks every donation launch ran (added to by that block), or 0.
     pub donation: u64,
     /// Work donation: bytes at `donated`.
     pub donated_bytes: u64,

@@ -234,12 +234,13 @@ impl Prepared {
     /// chunks with the item's prologue values, on the board `board`
     /// (`board_bytes`), and a donation launch enqueued behind the main one
     /// spreads them over a full wave of warps (`wf_donated`,
-    /// cte_for_each.cuh), then zeroes the two counters at `counters` for the
+    /// cte_for_each.cuh), adds the chunks it ran to the third counter at
+    /// `counters` and zeroes the first two for the
     /// next launch. An item whose chunks do not fit stays with its warp.
     /// Other launches are left as they are.
     ///
     /// # Safety
-    /// `board` holds `board_bytes` and `counters` two zeroed `u64` on this
+    /// `board` holds `board_bytes` and `counters` three zeroed `u64` on this
     /// launch's device, both living as long as the launch, and no launch
     /// using the same board runs concurrently with this one (launches on
     /// one stream run in order).

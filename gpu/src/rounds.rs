@@ -205,7 +205,7 @@ pub struct CudaRounds<'k> {
     launches: HashMap<LaunchKey, Rc<Prepared>>,
     /// Work donation's bound in frontier rounds ([`CudaRounds::donate`]).
     donate_min: Option<u32>,
-    /// Its board and two counters, shared by every frontier launch (they
+    /// Its board and three counters, shared by every frontier launch (they
     /// run one after the other on the stream), made with the first.
     donation: Option<(DeviceBuffer<u64>, DeviceBuffer<u64>)>,
 }
@@ -358,6 +358,22 @@ impl<'k> CudaRounds<'k> {
         self.launches.len()
     }
 
+    /// Chunks of 1024 fine tasks that
+    /// frontier rounds donated ([`CudaRounds::donate`]) since the backend
+    /// was made, over every run: 0 without donation. Waits for the rounds
+    /// enqueued.
+    ///
+    /// # Errors
+    /// A device error.
+    pub fn donated_chunks(&self) -> Result<u64> {
+        let Some((_, counters)) = &self.donation else {
+            return Ok(0);
+        };
+        let mut words = [0u64; 3];
+        counters.download(&self.dev, &mut words)?;
+        Ok(words[2])
+    }
+
     fn list(&self, id: ListId) -> Result<&DeviceWorklist> {
         self.lists
             .get(id.index())
@@ -492,11 +508,11 @@ impl<'k> CudaRounds<'k> {
                 mem::check("a work-donation board", DONATION_BOARD_BYTES as u64)?;
                 self.donation = Some((
                     DeviceBuffer::zeros(&self.dev, DONATION_BOARD_BYTES / 8)?,
-                    DeviceBuffer::zeros(&self.dev, 2)?,
+                    DeviceBuffer::zeros(&self.dev, 3)?,
                 ));
             }
             let (board, counters) = self.donation.as_ref().expect("made above");
-            // SAFETY: the backend's own board of DONATION_BOARD_BYTES and two
+            // SAFETY: the backend's own board of DONATION_BOARD_BYTES and three
             // zeroed counters on this device, kept as long as the backend
             // (whose drop waits for the rounds); its launches run one after
             // the other on the device's stream.

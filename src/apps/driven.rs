@@ -309,6 +309,9 @@ pub struct DrivenReport {
     pub processed: u64,
     /// Worklist growths.
     pub growths: u64,
+    /// Chunks of 1024 fine tasks (edges) that CUDA frontier rounds donated
+    /// to a wave of warps (`DriveOptions::donate`); 0 elsewhere.
+    pub donated_chunks: u64,
     /// Building the graph, uploads, kernel preparation and, for a
     /// driver's rounds, its lists and launches (`Driver::prepare`).
     pub setup: Duration,
@@ -425,6 +428,7 @@ fn rounds_report(r: RunReport, setup: Duration, note: Option<String>) -> DrivenR
         syncs: r.syncs,
         processed: r.processed,
         growths: r.growths,
+        donated_chunks: 0,
         setup,
         run: r.time,
         times: r.sync_times.clone(),
@@ -445,6 +449,7 @@ fn resident_report(
         syncs: rounds as u64,
         processed: (rounds * n) as u64,
         growths: 0,
+        donated_chunks: 0,
         setup: timings.setup,
         run: timings.iterations_total(),
         times: timings.iterations,
@@ -530,8 +535,13 @@ pub fn sssp_driven(
         driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
         let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
+        let donated_chunks = rounds.donated_chunks()?;
         drop(rounds);
-        return Ok((dist.to_vec()?, rounds_report(report, setup, note)));
+        let report = DrivenReport {
+            donated_chunks,
+            ..rounds_report(report, setup, note)
+        };
+        return Ok((dist.to_vec()?, report));
     }
     let d = Atomic::from_mut_slice(&mut dist);
     let mut cpu = CpuRounds::new(n)?
@@ -627,8 +637,13 @@ pub fn bfs_driven(
         driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
         let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
+        let donated_chunks = rounds.donated_chunks()?;
         drop(rounds);
-        return Ok((level.to_vec()?, rounds_report(report, setup, note)));
+        let report = DrivenReport {
+            donated_chunks,
+            ..rounds_report(report, setup, note)
+        };
+        return Ok((level.to_vec()?, report));
     }
     let l = Atomic::from_mut_slice(&mut level);
     let mut cpu = CpuRounds::new(n)?
@@ -699,6 +714,7 @@ pub fn cc_driven(
             syncs: 0,
             processed: 0,
             growths: 0,
+            donated_chunks: 0,
             setup: Duration::ZERO,
             run: Duration::ZERO,
             times: Vec::new(),
@@ -731,8 +747,13 @@ pub fn cc_driven(
         driver.prepare(&mut rounds, Start::All)?;
         let setup = setup_start.elapsed();
         let report = driver.run(&mut rounds, Start::All)?;
+        let donated_chunks = rounds.donated_chunks()?;
         drop(rounds);
-        return Ok((label.to_vec()?, rounds_report(report, setup, note)));
+        let report = DrivenReport {
+            donated_chunks,
+            ..rounds_report(report, setup, note)
+        };
+        return Ok((label.to_vec()?, report));
     }
     let lab = Atomic::from_mut_slice(&mut label);
     let (ptr, adj) = (nbr.row_ptr(), nbr.col_idx());

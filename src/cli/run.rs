@@ -538,8 +538,12 @@ impl AppRun<'_> {
             1 => ", 1 worklist growth".into(),
             g => format!(", {g} worklist growths"),
         };
+        let donated = match report.donated_chunks {
+            0 => String::new(),
+            c => format!(", {c} chunks of 1024 edges donated"),
+        };
         println!(
-            "{app}: {}: {} rounds, {} host synchronisations, {} items processed{growths}, {:.1} ms; {summary} ({backend})",
+            "{app}: {}: {} rounds, {} host synchronisations, {} items processed{growths}{donated}, {:.1} ms; {summary} ({backend})",
             report.driver,
             report.rounds,
             report.syncs,

@@ -235,9 +235,9 @@ impl Prepared {
     /// (`board_bytes`), and a donation launch enqueued behind the main one
     /// spreads them over a full wave of warps (`wf_donated`,
     /// cte_for_each.cuh), adds the chunks it ran to the third counter at
-    /// `counters` and zeroes the first two for the
-    /// next launch. An item whose chunks do not fit stays with its warp.
-    /// Other launches are left as they are.
+    /// `counters` and zeroes the first two for the next launch. An item
+    /// whose chunks do not fit stays with its warp. Other launches are left
+    /// as they are.
     ///
     /// # Safety
     /// `board` holds `board_bytes` and `counters` three zeroed `u64` on this

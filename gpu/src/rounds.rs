@@ -358,10 +358,9 @@ impl<'k> CudaRounds<'k> {
         self.launches.len()
     }
 
-    /// Chunks of 1024 fine tasks that
-    /// frontier rounds donated ([`CudaRounds::donate`]) since the backend
-    /// was made, over every run: 0 without donation. Waits for the rounds
-    /// enqueued.
+    /// Chunks of 1024 fine tasks that frontier rounds donated
+    /// ([`CudaRounds::donate`]) since the backend was made, over every run:
+    /// 0 without donation. Waits for the rounds enqueued.
     ///
     /// # Errors
     /// A device error.

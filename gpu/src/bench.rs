@@ -895,7 +895,7 @@ impl<'a> OneMatrix<'a> {
         let err = self.check(name, &y)?;
         let r = t.report().clone();
         let line = format!(
-            "    {name}: {} partitions planned in {:.2} s, {} chosen{} after {:.2} s of layouts and profiling ({}){}",
+            "    {name}: {} partitions planned in {:.2} s, {} chosen{} after {:.2} s of layouts and profiling ({}; host s per schedule: {}){}",
             r.partitions,
             r.planning.as_secs_f64(),
             r.chosen,
@@ -904,6 +904,11 @@ impl<'a> OneMatrix<'a> {
             r.profile
                 .iter()
                 .map(|(p, ms)| format!("{p} {ms:.3} ms"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.profiling_by_policy
+                .iter()
+                .map(|(p, d)| format!("{p} {:.2}", d.as_secs_f64()))
                 .collect::<Vec<_>>()
                 .join(", "),
             if r.sj_launches.is_empty() {

@@ -148,6 +148,7 @@ impl Prepared {
             Tasks::All(n) if plan::needs_task_sizes(config.decomposition, config.split, n) => {
                 plan::check_split(config.split)?;
                 plan::check_u32_items(n)?;
+                let _trace = TraceSplit::start(spec.name, n);
                 let sizes = TaskSizes::measure(dev, spec, &module, &params, &fault, &args, n)?;
                 let decision = plan::choose_split(
                     config.split,
@@ -752,4 +753,38 @@ fn enqueue_dependent(
         )
     };
     r.result().map_err(cuda_err(context()))
+}
+
+/// With `WARPFIT_TRACE_SPLIT=1`, one line on stderr per launch prepared
+/// with the automatic split: the kernel, its tasks and the wall time of
+/// measuring them, choosing and building the task list (host work that
+/// grows with the tasks, repeated for every launch of a schedule).
+struct TraceSplit {
+    kernel: &'static str,
+    tasks: usize,
+    start: Option<std::time::Instant>,
+}
+
+impl TraceSplit {
+    fn start(kernel: &'static str, tasks: usize) -> Self {
+        let on = std::env::var_os("WARPFIT_TRACE_SPLIT").is_some_and(|v| v == "1");
+        TraceSplit {
+            kernel,
+            tasks,
+            start: on.then(std::time::Instant::now),
+        }
+    }
+}
+
+impl Drop for TraceSplit {
+    fn drop(&mut self) {
+        if let Some(t) = self.start {
+            eprintln!(
+                "split {}: {} tasks, {:.1} ms",
+                self.kernel,
+                self.tasks,
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    }
 }

@@ -127,6 +127,10 @@ pub struct ThrottleReport {
     /// Wall time the first launch after the plan spent building layouts
     /// and profiling (SJ passes, `auto`'s candidates).
     pub profiling: Duration,
+    /// Of that, per schedule built: the wall time of its layouts, task
+    /// lists and launches, its SJ passes (built and timed) included, and of
+    /// its timing runs (`auto` builds every candidate).
+    pub profiling_by_policy: Vec<(ThrottlePolicy, Duration)>,
     /// Whether the chosen schedule runs in the remapped numbering.
     pub remapped: bool,
     /// Launches run with `org` while a pipelined plan was being made.
@@ -559,6 +563,7 @@ impl Throttled {
                 skipped: Vec::new(),
                 sj_launches: Vec::new(),
                 profiling: Duration::ZERO,
+                profiling_by_policy: Vec::new(),
                 remapped: false,
                 launches_before_plan: 0,
             },
@@ -1562,6 +1567,11 @@ impl Throttled {
             ThrottlePolicy::Auto => self.auto(&dev, &timer, &snap)?,
             p => self.build(&dev, p, None)?,
         };
+        if asked != ThrottlePolicy::Auto {
+            self.report
+                .profiling_by_policy
+                .push((out.policy, started.elapsed()));
+        }
         self.restore(&snap)?;
         self.report.chosen = out.policy;
         self.report.remapped = out.space == Space::Remapped;
@@ -1578,9 +1588,16 @@ impl Throttled {
         snap: &[(usize, DeviceBuffer<u8>)],
     ) -> Result<Schedule> {
         let mut best: Option<(f64, Schedule)> = None;
-        let mut consider = |t: &mut Self, s: Schedule| -> Result<bool> {
+        // Host time of each candidate: from the start of its build to the
+        // end of its timing.
+        let mut since = Instant::now();
+        let mut consider = |t: &mut Self, s: Schedule, since: &mut Instant| -> Result<bool> {
             let ms = t.time(&s, timer, snap)?;
             t.report.profile.push((s.policy, ms));
+            t.report
+                .profiling_by_policy
+                .push((s.policy, since.elapsed()));
+            *since = Instant::now();
             let better = best.as_ref().map_or(true, |(b, _)| ms < *b);
             if better {
                 best = Some((ms, s));
@@ -1588,10 +1605,10 @@ impl Throttled {
             Ok(better)
         };
         let org = self.single(dev, ThrottlePolicy::Org, None)?;
-        consider(self, org)?;
+        consider(self, org, &mut since)?;
         if self.detail()?.remapping.is_some() {
             let s = self.build(dev, ThrottlePolicy::OrgR, None)?;
-            consider(self, s)?;
+            consider(self, s, &mut since)?;
         } else {
             self.report.skipped.push((
                 ThrottlePolicy::OrgR,
@@ -1604,9 +1621,12 @@ impl Throttled {
         for p in [ThrottlePolicy::Cf, ThrottlePolicy::Cfq] {
             match self.build(dev, p, None) {
                 Ok(s) => {
-                    consider(self, s)?;
+                    consider(self, s, &mut since)?;
                 }
-                Err(e) => self.report.skipped.push((p, e.to_string())),
+                Err(e) => {
+                    self.report.skipped.push((p, e.to_string()));
+                    since = Instant::now();
+                }
             }
         }
         for (p, queued) in [(ThrottlePolicy::Sj, false), (ThrottlePolicy::Sjq, true)] {
@@ -1614,11 +1634,12 @@ impl Throttled {
                 Ok(c) => c,
                 Err(e) => {
                     self.report.skipped.push((p, e.to_string()));
+                    since = Instant::now();
                     continue;
                 }
             };
             let s = self.build(dev, p, Some(&cover))?;
-            if consider(self, s)? {
+            if consider(self, s, &mut since)? {
                 self.report.sj_launches = cover;
             }
         }

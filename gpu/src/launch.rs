@@ -148,7 +148,7 @@ impl Prepared {
             Tasks::All(n) if plan::needs_task_sizes(config.decomposition, config.split, n) => {
                 plan::check_split(config.split)?;
                 plan::check_u32_items(n)?;
-                let _trace = TraceSplit::start(spec.name, n);
+                let mut trace = TraceSplit::start(spec.name, n);
                 let sizes = TaskSizes::measure(dev, spec, &module, &params, &fault, &args, n)?;
                 let decision = plan::choose_split(
                     config.split,
@@ -156,13 +156,18 @@ impl Prepared {
                     dev.resident_warps(),
                     config.cte_serial_max,
                 )?;
+                trace.mark("measured");
                 match decision.cut {
                     Some(cut) => {
                         decomposition =
                             plan::list_decomposition(decomposition, cut, decision.cte_serial_max);
-                        let list = plan::cut_tasks(&sizes.ranges(dev, spec)?, cut.max_len)?;
+                        let ranges = sizes.ranges(dev, spec)?;
+                        trace.mark("ranges read");
+                        let list = plan::cut_tasks(&ranges, cut.max_len)?;
+                        trace.mark("cut");
                         let mut l =
                             DeviceTaskList::upload(dev, list, spec.acc.size(), cut.pack_budget)?;
+                        trace.mark("uploaded");
                         if decision.small {
                             l.merge_wide();
                         }
@@ -757,12 +762,14 @@ fn enqueue_dependent(
 
 /// With `WARPFIT_TRACE_SPLIT=1`, one line on stderr per launch prepared
 /// with the automatic split: the kernel, its tasks and the wall time of
-/// measuring them, choosing and building the task list (host work that
-/// grows with the tasks, repeated for every launch of a schedule).
+/// each step (measuring the tasks, reading their ranges, cutting them,
+/// uploading the list): host work that grows with the tasks, repeated for
+/// every launch of a schedule.
 struct TraceSplit {
     kernel: &'static str,
     tasks: usize,
     start: Option<std::time::Instant>,
+    marks: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl TraceSplit {
@@ -772,6 +779,13 @@ impl TraceSplit {
             kernel,
             tasks,
             start: on.then(std::time::Instant::now),
+            marks: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, step: &'static str) {
+        if let Some(t) = self.start {
+            self.marks.push((step, t.elapsed()));
         }
     }
 }
@@ -779,11 +793,17 @@ impl TraceSplit {
 impl Drop for TraceSplit {
     fn drop(&mut self) {
         if let Some(t) = self.start {
+            let steps: Vec<String> = self
+                .marks
+                .iter()
+                .map(|(s, d)| format!("{s} {:.1}", d.as_secs_f64() * 1e3))
+                .collect();
             eprintln!(
-                "split {}: {} tasks, {:.1} ms",
+                "split {}: {} tasks, {:.1} ms (at ms: {})",
                 self.kernel,
                 self.tasks,
-                t.elapsed().as_secs_f64() * 1e3
+                t.elapsed().as_secs_f64() * 1e3,
+                steps.join(", ")
             );
         }
     }

@@ -65,23 +65,28 @@ impl TaskList {
                 s.task, s.lo, s.hi
             )));
         }
-        // Count occurrences per task with a sort of (task, position): O(s log s),
-        // independent of the largest task id.
-        // Keys are distinct (the position breaks ties): an unstable parallel
-        // sort gives the stable order.
-        let mut order: Vec<u32> = (0..segments.len() as u32).collect();
-        {
-            use rayon::prelude::*;
+        use rayon::prelude::*;
+        // Group the segments by task in list order. A list whose tasks never
+        // decrease (a pointer array cut into pieces: every launch's split)
+        // is grouped as it is; others through a sort of (task, position):
+        // O(s log s), independent of the largest task id. Keys are distinct
+        // (the position breaks ties): an unstable parallel sort gives the
+        // stable order.
+        let ascending = segments.par_windows(2).all(|w| w[0].task <= w[1].task);
+        let order: Option<Vec<u32>> = (!ascending).then(|| {
+            let mut order: Vec<u32> = (0..segments.len() as u32).collect();
             order.par_sort_unstable_by_key(|&i| (segments[i as usize].task, i));
-        }
+            order
+        });
+        let at = |g: usize| order.as_ref().map_or(g as u32, |o| o[g]);
         let mut whole = vec![true; segments.len()];
         let mut split = Vec::new();
         let mut split_segments = Vec::new();
         let mut g = 0;
-        while g < order.len() {
-            let task = segments[order[g] as usize].task;
+        while g < segments.len() {
+            let task = segments[at(g) as usize].task;
             let mut e = g + 1;
-            while e < order.len() && segments[order[e] as usize].task == task {
+            while e < segments.len() && segments[at(e) as usize].task == task {
                 e += 1;
             }
             if e - g > 1 {
@@ -90,7 +95,8 @@ impl TaskList {
                     first: split_segments.len() as u32,
                     count: (e - g) as u32,
                 });
-                for &i in &order[g..e] {
+                for k in g..e {
+                    let i = at(k);
                     whole[i as usize] = false;
                     split_segments.push(i);
                 }
@@ -391,5 +397,56 @@ mod tests {
         assert!(TaskList::new(vec![Segment::new(0, 3, 1)]).is_err());
         assert!(TaskList::chunked(&[0, 4, 2], 8).is_err());
         assert!(TaskList::chunked(&[0, 4], 0).is_err());
+    }
+
+    /// Whole flags, split tasks and their segments by brute force.
+    fn grouped_naively(segs: &[Segment]) -> (Vec<bool>, Vec<(u32, Vec<u32>)>) {
+        let mut tasks: Vec<u32> = segs.iter().map(|s| s.task).collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        let mut split = Vec::new();
+        let mut whole = vec![true; segs.len()];
+        for t in tasks {
+            let ids: Vec<u32> = (0..segs.len() as u32)
+                .filter(|&i| segs[i as usize].task == t)
+                .collect();
+            if ids.len() > 1 {
+                ids.iter().for_each(|&i| whole[i as usize] = false);
+                split.push((t, ids));
+            }
+        }
+        (whole, split)
+    }
+
+    proptest::proptest! {
+        /// Lists in task order (grouped as they are) and in any order
+        /// (grouped through the sort) both group as the brute force does.
+        #[test]
+        fn grouping_matches_brute_force(
+            tasks in proptest::collection::vec(0u32..12, 0..60),
+            sorted in proptest::bool::ANY,
+        ) {
+            let mut tasks = tasks;
+            if sorted {
+                tasks.sort_unstable();
+            }
+            let segs: Vec<Segment> = tasks
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| Segment::new(t, i as u32, i as u32 + 1))
+                .collect();
+            let list = TaskList::new(segs.clone()).unwrap();
+            let (whole, split) = grouped_naively(&segs);
+            proptest::prop_assert_eq!(list.whole_flags(), &whole[..]);
+            let got: Vec<(u32, Vec<u32>)> = list
+                .split_tasks()
+                .iter()
+                .map(|s| {
+                    let ids = &list.split_segments()[s.first as usize..][..s.count as usize];
+                    (s.task, ids.to_vec())
+                })
+                .collect();
+            proptest::prop_assert_eq!(got, split);
+        }
     }
 }

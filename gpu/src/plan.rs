@@ -15,6 +15,7 @@ use crate::abi::{
 };
 use crate::compile::Arch;
 use crate::config::{Decomposition, Split};
+use rayon::prelude::*;
 use warpfit_runtime::{Error, Result, Segment, TaskList};
 
 /// Fine tasks per resident warp slot under which a launch counts as small
@@ -285,10 +286,12 @@ pub(crate) fn cut_tasks(ranges: &[u32], max_len: u32) -> Result<TaskList> {
     let n = ranges.len() / 2;
     check_u32_items(n)?;
     let range = |t: usize| (ranges[2 * t], ranges[2 * t + 1].max(ranges[2 * t]));
-    if n > 0 && (1..n).all(|t| range(t).0 == range(t - 1).1) {
+    if n > 0 && (1..n).into_par_iter().all(|t| range(t).0 == range(t - 1).1) {
+        // Contiguous ranges (a matrix's rows): their pointer array. In
+        // parallel, as the cut: tens of millions of tasks per launch.
         let mut ptr = Vec::with_capacity(n + 1);
         ptr.push(range(0).0);
-        ptr.extend((0..n).map(|t| range(t).1));
+        ptr.par_extend((0..n).into_par_iter().map(|t| range(t).1));
         return TaskList::chunked(&ptr, max_len);
     }
     let mut segments = Vec::with_capacity(n);

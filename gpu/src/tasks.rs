@@ -51,12 +51,6 @@ impl DeviceTaskList {
         pack_budget: Option<u32>,
         trusted: bool,
     ) -> Result<Self> {
-        let segs: Vec<u32> = list
-            .segments()
-            .iter()
-            .flat_map(|s| [s.task, s.lo, s.hi])
-            .collect();
-        let whole: Vec<u8> = list.whole_flags().iter().map(|&w| u8::from(w)).collect();
         let split: Vec<u32> = list
             .split_tasks()
             .iter()
@@ -85,8 +79,8 @@ impl DeviceTaskList {
             None => None,
         };
         Ok(DeviceTaskList {
-            segments: DeviceBuffer::upload(dev, &segs)?,
-            whole: DeviceBuffer::upload(dev, &whole)?,
+            segments: DeviceBuffer::upload(dev, list.segment_words())?,
+            whole: DeviceBuffer::upload(dev, list.whole_bytes())?,
             split: DeviceBuffer::upload(dev, &split)?,
             split_segments: DeviceBuffer::upload(dev, list.split_segments())?,
             scratch: DeviceBuffer::zeros(dev, scratch_words)?,

@@ -124,26 +124,54 @@ impl TaskList {
         if max_len == 0 {
             return Err(Error::invalid("segment length bound must be at least 1"));
         }
+        use rayon::prelude::*;
         let n = ptr.len().saturating_sub(1);
         crate::error::to_u32("number of tasks", n)?;
-        let mut segs = Vec::with_capacity(n);
-        for t in 0..n {
-            let (lo, hi) = (ptr[t], ptr[t + 1]);
-            if lo > hi {
-                return Err(Error::InvalidTaskList(format!(
-                    "pointer array decreases at task {t}: {lo} > {hi}"
-                )));
-            }
-            if hi == lo {
-                segs.push(Segment::new(t as u32, lo, hi));
-            }
-            let mut s = lo;
-            while s < hi {
-                let e = s.saturating_add(max_len).min(hi);
-                segs.push(Segment::new(t as u32, s, e));
-                s = e;
-            }
+        if let Some(t) = (0..n).into_par_iter().find_first(|&t| ptr[t] > ptr[t + 1]) {
+            return Err(Error::InvalidTaskList(format!(
+                "pointer array decreases at task {t}: {} > {}",
+                ptr[t],
+                ptr[t + 1]
+            )));
         }
+        // In parallel (a launch's split cuts every task of its matrix, tens
+        // of millions): blocks of tasks, each block's pieces written into
+        // its own part of the list, found by a prefix sum of the blocks'
+        // piece counts. An empty task keeps one empty piece; (pieces − 1) ·
+        // max_len < hi − lo, so no start overflows.
+        let pieces = |t: usize| (ptr[t + 1] - ptr[t]).div_ceil(max_len).max(1) as usize;
+        const BLOCK: usize = 1 << 14;
+        let blocks = n.div_ceil(BLOCK);
+        let tasks = |b: usize| b * BLOCK..((b + 1) * BLOCK).min(n);
+        let counts: Vec<usize> = (0..blocks)
+            .into_par_iter()
+            .map(|b| tasks(b).map(pieces).sum())
+            .collect();
+        let total: usize = counts.iter().sum();
+        crate::mem::check_elems::<Segment>("a task list's segments", total)?;
+        let mut segs: Vec<Segment> = Vec::with_capacity(total);
+        let mut parts = Vec::with_capacity(blocks);
+        let mut rest = &mut segs.spare_capacity_mut()[..total];
+        for (b, &c) in counts.iter().enumerate() {
+            let (head, tail) = rest.split_at_mut(c);
+            parts.push((b, head));
+            rest = tail;
+        }
+        parts.into_par_iter().for_each(|(b, out)| {
+            let mut slots = out.iter_mut();
+            for t in tasks(b) {
+                let (lo, hi) = (ptr[t], ptr[t + 1]);
+                for k in 0..pieces(t) as u32 {
+                    let s = lo + k * max_len;
+                    let seg = Segment::new(t as u32, s, s.saturating_add(max_len).min(hi));
+                    slots.next().expect("counted above").write(seg);
+                }
+            }
+        });
+        // SAFETY: the parts tile the first `total` slots, and each block
+        // wrote one segment per piece of its tasks: as many as it counted
+        // (the same `pieces`), so every slot below `total` is written.
+        unsafe { segs.set_len(total) };
         Self::new(segs)
     }
 
@@ -218,6 +246,30 @@ impl TaskList {
     /// Per-segment flags: whether each segment's task is whole.
     pub fn whole_flags(&self) -> &[bool] {
         &self.whole
+    }
+
+    /// The segments as `task, lo, hi` words, three per segment, without a
+    /// copy: what a device upload sends (a launch's list holds tens of
+    /// millions of segments).
+    pub fn segment_words(&self) -> &[u32] {
+        const _: () =
+            assert!(std::mem::size_of::<Segment>() == 12 && std::mem::align_of::<Segment>() == 4);
+        // SAFETY: `Segment` is `repr(C)` of three `u32` with no padding
+        // (asserted above), so `len` segments are `3 · len` initialised,
+        // aligned `u32`, borrowed for as long as `self`.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.segments.as_ptr().cast::<u32>(),
+                3 * self.segments.len(),
+            )
+        }
+    }
+
+    /// [`whole_flags`](Self::whole_flags) as bytes (0 or 1), without a copy.
+    pub fn whole_bytes(&self) -> &[u8] {
+        // SAFETY: a `bool` is one byte holding 0 or 1, a valid `u8`; same
+        // length and lifetime.
+        unsafe { std::slice::from_raw_parts(self.whole.as_ptr().cast::<u8>(), self.whole.len()) }
     }
 }
 
@@ -393,6 +445,23 @@ mod tests {
     }
 
     #[test]
+    fn words_and_bytes_are_the_segments_and_flags() {
+        let list = TaskList::chunked(&[0, 5, 5, 6], 2).unwrap();
+        let words: Vec<u32> = list
+            .segments()
+            .iter()
+            .flat_map(|s| [s.task, s.lo, s.hi])
+            .collect();
+        assert_eq!(list.segment_words(), &words[..]);
+        let bytes: Vec<u8> = list.whole_flags().iter().map(|&w| u8::from(w)).collect();
+        assert_eq!(list.whole_bytes(), &bytes[..]);
+        assert!(TaskList::new(Vec::new())
+            .unwrap()
+            .segment_words()
+            .is_empty());
+    }
+
+    #[test]
     fn rejects_reversed_segments_and_bad_pointers() {
         assert!(TaskList::new(vec![Segment::new(0, 3, 1)]).is_err());
         assert!(TaskList::chunked(&[0, 4, 2], 8).is_err());
@@ -419,6 +488,34 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The parallel cut gives, piece for piece, what cutting each task
+        /// in turn gives (across blocks of tasks too: up to 40 000 tasks).
+        #[test]
+        fn chunked_cuts_each_task_in_turn(
+            lens in proptest::collection::vec(0u32..9, 0..40_000),
+            max_len in 1u32..6,
+        ) {
+            let mut ptr = vec![0u32];
+            for l in &lens {
+                ptr.push(ptr.last().unwrap() + l);
+            }
+            let mut want = Vec::new();
+            for t in 0..lens.len() {
+                let (lo, hi) = (ptr[t], ptr[t + 1]);
+                if lo == hi {
+                    want.push(Segment::new(t as u32, lo, hi));
+                }
+                let mut s = lo;
+                while s < hi {
+                    let e = (s + max_len).min(hi);
+                    want.push(Segment::new(t as u32, s, e));
+                    s = e;
+                }
+            }
+            let got = TaskList::chunked(&ptr, max_len).unwrap();
+            proptest::prop_assert_eq!(got.segments(), &want[..]);
+        }
+
         /// Lists in task order (grouped as they are) and in any order
         /// (grouped through the sort) both group as the brute force does.
         #[test]

@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use warpfit_runtime::exec::DeviceFrontier;
 use warpfit_runtime::worklist::drivers::{
-    Kernels, ListId, Outcome, Round, RoundBackend, RoundShape, Start,
+    lists_fit, Kernels, ListId, Outcome, Round, RoundBackend, RoundShape, Start,
 };
 use warpfit_runtime::{mem, Error, Result, Tasks};
 
@@ -757,12 +757,8 @@ impl RoundBackend for CudaRounds<'_> {
         }
         self.drain()?;
         self.finished.clear();
-        let keep = self.lists.len() == count
-            && self
-                .lists
-                .iter()
-                .all(|l| l.dedup() == dedup && l.capacity() >= capacity);
-        if keep {
+        let have = self.lists.iter().map(|l| (l.dedup(), l.capacity()));
+        if lists_fit(have, count, capacity, dedup) {
             // A run's lists for the next run, with the launches over them.
             for l in &self.lists {
                 l.clear()?;

@@ -216,10 +216,9 @@ pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
 /// first parent while the frontier is large), sssp data-driven (FIFO) when
 /// its hubs are long enough to be donated ([`DONATE_MIN`]), and cc (and sssp
 /// otherwise) as the device-resident pulls, whose few rounds each sweep most
-/// of the graph at full bandwidth (symmetrised RMAT 22 on an H100: BFS
-/// 2.5 ms hybrid against 6.5 ms for the pulls; SSSP 24.5 ms data-driven
-/// against 28.9 ms for the pulls and 66 ms hybrid; CC 7.5 ms for the pulls
-/// against 22 ms hybrid); the CPU, where the hybrid wins on such
+/// of the graph at full bandwidth (symmetrised RMAT 22 on an H100, each
+/// choice the fastest of the drivers: `BENCHMARKS.md`, "Worklists and
+/// drivers (CUDA)"); the CPU, where the hybrid wins on such
 /// graphs, follows [`GraphShape::auto_strategy`]. A bounded-degree graph runs
 /// data-driven on both (near-far for sssp).
 pub fn auto_driver(
@@ -436,6 +435,22 @@ fn rounds_report(r: RunReport, setup: Duration, note: Option<String>) -> DrivenR
     }
 }
 
+/// [`rounds_report`] of a run on CUDA, with the chunks its frontier rounds
+/// donated; drops the backend (whose closures borrow the run's arrays).
+fn cuda_rounds_report(
+    rounds: CudaRounds<'_>,
+    r: RunReport,
+    setup: Duration,
+    note: Option<String>,
+) -> Result<DrivenReport> {
+    let donated_chunks = rounds.donated_chunks()?;
+    drop(rounds);
+    Ok(DrivenReport {
+        donated_chunks,
+        ..rounds_report(r, setup, note)
+    })
+}
+
 fn resident_report(
     rounds: usize,
     n: usize,
@@ -535,12 +550,7 @@ pub fn sssp_driven(
         driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
         let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
-        let donated_chunks = rounds.donated_chunks()?;
-        drop(rounds);
-        let report = DrivenReport {
-            donated_chunks,
-            ..rounds_report(report, setup, note)
-        };
+        let report = cuda_rounds_report(rounds, report, setup, note)?;
         return Ok((dist.to_vec()?, report));
     }
     let d = Atomic::from_mut_slice(&mut dist);
@@ -637,12 +647,7 @@ pub fn bfs_driven(
         driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
         let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
-        let donated_chunks = rounds.donated_chunks()?;
-        drop(rounds);
-        let report = DrivenReport {
-            donated_chunks,
-            ..rounds_report(report, setup, note)
-        };
+        let report = cuda_rounds_report(rounds, report, setup, note)?;
         return Ok((level.to_vec()?, report));
     }
     let l = Atomic::from_mut_slice(&mut level);
@@ -747,12 +752,7 @@ pub fn cc_driven(
         driver.prepare(&mut rounds, Start::All)?;
         let setup = setup_start.elapsed();
         let report = driver.run(&mut rounds, Start::All)?;
-        let donated_chunks = rounds.donated_chunks()?;
-        drop(rounds);
-        let report = DrivenReport {
-            donated_chunks,
-            ..rounds_report(report, setup, note)
-        };
+        let report = cuda_rounds_report(rounds, report, setup, note)?;
         return Ok((label.to_vec()?, report));
     }
     let lab = Atomic::from_mut_slice(&mut label);

@@ -275,12 +275,8 @@ impl RoundBackend for CpuRounds<'_> {
         if count > 256 {
             return Err(Error::invalid(format!("{count} worklists: at most 256")));
         }
-        let keep = self.lists.len() == count
-            && self
-                .lists
-                .iter()
-                .all(|l| l.dedup() == dedup && l.capacity() >= capacity);
-        if keep {
+        let have = self.lists.iter().map(|l| (l.dedup(), l.capacity()));
+        if super::lists_fit(have, count, capacity, dedup) {
             self.lists.iter().for_each(Worklist::reset);
             self.halted = false;
             self.finished.clear();

@@ -350,6 +350,28 @@ pub trait RoundBackend {
     fn resume(&mut self) -> Result<()>;
 }
 
+/// Whether a backend's lists, given as each one's dedup flag and capacity,
+/// serve for [`RoundBackend::make_lists`]`(count, capacity, dedup)` as they
+/// are: as many, deduplicating alike, each at least that large. The rule
+/// every backend keeps lists by from run to run.
+///
+/// ```
+/// use warpfit_runtime::worklist::drivers::lists_fit;
+/// let have = [(true, 800), (true, 200)];
+/// assert!(lists_fit(have.into_iter(), 2, 200, true));
+/// assert!(!lists_fit(have.into_iter(), 2, 400, true)); // one is smaller
+/// assert!(!lists_fit(have.into_iter(), 2, 200, false)); // they deduplicate
+/// assert!(!lists_fit(have.into_iter(), 4, 200, true)); // too few
+/// ```
+pub fn lists_fit(
+    have: impl ExactSizeIterator<Item = (bool, usize)>,
+    count: usize,
+    capacity: usize,
+    dedup: bool,
+) -> bool {
+    have.len() == count && { have }.all(|(d, c)| d == dedup && c >= capacity)
+}
+
 /// The kernels a backend has bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernels {

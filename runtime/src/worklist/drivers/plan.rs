@@ -205,8 +205,8 @@ impl Plan {
             // A shrinking frontier cannot switch, and at this rate it is
             // empty in about log(last) / log(1 / factor) rounds: plan those
             // and one more, not a window of rounds past the end (each one
-            // enqueued costs the host a few launches: a third of BFS's
-            // time on RMAT 22 went to 15 of them).
+            // enqueued costs the host a few launches; `BENCHMARKS.md`,
+            // "Launches prepared before the run").
             let left = last.max(1.0).ln() / (1.0 / factor).ln();
             return if left.is_finite() && left < window as f64 {
                 (left.ceil() as usize + 1).min(window)
@@ -214,11 +214,10 @@ impl Plan {
                 window
             };
         }
-        let growth = factor;
         let mut size = last.max(1.0);
         let mut rounds = 0;
         while rounds < window {
-            size *= growth;
+            size *= factor;
             if size > up {
                 break;
             }

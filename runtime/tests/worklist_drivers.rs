@@ -255,7 +255,10 @@ fn growth_from_tiny_lists_gives_the_preallocated_results() {
 /// first one changes 1000 of 1101 vertices, more than a list of `n / 5`
 /// holds. Its output is never read (a round changing that many does not
 /// switch back), so the list does not grow. Lists of 5 (below the switch
-/// back's threshold of 11) grow, for the hub's round first.
+/// back's threshold of 11) grow, for the hub's round first: a list smaller
+/// than that threshold cannot hold the frontier that switched to topology
+/// rounds (the threshold up is at least the one back), so a data-driven
+/// round always overflows it before a topology round could.
 #[test]
 fn a_hybrids_overflowing_topology_rounds_grow_only_lists_they_may_read() {
     let (hubs, leaves) = (100usize, 10usize);

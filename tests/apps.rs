@@ -618,6 +618,12 @@ fn app_kernels_compile_with_nvrtc() {
         &apps::cg_direction_f64::SPEC,
         &apps::cg_publish_f32::SPEC,
         &apps::cg_publish_f64::SPEC,
+        &apps::permute_f32::SPEC,
+        &apps::permute_f64::SPEC,
+        &apps::copy_f32::SPEC,
+        &apps::copy_f64::SPEC,
+        &apps::renumber_entries_f32::SPEC,
+        &apps::renumber_entries_f64::SPEC,
         &apps::pagerank_contrib::SPEC,
         &apps::dangling_rank::SPEC,
         &apps::pagerank_pull_resident::SPEC,
@@ -640,4 +646,81 @@ fn app_kernels_compile_with_nvrtc() {
             .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
     }
+}
+
+/// CG renumbered by levels (planned first, and pipelined: switching
+/// whenever the order is in) solves the same system as CG in the given
+/// order, in f64 and f32, plain and with Jacobi, and returns `x` in the
+/// caller's order; it refuses to combine with a throttled SpMV.
+#[test]
+fn cg_renumbered_by_levels_solves_the_same_system() {
+    let dev = Device::cpu();
+    let config = LaunchConfig::default();
+    let a: Csr<f64> = "poisson3d:side=14,order=random,seed=3"
+        .parse::<warpfit::runtime::gen::GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap()
+        .map_values(|&v| v as f64);
+    let b = apps::rhs_for_ones(&a).unwrap();
+    for precond in [apps::Preconditioner::None, apps::Preconditioner::Jacobi] {
+        let given = apps::CgOptions {
+            tol: 1e-9,
+            max_iters: 2000,
+            precond,
+            ..Default::default()
+        };
+        let want = apps::cg(&dev, &config, &a, &b, &given).unwrap();
+        for plan_first in [true, false] {
+            let opts = apps::CgOptions {
+                order: apps::CgOrder::Levels,
+                plan_first,
+                ..given
+            };
+            let what = format!("{precond:?}, plan first {plan_first}");
+            let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
+            assert!(got.converged, "{what}");
+            assert!(
+                got.iterations.abs_diff(want.iterations) <= 1,
+                "{what}: {} iterations, {} in the given order",
+                got.iterations,
+                want.iterations
+            );
+            if plan_first {
+                let r = got.renumbered.as_ref().expect("switched");
+                assert_eq!(r.iterations_before, 0, "{what}");
+            }
+            // The exact solution is all ones.
+            let err = got.x.iter().fold(0.0f64, |m, v| m.max((v - 1.0).abs()));
+            assert!(err < 1e-6, "{what}: max |x − 1| = {err}");
+            let true_res = apps::relative_residual(&a, &got.x, &b).unwrap();
+            assert!(true_res < 1e-8, "{what}: ‖b − A·x‖/‖b‖ = {true_res}");
+        }
+        let a32 = a.map_values(|&v| v as f32);
+        let b32 = apps::rhs_for_ones(&a32).unwrap();
+        let opts = apps::CgOptions {
+            tol: 1e-5,
+            order: apps::CgOrder::Levels,
+            plan_first: true,
+            ..given
+        };
+        let got = apps::cg(&dev, &config, &a32, &b32, &opts).unwrap();
+        assert!(got.converged, "f32 {precond:?}");
+        let err = got.x.iter().fold(0.0f32, |m, v| m.max((v - 1.0).abs()));
+        assert!(err < 1e-3, "f32 {precond:?}: max |x − 1| = {err}");
+    }
+    let both = apps::CgOptions {
+        order: apps::CgOrder::Levels,
+        throttle: Some(apps::spmv_f64::throttle_options().unwrap()),
+        ..Default::default()
+    };
+    let e = apps::cg(&dev, &config, &a, &b, &both)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("do not combine"), "{e}");
+    assert!("bfs"
+        .parse::<apps::CgOrder>()
+        .unwrap_err()
+        .to_string()
+        .contains("levels"));
 }

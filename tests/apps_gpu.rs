@@ -372,3 +372,65 @@ fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
         assert!(err < 1e-6, "cg {policy}: max |x − x_unthrottled| = {err}");
     }
 }
+
+/// CG renumbered by levels on CUDA: the same iterations (within 1) and
+/// solution as the CPU backend's renumbered run and as CUDA in the given
+/// order, planned first and pipelined, f64 and f32, plain and Jacobi.
+#[test]
+fn renumbered_cg_on_cuda_matches_the_cpu_backend_and_the_given_order() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let config = LaunchConfig::default();
+    let a = generated("poisson3d:side=24,order=random,seed=9").map_values(|&v| v as f64);
+    let b = apps::rhs_for_ones(&a).unwrap();
+    for precond in [Preconditioner::None, Preconditioner::Jacobi] {
+        let given = CgOptions {
+            tol: 1e-9,
+            max_iters: 5000,
+            precond,
+            ..Default::default()
+        };
+        let plain = apps::cg(&dev, &config, &a, &b, &given).unwrap();
+        for plan_first in [true, false] {
+            let opts = CgOptions {
+                order: apps::CgOrder::Levels,
+                plan_first,
+                ..given
+            };
+            let what = format!("{precond:?}, plan first {plan_first}");
+            let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
+            let want = apps::cg(&cpu, &config, &a, &b, &opts).unwrap();
+            assert!(got.converged && want.converged, "{what}");
+            for (other, n) in [("cpu", want.iterations), ("given order", plain.iterations)] {
+                assert!(
+                    got.iterations.abs_diff(n) <= 1,
+                    "{what}: {} iterations, {other} {n}",
+                    got.iterations
+                );
+            }
+            if plan_first {
+                assert_eq!(got.renumbered.as_ref().unwrap().iterations_before, 0);
+            }
+            for (other, x) in [("cpu", &want.x), ("given order", &plain.x)] {
+                let err = got
+                    .x
+                    .iter()
+                    .zip(x)
+                    .fold(0.0f64, |m, (u, v)| m.max((u - v).abs()));
+                assert!(err < 1e-7, "{what}: max |x − x_{other}| = {err}");
+            }
+        }
+        let a32 = a.map_values(|&v| v as f32);
+        let b32 = apps::rhs_for_ones(&a32).unwrap();
+        let opts = CgOptions {
+            tol: 1e-5,
+            order: apps::CgOrder::Levels,
+            plan_first: true,
+            ..given
+        };
+        let got = apps::cg(&dev, &config, &a32, &b32, &opts).unwrap();
+        assert!(got.converged, "f32 {precond:?}");
+        let err = got.x.iter().fold(0.0f32, |m, v| m.max((v - 1.0).abs()));
+        assert!(err < 1e-3, "f32 {precond:?}: max |x − 1| = {err}");
+    }
+}

@@ -31,7 +31,7 @@ use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
     pagerank_pull_resident, relax, spmv,
 };
-use super::{cg_observed, spmv_input, PageRankOptions};
+use super::{cg_observed, spmv_input, CgOrder, PageRankOptions};
 use crate::gpu::baseline::{CusparseSpmvOn, SpmvAlg, SpmvScalar};
 use crate::gpu::event_timer::EventTimer;
 use crate::gpu::CudaDevice;
@@ -218,6 +218,46 @@ pub struct CgComparison {
     pub cusparse_ms: f64,
     /// Device time of each operation of the cuSPARSE CG's iteration.
     pub cusparse_ops: Vec<KernelTime>,
+    /// The cuSPARSE CG's iterations, summed (ms).
+    pub cusparse_total_ms: f64,
+    /// The `cg` app's iterations, summed (ms).
+    pub warpfit_total_ms: f64,
+    /// The `cg` app renumbered by levels (`CgOrder::Levels`).
+    pub levels: LevelsCg,
+}
+
+/// The `cg` app renumbered by breadth-first levels, end to end: once with
+/// the order made before the first iteration (nothing hides its cost), once
+/// pipelined (made on a CPU thread during the set-up and the first
+/// iterations, which run in the given order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelsCg {
+    /// Iterations run (planned first).
+    pub iterations: usize,
+    /// Host time of the level order and the renumbering's sources (ms).
+    pub planning_ms: f64,
+    /// Host time of the switch: uploads, the renumbering enqueued (ms).
+    pub switch_ms: f64,
+    /// Median iteration after the switch (ms).
+    pub iteration_ms: f64,
+    /// Planning plus every iteration, the switch included (ms).
+    pub total_ms: f64,
+    /// The pipelined run's iterations, summed (ms).
+    pub pipelined_total_ms: f64,
+    /// The pipelined run's iterations before the switch (`None`: it never
+    /// switched).
+    pub pipelined_before: Option<usize>,
+    /// Largest `|x_levels − x| / max |x|` against the app in the given
+    /// order, over both runs.
+    pub max_rel_diff: f64,
+}
+
+impl CgComparison {
+    /// The cuSPARSE CG's iterations over the renumbered run, planning
+    /// included: above 1 the renumbered run is faster end to end.
+    pub fn levels_speedup(&self) -> Option<f64> {
+        (self.levels.total_ms > 0.0).then(|| self.cusparse_total_ms / self.levels.total_ms)
+    }
 }
 
 impl CgComparison {
@@ -372,6 +412,40 @@ impl AppsReport {
                     opt(c.speedup(), 2),
                     if c.iterations_agree() { "yes" } else { "NO" },
                     dominant(&c.cusparse_ops)
+                );
+            }
+            md.push_str(
+                "\n### CG (f64) end to end, renumbered by levels, planning included\n\n\
+                 Every run's iterations summed (set-up excluded: the same uploads for all). \
+                 `levels`: the `cg` app with `CgOrder::Levels`, the level order made on the host \
+                 before the first iteration (its time added), the matrix renumbered on the device \
+                 in the first iteration; `pipelined`: the same order made on a CPU thread during \
+                 the set-up and the first iterations. Speed-up: the cuSPARSE CG's iterations over \
+                 `levels`' planning plus iterations. `x` against the app in the given order: \
+                 largest difference over `max |x|`.\n\n\
+                 | input | iters | cuSPARSE (ms) | warpfit, given order (ms) | level order (ms) | \
+                 switch (ms) | levels (ms/iter) | levels, planning included (ms) | speed-up over \
+                 cuSPARSE | pipelined (ms, iterations before the switch) | x rel diff |\n\
+                 |---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+            );
+            for c in &self.cg {
+                let l = &c.levels;
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.3} | {:.1} | {} | {:.1} ({}) | {:.1e} |",
+                    c.input,
+                    l.iterations,
+                    c.cusparse_total_ms,
+                    c.warpfit_total_ms,
+                    l.planning_ms,
+                    l.switch_ms,
+                    l.iteration_ms,
+                    l.total_ms,
+                    opt(c.levels_speedup(), 2),
+                    l.pipelined_total_ms,
+                    l.pipelined_before
+                        .map_or("never switched".to_string(), |k| k.to_string()),
+                    l.max_rel_diff
                 );
             }
             md.push('\n');
@@ -808,6 +882,61 @@ impl<'a> Bench<'a> {
         let ours = self.cg_loop(a, &b, &cg_opts, false)?;
         progress(&format!("{name}: cg f64 (cusparseSpMV)"));
         let theirs = self.cg_loop(a, &b, &cg_opts, true)?;
+        progress(&format!(
+            "{name}: cg f64 renumbered by levels (planned first)"
+        ));
+        let first_opts = CgOptions {
+            order: CgOrder::Levels,
+            plan_first: true,
+            ..cg_opts
+        };
+        let first = cg_observed(
+            &self.device,
+            &self.config,
+            a,
+            &b,
+            &first_opts,
+            &mut |_, _| {},
+        )?;
+        progress(&format!("{name}: cg f64 renumbered by levels (pipelined)"));
+        let pipelined_opts = CgOptions {
+            plan_first: false,
+            ..first_opts
+        };
+        let piped = cg_observed(
+            &self.device,
+            &self.config,
+            a,
+            &b,
+            &pipelined_opts,
+            &mut |_, _| {},
+        )?;
+        let scale = app.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = |x: &[f64]| {
+            x.iter()
+                .zip(&app.x)
+                .fold(0.0f64, |m, (u, v)| m.max((u - v).abs()))
+                / scale.max(f64::MIN_POSITIVE)
+        };
+        let r = first.renumbered.clone().ok_or_else(|| {
+            Error::invalid("cg renumbered with the plan made first did not switch")
+        })?;
+        let after = first.timings.iterations.get(1..).unwrap_or_default();
+        let levels = LevelsCg {
+            iterations: first.iterations,
+            planning_ms: ms(r.planning),
+            switch_ms: ms(r.switch),
+            iteration_ms: super::Timings {
+                setup: Default::default(),
+                iterations: after.to_vec(),
+            }
+            .median_iteration()
+            .map_or(0.0, ms),
+            total_ms: ms(r.planning) + ms(first.timings.iterations_total()),
+            pipelined_total_ms: ms(piped.timings.iterations_total()),
+            pipelined_before: piped.renumbered.as_ref().map(|r| r.iterations_before),
+            max_rel_diff: diff(&first.x).max(diff(&piped.x)),
+        };
         self.push_app(name, "cg f64", &app.timings, ours.ops);
         self.report.cg.push(CgComparison {
             input: name.to_string(),
@@ -818,6 +947,9 @@ impl<'a> Bench<'a> {
             cusparse_iterations: theirs.iterations,
             cusparse_ms: theirs.median_ms,
             cusparse_ops: theirs.ops,
+            cusparse_total_ms: theirs.total_ms,
+            warpfit_total_ms: ms(app.timings.iterations_total()),
+            levels,
         });
         Ok(())
     }
@@ -919,6 +1051,7 @@ impl<'a> Bench<'a> {
         Ok(CgLoop {
             iterations: timings.iterations.len(),
             median_ms: timings.median_iteration().map_or(0.0, ms),
+            total_ms: ms(timings.iterations_total()),
             ops: timed,
         })
     }
@@ -968,6 +1101,7 @@ impl<'a> Bench<'a> {
 struct CgLoop {
     iterations: usize,
     median_ms: f64,
+    total_ms: f64,
     ops: Vec<KernelTime>,
 }
 

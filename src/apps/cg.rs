@@ -9,23 +9,34 @@
 //! step sizes `α` and `β` are computed by the kernels from those scalars on
 //! the device, and the host reads them a few iterations behind the launches,
 //! so the device never waits for the host.
+//!
+//! With [`CgOrder::Levels`] the solver renumbers the matrix by
+//! breadth-first levels (`Remapping::levels`) on a CPU thread while the
+//! first iterations run in the given order, then renumbers the matrix on the
+//! device, permutes its vectors once and goes on in the new order; `x` comes
+//! back in the caller's order. On a randomly numbered mesh this turns the
+//! SpMV's scattered reads of `p` into reads of a few levels' width.
 
 use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
     cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64, cg_step_f32, cg_step_f64,
-    cg_step_jacobi_f32, cg_step_jacobi_f64, dot_f32, dot_f64, spmv, spmv_f64,
+    cg_step_jacobi_f32, cg_step_jacobi_f64, copy_f32, copy_f64, dot_f32, dot_f64, permute_f32,
+    permute_f64, renumber_entries_f32, renumber_entries_f64, spmv, spmv_f64,
 };
 use super::throttled::{SpmvThrottle, ThrottledRun};
 use super::timing::Timings;
 use crate::gpu::spec::Scalar;
 use crate::runtime::mem;
+use crate::runtime::partition::Remapping;
 use crate::runtime::sparse::mm::MmValue;
 use crate::runtime::Csr;
 use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
     Segment, TaskList, ThrottleOptions,
 };
-use std::time::Instant;
+use std::cell::OnceCell;
+use std::thread::ScopedJoinHandle;
+use std::time::{Duration, Instant};
 
 /// The preconditioner of [`cg`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,6 +46,46 @@ pub enum Preconditioner {
     None,
     /// Jacobi: `M = diag(A)`; needs a positive diagonal.
     Jacobi,
+}
+
+/// The numbering [`cg`] iterates in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CgOrder {
+    /// The matrix's own.
+    #[default]
+    Given,
+    /// Breadth-first levels (the Cuthill–McKee order from row 0,
+    /// `Remapping::levels`), computed on a CPU thread while the first
+    /// iterations run in the given order; the switch renumbers the matrix
+    /// on the device and permutes the vectors once. For meshes and grids
+    /// numbered without locality; the result is in the caller's order.
+    Levels,
+}
+
+impl std::str::FromStr for CgOrder {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "given" => Ok(CgOrder::Given),
+            "levels" => Ok(CgOrder::Levels),
+            _ => Err(Error::invalid(format!(
+                "unknown order `{s}`: expected `given` or `levels`"
+            ))),
+        }
+    }
+}
+
+/// What a renumbered run ([`CgOrder::Levels`]) did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenumberedRun {
+    /// Host time of the level order and the renumbering's sources, on the
+    /// CPU thread.
+    pub planning: Duration,
+    /// Iterations enqueued in the given order before the switch.
+    pub iterations_before: usize,
+    /// Host time of the switch: uploading the permutation and the sources,
+    /// enqueuing the renumbering and the permutation of the vectors.
+    pub switch: Duration,
 }
 
 /// When [`cg`] stops, and how it preconditions.
@@ -51,9 +102,12 @@ pub struct CgOptions {
     /// throttled handle, planned on a CPU thread while the first iterations
     /// run unthrottled); `None`: unthrottled.
     pub throttle: Option<ThrottleOptions>,
-    /// With `throttle`: wait for the plan before the first iteration instead
-    /// of running unthrottled meanwhile.
+    /// With `throttle` or a renumbering: wait for the plan before the
+    /// first iteration instead of iterating without it meanwhile.
     pub plan_first: bool,
+    /// The numbering the iterations run in (a renumbering and `throttle`
+    /// do not combine).
+    pub order: CgOrder,
 }
 
 impl Default for CgOptions {
@@ -64,6 +118,7 @@ impl Default for CgOptions {
             precond: Preconditioner::None,
             throttle: None,
             plan_first: false,
+            order: CgOrder::Given,
         }
     }
 }
@@ -84,6 +139,9 @@ pub struct CgResult<T> {
     pub timings: Timings,
     /// What throttling did, when [`CgOptions::throttle`] asked for it.
     pub throttle: Option<ThrottledRun>,
+    /// What the renumbering did, when [`CgOptions::order`] asked for one
+    /// (`None` also when the run ended before the switch).
+    pub renumbered: Option<RenumberedRun>,
 }
 
 mod sealed {
@@ -117,6 +175,32 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         options: &ThrottleOptions,
         a: &Csr<Self>,
     ) -> Result<Box<dyn SpmvThrottle<Self>>>;
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    fn prepare_renumber<'a>(
+        device: &Device,
+        config: &LaunchConfig,
+        from: &'a DeviceVec<u32>,
+        inv: &'a DeviceVec<u32>,
+        a: &'a DeviceMatrix<Self>,
+        col: &'a DeviceVec<u32>,
+        val: &'a DeviceVec<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
+    #[doc(hidden)]
+    fn prepare_permute<'a>(
+        device: &Device,
+        config: &LaunchConfig,
+        perm: &'a DeviceVec<u32>,
+        src: &'a DeviceVec<Self>,
+        out: &'a DeviceVec<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
+    #[doc(hidden)]
+    fn prepare_copy<'a>(
+        device: &Device,
+        config: &LaunchConfig,
+        src: &'a DeviceVec<Self>,
+        out: &'a DeviceVec<Self>,
+    ) -> Result<PreparedLaunch<'a>>;
     #[doc(hidden)]
     fn prepare_dot<'a>(
         device: &Device,
@@ -299,7 +383,8 @@ pub(crate) const RZ: usize = 1;
 pub(crate) const RR: usize = 2;
 
 macro_rules! cg_scalar {
-    ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $publish:ident) => {
+    ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $publish:ident,
+     $renumber:ident, $permute:ident, $copy:ident) => {
         impl CgScalar for $t {
             fn to_f64(self) -> f64 {
                 self as f64
@@ -341,6 +426,44 @@ macro_rules! cg_scalar {
                     a.col_idx().to_vec(),
                     a.values().to_vec(),
                 )?))
+            }
+            fn prepare_renumber<'a>(
+                device: &Device,
+                config: &LaunchConfig,
+                from: &'a DeviceVec<u32>,
+                inv: &'a DeviceVec<u32>,
+                a: &'a DeviceMatrix<Self>,
+                col: &'a DeviceVec<u32>,
+                val: &'a DeviceVec<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                $renumber::prepare(
+                    device,
+                    config,
+                    from.len(),
+                    from,
+                    inv,
+                    &a.col_idx,
+                    &a.values,
+                    col,
+                    val,
+                )
+            }
+            fn prepare_permute<'a>(
+                device: &Device,
+                config: &LaunchConfig,
+                perm: &'a DeviceVec<u32>,
+                src: &'a DeviceVec<Self>,
+                out: &'a DeviceVec<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                $permute::prepare(device, config, perm.len(), perm, src, out)
+            }
+            fn prepare_copy<'a>(
+                device: &Device,
+                config: &LaunchConfig,
+                src: &'a DeviceVec<Self>,
+                out: &'a DeviceVec<Self>,
+            ) -> Result<PreparedLaunch<'a>> {
+                $copy::prepare(device, config, src.len(), src, out)
             }
             fn prepare_dot<'a>(
                 device: &Device,
@@ -399,7 +522,10 @@ cg_scalar!(
     cg_step_f32,
     cg_step_jacobi_f32,
     cg_direction_f32,
-    cg_publish_f32
+    cg_publish_f32,
+    renumber_entries_f32,
+    permute_f32,
+    copy_f32
 );
 cg_scalar!(
     f64,
@@ -408,7 +534,10 @@ cg_scalar!(
     cg_step_f64,
     cg_step_jacobi_f64,
     cg_direction_f64,
-    cg_publish_f64
+    cg_publish_f64,
+    renumber_entries_f64,
+    permute_f64,
+    copy_f64
 );
 
 /// Solves `A·x = b` by conjugate gradient from `x = 0`, for a symmetric
@@ -467,8 +596,155 @@ pub fn cg_observed<T: CgScalar>(
                 iterations: Vec::new(),
             },
             throttle: None,
+            renumbered: None,
         });
     }
+    if opts.order != CgOrder::Given && opts.throttle.is_some() {
+        return Err(Error::invalid(
+            "cg: a renumbered run (order levels) and a throttled SpMV do not combine; pick one",
+        ));
+    }
+    // The renumbering, like the throttled SpMV's plan below, is made on a
+    // CPU thread while the set-up and the first iterations go on.
+    std::thread::scope(|scope| {
+        let levels = (opts.order == CgOrder::Levels).then(|| scope.spawn(|| LevelPlan::new(a)));
+        solve(
+            device,
+            config,
+            a,
+            b,
+            opts,
+            on_step,
+            b_norm,
+            setup_start,
+            levels,
+        )
+    })
+}
+
+/// A level renumbering made on the host: the remapping, and where each
+/// entry of the renumbered matrix comes from.
+struct LevelPlan {
+    remapping: Remapping,
+    new_ptr: Vec<u32>,
+    from: Vec<u32>,
+    planning: Duration,
+}
+
+impl LevelPlan {
+    fn new<T>(a: &Csr<T>) -> Result<Self> {
+        let t = Instant::now();
+        let remapping = Remapping::levels(a)?;
+        let (new_ptr, from) = remapping.fine_sources(a.row_ptr())?;
+        Ok(LevelPlan {
+            remapping,
+            new_ptr,
+            from,
+            planning: t.elapsed(),
+        })
+    }
+
+    fn join(handle: ScopedJoinHandle<'_, Result<Self>>) -> Result<Self> {
+        handle
+            .join()
+            .map_err(|_| Error::invalid("cg: the thread making the level order panicked"))?
+    }
+}
+
+/// The renumbered matrix on the device, with the permutation it was made
+/// with.
+struct Renumbered<T: Scalar> {
+    matrix: DeviceMatrix<T>,
+    remapping: Remapping,
+}
+
+/// Renumbers `matrix` by `plan` on the device and permutes CG's vectors
+/// into the new order (through `v.q`, which every iteration rewrites
+/// before reading). Enqueued behind the iterations before it.
+fn switch_to<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    matrix: &DeviceMatrix<T>,
+    v: &Vectors<T>,
+    plan: LevelPlan,
+) -> Result<Renumbered<T>> {
+    let perm = device.upload(plan.remapping.task_perm())?;
+    let inv = device.upload(plan.remapping.gathered_inv())?;
+    let from = device.upload(&plan.from)?;
+    let renumbered = DeviceMatrix {
+        row_ptr: device.upload(&plan.new_ptr)?,
+        col_idx: device.alloc::<u32>(plan.from.len())?,
+        values: device.alloc::<T>(plan.from.len())?,
+    };
+    {
+        let entries = T::prepare_renumber(
+            device,
+            config,
+            &from,
+            &inv,
+            matrix,
+            &renumbered.col_idx,
+            &renumbered.values,
+        )?;
+        entries.run()?;
+        entries.check()?;
+    }
+    let vectors = [
+        Some(&v.x),
+        Some(&v.r),
+        Some(&v.p),
+        v.z.as_ref(),
+        v.inv_diag.as_ref(),
+    ];
+    for vec in vectors.into_iter().flatten() {
+        let gather = T::prepare_permute(device, config, &perm, vec, &v.q)?;
+        gather.run()?;
+        gather.check()?;
+        let back = T::prepare_copy(device, config, &v.q, vec)?;
+        back.run()?;
+        back.check()?;
+    }
+    Ok(Renumbered {
+        matrix: renumbered,
+        remapping: plan.remapping,
+    })
+}
+
+/// Prepares the renumbering's kernels once over one-element arrays, so
+/// that compiling them (on CUDA) belongs to the set-up, not to the switch.
+fn compile_renumbering<T: CgScalar>(device: &Device, config: &LaunchConfig) -> Result<()> {
+    let (from, inv, col) = (
+        device.alloc::<u32>(1)?,
+        device.alloc::<u32>(1)?,
+        device.alloc::<u32>(1)?,
+    );
+    let (src, out) = (device.alloc::<T>(1)?, device.alloc::<T>(1)?);
+    let m = DeviceMatrix {
+        row_ptr: device.alloc::<u32>(2)?,
+        col_idx: device.alloc::<u32>(1)?,
+        values: device.alloc::<T>(1)?,
+    };
+    T::prepare_renumber(device, config, &from, &inv, &m, &col, &out)?;
+    T::prepare_permute(device, config, &from, &src, &out)?;
+    T::prepare_copy(device, config, &src, &out)?;
+    Ok(())
+}
+
+/// [`cg_observed`] after its checks, with the level order's thread when
+/// one was asked for.
+#[allow(clippy::too_many_arguments)]
+fn solve<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<T>,
+    b: &[T],
+    opts: &CgOptions,
+    on_step: &mut dyn FnMut(usize, f64),
+    b_norm: f64,
+    setup_start: Instant,
+    mut levels: Option<ScopedJoinHandle<'_, Result<LevelPlan>>>,
+) -> Result<CgResult<T>> {
+    let n = b.len();
     // Planning starts first: it runs on a CPU thread while the set-up and
     // the first iterations go on.
     let mut throttled = opts
@@ -479,6 +755,13 @@ pub fn cg_observed<T: CgScalar>(
     if let (Some(t), true) = (&mut throttled, opts.plan_first) {
         t.wait_for_plan()?;
     }
+    let mut ready = match (levels.take(), opts.plan_first) {
+        (Some(h), true) => Some(LevelPlan::join(h)?),
+        (h, _) => {
+            levels = h;
+            None
+        }
+    };
     let mut planned = Vec::new();
     let matrix = DeviceMatrix {
         row_ptr: device.upload(a.row_ptr())?,
@@ -488,6 +771,9 @@ pub fn cg_observed<T: CgScalar>(
     let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
+    if levels.is_some() || ready.is_some() {
+        compile_renumbering::<T>(device, config)?;
+    }
     let by_parity = [
         CgIteration::prepare(device, config, &v, &lists, 0)?,
         CgIteration::prepare(device, config, &v, &lists, 1)?,
@@ -504,6 +790,11 @@ pub fn cg_observed<T: CgScalar>(
     device.synchronize()?;
     check_faults(&launches)?;
     let setup = setup_start.elapsed();
+    // The renumbered matrix (set once, at the switch) and the SpMV over it.
+    let renumbered: OnceCell<Renumbered<T>> = OnceCell::new();
+    let renumbered_ref = &renumbered;
+    let mut renumbered_spmv: Option<PreparedLaunch<'_>> = None;
+    let mut report: Option<RenumberedRun> = None;
 
     // Each iteration publishes its scalars into a host-mapped slot, read
     // `DEPTH` iterations behind the launches: the iterations enqueued past
@@ -523,8 +814,27 @@ pub fn cg_observed<T: CgScalar>(
         DEPTH,
         max_iters,
         &mut |k| {
+            if levels.as_ref().is_some_and(|h| h.is_finished()) {
+                ready = levels.take().map(LevelPlan::join).transpose()?;
+            }
+            if let Some(plan) = ready.take() {
+                let t = Instant::now();
+                let planning = plan.planning;
+                let r = switch_to(device, config, &matrix, &v, plan)?;
+                let r = renumbered_ref.get_or_init(|| r);
+                renumbered_spmv = Some(T::prepare_spmv(device, config, n, &r.matrix, &v.p, &v.q)?);
+                report = Some(RenumberedRun {
+                    planning,
+                    // Rounds count from 1.
+                    iterations_before: k - 1,
+                    switch: t.elapsed(),
+                });
+            }
             match &mut throttled {
-                None => spmv.run()?,
+                None => match &renumbered_spmv {
+                    Some(l) => l.run()?,
+                    None => spmv.run()?,
+                },
                 Some(t) => {
                     let before = t.report().launches_before_plan;
                     t.enqueue(&v.p, &v.q)?;
@@ -561,11 +871,20 @@ pub fn cg_observed<T: CgScalar>(
     let done = rounds.inspected;
     let iterations = rounds.times;
     check_faults(&launches)?;
+    if let Some(l) = &renumbered_spmv {
+        l.check()?;
+    }
     if let Some(t) = &throttled {
         t.check()?;
     }
+    let x = match renumbered.get() {
+        Some(r) => r.remapping.gathered_to_old(&v.x.to_vec()?)?,
+        None => v.x.to_vec()?,
+    };
+    // A plan still being made when the run ended is dropped with its
+    // thread (joined by the scope).
     Ok(CgResult {
-        x: v.x.to_vec()?,
+        x,
         iterations: done,
         relative_residual,
         converged,
@@ -575,6 +894,7 @@ pub fn cg_observed<T: CgScalar>(
             status: t.status(),
             planned,
         }),
+        renumbered: report,
     })
 }
 

@@ -233,6 +233,67 @@ pub fn cg_publish_f64(t: usize, base: u32, cur: &[f64], hist: &mut [f64]) {
 }
 
 // ---------------------------------------------------------------------------
+// Renumbering arrays already on the device (CG's level order).
+
+/// `out[i] = src[perm[i]]`: a vector into a renumbering (`perm[new] = old`).
+#[nested_reduce]
+pub fn permute_f32(i: usize, perm: &[u32], src: &[f32], out: &mut [f32]) {
+    out[i] = src[perm[i] as usize];
+}
+
+/// [`permute_f32`] in f64.
+#[nested_reduce]
+pub fn permute_f64(i: usize, perm: &[u32], src: &[f64], out: &mut [f64]) {
+    out[i] = src[perm[i] as usize];
+}
+
+/// `out[i] = src[i]`.
+#[nested_reduce]
+pub fn copy_f32(i: usize, src: &[f32], out: &mut [f32]) {
+    out[i] = src[i];
+}
+
+/// [`copy_f32`] in f64.
+#[nested_reduce]
+pub fn copy_f64(i: usize, src: &[f64], out: &mut [f64]) {
+    out[i] = src[i];
+}
+
+/// Entry `j` of a renumbered matrix: the old entry `from[j]`, its column
+/// renamed through `inv` (`inv[old] = new`); `from` is
+/// `Remapping::fine_sources`'s.
+#[nested_reduce]
+pub fn renumber_entries_f32(
+    j: usize,
+    from: &[u32],
+    inv: &[u32],
+    col: &[u32],
+    val: &[f32],
+    new_col: &mut [u32],
+    new_val: &mut [f32],
+) {
+    let k = from[j] as usize;
+    new_col[j] = inv[col[k] as usize];
+    new_val[j] = val[k];
+}
+
+/// [`renumber_entries_f32`] in f64.
+#[nested_reduce]
+pub fn renumber_entries_f64(
+    j: usize,
+    from: &[u32],
+    inv: &[u32],
+    col: &[u32],
+    val: &[f64],
+    new_col: &mut [u32],
+    new_val: &mut [f64],
+) {
+    let k = from[j] as usize;
+    new_col[j] = inv[col[k] as usize];
+    new_val[j] = val[k];
+}
+
+// ---------------------------------------------------------------------------
 // Graph apps on device-resident arrays.
 
 /// PageRank's per-vertex share: `contrib[u] = rank[u] / outdeg[u]`, 0 for a

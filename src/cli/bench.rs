@@ -83,6 +83,10 @@ pub struct BenchArgs {
     /// apps: CG's relative residual tolerance.
     #[arg(long, value_name = "TOL")]
     pub cg_tol: Option<f64>,
+    /// apps: stop CG after N iterations, converged or not (with
+    /// `--cg-tol 0`, exactly N: the end-to-end comparison's 200).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub cg_max_iters: Option<u32>,
     /// apps: back-to-back runs of a launch between its CUDA events.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub repeats: Option<u32>,
@@ -120,7 +124,7 @@ pub struct BenchArgs {
 /// Which `warpfit bench` kinds take each option: an option given to
 /// another kind is an error, not silently ignored.
 fn check_options(args: &BenchArgs) -> Result<()> {
-    let given: [(&str, bool, &[&str]); 17] = [
+    let given: [(&str, bool, &[&str]); 18] = [
         (
             "--variants",
             !args.variants.is_empty(),
@@ -136,6 +140,7 @@ fn check_options(args: &BenchArgs) -> Result<()> {
         ("--out", args.out.is_some(), &["apps", "throttle"]),
         ("--cg-gen", !args.cg_gens.is_empty(), &["apps"]),
         ("--cg-tol", args.cg_tol.is_some(), &["apps"]),
+        ("--cg-max-iters", args.cg_max_iters.is_some(), &["apps"]),
         ("--repeats", args.repeats.is_some(), &["apps"]),
         ("--no-cpu", args.no_cpu, &["apps"]),
         ("--pagerank-mtx", args.pagerank_mtx.is_some(), &["apps"]),

@@ -47,6 +47,9 @@ pub fn options(args: &BenchArgs) -> Result<AppsBenchOptions> {
         }
         opts.cg_tol = tol;
     }
+    if let Some(n) = args.cg_max_iters {
+        opts.cg_max_iters = n as usize;
+    }
     if let Some(r) = args.repeats {
         opts.kernel_repeats = r as usize;
     }
@@ -61,6 +64,7 @@ pub fn refuse_apps_options(args: &BenchArgs) -> Result<()> {
         ("--out", args.out.is_some()),
         ("--cg-gen", !args.cg_gens.is_empty()),
         ("--cg-tol", args.cg_tol.is_some()),
+        ("--cg-max-iters", args.cg_max_iters.is_some()),
         ("--repeats", args.repeats.is_some()),
         ("--no-cpu", args.no_cpu),
         ("--pagerank-mtx", args.pagerank_mtx.is_some()),

@@ -8,8 +8,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use warpfit::apps::{
-    self, CgOptions, CgScalar, DriveOptions, DrivenReport, DriverChoice, Graph, PageRankOptions,
-    Preconditioner, Timings,
+    self, CgOptions, CgOrder, CgScalar, DriveOptions, DrivenReport, DriverChoice, Graph,
+    PageRankOptions, Preconditioner, Timings,
 };
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
@@ -117,6 +117,13 @@ pub struct RunArgs {
     /// itself. The CPU backend runs every policy unthrottled.
     #[arg(long, value_name = "POLICY")]
     pub throttle: Option<String>,
+    /// cg: the numbering the iterations run in: `given` (the default) or
+    /// `levels` (breadth-first levels from row 0, made on a CPU thread while
+    /// the first iterations run; the matrix is then renumbered on the
+    /// device, for meshes numbered without locality). The solution is
+    /// written in the matrix's own order either way.
+    #[arg(long, value_name = "ORDER")]
+    pub order: Option<String>,
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
@@ -178,9 +185,17 @@ fn check_options(args: &RunArgs) -> Result<()> {
             ("--max-iters", args.max_iters.is_some()),
             ("--precision", args.precision.is_some()),
             ("--precond", args.precond.is_some()),
+            ("--order", args.order.is_some()),
         ];
         if let Some((name, _)) = cg_only.iter().find(|(_, given)| *given) {
             return Err(Error::invalid(format!("{name} applies to cg only")));
+        }
+    }
+    if let Some(order) = &args.order {
+        if order.parse::<CgOrder>()? != CgOrder::Given && args.throttle.is_some() {
+            return Err(Error::invalid(
+                "--order levels and --throttle do not combine: the renumbered run uses the plain SpMV; pick one",
+            ));
         }
     }
     if let Some(tol) = args.tol {
@@ -568,7 +583,12 @@ impl AppRun<'_> {
         let args = self.args;
         let read_start = Instant::now();
         let a = args.input.load_as::<T>()?;
-        check_cg_memory::<T>(&a)?;
+        let order = args
+            .order
+            .as_deref()
+            .map(str::parse::<CgOrder>)
+            .transpose()?;
+        check_cg_memory::<T>(&a, order.unwrap_or_default())?;
         let b: Vec<T> = match &args.rhs {
             Some(path) => read_vector(path, "--rhs", a.nrows())?
                 .into_iter()
@@ -597,6 +617,7 @@ impl AppRun<'_> {
                 PrecondArg::Jacobi => Preconditioner::Jacobi,
             },
             throttle: self.throttle_options(T::throttle_options)?,
+            order: order.unwrap_or_default(),
             ..CgOptions::default()
         };
         let mut steps = Steps::new("cg", Some(opts.max_iters as u64));
@@ -630,9 +651,39 @@ impl AppRun<'_> {
                 throttle_summary(&t.report, t.status, &result.timings.iterations, &t.planned)
             );
         }
+        if opts.order == CgOrder::Levels {
+            println!("{}", renumber_summary(&result));
+        }
         print_timing(read, &result.timings, "iterations");
         write_output(self.output, result.x.iter().map(|v| v.to_string()))
     }
+}
+
+/// What a renumbered cg run did: the plan, the iterations before the
+/// switch, the median iteration before and after it.
+fn renumber_summary<T>(result: &apps::CgResult<T>) -> String {
+    let Some(r) = &result.renumbered else {
+        return "order: the level order was not ready before the last iteration; every iteration ran in the given order".into();
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let median = |t: &[Duration]| {
+        let mut t = t.to_vec();
+        t.sort();
+        t.get(t.len() / 2)
+            .map_or("–".to_string(), |&d| format!("{:.3} ms", ms(d)))
+    };
+    let (before, after) = result
+        .timings
+        .iterations
+        .split_at(r.iterations_before.min(result.timings.iterations.len()));
+    format!(
+        "order: levels made in {:.1} ms on a CPU thread, {} iterations in the given order before the switch ({:.1} ms of host time); iterations {} before, {} after",
+        ms(r.planning),
+        r.iterations_before,
+        ms(r.switch),
+        median(before),
+        median(after.get(1..).unwrap_or_default()),
+    )
 }
 
 /// What pipelined throttling did: the plan, the repetitions run before it
@@ -748,10 +799,15 @@ fn print_timing(read: Duration, t: &Timings, unit: &str) {
 
 /// Checks cg's working memory: the matrix on the host (read) and on the
 /// device, which on the CPU backend is host memory too, and its vectors.
-fn check_cg_memory<T: CgScalar>(a: &Csr<T>) -> Result<()> {
+fn check_cg_memory<T: CgScalar>(a: &Csr<T>, order: CgOrder) -> Result<()> {
     let size = T::TYPE.size() as u64;
     let (rows, nnz) = (a.nrows() as u64, a.nnz() as u64);
-    let matrix = 4 * (rows + 1) + (4 + size) * nnz;
+    let mut matrix = 4 * (rows + 1) + (4 + size) * nnz;
+    if order == CgOrder::Levels {
+        // The renumbered copy, and the level plan on the host (order,
+        // inverse, claims and marks, range array, entry sources).
+        matrix += matrix + 21 * rows + 4 * nnz;
+    }
     // b, x, r, z, p, q, 1/diag, a start vector.
     mem::check("the cg matrix copy and vectors", matrix + 8 * size * rows)
 }

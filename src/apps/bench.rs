@@ -1192,6 +1192,19 @@ mod tests {
         assert_eq!(dominant(&none.kernels), "");
     }
 
+    fn levels_cg(total_ms: f64) -> LevelsCg {
+        LevelsCg {
+            iterations: 100,
+            planning_ms: 5.0,
+            switch_ms: 1.0,
+            iteration_ms: 0.15,
+            total_ms,
+            pipelined_total_ms: 19.0,
+            pipelined_before: Some(3),
+            max_rel_diff: 1e-14,
+        }
+    }
+
     #[test]
     fn cg_comparison_speedup_and_agreement() {
         let mut c = CgComparison {
@@ -1203,8 +1216,12 @@ mod tests {
             cusparse_iterations: 101,
             cusparse_ms: 0.6,
             cusparse_ops: vec![],
+            cusparse_total_ms: 60.6,
+            warpfit_total_ms: 50.0,
+            levels: levels_cg(20.2),
         };
         assert!((c.speedup().unwrap() - 1.2).abs() < 1e-12);
+        assert!((c.levels_speedup().unwrap() - 3.0).abs() < 1e-12);
         assert!(c.iterations_agree());
         c.cusparse_iterations = 98;
         assert!(!c.iterations_agree());
@@ -1239,6 +1256,9 @@ mod tests {
                 cusparse_iterations: 152,
                 cusparse_ms: 0.25,
                 cusparse_ops: vec![k("cusparseSpMV", 0.06)],
+                cusparse_total_ms: 38.0,
+                warpfit_total_ms: 30.0,
+                levels: levels_cg(19.0),
             }],
             pagerank: vec![PagerankEndToEnd {
                 input: "rmat".into(),
@@ -1251,6 +1271,10 @@ mod tests {
         };
         let md = report.to_markdown();
         assert!(md.contains("Device: GPU X. Command: `warpfit bench apps --small`."));
+        assert!(
+            md.contains("| poisson2d:side=64 | 100 | 38.0 | 30.0 | 5.0 | 1.0 | 0.150 | 19.0 | 2.00 | 19.0 (3) | 1.0e-14 |"),
+            "{md}"
+        );
         assert!(
             md.contains("| poisson2d:side=64 | 4096 | 20224 | 0.01 |"),
             "{md}"

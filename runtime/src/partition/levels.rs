@@ -30,12 +30,16 @@ use crate::{mem, Error, Result};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
-/// Frontiers reaching fewer edges than this are expanded on one thread:
+/// Frontiers of fewer than `CHUNK` vertices reaching fewer edges than
+/// this are expanded on one thread:
 /// the order is the same, and a graph of many small components (or the
 /// first and last levels of a large one) costs no parallel overhead.
 const SEQUENTIAL_EDGES: usize = 1 << 14;
 
 /// Frontier vertices per parallel job when listing claimed neighbours.
+/// (Host cost, measured in BENCHMARKS.md: a randomly numbered mesh makes
+/// every edge a cache miss, so the order scales with memory latency more
+/// than with cores.)
 const CHUNK: usize = 1024;
 
 /// The breadth-first (Cuthill–McKee) order of `a`'s rows, starting from row
@@ -99,11 +103,15 @@ pub fn level_order<T>(a: &Csr<T>, root: usize) -> Result<Vec<u32>> {
         }
         let end = order.len();
         let frontier = &order[start..end];
-        let edges: usize = frontier
-            .iter()
-            .map(|&v| (ptr[v as usize + 1] - ptr[v as usize]) as usize)
-            .sum();
-        let next: Vec<u32> = if edges < SEQUENTIAL_EDGES {
+        // Counting a large frontier's edges would itself be a random read
+        // per vertex on one thread: it goes parallel without counting.
+        let small = frontier.len() < CHUNK
+            && frontier
+                .iter()
+                .map(|&v| (ptr[v as usize + 1] - ptr[v as usize]) as usize)
+                .sum::<usize>()
+                < SEQUENTIAL_EDGES;
+        let next: Vec<u32> = if small {
             let mut next = Vec::new();
             for &v in frontier {
                 let v = v as usize;

@@ -270,13 +270,19 @@ impl Remapping {
             "the renumbered range array and entry sources",
             (n as u64 + 1 + nnz as u64).saturating_mul(4),
         )?;
-        let mut new_ptr = Vec::with_capacity(n + 1);
+        // Row lengths gathered in parallel (random reads of `ptr`), then
+        // summed in order.
+        let mut new_ptr: Vec<u32> = Vec::with_capacity(n + 1);
         new_ptr.push(0u32);
+        new_ptr.par_extend(
+            self.task_perm
+                .par_iter()
+                .map(|&o| ptr[o as usize + 1] - ptr[o as usize]),
+        );
         let mut at = 0u32;
-        for &old in &self.task_perm {
-            let o = old as usize;
-            at += ptr[o + 1] - ptr[o];
-            new_ptr.push(at);
+        for v in &mut new_ptr[1..] {
+            at += *v;
+            *v = at;
         }
         // Blocks of new rows, each filling its own part of `from`.
         const ROWS: usize = 4096;

@@ -54,7 +54,7 @@ const CHUNK: usize = 1024;
 /// use warpfit_runtime::partition::level_order;
 /// use warpfit_runtime::Csr;
 /// // The path 0 - 2 - 1 - 3, stored out of order.
-/// let a = Csr::new(4, 4, vec![0, 1, 3, 5, 6], vec![2, 0, 1, 2, 3, 1], vec![1.0f32; 6]).unwrap();
+/// let a = Csr::new(4, 4, vec![0, 1, 3, 5, 6], vec![2, 2, 3, 0, 1, 1], vec![1.0f32; 6]).unwrap();
 /// assert_eq!(level_order(&a, 0).unwrap(), vec![0, 2, 1, 3]);
 /// ```
 pub fn level_order<T>(a: &Csr<T>, root: usize) -> Result<Vec<u32>> {

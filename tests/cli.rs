@@ -422,6 +422,27 @@ fn options_an_app_does_not_use_are_rejected() {
             "--decomp does not apply with --throttle",
         ),
         (
+            vec!["run", "spmv", "--gen", "grid2d:side=3", "--order", "levels"],
+            "--order applies to cg only",
+        ),
+        (
+            vec!["run", "cg", "--gen", "poisson2d:side=3", "--order", "bfs"],
+            "unknown order `bfs`",
+        ),
+        (
+            vec![
+                "run",
+                "cg",
+                "--gen",
+                "poisson2d:side=3",
+                "--order",
+                "levels",
+                "--throttle",
+                "cf",
+            ],
+            "--order levels and --throttle do not combine",
+        ),
+        (
             vec![
                 "partition",
                 "--gen",
@@ -590,6 +611,38 @@ fn cg_solves_for_the_ones_vector_and_prints_its_timing() {
             assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-4), "{x:?}");
         }
     }
+    // Renumbered by levels: the same solution, in the matrix's own order,
+    // and a summary of the switch.
+    let out = tmp("cg-levels.txt");
+    let o = warpfit(&[
+        "run",
+        "cg",
+        "--gen",
+        "poisson3d:side=6,order=random,seed=2",
+        "--backend",
+        "cpu",
+        "--tol",
+        "1e-8",
+        "--order",
+        "levels",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("cg: converged after"), "{stdout}");
+    assert!(
+        stdout.contains("order: levels made in")
+            || stdout.contains("order: the level order was not ready"),
+        "{stdout}"
+    );
+    let x: Vec<f64> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(x.len(), 216);
+    assert!(x.iter().all(|v| (v - 1.0).abs() < 1e-6), "{x:?}");
 }
 
 #[test]

@@ -35,6 +35,7 @@ use crate::{
     Segment, TaskList, ThrottleOptions,
 };
 use std::cell::OnceCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 
@@ -606,9 +607,13 @@ pub fn cg_observed<T: CgScalar>(
     }
     // The renumbering, like the throttled SpMV's plan below, is made on a
     // CPU thread while the set-up and the first iterations go on.
+    // A run that ends before the order is in stops the thread making it
+    // rather than waiting for an order nobody uses.
+    let cancel = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let levels = (opts.order == CgOrder::Levels).then(|| scope.spawn(|| LevelPlan::new(a)));
-        solve(
+        let levels =
+            (opts.order == CgOrder::Levels).then(|| scope.spawn(|| LevelPlan::new(a, &cancel)));
+        let result = solve(
             device,
             config,
             a,
@@ -618,7 +623,9 @@ pub fn cg_observed<T: CgScalar>(
             b_norm,
             setup_start,
             levels,
-        )
+        );
+        cancel.store(true, Ordering::Relaxed);
+        result
     })
 }
 
@@ -632,19 +639,22 @@ struct LevelPlan {
 }
 
 impl LevelPlan {
-    fn new<T>(a: &Csr<T>) -> Result<Self> {
+    /// The plan, or `None` when `cancel` was set before it was made.
+    fn new<T>(a: &Csr<T>, cancel: &AtomicBool) -> Result<Option<Self>> {
         let t = Instant::now();
-        let remapping = Remapping::levels(a)?;
+        let Some(remapping) = Remapping::levels_unless(a, cancel)? else {
+            return Ok(None);
+        };
         let (new_ptr, from) = remapping.fine_sources(a.row_ptr())?;
-        Ok(LevelPlan {
+        Ok(Some(LevelPlan {
             remapping,
             new_ptr,
             from,
             planning: t.elapsed(),
-        })
+        }))
     }
 
-    fn join(handle: ScopedJoinHandle<'_, Result<Self>>) -> Result<Self> {
+    fn join(handle: ScopedJoinHandle<'_, Result<Option<Self>>>) -> Result<Option<Self>> {
         handle
             .join()
             .map_err(|_| Error::invalid("cg: the thread making the level order panicked"))?
@@ -742,7 +752,7 @@ fn solve<T: CgScalar>(
     on_step: &mut dyn FnMut(usize, f64),
     b_norm: f64,
     setup_start: Instant,
-    mut levels: Option<ScopedJoinHandle<'_, Result<LevelPlan>>>,
+    mut levels: Option<ScopedJoinHandle<'_, Result<Option<LevelPlan>>>>,
 ) -> Result<CgResult<T>> {
     let n = b.len();
     // Planning starts first: it runs on a CPU thread while the set-up and
@@ -756,7 +766,7 @@ fn solve<T: CgScalar>(
         t.wait_for_plan()?;
     }
     let mut ready = match (levels.take(), opts.plan_first) {
-        (Some(h), true) => Some(LevelPlan::join(h)?),
+        (Some(h), true) => LevelPlan::join(h)?,
         (h, _) => {
             levels = h;
             None
@@ -815,7 +825,7 @@ fn solve<T: CgScalar>(
         max_iters,
         &mut |k| {
             if levels.as_ref().is_some_and(|h| h.is_finished()) {
-                ready = levels.take().map(LevelPlan::join).transpose()?;
+                ready = levels.take().map(LevelPlan::join).transpose()?.flatten();
             }
             if let Some(plan) = ready.take() {
                 let t = Instant::now();

@@ -58,6 +58,21 @@ const CHUNK: usize = 1024;
 /// assert_eq!(level_order(&a, 0).unwrap(), vec![0, 2, 1, 3]);
 /// ```
 pub fn level_order<T>(a: &Csr<T>, root: usize) -> Result<Vec<u32>> {
+    let never = AtomicBool::new(false);
+    Ok(level_order_unless(a, root, &never)?.unwrap_or_default())
+}
+
+/// [`level_order`], given up (`Ok(None)`) as soon as `cancel` is set: for
+/// an order made on a thread of its own that its user may stop waiting for
+/// (the flag is read between levels).
+///
+/// # Errors
+/// As [`level_order`].
+pub fn level_order_unless<T>(
+    a: &Csr<T>,
+    root: usize,
+    cancel: &AtomicBool,
+) -> Result<Option<Vec<u32>>> {
     let n = a.nrows();
     if n != a.ncols() {
         return Err(Error::invalid(format!(
@@ -67,7 +82,7 @@ pub fn level_order<T>(a: &Csr<T>, root: usize) -> Result<Vec<u32>> {
         )));
     }
     if n == 0 {
-        return Ok(Vec::new());
+        return Ok(Some(Vec::new()));
     }
     if root >= n {
         return Err(Error::invalid(format!(
@@ -93,6 +108,9 @@ pub fn level_order<T>(a: &Csr<T>, root: usize) -> Result<Vec<u32>> {
     push_root(&mut order, root);
     let mut start = 0usize;
     while order.len() < n {
+        if cancel.load(Relaxed) {
+            return Ok(None);
+        }
         if start == order.len() {
             // The component is numbered: the next starts at the smallest
             // vertex not numbered yet.
@@ -128,7 +146,7 @@ pub fn level_order<T>(a: &Csr<T>, root: usize) -> Result<Vec<u32>> {
         start = end;
         order.extend_from_slice(&next);
     }
-    Ok(order)
+    Ok(Some(order))
 }
 
 /// One level in parallel: the neighbours of `frontier` not seen yet, each
@@ -292,6 +310,19 @@ mod tests {
         // A level of a 24³ grid holds at most a few hundred vertices.
         assert!(after < 2000, "bandwidth {after}");
         assert!(before > 10_000, "bandwidth {before}");
+    }
+
+    #[test]
+    fn a_cancelled_order_is_given_up() {
+        let a = shuffled_grid(5, 1);
+        let stop = AtomicBool::new(true);
+        assert_eq!(level_order_unless(&a, 0, &stop).unwrap(), None);
+        assert!(crate::partition::Remapping::levels_unless(&a, &stop)
+            .unwrap()
+            .is_none());
+        let go = AtomicBool::new(false);
+        let order = level_order_unless(&a, 0, &go).unwrap().unwrap();
+        assert_eq!(order, level_order(&a, 0).unwrap());
     }
 
     #[test]

@@ -36,7 +36,7 @@ mod segments;
 pub use columns::{column_block_count, column_blocks};
 pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
 pub use graph::{WorkGraph, WorkGraphOf};
-pub use levels::level_order;
+pub use levels::{level_order, level_order_unless};
 pub use metrics::Metrics;
 pub use remap::Remapping;
 pub use segments::SegmentList;

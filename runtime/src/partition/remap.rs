@@ -237,14 +237,36 @@ impl Remapping {
     /// # Errors
     /// As [`level_order`](super::level_order).
     pub fn levels<T>(a: &Csr<T>) -> Result<Self> {
-        let order = super::level_order(a, 0)?;
+        let never = std::sync::atomic::AtomicBool::new(false);
+        Ok(
+            Self::levels_unless(a, &never)?.unwrap_or_else(|| Remapping {
+                task_perm: Vec::new(),
+                task_inv: Vec::new(),
+                gathered_perm: Vec::new(),
+                gathered_inv: Vec::new(),
+            }),
+        )
+    }
+
+    /// [`Remapping::levels`], given up (`Ok(None)`) as soon as `cancel` is
+    /// set ([`level_order_unless`](super::level_order_unless)).
+    ///
+    /// # Errors
+    /// As [`Remapping::levels`].
+    pub fn levels_unless<T>(
+        a: &Csr<T>,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<Option<Self>> {
+        let Some(order) = super::level_order_unless(a, 0, cancel)? else {
+            return Ok(None);
+        };
         let inv = super::levels::inverse(&order, "the level order")?;
-        Ok(Remapping {
+        Ok(Some(Remapping {
             task_perm: order.clone(),
             task_inv: inv.clone(),
             gathered_perm: order,
             gathered_inv: inv,
-        })
+        }))
     }
 
     /// What [`apply_csr`](Self::apply_csr) does to the positions of a

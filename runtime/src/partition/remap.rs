@@ -237,15 +237,7 @@ impl Remapping {
     /// # Errors
     /// As [`level_order`](super::level_order).
     pub fn levels<T>(a: &Csr<T>) -> Result<Self> {
-        let never = std::sync::atomic::AtomicBool::new(false);
-        Ok(
-            Self::levels_unless(a, &never)?.unwrap_or_else(|| Remapping {
-                task_perm: Vec::new(),
-                task_inv: Vec::new(),
-                gathered_perm: Vec::new(),
-                gathered_inv: Vec::new(),
-            }),
-        )
+        Ok(Self::from_order(super::level_order(a, 0)?))
     }
 
     /// [`Remapping::levels`], given up (`Ok(None)`) as soon as `cancel` is
@@ -257,16 +249,19 @@ impl Remapping {
         a: &Csr<T>,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> Result<Option<Self>> {
-        let Some(order) = super::level_order_unless(a, 0, cancel)? else {
-            return Ok(None);
-        };
-        let inv = super::levels::inverse(&order, "the level order")?;
-        Ok(Some(Remapping {
+        Ok(super::level_order_unless(a, 0, cancel)?.map(Self::from_order))
+    }
+
+    /// One permutation (`order[new] = old`, a permutation by its maker's
+    /// contract) for tasks and gathered elements alike.
+    fn from_order(order: Vec<u32>) -> Self {
+        let inv = invert(&order);
+        Remapping {
             task_perm: order.clone(),
             task_inv: inv.clone(),
             gathered_perm: order,
             gathered_inv: inv,
-        }))
+        }
     }
 
     /// What [`apply_csr`](Self::apply_csr) does to the positions of a

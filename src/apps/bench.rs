@@ -223,7 +223,9 @@ pub struct CgComparison {
     /// The `cg` app's iterations, summed (ms).
     pub warpfit_total_ms: f64,
     /// The `cg` app renumbered by levels (`CgOrder::Levels`).
-    pub levels: LevelsCg,
+    /// `None` when the runs did no iteration (a tolerance of 1 or more),
+    /// so nothing was renumbered.
+    pub levels: Option<LevelsCg>,
 }
 
 /// The `cg` app renumbered by breadth-first levels, end to end: once with
@@ -256,7 +258,8 @@ impl CgComparison {
     /// The cuSPARSE CG's iterations over the renumbered run, planning
     /// included: above 1 the renumbered run is faster end to end.
     pub fn levels_speedup(&self) -> Option<f64> {
-        (self.levels.total_ms > 0.0).then(|| self.cusparse_total_ms / self.levels.total_ms)
+        let l = self.levels.as_ref()?;
+        (l.total_ms > 0.0).then(|| self.cusparse_total_ms / l.total_ms)
     }
 }
 
@@ -429,7 +432,14 @@ impl AppsReport {
                  |---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
             );
             for c in &self.cg {
-                let l = &c.levels;
+                let Some(l) = &c.levels else {
+                    let _ = writeln!(
+                        md,
+                        "| {} | 0 | – | – | – | – | – | – | – | – | – |",
+                        c.input
+                    );
+                    continue;
+                };
                 let _ = writeln!(
                     md,
                     "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.3} | {:.1} | {} | {:.1} ({}) | {:.1e} |",
@@ -918,25 +928,17 @@ impl<'a> Bench<'a> {
                 .fold(0.0f64, |m, (u, v)| m.max((u - v).abs()))
                 / scale.max(f64::MIN_POSITIVE)
         };
-        let r = first.renumbered.clone().ok_or_else(|| {
-            Error::invalid("cg renumbered with the plan made first did not switch")
-        })?;
         let after = first.timings.iterations.get(1..).unwrap_or_default();
-        let levels = LevelsCg {
+        let levels = first.renumbered.as_ref().map(|r| LevelsCg {
             iterations: first.iterations,
             planning_ms: ms(r.planning),
             switch_ms: ms(r.switch),
-            iteration_ms: super::Timings {
-                setup: Default::default(),
-                iterations: after.to_vec(),
-            }
-            .median_iteration()
-            .map_or(0.0, ms),
+            iteration_ms: super::Timings::median_of(after).map_or(0.0, ms),
             total_ms: ms(r.planning) + ms(first.timings.iterations_total()),
             pipelined_total_ms: ms(piped.timings.iterations_total()),
             pipelined_before: piped.renumbered.as_ref().map(|r| r.iterations_before),
             max_rel_diff: diff(&first.x).max(diff(&piped.x)),
-        };
+        });
         self.push_app(name, "cg f64", &app.timings, ours.ops);
         self.report.cg.push(CgComparison {
             input: name.to_string(),
@@ -1218,10 +1220,12 @@ mod tests {
             cusparse_ops: vec![],
             cusparse_total_ms: 60.6,
             warpfit_total_ms: 50.0,
-            levels: levels_cg(20.2),
+            levels: Some(levels_cg(20.2)),
         };
         assert!((c.speedup().unwrap() - 1.2).abs() < 1e-12);
         assert!((c.levels_speedup().unwrap() - 3.0).abs() < 1e-12);
+        c.levels = None;
+        assert_eq!(c.levels_speedup(), None);
         assert!(c.iterations_agree());
         c.cusparse_iterations = 98;
         assert!(!c.iterations_agree());
@@ -1258,7 +1262,7 @@ mod tests {
                 cusparse_ops: vec![k("cusparseSpMV", 0.06)],
                 cusparse_total_ms: 38.0,
                 warpfit_total_ms: 30.0,
-                levels: levels_cg(19.0),
+                levels: Some(levels_cg(19.0)),
             }],
             pagerank: vec![PagerankEndToEnd {
                 input: "rmat".into(),

@@ -661,6 +661,81 @@ impl LevelPlan {
     }
 }
 
+/// The level order of a renumbered run until the switch takes it: the
+/// thread making it, then the plan (both `None` without a renumbering).
+struct PendingLevels<'s> {
+    thread: Option<ScopedJoinHandle<'s, Result<Option<LevelPlan>>>>,
+    ready: Option<LevelPlan>,
+}
+
+impl<'s> PendingLevels<'s> {
+    /// With `plan_first`, waits for the plan.
+    fn new(
+        thread: Option<ScopedJoinHandle<'s, Result<Option<LevelPlan>>>>,
+        plan_first: bool,
+    ) -> Result<Self> {
+        Ok(match (thread, plan_first) {
+            (Some(h), true) => PendingLevels {
+                thread: None,
+                ready: LevelPlan::join(h)?,
+            },
+            (thread, _) => PendingLevels {
+                thread,
+                ready: None,
+            },
+        })
+    }
+
+    /// Whether a switch is still to come.
+    fn expected(&self) -> bool {
+        self.thread.is_some() || self.ready.is_some()
+    }
+
+    /// The plan, once, as soon as it is made (without waiting for it).
+    fn take_ready(&mut self) -> Result<Option<LevelPlan>> {
+        if self.thread.as_ref().is_some_and(|h| h.is_finished()) {
+            self.ready = self
+                .thread
+                .take()
+                .map(LevelPlan::join)
+                .transpose()?
+                .flatten();
+        }
+        Ok(self.ready.take())
+    }
+}
+
+/// The host's test of an iteration's scalars `dots` (read `done`
+/// iterations in): a breakdown is an error (after the launches' own
+/// faults), otherwise the relative residual and whether it converged.
+fn inspect_step<T: CgScalar>(
+    done: usize,
+    dots: &[T],
+    v: &Vectors<T>,
+    b_norm: f64,
+    launches: &[&PreparedLaunch<'_>],
+) -> Result<(f64, bool)> {
+    let pap = dots[PAP].to_f64();
+    let rr = dots[if v.z.is_some() { RR } else { RZ }];
+    // A NaN is a breakdown too: reported, never returned as a result.
+    if pap.is_nan() || pap <= 0.0 {
+        check_faults(launches)?;
+        return Err(Error::invalid(format!(
+            "cg broke down at iteration {done}: pᵀA·p = {pap:.3e} is not positive, so the \
+             matrix is not symmetric positive definite{}",
+            ill_conditioned_hint::<T>()
+        )));
+    }
+    if !rr.to_f64().is_finite() {
+        check_faults(launches)?;
+        return Err(Error::invalid(format!(
+            "cg broke down at iteration {done}: the residual norm is {rr}{}",
+            ill_conditioned_hint::<T>()
+        )));
+    }
+    Ok((rr.to_f64().sqrt() / b_norm, rr <= v.stop))
+}
+
 /// The renumbered matrix on the device, with the permutation it was made
 /// with.
 struct Renumbered<T: Scalar> {
@@ -752,7 +827,7 @@ fn solve<T: CgScalar>(
     on_step: &mut dyn FnMut(usize, f64),
     b_norm: f64,
     setup_start: Instant,
-    mut levels: Option<ScopedJoinHandle<'_, Result<Option<LevelPlan>>>>,
+    levels: Option<ScopedJoinHandle<'_, Result<Option<LevelPlan>>>>,
 ) -> Result<CgResult<T>> {
     let n = b.len();
     // Planning starts first: it runs on a CPU thread while the set-up and
@@ -765,13 +840,7 @@ fn solve<T: CgScalar>(
     if let (Some(t), true) = (&mut throttled, opts.plan_first) {
         t.wait_for_plan()?;
     }
-    let mut ready = match (levels.take(), opts.plan_first) {
-        (Some(h), true) => LevelPlan::join(h)?,
-        (h, _) => {
-            levels = h;
-            None
-        }
-    };
+    let mut levels = PendingLevels::new(levels, opts.plan_first)?;
     let mut planned = Vec::new();
     let matrix = DeviceMatrix {
         row_ptr: device.upload(a.row_ptr())?,
@@ -781,7 +850,7 @@ fn solve<T: CgScalar>(
     let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
-    if levels.is_some() || ready.is_some() {
+    if levels.expected() {
         compile_renumbering::<T>(device, config)?;
     }
     let by_parity = [
@@ -811,7 +880,6 @@ fn solve<T: CgScalar>(
     // the converged one find `rᵀr ≤ stop` and leave `x` as it is (see
     // `cg_step_f32`), so the host's test below, made on the same values in
     // the same precision, agrees with the device's.
-    let rr_slot = if v.z.is_some() { RR } else { RZ };
     let mut relative_residual = 1.0;
     let mut converged = opts.tol >= 1.0;
     let max_iters = if converged { 0 } else { opts.max_iters };
@@ -824,10 +892,7 @@ fn solve<T: CgScalar>(
         DEPTH,
         max_iters,
         &mut |k| {
-            if levels.as_ref().is_some_and(|h| h.is_finished()) {
-                ready = levels.take().map(LevelPlan::join).transpose()?.flatten();
-            }
-            if let Some(plan) = ready.take() {
+            if let Some(plan) = levels.take_ready()? {
                 let t = Instant::now();
                 let planning = plan.planning;
                 let r = switch_to(device, config, &matrix, &v, plan)?;
@@ -854,26 +919,7 @@ fn solve<T: CgScalar>(
             by_parity[k % 2].run(slot_of(k, DEPTH))
         },
         &mut |done, dots| {
-            let pap = dots[PAP].to_f64();
-            let rr = dots[rr_slot];
-            // A NaN is a breakdown too: reported, never returned as a result.
-            if pap.is_nan() || pap <= 0.0 {
-                check_faults(&launches)?;
-                return Err(Error::invalid(format!(
-                    "cg broke down at iteration {done}: pᵀA·p = {pap:.3e} is not positive, so the \
-                     matrix is not symmetric positive definite{}",
-                    ill_conditioned_hint::<T>()
-                )));
-            }
-            if !rr.to_f64().is_finite() {
-                check_faults(&launches)?;
-                return Err(Error::invalid(format!(
-                    "cg broke down at iteration {done}: the residual norm is {rr}{}",
-                    ill_conditioned_hint::<T>()
-                )));
-            }
-            relative_residual = rr.to_f64().sqrt() / b_norm;
-            converged = rr <= v.stop;
+            (relative_residual, converged) = inspect_step(done, dots, &v, b_norm, &launches)?;
             on_step(done, relative_residual);
             Ok(converged)
         },
@@ -891,8 +937,8 @@ fn solve<T: CgScalar>(
         Some(r) => r.remapping.gathered_to_old(&v.x.to_vec()?)?,
         None => v.x.to_vec()?,
     };
-    // A plan still being made when the run ended is dropped with its
-    // thread (joined by the scope).
+    // A plan still being made when the run ended is cancelled by the
+    // caller (`cg_observed`), whose scope then joins its thread.
     Ok(CgResult {
         x,
         iterations: done,

@@ -22,7 +22,13 @@ impl Timings {
     /// The median iteration time (the upper one of an even count); `None`
     /// when nothing was iterated.
     pub fn median_iteration(&self) -> Option<Duration> {
-        let mut t = self.iterations.clone();
+        Self::median_of(&self.iterations)
+    }
+
+    /// The median of `times` (the upper one of an even count), `None` for
+    /// none: of a part of a run's iterations.
+    pub fn median_of(times: &[Duration]) -> Option<Duration> {
+        let mut t = times.to_vec();
         t.sort_unstable();
         t.get(t.len() / 2).copied()
     }

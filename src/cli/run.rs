@@ -667,10 +667,7 @@ fn renumber_summary<T>(result: &apps::CgResult<T>) -> String {
     };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let median = |t: &[Duration]| {
-        let mut t = t.to_vec();
-        t.sort();
-        t.get(t.len() / 2)
-            .map_or("–".to_string(), |&d| format!("{:.3} ms", ms(d)))
+        Timings::median_of(t).map_or("–".to_string(), |d| format!("{:.3} ms", ms(d)))
     };
     let (before, after) = result
         .timings

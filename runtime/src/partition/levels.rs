@@ -23,7 +23,10 @@
 //! each unnumbered neighbour of the frontier is claimed by the first
 //! frontier vertex that reaches it (an atomic minimum over frontier
 //! positions), then every frontier vertex lists the neighbours it claimed
-//! in row order, and the lists are joined in frontier order.
+//! in row order, and the lists are joined in frontier order. On a randomly
+//! numbered mesh every edge is a cache miss, so the order's host time
+//! follows memory latency more than the core count (BENCHMARKS.md, "CG
+//! renumbered by breadth-first levels").
 
 use crate::sparse::Csr;
 use crate::{mem, Error, Result};
@@ -31,15 +34,11 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 
 /// Frontiers of fewer than `CHUNK` vertices reaching fewer edges than
-/// this are expanded on one thread:
-/// the order is the same, and a graph of many small components (or the
+/// this are expanded on one thread: the order is the same, and a graph of many small components (or the
 /// first and last levels of a large one) costs no parallel overhead.
 const SEQUENTIAL_EDGES: usize = 1 << 14;
 
 /// Frontier vertices per parallel job when listing claimed neighbours.
-/// (Host cost, measured in BENCHMARKS.md: a randomly numbered mesh makes
-/// every edge a cache miss, so the order scales with memory latency more
-/// than with cores.)
 const CHUNK: usize = 1024;
 
 /// The breadth-first (Cuthill–McKee) order of `a`'s rows, starting from row

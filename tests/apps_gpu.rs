@@ -376,6 +376,122 @@ fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
 /// CG renumbered by levels on CUDA: the same iterations (within 1) and
 /// solution as the CPU backend's renumbered run and as CUDA in the given
 /// order, planned first and pipelined, f64 and f32, plain and Jacobi.
+/// `n` rows of up to 6 columns drawn from the row's own block of 40 (so
+/// the pattern falls into many components): a quarter of the rows empty,
+/// self loops, repeated columns, not symmetric.
+fn scattered_pattern(n: usize, seed: u64) -> Csr<f64> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut ptr, mut col) = (vec![0u32], Vec::new());
+    for v in 0..n {
+        let block = v / 40 * 40;
+        if next() % 4 != 0 {
+            for _ in 0..1 + next() % 6 {
+                let w = (block + (next() % 40) as usize).min(n - 1);
+                col.push(w as u32);
+            }
+        }
+        ptr.push(col.len() as u32);
+    }
+    let values = (0..col.len()).map(|i| i as f64).collect();
+    Csr::new(n, n, ptr, col, values).unwrap()
+}
+
+/// The device's level order is the host's, exactly, and so is the matrix
+/// renumbered by it; bad input is an error, not a fault.
+#[test]
+fn device_level_order_equals_the_host_order() {
+    use warpfit::gpu::levels;
+    use warpfit::runtime::partition::{level_order, Remapping};
+    let Some(dev) = gpu() else { return };
+    let mut cases: Vec<(String, Csr<f64>)> = [
+        "poisson3d:side=20,order=random,seed=3",
+        "grid2d:side=70",
+        "rmat:scale=12,edge_factor=8,seed=4",
+    ]
+    .iter()
+    .map(|s| (s.to_string(), generated(s).map_values(|&v| v as f64)))
+    .collect();
+    for seed in 1..4 {
+        cases.push((
+            format!("scattered {seed}"),
+            scattered_pattern(3000 + 77 * seed as usize, seed),
+        ));
+    }
+    cases.push((
+        "one row".into(),
+        Csr::new(1, 1, vec![0, 1], vec![0], vec![2.0]).unwrap(),
+    ));
+    for (name, a) in &cases {
+        let ptr = dev.upload(a.row_ptr()).unwrap();
+        let col = dev.upload(a.col_idx()).unwrap();
+        let val = dev.upload(a.values()).unwrap();
+        for root in [0, a.nrows() / 2, a.nrows() - 1] {
+            let got = levels::level_order(&dev, &ptr, &col, root).unwrap();
+            let want = level_order(a, root).unwrap();
+            assert_eq!(got.order.to_vec().unwrap(), want, "{name}, root {root}");
+            let pos = got.position.to_vec().unwrap();
+            assert!(
+                want.iter()
+                    .enumerate()
+                    .all(|(new, &old)| pos[old as usize] == new as u32),
+                "{name}"
+            );
+        }
+        let order = levels::level_order(&dev, &ptr, &col, 0).unwrap();
+        let b = levels::renumber(&dev, &order, &ptr, &col, &val).unwrap();
+        let want = Remapping::levels(a).unwrap().apply_csr(a).unwrap();
+        assert_eq!(b.row_ptr.to_vec().unwrap(), want.row_ptr(), "{name}");
+        assert_eq!(b.col_idx.to_vec().unwrap(), want.col_idx(), "{name}");
+        assert_eq!(b.values.to_vec().unwrap(), want.values(), "{name}");
+    }
+    // Empty, a root out of range, a column out of range, the CPU backend.
+    let empty = levels::level_order(
+        &dev,
+        &dev.upload(&[0u32]).unwrap(),
+        &dev.upload::<u32>(&[]).unwrap(),
+        0,
+    )
+    .unwrap();
+    assert!(empty.order.is_empty());
+    let (ptr, col) = (
+        dev.upload(&[0u32, 1, 2]).unwrap(),
+        dev.upload(&[1u32, 0]).unwrap(),
+    );
+    let e = levels::level_order(&dev, &ptr, &col, 2)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("root 2"), "{e}");
+    let bad = dev.upload(&[1u32, 7]).unwrap();
+    let e = levels::level_order(&dev, &ptr, &bad, 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("out of range"), "{e}");
+    let cpu = Device::cpu();
+    let e = levels::level_order(
+        &cpu,
+        &cpu.upload(&[0u32, 1, 2]).unwrap(),
+        &cpu.upload(&[1u32, 0]).unwrap(),
+        0,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("CUDA"), "{e}");
+    let e = levels::level_order(&dev, &ptr, &cpu.upload(&[1u32, 0]).unwrap(), 0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("must be on CUDA device"), "{e}");
+}
+
 #[test]
 fn renumbered_cg_on_cuda_matches_the_cpu_backend_and_the_given_order() {
     let Some(dev) = gpu() else { return };

@@ -49,6 +49,7 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ("warpfit/atomic.cuh", include_str!("../cuda/atomic.cuh")),
     ("warpfit/worklist.cuh", include_str!("../cuda/worklist.cuh")),
     ("warpfit/rounds.cuh", include_str!("../cuda/rounds.cuh")),
+    ("warpfit/levels.cuh", include_str!("../cuda/levels.cuh")),
     (
         "warpfit/cte_for_each.cuh",
         include_str!("../cuda/cte_for_each.cuh"),
@@ -104,6 +105,30 @@ pub const LAYOUT_ENTRY_POINTS: &[&str] = &[
 /// Source of the layout library's module: every [`LAYOUT_ENTRY_POINTS`].
 pub fn layout_unit() -> String {
     "#include \"warpfit/layout.cuh\"\nWARPFIT_LAYOUT_ENTRY_POINTS\n".to_string()
+}
+
+/// The entry points of the level order's library (`levels.cuh`): a
+/// breadth-first order made on the device and the renumbering by it,
+/// compiled once per device ([`levels_unit`]).
+pub const LEVELS_ENTRY_POINTS: &[&str] = &[
+    "wf_levels_reset",
+    "wf_levels_start",
+    "wf_levels_claim",
+    "wf_levels_count",
+    "wf_levels_carry",
+    "wf_levels_write",
+    "wf_renumber_lengths",
+    "wf_scan_carry",
+    "wf_renumber_offsets",
+    "wf_renumber_rows_1",
+    "wf_renumber_rows_2",
+    "wf_renumber_rows_4",
+    "wf_renumber_rows_8",
+];
+
+/// Source of the level order's module: every [`LEVELS_ENTRY_POINTS`].
+pub fn levels_unit() -> String {
+    "#include \"warpfit/levels.cuh\"\nWARPFIT_LEVELS_ENTRY_POINTS\n".to_string()
 }
 
 /// Environment variable that overrides the compile cache directory.

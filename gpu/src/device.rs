@@ -208,6 +208,8 @@ struct Inner {
     worklist: Mutex<Option<Arc<crate::worklist::WorklistKernels>>>,
     /// The round backend's kernels (`rounds.cuh`), loaded when first needed.
     rounds: Mutex<Option<Arc<crate::rounds::RoundKernels>>>,
+    /// The level order's kernels (`levels.cuh`), loaded when first needed.
+    levels: Mutex<Option<Arc<crate::levels::LevelKernels>>>,
 }
 
 /// A module's key: the kernel's name and its translation unit's hash.
@@ -479,6 +481,7 @@ impl CudaDevice {
                 layout: Mutex::new(None),
                 worklist: Mutex::new(None),
                 rounds: Mutex::new(None),
+                levels: Mutex::new(None),
             }),
         })
     }
@@ -521,6 +524,18 @@ impl CudaDevice {
             return Ok(k.clone());
         }
         let k = Arc::new(crate::rounds::RoundKernels::load(self)?);
+        *slot = Some(k.clone());
+        Ok(k)
+    }
+
+    /// The level order's kernels, compiled (or read from the kernel cache)
+    /// and loaded the first time they are asked for.
+    pub(crate) fn level_kernels(&self) -> Result<Arc<crate::levels::LevelKernels>> {
+        let mut slot = self.inner.levels.lock().map_err(poisoned)?;
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(crate::levels::LevelKernels::load(self)?);
         *slot = Some(k.clone());
         Ok(k)
     }

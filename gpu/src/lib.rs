@@ -27,6 +27,8 @@
 //! - `worklist`: [`DeviceWorklist`], what push kernels push to and a
 //!   data-driven round's launch takes as its tasks, with the device
 //!   library's growth and clearing kernels;
+//! - [`levels`]: a breadth-first (Cuthill–McKee) order of a pattern
+//!   already on the device, and the pattern renumbered by it;
 //! - `readback`: small asynchronous downloads for iterative drivers;
 //! - `rounds`: [`CudaRounds`], the worklist drivers' round backend on CUDA
 //!   (`rounds.cuh`: halting, near-far splitting and outcome records on the
@@ -47,6 +49,7 @@ pub mod event_timer;
 mod fault;
 pub mod launch;
 mod layout;
+pub mod levels;
 mod one_task;
 mod plan;
 pub mod probe;

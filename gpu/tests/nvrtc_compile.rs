@@ -180,6 +180,33 @@ fn the_layout_library_compiles_for_sm80_and_sm90_without_spills() {
     }
 }
 
+/// The level order's kernels (`levels.cuh`), every element width of the
+/// renumbering included.
+#[test]
+fn the_level_order_library_compiles_for_sm80_and_sm90_without_spills() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+        let c = compile_uncached("levels", &warpfit_gpu::compile::levels_unit(), arch)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "levels {arch}: not an ELF image");
+        let report = ptxas_report(&c.log);
+        for ep in warpfit_gpu::compile::LEVELS_ENTRY_POINTS {
+            let Some(&(_, spill)) = report.get(*ep) else {
+                panic!("levels {arch}: no ptxas report for {ep}:\n{}", c.log)
+            };
+            assert_eq!(spill, 0, "levels {ep} {arch}: {spill} bytes spilled");
+        }
+        assert_eq!(
+            report.len(),
+            warpfit_gpu::compile::LEVELS_ENTRY_POINTS.len(),
+            "{}",
+            c.log
+        );
+    }
+}
+
 /// The round backend's kernels (`rounds.cuh`), every key type's entry
 /// points included.
 #[test]

@@ -11,11 +11,14 @@
 //! so the device never waits for the host.
 //!
 //! With [`CgOrder::Levels`] the solver renumbers the matrix by
-//! breadth-first levels (`Remapping::levels`) on a CPU thread while the
-//! first iterations run in the given order, then renumbers the matrix on the
-//! device, permutes its vectors once and goes on in the new order; `x` comes
-//! back in the caller's order. On a randomly numbered mesh this turns the
-//! SpMV's scattered reads of `p` into reads of a few levels' width.
+//! breadth-first levels (the Cuthill–McKee order from row 0), permutes its
+//! vectors once and goes on in the new order; `x` comes back in the
+//! caller's order. On CUDA the order is made on the device from the matrix
+//! already there (`gpu::levels`) after the set-up, before the first
+//! iteration. On the CPU backend it is made (`Remapping::levels`) on a
+//! thread of its own while the first iterations run in the given order.
+//! On a randomly numbered mesh this turns the SpMV's scattered reads of `p`
+//! into reads of a few levels' width.
 
 use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
@@ -25,6 +28,7 @@ use super::kernels::{
 };
 use super::throttled::{SpmvThrottle, ThrottledRun};
 use super::timing::Timings;
+use crate::gpu::levels::{self, DeviceLevelOrder};
 use crate::gpu::spec::Scalar;
 use crate::runtime::mem;
 use crate::runtime::partition::Remapping;
@@ -55,11 +59,13 @@ pub enum CgOrder {
     /// The matrix's own.
     #[default]
     Given,
-    /// Breadth-first levels (the Cuthill–McKee order from row 0,
-    /// `Remapping::levels`), computed on a CPU thread while the first
-    /// iterations run in the given order; the switch renumbers the matrix
-    /// on the device and permutes the vectors once. For meshes and grids
-    /// numbered without locality; the result is in the caller's order.
+    /// Breadth-first levels (the Cuthill–McKee order from row 0): on CUDA
+    /// made on the device before the first iteration (`gpu::levels`), on
+    /// the CPU backend on a thread of its own while the first iterations
+    /// run in the given order (`Remapping::levels`); the switch renumbers
+    /// the matrix on the device and permutes the vectors once. For meshes
+    /// and grids numbered without locality; the result is in the caller's
+    /// order.
     Levels,
 }
 
@@ -79,13 +85,15 @@ impl std::str::FromStr for CgOrder {
 /// What a renumbered run ([`CgOrder::Levels`]) did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenumberedRun {
-    /// Host time of the level order and the renumbering's sources, on the
-    /// CPU thread.
+    /// Time of the level order: on CUDA, made on the device (the host
+    /// waiting for it); on the CPU backend, the order and the
+    /// renumbering's sources on their thread.
     pub planning: Duration,
     /// Iterations enqueued in the given order before the switch.
     pub iterations_before: usize,
-    /// Host time of the switch: uploading the permutation and the sources,
-    /// enqueuing the renumbering and the permutation of the vectors.
+    /// Host time of the switch: the matrix renumbered (on CUDA from the
+    /// order on the device, waiting for it; on the CPU backend from the
+    /// uploaded sources) and the vectors' permutation enqueued.
     pub switch: Duration,
 }
 
@@ -103,8 +111,9 @@ pub struct CgOptions {
     /// throttled handle, planned on a CPU thread while the first iterations
     /// run unthrottled); `None`: unthrottled.
     pub throttle: Option<ThrottleOptions>,
-    /// With `throttle` or a renumbering: wait for the plan before the
-    /// first iteration instead of iterating without it meanwhile.
+    /// With `throttle` or a renumbering made on a CPU thread: wait for the
+    /// plan before the first iteration instead of iterating without it
+    /// meanwhile (an order made on CUDA always comes first).
     pub plan_first: bool,
     /// The numbering the iterations run in (a renumbering and `throttle`
     /// do not combine).
@@ -611,8 +620,8 @@ pub fn cg_observed<T: CgScalar>(
     // rather than waiting for an order nobody uses.
     let cancel = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let levels =
-            (opts.order == CgOrder::Levels).then(|| scope.spawn(|| LevelPlan::new(a, &cancel)));
+        let on_host = opts.order == CgOrder::Levels && device.cuda().is_none();
+        let levels = on_host.then(|| scope.spawn(|| LevelPlan::on_host(a, &cancel)));
         let result = solve(
             device,
             config,
@@ -629,29 +638,52 @@ pub fn cg_observed<T: CgScalar>(
     })
 }
 
-/// A level renumbering made on the host: the remapping, and where each
-/// entry of the renumbered matrix comes from.
+/// A level renumbering, and the time it took.
 struct LevelPlan {
-    remapping: Remapping,
-    new_ptr: Vec<u32>,
-    from: Vec<u32>,
+    order: LevelOrder,
     planning: Duration,
 }
 
+/// Where a level order was made, and what the switch renumbers from.
+enum LevelOrder {
+    /// On the host: the remapping, and where each entry of the renumbered
+    /// matrix comes from.
+    Host {
+        remapping: Remapping,
+        new_ptr: Vec<u32>,
+        from: Vec<u32>,
+    },
+    /// On the CUDA device, from the matrix already there.
+    Device(DeviceLevelOrder),
+}
+
 impl LevelPlan {
-    /// The plan, or `None` when `cancel` was set before it was made.
-    fn new<T>(a: &Csr<T>, cancel: &AtomicBool) -> Result<Option<Self>> {
+    /// The plan made on the host, or `None` when `cancel` was set before
+    /// it was made.
+    fn on_host<T>(a: &Csr<T>, cancel: &AtomicBool) -> Result<Option<Self>> {
         let t = Instant::now();
         let Some(remapping) = Remapping::levels_unless(a, cancel)? else {
             return Ok(None);
         };
         let (new_ptr, from) = remapping.fine_sources(a.row_ptr())?;
         Ok(Some(LevelPlan {
-            remapping,
-            new_ptr,
-            from,
+            order: LevelOrder::Host {
+                remapping,
+                new_ptr,
+                from,
+            },
             planning: t.elapsed(),
         }))
+    }
+
+    /// The plan made on the CUDA device `matrix` lives on (waits for it).
+    fn on_device<T: Scalar>(device: &Device, matrix: &DeviceMatrix<T>) -> Result<Self> {
+        let t = Instant::now();
+        let order = levels::level_order(device, &matrix.row_ptr, &matrix.col_idx, 0)?;
+        Ok(LevelPlan {
+            order: LevelOrder::Device(order),
+            planning: t.elapsed(),
+        })
     }
 
     fn join(handle: ScopedJoinHandle<'_, Result<Option<Self>>>) -> Result<Option<Self>> {
@@ -684,11 +716,6 @@ impl<'s> PendingLevels<'s> {
                 ready: None,
             },
         })
-    }
-
-    /// Whether a switch is still to come.
-    fn expected(&self) -> bool {
-        self.thread.is_some() || self.ready.is_some()
     }
 
     /// The plan, once, as soon as it is made (without waiting for it).
@@ -740,7 +767,16 @@ fn inspect_step<T: CgScalar>(
 /// with.
 struct Renumbered<T: Scalar> {
     matrix: DeviceMatrix<T>,
-    remapping: Remapping,
+    /// How `x` goes back to the caller's order.
+    back: Back,
+}
+
+/// The way back from the renumbered order.
+enum Back {
+    /// On the host, through the remapping.
+    Host(Remapping),
+    /// On the device, through each old index's new position.
+    Device(DeviceVec<u32>),
 }
 
 /// Renumbers `matrix` by `plan` on the device and permutes CG's vectors
@@ -753,27 +789,51 @@ fn switch_to<T: CgScalar>(
     v: &Vectors<T>,
     plan: LevelPlan,
 ) -> Result<Renumbered<T>> {
-    let perm = device.upload(plan.remapping.task_perm())?;
-    let inv = device.upload(plan.remapping.gathered_inv())?;
-    let from = device.upload(&plan.from)?;
-    let renumbered = DeviceMatrix {
-        row_ptr: device.upload(&plan.new_ptr)?,
-        col_idx: device.alloc::<u32>(plan.from.len())?,
-        values: device.alloc::<T>(plan.from.len())?,
+    let (renumbered, perm, back) = match plan.order {
+        LevelOrder::Host {
+            remapping,
+            new_ptr,
+            from,
+        } => {
+            let perm = device.upload(remapping.task_perm())?;
+            let inv = device.upload(remapping.gathered_inv())?;
+            let from = device.upload(&from)?;
+            let renumbered = DeviceMatrix {
+                row_ptr: device.upload(&new_ptr)?,
+                col_idx: device.alloc::<u32>(from.len())?,
+                values: device.alloc::<T>(from.len())?,
+            };
+            {
+                let entries = T::prepare_renumber(
+                    device,
+                    config,
+                    &from,
+                    &inv,
+                    matrix,
+                    &renumbered.col_idx,
+                    &renumbered.values,
+                )?;
+                entries.run()?;
+                entries.check()?;
+            }
+            (renumbered, perm, Back::Host(remapping))
+        }
+        LevelOrder::Device(order) => {
+            let b = levels::renumber(
+                device,
+                &order,
+                &matrix.row_ptr,
+                &matrix.col_idx,
+                &matrix.values,
+            )?;
+            let renumbered = DeviceMatrix {
+                row_ptr: b.row_ptr,
+                col_idx: b.col_idx,
+                values: b.values,
+            };
+            (renumbered, order.order, Back::Device(order.position))
+        }
     };
-    {
-        let entries = T::prepare_renumber(
-            device,
-            config,
-            &from,
-            &inv,
-            matrix,
-            &renumbered.col_idx,
-            &renumbered.values,
-        )?;
-        entries.run()?;
-        entries.check()?;
-    }
     let vectors = [
         Some(&v.x),
         Some(&v.r),
@@ -791,7 +851,7 @@ fn switch_to<T: CgScalar>(
     }
     Ok(Renumbered {
         matrix: renumbered,
-        remapping: plan.remapping,
+        back,
     })
 }
 
@@ -812,6 +872,9 @@ fn compile_renumbering<T: CgScalar>(device: &Device, config: &LaunchConfig) -> R
     T::prepare_renumber(device, config, &from, &inv, &m, &col, &out)?;
     T::prepare_permute(device, config, &from, &src, &out)?;
     T::prepare_copy(device, config, &src, &out)?;
+    if device.cuda().is_some() {
+        levels::load(device)?;
+    }
     Ok(())
 }
 
@@ -850,7 +913,7 @@ fn solve<T: CgScalar>(
     let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
-    if levels.expected() {
+    if opts.order == CgOrder::Levels {
         compile_renumbering::<T>(device, config)?;
     }
     let by_parity = [
@@ -869,6 +932,11 @@ fn solve<T: CgScalar>(
     device.synchronize()?;
     check_faults(&launches)?;
     let setup = setup_start.elapsed();
+    // On CUDA the order is made on the device, now: the first iteration
+    // switches to it.
+    if opts.order == CgOrder::Levels && device.cuda().is_some() {
+        levels.ready = Some(LevelPlan::on_device(device, &matrix)?);
+    }
     // The renumbered matrix (set once, at the switch) and the SpMV over it.
     let renumbered: OnceCell<Renumbered<T>> = OnceCell::new();
     let renumbered_ref = &renumbered;
@@ -933,8 +1001,16 @@ fn solve<T: CgScalar>(
     if let Some(t) = &throttled {
         t.check()?;
     }
-    let x = match renumbered.get() {
-        Some(r) => r.remapping.gathered_to_old(&v.x.to_vec()?)?,
+    let x = match renumbered.get().map(|r| &r.back) {
+        Some(Back::Host(remapping)) => remapping.gathered_to_old(&v.x.to_vec()?)?,
+        Some(Back::Device(position)) => {
+            // x_old[i] = x_new[position[i]], into `q` (free after the last
+            // iteration).
+            let back = T::prepare_permute(device, config, position, &v.x, &v.q)?;
+            back.run()?;
+            back.check()?;
+            v.q.to_vec()?
+        }
         None => v.x.to_vec()?,
     };
     // A plan still being made when the run ended is cancelled by the

@@ -1,0 +1,434 @@
+// warpfit device library: a breadth-first (Cuthill–McKee) order of a square
+// sparse pattern, made on the device, and the pattern renumbered by it.
+//
+// The order is `warpfit_runtime::partition::level_order`'s, exactly: levels
+// from a root, each level's vertices in the order of their first parent,
+// each parent's children in the order of its row, one component after the
+// other, each rooted at its smallest unnumbered vertex. A round expands one
+// level in four launches:
+//
+//   levels_claim:  every frontier vertex at position p offers each
+//                  unnumbered column w at row offset k the key (p, k); an
+//                  atomic minimum keeps the first edge that reaches w;
+//   levels_count:  per frontier vertex, how many of its edges won (tiles of
+//                  BLOCK vertices, with the tile's sum);
+//   levels_carry:  one block scans the tile sums; the new frontier follows
+//                  the old one in the order. When the level is empty the
+//                  same block finds the next root instead (numbering at once
+//                  every vertex before it whose columns are all numbered:
+//                  a component of its own);
+//   levels_write:  every frontier vertex lists the columns it won, in row
+//                  order, at its scanned offset.
+//
+// Keys carry the parent's position in the whole order, so a claim left from
+// an earlier level never matches a later parent: no claim is ever reset.
+// The frontier's bounds live in `ctl` on the device, so the host enqueues
+// rounds without reading anything back; a round after the last is a no-op.
+//
+// The renumbering is a row copy: new row r is old row order[r] with each
+// column w replaced by pos[w], entries in the order stored (as
+// `Remapping::apply_csr` makes it). Its range array is an exclusive scan of
+// the new rows' lengths (renumber_lengths, scan_carry, renumber_offsets).
+//
+// Every index followed is checked; one out of range sets ctl[BAD] (or
+// `*bad`) and is skipped, so a corrupt pattern yields an error, never a
+// fault.
+#pragma once
+#include "warpfit/types.cuh"
+
+namespace warpfit {
+namespace levels {
+
+/// A vertex not numbered yet (`pos`), or no root found yet.
+constexpr uint32_t NONE = 0xffffffffu;
+/// No edge has claimed the vertex.
+constexpr unsigned long long UNCLAIMED = ~0ull;
+
+/// The words of `ctl`: the parents whose children the round's write lists,
+/// the frontier the next round expands, the smallest vertex that may still
+/// be unnumbered, and the error flag. Mirrored by `gpu/src/levels.rs`.
+enum Ctl : int { PARENT_START = 0, PARENT_END = 1, START = 2, END = 3, NEXT_ROOT = 4, BAD = 5 };
+constexpr int CTL_WORDS = 8;
+
+__device__ __forceinline__ unsigned long long key(uint64_t parent, uint32_t k) {
+    return (static_cast<unsigned long long>(parent) << 32) | k;
+}
+
+/// Exclusive scan of one value per thread over the block, in thread order;
+/// `*total` is the block's sum. Every thread of the block calls it.
+__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* total) {
+    __shared__ uint32_t warp_sums[WARPS_PER_BLOCK];
+    const int lane = int(threadIdx.x) % WARP, w = int(threadIdx.x) / WARP;
+    uint32_t incl = v;
+    for (int d = 1; d < WARP; d <<= 1) {
+        const uint32_t t = __shfl_up_sync(FULL_MASK, incl, d);
+        if (lane >= d) {
+            incl += t;
+        }
+    }
+    if (lane == WARP - 1) {
+        warp_sums[w] = incl;
+    }
+    __syncthreads();
+    uint32_t before = 0, sum = 0;
+    for (int i = 0; i < WARPS_PER_BLOCK; ++i) {
+        const uint32_t s = warp_sums[i];
+        before += i < w ? s : 0;
+        sum += s;
+    }
+    // `warp_sums` is rewritten by the next call.
+    __syncthreads();
+    *total = sum;
+    return before + incl - v;
+}
+
+/// Row `v`'s entries `[*lo, *hi)`, or false (and the flag set) when the
+/// range array is corrupt there.
+__device__ __forceinline__ bool row_of(const uint32_t* ptr, uint64_t v, uint64_t nnz, uint32_t* bad, uint32_t* lo,
+                                       uint32_t* hi) {
+    *lo = ptr[v];
+    *hi = ptr[v + 1];
+    if (*lo > *hi || *hi > nnz) {
+        *bad = 1;
+        return false;
+    }
+    return true;
+}
+
+/// Every position unnumbered and unclaimed.
+__device__ __forceinline__ void reset(uint32_t* pos, unsigned long long* claim, uint64_t n) {
+    const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
+    for (uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x; i < n; i += stride) {
+        pos[i] = NONE;
+        claim[i] = UNCLAIMED;
+    }
+}
+
+/// One thread: `root` numbered first, the frontier `[0, 1)`.
+__device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        order[0] = uint32_t(root);
+        pos[root] = 0;
+        ctl[PARENT_START] = 0;
+        ctl[PARENT_END] = 0;
+        ctl[START] = 0;
+        ctl[END] = 1;
+        ctl[NEXT_ROOT] = 0;
+        ctl[BAD] = 0;
+    }
+}
+
+/// Thread per frontier vertex: its edges' keys offered to unnumbered columns.
+__device__ __forceinline__ void claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                      const uint32_t* order, const uint32_t* pos, unsigned long long* claims,
+                                      uint32_t* ctl) {
+    const uint64_t s = ctl[START], e = ctl[END];
+    const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
+    for (uint64_t p = s + uint64_t(blockIdx.x) * BLOCK + threadIdx.x; p < e; p += stride) {
+        uint32_t lo, hi;
+        if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
+            continue;
+        }
+        for (uint32_t j = lo; j < hi; ++j) {
+            const uint32_t w = col[j];
+            if (w >= n) {
+                ctl[BAD] = 1;
+            } else if (pos[w] == NONE) {
+                atomicMin(&claims[w], key(p, j - lo));
+            }
+        }
+    }
+}
+
+/// How many columns of row `order[p]` its edges won.
+__device__ __forceinline__ uint32_t won(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                        const uint32_t* order, const unsigned long long* claims, uint32_t* bad,
+                                        uint64_t p) {
+    uint32_t lo, hi, c = 0;
+    if (row_of(ptr, order[p], nnz, bad, &lo, &hi)) {
+        for (uint32_t j = lo; j < hi; ++j) {
+            const uint32_t w = col[j];
+            c += (w < n && claims[w] == key(p, j - lo)) ? 1 : 0;
+        }
+    }
+    return c;
+}
+
+/// Tiles of BLOCK frontier vertices: `counts[i]` children of the vertex at
+/// `START + i`, `tile_sums[t]` the tile's sum.
+__device__ __forceinline__ void count(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                      const uint32_t* order, const unsigned long long* claims, uint32_t* counts,
+                                      uint32_t* tile_sums, uint32_t* ctl) {
+    const uint64_t s = ctl[START], m = ctl[END] - s;
+    for (uint64_t t = blockIdx.x; t * BLOCK < m; t += gridDim.x) {
+        const uint64_t i = t * BLOCK + threadIdx.x;
+        uint32_t c = 0;
+        if (i < m) {
+            c = won(ptr, col, n, nnz, order, claims, &ctl[BAD], s + i);
+            counts[i] = c;
+        }
+        uint32_t total;
+        block_exclusive_scan(c, &total);
+        if (threadIdx.x == 0) {
+            tile_sums[t] = total;
+        }
+    }
+}
+
+/// One block: `tile_sums[0 .. tiles)` scanned in place (exclusive); the sum.
+__device__ __forceinline__ uint32_t scan_tiles(uint32_t* tile_sums, uint64_t tiles) {
+    uint32_t carry = 0;
+    for (uint64_t base = 0; base < tiles; base += BLOCK) {
+        const uint64_t t = base + threadIdx.x;
+        const uint32_t v = t < tiles ? tile_sums[t] : 0;
+        uint32_t total;
+        const uint32_t ex = block_exclusive_scan(v, &total);
+        if (t < tiles) {
+            tile_sums[t] = carry + ex;
+        }
+        carry += total;
+    }
+    return carry;
+}
+
+/// One block, from the smallest vertex that may be unnumbered: numbers the
+/// vertices whose columns are all numbered (each a component of its own)
+/// up to the first unnumbered vertex with an unnumbered column, the root
+/// of the next frontier, numbered last. `end` is the first free position.
+__device__ __forceinline__ void next_root(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                          uint32_t* order, uint32_t* pos, uint32_t* ctl, uint32_t end) {
+    __shared__ uint32_t first_root;
+    uint64_t next = ctl[NEXT_ROOT];
+    for (;;) {
+        if (threadIdx.x == 0) {
+            first_root = NONE;
+        }
+        __syncthreads();
+        const uint64_t v = next + threadIdx.x;
+        const bool unnumbered = v < n && pos[v] == NONE;
+        if (unnumbered) {
+            uint32_t lo, hi;
+            bool alone = row_of(ptr, v, nnz, &ctl[BAD], &lo, &hi);
+            for (uint32_t j = lo; alone && j < hi; ++j) {
+                const uint32_t w = col[j];
+                alone = w == v || (w < n && pos[w] != NONE);
+            }
+            if (!alone) {
+                atomicMin(&first_root, uint32_t(v));
+            }
+        }
+        __syncthreads();
+        const uint32_t root = first_root;
+        const bool take = unnumbered && v <= root;
+        uint32_t taken;
+        const uint32_t at = end + block_exclusive_scan(take ? 1 : 0, &taken);
+        if (take) {
+            order[at] = uint32_t(v);
+            pos[v] = at;
+        }
+        end += taken;
+        next += BLOCK;
+        if (root != NONE || next >= n) {
+            if (threadIdx.x == 0) {
+                // A root expands next; otherwise every vertex is numbered.
+                ctl[START] = root != NONE ? end - 1 : end;
+                ctl[END] = end;
+                ctl[NEXT_ROOT] = uint32_t(root != NONE ? uint64_t(root) + 1 : n);
+            }
+            return;
+        }
+    }
+}
+
+/// One block: the round's offsets and the next frontier (or root).
+__device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                      uint32_t* order, uint32_t* pos, uint32_t* tile_sums, uint32_t* ctl) {
+    const uint32_t s = ctl[START], e = ctl[END];
+    const uint32_t children = scan_tiles(tile_sums, (uint64_t(e - s) + BLOCK - 1) / BLOCK);
+    // Every thread has read `ctl` before it changes.
+    __syncthreads();
+    if (children > 0) {
+        if (threadIdx.x == 0) {
+            ctl[PARENT_START] = s;
+            ctl[PARENT_END] = e;
+            ctl[START] = e;
+            ctl[END] = e + children;
+        }
+        return;
+    }
+    if (threadIdx.x == 0) {
+        ctl[PARENT_START] = e;
+        ctl[PARENT_END] = e;
+        ctl[START] = e;
+    }
+    if (e < n) {
+        next_root(ptr, col, n, nnz, order, pos, ctl, e);
+    }
+}
+
+/// Tiles of BLOCK parents: each lists the columns its edges won, in row
+/// order, from `PARENT_END` + its offset.
+__device__ __forceinline__ void write(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                      uint32_t* order, uint32_t* pos, const unsigned long long* claims,
+                                      const uint32_t* counts, const uint32_t* tile_sums, uint32_t* ctl) {
+    const uint64_t ps = ctl[PARENT_START], pe = ctl[PARENT_END], m = pe - ps;
+    for (uint64_t t = blockIdx.x; t * BLOCK < m; t += gridDim.x) {
+        const uint64_t i = t * BLOCK + threadIdx.x;
+        const uint32_t c = i < m ? counts[i] : 0;
+        uint32_t total;
+        const uint32_t ex = block_exclusive_scan(c, &total);
+        if (c == 0) {
+            continue;
+        }
+        const uint64_t p = ps + i;
+        uint64_t at = pe + tile_sums[t] + ex;
+        uint32_t lo, hi;
+        if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
+            continue;
+        }
+        for (uint32_t j = lo; j < hi; ++j) {
+            const uint32_t w = col[j];
+            if (w < n && claims[w] == key(p, j - lo)) {
+                if (at < n) {
+                    order[at] = w;
+                    pos[w] = uint32_t(at);
+                } else {
+                    ctl[BAD] = 1;
+                }
+                ++at;
+            }
+        }
+    }
+}
+
+/// Tiles of BLOCK new rows: `lengths[r]` of old row `order[r]`, with the
+/// tile sums.
+__device__ __forceinline__ void renumber_lengths(const uint32_t* ptr, const uint32_t* order, uint64_t n, uint64_t nnz,
+                                                 uint32_t* lengths, uint32_t* tile_sums, uint32_t* bad) {
+    for (uint64_t t = blockIdx.x; t * BLOCK < n; t += gridDim.x) {
+        const uint64_t r = t * BLOCK + threadIdx.x;
+        uint32_t len = 0;
+        if (r < n) {
+            const uint32_t v = order[r];
+            uint32_t lo, hi;
+            if (v >= n) {
+                *bad = 1;
+            } else if (row_of(ptr, v, nnz, bad, &lo, &hi)) {
+                len = hi - lo;
+            }
+            lengths[r] = len;
+        }
+        uint32_t total;
+        block_exclusive_scan(len, &total);
+        if (threadIdx.x == 0) {
+            tile_sums[t] = total;
+        }
+    }
+}
+
+/// Tiles of BLOCK new rows: `new_ptr[r]` from the lengths and scanned
+/// tile sums; `new_ptr[n]` is written by scan_carry.
+__device__ __forceinline__ void renumber_offsets(const uint32_t* lengths, const uint32_t* tile_sums, uint64_t n,
+                                                 uint32_t* new_ptr) {
+    for (uint64_t t = blockIdx.x; t * BLOCK < n; t += gridDim.x) {
+        const uint64_t r = t * BLOCK + threadIdx.x;
+        uint32_t total;
+        const uint32_t ex = block_exclusive_scan(r < n ? lengths[r] : 0, &total);
+        if (r < n) {
+            new_ptr[r] = tile_sums[t] + ex;
+        }
+    }
+}
+
+/// A warp per new row r: old row `order[r]`'s entries, columns through
+/// `pos`, at `new_ptr[r]`.
+template <class T>
+__device__ __forceinline__ void renumber_rows(const uint32_t* ptr, const uint32_t* col, const T* val,
+                                              const uint32_t* order, const uint32_t* pos, const uint32_t* new_ptr,
+                                              uint64_t n, uint64_t nnz, uint32_t* new_col, T* new_val,
+                                              uint32_t* bad) {
+    const uint64_t warps = uint64_t(gridDim.x) * WARPS_PER_BLOCK;
+    const uint32_t lane = threadIdx.x % WARP;
+    for (uint64_t r = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP; r < n; r += warps) {
+        const uint32_t v = order[r];
+        uint32_t lo, hi;
+        if (v >= n || !row_of(ptr, v, nnz, bad, &lo, &hi) || new_ptr[r] + uint64_t(hi - lo) > nnz) {
+            if (lane == 0) {
+                *bad = 1;
+            }
+            continue;
+        }
+        const uint32_t d = new_ptr[r];
+        for (uint32_t k = lane; k < hi - lo; k += WARP) {
+            const uint32_t w = col[lo + k];
+            new_col[d + k] = w < n ? pos[w] : NONE;
+            new_val[d + k] = val[lo + k];
+            if (w >= n) {
+                *bad = 1;
+            }
+        }
+    }
+}
+
+}  // namespace levels
+}  // namespace warpfit
+
+#define WARPFIT_RENUMBER_ROWS_(T, W)                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                              \
+        wf_renumber_rows_##W(const uint32_t* ptr, const uint32_t* col, const T* val, const uint32_t* order,   \
+                             const uint32_t* pos, const uint32_t* new_ptr, uint64_t n, uint64_t nnz,          \
+                             uint32_t* new_col, T* new_val, uint32_t* bad) {                                  \
+        warpfit::levels::renumber_rows<T>(ptr, col, val, order, pos, new_ptr, n, nnz, new_col, new_val, bad); \
+    }
+
+#define WARPFIT_LEVELS_ENTRY_POINTS                                                                            \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_levels_reset(uint32_t* pos, unsigned long long* claims, uint64_t n) {                               \
+        warpfit::levels::reset(pos, claims, n);                                                                \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_levels_start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root) {                        \
+        warpfit::levels::start(order, pos, ctl, root);                                                         \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_levels_claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,                    \
+                        const uint32_t* order, const uint32_t* pos, unsigned long long* claims, uint32_t* ctl) { \
+        warpfit::levels::claim(ptr, col, n, nnz, order, pos, claims, ctl);                                     \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_levels_count(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,                    \
+                        const uint32_t* order, const unsigned long long* claims, uint32_t* counts,             \
+                        uint32_t* tile_sums, uint32_t* ctl) {                                                  \
+        warpfit::levels::count(ptr, col, n, nnz, order, claims, counts, tile_sums, ctl);                       \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_levels_carry(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz, uint32_t* order,   \
+                        uint32_t* pos, uint32_t* tile_sums, uint32_t* ctl) {                                   \
+        warpfit::levels::carry(ptr, col, n, nnz, order, pos, tile_sums, ctl);                                  \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_levels_write(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz, uint32_t* order,   \
+                        uint32_t* pos, const unsigned long long* claims, const uint32_t* counts,               \
+                        const uint32_t* tile_sums, uint32_t* ctl) {                                            \
+        warpfit::levels::write(ptr, col, n, nnz, order, pos, claims, counts, tile_sums, ctl);                  \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_renumber_lengths(const uint32_t* ptr, const uint32_t* order, uint64_t n, uint64_t nnz,              \
+                            uint32_t* lengths, uint32_t* tile_sums, uint32_t* bad) {                           \
+        warpfit::levels::renumber_lengths(ptr, order, n, nnz, lengths, tile_sums, bad);                        \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_scan_carry(uint32_t* tile_sums, uint64_t tiles, uint32_t* sum) {                                    \
+        const uint32_t s = warpfit::levels::scan_tiles(tile_sums, tiles);                                      \
+        if (threadIdx.x == 0) {                                                                                \
+            *sum = s;                                                                                          \
+        }                                                                                                      \
+    }                                                                                                          \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
+        wf_renumber_offsets(const uint32_t* lengths, const uint32_t* tile_sums, uint64_t n, uint32_t* new_ptr) { \
+        warpfit::levels::renumber_offsets(lengths, tile_sums, n, new_ptr);                                     \
+    }                                                                                                          \
+    WARPFIT_RENUMBER_ROWS_(uint8_t, 1)                                                                         \
+    WARPFIT_RENUMBER_ROWS_(uint16_t, 2)                                                                        \
+    WARPFIT_RENUMBER_ROWS_(uint32_t, 4)                                                                        \
+    WARPFIT_RENUMBER_ROWS_(uint64_t, 8)

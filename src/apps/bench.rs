@@ -229,23 +229,27 @@ pub struct CgComparison {
 }
 
 /// The `cg` app renumbered by breadth-first levels, end to end: once with
-/// the order made before the first iteration (nothing hides its cost), once
-/// pipelined (made on a CPU thread during the set-up and the first
-/// iterations, which run in the given order).
+/// the order made before the first iteration (nothing hides its cost: on
+/// CUDA it is made on the device, which is always so), and on the CPU
+/// backend once more pipelined (made on a CPU thread during the set-up and
+/// the first iterations, which run in the given order).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LevelsCg {
     /// Iterations run (planned first).
     pub iterations: usize,
-    /// Host time of the level order and the renumbering's sources (ms).
+    /// Time of the level order (ms): made on the device on CUDA, with the
+    /// renumbering's sources on the host on the CPU backend.
     pub planning_ms: f64,
-    /// Host time of the switch: uploads, the renumbering enqueued (ms).
+    /// Host time of the switch: the matrix renumbered, the vectors'
+    /// permutation enqueued (ms).
     pub switch_ms: f64,
     /// Median iteration after the switch (ms).
     pub iteration_ms: f64,
     /// Planning plus every iteration, the switch included (ms).
     pub total_ms: f64,
-    /// The pipelined run's iterations, summed (ms).
-    pub pipelined_total_ms: f64,
+    /// The pipelined run's iterations, summed (ms; `None` on CUDA, where
+    /// the order is made on the device before the first iteration).
+    pub pipelined_total_ms: Option<f64>,
     /// The pipelined run's iterations before the switch (`None`: it never
     /// switched).
     pub pipelined_before: Option<usize>,
@@ -420,10 +424,11 @@ impl AppsReport {
             md.push_str(
                 "\n### CG (f64) end to end, renumbered by levels, planning included\n\n\
                  Every run's iterations summed (set-up excluded: the same uploads for all). \
-                 `levels`: the `cg` app with `CgOrder::Levels`, the level order made on the host \
-                 before the first iteration (its time added), the matrix renumbered on the device \
-                 in the first iteration; `pipelined`: the same order made on a CPU thread during \
-                 the set-up and the first iterations. Speed-up: the cuSPARSE CG's iterations over \
+                 `levels`: the `cg` app with `CgOrder::Levels`, the level order made before the \
+                 first iteration (its time added; on CUDA on the device, on the CPU backend on \
+                 the host), the matrix renumbered on the device in the first iteration; \
+                 `pipelined` (CPU backend only): the same order made on a CPU thread during the \
+                 set-up and the first iterations. Speed-up: the cuSPARSE CG's iterations over \
                  `levels`' planning plus iterations. `x` against the app in the given order: \
                  largest difference over `max |x|`.\n\n\
                  | input | iters | cuSPARSE (ms) | warpfit, given order (ms) | level order (ms) | \
@@ -442,7 +447,7 @@ impl AppsReport {
                 };
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.3} | {:.1} | {} | {:.1} ({}) | {:.1e} |",
+                    "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.3} | {:.1} | {} | {} | {:.1e} |",
                     c.input,
                     l.iterations,
                     c.cusparse_total_ms,
@@ -452,9 +457,11 @@ impl AppsReport {
                     l.iteration_ms,
                     l.total_ms,
                     opt(c.levels_speedup(), 2),
-                    l.pipelined_total_ms,
-                    l.pipelined_before
-                        .map_or("never switched".to_string(), |k| k.to_string()),
+                    l.pipelined_total_ms.map_or("–".to_string(), |t| format!(
+                        "{t:.1} ({})",
+                        l.pipelined_before
+                            .map_or("never switched".to_string(), |k| k.to_string())
+                    )),
                     l.max_rel_diff
                 );
             }
@@ -908,19 +915,26 @@ impl<'a> Bench<'a> {
             &first_opts,
             &mut |_, _| {},
         )?;
-        progress(&format!("{name}: cg f64 renumbered by levels (pipelined)"));
-        let pipelined_opts = CgOptions {
-            plan_first: false,
-            ..first_opts
+        // On CUDA the order is made on the device before the first
+        // iteration either way: a pipelined run would repeat this one.
+        let piped = match self.device.cuda() {
+            Some(_) => None,
+            None => {
+                progress(&format!("{name}: cg f64 renumbered by levels (pipelined)"));
+                let pipelined_opts = CgOptions {
+                    plan_first: false,
+                    ..first_opts
+                };
+                Some(cg_observed(
+                    &self.device,
+                    &self.config,
+                    a,
+                    &b,
+                    &pipelined_opts,
+                    &mut |_, _| {},
+                )?)
+            }
         };
-        let piped = cg_observed(
-            &self.device,
-            &self.config,
-            a,
-            &b,
-            &pipelined_opts,
-            &mut |_, _| {},
-        )?;
         let scale = app.x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let diff = |x: &[f64]| {
             x.iter()
@@ -935,9 +949,14 @@ impl<'a> Bench<'a> {
             switch_ms: ms(r.switch),
             iteration_ms: super::Timings::median_of(after).map_or(0.0, ms),
             total_ms: ms(r.planning) + ms(first.timings.iterations_total()),
-            pipelined_total_ms: ms(piped.timings.iterations_total()),
-            pipelined_before: piped.renumbered.as_ref().map(|r| r.iterations_before),
-            max_rel_diff: diff(&first.x).max(diff(&piped.x)),
+            pipelined_total_ms: piped.as_ref().map(|p| ms(p.timings.iterations_total())),
+            pipelined_before: piped
+                .as_ref()
+                .and_then(|p| p.renumbered.as_ref())
+                .map(|r| r.iterations_before),
+            max_rel_diff: piped
+                .as_ref()
+                .map_or(diff(&first.x), |p| diff(&first.x).max(diff(&p.x))),
         });
         self.push_app(name, "cg f64", &app.timings, ours.ops);
         self.report.cg.push(CgComparison {
@@ -1201,7 +1220,7 @@ mod tests {
             switch_ms: 1.0,
             iteration_ms: 0.15,
             total_ms,
-            pipelined_total_ms: 19.0,
+            pipelined_total_ms: Some(19.0),
             pipelined_before: Some(3),
             max_rel_diff: 1e-14,
         }

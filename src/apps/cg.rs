@@ -89,6 +89,9 @@ pub struct RenumberedRun {
     /// waiting for it); on the CPU backend, the order and the
     /// renumbering's sources on their thread.
     pub planning: Duration,
+    /// Whether the order was made on the device (CUDA) rather than on a
+    /// CPU thread.
+    pub on_device: bool,
     /// Iterations enqueued in the given order before the switch.
     pub iterations_before: usize,
     /// Host time of the switch: the matrix renumbered (on CUDA from the
@@ -614,8 +617,9 @@ pub fn cg_observed<T: CgScalar>(
             "cg: a renumbered run (order levels) and a throttled SpMV do not combine; pick one",
         ));
     }
-    // The renumbering, like the throttled SpMV's plan below, is made on a
-    // CPU thread while the set-up and the first iterations go on.
+    // On the CPU backend the renumbering, like the throttled SpMV's plan
+    // below, is made on a CPU thread while the set-up and the first
+    // iterations go on (on CUDA it is made on the device, in `solve`).
     // A run that ends before the order is in stops the thread making it
     // rather than waiting for an order nobody uses.
     let cancel = AtomicBool::new(false);
@@ -684,6 +688,10 @@ impl LevelPlan {
             order: LevelOrder::Device(order),
             planning: t.elapsed(),
         })
+    }
+
+    fn made_on_device(&self) -> bool {
+        matches!(self.order, LevelOrder::Device(_))
     }
 
     fn join(handle: ScopedJoinHandle<'_, Result<Option<Self>>>) -> Result<Option<Self>> {
@@ -962,12 +970,13 @@ fn solve<T: CgScalar>(
         &mut |k| {
             if let Some(plan) = levels.take_ready()? {
                 let t = Instant::now();
-                let planning = plan.planning;
+                let (planning, on_device) = (plan.planning, plan.made_on_device());
                 let r = switch_to(device, config, &matrix, &v, plan)?;
                 let r = renumbered_ref.get_or_init(|| r);
                 renumbered_spmv = Some(T::prepare_spmv(device, config, n, &r.matrix, &v.p, &v.q)?);
                 report = Some(RenumberedRun {
                     planning,
+                    on_device,
                     // Rounds count from 1.
                     iterations_before: k - 1,
                     switch: t.elapsed(),

@@ -118,7 +118,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "POLICY")]
     pub throttle: Option<String>,
     /// cg: the numbering the iterations run in: `given` (the default) or
-    /// `levels` (breadth-first levels from row 0, made on a CPU thread while
+    /// `levels` (breadth-first levels from row 0, made on the GPU before the
+    /// first iteration, or on the CPU backend on a thread of its own while
     /// the first iterations run; the matrix is then renumbered on the
     /// device, for meshes numbered without locality). The solution is
     /// written in the matrix's own order either way.
@@ -674,8 +675,13 @@ fn renumber_summary<T>(result: &apps::CgResult<T>) -> String {
         .iterations
         .split_at(r.iterations_before.min(result.timings.iterations.len()));
     format!(
-        "order: levels made in {:.1} ms on a CPU thread, {} iterations in the given order before the switch ({:.1} ms of host time); iterations {} before, {} after",
+        "order: levels made in {:.1} ms {}, {} iterations in the given order before the switch ({:.1} ms of host time); iterations {} before, {} after",
         ms(r.planning),
+        if r.on_device {
+            "on the device"
+        } else {
+            "on a CPU thread"
+        },
         r.iterations_before,
         ms(r.switch),
         median(before),

@@ -402,6 +402,22 @@ fn scattered_pattern(n: usize, seed: u64) -> Csr<f64> {
     Csr::new(n, n, ptr, col, values).unwrap()
 }
 
+/// The 1D Laplacian of `n` rows (2 on the diagonal, −1 beside it): SPD,
+/// and a path of `n` levels from row 0.
+fn laplacian_1d(n: usize) -> Csr<f64> {
+    let (mut ptr, mut col, mut val) = (vec![0u32], Vec::new(), Vec::new());
+    for v in 0..n {
+        for (w, x) in [(v.wrapping_sub(1), -1.0), (v, 2.0), (v + 1, -1.0)] {
+            if w < n {
+                col.push(w as u32);
+                val.push(x);
+            }
+        }
+        ptr.push(col.len() as u32);
+    }
+    Csr::new(n, n, ptr, col, val).unwrap()
+}
+
 /// The device's level order is the host's, exactly, and so is the matrix
 /// renumbered by it; bad input is an error, not a fault.
 #[test]
@@ -462,6 +478,19 @@ fn device_level_order_equals_the_host_order() {
         assert_eq!(b.col_idx.to_vec().unwrap(), want.col_idx(), "{name}");
         assert_eq!(b.values.to_vec().unwrap(), want.values(), "{name}");
     }
+    // A path of 1000 vertices takes 1000 rounds: a budget of 64 gives up.
+    let path = laplacian_1d(1000);
+    let (ptr, col) = (
+        dev.upload(path.row_ptr()).unwrap(),
+        dev.upload(path.col_idx()).unwrap(),
+    );
+    assert!(levels::level_order_within(&dev, &ptr, &col, 0, 64)
+        .unwrap()
+        .is_none());
+    let full = levels::level_order_within(&dev, &ptr, &col, 0, usize::MAX)
+        .unwrap()
+        .unwrap();
+    assert_eq!(full.order.to_vec().unwrap(), level_order(&path, 0).unwrap());
     // Empty, a root out of range, a column out of range, the CPU backend.
     let empty = levels::level_order(
         &dev,
@@ -504,6 +533,39 @@ fn device_level_order_equals_the_host_order() {
     assert!(e.contains("must be on CUDA device"), "{e}");
 }
 
+/// On CUDA a graph with more levels than the device's round budget is
+/// ordered on the host instead, with the same result.
+#[test]
+fn renumbered_cg_of_a_long_path_orders_on_the_host() {
+    let Some(dev) = gpu() else { return };
+    let config = LaunchConfig::default();
+    let a = laplacian_1d(6000);
+    let b = apps::rhs_for_ones(&a).unwrap();
+    let given = CgOptions {
+        tol: 0.0,
+        max_iters: 300,
+        ..Default::default()
+    };
+    let plain = apps::cg(&dev, &config, &a, &b, &given).unwrap();
+    let opts = CgOptions {
+        order: apps::CgOrder::Levels,
+        ..given
+    };
+    let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
+    let run = got.renumbered.as_ref().unwrap();
+    assert!(
+        !run.on_device,
+        "6000 levels exceed the device's 4096 rounds"
+    );
+    assert_eq!((got.iterations, run.iterations_before), (300, 0));
+    let err = got
+        .x
+        .iter()
+        .zip(&plain.x)
+        .fold(0.0f64, |m, (u, v)| m.max((u - v).abs()));
+    assert!(err < 1e-9, "max |x − x_given| = {err}");
+}
+
 #[test]
 fn renumbered_cg_on_cuda_matches_the_cpu_backend_and_the_given_order() {
     let Some(dev) = gpu() else { return };
@@ -536,9 +598,11 @@ fn renumbered_cg_on_cuda_matches_the_cpu_backend_and_the_given_order() {
                     got.iterations
                 );
             }
-            if plan_first {
-                assert_eq!(got.renumbered.as_ref().unwrap().iterations_before, 0);
-            }
+            // On CUDA the order is made on the device, before the first
+            // iteration, pipelined or not.
+            let run = got.renumbered.as_ref().unwrap();
+            assert!(run.on_device, "{what}");
+            assert_eq!(run.iterations_before, 0, "{what}");
             for (other, x) in [("cpu", &want.x), ("given order", &plain.x)] {
                 let err = got
                     .x

@@ -10,7 +10,9 @@
 //! reads the frontier's end every [`ROUNDS_PER_CHECK`] levels, so the time
 //! follows the number of levels: tens to a few thousand for meshes and
 //! grids. One level per round makes a graph of long diameter (a path, a
-//! long chain of small components) slow here; order those on the host.
+//! long chain of small components) slow here: [`level_order_within`] gives
+//! up after a number of rounds, for a caller that can order on the host
+//! instead.
 //!
 //! [`renumber`] copies every row to its new place with its columns
 //! renumbered (entries in the order stored, as `Remapping::apply_csr`
@@ -212,6 +214,25 @@ pub fn level_order(
     col_idx: &DeviceVec<u32>,
     root: usize,
 ) -> Result<DeviceLevelOrder> {
+    level_order_within(device, row_ptr, col_idx, root, usize::MAX)?.ok_or_else(|| {
+        Error::invalid("level order: an order without a round budget was not finished")
+    })
+}
+
+/// [`level_order`], given up (`Ok(None)`) when it is not finished after
+/// `max_rounds` rounds (counted in batches of [`ROUNDS_PER_CHECK`]): one
+/// round a level, so a graph of long diameter can be ordered on the host
+/// instead at a bounded cost here.
+///
+/// # Errors
+/// As [`level_order`].
+pub fn level_order_within(
+    device: &Device,
+    row_ptr: &DeviceVec<u32>,
+    col_idx: &DeviceVec<u32>,
+    root: usize,
+    max_rounds: usize,
+) -> Result<Option<DeviceLevelOrder>> {
     let dev = cuda_of(device, "the device level order")?;
     let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "level order")?;
     let ptr = on(row_ptr, dev, "the level order's row_ptr")?;
@@ -219,11 +240,11 @@ pub fn level_order(
     let order = device.alloc::<u32>(n)?;
     let position = device.alloc::<u32>(n)?;
     if n == 0 {
-        return Ok(DeviceLevelOrder {
+        return Ok(Some(DeviceLevelOrder {
             order,
             position,
             rounds: 0,
-        });
+        }));
     }
     if root >= n {
         return Err(Error::invalid(format!(
@@ -287,6 +308,9 @@ pub fn level_order(
         if state[CTL_START] as usize >= n && state[CTL_END] as usize >= n {
             break;
         }
+        if rounds >= max_rounds {
+            return Ok(None);
+        }
         // Every round numbers a vertex until all are: a round count past
         // that is a broken invariant, not a slow graph.
         if rounds > n + ROUNDS_PER_CHECK {
@@ -296,11 +320,11 @@ pub fn level_order(
             )));
         }
     }
-    Ok(DeviceLevelOrder {
+    Ok(Some(DeviceLevelOrder {
         order,
         position,
         rounds,
-    })
+    }))
 }
 
 /// The matrix (`row_ptr`, `col_idx`, `values`) renumbered by `levels` on

@@ -60,7 +60,9 @@ pub enum CgOrder {
     #[default]
     Given,
     /// Breadth-first levels (the Cuthill–McKee order from row 0): on CUDA
-    /// made on the device before the first iteration (`gpu::levels`), on
+    /// made on the device before the first iteration (`gpu::levels`; on
+    /// the host instead when the graph has more levels than
+    /// `max(nnz / 512, 4096)`, a long diameter), on
     /// the CPU backend on a thread of its own while the first iterations
     /// run in the given order (`Remapping::levels`); the switch renumbers
     /// the matrix on the device and permutes the vectors once. For meshes
@@ -680,12 +682,32 @@ impl LevelPlan {
         }))
     }
 
-    /// The plan made on the CUDA device `matrix` lives on (waits for it).
-    fn on_device<T: Scalar>(device: &Device, matrix: &DeviceMatrix<T>) -> Result<Self> {
+    /// The plan made on the CUDA device `matrix` lives on (waits for it),
+    /// or on the host when the device would take more than
+    /// [`device_round_budget`] rounds (a graph of long diameter).
+    fn on_device<T: Scalar>(device: &Device, a: &Csr<T>, matrix: &DeviceMatrix<T>) -> Result<Self> {
         let t = Instant::now();
-        let order = levels::level_order(device, &matrix.row_ptr, &matrix.col_idx, 0)?;
+        let budget = device_round_budget(a.nnz());
+        let order = match levels::level_order_within(
+            device,
+            &matrix.row_ptr,
+            &matrix.col_idx,
+            0,
+            budget,
+        )? {
+            Some(order) => LevelOrder::Device(order),
+            None => {
+                let remapping = Remapping::levels(a)?;
+                let (new_ptr, from) = remapping.fine_sources(a.row_ptr())?;
+                LevelOrder::Host {
+                    remapping,
+                    new_ptr,
+                    from,
+                }
+            }
+        };
         Ok(LevelPlan {
-            order: LevelOrder::Device(order),
+            order,
             planning: t.elapsed(),
         })
     }
@@ -699,6 +721,17 @@ impl LevelPlan {
             .join()
             .map_err(|_| Error::invalid("cg: the thread making the level order panicked"))?
     }
+}
+
+/// Rounds the device level order may take before the host makes the order
+/// instead. The device spends a round per level: 25 ms for the 770 levels
+/// of the side-256 Poisson mesh, about 30 µs a round with its work, 10 µs
+/// without; the host order costs about 20 ns an edge there (BENCHMARKS.md,
+/// "CG renumbered by levels made on the device"). So past `nnz / 512`
+/// rounds the host is likely the faster, and a few thousand rounds are
+/// always allowed: meshes and grids of any size fit them, a path does not.
+fn device_round_budget(nnz: usize) -> usize {
+    (nnz / 512).max(4096)
 }
 
 /// The level order of a renumbered run until the switch takes it: the
@@ -940,10 +973,11 @@ fn solve<T: CgScalar>(
     device.synchronize()?;
     check_faults(&launches)?;
     let setup = setup_start.elapsed();
-    // On CUDA the order is made on the device, now: the first iteration
+    // On CUDA the order is made on the device, now (or on the host when the
+    // graph has too many levels for the device): the first iteration
     // switches to it.
     if opts.order == CgOrder::Levels && device.cuda().is_some() {
-        levels.ready = Some(LevelPlan::on_device(device, &matrix)?);
+        levels.ready = Some(LevelPlan::on_device(device, a, &matrix)?);
     }
     // The renumbered matrix (set once, at the switch) and the SpMV over it.
     let renumbered: OnceCell<Renumbered<T>> = OnceCell::new();

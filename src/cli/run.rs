@@ -680,7 +680,7 @@ fn renumber_summary<T>(result: &apps::CgResult<T>) -> String {
         if r.on_device {
             "on the device"
         } else {
-            "on a CPU thread"
+            "on the host"
         },
         r.iterations_before,
         ms(r.switch),

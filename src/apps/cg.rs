@@ -59,15 +59,14 @@ pub enum CgOrder {
     /// The matrix's own.
     #[default]
     Given,
-    /// Breadth-first levels (the Cuthill–McKee order from row 0): on CUDA
-    /// made on the device before the first iteration (`gpu::levels`; on
-    /// the host instead when the graph has more levels than
-    /// `max(nnz / 512, 4096)`, a long diameter), on
-    /// the CPU backend on a thread of its own while the first iterations
-    /// run in the given order (`Remapping::levels`); the switch renumbers
-    /// the matrix on the device and permutes the vectors once. For meshes
-    /// and grids numbered without locality; the result is in the caller's
-    /// order.
+    /// Breadth-first levels (the Cuthill–McKee order from row 0). On CUDA
+    /// the order is made on the device before the first iteration
+    /// (`gpu::levels`), or on the host when the graph has more levels than
+    /// `max(nnz / 512, 4096)` (a long diameter). On the CPU backend it is
+    /// made on a thread of its own while the first iterations run in the
+    /// given order (`Remapping::levels`). The switch renumbers the matrix
+    /// on the device and permutes the vectors once. For meshes and grids
+    /// numbered without locality; the result is in the caller's order.
     Levels,
 }
 
@@ -91,8 +90,8 @@ pub struct RenumberedRun {
     /// waiting for it); on the CPU backend, the order and the
     /// renumbering's sources on their thread.
     pub planning: Duration,
-    /// Whether the order was made on the device (CUDA) rather than on a
-    /// CPU thread.
+    /// Whether the order was made on the device (CUDA) rather than on the
+    /// host.
     pub on_device: bool,
     /// Iterations enqueued in the given order before the switch.
     pub iterations_before: usize,

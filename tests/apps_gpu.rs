@@ -451,16 +451,15 @@ fn device_level_order_equals_the_host_order() {
         Csr::new(1, 1, vec![0, 1], vec![0], vec![2.0]).unwrap(),
     ));
     for (name, a) in &cases {
-        let ptr = dev.upload(a.row_ptr()).unwrap();
-        let col = dev.upload(a.col_idx()).unwrap();
-        let val = dev.upload(a.values()).unwrap();
+        let m = levels::DeviceCsr::upload(&dev, a).unwrap();
+        let (ptr, col) = (&m.row_ptr, &m.col_idx);
         let roots = if small {
             vec![0]
         } else {
             vec![0, a.nrows() / 2, a.nrows() - 1]
         };
         for root in roots {
-            let got = levels::level_order(&dev, &ptr, &col, root).unwrap();
+            let got = levels::level_order(&dev, ptr, col, root).unwrap();
             let want = level_order(a, root).unwrap();
             assert_eq!(got.order.to_vec().unwrap(), want, "{name}, root {root}");
             let pos = got.position.to_vec().unwrap();
@@ -471,8 +470,8 @@ fn device_level_order_equals_the_host_order() {
                 "{name}"
             );
         }
-        let order = levels::level_order(&dev, &ptr, &col, 0).unwrap();
-        let b = levels::renumber(&dev, &order, &ptr, &col, &val).unwrap();
+        let order = levels::level_order(&dev, ptr, col, 0).unwrap();
+        let b = levels::renumber(&dev, &order.order, &order.position, &m).unwrap();
         let want = Remapping::levels(a).unwrap().apply_csr(a).unwrap();
         assert_eq!(b.row_ptr.to_vec().unwrap(), want.row_ptr(), "{name}");
         assert_eq!(b.col_idx.to_vec().unwrap(), want.col_idx(), "{name}");
@@ -491,6 +490,26 @@ fn device_level_order_equals_the_host_order() {
         .unwrap()
         .unwrap();
     assert_eq!(full.order.to_vec().unwrap(), level_order(&path, 0).unwrap());
+    // One round a level, counted in whole batches.
+    assert!(
+        (1000..1000 + levels::ROUNDS_PER_CHECK).contains(&full.rounds),
+        "{} rounds",
+        full.rounds
+    );
+    // An order of another size does not renumber the path.
+    let path_m = levels::DeviceCsr::upload(&dev, &path).unwrap();
+    let two = levels::level_order(
+        &dev,
+        &dev.upload(&[0u32, 1, 2]).unwrap(),
+        &dev.upload(&[1u32, 0]).unwrap(),
+        0,
+    )
+    .unwrap();
+    let e = levels::renumber(&dev, &two.order, &two.position, &path_m)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("does not match an order of 2 rows"), "{e}");
     // Empty, a root out of range, a column out of range, the CPU backend.
     let empty = levels::level_order(
         &dev,

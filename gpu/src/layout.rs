@@ -43,11 +43,48 @@ fn width_slot(width: usize) -> Result<usize> {
     }
 }
 
+/// Blocks that fill the device for a grid-stride loop: eight per SM.
+pub(crate) fn fill_blocks(dev: &CudaDevice) -> u32 {
+    dev.sm_count() * 8
+}
+
 /// Blocks of a grid-stride loop over `items` (a thread or a warp each):
 /// enough to fill the device, no more.
 fn blocks(dev: &CudaDevice, items: u64, per_block: u64) -> u32 {
-    let fill = u64::from(dev.sm_count()) * 8;
-    items.div_ceil(per_block).clamp(1, fill) as u32
+    items
+        .div_ceil(per_block)
+        .clamp(1, u64::from(fill_blocks(dev))) as u32
+}
+
+/// Enqueues a device-library kernel that takes only 64-bit words
+/// (pointers and counts, in `args`' order) on `blocks` blocks of `BLOCK`
+/// threads: the layout and level kernels.
+///
+/// # Safety
+/// `args` must match the kernel's parameters in number and order, and
+/// every pointer among them must be the device address of a live buffer
+/// at least as long as the counts among them say the kernel reads or
+/// writes (the kernels check the indices they follow, not the buffers'
+/// lengths).
+pub(crate) unsafe fn launch_words(
+    dev: &CudaDevice,
+    function: &CudaFunction,
+    blocks: u32,
+    what: &str,
+    args: &[u64],
+) -> Result<()> {
+    let cfg = CuLaunch {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = dev.stream().launch_builder(function);
+    for a in args {
+        b.arg(a);
+    }
+    // SAFETY: the caller's contract above.
+    unsafe { b.launch(cfg) }.map_err(cuda_err(format!("launching the library kernel {what}")))?;
+    Ok(())
 }
 
 impl LayoutKernels {
@@ -80,24 +117,13 @@ impl LayoutKernels {
         what: &str,
         args: &[u64],
     ) -> Result<()> {
-        let cfg = CuLaunch {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let bad = self.bad.device_ptr(dev);
-        let mut b = dev.stream().launch_builder(function);
-        for a in args {
-            b.arg(a);
-        }
-        b.arg(&bad);
+        let mut words = args.to_vec();
+        words.push(self.bad.device_ptr(dev));
         // SAFETY: every layout kernel takes its pointers and counts as
         // 64-bit words in this order, then the `bad` flag; the callers pass
         // device addresses of live buffers holding at least the counts
         // given, and the kernels check every index they follow.
-        unsafe { b.launch(cfg) }
-            .map_err(cuda_err(format!("launching the layout kernel {what}")))?;
-        Ok(())
+        unsafe { launch_words(dev, function, blocks, what, &words) }
     }
 
     /// `out[i] = input[idx[i]]` for `i < n`, elements of `width` bytes;

@@ -27,24 +27,25 @@
 //! // The path 0 - 2 - 1 - 3, stored out of order.
 //! let row_ptr = device.upload(&[0u32, 1, 3, 5, 6])?;
 //! let col_idx = device.upload(&[2u32, 2, 3, 0, 1, 1])?;
-//! let values = device.upload(&[1.0f64; 6])?;
 //! let order = levels::level_order(&device, &row_ptr, &col_idx, 0)?;
 //! assert_eq!(order.order.to_vec()?, vec![0, 2, 1, 3]);
-//! let b = levels::renumber(&device, &order, &row_ptr, &col_idx, &values)?;
+//! let a = levels::DeviceCsr { row_ptr, col_idx, values: device.upload(&[1.0f64; 6])? };
+//! let b = levels::renumber(&device, &order.order, &order.position, &a)?;
 //! assert_eq!(b.col_idx.to_vec()?, vec![1, 0, 2, 1, 3, 2]);
 //! # Ok(())
 //! # }
 //! ```
 
 use crate::abi::BLOCK;
-use crate::buffer::{cuda_err, DeviceBuffer};
+use crate::buffer::DeviceBuffer;
 use crate::compile;
 use crate::device::{CudaDevice, Device};
+use crate::layout::{fill_blocks, launch_words};
 use crate::resident::DeviceVec;
 use crate::spec::Scalar;
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig as CuLaunch, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule};
 use std::sync::Arc;
-use warpfit_runtime::{Error, Result};
+use warpfit_runtime::{Csr, Error, Result};
 
 /// Levels enqueued between two reads of the frontier's end: the host
 /// round trip is paid once per this many levels, and at most this many
@@ -68,7 +69,8 @@ pub struct DeviceLevelOrder {
     pub rounds: usize,
 }
 
-/// A CSR matrix on the device, as [`renumber`] returns it.
+/// A CSR matrix on a device, as [`renumber`] takes and returns it.
+#[derive(Debug)]
 pub struct DeviceCsr<T: Scalar> {
     /// `n + 1` offsets.
     pub row_ptr: DeviceVec<u32>,
@@ -76,6 +78,20 @@ pub struct DeviceCsr<T: Scalar> {
     pub col_idx: DeviceVec<u32>,
     /// Value of each entry.
     pub values: DeviceVec<T>,
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// A copy of `a` on `device`.
+    ///
+    /// # Errors
+    /// As [`Device::upload`].
+    pub fn upload(device: &Device, a: &Csr<T>) -> Result<Self> {
+        Ok(DeviceCsr {
+            row_ptr: device.upload(a.row_ptr())?,
+            col_idx: device.upload(a.col_idx())?,
+            values: device.upload(a.values())?,
+        })
+    }
 }
 
 /// The level library's kernels on one device.
@@ -131,7 +147,7 @@ pub fn load(device: &Device) -> Result<()> {
     Ok(())
 }
 
-/// Enqueues `function` on `blocks` blocks of `BLOCK` threads.
+/// Enqueues a level kernel.
 fn launch(
     dev: &CudaDevice,
     function: &CudaFunction,
@@ -139,27 +155,12 @@ fn launch(
     what: &str,
     args: &[u64],
 ) -> Result<()> {
-    let cfg = CuLaunch {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = dev.stream().launch_builder(function);
-    for a in args {
-        b.arg(a);
-    }
     // SAFETY: every kernel of levels.cuh takes 64-bit pointers and counts
     // in the order the callers below pass them; the pointers are device
     // addresses of live buffers of at least the lengths the counts imply
     // (checked by the callers), and the kernels check every index they
     // read from those buffers before following it.
-    unsafe { b.launch(cfg) }.map_err(cuda_err(format!("launching the level kernel {what}")))?;
-    Ok(())
-}
-
-/// Enough blocks of a grid-stride loop to fill the device.
-fn fill(dev: &CudaDevice) -> u32 {
-    dev.sm_count() * 8
+    unsafe { launch_words(dev, function, blocks, what, args) }
 }
 
 /// The CUDA device of `device`, or an error naming `what` needs one.
@@ -264,7 +265,7 @@ pub fn level_order_within(
         ctl.device_ptr(dev),
     );
     let (n64, nnz64) = (n as u64, nnz as u64);
-    launch(dev, &k.reset, fill(dev), "reset", &[p, c, n64])?;
+    launch(dev, &k.reset, fill_blocks(dev), "reset", &[p, c, n64])?;
     launch(dev, &k.start, 1, "start", &[o, p, cl, root as u64])?;
     let mut rounds = 0usize;
     loop {
@@ -272,14 +273,14 @@ pub fn level_order_within(
             launch(
                 dev,
                 &k.claim,
-                fill(dev),
+                fill_blocks(dev),
                 "claim",
                 &[ptr, col, n64, nnz64, o, p, c, cl],
             )?;
             launch(
                 dev,
                 &k.count,
-                fill(dev),
+                fill_blocks(dev),
                 "count",
                 &[ptr, col, n64, nnz64, o, c, cnt, ts, cl],
             )?;
@@ -293,7 +294,7 @@ pub fn level_order_within(
             launch(
                 dev,
                 &k.write,
-                fill(dev),
+                fill_blocks(dev),
                 "write",
                 &[ptr, col, n64, nnz64, o, p, c, cnt, ts, cl],
             )?;
@@ -327,10 +328,11 @@ pub fn level_order_within(
     }))
 }
 
-/// The matrix (`row_ptr`, `col_idx`, `values`) renumbered by `levels` on
-/// both sides (`B = P·A·Pᵀ`): new row `r` is old row `order[r]`, each
-/// column `w` becomes `position[w]`, entries in the order stored. Waits for
-/// the device once, to check the indices.
+/// The square matrix `a` renumbered on both sides (`B = P·A·Pᵀ`) by the
+/// permutation `order` (`order[new] = old`, a [`DeviceLevelOrder`]'s or
+/// any other) and its inverse `position`: new row `r` is old row
+/// `order[r]`, each column `w` becomes `position[w]`, entries in the order
+/// stored. Waits for the device once, to check the indices.
 ///
 /// # Errors
 /// `device` is not a CUDA device or an array is not on it; the arrays'
@@ -338,18 +340,19 @@ pub fn level_order_within(
 /// the copy; an offset or column out of range (found on the device).
 pub fn renumber<T: Scalar>(
     device: &Device,
-    levels: &DeviceLevelOrder,
-    row_ptr: &DeviceVec<u32>,
-    col_idx: &DeviceVec<u32>,
-    values: &DeviceVec<T>,
+    order: &DeviceVec<u32>,
+    position: &DeviceVec<u32>,
+    a: &DeviceCsr<T>,
 ) -> Result<DeviceCsr<T>> {
     let dev = cuda_of(device, "the device renumbering")?;
+    let (row_ptr, col_idx, values) = (&a.row_ptr, &a.col_idx, &a.values);
     let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "renumber")?;
-    if n != levels.order.len() || n != levels.position.len() || values.len() != nnz {
+    if n != order.len() || n != position.len() || values.len() != nnz {
         return Err(Error::invalid(format!(
-            "renumber: a {n}-row matrix with {nnz} columns and {} values does not match an order of {} rows",
+            "renumber: a {n}-row matrix with {nnz} columns and {} values does not match an order of {} rows and {} positions",
             values.len(),
-            levels.order.len()
+            order.len(),
+            position.len()
         )));
     }
     let slot = match std::mem::size_of::<T>() {
@@ -366,8 +369,8 @@ pub fn renumber<T: Scalar>(
     let ptr = on(row_ptr, dev, "the renumbered matrix's row_ptr")?;
     let col = on(col_idx, dev, "the renumbered matrix's col_idx")?;
     let val = on(values, dev, "the renumbered matrix's values")?;
-    let o = on(&levels.order, dev, "the order")?;
-    let p = on(&levels.position, dev, "the order's positions")?;
+    let o = on(order, dev, "the order")?;
+    let p = on(position, dev, "the order's positions")?;
     let out = DeviceCsr {
         row_ptr: device.alloc::<u32>(n + 1)?,
         col_idx: device.alloc::<u32>(nnz)?,
@@ -391,7 +394,7 @@ pub fn renumber<T: Scalar>(
     launch(
         dev,
         &k.lengths,
-        fill(dev),
+        fill_blocks(dev),
         "renumber_lengths",
         &[ptr, o, n64, nnz64, len, ts, b],
     )?;
@@ -406,14 +409,14 @@ pub fn renumber<T: Scalar>(
     launch(
         dev,
         &k.offsets,
-        fill(dev),
+        fill_blocks(dev),
         "renumber_offsets",
         &[len, ts, n64, new_ptr],
     )?;
     launch(
         dev,
         &k.rows[slot],
-        fill(dev),
+        fill_blocks(dev),
         "renumber_rows",
         &[
             ptr,

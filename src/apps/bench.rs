@@ -22,8 +22,7 @@
 //! iteration time is the `cg` app's own.
 
 use super::cg::{
-    rhs_for_ones, CgIteration, CgLists, CgOptions, CgScalar, DeviceMatrix, Preconditioner, Vectors,
-    PAP, RZ,
+    rhs_for_ones, CgIteration, CgLists, CgOptions, CgScalar, Preconditioner, Vectors, PAP, RZ,
 };
 use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::graph::{bfs_observed, pagerank, pagerank_observed, sssp_observed, Graph};
@@ -34,6 +33,7 @@ use super::kernels::{
 use super::{cg_observed, spmv_input, CgOrder, PageRankOptions};
 use crate::gpu::baseline::{CusparseSpmvOn, SpmvAlg, SpmvScalar};
 use crate::gpu::event_timer::EventTimer;
+use crate::gpu::levels::DeviceCsr;
 use crate::gpu::CudaDevice;
 use crate::runtime::gen::GenSpec;
 use crate::runtime::sparse::mm;
@@ -1011,11 +1011,7 @@ impl<'a> Bench<'a> {
             .map(|&v| v.to_f64() * v.to_f64())
             .sum::<f64>()
             .sqrt();
-        let m = DeviceMatrix {
-            row_ptr: d.upload(a.row_ptr())?,
-            col_idx: d.upload(a.col_idx())?,
-            values: d.upload(a.values())?,
-        };
+        let m = DeviceCsr::upload(d, a)?;
         let lists = CgLists::new(d, n)?;
         let plain = CgOptions {
             precond: Preconditioner::None,
@@ -1082,7 +1078,7 @@ impl<'a> Bench<'a> {
     fn cg_ops<'v, T: CgScalar + SpmvScalar>(
         &self,
         a: &Csr<T>,
-        m: &'v DeviceMatrix<T>,
+        m: &'v DeviceCsr<T>,
         v: &'v Vectors<T>,
         lists: &'v CgLists,
         cusparse: bool,

@@ -24,11 +24,11 @@ use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
     cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64, cg_step_f32, cg_step_f64,
     cg_step_jacobi_f32, cg_step_jacobi_f64, copy_f32, copy_f64, dot_f32, dot_f64, permute_f32,
-    permute_f64, renumber_entries_f32, renumber_entries_f64, spmv, spmv_f64,
+    permute_f64, spmv, spmv_f64,
 };
 use super::throttled::{SpmvThrottle, ThrottledRun};
 use super::timing::Timings;
-use crate::gpu::levels::{self, DeviceLevelOrder};
+use crate::gpu::levels::{self, DeviceCsr, DeviceLevelOrder};
 use crate::gpu::spec::Scalar;
 use crate::runtime::mem;
 use crate::runtime::partition::Remapping;
@@ -65,7 +65,7 @@ pub enum CgOrder {
     /// `max(nnz / 512, 4096)` (a long diameter). On the CPU backend it is
     /// made on a thread of its own while the first iterations run in the
     /// given order (`Remapping::levels`). The switch renumbers the matrix
-    /// on the device and permutes the vectors once. For meshes and grids
+    /// and permutes the vectors once. For meshes and grids
     /// numbered without locality; the result is in the caller's order.
     Levels,
 }
@@ -87,17 +87,16 @@ impl std::str::FromStr for CgOrder {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenumberedRun {
     /// Time of the level order: on CUDA, made on the device (the host
-    /// waiting for it); on the CPU backend, the order and the
-    /// renumbering's sources on their thread.
+    /// waiting for it); on the CPU backend, on its thread.
     pub planning: Duration,
     /// Whether the order was made on the device (CUDA) rather than on the
     /// host.
     pub on_device: bool,
     /// Iterations enqueued in the given order before the switch.
     pub iterations_before: usize,
-    /// Host time of the switch: the matrix renumbered (on CUDA from the
-    /// order on the device, waiting for it; on the CPU backend from the
-    /// uploaded sources) and the vectors' permutation enqueued.
+    /// Host time of the switch: the matrix renumbered (on CUDA on the
+    /// device, waiting for it; on the CPU backend on the host) and the
+    /// vectors' permutation enqueued.
     pub switch: Duration,
 }
 
@@ -176,7 +175,7 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         device: &Device,
         config: &LaunchConfig,
         rows: usize,
-        a: &'a DeviceMatrix<Self>,
+        a: &'a DeviceCsr<Self>,
         x: &'a DeviceVec<Self>,
         y: &'a DeviceVec<Self>,
     ) -> Result<PreparedLaunch<'a>>;
@@ -189,17 +188,6 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         options: &ThrottleOptions,
         a: &Csr<Self>,
     ) -> Result<Box<dyn SpmvThrottle<Self>>>;
-    #[doc(hidden)]
-    #[allow(clippy::too_many_arguments)]
-    fn prepare_renumber<'a>(
-        device: &Device,
-        config: &LaunchConfig,
-        from: &'a DeviceVec<u32>,
-        inv: &'a DeviceVec<u32>,
-        a: &'a DeviceMatrix<Self>,
-        col: &'a DeviceVec<u32>,
-        val: &'a DeviceVec<Self>,
-    ) -> Result<PreparedLaunch<'a>>;
     #[doc(hidden)]
     fn prepare_permute<'a>(
         device: &Device,
@@ -247,15 +235,6 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         slot: &'a TaskList,
         base: u32,
     ) -> Result<PreparedLaunch<'a>>;
-}
-
-/// A CSR matrix on the device.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct DeviceMatrix<T: Scalar> {
-    pub(crate) row_ptr: DeviceVec<u32>,
-    pub(crate) col_idx: DeviceVec<u32>,
-    pub(crate) values: DeviceVec<T>,
 }
 
 /// CG's vectors and scalars on the device. `z` is `None` without a
@@ -398,7 +377,7 @@ pub(crate) const RR: usize = 2;
 
 macro_rules! cg_scalar {
     ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $publish:ident,
-     $renumber:ident, $permute:ident, $copy:ident) => {
+     $permute:ident, $copy:ident) => {
         impl CgScalar for $t {
             fn to_f64(self) -> f64 {
                 self as f64
@@ -410,7 +389,7 @@ macro_rules! cg_scalar {
                 device: &Device,
                 config: &LaunchConfig,
                 rows: usize,
-                a: &'a DeviceMatrix<Self>,
+                a: &'a DeviceCsr<Self>,
                 x: &'a DeviceVec<Self>,
                 y: &'a DeviceVec<Self>,
             ) -> Result<PreparedLaunch<'a>> {
@@ -440,27 +419,6 @@ macro_rules! cg_scalar {
                     a.col_idx().to_vec(),
                     a.values().to_vec(),
                 )?))
-            }
-            fn prepare_renumber<'a>(
-                device: &Device,
-                config: &LaunchConfig,
-                from: &'a DeviceVec<u32>,
-                inv: &'a DeviceVec<u32>,
-                a: &'a DeviceMatrix<Self>,
-                col: &'a DeviceVec<u32>,
-                val: &'a DeviceVec<Self>,
-            ) -> Result<PreparedLaunch<'a>> {
-                $renumber::prepare(
-                    device,
-                    config,
-                    from.len(),
-                    from,
-                    inv,
-                    &a.col_idx,
-                    &a.values,
-                    col,
-                    val,
-                )
             }
             fn prepare_permute<'a>(
                 device: &Device,
@@ -537,7 +495,6 @@ cg_scalar!(
     cg_step_jacobi_f32,
     cg_direction_f32,
     cg_publish_f32,
-    renumber_entries_f32,
     permute_f32,
     copy_f32
 );
@@ -549,7 +506,6 @@ cg_scalar!(
     cg_step_jacobi_f64,
     cg_direction_f64,
     cg_publish_f64,
-    renumber_entries_f64,
     permute_f64,
     copy_f64
 );
@@ -649,15 +605,10 @@ struct LevelPlan {
     planning: Duration,
 }
 
-/// Where a level order was made, and what the switch renumbers from.
+/// Where a level order was made.
 enum LevelOrder {
-    /// On the host: the remapping, and where each entry of the renumbered
-    /// matrix comes from.
-    Host {
-        remapping: Remapping,
-        new_ptr: Vec<u32>,
-        from: Vec<u32>,
-    },
+    /// On the host.
+    Host(Remapping),
     /// On the CUDA device, from the matrix already there.
     Device(DeviceLevelOrder),
 }
@@ -670,13 +621,8 @@ impl LevelPlan {
         let Some(remapping) = Remapping::levels_unless(a, cancel)? else {
             return Ok(None);
         };
-        let (new_ptr, from) = remapping.fine_sources(a.row_ptr())?;
         Ok(Some(LevelPlan {
-            order: LevelOrder::Host {
-                remapping,
-                new_ptr,
-                from,
-            },
+            order: LevelOrder::Host(remapping),
             planning: t.elapsed(),
         }))
     }
@@ -684,7 +630,7 @@ impl LevelPlan {
     /// The plan made on the CUDA device `matrix` lives on (waits for it),
     /// or on the host when the device would take more than
     /// [`device_round_budget`] rounds (a graph of long diameter).
-    fn on_device<T: Scalar>(device: &Device, a: &Csr<T>, matrix: &DeviceMatrix<T>) -> Result<Self> {
+    fn on_device<T: Scalar>(device: &Device, a: &Csr<T>, matrix: &DeviceCsr<T>) -> Result<Self> {
         let t = Instant::now();
         let budget = device_round_budget(a.nnz());
         let order = match levels::level_order_within(
@@ -695,15 +641,7 @@ impl LevelPlan {
             budget,
         )? {
             Some(order) => LevelOrder::Device(order),
-            None => {
-                let remapping = Remapping::levels(a)?;
-                let (new_ptr, from) = remapping.fine_sources(a.row_ptr())?;
-                LevelOrder::Host {
-                    remapping,
-                    new_ptr,
-                    from,
-                }
-            }
+            None => LevelOrder::Host(Remapping::levels(a)?),
         };
         Ok(LevelPlan {
             order,
@@ -803,76 +741,37 @@ fn inspect_step<T: CgScalar>(
     Ok((rr.to_f64().sqrt() / b_norm, rr <= v.stop))
 }
 
-/// The renumbered matrix on the device, with the permutation it was made
-/// with.
+/// The renumbered matrix on the device, and the way back from its order.
 struct Renumbered<T: Scalar> {
-    matrix: DeviceMatrix<T>,
-    /// How `x` goes back to the caller's order.
-    back: Back,
+    matrix: DeviceCsr<T>,
+    /// `position[old] = new`: `x` goes back through it.
+    position: DeviceVec<u32>,
 }
 
-/// The way back from the renumbered order.
-enum Back {
-    /// On the host, through the remapping.
-    Host(Remapping),
-    /// On the device, through each old index's new position.
-    Device(DeviceVec<u32>),
-}
-
-/// Renumbers `matrix` by `plan` on the device and permutes CG's vectors
-/// into the new order (through `v.q`, which every iteration rewrites
-/// before reading). Enqueued behind the iterations before it.
+/// Renumbers `matrix` (`a` on the device) by `plan` and permutes CG's
+/// vectors into the new order (through `v.q`, which every iteration
+/// rewrites before reading). On CUDA the rows are copied on the device
+/// (`gpu::levels::renumber`); the CPU backend's arrays are host memory,
+/// renumbered there. Enqueued behind the iterations before it.
 fn switch_to<T: CgScalar>(
     device: &Device,
     config: &LaunchConfig,
-    matrix: &DeviceMatrix<T>,
+    a: &Csr<T>,
+    matrix: &DeviceCsr<T>,
     v: &Vectors<T>,
     plan: LevelPlan,
 ) -> Result<Renumbered<T>> {
-    let (renumbered, perm, back) = match plan.order {
-        LevelOrder::Host {
-            remapping,
-            new_ptr,
-            from,
-        } => {
-            let perm = device.upload(remapping.task_perm())?;
-            let inv = device.upload(remapping.gathered_inv())?;
-            let from = device.upload(&from)?;
-            let renumbered = DeviceMatrix {
-                row_ptr: device.upload(&new_ptr)?,
-                col_idx: device.alloc::<u32>(from.len())?,
-                values: device.alloc::<T>(from.len())?,
-            };
-            {
-                let entries = T::prepare_renumber(
-                    device,
-                    config,
-                    &from,
-                    &inv,
-                    matrix,
-                    &renumbered.col_idx,
-                    &renumbered.values,
-                )?;
-                entries.run()?;
-                entries.check()?;
-            }
-            (renumbered, perm, Back::Host(remapping))
-        }
-        LevelOrder::Device(order) => {
-            let b = levels::renumber(
-                device,
-                &order,
-                &matrix.row_ptr,
-                &matrix.col_idx,
-                &matrix.values,
-            )?;
-            let renumbered = DeviceMatrix {
-                row_ptr: b.row_ptr,
-                col_idx: b.col_idx,
-                values: b.values,
-            };
-            (renumbered, order.order, Back::Device(order.position))
-        }
+    let (perm, position, remapping) = match plan.order {
+        LevelOrder::Device(order) => (order.order, order.position, None),
+        LevelOrder::Host(r) => (
+            device.upload(r.task_perm())?,
+            device.upload(r.task_inv())?,
+            Some(r),
+        ),
+    };
+    let renumbered = match (device.cuda(), remapping) {
+        (None, Some(r)) => DeviceCsr::upload(device, &r.apply_csr(a)?)?,
+        _ => levels::renumber(device, &perm, &position, matrix)?,
     };
     let vectors = [
         Some(&v.x),
@@ -891,26 +790,16 @@ fn switch_to<T: CgScalar>(
     }
     Ok(Renumbered {
         matrix: renumbered,
-        back,
+        position,
     })
 }
 
 /// Prepares the renumbering's kernels once over one-element arrays, so
 /// that compiling them (on CUDA) belongs to the set-up, not to the switch.
 fn compile_renumbering<T: CgScalar>(device: &Device, config: &LaunchConfig) -> Result<()> {
-    let (from, inv, col) = (
-        device.alloc::<u32>(1)?,
-        device.alloc::<u32>(1)?,
-        device.alloc::<u32>(1)?,
-    );
+    let perm = device.alloc::<u32>(1)?;
     let (src, out) = (device.alloc::<T>(1)?, device.alloc::<T>(1)?);
-    let m = DeviceMatrix {
-        row_ptr: device.alloc::<u32>(2)?,
-        col_idx: device.alloc::<u32>(1)?,
-        values: device.alloc::<T>(1)?,
-    };
-    T::prepare_renumber(device, config, &from, &inv, &m, &col, &out)?;
-    T::prepare_permute(device, config, &from, &src, &out)?;
+    T::prepare_permute(device, config, &perm, &src, &out)?;
     T::prepare_copy(device, config, &src, &out)?;
     if device.cuda().is_some() {
         levels::load(device)?;
@@ -945,11 +834,7 @@ fn solve<T: CgScalar>(
     }
     let mut levels = PendingLevels::new(levels, opts.plan_first)?;
     let mut planned = Vec::new();
-    let matrix = DeviceMatrix {
-        row_ptr: device.upload(a.row_ptr())?,
-        col_idx: device.upload(a.col_idx())?,
-        values: device.upload(a.values())?,
-    };
+    let matrix = DeviceCsr::upload(device, a)?;
     let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
@@ -1004,7 +889,7 @@ fn solve<T: CgScalar>(
             if let Some(plan) = levels.take_ready()? {
                 let t = Instant::now();
                 let (planning, on_device) = (plan.planning, plan.made_on_device());
-                let r = switch_to(device, config, &matrix, &v, plan)?;
+                let r = switch_to(device, config, a, &matrix, &v, plan)?;
                 let r = renumbered_ref.get_or_init(|| r);
                 renumbered_spmv = Some(T::prepare_spmv(device, config, n, &r.matrix, &v.p, &v.q)?);
                 report = Some(RenumberedRun {
@@ -1043,12 +928,11 @@ fn solve<T: CgScalar>(
     if let Some(t) = &throttled {
         t.check()?;
     }
-    let x = match renumbered.get().map(|r| &r.back) {
-        Some(Back::Host(remapping)) => remapping.gathered_to_old(&v.x.to_vec()?)?,
-        Some(Back::Device(position)) => {
+    let x = match renumbered.get() {
+        Some(r) => {
             // x_old[i] = x_new[position[i]], into `q` (free after the last
             // iteration).
-            let back = T::prepare_permute(device, config, position, &v.x, &v.q)?;
+            let back = T::prepare_permute(device, config, &r.position, &v.x, &v.q)?;
             back.run()?;
             back.check()?;
             v.q.to_vec()?

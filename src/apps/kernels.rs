@@ -259,40 +259,6 @@ pub fn copy_f64(i: usize, src: &[f64], out: &mut [f64]) {
     out[i] = src[i];
 }
 
-/// Entry `j` of a renumbered matrix: the old entry `from[j]`, its column
-/// renamed through `inv` (`inv[old] = new`); `from` is
-/// `Remapping::fine_sources`'s.
-#[nested_reduce]
-pub fn renumber_entries_f32(
-    j: usize,
-    from: &[u32],
-    inv: &[u32],
-    col: &[u32],
-    val: &[f32],
-    new_col: &mut [u32],
-    new_val: &mut [f32],
-) {
-    let k = from[j] as usize;
-    new_col[j] = inv[col[k] as usize];
-    new_val[j] = val[k];
-}
-
-/// [`renumber_entries_f32`] in f64.
-#[nested_reduce]
-pub fn renumber_entries_f64(
-    j: usize,
-    from: &[u32],
-    inv: &[u32],
-    col: &[u32],
-    val: &[f64],
-    new_col: &mut [u32],
-    new_val: &mut [f64],
-) {
-    let k = from[j] as usize;
-    new_col[j] = inv[col[k] as usize];
-    new_val[j] = val[k];
-}
-
 // ---------------------------------------------------------------------------
 // Graph apps on device-resident arrays.
 

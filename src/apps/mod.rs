@@ -38,7 +38,7 @@ pub use kernels::{
     cg_publish_f64, cg_step_f32, cg_step_f64, cg_step_jacobi_f32, cg_step_jacobi_f64, copy_f32,
     copy_f64, count_changed_f32, count_changed_i32, count_changed_u32, dangling_rank, dot_f32,
     dot_f64, pagerank_contrib, pagerank_pull, pagerank_pull_resident, permute_f32, permute_f64,
-    relax, renumber_entries_f32, renumber_entries_f64, spmv, spmv_add, spmv_f64,
+    relax, spmv, spmv_add, spmv_f64,
 };
 pub use throttled::ThrottledRun;
 

@@ -120,8 +120,8 @@ pub struct RunArgs {
     /// cg: the numbering the iterations run in: `given` (the default) or
     /// `levels` (breadth-first levels from row 0, made on the GPU before the
     /// first iteration, or on the CPU backend on a thread of its own while
-    /// the first iterations run; the matrix is then renumbered on the
-    /// device, for meshes numbered without locality). The solution is
+    /// the first iterations run; the matrix and the vectors are then
+    /// renumbered, for meshes numbered without locality). The solution is
     /// written in the matrix's own order either way.
     #[arg(long, value_name = "ORDER")]
     pub order: Option<String>,
@@ -807,9 +807,11 @@ fn check_cg_memory<T: CgScalar>(a: &Csr<T>, order: CgOrder) -> Result<()> {
     let (rows, nnz) = (a.nrows() as u64, a.nnz() as u64);
     let mut matrix = 4 * (rows + 1) + (4 + size) * nnz;
     if order == CgOrder::Levels {
-        // The renumbered copy, and the level plan on the host (order,
-        // inverse, claims and marks, range array, entry sources).
-        matrix += matrix + 21 * rows + 4 * nnz;
+        // The renumbered copy, and the level order on the host (on the CPU
+        // backend, or on CUDA when the graph has too many levels for the
+        // device): the remapping's four permutations, 16 bytes a row; the
+        // order's 9 bytes a row of claims, marks and order come before.
+        matrix = 2 * matrix + 16 * rows;
     }
     // b, x, r, z, p, q, 1/diag, a start vector.
     mem::check("the cg matrix copy and vectors", matrix + 8 * size * rows)

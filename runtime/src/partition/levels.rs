@@ -323,23 +323,23 @@ mod tests {
     }
 
     #[test]
-    fn fine_sources_rebuild_the_renumbered_matrix() {
+    fn remapping_by_levels_is_the_level_order_on_both_sides() {
         use crate::partition::Remapping;
         let a = shuffled_grid(7, 3);
         let r = Remapping::levels(&a).unwrap();
         assert!(r.is_symmetric());
+        assert_eq!(r.task_perm(), level_order(&a, 0).unwrap());
+        // Row new of B is row task_perm[new] of A, columns renamed.
         let b = r.apply_csr(&a).unwrap();
-        let (ptr, from) = r.fine_sources(a.row_ptr()).unwrap();
-        assert_eq!(ptr, b.row_ptr());
-        let col: Vec<u32> = from
-            .iter()
-            .map(|&p| r.gathered_inv()[a.col_idx()[p as usize] as usize])
-            .collect();
-        assert_eq!(col, b.col_idx());
-        let val: Vec<f32> = from.iter().map(|&p| a.values()[p as usize]).collect();
-        assert_eq!(val, b.values());
-        let short = r.fine_sources(&a.row_ptr()[1..]).unwrap_err().to_string();
-        assert!(short.contains("range array"), "{short}");
+        for (new, &old) in r.task_perm().iter().enumerate() {
+            let want: Vec<u32> = a
+                .row(old as usize)
+                .0
+                .iter()
+                .map(|&c| r.gathered_inv()[c as usize])
+                .collect();
+            assert_eq!(b.row(new).0, &want[..]);
+        }
     }
 
     proptest! {

@@ -264,67 +264,6 @@ impl Remapping {
         }
     }
 
-    /// What [`apply_csr`](Self::apply_csr) does to the positions of a
-    /// matrix with range array `ptr`, for a device to do it to arrays it
-    /// already holds: the new range array, and for every new position the
-    /// old position it takes its entry from (columns still to be renamed
-    /// through [`gathered_inv`](Self::gathered_inv)). In parallel.
-    ///
-    /// # Errors
-    /// `ptr` is not the range array of `task_perm().len()` rows; the memory
-    /// budget refuses the arrays.
-    pub fn fine_sources(&self, ptr: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
-        use rayon::prelude::*;
-        let n = self.task_perm.len();
-        self.check("range array (rows + 1)", n + 1, ptr.len())?;
-        if ptr.windows(2).any(|w| w[1] < w[0]) {
-            return Err(Error::invalid(
-                "remapping: the range array decreases somewhere",
-            ));
-        }
-        let nnz = ptr[n] as usize;
-        crate::mem::check(
-            "the renumbered range array and entry sources",
-            (n as u64 + 1 + nnz as u64).saturating_mul(4),
-        )?;
-        // Row lengths gathered in parallel (random reads of `ptr`), then
-        // summed in order.
-        let mut new_ptr: Vec<u32> = Vec::with_capacity(n + 1);
-        new_ptr.push(0u32);
-        new_ptr.par_extend(
-            self.task_perm
-                .par_iter()
-                .map(|&o| ptr[o as usize + 1] - ptr[o as usize]),
-        );
-        let mut at = 0u32;
-        for v in &mut new_ptr[1..] {
-            at += *v;
-            *v = at;
-        }
-        // Blocks of new rows, each filling its own part of `from`.
-        const ROWS: usize = 4096;
-        let mut from = vec![0u32; nnz];
-        let mut parts = Vec::with_capacity(n.div_ceil(ROWS));
-        let mut rest = from.as_mut_slice();
-        for b in (0..n).step_by(ROWS) {
-            let e = (b + ROWS).min(n);
-            let (part, tail) = rest.split_at_mut((new_ptr[e] - new_ptr[b]) as usize);
-            parts.push((b..e, part));
-            rest = tail;
-        }
-        parts.into_par_iter().for_each(|(rows, part)| {
-            let mut k = 0;
-            for &old in &self.task_perm[rows] {
-                let (lo, hi) = (ptr[old as usize], ptr[old as usize + 1]);
-                for (slot, p) in part[k..k + (hi - lo) as usize].iter_mut().zip(lo..hi) {
-                    *slot = p;
-                }
-                k += (hi - lo) as usize;
-            }
-        });
-        Ok((new_ptr, from))
-    }
-
     /// Whether tasks and gathered elements share one permutation
     /// ([`Remapping::symmetric`]).
     pub fn is_symmetric(&self) -> bool {

@@ -16,7 +16,9 @@ pub use warpfit_gpu::{DeviceWorklist, PushVariant, WorklistArg};
 pub use warpfit_gpu::{PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;
-pub use warpfit_runtime::schedule::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy};
+pub use warpfit_runtime::schedule::{
+    CacheSize, Partitioner, RemapOrder, ThrottleOptions, ThrottlePolicy,
+};
 pub use warpfit_runtime::worklist::{
     atomic_add, atomic_apply, atomic_cas, atomic_max, atomic_min, atomic_or, push, Atomic,
     AtomicInt, AtomicScalar, PushError, Worklist,

@@ -426,6 +426,30 @@ fn options_an_app_does_not_use_are_rejected() {
             "--order applies to cg only",
         ),
         (
+            vec![
+                "run",
+                "spmv",
+                "--gen",
+                "grid2d:side=3",
+                "--remap-order",
+                "levels",
+            ],
+            "--remap-order applies with --throttle",
+        ),
+        (
+            vec![
+                "run",
+                "spmv",
+                "--gen",
+                "grid2d:side=3",
+                "--throttle",
+                "org_r",
+                "--remap-order",
+                "bfs",
+            ],
+            "unknown remapping order `bfs`",
+        ),
+        (
             vec!["run", "cg", "--gen", "poisson2d:side=3", "--order", "bfs"],
             "unknown order `bfs`",
         ),
@@ -800,6 +824,33 @@ fn gen_writes_the_poisson_matrices() {
     assert_one_line_error(&o, &["gen", "poisson3d"], "expects natural or random");
 }
 
+/// `--remap-order levels`: the remapped baseline and `org_r` run in the
+/// level order, checked against the reference like every variant, and the
+/// report says which renumbering it used.
+#[test]
+fn bench_throttle_remaps_by_levels_on_request() {
+    let o = warpfit(&[
+        "bench",
+        "throttle",
+        "--backend",
+        "cpu",
+        "--gen",
+        "rgg:n=4096,seed=3,order=random",
+        "--variants",
+        "remapped,org_r",
+        "--cache",
+        "1KiB",
+        "--remap-order",
+        "levels",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("by breadth-first levels from row 0"), "{md}");
+    assert!(md.contains("| CPU twin remapped |"), "{md}");
+    assert!(md.contains("| org_r |"), "{md}");
+    assert!(!md.contains("Failures"), "{md}");
+}
+
 #[test]
 fn bench_throttle_on_the_cpu_writes_a_table_and_a_chart() {
     let (md, svg) = (tmp("throttle.md"), tmp("throttle.svg"));
@@ -902,10 +953,14 @@ fn bench_throttle_on_the_cpu_writes_a_table_and_a_chart() {
 #[test]
 fn bench_options_of_another_kind_are_one_line_errors() {
     let svg = tmp("never.svg");
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["bench", "spmv", "--svg", "x.svg"],
             "--svg belongs to `warpfit bench throttle`",
+        ),
+        (
+            &["bench", "apps", "--remap-order", "levels"],
+            "--remap-order belongs to `warpfit bench throttle`",
         ),
         (
             &["bench", "apps", "--backend", "cpu"],

@@ -844,11 +844,14 @@ fn form_kernel_times() {
 /// turn the caller's vectors into plan order once, launches in plan order
 /// give the permuted result, and for a square matrix (one permutation on
 /// both sides) an output feeds the next launch as it is. Enqueued launches
-/// over `DeviceVec`s agree with waiting ones.
+/// over `DeviceVec`s agree with waiting ones. Both remapping orders; the
+/// level order is the matrix's breadth-first order, and needs a square
+/// kernel.
 #[test]
 fn remapped_handles_run_in_plan_order() {
     use warpfit::runtime::gen;
-    use warpfit::{CacheSize, Partitioner};
+    use warpfit::runtime::partition::level_order;
+    use warpfit::{CacheSize, Partitioner, RemapOrder};
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();
     let a = gen::uniform(1 << 14, 8, 11).unwrap();
@@ -861,12 +864,18 @@ fn remapped_handles_run_in_plan_order() {
     spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut y1[..]).unwrap();
     let mut y2 = vec![0u32; n];
     spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &y1, &mut y2[..]).unwrap();
-    for policy in [ThrottlePolicy::OrgR, ThrottlePolicy::Cf, ThrottlePolicy::Sj] {
+    let levels = level_order(&a, 0).unwrap();
+    for (policy, order) in [ThrottlePolicy::OrgR, ThrottlePolicy::Cf, ThrottlePolicy::Sj]
+        .into_iter()
+        .flat_map(|p| RemapOrder::ALL.map(|o| (p, o)))
+    {
         let opts = ThrottleOptions::default()
             .with_policy(policy)
             .with_partitioner(Partitioner::Kd)
             .with_cache(CacheSize::Bytes(16 << 10))
-            .with_remap(true);
+            .with_remap(true)
+            .with_remap_order(order);
+        let policy = format!("{policy} {order}");
         let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
         let mut y = vec![0u32; n];
         // No plan order before the first launch chooses.
@@ -880,6 +889,9 @@ fn remapped_handles_run_in_plan_order() {
             order.tasks, order.gathered,
             "{policy}: square, one permutation"
         );
+        if opts.remap_order == RemapOrder::Levels {
+            assert_eq!(order.tasks, &levels[..], "{policy}: the level order");
+        }
         let perm = order.tasks.to_vec();
         let to_plan = |v: &[u32]| perm.iter().map(|&o| v[o as usize]).collect::<Vec<u32>>();
         let xr = dev.upload(&to_plan(&x)).unwrap();
@@ -909,4 +921,30 @@ fn remapped_handles_run_in_plan_order() {
         t.check().unwrap();
         assert!(yd.to_vec().unwrap() == y1, "{policy}: enqueued");
     }
+    // A rectangular kernel has no level order: a clear error.
+    let wide = warpfit::runtime::Csr::new(
+        n,
+        2 * n,
+        a.row_ptr().to_vec(),
+        a.col_idx().iter().map(|&c| c + n as u32).collect(),
+        val.clone(),
+    )
+    .unwrap();
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::OrgR)
+        .with_partitioner(Partitioner::Kd)
+        .with_cache(CacheSize::Bytes(16 << 10))
+        .with_remap_order(RemapOrder::Levels);
+    let e = spmv_u32::throttle(
+        &dev,
+        &opts,
+        n,
+        2 * n,
+        wide.row_ptr(),
+        wide.col_idx(),
+        wide.values(),
+    )
+    .err()
+    .expect("levels on a rectangular kernel");
+    assert!(e.to_string().contains("remapping order `levels`"), "{e}");
 }

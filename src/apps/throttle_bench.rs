@@ -7,8 +7,10 @@
 //!   algorithm) on CUDA, the unthrottled CPU twin (`spmv::launch`) on the
 //!   CPU backend;
 //! - **the baseline on the remapped matrix**: rows and columns renumbered
-//!   by Algorithm 5 ([`Remapping`]) of the partition the handle plans (same
-//!   partitioner and cache), so the reader sees what remapping alone gives;
+//!   as the handle remaps them ([`ThrottleBenchOptions::remap_order`]: by
+//!   Algorithm 5 ([`Remapping`]) of the partition the handle plans, same
+//!   partitioner and cache, or by levels), so the reader sees what
+//!   remapping alone gives;
 //! - **every [`ThrottlePolicy`]** through the kernel's throttled handle
 //!   ([`Throttled`], what `spmv::throttle` builds): planned, launched once
 //!   (`auto` profiles its candidates there) and checked, then the chosen
@@ -46,7 +48,7 @@ use crate::runtime::exec::{cpu, SharedOut};
 use crate::runtime::gen::GenSpec;
 use crate::runtime::partition::{Remapping, WorkGraph, WorkGraphOf};
 use crate::runtime::schedule::{
-    cpu_cache_share, run_carried, CacheFitPlan, CacheSize, CarriedLayout, Partitioner,
+    cpu_cache_share, run_carried, CacheFitPlan, CacheSize, CarriedLayout, Partitioner, RemapOrder,
     ThrottleOptions, ThrottlePolicy,
 };
 use crate::runtime::Csr;
@@ -81,6 +83,9 @@ pub struct ThrottleBenchOptions {
     /// Only these variants (see [`VARIANT_NAMES`]); empty: all of them.
     /// The reference of the speed-ups always runs.
     pub variants: Vec<String>,
+    /// The renumbering of the remapped schedules and of the remapped
+    /// baseline ([`ThrottleOptions::remap_order`]).
+    pub remap_order: RemapOrder,
 }
 
 /// The names [`ThrottleBenchOptions::variants`] accepts: the baseline on
@@ -104,6 +109,7 @@ impl ThrottleBenchOptions {
             partitioner: None,
             amortise_over: 100,
             variants: Vec::new(),
+            remap_order: RemapOrder::Partitions,
         }
     }
 
@@ -206,7 +212,7 @@ pub enum VariantKind {
     /// The library SpMV on the original matrix: cuSPARSE on CUDA, the
     /// unthrottled CPU twin on the CPU backend.
     Baseline,
-    /// The same on the matrix remapped by Algorithm 5.
+    /// The same on the matrix remapped as the handle remaps it.
     BaselineRemapped,
     /// The throttled handle under a policy.
     Policy(ThrottlePolicy),
@@ -376,6 +382,8 @@ pub struct ThrottleBenchReport {
     pub rounds: usize,
     /// Launches planning is amortised over.
     pub amortise_over: usize,
+    /// The renumbering of the remapped schedules and baseline.
+    pub remap_order: RemapOrder,
     /// Per matrix.
     pub matrices: Vec<MatrixResult>,
     /// Matrices that could not be loaded, and variants that failed.
@@ -429,6 +437,7 @@ pub fn run_throttle_bench(
         warmup: opts.warmup,
         rounds: opts.rounds,
         amortise_over: opts.amortise_over,
+        remap_order: opts.remap_order,
         matrices: Vec::new(),
         failures: Vec::new(),
     };
@@ -641,7 +650,9 @@ struct OneMatrix<'a> {
 /// The handle's options: the kernel's `#[throttled]` defaults, with the
 /// bench's cache and partitioner.
 fn handle_options(opts: &ThrottleBenchOptions) -> Result<ThrottleOptions> {
-    let o = spmv::throttle_options()?.with_cache(opts.cache);
+    let o = spmv::throttle_options()?
+        .with_cache(opts.cache)
+        .with_remap_order(opts.remap_order);
     Ok(match opts.partitioner {
         Some(p) => o.with_partitioner(p),
         None => o,
@@ -798,13 +809,17 @@ impl<'a> OneMatrix<'a> {
         })
     }
 
-    /// The baseline on the matrix remapped by Algorithm 5 of the handle's
-    /// partition (columns sorted within each row, as libraries expect).
+    /// The baseline on the matrix remapped as the handle remaps it: by
+    /// Algorithm 5 of the handle's partition, or by levels (columns sorted
+    /// within each row, as libraries expect).
     fn remapped(&self) -> Result<Measured> {
         let start = Instant::now();
         let graph = WorkGraphOf::borrow_csr(self.a)?.with_elem_bytes(4, 4)?;
         let partition = handle_options(self.opts)?.partition(&graph, self.cache, None)?;
-        let remap = Remapping::new(&graph, &partition)?;
+        let remap = match self.opts.remap_order {
+            RemapOrder::Partitions => Remapping::new(&graph, &partition)?,
+            RemapOrder::Levels => Remapping::levels_of(&graph)?,
+        };
         let parts = partition.len();
         drop(partition);
         let mut b = remap.apply_csr(self.a)?;
@@ -855,6 +870,17 @@ impl<'a> OneMatrix<'a> {
         y.fill(f32::NAN);
         t.launch(&mut [Arg::input(&self.x), Arg::output(&mut y)])?;
         err = err.max(self.check(&y)?);
+        let order = t
+            .plan_order()
+            .map(|o| (o.tasks.to_vec(), o.gathered.to_vec()));
+        let in_plan_order = match order {
+            Some((tasks, gathered)) => {
+                let (ms, e) = self.in_plan_order(&mut t, &tasks, &gathered)?;
+                err = err.max(e);
+                Some(ms)
+            }
+            None => None,
+        };
         let r = t.report();
         let planned = r.partitions > 0 || !r.planning.is_zero();
         Ok(Measured {
@@ -868,13 +894,39 @@ impl<'a> OneMatrix<'a> {
             max_rel_err: err,
             chosen: Some(r.chosen),
             partitions: Some(r.partitions),
-            note: r
-                .profile
-                .iter()
-                .map(|(p, ms)| format!("{p} {ms:.3} ms"))
+            note: in_plan_order
+                .map(|ms| format!("in plan order {ms:.3} ms"))
+                .into_iter()
+                .chain(r.profile.iter().map(|(p, ms)| format!("{p} {ms:.3} ms")))
                 .collect::<Vec<_>>()
                 .join(", "),
         })
+    }
+
+    /// A remapped schedule over vectors kept in the plan's numbering, as an
+    /// iterative application keeps them (`tasks[new] = old` for `y`,
+    /// `gathered[new] = old` for `x`): launched and checked, then timed
+    /// with no permutation in or out. Returns the median (ms) and the
+    /// check's error.
+    fn in_plan_order(
+        &self,
+        t: &mut Throttled,
+        tasks: &[u32],
+        gathered: &[u32],
+    ) -> Result<(f64, f64)> {
+        let xp: Vec<f32> = gathered.iter().map(|&o| self.x[o as usize]).collect();
+        let mut yp = vec![f32::NAN; tasks.len()];
+        t.launch_in_plan_order(&mut [Arg::input(&xp), Arg::output(&mut yp)])?;
+        let ms = self
+            .clock
+            .median_ms(self.opts.warmup, self.opts.runs, &mut || t.enqueue_again())?;
+        yp.fill(f32::NAN);
+        t.launch_in_plan_order(&mut [Arg::input(&xp), Arg::output(&mut yp)])?;
+        let mut y = vec![0f32; yp.len()];
+        for (&o, &v) in tasks.iter().zip(&yp) {
+            y[o as usize] = v;
+        }
+        Ok((ms, self.check(&y)?))
     }
 
     /// The CPU plan executor over a part-major plan of `partitioner`.
@@ -993,7 +1045,9 @@ impl ThrottleBenchReport {
             md,
             "Kernel time: median of {} timed runs after {} untimed ({}), every result checked \
              against an f64 reference first (max relative error ≤ 1e-4){}. Baseline: {}; \
-             \"remapped\": on the matrix renumbered by Algorithm 5 of the handle's partition. \
+             \"remapped\": on the matrix renumbered {}; a remapped schedule's kernel time \
+             includes the permutations of `x` and `y`, its notes give it \"in plan order\" too \
+             (vectors kept in the plan's numbering, as an iterative application keeps them). \
              Planning: host time before the first launch (work graph, partition, layout), \
              amortised over {} launches in \"with planning\". First launch: wall time of the \
              first run, with the copies in and out, the library's set-up and `auto`'s \
@@ -1014,6 +1068,13 @@ impl ThrottleBenchReport {
                 String::new()
             },
             self.baseline_name(),
+            match self.remap_order {
+                RemapOrder::Partitions => "by Algorithm 5 of the handle's partition",
+                RemapOrder::Levels => {
+                    "by breadth-first levels from row 0, as the handle's remapped schedules are \
+                     (remapping order `levels`)"
+                }
+            },
             self.amortise_over,
             if self.rounds > 1 {
                 ", the median of the per-round ratios"
@@ -1260,6 +1321,7 @@ mod tests {
             warmup: 3,
             rounds: 3,
             amortise_over: 100,
+            remap_order: RemapOrder::Partitions,
             matrices: vec![
                 m("rmat:scale=24,edge_factor=16,seed=1", "rmat 24", 1.0),
                 m("a&b<c>.mtx", "a&b<c>", 0.25),

@@ -115,6 +115,13 @@ pub struct BenchArgs {
     /// executor).
     #[arg(long, value_name = "NAME")]
     pub partitioner: Option<String>,
+    /// throttle: the renumbering of the remapped schedules (`org_r`, and
+    /// the others' remapped forms) and of the remapped baseline:
+    /// `partitions` (the default: Algorithm 5 of the plan's partition) or
+    /// `levels` (breadth-first levels from row 0, for matrices numbered
+    /// without locality; square matrices only).
+    #[arg(long, value_name = "ORDER")]
+    pub remap_order: Option<String>,
     /// throttle: rounds, each preparing and timing every variant once, in
     /// turn; speed-ups are the median of the per-round ratios.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -124,7 +131,7 @@ pub struct BenchArgs {
 /// Which `warpfit bench` kinds take each option: an option given to
 /// another kind is an error, not silently ignored.
 fn check_options(args: &BenchArgs) -> Result<()> {
-    let given: [(&str, bool, &[&str]); 18] = [
+    let given: [(&str, bool, &[&str]); 19] = [
         (
             "--variants",
             !args.variants.is_empty(),
@@ -149,6 +156,7 @@ fn check_options(args: &BenchArgs) -> Result<()> {
         ("--cache", args.cache.is_some(), &["throttle"]),
         ("--partitioner", args.partitioner.is_some(), &["throttle"]),
         ("--rounds", args.rounds.is_some(), &["throttle"]),
+        ("--remap-order", args.remap_order.is_some(), &["throttle"]),
         ("--suite large", args.suite == "large", &["throttle"]),
         ("--suite", args.suite != "default", &["spmv", "throttle"]),
     ];

@@ -45,6 +45,9 @@ pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
     if let Some(p) = &args.partitioner {
         opts.partitioner = Some(p.parse()?);
     }
+    if let Some(o) = &args.remap_order {
+        opts.remap_order = o.parse()?;
+    }
     Ok(opts)
 }
 

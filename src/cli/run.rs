@@ -13,6 +13,7 @@ use warpfit::apps::{
 };
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
+use warpfit::RemapOrder;
 use warpfit::{
     Decomposition, Device, Error, ExpectedLaunch, LaunchConfig, Result, ThrottleOptions,
     ThrottlePolicy, ThrottleReport, ThrottleStatus,
@@ -117,6 +118,13 @@ pub struct RunArgs {
     /// itself. The CPU backend runs every policy unthrottled.
     #[arg(long, value_name = "POLICY")]
     pub throttle: Option<String>,
+    /// With --throttle: the renumbering of a remapped schedule (`org_r`, or
+    /// one `auto` picks): `partitions` (the default: Algorithm 5 of the
+    /// plan's partition) or `levels` (breadth-first levels from row 0, for
+    /// matrices numbered without locality). The output is in the matrix's
+    /// own order either way.
+    #[arg(long, value_name = "ORDER")]
+    pub remap_order: Option<String>,
     /// cg: the numbering the iterations run in: `given` (the default) or
     /// `levels` (breadth-first levels from row 0, made on the GPU before the
     /// first iteration, or on the CPU backend on a thread of its own while
@@ -170,6 +178,14 @@ fn check_options(args: &RunArgs) -> Result<()> {
     }
     if let Some(policy) = &args.throttle {
         policy.parse::<ThrottlePolicy>()?;
+    }
+    if let Some(order) = &args.remap_order {
+        if args.throttle.is_none() {
+            return Err(Error::invalid(
+                "--remap-order applies with --throttle (the renumbering of a remapped throttled schedule)",
+            ));
+        }
+        order.parse::<RemapOrder>()?;
     }
     if args.throttle.is_some() && args.decomp.is_some() {
         return Err(Error::invalid(
@@ -307,7 +323,13 @@ impl AppRun<'_> {
         self.args
             .throttle
             .as_deref()
-            .map(|p| Ok(defaults()?.with_policy(p.parse()?)))
+            .map(|p| {
+                let o = defaults()?.with_policy(p.parse()?);
+                Ok(match self.args.remap_order.as_deref() {
+                    Some(order) => o.with_remap_order(order.parse()?),
+                    None => o,
+                })
+            })
             .transpose()
     }
 
@@ -385,7 +407,9 @@ impl AppRun<'_> {
         let iters = self.iters.unwrap_or(SPMV_ITERS);
         let setup_start = Instant::now();
         let x = apps::spmv_input(a.ncols());
-        let options = apps::spmv::throttle_options()?.with_policy(policy);
+        let options = self
+            .throttle_options(apps::spmv::throttle_options)?
+            .unwrap_or(apps::spmv::throttle_options()?.with_policy(policy));
         mem::check(
             "the throttled handle's host copy of the matrix",
             4 * (a.nrows() as u64 + 1) + 8 * a.nnz() as u64,

@@ -1,13 +1,13 @@
 //! The host half of planning: partition the work graph, order each task's
 //! fine tasks by partition, and (when a remapped schedule may run) the
-//! Algorithm-5 remapping. Host work only, so that it can run on a thread of
+//! remapping: Algorithm 5's, or the level order (`RemapOrder`). Host work only, so that it can run on a thread of
 //! its own while launches run unthrottled (pipelined planning).
 
 use super::ThrottleRoles;
 use crate::spec::{KernelSpec, ScalarType};
 use std::time::{Duration, Instant};
 use warpfit_runtime::partition::{Remapping, WorkGraph};
-use warpfit_runtime::schedule::{CacheFitPlan, ThrottleOptions, ThrottlePolicy};
+use warpfit_runtime::schedule::{CacheFitPlan, RemapOrder, ThrottleOptions, ThrottlePolicy};
 use warpfit_runtime::{Error, Result};
 
 /// A plan made on the host.
@@ -24,7 +24,8 @@ pub(super) struct PlanDetail {
     pub plan: CacheFitPlan,
     /// The range array of the original numbering (the work graph's).
     pub ptr: Vec<u32>,
-    /// Algorithm 5's remapping, when a remapped schedule may run.
+    /// The remapping (`ThrottleOptions::remap_order`), when a remapped
+    /// schedule may run.
     pub remapping: Option<Remapping>,
     /// The plan over the remapped numbering, when the schedules run
     /// remapped (`ThrottleOptions::remap`).
@@ -61,13 +62,23 @@ pub(super) fn plan_on_host(
     let plan = CacheFitPlan::new(graph, &partition)?;
     let partitions = plan.len();
     let detail = if partitions > 1 {
-        let remapping = match wants_remapping(&roles, options) {
+        let square = graph.n_tasks() == graph.n_gathered();
+        let remapping = match (wants_remapping(&roles, options), options.remap_order) {
+            (false, _) => None,
+            (true, RemapOrder::Levels) if square => Some(Remapping::levels_of(graph)?),
+            (true, RemapOrder::Levels) => {
+                return Err(Error::invalid(format!(
+                    "kernel `{}`: remapping order `levels` renumbers tasks and gathered elements alike and needs as many of each, got {} tasks and {} gathered elements; use remapping order `partitions`",
+                    spec.name,
+                    graph.n_tasks(),
+                    graph.n_gathered()
+                )))
+            }
             // Square: one permutation, so that `x ← A x` stays in plan order.
-            true if graph.n_tasks() == graph.n_gathered() => {
+            (true, RemapOrder::Partitions) if square => {
                 Some(Remapping::symmetric(graph, &partition)?)
             }
-            true => Some(Remapping::new(graph, &partition)?),
-            false => None,
+            (true, RemapOrder::Partitions) => Some(Remapping::new(graph, &partition)?),
         };
         let remapped = match (&remapping, options.remap) {
             (Some(r), true) => Some(plan.remapped(graph, r)?),

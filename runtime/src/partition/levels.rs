@@ -73,13 +73,28 @@ pub fn level_order_unless<T>(
     root: usize,
     cancel: &AtomicBool,
 ) -> Result<Option<Vec<u32>>> {
-    let n = a.nrows();
-    if n != a.ncols() {
+    order_of(a.nrows(), a.ncols(), a.row_ptr(), a.col_idx(), root, cancel)
+}
+
+/// The level order of a pattern given as row pointers (`ptr`, `nrows + 1`
+/// entries, from 0, never decreasing) and column indices (each below
+/// `ncols`), as a [`WorkGraphOf`](super::WorkGraphOf) holds its tasks'
+/// tuples: for remapping a kernel's work graph rather than a matrix.
+pub(crate) fn order_of(
+    n: usize,
+    ncols: usize,
+    ptr: &[u32],
+    col: &[u32],
+    root: usize,
+    cancel: &AtomicBool,
+) -> Result<Option<Vec<u32>>> {
+    if n != ncols {
         return Err(Error::invalid(format!(
-            "a level order renumbers rows and columns alike: the matrix must be square, got {} x {}",
-            a.nrows(),
-            a.ncols()
+            "a level order renumbers rows and columns alike: the matrix must be square, got {n} x {ncols}"
         )));
+    }
+    if ptr.len() != n + 1 {
+        return Err(Error::length("level order: row pointers", n + 1, ptr.len()));
     }
     if n == 0 {
         return Ok(Some(Vec::new()));
@@ -94,8 +109,13 @@ pub fn level_order_unless<T>(
         "the level order's per-vertex claims, marks and order",
         (n as u64).saturating_mul(9),
     )?;
-    let ptr = a.row_ptr();
-    let col = a.col_idx();
+    if ptr[n] as usize > col.len() {
+        return Err(Error::length(
+            "level order: column indices",
+            ptr[n] as usize,
+            col.len(),
+        ));
+    }
     let claim: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(u32::MAX)).collect();
     let seen: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
     let mut order: Vec<u32> = Vec::new();
@@ -340,6 +360,27 @@ mod tests {
                 .collect();
             assert_eq!(b.row(new).0, &want[..]);
         }
+    }
+
+    #[test]
+    fn a_work_graph_remaps_by_the_levels_of_its_matrix() {
+        use crate::partition::{Remapping, WorkGraph};
+        let a = shuffled_grid(9, 5);
+        let g = WorkGraph::from_csr(&a).unwrap();
+        assert_eq!(
+            Remapping::levels_of(&g).unwrap(),
+            Remapping::levels(&a).unwrap()
+        );
+        let rect = Csr::new(2, 3, vec![0, 1, 1], vec![2], vec![1.0f32]).unwrap();
+        let e = Remapping::levels_of(&WorkGraph::from_csr(&rect).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("2 and 3"), "{e}");
+        let empty = random_csr(0, &[], true);
+        let r = Remapping::levels_of(&WorkGraph::from_csr(&empty).unwrap()).unwrap();
+        assert!(r.task_perm().is_empty());
+        // The slice form checks its lengths rather than slicing past them.
+        let never = AtomicBool::new(false);
+        assert!(order_of(2, 2, &[0, 1], &[0], 0, &never).is_err());
+        assert!(order_of(2, 2, &[0, 1, 3], &[0, 1], 0, &never).is_err());
     }
 
     proptest! {

@@ -240,6 +240,37 @@ impl Remapping {
         Ok(Self::from_order(super::level_order(a, 0)?))
     }
 
+    /// [`Remapping::levels`] of a square work graph (as many tasks as
+    /// gathered elements): the level order of its tasks' tuples, from task
+    /// 0, for both sides. What a throttled handle's
+    /// [`RemapOrder::Levels`](crate::schedule::RemapOrder::Levels) uses.
+    ///
+    /// # Errors
+    /// The graph is not square; as [`level_order`](super::level_order).
+    pub fn levels_of(graph: &WorkGraphOf<'_>) -> Result<Self> {
+        if graph.n_tasks() != graph.n_gathered() {
+            return Err(Error::invalid(format!(
+                "a level remapping renumbers tasks and gathered elements alike: it needs as many tasks as gathered elements, got {} and {}",
+                graph.n_tasks(),
+                graph.n_gathered()
+            )));
+        }
+        if graph.n_tasks() == 0 {
+            return Ok(Self::from_order(Vec::new()));
+        }
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let order = super::levels::order_of(
+            graph.n_tasks(),
+            graph.n_gathered(),
+            graph.ptr(),
+            graph.gathered(),
+            0,
+            &never,
+        )?
+        .unwrap_or_default();
+        Ok(Self::from_order(order))
+    }
+
     /// [`Remapping::levels`], given up (`Ok(None)`) as soon as `cancel` is
     /// set ([`level_order_unless`](super::level_order_unless)).
     ///

@@ -60,7 +60,9 @@ pub use cpu::{run_plan, PlanOrder, PlanRun};
 pub use cpu_cache::{
     cache_share, cpu_cache_share, last_level_cache, last_level_cache_in, CpuCache,
 };
-pub use options::{CacheSize, Partitioner, ThrottleOptions, ThrottlePolicy, DEFAULT_CHUNK};
+pub use options::{
+    CacheSize, Partitioner, RemapOrder, ThrottleOptions, ThrottlePolicy, DEFAULT_CHUNK,
+};
 pub use parts::PartMajor;
 pub use plan::CacheFitPlan;
 pub use queue::ChunkQueue;

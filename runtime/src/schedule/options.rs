@@ -119,6 +119,74 @@ impl FromStr for ThrottlePolicy {
     }
 }
 
+/// Which renumbering a remapped schedule runs in
+/// ([`ThrottleOptions::remap_order`]).
+///
+/// Parsed case-insensitively from `partitions` or `levels`.
+///
+/// ```
+/// use warpfit_runtime::schedule::RemapOrder;
+/// assert_eq!("Levels".parse::<RemapOrder>()?, RemapOrder::Levels);
+/// assert_eq!(RemapOrder::default().to_string(), "partitions");
+/// assert!("bfs".parse::<RemapOrder>().is_err());
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RemapOrder {
+    /// Algorithm 5 of the plan's partition
+    /// ([`Remapping::new`](crate::partition::Remapping::new), or
+    /// [`Remapping::symmetric`](crate::partition::Remapping::symmetric) for
+    /// a square kernel): packs each partition's data. The paper's remapping.
+    #[default]
+    Partitions,
+    /// The breadth-first (Cuthill–McKee) order of the tasks' tuples from
+    /// task 0, one permutation for both sides
+    /// ([`Remapping::levels_of`](crate::partition::Remapping::levels_of)):
+    /// brings a randomly numbered mesh's neighbours together, which no
+    /// partition of the index space can. Square kernels only. The
+    /// partitions are still those of the kernel's own numbering; where the
+    /// order gives the locality, `org_r` needs none.
+    Levels,
+}
+
+impl RemapOrder {
+    /// Both orders, in the order of [`RemapOrder::NAMES`].
+    pub const ALL: [RemapOrder; 2] = [RemapOrder::Partitions, RemapOrder::Levels];
+    /// The names [`FromStr`] accepts (case-insensitively).
+    pub const NAMES: [&'static str; 2] = ["partitions", "levels"];
+
+    /// The order's name, as [`FromStr`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RemapOrder::Partitions => "partitions",
+            RemapOrder::Levels => "levels",
+        }
+    }
+}
+
+impl fmt::Display for RemapOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for RemapOrder {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        let lower = s.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|o| o.name() == lower)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown remapping order `{}`: expected one of {}",
+                    excerpt(s.as_bytes()),
+                    Self::NAMES.join(", ")
+                ))
+            })
+    }
+}
+
 /// The cache a partition's data must fit.
 ///
 /// Parsed from `l2` (case-insensitive: the device's L2, resolved by
@@ -317,6 +385,9 @@ pub struct ThrottleOptions {
     /// every throttled policy (that needs no change visible to the user);
     /// remapping is opt-in.
     pub remap: bool,
+    /// The renumbering of the remapped schedules (default
+    /// [`RemapOrder::Partitions`], Algorithm 5).
+    pub remap_order: RemapOrder,
 }
 
 impl Default for ThrottleOptions {
@@ -328,6 +399,7 @@ impl Default for ThrottleOptions {
             safety: DEFAULT_SAFETY,
             chunk: DEFAULT_CHUNK,
             remap: false,
+            remap_order: RemapOrder::Partitions,
         }
     }
 }
@@ -361,6 +433,14 @@ impl ThrottleOptions {
     /// The same options with remapping on or off.
     pub fn with_remap(self, remap: bool) -> Self {
         ThrottleOptions { remap, ..self }
+    }
+
+    /// The same options with another remapping order.
+    pub fn with_remap_order(self, remap_order: RemapOrder) -> Self {
+        ThrottleOptions {
+            remap_order,
+            ..self
+        }
     }
 
     /// Whether the policy's launches run on remapped data: always for

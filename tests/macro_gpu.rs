@@ -935,7 +935,7 @@ fn remapped_handles_run_in_plan_order() {
         .with_partitioner(Partitioner::Kd)
         .with_cache(CacheSize::Bytes(16 << 10))
         .with_remap_order(RemapOrder::Levels);
-    let e = spmv_u32::throttle(
+    let Err(e) = spmv_u32::throttle(
         &dev,
         &opts,
         n,
@@ -943,8 +943,8 @@ fn remapped_handles_run_in_plan_order() {
         wide.row_ptr(),
         wide.col_idx(),
         wide.values(),
-    )
-    .err()
-    .expect("levels on a rectangular kernel");
+    ) else {
+        panic!("levels on a rectangular kernel");
+    };
     assert!(e.to_string().contains("remapping order `levels`"), "{e}");
 }

@@ -593,6 +593,78 @@ fn throttled_handles_match_the_twin() {
     }
 }
 
+/// Remapped launches of kernels whose output keeps old values (`y += A x`,
+/// and `A x` stored only where nonzero): the old values travel into the
+/// plan's order and back, under both remapping orders; spmv overwrites `y`
+/// and skips that, which the same result shows harmless.
+#[test]
+fn remapped_launches_keep_the_outputs_old_values() {
+    use warpfit::runtime::gen;
+    use warpfit::{CacheSize, Partitioner, RemapOrder};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let a = gen::uniform(1 << 13, 3, 21).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    // Every third value 0, so that some rows sum to 0.
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 3).collect();
+    let x: Vec<u32> = (0..m as u32).map(|i| i % 5).collect();
+    let old: Vec<u32> = (0..n as u32).map(|i| 1000 + i).collect();
+    let mut want_add = old.clone();
+    spmv_add_u32::launch(
+        &cpu,
+        n,
+        a.row_ptr(),
+        a.col_idx(),
+        &val,
+        &x,
+        &mut want_add[..],
+    )
+    .unwrap();
+    let mut want_nz = old.clone();
+    spmv_nonzero_u32::launch(
+        &cpu,
+        n,
+        a.row_ptr(),
+        a.col_idx(),
+        &val,
+        &x,
+        &mut want_nz[..],
+    )
+    .unwrap();
+    assert!(
+        want_nz.iter().zip(&old).any(|(w, o)| w == o),
+        "some row sums to 0"
+    );
+    assert!(
+        want_nz.iter().zip(&old).any(|(w, o)| w != o),
+        "some row does not"
+    );
+    for order in RemapOrder::ALL {
+        let opts = ThrottleOptions::default()
+            .with_policy(ThrottlePolicy::OrgR)
+            .with_partitioner(Partitioner::Kd)
+            .with_cache(CacheSize::Bytes(8 << 10))
+            .with_remap_order(order);
+        let mut t =
+            spmv_add_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = old.clone();
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(t.report().chosen, ThrottlePolicy::OrgR);
+        assert!(y == want_add, "{order}: y += A x");
+        let mut t =
+            spmv_nonzero_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = old.clone();
+        t.launch(&x, &mut y[..]).unwrap();
+        assert!(y == want_nz, "{order}: stored where nonzero");
+        // Device-resident, enqueued: the same.
+        let xd = dev.upload(&x).unwrap();
+        let yd = dev.upload(&old).unwrap();
+        t.enqueue(&xd, &yd).unwrap();
+        t.check().unwrap();
+        assert!(yd.to_vec().unwrap() == want_nz, "{order}: enqueued");
+    }
+}
+
 /// A pipelined handle runs the unthrottled schedule while its plan is made
 /// on a CPU thread, then switches: the results agree with the twin before
 /// and after, and the status and report follow.

@@ -109,6 +109,13 @@ fn the_attribute_sets_the_default_options() {
     assert_eq!(spmv::THROTTLE_ROLES.gathered, 3);
     assert_eq!(spmv::THROTTLE_ROLES.index, Some(1));
     assert_eq!(spmv::THROTTLE_ROLES.task_indexed, &[4]);
+    assert_eq!(spmv::THROTTLE_ROLES.overwritten, &[4]);
+    // An output read (`+=`) or stored under a condition keeps old values
+    // that a remapped launch must carry into the plan's order.
+    assert_eq!(spmv_add_u32::THROTTLE_ROLES.task_indexed, &[4]);
+    assert!(spmv_add_u32::THROTTLE_ROLES.overwritten.is_empty());
+    assert_eq!(spmv_nonzero_u32::THROTTLE_ROLES.task_indexed, &[4]);
+    assert!(spmv_nonzero_u32::THROTTLE_ROLES.overwritten.is_empty());
     assert_eq!(spmv::THROTTLE_ROLES.remap_refused, "");
     // `relax` folds from `dist[v]`: the gathered array read at the task.
     assert_eq!(relax::THROTTLE_ROLES.index, None);

@@ -865,6 +865,7 @@ impl<'a> OneMatrix<'a> {
             gathered: 3,
             index: Some(1),
             task_indexed: &[4],
+            overwritten: &[4],
             remap_refused: "",
         };
         fn no_cpu(_: &crate::CpuArgs<'_>, _: usize) -> Result<()> {

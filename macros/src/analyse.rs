@@ -3,7 +3,7 @@
 //! fine-task index, which it gathers through an index array, and whether the
 //! kernel can be throttled (or why not).
 
-use crate::ir::{Expr, ExprKind, Kernel, LocalId, Param, ParamKind, Reduce, Ty};
+use crate::ir::{Expr, ExprKind, Kernel, LocalId, Param, ParamKind, Reduce, Stmt, Ty};
 use std::collections::BTreeSet;
 
 /// How the map of a kernel reads its input arrays.
@@ -209,6 +209,10 @@ pub struct Remap {
     pub index: usize,
     /// Per-launch arrays indexed by the task only, sorted.
     pub task_indexed: Vec<usize>,
+    /// Of those, the outputs every task overwrites without reading them
+    /// (a store at the epilogue's top level, no read anywhere): a remapped
+    /// launch need not bring their old values into the plan's order.
+    pub overwritten: Vec<usize>,
 }
 
 /// The roles of a kernel's parameters under throttling, or why it cannot
@@ -400,15 +404,47 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     if let Some(why) = why {
         return Err(why);
     }
-    let task_indexed = (0..params.len())
+    let task_indexed: Vec<usize> = (0..params.len())
         .filter(|&i| {
             i != g && i != range && !fine.contains(&i) && params[i].kind != ParamKind::Scalar
         })
         .collect();
+    let overwritten = task_indexed
+        .iter()
+        .copied()
+        .filter(|&i| params[i].kind == ParamKind::Output && overwrites(k, i))
+        .collect();
     Ok(Remap {
         index,
         task_indexed,
+        overwritten,
     })
+}
+
+/// Whether every task stores output `param` (a store at the epilogue's top
+/// level, not under a condition) and nothing reads it, so that its old
+/// values are never seen.
+fn overwrites(k: &Kernel, param: usize) -> bool {
+    let stored = k
+        .epilogue
+        .iter()
+        .any(|s| matches!(s, Stmt::Store { param: p, .. } if *p == param));
+    let mut read = false;
+    let mut check = |e: &Expr| {
+        read |= e.any(&mut |x| matches!(x.kind, ExprKind::LoadOut(p) if p == param));
+    };
+    for (_, e) in &k.prologue {
+        check(e);
+    }
+    check(&k.init);
+    check(&k.map);
+    if let Reduce::Closure { body, .. } = &k.reduce {
+        check(body);
+    }
+    for s in &k.epilogue {
+        s.visit_exprs(&mut |e| check(e));
+    }
+    stored && !read
 }
 
 /// The prologue's binding of local `id`.

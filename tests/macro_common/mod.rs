@@ -407,3 +407,44 @@ pub fn spmv_u32(row: usize, row_ptr: &[u32], col: &[u32], val: &[u32], x: &[u32]
         .map(|k| val[k] * x[col[k] as usize])
         .fold(0u32, |a, b| a + b);
 }
+
+/// `y += A x` over u32: the output is read as well as written, so a
+/// remapped launch must bring its old values into the plan's order.
+#[nested_reduce]
+#[throttled(partitioner = kd)]
+pub fn spmv_add_u32(
+    row: usize,
+    row_ptr: &[u32],
+    col: &[u32],
+    val: &[u32],
+    x: &[u32],
+    y: &mut [u32],
+) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] += (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0u32, |a, b| a + b);
+}
+
+/// `A x` stored only where it is nonzero: the other rows keep their old
+/// values, so a remapped launch must bring those into the plan's order.
+#[nested_reduce]
+#[throttled(partitioner = kd)]
+pub fn spmv_nonzero_u32(
+    row: usize,
+    row_ptr: &[u32],
+    col: &[u32],
+    val: &[u32],
+    x: &[u32],
+    y: &mut [u32],
+) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let s = (lo..hi)
+        .map(|k| val[k] * x[col[k] as usize])
+        .fold(0u32, |a, b| a + b);
+    if s != 0 {
+        y[row] = s;
+    }
+}

@@ -86,6 +86,10 @@ pub struct ThrottleRoles {
     /// Per-launch arrays read and written at the task index only: a
     /// remapped plan permutes them by the task permutation.
     pub task_indexed: &'static [usize],
+    /// Of those, the outputs every task overwrites and nothing reads: a
+    /// remapped launch in the caller's numbering permutes them back after
+    /// the run but not into the plan's order before it.
+    pub overwritten: &'static [usize],
     /// Why a remapped plan cannot run the kernel (empty when it can).
     pub remap_refused: &'static str,
 }
@@ -1017,6 +1021,10 @@ impl Throttled {
                 (&tables.task_perm, self.n_tasks)
             };
             let w = r.ty().size();
+            if into && self.roles.overwritten.contains(i) {
+                // Every task overwrites it: its old values are never seen.
+                continue;
+            }
             if into {
                 // r[new] = a[perm[new]]
                 kernels.gather(

@@ -66,17 +66,19 @@ impl ThrottleEmitter<'_> {
                 .join(", ")
         );
         let gathered = self.roles.gathered;
-        let (index, task_indexed, refused) = match &self.roles.remap {
+        let (index, task_indexed, overwritten, refused) = match &self.roles.remap {
             Ok(r) => {
                 let i = r.index;
                 (
                     quote!(::core::option::Option::Some(#i)),
                     r.task_indexed.clone(),
+                    r.overwritten.clone(),
                     String::new(),
                 )
             }
             Err(why) => (
                 quote!(::core::option::Option::None),
+                Vec::new(),
                 Vec::new(),
                 why.clone(),
             ),
@@ -90,6 +92,7 @@ impl ThrottleEmitter<'_> {
                     gathered: #gathered,
                     index: #index,
                     task_indexed: &[#(#task_indexed),*],
+                    overwritten: &[#(#overwritten),*],
                     remap_refused: #refused,
                 };
         }

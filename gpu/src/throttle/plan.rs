@@ -1,7 +1,8 @@
 //! The host half of planning: partition the work graph, order each task's
 //! fine tasks by partition, and (when a remapped schedule may run) the
-//! remapping: Algorithm 5's, or the level order (`RemapOrder`). Host work only, so that it can run on a thread of
-//! its own while launches run unthrottled (pipelined planning).
+//! remapping: Algorithm 5's, or the level order (`RemapOrder`). Host work
+//! only, so that it can run on a thread of its own while launches run
+//! unthrottled (pipelined planning).
 
 use super::ThrottleRoles;
 use crate::spec::{KernelSpec, ScalarType};

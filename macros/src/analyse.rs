@@ -390,17 +390,7 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
             }
         })
     };
-    for (_, e) in &k.prologue {
-        check(e);
-    }
-    check(&k.init);
-    check(&k.map);
-    if let Reduce::Closure { body, .. } = &k.reduce {
-        check(body);
-    }
-    for s in &k.epilogue {
-        s.visit_exprs(&mut check);
-    }
+    k.visit_parts(&mut check);
     if let Some(why) = why {
         return Err(why);
     }
@@ -430,20 +420,9 @@ fn overwrites(k: &Kernel, param: usize) -> bool {
         .iter()
         .any(|s| matches!(s, Stmt::Store { param: p, .. } if *p == param));
     let mut read = false;
-    let mut check = |e: &Expr| {
+    k.visit_parts(&mut |e| {
         read |= e.any(&mut |x| matches!(x.kind, ExprKind::LoadOut(p) if p == param));
-    };
-    for (_, e) in &k.prologue {
-        check(e);
-    }
-    check(&k.init);
-    check(&k.map);
-    if let Reduce::Closure { body, .. } = &k.reduce {
-        check(body);
-    }
-    for s in &k.epilogue {
-        s.visit_exprs(&mut |e| check(e));
-    }
+    });
     stored && !read
 }
 

@@ -690,6 +690,24 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Calls `f` on every part of the kernel a task evaluates: the
+    /// prologue's bindings, `init`, the map, a closure reduce's body, and
+    /// every expression of the epilogue's statements (nested ones
+    /// included). `f` gets each part's root; [`Expr::visit`] reaches the rest.
+    pub fn visit_parts<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        for (_, e) in &self.prologue {
+            f(e);
+        }
+        f(&self.init);
+        f(&self.map);
+        if let Reduce::Closure { body, .. } = &self.reduce {
+            f(body);
+        }
+        for s in &self.epilogue {
+            s.visit_exprs(f);
+        }
+    }
+
     /// Calls `f` on every expression of the map phase: the map, or the
     /// `for_each` body's statements.
     pub fn visit_map<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {

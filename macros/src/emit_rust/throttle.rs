@@ -332,12 +332,10 @@ impl ThrottleEmitter<'_> {
         }
     }
 
-    /// The typed handle: `launch` takes the per-launch parameters.
-    fn handle(&self) -> TokenStream {
-        let k = self.k;
-        let name = k.name.to_string();
-        let params: Vec<_> = self
-            .per_launch()
+    /// The per-launch parameters as `launch` declares them: host slices or
+    /// `DeviceVec`s behind the `Input` / `Output` traits, scalars by value.
+    fn launch_params(&self) -> Vec<TokenStream> {
+        self.per_launch()
             .map(|(_, p)| {
                 let (n, t) = (&p.name, ty(p.ty));
                 match p.kind {
@@ -351,9 +349,12 @@ impl ThrottleEmitter<'_> {
                     ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
                 }
             })
-            .collect();
-        let resident: Vec<_> = self
-            .per_launch()
+            .collect()
+    }
+
+    /// The per-launch parameters as `enqueue` declares them: `DeviceVec`s.
+    fn resident_params(&self) -> Vec<TokenStream> {
+        self.per_launch()
             .map(|(_, p)| {
                 let (n, t) = (&p.name, ty(p.ty));
                 match p.kind {
@@ -364,9 +365,12 @@ impl ThrottleEmitter<'_> {
                     ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
                 }
             })
-            .collect();
-        let args: Vec<_> = self
-            .per_launch()
+            .collect()
+    }
+
+    /// The `Arg`s `launch` passes on.
+    fn launch_args(&self) -> Vec<TokenStream> {
+        self.per_launch()
             .map(|(_, p)| {
                 let n = &p.name;
                 match p.kind {
@@ -376,12 +380,15 @@ impl ThrottleEmitter<'_> {
                     ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
                 }
             })
-            .collect();
-        // Enqueued launches take their outputs by shared borrow, as
-        // `prepare` does: an iterative driver keeps prepared launches that
-        // read the same vectors, and the device orders the accesses.
-        let resident_args: Vec<_> = self
-            .per_launch()
+            .collect()
+    }
+
+    /// The `Arg`s `enqueue` passes on. Enqueued launches take their outputs
+    /// by shared borrow, as `prepare` does: an iterative driver keeps
+    /// prepared launches that read the same vectors, and the device orders
+    /// the accesses.
+    fn resident_args(&self) -> Vec<TokenStream> {
+        self.per_launch()
             .map(|(_, p)| {
                 let n = &p.name;
                 match p.kind {
@@ -391,7 +398,16 @@ impl ThrottleEmitter<'_> {
                     ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// The typed handle: `launch` takes the per-launch parameters.
+    fn handle(&self) -> TokenStream {
+        let name = self.k.name.to_string();
+        let params = self.launch_params();
+        let resident = self.resident_params();
+        let args = self.launch_args();
+        let resident_args = self.resident_args();
         let names: Vec<String> = self
             .per_launch()
             .map(|(_, p)| format!("`{}`", p.name))

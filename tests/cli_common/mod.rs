@@ -12,9 +12,10 @@ pub fn warpfit(args: &[&str]) -> Output {
         .expect("the warpfit binary runs")
 }
 
-/// `name` in a scratch folder of this test binary and process.
+/// `name` in a scratch folder of this test binary and process, under the
+/// target folder Cargo gives integration tests (so `cargo clean` removes it).
 pub fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "warpfit-{}-{}",
         env!("CARGO_CRATE_NAME"),
         std::process::id()

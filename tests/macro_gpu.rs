@@ -535,6 +535,8 @@ fn throttled_handles_match_the_twin() {
                     ThrottlePolicy::Auto => {
                         // org, org_r, cf, cfq, sj, sjq
                         assert_eq!(report.profile.len(), 6, "{what}: {report:?}");
+                        // Square, order not pinned: org_r by both orders.
+                        assert_eq!(report.remap_profile.len(), 2, "{what}: {report:?}");
                     }
                     p => assert_eq!(report.chosen, p, "{what}: {report:?}"),
                 }
@@ -912,6 +914,133 @@ fn form_kernel_times() {
     }
 }
 
+/// `auto` with the remapping order left to it, on a square kernel: `org_r`
+/// timed in both orders, the faster one's time in the profile, and when
+/// `org_r` wins the handle runs in that order (its plan order the level
+/// order exactly when levels won), whichever order won, every launch
+/// exact. Pinned, or rectangular, one order.
+#[test]
+fn auto_times_org_r_in_both_remapping_orders() {
+    use warpfit::runtime::gen;
+    use warpfit::runtime::partition::level_order;
+    use warpfit::{CacheSize, Partitioner, RemapOrder};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let matrices = [
+        ("uniform", gen::uniform(1 << 14, 8, 11).unwrap()),
+        (
+            "rgg random order",
+            gen::rgg_with(16384, 3, gen::RggOrder::Random).unwrap(),
+        ),
+    ];
+    let mut org_r_orders = Vec::new();
+    for ((name, a), round) in matrices.iter().flat_map(|m| [0, 1].map(|r| (m, r))) {
+        let (n, m) = (a.nrows(), a.ncols());
+        let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+        let x: Vec<u32> = (0..m as u32).map(|i| i % 13).collect();
+        let mut want = vec![0u32; n];
+        spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut want[..]).unwrap();
+        let levels = level_order(a, 0).unwrap();
+        let what = format!("{name}, round {round}");
+        let opts = ThrottleOptions::default()
+            .with_policy(ThrottlePolicy::Auto)
+            .with_partitioner(Partitioner::Kd)
+            .with_cache(CacheSize::Bytes(16 << 10));
+        let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = vec![0u32; n];
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "{what}");
+        let r = t.report().clone();
+        let orders: Vec<RemapOrder> = r.remap_profile.iter().map(|(o, _)| *o).collect();
+        assert_eq!(orders, RemapOrder::ALL, "{what}: {r:?}");
+        let (fast, fast_ms) = r
+            .remap_profile
+            .iter()
+            .copied()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        let org_r: Vec<f64> = r
+            .profile
+            .iter()
+            .filter(|(p, _)| *p == ThrottlePolicy::OrgR)
+            .map(|(_, ms)| *ms)
+            .collect();
+        assert_eq!(org_r, [fast_ms], "{what}: the faster order in the profile");
+        assert_eq!(r.profile.len(), 6, "{what}: {r:?}");
+        if r.chosen == ThrottlePolicy::OrgR {
+            org_r_orders.push(fast);
+            assert_eq!(r.remap_order, Some(fast), "{what}: {r:?}");
+            let order = t.plan_order().expect("org_r runs remapped");
+            assert_eq!(
+                order.tasks == &levels[..],
+                fast == RemapOrder::Levels,
+                "{what}: the plan order is the kept order's"
+            );
+            let perm = order.tasks.to_vec();
+            let to_plan = |v: &[u32]| perm.iter().map(|&o| v[o as usize]).collect::<Vec<u32>>();
+            let xr = dev.upload(&to_plan(&x)).unwrap();
+            let mut yr = dev.alloc::<u32>(n).unwrap();
+            t.launch_in_plan_order(&xr, &mut yr).unwrap();
+            assert!(yr.to_vec().unwrap() == to_plan(&want), "{what}: plan order");
+        } else {
+            assert_eq!(r.remap_order, None, "{what}: {r:?}");
+            assert!(t.plan_order().is_none(), "{what}");
+        }
+        // Enqueued over DeviceVecs, and on the host again: the same.
+        let xd = dev.upload(&x).unwrap();
+        let yd = dev.alloc::<u32>(n).unwrap();
+        t.enqueue(&xd, &yd).unwrap();
+        t.check().unwrap();
+        assert!(yd.to_vec().unwrap() == want, "{what}: enqueued");
+        let mut y = vec![0u32; n];
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "{what}: again");
+        assert_eq!(
+            t.report().remap_profile,
+            r.remap_profile,
+            "{what}: no second choice"
+        );
+
+        // Pinned: one order.
+        for pinned in RemapOrder::ALL {
+            let mut t = spmv_u32::throttle(
+                &dev,
+                &opts.with_remap_order(pinned),
+                n,
+                m,
+                a.row_ptr(),
+                a.col_idx(),
+                &val,
+            )
+            .unwrap();
+            t.launch(&x, &mut y[..]).unwrap();
+            assert_eq!(y, want, "{what}: pinned {pinned}");
+            let r = t.report();
+            assert_eq!(r.remap_profile.len(), 1, "{what}: pinned {pinned}: {r:?}");
+            assert_eq!(r.remap_profile[0].0, pinned, "{what}: {r:?}");
+        }
+    }
+    eprintln!("auto kept org_r by {org_r_orders:?}");
+    // Rectangular: Algorithm 5 only, and no error.
+    let a = &matrices[0].1;
+    let n = a.nrows();
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+    let col: Vec<u32> = a.col_idx().iter().map(|&c| c + n as u32).collect();
+    let x: Vec<u32> = (0..2 * n as u32).map(|i| i % 13).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), &col, &val, &x, &mut want[..]).unwrap();
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_partitioner(Partitioner::Kd)
+        .with_cache(CacheSize::Bytes(16 << 10));
+    let mut t = spmv_u32::throttle(&dev, &opts, n, 2 * n, a.row_ptr(), &col, &val).unwrap();
+    let mut y = vec![0u32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want, "rectangular");
+    let orders: Vec<RemapOrder> = t.report().remap_profile.iter().map(|(o, _)| *o).collect();
+    assert_eq!(orders, [RemapOrder::Partitions], "rectangular");
+}
+
 /// A remapped schedule in the plan's numbering: the handle's permutations
 /// turn the caller's vectors into plan order once, launches in plan order
 /// give the permuted result, and for a square matrix (one permutation on
@@ -961,7 +1090,7 @@ fn remapped_handles_run_in_plan_order() {
             order.tasks, order.gathered,
             "{policy}: square, one permutation"
         );
-        if opts.remap_order == RemapOrder::Levels {
+        if opts.remap_order == Some(RemapOrder::Levels) {
             assert_eq!(order.tasks, &levels[..], "{policy}: the level order");
         }
         let perm = order.tasks.to_vec();

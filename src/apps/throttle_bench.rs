@@ -84,8 +84,10 @@ pub struct ThrottleBenchOptions {
     /// The reference of the speed-ups always runs.
     pub variants: Vec<String>,
     /// The renumbering of the remapped schedules and of the remapped
-    /// baseline ([`ThrottleOptions::remap_order`]).
-    pub remap_order: RemapOrder,
+    /// baseline ([`ThrottleOptions::remap_order`]). `None` (the default):
+    /// the baseline by Algorithm 5, and the handle's own default (`auto`
+    /// times `org_r` in both orders).
+    pub remap_order: Option<RemapOrder>,
 }
 
 /// The names [`ThrottleBenchOptions::variants`] accepts: the baseline on
@@ -109,7 +111,7 @@ impl ThrottleBenchOptions {
             partitioner: None,
             amortise_over: 100,
             variants: Vec::new(),
-            remap_order: RemapOrder::Partitions,
+            remap_order: None,
         }
     }
 
@@ -390,8 +392,8 @@ pub struct ThrottleBenchReport {
     pub rounds: usize,
     /// Launches planning is amortised over.
     pub amortise_over: usize,
-    /// The renumbering of the remapped schedules and baseline.
-    pub remap_order: RemapOrder,
+    /// The renumbering of the remapped schedules and baseline, when pinned.
+    pub remap_order: Option<RemapOrder>,
     /// Per matrix.
     pub matrices: Vec<MatrixResult>,
     /// Matrices that could not be loaded, and variants that failed.
@@ -661,9 +663,10 @@ struct OneMatrix<'a> {
 /// The handle's options: the kernel's `#[throttled]` defaults, with the
 /// bench's cache and partitioner.
 fn handle_options(opts: &ThrottleBenchOptions) -> Result<ThrottleOptions> {
-    let o = spmv::throttle_options()?
-        .with_cache(opts.cache)
-        .with_remap_order(opts.remap_order);
+    let mut o = spmv::throttle_options()?.with_cache(opts.cache);
+    if let Some(order) = opts.remap_order {
+        o = o.with_remap_order(order);
+    }
     Ok(match opts.partitioner {
         Some(p) => o.with_partitioner(p),
         None => o,
@@ -828,7 +831,7 @@ impl<'a> OneMatrix<'a> {
         let start = Instant::now();
         let graph = WorkGraphOf::borrow_csr(self.a)?.with_elem_bytes(4, 4)?;
         let partition = handle_options(self.opts)?.partition(&graph, self.cache, None)?;
-        let remap = match self.opts.remap_order {
+        let remap = match self.opts.remap_order.unwrap_or_default() {
             RemapOrder::Partitions => Remapping::new(&graph, &partition)?,
             RemapOrder::Levels => Remapping::levels_of(&graph)?,
         };
@@ -911,6 +914,7 @@ impl<'a> OneMatrix<'a> {
                 .map(|ms| format!("in plan order {ms:.3} ms"))
                 .into_iter()
                 .chain(r.profile.iter().map(|(p, ms)| format!("{p} {ms:.3} ms")))
+                .chain(remap_orders_note(&r.remap_profile, r.remap_order))
                 .collect::<Vec<_>>()
                 .join(", "),
         })
@@ -1007,6 +1011,23 @@ fn spmv_graph(a: &Csr<f32>) -> Result<WorkGraph> {
     WorkGraph::from_kernel(&k, a.nrows())
 }
 
+/// `org_r`'s time in each remapping order `auto` compared, the chosen
+/// order marked (nothing when it timed one order).
+fn remap_orders_note(timed: &[(RemapOrder, f64)], chosen: Option<RemapOrder>) -> Option<String> {
+    if timed.len() < 2 {
+        return None;
+    }
+    let each = timed
+        .iter()
+        .map(|(o, ms)| {
+            let mark = if chosen == Some(*o) { " (kept)" } else { "" };
+            format!("{o} {ms:.3} ms{mark}")
+        })
+        .collect::<Vec<_>>()
+        .join(" / ");
+    Some(format!("org_r by {each}"))
+}
+
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "–".to_string(), |v| format!("{v:.digits$}"))
 }
@@ -1083,10 +1104,14 @@ impl ThrottleBenchReport {
             },
             self.baseline_name(),
             match self.remap_order {
-                RemapOrder::Partitions => "by Algorithm 5 of the handle's partition",
-                RemapOrder::Levels => {
+                Some(RemapOrder::Partitions) => "by Algorithm 5 of the handle's partition",
+                Some(RemapOrder::Levels) => {
                     "by breadth-first levels from row 0, as the handle's remapped schedules are \
                      (remapping order `levels`)"
+                }
+                None => {
+                    "by Algorithm 5 of the handle's partition (the handle's default order; \
+                     `auto` times `org_r` by levels too)"
                 }
             },
             self.amortise_over,
@@ -1372,7 +1397,7 @@ mod tests {
             warmup: 3,
             rounds: 3,
             amortise_over: 100,
-            remap_order: RemapOrder::Partitions,
+            remap_order: None,
             matrices: vec![
                 m("rmat:scale=24,edge_factor=16,seed=1", "rmat 24", 1.0),
                 m("a&b<c>.mtx", "a&b<c>", 0.25),

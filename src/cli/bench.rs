@@ -117,9 +117,10 @@ pub struct BenchArgs {
     pub partitioner: Option<String>,
     /// throttle: the renumbering of the remapped schedules (`org_r`, and
     /// the others' remapped forms) and of the remapped baseline:
-    /// `partitions` (the default: Algorithm 5 of the plan's partition) or
-    /// `levels` (breadth-first levels from row 0, for matrices numbered
-    /// without locality; square matrices only).
+    /// `partitions` (Algorithm 5 of the plan's partition) or `levels`
+    /// (breadth-first levels from row 0, for matrices numbered without
+    /// locality; square matrices only). Unset: the baseline by
+    /// `partitions`, and `auto` times `org_r` in both orders.
     #[arg(long, value_name = "ORDER")]
     pub remap_order: Option<String>,
     /// throttle: rounds, each preparing and timing every variant once, in

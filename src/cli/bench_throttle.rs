@@ -46,7 +46,7 @@ pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
         opts.partitioner = Some(p.parse()?);
     }
     if let Some(o) = &args.remap_order {
-        opts.remap_order = o.parse()?;
+        opts.remap_order = Some(o.parse()?);
     }
     Ok(opts)
 }

@@ -119,10 +119,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "POLICY")]
     pub throttle: Option<String>,
     /// With --throttle: the renumbering of a remapped schedule (`org_r`, or
-    /// one `auto` picks): `partitions` (the default: Algorithm 5 of the
-    /// plan's partition) or `levels` (breadth-first levels from row 0, for
-    /// matrices numbered without locality). The output is in the matrix's
-    /// own order either way.
+    /// one `auto` picks): `partitions` (Algorithm 5 of the plan's
+    /// partition) or `levels` (breadth-first levels from row 0, for
+    /// matrices numbered without locality). Unset: `partitions`, and `auto`
+    /// times `org_r` in both. The output is in the matrix's own order
+    /// either way.
     #[arg(long, value_name = "ORDER")]
     pub remap_order: Option<String>,
     /// cg: the numbering the iterations run in: `given` (the default) or
@@ -751,12 +752,23 @@ fn throttle_summary(
         r.launches_before_plan,
         r.chosen
     );
+    if let Some(order) = r.remap_order {
+        head += &format!(" (remapped by {order})");
+    }
     if !r.profile.is_empty() {
-        let p: Vec<String> = r
+        let mut p: Vec<String> = r
             .profile
             .iter()
             .map(|(p, t)| format!("{p} {t:.3} ms"))
             .collect();
+        if r.remap_profile.len() > 1 {
+            let each: Vec<String> = r
+                .remap_profile
+                .iter()
+                .map(|(o, t)| format!("{o} {t:.3} ms"))
+                .collect();
+            p.push(format!("org_r by {}", each.join(" / ")));
+        }
         head += &format!(" (auto timed {})", p.join(", "));
     }
     let mut before: Vec<f64> = iterations

@@ -144,7 +144,7 @@ impl Builder<'_> {
         index: usize,
         gathered_len: usize,
     ) -> Result<DeviceLayout> {
-        let remapping = detail.remapping.as_ref().ok_or_else(|| {
+        let (_, remapping) = detail.remapping.as_ref().ok_or_else(|| {
             Error::invalid(format!(
                 "kernel `{}`: the plan has no remapping",
                 self.kernel

@@ -34,7 +34,8 @@
 //! - `sjq`: the same, each chosen node a queued task list;
 //! - `auto`: every schedule above that applies, timed on the first launch
 //!   after the plan (each timing run computes that launch's result), the
-//!   fastest kept.
+//!   fastest kept; `org_r` in both remapping orders when the order is not
+//!   pinned and the kernel is square (`ThrottleOptions::remap_orders_to_time`).
 //!
 //! With `ThrottleOptions::remap`, `cf`, `cfq`, `sj` and `sjq` run in the
 //! remapped numbering too. On the CPU backend every policy runs the CPU
@@ -67,7 +68,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use warpfit_runtime::partition::WorkGraph;
 use warpfit_runtime::schedule::{
-    profiling_passes, recombine, CacheFitPlan, ThrottleOptions, ThrottlePolicy,
+    profiling_passes, recombine, CacheFitPlan, RemapOrder, ThrottleOptions, ThrottlePolicy,
 };
 use warpfit_runtime::{Error, Result, Tasks};
 
@@ -137,6 +138,13 @@ pub struct ThrottleReport {
     pub profiling_by_policy: Vec<(ThrottlePolicy, Duration)>,
     /// Whether the chosen schedule runs in the remapped numbering.
     pub remapped: bool,
+    /// The order of that numbering (`None`: not remapped).
+    pub remap_order: Option<RemapOrder>,
+    /// `org_r`'s median milliseconds per run in each order timed: two
+    /// entries where `auto` compared them
+    /// ([`ThrottleOptions::remap_orders_to_time`]); `profile` holds the
+    /// faster.
+    pub remap_profile: Vec<(RemapOrder, f64)>,
     /// Launches run with `org` while a pipelined plan was being made.
     pub launches_before_plan: usize,
 }
@@ -569,6 +577,8 @@ impl Throttled {
                 profiling: Duration::ZERO,
                 profiling_by_policy: Vec::new(),
                 remapped: false,
+                remap_order: None,
+                remap_profile: Vec::new(),
                 launches_before_plan: 0,
             },
             cpu_run,
@@ -793,7 +803,7 @@ impl Throttled {
         if s.space != Space::Remapped {
             return None;
         }
-        let r = self.plan.as_ref()?.detail.as_ref()?.remapping.as_ref()?;
+        let (_, r) = self.plan.as_ref()?.detail.as_ref()?.remapping.as_ref()?;
         Some(PlanOrder {
             tasks: r.task_perm(),
             gathered: r.gathered_perm(),
@@ -1221,7 +1231,7 @@ impl Throttled {
     /// The permutations and the remapped copies of per-launch arrays.
     fn remap_tables(&mut self, dev: &CudaDevice) -> Result<()> {
         if self.layouts.tables.is_none() {
-            let r = self.detail()?.remapping.as_ref().ok_or_else(|| {
+            let (_, r) = self.detail()?.remapping.as_ref().ok_or_else(|| {
                 Error::invalid(format!("kernel `{}`: no remapping", self.spec.name))
             })?;
             self.layouts.tables = Some(RemapTables {
@@ -1583,6 +1593,14 @@ impl Throttled {
         self.restore(&snap)?;
         self.report.chosen = out.policy;
         self.report.remapped = out.space == Space::Remapped;
+        self.report.remap_order = match out.space {
+            Space::Remapped => self.detail()?.remapping.as_ref().map(|(o, _)| *o),
+            Space::Original => None,
+        };
+        if let Some(p) = self.plan.as_mut().and_then(|p| p.detail.as_mut()) {
+            // Host memory of an order no schedule runs in.
+            p.alternative = None;
+        }
         self.report.profiling = started.elapsed();
         self.release_unused(&out);
         Ok(out)
@@ -1599,8 +1617,8 @@ impl Throttled {
         // Host time of each candidate: from the start of its build to the
         // end of its timing.
         let mut since = Instant::now();
-        let mut consider = |t: &mut Self, s: Schedule, since: &mut Instant| -> Result<bool> {
-            let ms = t.time(&s, timer, snap)?;
+        // Records `s`'s time `ms` and keeps it if it is the fastest so far.
+        let mut keep = |t: &mut Self, s: Schedule, ms: f64, since: &mut Instant| -> bool {
             t.report.profile.push((s.policy, ms));
             t.report
                 .profiling_by_policy
@@ -1610,13 +1628,14 @@ impl Throttled {
             if better {
                 best = Some((ms, s));
             }
-            Ok(better)
+            better
         };
         let org = self.single(dev, ThrottlePolicy::Org, None)?;
-        consider(self, org, &mut since)?;
+        let ms = self.time(&org, timer, snap)?;
+        keep(self, org, ms, &mut since);
         if self.detail()?.remapping.is_some() {
-            let s = self.build(dev, ThrottlePolicy::OrgR, None)?;
-            consider(self, s, &mut since)?;
+            let (s, ms) = self.fastest_org_r(dev, timer, snap)?;
+            keep(self, s, ms, &mut since);
         } else {
             self.report.skipped.push((
                 ThrottlePolicy::OrgR,
@@ -1629,7 +1648,8 @@ impl Throttled {
         for p in [ThrottlePolicy::Cf, ThrottlePolicy::Cfq] {
             match self.build(dev, p, None) {
                 Ok(s) => {
-                    consider(self, s, &mut since)?;
+                    let ms = self.time(&s, timer, snap)?;
+                    keep(self, s, ms, &mut since);
                 }
                 Err(e) => {
                     self.report.skipped.push((p, e.to_string()));
@@ -1647,12 +1667,72 @@ impl Throttled {
                 }
             };
             let s = self.build(dev, p, Some(&cover))?;
-            if consider(self, s, &mut since)? {
+            let ms = self.time(&s, timer, snap)?;
+            if keep(self, s, ms, &mut since) {
                 self.report.sj_launches = cover;
             }
         }
         best.map(|(_, s)| s)
             .ok_or_else(|| Error::invalid("auto timed no schedule"))
+    }
+
+    /// `org_r` timed in the remapping's order and, where `auto` has an
+    /// alternative order, in that one too: the faster with its time, the
+    /// handle's remapping (and its device copies) left at its order. Each
+    /// order's time goes to `remap_profile`.
+    fn fastest_org_r(
+        &mut self,
+        dev: &CudaDevice,
+        timer: &EventTimer,
+        snap: &[(usize, DeviceBuffer<u8>)],
+    ) -> Result<(Schedule, f64)> {
+        let first = self.build(dev, ThrottlePolicy::OrgR, None)?;
+        let first_ms = self.time(&first, timer, snap)?;
+        self.record_remap_time(first_ms)?;
+        if self.detail()?.alternative.is_none() {
+            return Ok((first, first_ms));
+        }
+        // The first order's layout and permutations put aside, so that the
+        // other order's are built (the staged per-launch copies keep their
+        // buffers: both schedules read the same ones).
+        let aside = (self.layouts.remapped.take(), self.layouts.tables.take());
+        self.swap_remapping()?;
+        let second = self.build(dev, ThrottlePolicy::OrgR, None)?;
+        let second_ms = self.time(&second, timer, snap)?;
+        self.record_remap_time(second_ms)?;
+        if second_ms < first_ms {
+            return Ok((second, second_ms));
+        }
+        drop(second);
+        self.swap_remapping()?;
+        (self.layouts.remapped, self.layouts.tables) = aside;
+        Ok((first, first_ms))
+    }
+
+    /// Swaps the remapping for `auto`'s alternative order.
+    fn swap_remapping(&mut self) -> Result<()> {
+        let name = self.spec.name;
+        let d = self
+            .plan
+            .as_mut()
+            .and_then(|p| p.detail.as_mut())
+            .filter(|d| d.remapping.is_some() && d.alternative.is_some())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "kernel `{name}`: no second remapping order to time"
+                ))
+            })?;
+        std::mem::swap(&mut d.remapping, &mut d.alternative);
+        Ok(())
+    }
+
+    /// Records `org_r`'s time `ms` in the remapping's current order.
+    fn record_remap_time(&mut self, ms: f64) -> Result<()> {
+        if let Some((order, _)) = &self.detail()?.remapping {
+            let order = *order;
+            self.report.remap_profile.push((order, ms));
+        }
+        Ok(())
     }
 
     /// Drops the layouts and copies no schedule of the chosen one reads.

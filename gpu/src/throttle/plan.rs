@@ -8,7 +8,7 @@ use super::ThrottleRoles;
 use crate::spec::{KernelSpec, ScalarType};
 use std::time::{Duration, Instant};
 use warpfit_runtime::partition::{Remapping, WorkGraph};
-use warpfit_runtime::schedule::{CacheFitPlan, RemapOrder, ThrottleOptions, ThrottlePolicy};
+use warpfit_runtime::schedule::{CacheFitPlan, RemapOrder, ThrottleOptions};
 use warpfit_runtime::{Error, Result};
 
 /// A plan made on the host.
@@ -25,9 +25,12 @@ pub(super) struct PlanDetail {
     pub plan: CacheFitPlan,
     /// The range array of the original numbering (the work graph's).
     pub ptr: Vec<u32>,
-    /// The remapping (`ThrottleOptions::remap_order`), when a remapped
-    /// schedule may run.
-    pub remapping: Option<Remapping>,
+    /// The remapping remapped schedules run in, and its order, when one
+    /// may run (`ThrottleOptions::remap_orders_to_time`).
+    pub remapping: Option<(RemapOrder, Remapping)>,
+    /// The other order `auto` times `org_r` in (its remapping swapped in
+    /// while it is timed, dropped once `auto` has chosen).
+    pub alternative: Option<(RemapOrder, Remapping)>,
     /// The plan over the remapped numbering, when the schedules run
     /// remapped (`ThrottleOptions::remap`).
     pub remapped: Option<CacheFitPlan>,
@@ -37,12 +40,40 @@ pub(super) struct PlanDetail {
 /// array), checked against the kernel's roles and types.
 pub(super) type Shape<'s> = Vec<Option<(&'s [u8], ScalarType)>>;
 
-/// Whether the handle may run a remapped schedule for `options`: the
-/// kernel allows it (its roles) and the options ask for it (`remap`) or
-/// may pick it (`org_r`, `auto`).
-pub(super) fn wants_remapping(roles: &ThrottleRoles, options: &ThrottleOptions) -> bool {
-    roles.index.is_some()
-        && (options.remap || matches!(options.policy, ThrottlePolicy::OrgR | ThrottlePolicy::Auto))
+/// The renumberings the handle makes: none when the kernel cannot be
+/// remapped (its roles), else those the options may run
+/// ([`ThrottleOptions::remap_orders_to_time`]).
+pub(super) fn remap_orders(
+    roles: &ThrottleRoles,
+    options: &ThrottleOptions,
+    square: bool,
+) -> Vec<RemapOrder> {
+    match roles.index {
+        Some(_) => options.remap_orders_to_time(square),
+        None => Vec::new(),
+    }
+}
+
+/// The remapping of `graph` in `order` (`partition`: the plan's).
+fn remapping(
+    spec: &KernelSpec,
+    graph: &WorkGraph,
+    partition: &warpfit_runtime::partition::Partition,
+    order: RemapOrder,
+) -> Result<Remapping> {
+    let square = graph.n_tasks() == graph.n_gathered();
+    match order {
+        RemapOrder::Levels if square => Remapping::levels_of(graph),
+        RemapOrder::Levels => Err(Error::invalid(format!(
+            "kernel `{}`: remapping order `levels` renumbers tasks and gathered elements alike and needs as many of each, got {} tasks and {} gathered elements; use remapping order `partitions`",
+            spec.name,
+            graph.n_tasks(),
+            graph.n_gathered()
+        ))),
+        // Square: one permutation, so that `x ← A x` stays in plan order.
+        RemapOrder::Partitions if square => Remapping::symmetric(graph, partition),
+        RemapOrder::Partitions => Remapping::new(graph, partition),
+    }
 }
 
 /// Partitions `graph` for a cache of `l2` bytes (the device's) and orders
@@ -64,31 +95,22 @@ pub(super) fn plan_on_host(
     let partitions = plan.len();
     let detail = if partitions > 1 {
         let square = graph.n_tasks() == graph.n_gathered();
-        let remapping = match (wants_remapping(&roles, options), options.remap_order) {
-            (false, _) => None,
-            (true, RemapOrder::Levels) if square => Some(Remapping::levels_of(graph)?),
-            (true, RemapOrder::Levels) => {
-                return Err(Error::invalid(format!(
-                    "kernel `{}`: remapping order `levels` renumbers tasks and gathered elements alike and needs as many of each, got {} tasks and {} gathered elements; use remapping order `partitions`",
-                    spec.name,
-                    graph.n_tasks(),
-                    graph.n_gathered()
-                )))
-            }
-            // Square: one permutation, so that `x ← A x` stays in plan order.
-            (true, RemapOrder::Partitions) if square => {
-                Some(Remapping::symmetric(graph, &partition)?)
-            }
-            (true, RemapOrder::Partitions) => Some(Remapping::new(graph, &partition)?),
-        };
+        let mut made = remap_orders(&roles, options, square)
+            .into_iter()
+            .map(|order| Ok((order, remapping(spec, graph, &partition, order)?)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter();
+        let remapping = made.next();
+        let alternative = made.next();
         let remapped = match (&remapping, options.remap) {
-            (Some(r), true) => Some(plan.remapped(graph, r)?),
+            (Some((_, r)), true) => Some(plan.remapped(graph, r)?),
             _ => None,
         };
         Some(PlanDetail {
             ptr: graph.ptr().to_vec(),
             plan,
             remapping,
+            alternative,
             remapped,
         })
     } else {

@@ -385,9 +385,13 @@ pub struct ThrottleOptions {
     /// every throttled policy (that needs no change visible to the user);
     /// remapping is opt-in.
     pub remap: bool,
-    /// The renumbering of the remapped schedules (default
-    /// [`RemapOrder::Partitions`], Algorithm 5).
-    pub remap_order: RemapOrder,
+    /// The renumbering of the remapped schedules. `None` (the default):
+    /// Algorithm 5 ([`RemapOrder::Partitions`]), and `auto` on a square
+    /// kernel whose cache-fit schedules are not remapped (`remap` off)
+    /// times `org_r` in the level order as well and keeps the faster
+    /// ([`ThrottleOptions::remap_orders_to_time`]). `Some(order)`: that
+    /// order only.
+    pub remap_order: Option<RemapOrder>,
 }
 
 impl Default for ThrottleOptions {
@@ -399,7 +403,7 @@ impl Default for ThrottleOptions {
             safety: DEFAULT_SAFETY,
             chunk: DEFAULT_CHUNK,
             remap: false,
-            remap_order: RemapOrder::Partitions,
+            remap_order: None,
         }
     }
 }
@@ -435,11 +439,40 @@ impl ThrottleOptions {
         ThrottleOptions { remap, ..self }
     }
 
-    /// The same options with another remapping order.
-    pub fn with_remap_order(self, remap_order: RemapOrder) -> Self {
+    /// The same options with the remapping order pinned to `order`.
+    pub fn with_remap_order(self, order: RemapOrder) -> Self {
         ThrottleOptions {
-            remap_order,
+            remap_order: Some(order),
             ..self
+        }
+    }
+
+    /// The renumberings a throttled handle makes for these options and a
+    /// kernel that can be remapped (`square`: as many tasks as gathered
+    /// elements), the one remapped schedules run in first; empty when no
+    /// schedule of the policy runs remapped. Only `auto` gets two: an
+    /// unpinned order, a square kernel and `remap` off, where `org_r` is the
+    /// one remapped candidate and is timed in both.
+    ///
+    /// ```
+    /// use warpfit_runtime::schedule::{RemapOrder, ThrottleOptions, ThrottlePolicy};
+    /// let auto = ThrottleOptions::default().with_policy(ThrottlePolicy::Auto);
+    /// assert_eq!(auto.remap_orders_to_time(true), [RemapOrder::Partitions, RemapOrder::Levels]);
+    /// assert_eq!(auto.remap_orders_to_time(false), [RemapOrder::Partitions]);
+    /// let pinned = auto.with_remap_order(RemapOrder::Levels);
+    /// assert_eq!(pinned.remap_orders_to_time(true), [RemapOrder::Levels]);
+    /// let cf = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
+    /// assert!(cf.remap_orders_to_time(true).is_empty());
+    /// ```
+    pub fn remap_orders_to_time(&self, square: bool) -> Vec<RemapOrder> {
+        let any = self.remap || matches!(self.policy, ThrottlePolicy::OrgR | ThrottlePolicy::Auto);
+        match (any, self.remap_order) {
+            (false, _) => Vec::new(),
+            (true, Some(order)) => vec![order],
+            (true, None) if square && !self.remap && self.policy == ThrottlePolicy::Auto => {
+                vec![RemapOrder::Partitions, RemapOrder::Levels]
+            }
+            (true, None) => vec![RemapOrder::Partitions],
         }
     }
 

@@ -10,7 +10,6 @@
 //
 //   gather:       out[i] = in[idx[i]]             (a permutation `new -> old`,
 //                                                  or a table lookup)
-//   scatter:      out[idx[i]] = in[i]             (its inverse)
 //   copy_ranges:  out[dst[t] .. dst[t + 1]] = in[src[t] ..]   per task t
 //
 // Every index is checked against the array it reads or writes; one out of
@@ -30,20 +29,6 @@ __device__ __forceinline__ void gather(T* out, const T* in, const uint32_t* idx,
         const uint32_t j = idx[i];
         if (j < in_len) {
             out[i] = in[j];
-        } else {
-            *bad = 1;
-        }
-    }
-}
-
-template <class T>
-__device__ __forceinline__ void scatter(T* out, const T* in, const uint32_t* idx, uint64_t n, uint64_t out_len,
-                                        uint32_t* bad) {
-    const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
-    for (uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x; i < n; i += stride) {
-        const uint32_t j = idx[i];
-        if (j < out_len) {
-            out[j] = in[i];
         } else {
             *bad = 1;
         }
@@ -80,17 +65,12 @@ __device__ __forceinline__ void copy_ranges(T* out, const T* in, const uint32_t*
         warpfit::gather<T>(out, in, idx, n, in_len, bad);                                             \
     }                                                                                                 \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                      \
-        wf_scatter_##W(T* out, const T* in, const uint32_t* idx, uint64_t n, uint64_t out_len,        \
-                       uint32_t* bad) {                                                               \
-        warpfit::scatter<T>(out, in, idx, n, out_len, bad);                                           \
-    }                                                                                                 \
-    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                      \
         wf_copy_ranges_##W(T* out, const T* in, const uint32_t* dst, const uint32_t* src,             \
                            uint64_t n_tasks, uint64_t out_len, uint64_t in_len, uint32_t* bad) {      \
         warpfit::copy_ranges<T>(out, in, dst, src, n_tasks, out_len, in_len, bad);                    \
     }
 
-/// Every layout entry point: `wf_{gather,scatter,copy_ranges}_{1,2,4,8}`
+/// Every layout entry point: `wf_{gather,copy_ranges}_{1,2,4,8}`
 /// (the element width in bytes).
 #define WARPFIT_LAYOUT_ENTRY_POINTS                                                                   \
     WARPFIT_LAYOUT_ENTRY_POINTS_(uint8_t, 1)                                                          \

@@ -1,5 +1,5 @@
 //! Moving arrays between layouts on the device (`gpu/cuda/layout.cuh`):
-//! gathers through a permutation or a table, scatters, and the copy of
+//! gathers through a permutation or a table, and the copy of
 //! every task's range from one layout into another. The throttled handle
 //! builds its part-major copies of a kernel's fine arrays with these, from
 //! the arrays already on the device, and permutes per-launch vectors of a
@@ -24,7 +24,6 @@ pub(crate) struct LayoutKernels {
     _module: Arc<CudaModule>,
     /// By element width 1, 2, 4, 8 bytes.
     gather: [CudaFunction; 4],
-    scatter: [CudaFunction; 4],
     copy_ranges: [CudaFunction; 4],
     /// Set by a kernel that met an index out of range.
     bad: DeviceBuffer<u32>,
@@ -102,7 +101,6 @@ impl LayoutKernels {
         };
         Ok(LayoutKernels {
             gather: each("gather")?,
-            scatter: each("scatter")?,
             copy_ranges: each("copy_ranges")?,
             _module: module,
             bad: DeviceBuffer::zeros(dev, 1)?,
@@ -145,27 +143,6 @@ impl LayoutKernels {
         let f = &self.gather[width_slot(width)?];
         let b = blocks(dev, n, u64::from(BLOCK));
         self.launch(dev, f, b, "gather", &[out, input, idx, n, in_len])
-    }
-
-    /// `out[idx[i]] = input[i]` for `i < n`, elements of `width` bytes;
-    /// `out` holds `out_len` elements, `idx` and `input` at least `n`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn scatter(
-        &self,
-        dev: &CudaDevice,
-        width: usize,
-        out: u64,
-        out_len: u64,
-        input: u64,
-        idx: u64,
-        n: u64,
-    ) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        let f = &self.scatter[width_slot(width)?];
-        let b = blocks(dev, n, u64::from(BLOCK));
-        self.launch(dev, f, b, "scatter", &[out, input, idx, n, out_len])
     }
 
     /// For every task `t < n_tasks`: `out[dst[t]..dst[t + 1]]` takes the

@@ -232,6 +232,10 @@ struct Layouts {
 
 struct RemapTables {
     task_perm: DeviceBuffer<u32>,
+    /// `task_inv[old] = new`: outputs go back by a gather through it
+    /// (random reads, writes in order) rather than a scatter through
+    /// `task_perm` (random 4- or 8-byte writes, each a partial sector).
+    task_inv: DeviceBuffer<u32>,
     gathered_perm: DeviceBuffer<u32>,
 }
 
@@ -1047,15 +1051,20 @@ impl Throttled {
                     n as u64,
                 )?;
             } else if self.spec.params[*i].kind == ParamKind::Output {
-                // a[perm[new]] = r[new]
-                kernels.scatter(
+                // a[perm[new]] = r[new], written as a[old] = r[inv[old]]
+                // over the tasks (an output is only ever indexed by the
+                // task, and `perm` is a bijection of them): random reads
+                // and ordered writes cost a fraction of the scatter's
+                // random partial-sector writes (BENCHMARKS.md, "Outputs
+                // back by a gather").
+                kernels.gather(
                     dev,
                     w,
                     ptr,
-                    len as u64,
                     r.device_ptr()?,
-                    perm.device_ptr(dev),
-                    n as u64,
+                    r.len() as u64,
+                    tables.task_inv.device_ptr(dev),
+                    self.n_tasks as u64,
                 )?;
             }
         }
@@ -1236,6 +1245,7 @@ impl Throttled {
             })?;
             self.layouts.tables = Some(RemapTables {
                 task_perm: DeviceBuffer::upload(dev, r.task_perm())?,
+                task_inv: DeviceBuffer::upload(dev, r.task_inv())?,
                 gathered_perm: DeviceBuffer::upload(dev, r.gathered_perm())?,
             });
         }

@@ -153,3 +153,124 @@ fn check_tiles(
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{ParamKind, ParamSpec};
+    use warpfit_runtime::schedule::ThrottlePolicy;
+    use warpfit_runtime::{gen, Csr};
+
+    const fn param(name: &'static str, ty: ScalarType, kind: ParamKind) -> ParamSpec {
+        ParamSpec { name, ty, kind }
+    }
+
+    /// `y[row] = Σ val[k] * x[col[k]]`, as the macro describes it.
+    static SPMV: KernelSpec = KernelSpec {
+        name: "spmv",
+        cuda_source: "",
+        device_fns: &[],
+        params: &[
+            param("row_ptr", ScalarType::U32, ParamKind::Input),
+            param("col", ScalarType::U32, ParamKind::Input),
+            param("val", ScalarType::F32, ParamKind::Input),
+            param("x", ScalarType::F32, ParamKind::Input),
+            param("y", ScalarType::F32, ParamKind::Output),
+        ],
+        acc: ScalarType::F32,
+        elementwise: false,
+        donates: false,
+    };
+
+    const ROLES: ThrottleRoles = ThrottleRoles {
+        range: 0,
+        fine: &[1, 2],
+        gathered: 3,
+        index: Some(1),
+        task_indexed: &[4],
+        overwritten: &[4],
+        remap_refused: "",
+    };
+
+    /// The host plan of `a` for `options`, with a 4 KiB cache (several
+    /// partitions of these matrices).
+    fn plan_of(a: &Csr<f32>, roles: ThrottleRoles, options: ThrottleOptions) -> Result<HostPlan> {
+        let graph = WorkGraph::from_csr(a)?;
+        let ptr: Vec<u8> = a.row_ptr().iter().flat_map(|p| p.to_ne_bytes()).collect();
+        let shape: Shape<'_> = vec![Some((&ptr[..], ScalarType::U32)), None, None, None, None];
+        plan_on_host(&SPMV, roles, &options, 4 << 10, &graph, &shape)
+    }
+
+    /// The orders of the remapping and of the alternative.
+    fn orders(p: &HostPlan) -> (Option<RemapOrder>, Option<RemapOrder>) {
+        let d = p.detail.as_ref().expect("several partitions");
+        (
+            d.remapping.as_ref().map(|(o, _)| *o),
+            d.alternative.as_ref().map(|(o, _)| *o),
+        )
+    }
+
+    #[test]
+    fn auto_plans_both_remapping_orders_only_when_it_may_choose() {
+        use RemapOrder::{Levels, Partitions};
+        let a = gen::uniform(4096, 8, 3).unwrap();
+        let auto = ThrottleOptions::default().with_policy(ThrottlePolicy::Auto);
+        let p = plan_of(&a, ROLES, auto).unwrap();
+        assert!(p.partitions > 1, "{}", p.partitions);
+        assert_eq!(orders(&p), (Some(Partitions), Some(Levels)));
+        // The alternative is the matrix's level order, on both sides.
+        let (_, levels) = p.detail.as_ref().unwrap().alternative.as_ref().unwrap();
+        let want = Remapping::levels(&a).unwrap();
+        assert_eq!(levels.task_perm(), want.task_perm());
+        assert_eq!(levels.gathered_perm(), want.gathered_perm());
+
+        for (options, want) in [
+            (auto.with_remap_order(Levels), (Some(Levels), None)),
+            (auto.with_remap_order(Partitions), (Some(Partitions), None)),
+            // The cache-fit schedules remapped: one numbering for all.
+            (auto.with_remap(true), (Some(Partitions), None)),
+            (
+                auto.with_policy(ThrottlePolicy::OrgR),
+                (Some(Partitions), None),
+            ),
+            (auto.with_policy(ThrottlePolicy::Cf), (None, None)),
+            (
+                auto.with_policy(ThrottlePolicy::Cf).with_remap(true),
+                (Some(Partitions), None),
+            ),
+        ] {
+            let p = plan_of(&a, ROLES, options).unwrap();
+            assert_eq!(orders(&p), want, "{options:?}");
+        }
+        // A kernel that cannot be remapped gets no renumbering.
+        let refused = ThrottleRoles {
+            index: None,
+            remap_refused: "it folds from dist[v]",
+            ..ROLES
+        };
+        assert_eq!(orders(&plan_of(&a, refused, auto).unwrap()), (None, None));
+    }
+
+    #[test]
+    fn a_rectangular_kernel_is_remapped_by_partitions_and_refuses_levels() {
+        let a = gen::uniform(4096, 8, 3).unwrap();
+        let n = a.nrows();
+        let wide = Csr::new(
+            n,
+            2 * n,
+            a.row_ptr().to_vec(),
+            a.col_idx().iter().map(|&c| c + n as u32).collect(),
+            a.values().to_vec(),
+        )
+        .unwrap();
+        let auto = ThrottleOptions::default().with_policy(ThrottlePolicy::Auto);
+        let p = plan_of(&wide, ROLES, auto).unwrap();
+        assert_eq!(orders(&p), (Some(RemapOrder::Partitions), None));
+        let Err(e) = plan_of(&wide, ROLES, auto.with_remap_order(RemapOrder::Levels)) else {
+            panic!("levels on a rectangular kernel");
+        };
+        let e = e.to_string();
+        assert!(e.contains("remapping order `levels`"), "{e}");
+        assert!(e.contains("4096 tasks and 8192 gathered elements"), "{e}");
+    }
+}

@@ -84,6 +84,18 @@ const SPMV_SIGNATURE: [(ScalarType, ParamKind); 5] = [
     (ScalarType::F32, ParamKind::Output),
 ];
 
+/// The throttling roles of that kernel (`y[row] = Σ val[k] * x[col[k]]`
+/// over `row_ptr`'s range), as `#[throttled]` derives them for it.
+pub(crate) const SPMV_ROLES: crate::ThrottleRoles = crate::ThrottleRoles {
+    range: 0,
+    fine: &[1, 2],
+    gathered: 3,
+    index: Some(1),
+    task_indexed: &[4],
+    overwritten: &[4],
+    remap_refused: "",
+};
+
 /// Benchmark options.
 #[derive(Debug, Clone)]
 pub struct SpmvBenchOptions {
@@ -858,16 +870,6 @@ impl<'a> OneMatrix<'a> {
             .with_policy(policy)
             .with_remap(remap);
         let device = crate::Device::Cuda(dev.clone());
-        // spmv's roles: y[row] = Σ val[k] * x[col[k]] over row_ptr's range.
-        let roles = crate::ThrottleRoles {
-            range: 0,
-            fine: &[1, 2],
-            gathered: 3,
-            index: Some(1),
-            task_indexed: &[4],
-            overwritten: &[4],
-            remap_refused: "",
-        };
         fn no_cpu(_: &crate::CpuArgs<'_>, _: usize) -> Result<()> {
             Err(Error::invalid(
                 "the benchmark's throttled handle runs on CUDA only",
@@ -883,7 +885,7 @@ impl<'a> OneMatrix<'a> {
         let mut t = crate::Throttled::new(
             &device,
             opts.kernel,
-            roles,
+            SPMV_ROLES,
             &options,
             &LaunchConfig::default(),
             a.nrows(),

@@ -1067,79 +1067,8 @@ impl ThrottleBenchReport {
     /// and the reasons of policies not launched.
     pub fn to_markdown(&self) -> String {
         let mut md = String::new();
+        self.setting(&mut md);
         let reference = self.reference_name();
-        let _ = writeln!(
-            md,
-            "Device: {}. Cache the plans fit: {} ({}). Command: `{}`.\n",
-            self.device,
-            size(self.cache_bytes as f64),
-            self.cache_source,
-            self.command
-        );
-        let _ = writeln!(
-            md,
-            "Kernel time: median of {} timed runs after {} untimed ({}), every result checked \
-             against an f64 reference first (max relative error ≤ 1e-4){}. Baseline: {}; \
-             \"remapped\": on the matrix renumbered {}; a remapped schedule's kernel time \
-             includes the permutations of `x` and `y`, its notes give it \"in plan order\" too \
-             (vectors kept in the plan's numbering, as an iterative application keeps them). \
-             Planning: host time before the first launch (work graph, partition, layout), \
-             amortised over {} launches in \"with planning\". First launch: wall time of the \
-             first run, with the copies in and out, the library's set-up and `auto`'s \
-             profiling. Speed-up: over {reference}{}.\n",
-            self.runs,
-            self.warmup,
-            if self.cpu {
-                "wall time"
-            } else {
-                "CUDA events, L2 evicted before each run"
-            },
-            if self.rounds > 1 {
-                format!(
-                    "; {} rounds, variants alternating, times the median of the round medians",
-                    self.rounds
-                )
-            } else {
-                String::new()
-            },
-            self.baseline_name(),
-            match self.remap_order {
-                Some(RemapOrder::Partitions) => "by Algorithm 5 of the handle's partition",
-                Some(RemapOrder::Levels) => {
-                    "by breadth-first levels from row 0, as the handle's remapped schedules are \
-                     (remapping order `levels`)"
-                }
-                None => {
-                    "by Algorithm 5 of the handle's partition (the handle's default order; \
-                     `auto` times `org_r` by levels too)"
-                }
-            },
-            self.amortise_over,
-            if self.rounds > 1 {
-                ", the median of the per-round ratios"
-            } else {
-                ""
-            },
-        );
-        if !self.matrices.is_empty() {
-            md.push_str(
-                "| matrix | rows | nnz | x | x / cache | generate/read (s) |\n|---|---:|---:|---:|---:|---:|\n",
-            );
-            for m in &self.matrices {
-                let x = 4.0 * m.cols as f64;
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | {} | {:.2} | {:.2} |",
-                    m.name,
-                    m.rows,
-                    m.nnz,
-                    size(x),
-                    x / self.cache_bytes.max(1) as f64,
-                    m.load_s
-                );
-            }
-            md.push('\n');
-        }
         let mut reasons: Vec<(String, String)> = Vec::new();
         for m in &self.matrices {
             let _ = writeln!(md, "### {}\n", m.name);
@@ -1215,6 +1144,89 @@ impl ThrottleBenchReport {
             md.push('\n');
         }
         md
+    }
+
+    /// The report's setting: device, cache and command; the protocol; the
+    /// matrices and their sizes against the cache.
+    fn setting(&self, md: &mut String) {
+        let reference = self.reference_name();
+        let _ = writeln!(
+            md,
+            "Device: {}. Cache the plans fit: {} ({}). Command: `{}`.\n",
+            self.device,
+            size(self.cache_bytes as f64),
+            self.cache_source,
+            self.command
+        );
+        let _ = writeln!(
+            md,
+            "Kernel time: median of {} timed runs after {} untimed ({}), every result checked \
+             against an f64 reference first (max relative error ≤ 1e-4){}. Baseline: {}; \
+             \"remapped\": on the matrix renumbered {}; a remapped schedule's kernel time \
+             includes the permutations of `x` and `y`, its notes give it \"in plan order\" too \
+             (vectors kept in the plan's numbering, as an iterative application keeps them). \
+             Planning: host time before the first launch (work graph, partition, layout), \
+             amortised over {} launches in \"with planning\". First launch: wall time of the \
+             first run, with the copies in and out, the library's set-up and `auto`'s \
+             profiling. Speed-up: over {reference}{}.\n",
+            self.runs,
+            self.warmup,
+            if self.cpu {
+                "wall time"
+            } else {
+                "CUDA events, L2 evicted before each run"
+            },
+            if self.rounds > 1 {
+                format!(
+                    "; {} rounds, variants alternating, times the median of the round medians",
+                    self.rounds
+                )
+            } else {
+                String::new()
+            },
+            self.baseline_name(),
+            self.remapped_description(),
+            self.amortise_over,
+            if self.rounds > 1 {
+                ", the median of the per-round ratios"
+            } else {
+                ""
+            },
+        );
+        if !self.matrices.is_empty() {
+            md.push_str(
+                "| matrix | rows | nnz | x | x / cache | generate/read (s) |\n|---|---:|---:|---:|---:|---:|\n",
+            );
+            for m in &self.matrices {
+                let x = 4.0 * m.cols as f64;
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {:.2} | {:.2} |",
+                    m.name,
+                    m.rows,
+                    m.nnz,
+                    size(x),
+                    x / self.cache_bytes.max(1) as f64,
+                    m.load_s
+                );
+            }
+            md.push('\n');
+        }
+    }
+
+    /// How the remapped baseline's matrix was renumbered.
+    fn remapped_description(&self) -> &'static str {
+        match self.remap_order {
+            Some(RemapOrder::Partitions) => "by Algorithm 5 of the handle's partition",
+            Some(RemapOrder::Levels) => {
+                "by breadth-first levels from row 0, as the handle's remapped schedules are \
+                 (remapping order `levels`)"
+            }
+            None => {
+                "by Algorithm 5 of the handle's partition (the handle's default order; `auto` \
+                 times `org_r` by levels too)"
+            }
+        }
     }
 
     /// Per matrix: the fastest variant other than the baselines, `auto`
@@ -1463,6 +1475,29 @@ mod tests {
             md.contains("geometric mean: **2.83×** over 2 matrices"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn auto_notes_org_r_in_each_order_it_timed() {
+        use RemapOrder::{Levels, Partitions};
+        assert_eq!(remap_orders_note(&[(Partitions, 3.0)], None), None);
+        let both = [(Partitions, 3.24), (Levels, 2.3214)];
+        assert_eq!(
+            remap_orders_note(&both, Some(Levels)).as_deref(),
+            Some("org_r by partitions 3.240 ms / levels 2.321 ms (kept)")
+        );
+        // Neither kept: another policy won.
+        assert_eq!(
+            remap_orders_note(&both, None).as_deref(),
+            Some("org_r by partitions 3.240 ms / levels 2.321 ms")
+        );
+        // The setting says how the remapped baseline was renumbered.
+        let mut r = report(false);
+        assert!(r
+            .to_markdown()
+            .contains("`auto` times `org_r` by levels too"));
+        r.remap_order = Some(Levels);
+        assert!(r.to_markdown().contains("(remapping order `levels`)"));
     }
 
     #[test]

@@ -182,15 +182,7 @@ mod tests {
         donates: false,
     };
 
-    const ROLES: ThrottleRoles = ThrottleRoles {
-        range: 0,
-        fine: &[1, 2],
-        gathered: 3,
-        index: Some(1),
-        task_indexed: &[4],
-        overwritten: &[4],
-        remap_refused: "",
-    };
+    const ROLES: ThrottleRoles = crate::bench::SPMV_ROLES;
 
     /// The host plan of `a` for `options`, with a 4 KiB cache (several
     /// partitions of these matrices).

@@ -105,18 +105,25 @@ impl fmt::Display for ThrottlePolicy {
 impl FromStr for ThrottlePolicy {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        let lower = s.trim().to_ascii_lowercase();
-        Self::ALL
-            .into_iter()
-            .find(|p| p.name() == lower)
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "unknown throttling policy `{}`: expected one of {}",
-                    excerpt(s.as_bytes()),
-                    Self::NAMES.join(", ")
-                ))
-            })
+        parse_named(s, &Self::ALL, Self::name, "throttling policy")
     }
+}
+
+/// The value of `all` whose name is `s` (trimmed, any case), else an error
+/// quoting `s` and listing the names: the parser of the named choices.
+fn parse_named<T: Copy>(s: &str, all: &[T], name: fn(T) -> &'static str, what: &str) -> Result<T> {
+    let lower = s.trim().to_ascii_lowercase();
+    all.iter()
+        .copied()
+        .find(|&v| name(v) == lower)
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|&v| name(v)).collect();
+            Error::invalid(format!(
+                "unknown {what} `{}`: expected one of {}",
+                excerpt(s.as_bytes()),
+                names.join(", ")
+            ))
+        })
 }
 
 /// Which renumbering a remapped schedule runs in
@@ -173,17 +180,7 @@ impl fmt::Display for RemapOrder {
 impl FromStr for RemapOrder {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        let lower = s.trim().to_ascii_lowercase();
-        Self::ALL
-            .into_iter()
-            .find(|o| o.name() == lower)
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "unknown remapping order `{}`: expected one of {}",
-                    excerpt(s.as_bytes()),
-                    Self::NAMES.join(", ")
-                ))
-            })
+        parse_named(s, &Self::ALL, Self::name, "remapping order")
     }
 }
 

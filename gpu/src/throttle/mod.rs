@@ -22,7 +22,9 @@
 //! - `org_r`: one launch over the plan remapped by Algorithm 5 (tasks and
 //!   gathered elements renumbered so that each partition's data are packed,
 //!   each task's fine tasks in partition order); per-launch arrays are
-//!   permuted in and out on the device;
+//!   permuted in and out on the device, by gathers (a source larger than
+//!   half the cache goes through two gathers over cache-sized blocks of it
+//!   when that times faster on the device: `layout::DeviceGather::fastest`);
 //! - `cf`: one launch per cache-fit partition over the part-major layout,
 //!   each task's fold carried between launches on the device;
 //! - `cfq`: one launch of every partition's pieces as a task list whose
@@ -57,6 +59,7 @@ use crate::carried::{CarriedPart, CarriedRun};
 use crate::device::{CudaDevice, Device};
 use crate::event_timer::EventTimer;
 use crate::launch::{PlanList, Prepared};
+use crate::layout::DeviceGather;
 use crate::resident::{CpuArgs, Place, ResidentArray};
 use crate::spec::{KernelSpec, ParamKind, ScalarType, ScalarValue};
 use crate::LaunchConfig;
@@ -230,13 +233,22 @@ struct Layouts {
     tables: Option<RemapTables>,
 }
 
+///
+/// Each runs staged (two gathers through L2-sized blocks of its source)
+/// where the source does not fit in L2: a random permutation of a vector
+/// larger than L2 otherwise moves a 32-byte sector per element
+/// (BENCHMARKS.md, "Permutations in two passes").
 struct RemapTables {
-    task_perm: DeviceBuffer<u32>,
+    /// `r[new] = a[task_perm[new]]`.
+    task_perm: DeviceGather,
     /// `task_inv[old] = new`: outputs go back by a gather through it
     /// (random reads, writes in order) rather than a scatter through
     /// `task_perm` (random 4- or 8-byte writes, each a partial sector).
-    task_inv: DeviceBuffer<u32>,
-    gathered_perm: DeviceBuffer<u32>,
+    task_inv: DeviceGather,
+    /// `x_r[new] = x[gathered_perm[new]]`.
+    gathered_perm: DeviceGather,
+    /// The staged gathers' scratch, sized for the arrays staged.
+    scratch: Option<DeviceBuffer<u8>>,
 }
 
 /// How a launch runs.
@@ -1029,27 +1041,20 @@ impl Throttled {
         let kernels = dev.layout_kernels()?;
         for (i, r) in &self.staged_r {
             let (ptr, len) = self.staged_ptr(*i)?;
-            let (perm, n) = if *i == self.roles.gathered {
-                (&tables.gathered_perm, self.gathered_len)
+            let perm = if *i == self.roles.gathered {
+                &tables.gathered_perm
             } else {
-                (&tables.task_perm, self.n_tasks)
+                &tables.task_perm
             };
             let w = r.ty().size();
+            let scratch = tables.scratch.as_ref();
             if into && self.roles.overwritten.contains(i) {
                 // Every task overwrites it: its old values are never seen.
                 continue;
             }
             if into {
                 // r[new] = a[perm[new]]
-                kernels.gather(
-                    dev,
-                    w,
-                    r.device_ptr()?,
-                    ptr,
-                    len as u64,
-                    perm.device_ptr(dev),
-                    n as u64,
-                )?;
+                perm.run(dev, &kernels, w, r.device_ptr()?, ptr, len as u64, scratch)?;
             } else if self.spec.params[*i].kind == ParamKind::Output {
                 // a[perm[new]] = r[new], written as a[old] = r[inv[old]]
                 // over the tasks (an output is only ever indexed by the
@@ -1057,14 +1062,14 @@ impl Throttled {
                 // and ordered writes cost a fraction of the scatter's
                 // random partial-sector writes (BENCHMARKS.md, "Outputs
                 // back by a gather").
-                kernels.gather(
+                tables.task_inv.run(
                     dev,
+                    &kernels,
                     w,
                     ptr,
                     r.device_ptr()?,
                     r.len() as u64,
-                    tables.task_inv.device_ptr(dev),
-                    self.n_tasks as u64,
+                    scratch,
                 )?;
             }
         }
@@ -1243,10 +1248,24 @@ impl Throttled {
             let (_, r) = self.detail()?.remapping.as_ref().ok_or_else(|| {
                 Error::invalid(format!("kernel `{}`: no remapping", self.spec.name))
             })?;
+            // The cache the plan fits (the L2 unless given), so that a
+            // plan for a small cache stages small vectors too.
+            let cache = usize::try_from(self.options.cache.resolve(Some(dev.l2_bytes() as u64))?)
+                .unwrap_or(usize::MAX);
+            let kernels = dev.layout_kernels()?;
+            let timer = EventTimer::new(dev)?;
+            let table = |idx: &[u32], in_len: usize| {
+                if !crate::layout::stages_gather(in_len, cache) {
+                    return DeviceGather::upload(dev, idx, in_len, None);
+                }
+                let block = crate::layout::staged_block(cache);
+                DeviceGather::fastest(dev, &kernels, &timer, idx, in_len, block)
+            };
             self.layouts.tables = Some(RemapTables {
-                task_perm: DeviceBuffer::upload(dev, r.task_perm())?,
-                task_inv: DeviceBuffer::upload(dev, r.task_inv())?,
-                gathered_perm: DeviceBuffer::upload(dev, r.gathered_perm())?,
+                task_perm: table(r.task_perm(), self.n_tasks)?,
+                task_inv: table(r.task_inv(), self.n_tasks)?,
+                gathered_perm: table(r.gathered_perm(), self.gathered_len)?,
+                scratch: None,
             });
         }
         let mut staged = Vec::new();
@@ -1278,6 +1297,26 @@ impl Throttled {
             staged.push((i, v));
         }
         self.staged_r = staged;
+        if let Some(t) = self.layouts.tables.as_mut() {
+            let need = self
+                .staged_r
+                .iter()
+                .map(|(i, v)| {
+                    let w = v.ty().size();
+                    if *i == self.roles.gathered {
+                        t.gathered_perm.scratch_bytes(w)
+                    } else {
+                        t.task_perm
+                            .scratch_bytes(w)
+                            .max(t.task_inv.scratch_bytes(w))
+                    }
+                })
+                .max()
+                .unwrap_or(0);
+            if need > 0 && !t.scratch.as_ref().is_some_and(|b| b.len() >= need) {
+                t.scratch = Some(DeviceBuffer::zeros(dev, need)?);
+            }
+        }
         Ok(())
     }
 

@@ -233,11 +233,12 @@ struct Layouts {
     tables: Option<RemapTables>,
 }
 
-///
-/// Each runs staged (two gathers through L2-sized blocks of its source)
-/// where the source does not fit in L2: a random permutation of a vector
-/// larger than L2 otherwise moves a 32-byte sector per element
-/// (BENCHMARKS.md, "Permutations in two passes").
+/// A remapped plan's permutations on the device, as gathers. One whose
+/// source is larger than half the cache the plan fits runs staged (two
+/// gathers through cache-sized blocks of the source) when that timed faster
+/// on the device: a random permutation of a vector larger than L2 otherwise
+/// moves a 32-byte sector per element (BENCHMARKS.md, "Permutations in two
+/// passes").
 struct RemapTables {
     /// `r[new] = a[task_perm[new]]`.
     task_perm: DeviceGather,

@@ -1253,14 +1253,21 @@ impl Throttled {
             // plan for a small cache stages small vectors too.
             let cache = usize::try_from(self.options.cache.resolve(Some(dev.l2_bytes() as u64))?)
                 .unwrap_or(usize::MAX);
+            let stages = |in_len| crate::layout::stages_gather(in_len, cache);
+            // The timer (and its cache-evicting buffer) only where a
+            // table has two forms to time.
+            let timer = if stages(self.n_tasks) || stages(self.gathered_len) {
+                Some(EventTimer::new(dev)?)
+            } else {
+                None
+            };
             let kernels = dev.layout_kernels()?;
-            let timer = EventTimer::new(dev)?;
-            let table = |idx: &[u32], in_len: usize| {
-                if !crate::layout::stages_gather(in_len, cache) {
-                    return DeviceGather::upload(dev, idx, in_len, None);
+            let table = |idx: &[u32], in_len: usize| match &timer {
+                Some(timer) if stages(in_len) => {
+                    let block = crate::layout::staged_block(cache);
+                    DeviceGather::fastest(dev, &kernels, timer, idx, in_len, block)
                 }
-                let block = crate::layout::staged_block(cache);
-                DeviceGather::fastest(dev, &kernels, &timer, idx, in_len, block)
+                _ => DeviceGather::upload(dev, idx, in_len, None),
             };
             self.layouts.tables = Some(RemapTables {
                 task_perm: table(r.task_perm(), self.n_tasks)?,

@@ -914,6 +914,51 @@ fn form_kernel_times() {
     }
 }
 
+/// `auto` on a launch large enough that the automatic split packs warps
+/// by work (RMAT, rows over 64, about 1M fine tasks) also times the wider
+/// warp budgets for `org` and `org_r`, keeps the fastest for each (its
+/// time is the one in `profile`), and every launch stays exact.
+#[test]
+fn auto_times_wider_warp_budgets_for_packed_launches() {
+    use warpfit::runtime::gen;
+    use warpfit::CacheSize;
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let a = gen::rmat(16, 16, 5).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 5 + 1).collect();
+    let x: Vec<u32> = (0..m as u32).map(|i| i % 11).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut want[..]).unwrap();
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache(CacheSize::Bytes(64 << 10));
+    let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+    let mut y = vec![0u32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want);
+    let r = t.report().clone();
+    assert!(r.partitions > 1, "{r:?}");
+    for p in [ThrottlePolicy::Org, ThrottlePolicy::OrgR] {
+        let timed: Vec<(u32, f64)> = r
+            .budget_profile
+            .iter()
+            .filter(|t| t.0 == p)
+            .map(|&(_, b, ms)| (b, ms))
+            .collect();
+        let budgets: Vec<u32> = timed.iter().map(|t| t.0).collect();
+        assert_eq!(budgets, [512, 1024, 2048], "{p}: {r:?}");
+        let fastest = timed.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+        let kept: Vec<f64> = r.profile.iter().filter(|q| q.0 == p).map(|q| q.1).collect();
+        assert_eq!(kept, [fastest], "{p}: the fastest budget's time: {r:?}");
+    }
+    for _ in 0..3 {
+        y.fill(0);
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "again, under {:?}", r.chosen);
+    }
+}
+
 /// `auto` with the remapping order left to it, on a square kernel: `org_r`
 /// timed in both orders, the faster one's time in the profile, and when
 /// `org_r` wins the handle runs in that order (its plan order the level

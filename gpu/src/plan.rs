@@ -56,6 +56,28 @@ pub(crate) const PACK_ABOVE: u64 = 64;
 /// merge work), larger ones a longer tail.
 pub(crate) const PACKED_WARP_BUDGET: u32 = 512;
 
+/// The wider budgets a throttled handle's `auto` also times for a single
+/// launch whose automatic split packed its warps by
+/// [`PACKED_WARP_BUDGET`] (long tasks in a large launch), keeping the
+/// fastest: the best budget depends on where the long tasks fall. On an
+/// H100, RMAT 24 took 3.781 / 3.862 ms at 512 / 1024 in its generated
+/// order, but 2.453 / 2.370 / 2.349 ms at 512 / 1024 / 2048 renumbered by
+/// breadth-first levels, which puts the hubs' long rows first.
+pub(crate) const WIDER_WARP_BUDGETS: [u32; 2] = [1024, 2048];
+
+/// The warp budgets to time besides the one a launch's automatic split
+/// chose (`chosen`, [`Prepared::chosen_split`](crate::Prepared::chosen_split)):
+/// [`WIDER_WARP_BUDGETS`] where it packed warps by [`PACKED_WARP_BUDGET`],
+/// none otherwise (short tasks run whole; small launches have their own
+/// packing).
+pub(crate) fn budgets_to_time(chosen: Option<Split>) -> &'static [u32] {
+    if chosen == Some(Split::Budget(PACKED_WARP_BUDGET)) {
+        &WIDER_WARP_BUDGETS
+    } else {
+        &[]
+    }
+}
+
 /// The wide merge runs when some split task has more pieces than this:
 /// [`MERGE_LANES`] lanes would fold more than 8 partials each, one
 /// dependent chain of loads per lane.
@@ -528,6 +550,22 @@ mod tests {
         assert_eq!(auto_serial_max(8, 60_000_000, H100_WARPS, false), 8);
         assert_eq!(auto_serial_max(100, 60_000_000, H100_WARPS, true), 100);
         assert_eq!(auto_serial_max(8, 290_378, H100_WARPS, true), 8);
+    }
+
+    #[test]
+    fn wider_budgets_are_timed_only_for_warps_packed_by_the_large_launch_budget() {
+        let packed = auto_split(238_816, 263_432_965, H100_WARPS);
+        assert_eq!(budgets_to_time(Some(packed)), &WIDER_WARP_BUDGETS[..]);
+        assert!(WIDER_WARP_BUDGETS.iter().all(|&b| b > PACKED_WARP_BUDGET));
+        for other in [
+            auto_split(5, 84_000_000, H100_WARPS),
+            auto_split(27, 94_926, H100_WARPS),
+            auto_split(484, 49_920, H100_WARPS),
+        ] {
+            assert!(budgets_to_time(Some(other)).is_empty(), "{other:?}");
+        }
+        // A launch configured by its caller keeps its configuration.
+        assert!(budgets_to_time(None).is_empty());
     }
 
     fn stats(longest: u64, total: u64, local_warps: u64, busy_warps: u64) -> TaskStats {

@@ -915,6 +915,7 @@ impl<'a> OneMatrix<'a> {
                 .into_iter()
                 .chain(r.profile.iter().map(|(p, ms)| format!("{p} {ms:.3} ms")))
                 .chain(remap_orders_note(&r.remap_profile, r.remap_order))
+                .chain(budgets_note(&r.budget_profile, r.chosen))
                 .collect::<Vec<_>>()
                 .join(", "),
         })
@@ -1026,6 +1027,45 @@ fn remap_orders_note(timed: &[(RemapOrder, f64)], chosen: Option<RemapOrder>) ->
         .collect::<Vec<_>>()
         .join(" / ");
     Some(format!("org_r by {each}"))
+}
+
+/// The warp budgets `auto` timed for each single-launch schedule, as
+/// "org_r warp budget 512 2.453 ms / 1024 2.370 ms / 2048 2.349 ms (kept)",
+/// the fastest marked where that schedule was chosen.
+fn budgets_note(timed: &[(ThrottlePolicy, u32, f64)], chosen: ThrottlePolicy) -> Vec<String> {
+    let mut policies: Vec<ThrottlePolicy> = Vec::new();
+    for &(p, _, _) in timed {
+        if !policies.contains(&p) {
+            policies.push(p);
+        }
+    }
+    policies
+        .into_iter()
+        .map(|p| {
+            let mine: Vec<(u32, f64)> = timed
+                .iter()
+                .filter(|t| t.0 == p)
+                .map(|&(_, b, ms)| (b, ms))
+                .collect();
+            let fastest = mine
+                .iter()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|&(b, _)| b);
+            let each = mine
+                .iter()
+                .map(|&(b, ms)| {
+                    let mark = if p == chosen && Some(b) == fastest {
+                        " (kept)"
+                    } else {
+                        ""
+                    };
+                    format!("{b} {ms:.3} ms{mark}")
+                })
+                .collect::<Vec<_>>()
+                .join(" / ");
+            format!("{p} warp budget {each}")
+        })
+        .collect()
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -1475,6 +1515,30 @@ mod tests {
             md.contains("geometric mean: **2.83×** over 2 matrices"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn auto_notes_the_warp_budgets_it_timed() {
+        use ThrottlePolicy::{Org, OrgR};
+        assert!(budgets_note(&[], OrgR).is_empty());
+        let timed = [
+            (Org, 512, 3.75),
+            (Org, 1024, 3.86),
+            (OrgR, 512, 2.4534),
+            (OrgR, 1024, 2.37),
+            (OrgR, 2048, 2.349),
+        ];
+        assert_eq!(
+            budgets_note(&timed, OrgR),
+            [
+                "org warp budget 512 3.750 ms / 1024 3.860 ms",
+                "org_r warp budget 512 2.453 ms / 1024 2.370 ms / 2048 2.349 ms (kept)",
+            ]
+        );
+        // Another policy won: nothing marked.
+        assert!(!budgets_note(&timed, ThrottlePolicy::Cf)
+            .concat()
+            .contains("kept"));
     }
 
     #[test]

@@ -37,7 +37,9 @@
 //! - `auto`: every schedule above that applies, timed on the first launch
 //!   after the plan (each timing run computes that launch's result), the
 //!   fastest kept; `org_r` in both remapping orders when the order is not
-//!   pinned and the kernel is square (`ThrottleOptions::remap_orders_to_time`).
+//!   pinned and the kernel is square (`ThrottleOptions::remap_orders_to_time`),
+//!   and `org` and `org_r` under wider warp budgets too where their
+//!   automatic split packed warps by work (`ThrottleReport::budget_profile`).
 //!
 //! With `ThrottleOptions::remap`, `cf`, `cfq`, `sj` and `sjq` run in the
 //! remapped numbering too. On the CPU backend every policy runs the CPU
@@ -148,6 +150,12 @@ pub struct ThrottleReport {
     /// ([`ThrottleOptions::remap_orders_to_time`]); `profile` holds the
     /// faster.
     pub remap_profile: Vec<(RemapOrder, f64)>,
+    /// The warp budgets `auto` timed for a single-launch schedule (`org`,
+    /// `org_r`) whose automatic split packed warps by work, each with its
+    /// median milliseconds per run: the automatic split's own first, then
+    /// wider ones; the schedule keeps the fastest, whose time `profile`
+    /// holds. Empty where no launch was packed that way.
+    pub budget_profile: Vec<(ThrottlePolicy, u32, f64)>,
     /// Launches run with `org` while a pipelined plan was being made.
     pub launches_before_plan: usize,
 }
@@ -596,6 +604,7 @@ impl Throttled {
                 remapped: false,
                 remap_order: None,
                 remap_profile: Vec::new(),
+                budget_profile: Vec::new(),
                 launches_before_plan: 0,
             },
             cpu_run,
@@ -1365,15 +1374,20 @@ impl Throttled {
         policy: ThrottlePolicy,
         layout: Option<Arc<DeviceLayout>>,
     ) -> Result<Schedule> {
+        self.single_with(dev, policy, layout, &self.config)
+    }
+
+    /// As [`single`](Self::single), under launch options `config`.
+    fn single_with(
+        &self,
+        dev: &CudaDevice,
+        policy: ThrottlePolicy,
+        layout: Option<Arc<DeviceLayout>>,
+        config: &LaunchConfig,
+    ) -> Result<Schedule> {
         let space = layout.as_ref().map_or(Space::Original, |l| l.space);
         let args = self.args(layout.as_deref().map(|l| (l, 0)), space)?;
-        let p = Prepared::new_borrowing(
-            dev,
-            self.spec,
-            &self.config,
-            Tasks::All(self.n_tasks),
-            &args,
-        )?;
+        let p = Prepared::new_borrowing(dev, self.spec, config, Tasks::All(self.n_tasks), &args)?;
         drop(args);
         Ok(Schedule {
             policy,
@@ -1689,9 +1703,11 @@ impl Throttled {
         };
         let org = self.single(dev, ThrottlePolicy::Org, None)?;
         let ms = self.time(&org, timer, snap)?;
+        let (org, ms) = self.fastest_budget(dev, org, ms, timer, snap)?;
         keep(self, org, ms, &mut since);
         if self.detail()?.remapping.is_some() {
             let (s, ms) = self.fastest_org_r(dev, timer, snap)?;
+            let (s, ms) = self.fastest_budget(dev, s, ms, timer, snap)?;
             keep(self, s, ms, &mut since);
         } else {
             self.report.skipped.push((
@@ -1731,6 +1747,50 @@ impl Throttled {
         }
         best.map(|(_, s)| s)
             .ok_or_else(|| Error::invalid("auto timed no schedule"))
+    }
+
+    /// A single-launch schedule `s` (timed at `ms`) whose automatic split
+    /// packed its warps by work, timed again under the wider budgets of
+    /// `plan::budgets_to_time` over the same layout and serial bound: the
+    /// fastest with its time. Every budget timed goes to `budget_profile`.
+    fn fastest_budget(
+        &mut self,
+        dev: &CudaDevice,
+        s: Schedule,
+        ms: f64,
+        timer: &EventTimer,
+        snap: &[(usize, DeviceBuffer<u8>)],
+    ) -> Result<(Schedule, f64)> {
+        let (budgets, serial_max) = match &s.runs {
+            Runs::Single(p) => (
+                crate::plan::budgets_to_time(p.chosen_split()),
+                p.cte_serial_max(),
+            ),
+            _ => return Ok((s, ms)),
+        };
+        if budgets.is_empty() {
+            return Ok((s, ms));
+        }
+        let policy = s.policy;
+        self.report
+            .budget_profile
+            .push((policy, crate::plan::PACKED_WARP_BUDGET, ms));
+        let mut best = (s, ms);
+        for &b in budgets {
+            let config = LaunchConfig {
+                split: crate::Split::Budget(b),
+                cte_serial_max: serial_max,
+                ..self.config
+            };
+            let layout = best.0._layouts.first().cloned();
+            let wider = self.single_with(dev, policy, layout, &config)?;
+            let wider_ms = self.time(&wider, timer, snap)?;
+            self.report.budget_profile.push((policy, b, wider_ms));
+            if wider_ms < best.1 {
+                best = (wider, wider_ms);
+            }
+        }
+        Ok(best)
     }
 
     /// `org_r` timed in the remapping's order and, where `auto` has an

@@ -952,11 +952,28 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
         let kept: Vec<f64> = r.profile.iter().filter(|q| q.0 == p).map(|q| q.1).collect();
         assert_eq!(kept, [fastest], "{p}: the fastest budget's time: {r:?}");
     }
+    // The chosen schedule runs under its fastest budget, also when it is
+    // prepared again over other arrays.
+    let kept = r
+        .budget_profile
+        .iter()
+        .filter(|t| t.0 == r.chosen)
+        .min_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|t| t.1)
+        .filter(|&b| b != 512);
+    assert_eq!(r.warp_budget, kept, "{r:?}");
     for _ in 0..3 {
         y.fill(0);
         t.launch(&x, &mut y[..]).unwrap();
         assert_eq!(y, want, "again, under {:?}", r.chosen);
     }
+    let xd = dev.upload(&x).unwrap();
+    let yd = dev.alloc::<u32>(n).unwrap();
+    t.enqueue(&xd, &yd).unwrap();
+    t.check().unwrap();
+    assert!(yd.to_vec().unwrap() == want, "enqueued");
+    assert_eq!(t.report().warp_budget, kept, "prepared again");
+    assert_eq!(t.report().chosen, r.chosen);
 }
 
 /// `auto` with the remapping order left to it, on a square kernel: `org_r`

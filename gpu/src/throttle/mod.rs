@@ -156,6 +156,9 @@ pub struct ThrottleReport {
     /// wider ones; the schedule keeps the fastest, whose time `profile`
     /// holds. Empty where no launch was packed that way.
     pub budget_profile: Vec<(ThrottlePolicy, u32, f64)>,
+    /// The warp budget the chosen schedule runs under where `auto` kept a
+    /// wider one than its automatic split's (`None`: the automatic split).
+    pub warp_budget: Option<u32>,
     /// Launches run with `org` while a pipelined plan was being made.
     pub launches_before_plan: usize,
 }
@@ -187,6 +190,10 @@ pub struct Throttled {
     /// What `schedule` was prepared over ([`Throttled::binding_key`]).
     key: Vec<u64>,
     layouts: Layouts,
+    /// Launch options `auto` kept for a single-launch schedule under a
+    /// wider warp budget: that schedule prepared again (over other arrays,
+    /// or in plan order) runs under them too.
+    kept_configs: Vec<(ThrottlePolicy, LaunchConfig)>,
     /// The plan, once made.
     plan: Option<HostPlan>,
     /// A plan being made on a CPU thread (pipelined planning).
@@ -589,6 +596,7 @@ impl Throttled {
             key: Vec::new(),
             spare: None,
             layouts: Layouts::default(),
+            kept_configs: Vec::new(),
             plan: None,
             pending: None,
             report: ThrottleReport {
@@ -605,6 +613,7 @@ impl Throttled {
                 remap_order: None,
                 remap_profile: Vec::new(),
                 budget_profile: Vec::new(),
+                warp_budget: None,
                 launches_before_plan: 0,
             },
             cpu_run,
@@ -625,6 +634,7 @@ impl Throttled {
         self.plan = Some(plan);
         self.schedule = None;
         self.spare = None;
+        self.kept_configs.clear();
     }
 
     /// What a prepared schedule depends on besides the plan: the staged
@@ -1374,7 +1384,12 @@ impl Throttled {
         policy: ThrottlePolicy,
         layout: Option<Arc<DeviceLayout>>,
     ) -> Result<Schedule> {
-        self.single_with(dev, policy, layout, &self.config)
+        let config = self
+            .kept_configs
+            .iter()
+            .find(|(p, _)| *p == policy)
+            .map_or(self.config, |(_, c)| *c);
+        self.single_with(dev, policy, layout, &config)
     }
 
     /// As [`single`](Self::single), under launch options `config`.
@@ -1663,6 +1678,14 @@ impl Throttled {
         }
         self.restore(&snap)?;
         self.report.chosen = out.policy;
+        self.report.warp_budget = self
+            .kept_configs
+            .iter()
+            .find(|(p, _)| *p == out.policy)
+            .and_then(|(_, c)| match c.split {
+                crate::Split::Budget(b) => Some(b),
+                _ => None,
+            });
         self.report.remapped = out.space == Space::Remapped;
         self.report.remap_order = match out.space {
             Space::Remapped => self.detail()?.remapping.as_ref().map(|(o, _)| *o),
@@ -1775,7 +1798,7 @@ impl Throttled {
         self.report
             .budget_profile
             .push((policy, crate::plan::PACKED_WARP_BUDGET, ms));
-        let mut best = (s, ms);
+        let mut best = (s, ms, None);
         for &b in budgets {
             let config = LaunchConfig {
                 split: crate::Split::Budget(b),
@@ -1787,10 +1810,14 @@ impl Throttled {
             let wider_ms = self.time(&wider, timer, snap)?;
             self.report.budget_profile.push((policy, b, wider_ms));
             if wider_ms < best.1 {
-                best = (wider, wider_ms);
+                best = (wider, wider_ms, Some(config));
             }
         }
-        Ok(best)
+        if let Some(config) = best.2 {
+            self.kept_configs.retain(|(p, _)| *p != policy);
+            self.kept_configs.push((policy, config));
+        }
+        Ok((best.0, best.1))
     }
 
     /// `org_r` timed in the remapping's order and, where `auto` has an

@@ -59,10 +59,10 @@ pub(crate) const PACKED_WARP_BUDGET: u32 = 512;
 /// The wider budgets a throttled handle's `auto` also times for a single
 /// launch whose automatic split packed its warps by
 /// [`PACKED_WARP_BUDGET`] (long tasks in a large launch), keeping the
-/// fastest: the best budget depends on where the long tasks fall. On an
-/// H100, RMAT 24 took 3.781 / 3.862 ms at 512 / 1024 in its generated
-/// order, but 2.453 / 2.370 / 2.349 ms at 512 / 1024 / 2048 renumbered by
-/// breadth-first levels, which puts the hubs' long rows first.
+/// fastest: the best budget depends on where the long tasks fall (RMAT
+/// renumbered by breadth-first levels, its hubs' long rows first, runs
+/// fastest at 2048; in its generated order at 512). Measurements:
+/// BENCHMARKS.md, "Tuning constants: history".
 pub(crate) const WIDER_WARP_BUDGETS: [u32; 2] = [1024, 2048];
 
 /// The warp budgets to time besides the one a launch's automatic split

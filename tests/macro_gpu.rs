@@ -948,19 +948,45 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
             .collect();
         let budgets: Vec<u32> = timed.iter().map(|t| t.0).collect();
         assert_eq!(budgets, [512, 1024, 2048], "{p}: {r:?}");
-        let fastest = timed.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+        // Where the split raised the serial-fallback bound, the configured
+        // one too, at the fastest budget.
+        let serial: Vec<(u32, f64)> = r
+            .serial_profile
+            .iter()
+            .filter(|t| t.0 == p)
+            .map(|&(_, b, ms)| (b, ms))
+            .collect();
+        if let [(raised, raised_ms), (configured, _)] = serial[..] {
+            assert!(raised > configured && configured == 8, "{p}: {r:?}");
+            let fastest_budget = timed.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+            assert_eq!(raised_ms, fastest_budget, "{p}: {r:?}");
+        } else {
+            assert!(serial.is_empty(), "{p}: {r:?}");
+        }
+        let fastest = timed
+            .iter()
+            .chain(&serial)
+            .map(|t| t.1)
+            .fold(f64::INFINITY, f64::min);
         let kept: Vec<f64> = r.profile.iter().filter(|q| q.0 == p).map(|q| q.1).collect();
-        assert_eq!(kept, [fastest], "{p}: the fastest budget's time: {r:?}");
+        assert_eq!(
+            kept,
+            [fastest],
+            "{p}: the fastest configuration's time: {r:?}"
+        );
     }
-    // The chosen schedule runs under its fastest budget, also when it is
-    // prepared again over other arrays.
-    let kept = r
-        .budget_profile
-        .iter()
-        .filter(|t| t.0 == r.chosen)
-        .min_by(|a, b| a.2.total_cmp(&b.2))
-        .map(|t| t.1)
-        .filter(|&b| b != 512);
+    // The chosen schedule runs under its fastest budget (and serial
+    // bound), also when it is prepared again over other arrays.
+    let min_of = |v: &[(ThrottlePolicy, u32, f64)]| {
+        v.iter()
+            .filter(|t| t.0 == r.chosen)
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+            .map(|t| t.1)
+    };
+    let serial_kept = min_of(&r.serial_profile);
+    assert_eq!(r.serial_bound, serial_kept, "{r:?}");
+    // The serial bound is timed at the fastest budget: that budget stays.
+    let kept = min_of(&r.budget_profile).filter(|&b| b != 512);
     assert_eq!(r.warp_budget, kept, "{r:?}");
     for _ in 0..3 {
         y.fill(0);

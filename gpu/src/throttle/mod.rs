@@ -39,7 +39,9 @@
 //!   fastest kept; `org_r` in both remapping orders when the order is not
 //!   pinned and the kernel is square (`ThrottleOptions::remap_orders_to_time`),
 //!   and `org` and `org_r` under wider warp budgets too where their
-//!   automatic split packed warps by work (`ThrottleReport::budget_profile`).
+//!   automatic split packed warps by work (`ThrottleReport::budget_profile`),
+//!   and under the configured serial-fallback bound where that split raised
+//!   it (`ThrottleReport::serial_profile`).
 //!
 //! With `ThrottleOptions::remap`, `cf`, `cfq`, `sj` and `sjq` run in the
 //! remapped numbering too. On the CPU backend every policy runs the CPU
@@ -159,6 +161,15 @@ pub struct ThrottleReport {
     /// The warp budget the chosen schedule runs under where `auto` kept a
     /// wider one than its automatic split's (`None`: the automatic split).
     pub warp_budget: Option<u32>,
+    /// The CTE serial-fallback bounds `auto` timed for a single-launch
+    /// schedule whose automatic split packed warps by work and raised the
+    /// bound for local gathers, each with its median milliseconds per run
+    /// at the fastest budget: the raised bound, then the configured one
+    /// (`LaunchConfig::cte_serial_max`). Empty where none was raised.
+    pub serial_profile: Vec<(ThrottlePolicy, u32, f64)>,
+    /// The serial-fallback bound the chosen schedule runs under where
+    /// `auto` timed more than one (`None`: not timed).
+    pub serial_bound: Option<u32>,
     /// Launches run with `org` while a pipelined plan was being made.
     pub launches_before_plan: usize,
 }
@@ -614,6 +625,8 @@ impl Throttled {
                 remap_profile: Vec::new(),
                 budget_profile: Vec::new(),
                 warp_budget: None,
+                serial_profile: Vec::new(),
+                serial_bound: None,
                 launches_before_plan: 0,
             },
             cpu_run,
@@ -1683,9 +1696,16 @@ impl Throttled {
             .iter()
             .find(|(p, _)| *p == out.policy)
             .and_then(|(_, c)| match c.split {
-                crate::Split::Budget(b) => Some(b),
+                crate::Split::Budget(b) if b != crate::plan::PACKED_WARP_BUDGET => Some(b),
                 _ => None,
             });
+        self.report.serial_bound = self
+            .report
+            .serial_profile
+            .iter()
+            .filter(|t| t.0 == out.policy)
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+            .map(|t| t.1);
         self.report.remapped = out.space == Space::Remapped;
         self.report.remap_order = match out.space {
             Space::Remapped => self.detail()?.remapping.as_ref().map(|(o, _)| *o),
@@ -1774,8 +1794,10 @@ impl Throttled {
 
     /// A single-launch schedule `s` (timed at `ms`) whose automatic split
     /// packed its warps by work, timed again under the wider budgets of
-    /// `plan::budgets_to_time` over the same layout and serial bound: the
-    /// fastest with its time. Every budget timed goes to `budget_profile`.
+    /// `plan::budgets_to_time` over the same layout and serial bound, then,
+    /// where the split raised that bound, at the fastest budget under the
+    /// configured one: the fastest with its time. Every budget timed goes
+    /// to `budget_profile`, every serial bound to `serial_profile`.
     fn fastest_budget(
         &mut self,
         dev: &CudaDevice,
@@ -1811,6 +1833,37 @@ impl Throttled {
             self.report.budget_profile.push((policy, b, wider_ms));
             if wider_ms < best.1 {
                 best = (wider, wider_ms, Some(config));
+            }
+        }
+        // The automatic split raises the serial-fallback bound where the
+        // first gathers of neighbouring tasks are local, which a mesh's
+        // rows gain from; a level-ordered power-law matrix passes the same
+        // probe but loses a little (BENCHMARKS.md, "Where the remaining
+        // time goes"), so the configured bound is timed too, at the
+        // fastest budget.
+        let configured = self.config.cte_serial_max;
+        if serial_max > configured {
+            let budget = match best.2 {
+                Some(LaunchConfig {
+                    split: crate::Split::Budget(b),
+                    ..
+                }) => b,
+                _ => crate::plan::PACKED_WARP_BUDGET,
+            };
+            let config = LaunchConfig {
+                split: crate::Split::Budget(budget),
+                cte_serial_max: configured,
+                ..self.config
+            };
+            let layout = best.0._layouts.first().cloned();
+            let serial = self.single_with(dev, policy, layout, &config)?;
+            let serial_ms = self.time(&serial, timer, snap)?;
+            self.report.serial_profile.extend([
+                (policy, serial_max, best.1),
+                (policy, configured, serial_ms),
+            ]);
+            if serial_ms < best.1 {
+                best = (serial, serial_ms, Some(config));
             }
         }
         if let Some(config) = best.2 {

@@ -914,6 +914,14 @@ fn form_kernel_times() {
     }
 }
 
+/// `p`'s entries of a budget or serial-bound profile.
+fn profile_of(v: &[(ThrottlePolicy, u32, f64)], p: ThrottlePolicy) -> Vec<(u32, f64)> {
+    v.iter()
+        .filter(|t| t.0 == p)
+        .map(|&(_, b, ms)| (b, ms))
+        .collect()
+}
+
 /// `auto` on a launch large enough that the automatic split packs warps
 /// by work (RMAT, rows over 64, about 1M fine tasks) also times the wider
 /// warp budgets for `org` and `org_r`, keeps the fastest for each (its
@@ -940,22 +948,12 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
     let r = t.report().clone();
     assert!(r.partitions > 1, "{r:?}");
     for p in [ThrottlePolicy::Org, ThrottlePolicy::OrgR] {
-        let timed: Vec<(u32, f64)> = r
-            .budget_profile
-            .iter()
-            .filter(|t| t.0 == p)
-            .map(|&(_, b, ms)| (b, ms))
-            .collect();
+        let timed = profile_of(&r.budget_profile, p);
         let budgets: Vec<u32> = timed.iter().map(|t| t.0).collect();
         assert_eq!(budgets, [512, 1024, 2048], "{p}: {r:?}");
         // Where the split raised the serial-fallback bound, the configured
         // one too, at the fastest budget.
-        let serial: Vec<(u32, f64)> = r
-            .serial_profile
-            .iter()
-            .filter(|t| t.0 == p)
-            .map(|&(_, b, ms)| (b, ms))
-            .collect();
+        let serial = profile_of(&r.serial_profile, p);
         if let [(raised, raised_ms), (configured, _)] = serial[..] {
             assert!(raised > configured && configured == 8, "{p}: {r:?}");
             let fastest_budget = timed.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
@@ -1000,6 +998,80 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
     assert!(yd.to_vec().unwrap() == want, "enqueued");
     assert_eq!(t.report().warp_budget, kept, "prepared again");
     assert_eq!(t.report().chosen, r.chosen);
+}
+
+/// `auto` on a packed launch whose gathers are local (a band: each row's
+/// columns start at its own index, every 1024th row 300 long) also times
+/// the configured serial-fallback bound, at the fastest warp budget, after
+/// the automatic split raised it; the schedule keeps the faster, and every
+/// launch stays exact, also prepared again.
+#[test]
+fn auto_times_the_configured_serial_bound_where_the_split_raised_it() {
+    use warpfit::CacheSize;
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let n = 1usize << 17;
+    let mut row_ptr = vec![0u32];
+    let mut col = Vec::new();
+    for i in 0..n {
+        let len = if i % 1024 == 0 { 300 } else { 16 };
+        col.extend((i..(i + len).min(n)).map(|c| c as u32));
+        row_ptr.push(col.len() as u32);
+    }
+    let val: Vec<u32> = (0..col.len() as u32).map(|i| i % 7 + 1).collect();
+    let x: Vec<u32> = (0..n as u32).map(|i| i % 13).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, &row_ptr, &col, &val, &x, &mut want[..]).unwrap();
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache(CacheSize::Bytes(64 << 10));
+    let mut t = spmv_u32::throttle(&dev, &opts, n, n, &row_ptr, &col, &val).unwrap();
+    let mut y = vec![0u32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want);
+    let r = t.report().clone();
+    let serial = profile_of(&r.serial_profile, ThrottlePolicy::Org);
+    let bounds: Vec<u32> = serial.iter().map(|t| t.0).collect();
+    assert_eq!(
+        bounds,
+        [64, 8],
+        "org's raised bound, then the configured one: {r:?}"
+    );
+    let budgets = profile_of(&r.budget_profile, ThrottlePolicy::Org);
+    let fastest_budget = budgets.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+    assert_eq!(
+        serial[0].1, fastest_budget,
+        "timed at the fastest budget: {r:?}"
+    );
+    let fastest = serial.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+    let kept: Vec<f64> = r
+        .profile
+        .iter()
+        .filter(|q| q.0 == ThrottlePolicy::Org)
+        .map(|q| q.1)
+        .collect();
+    assert_eq!(kept, [fastest], "{r:?}");
+    if r.chosen == ThrottlePolicy::Org {
+        let bound = serial
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|t| t.0);
+        assert_eq!(r.serial_bound, bound, "{r:?}");
+    }
+    for _ in 0..2 {
+        y.fill(0);
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "again, under {:?}", r.chosen);
+    }
+    let xd = dev.upload(&x).unwrap();
+    let yd = dev.alloc::<u32>(n).unwrap();
+    t.enqueue(&xd, &yd).unwrap();
+    t.check().unwrap();
+    assert!(
+        yd.to_vec().unwrap() == want,
+        "prepared again over device vectors"
+    );
+    assert_eq!(t.report().serial_bound, r.serial_bound);
 }
 
 /// `auto` with the remapping order left to it, on a square kernel: `org_r`

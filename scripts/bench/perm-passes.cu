@@ -64,9 +64,10 @@ __global__ void __launch_bounds__(T) p1smem(float* out, const float* in, const u
     for (uint32_t t = s + threadIdx.x; t < e; t += T) out[t] = tile[tab[t] - base];
   }
 }
-template <int B, int T>
-__global__ void __launch_bounds__(T) p1smem4(float* out, const float* in, const uint32_t* tab, const uint32_t* seg, uint64_t in_len, uint32_t nblocks) {
-  __shared__ float4 tile4[B/4];
+// Pass 1 over source blocks of `B` elements, each loaded whole into
+// `tile4` (four at a time) and read there through its segment of the table.
+template <int T>
+__device__ void pass1_tiles(float4* tile4, float* out, const float* in, const uint32_t* tab, const uint32_t* seg, uint64_t in_len, uint32_t nblocks, uint32_t B) {
   float* tile = reinterpret_cast<float*>(tile4);
   for (uint32_t b = blockIdx.x; b < nblocks; b += gridDim.x) {
     uint64_t base = uint64_t(b) * B;
@@ -77,6 +78,11 @@ __global__ void __launch_bounds__(T) p1smem4(float* out, const float* in, const 
     uint32_t s = seg[b], e = seg[b+1];
     for (uint32_t t = s + threadIdx.x; t < e; t += T) out[t] = tile[tab[t] - base];
   }
+}
+template <int B, int T>
+__global__ void __launch_bounds__(T) p1smem4(float* out, const float* in, const uint32_t* tab, const uint32_t* seg, uint64_t in_len, uint32_t nblocks) {
+  __shared__ float4 tile4[B/4];
+  pass1_tiles<T>(tile4, out, in, tab, seg, in_len, nblocks, B);
 }
 template <int B, int T> void run_cfg(const char* tag, int sms, uint64_t n, std::vector<uint32_t>& perm, float* x, float* tmp, float* y, uint32_t* dtab, uint32_t* dback, uint32_t* dseg, std::function<float(const char*, std::function<void()>)> timeit, std::function<void(const char*)> check) {
   uint64_t block=B; uint32_t nb = (n+B-1)/B;
@@ -97,16 +103,7 @@ template <int B, int T> void run_cfg(const char* tag, int sms, uint64_t n, std::
 template <int T>
 __global__ void __launch_bounds__(T) p1dyn(float* out, const float* in, const uint32_t* tab, const uint32_t* seg, uint64_t in_len, uint32_t nblocks, uint32_t B) {
   extern __shared__ float4 dtile4[];
-  float* tile = reinterpret_cast<float*>(dtile4);
-  for (uint32_t b = blockIdx.x; b < nblocks; b += gridDim.x) {
-    uint64_t base = uint64_t(b) * B;
-    uint32_t len = uint32_t(((in_len - base) < uint64_t(B) ? (in_len - base) : uint64_t(B)));
-    __syncthreads();
-    for (uint32_t i = threadIdx.x; i < len/4; i += T) dtile4[i] = reinterpret_cast<const float4*>(in+base)[i];
-    __syncthreads();
-    uint32_t s = seg[b], e = seg[b+1];
-    for (uint32_t t = s + threadIdx.x; t < e; t += T) out[t] = tile[tab[t] - base];
-  }
+  pass1_tiles<T>(dtile4, out, in, tab, seg, in_len, nblocks, B);
 }
 template <int T> void run_dyn(uint32_t B, int sms, uint64_t n, std::vector<uint32_t>& perm, float* x, float* tmp, float* y, uint32_t* dtab, uint32_t* dback, uint32_t* dseg, std::function<float(const char*, std::function<void()>)> timeit, std::function<void(const char*)> check) {
   uint64_t block=B; uint32_t nb = (n+B-1)/B;

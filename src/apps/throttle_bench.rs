@@ -915,8 +915,8 @@ impl<'a> OneMatrix<'a> {
                 .into_iter()
                 .chain(r.profile.iter().map(|(p, ms)| format!("{p} {ms:.3} ms")))
                 .chain(remap_orders_note(&r.remap_profile, r.remap_order))
-                .chain(budgets_note(&r.budget_profile, r.chosen, "warp budget"))
-                .chain(budgets_note(&r.serial_profile, r.chosen, "serial bound"))
+                .chain(settings_note(&r.budget_profile, r.chosen, "warp budget"))
+                .chain(settings_note(&r.serial_profile, r.chosen, "serial bound"))
                 .collect::<Vec<_>>()
                 .join(", "),
         })
@@ -1034,7 +1034,7 @@ fn remap_orders_note(timed: &[(RemapOrder, f64)], chosen: Option<RemapOrder>) ->
 /// single-launch schedule, as "org_r warp budget 512 2.453 ms / 1024
 /// 2.370 ms / 2048 2.349 ms (kept)", the fastest marked where that
 /// schedule was chosen.
-fn budgets_note(
+fn settings_note(
     timed: &[(ThrottlePolicy, u32, f64)],
     chosen: ThrottlePolicy,
     what: &str,
@@ -1526,7 +1526,7 @@ mod tests {
     #[test]
     fn auto_notes_the_warp_budgets_it_timed() {
         use ThrottlePolicy::{Org, OrgR};
-        assert!(budgets_note(&[], OrgR, "warp budget").is_empty());
+        assert!(settings_note(&[], OrgR, "warp budget").is_empty());
         let timed = [
             (Org, 512, 3.75),
             (Org, 1024, 3.86),
@@ -1535,19 +1535,19 @@ mod tests {
             (OrgR, 2048, 2.349),
         ];
         assert_eq!(
-            budgets_note(&timed, OrgR, "warp budget"),
+            settings_note(&timed, OrgR, "warp budget"),
             [
                 "org warp budget 512 3.750 ms / 1024 3.860 ms",
                 "org_r warp budget 512 2.453 ms / 1024 2.370 ms / 2048 2.349 ms (kept)",
             ]
         );
         // Another policy won: nothing marked.
-        assert!(!budgets_note(&timed, ThrottlePolicy::Cf, "warp budget")
+        assert!(!settings_note(&timed, ThrottlePolicy::Cf, "warp budget")
             .concat()
             .contains("kept"));
         // Serial bounds read the same way.
         assert_eq!(
-            budgets_note(
+            settings_note(
                 &[(OrgR, 64, 2.349), (OrgR, 8, 2.3921)],
                 OrgR,
                 "serial bound"

@@ -1827,9 +1827,7 @@ impl Throttled {
                 cte_serial_max: serial_max,
                 ..self.config
             };
-            let layout = best.0._layouts.first().cloned();
-            let wider = self.single_with(dev, policy, layout, &config)?;
-            let wider_ms = self.time(&wider, timer, snap)?;
+            let (wider, wider_ms) = self.timed_like(dev, &best.0, &config, timer, snap)?;
             self.report.budget_profile.push((policy, b, wider_ms));
             if wider_ms < best.1 {
                 best = (wider, wider_ms, Some(config));
@@ -1855,9 +1853,7 @@ impl Throttled {
                 cte_serial_max: configured,
                 ..self.config
             };
-            let layout = best.0._layouts.first().cloned();
-            let serial = self.single_with(dev, policy, layout, &config)?;
-            let serial_ms = self.time(&serial, timer, snap)?;
+            let (serial, serial_ms) = self.timed_like(dev, &best.0, &config, timer, snap)?;
             self.report.serial_profile.extend([
                 (policy, serial_max, best.1),
                 (policy, configured, serial_ms),
@@ -1871,6 +1867,22 @@ impl Throttled {
             self.kept_configs.push((policy, config));
         }
         Ok((best.0, best.1))
+    }
+
+    /// `s`'s policy as one launch over `s`'s layout under `config`, and its
+    /// time.
+    fn timed_like(
+        &self,
+        dev: &CudaDevice,
+        s: &Schedule,
+        config: &LaunchConfig,
+        timer: &EventTimer,
+        snap: &[(usize, DeviceBuffer<u8>)],
+    ) -> Result<(Schedule, f64)> {
+        let layout = s._layouts.first().cloned();
+        let t = self.single_with(dev, s.policy, layout, config)?;
+        let ms = self.time(&t, timer, snap)?;
+        Ok((t, ms))
     }
 
     /// `org_r` timed in the remapping's order and, where `auto` has an

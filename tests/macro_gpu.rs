@@ -914,6 +914,25 @@ fn form_kernel_times() {
     }
 }
 
+/// `t`'s launches after its first, over host slices and then over device
+/// vectors (the schedule prepared again), each exact.
+fn launches_stay_exact(t: &mut spmv_u32::Throttle, dev: &Device, x: &[u32], want: &[u32]) {
+    let mut y = vec![0u32; want.len()];
+    for _ in 0..2 {
+        t.launch(x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "again, under {:?}", t.report().chosen);
+        y.fill(0);
+    }
+    let xd = dev.upload(x).unwrap();
+    let yd = dev.alloc::<u32>(want.len()).unwrap();
+    t.enqueue(&xd, &yd).unwrap();
+    t.check().unwrap();
+    assert!(
+        yd.to_vec().unwrap() == want,
+        "prepared again over device vectors"
+    );
+}
+
 /// `p`'s entries of a budget or serial-bound profile.
 fn profile_of(v: &[(ThrottlePolicy, u32, f64)], p: ThrottlePolicy) -> Vec<(u32, f64)> {
     v.iter()
@@ -986,16 +1005,7 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
     // The serial bound is timed at the fastest budget: that budget stays.
     let kept = min_of(&r.budget_profile).filter(|&b| b != 512);
     assert_eq!(r.warp_budget, kept, "{r:?}");
-    for _ in 0..3 {
-        y.fill(0);
-        t.launch(&x, &mut y[..]).unwrap();
-        assert_eq!(y, want, "again, under {:?}", r.chosen);
-    }
-    let xd = dev.upload(&x).unwrap();
-    let yd = dev.alloc::<u32>(n).unwrap();
-    t.enqueue(&xd, &yd).unwrap();
-    t.check().unwrap();
-    assert!(yd.to_vec().unwrap() == want, "enqueued");
+    launches_stay_exact(&mut t, &dev, &x, &want);
     assert_eq!(t.report().warp_budget, kept, "prepared again");
     assert_eq!(t.report().chosen, r.chosen);
 }
@@ -1058,19 +1068,7 @@ fn auto_times_the_configured_serial_bound_where_the_split_raised_it() {
             .map(|t| t.0);
         assert_eq!(r.serial_bound, bound, "{r:?}");
     }
-    for _ in 0..2 {
-        y.fill(0);
-        t.launch(&x, &mut y[..]).unwrap();
-        assert_eq!(y, want, "again, under {:?}", r.chosen);
-    }
-    let xd = dev.upload(&x).unwrap();
-    let yd = dev.alloc::<u32>(n).unwrap();
-    t.enqueue(&xd, &yd).unwrap();
-    t.check().unwrap();
-    assert!(
-        yd.to_vec().unwrap() == want,
-        "prepared again over device vectors"
-    );
+    launches_stay_exact(&mut t, &dev, &x, &want);
     assert_eq!(t.report().serial_bound, r.serial_bound);
 }
 

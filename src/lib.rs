@@ -44,8 +44,8 @@ pub mod prelude {
 pub mod __private {
     pub use warpfit_gpu::{check_frontier, host_shared, host_worklist, WorklistArg};
     pub use warpfit_gpu::{
-        host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, Input,
-        KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
+        host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, IndexEncoding,
+        Input, KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
     };
     pub use warpfit_gpu::{
         HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,

@@ -12,6 +12,7 @@
 #include "warpfit/types.cuh"
 #include "warpfit/fault.cuh"
 #include "warpfit/rust_ops.cuh"
+#include "warpfit/index.cuh"
 #include "warpfit/warp.cuh"
 #include "warpfit/pdl.cuh"
 #include "warpfit/task_source.cuh"

@@ -11,6 +11,9 @@
 //   gather:       out[i] = in[idx[i]]             (a permutation `new -> old`,
 //                                                  or a table lookup)
 //   copy_ranges:  out[dst[t] .. dst[t + 1]] = in[src[t] ..]   per task t
+//   delta16:      out[k] = idx[k] - t for k in ptr[t] .. ptr[t + 1], as
+//                 int16_t (index.cuh), per task t; `*wide` when one does
+//                 not fit
 //
 // Every index is checked against the array it reads or writes; one out of
 // range sets `*bad` (the host checks it after the build and reports a
@@ -56,6 +59,35 @@ __device__ __forceinline__ void copy_ranges(T* out, const T* in, const uint32_t*
     }
 }
 
+/// A warp per task: the entries `ptr[t] .. ptr[t + 1]` of the index array
+/// `idx` as offsets from `t` (index.cuh). An offset outside `int16_t` sets
+/// `*wide` (the layout keeps its plain array; what was written is unused),
+/// a range outside `len` sets `*bad`.
+template <class P>
+__device__ __forceinline__ void delta16(int16_t* out, const uint32_t* idx, const P* ptr, uint64_t n_tasks,
+                                        uint64_t len, uint32_t* wide, uint32_t* bad) {
+    const uint64_t warps = uint64_t(gridDim.x) * WARPS_PER_BLOCK;
+    const int lane = int(threadIdx.x) % WARP;
+    for (uint64_t t = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP; t < n_tasks; t += warps) {
+        const uint64_t lo = ptr[t], hi = ptr[t + 1];
+        if (hi < lo || hi > len) {
+            if (lane == 0) {
+                *bad = 1;
+            }
+            continue;
+        }
+        bool fits = true;
+        for (uint64_t k = lo + uint64_t(lane); k < hi; k += WARP) {
+            const int64_t d = int64_t(idx[k]) - int64_t(t);
+            fits = fits && d >= -32768 && d <= 32767;
+            out[k] = int16_t(d);
+        }
+        if (!fits) {
+            *wide = 1;
+        }
+    }
+}
+
 }  // namespace warpfit
 
 #define WARPFIT_LAYOUT_ENTRY_POINTS_(T, W)                                                            \
@@ -70,10 +102,19 @@ __device__ __forceinline__ void copy_ranges(T* out, const T* in, const uint32_t*
         warpfit::copy_ranges<T>(out, in, dst, src, n_tasks, out_len, in_len, bad);                    \
     }
 
-/// Every layout entry point: `wf_{gather,copy_ranges}_{1,2,4,8}`
-/// (the element width in bytes).
+#define WARPFIT_LAYOUT_DELTA16_(P, W)                                                                 \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                      \
+        wf_delta16_##W(int16_t* out, const uint32_t* idx, const P* ptr, uint64_t n_tasks, uint64_t len, \
+                       uint32_t* wide, uint32_t* bad) {                                               \
+        warpfit::delta16<P>(out, idx, ptr, n_tasks, len, wide, bad);                                  \
+    }
+
+/// Every layout entry point: `wf_{gather,copy_ranges}_{1,2,4,8}` (the
+/// element width in bytes) and `wf_delta16_{4,8}` (the range array's).
 #define WARPFIT_LAYOUT_ENTRY_POINTS                                                                   \
     WARPFIT_LAYOUT_ENTRY_POINTS_(uint8_t, 1)                                                          \
     WARPFIT_LAYOUT_ENTRY_POINTS_(uint16_t, 2)                                                         \
     WARPFIT_LAYOUT_ENTRY_POINTS_(uint32_t, 4)                                                         \
-    WARPFIT_LAYOUT_ENTRY_POINTS_(uint64_t, 8)
+    WARPFIT_LAYOUT_ENTRY_POINTS_(uint64_t, 8)                                                         \
+    WARPFIT_LAYOUT_DELTA16_(uint32_t, 4)                                                              \
+    WARPFIT_LAYOUT_DELTA16_(uint64_t, 8)

@@ -189,7 +189,7 @@ __device__ __forceinline__ bool gathers_local(const typename K::params_t& p, con
     }
     // `gather_at` reads an array of at least `direct_len`: only below it.
     const bool probe = size > 0 && it.lo < K::direct_len(p);
-    const uint64_t line = probe ? (K::gather_at(p, it.lo) >> 5) : ~0ull;
+    const uint64_t line = probe ? (K::gather_at(p, it.task, it.lo) >> 5) : ~0ull;
     const unsigned same = __match_any_sync(FULL_MASK, line);
     const bool first = probe && (same & ((1u << lane_id()) - 1u)) == 0;
     return __popc(__ballot_sync(FULL_MASK, first)) <= LOCAL_LINES;

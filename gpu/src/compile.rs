@@ -34,6 +34,7 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ("warpfit/types.cuh", include_str!("../cuda/types.cuh")),
     ("warpfit/fault.cuh", include_str!("../cuda/fault.cuh")),
     ("warpfit/rust_ops.cuh", include_str!("../cuda/rust_ops.cuh")),
+    ("warpfit/index.cuh", include_str!("../cuda/index.cuh")),
     ("warpfit/warp.cuh", include_str!("../cuda/warp.cuh")),
     ("warpfit/pdl.cuh", include_str!("../cuda/pdl.cuh")),
     (
@@ -159,7 +160,8 @@ impl std::fmt::Display for Arch {
 /// kernel's device functions and functor, and the instantiation line.
 pub fn translation_unit(spec: &KernelSpec) -> String {
     format!(
-        "#include \"warpfit/kernel.cuh\"\n{}\nWARPFIT_ENTRY_POINTS(wf_{}::Kernel)\n",
+        "{}#include \"warpfit/kernel.cuh\"\n{}\nWARPFIT_ENTRY_POINTS(wf_{}::Kernel)\n",
+        spec.index_encoding.unit_prefix(),
         spec.assembled_source(),
         spec.name
     )
@@ -169,7 +171,8 @@ pub fn translation_unit(spec: &KernelSpec) -> String {
 /// [`crate::ENTRY_POINTS`]): what one module of a launch is compiled from.
 pub fn entry_point_unit(spec: &KernelSpec, entry_points: &[&str]) -> Result<String> {
     let mut tu = format!(
-        "#include \"warpfit/kernel.cuh\"\n{}\n",
+        "{}#include \"warpfit/kernel.cuh\"\n{}\n",
+        spec.index_encoding.unit_prefix(),
         spec.assembled_source()
     );
     for ep in entry_points {
@@ -753,6 +756,7 @@ mod tests {
             acc: crate::ScalarType::F32,
             elementwise: false,
             donates: false,
+            index_encoding: IndexEncoding::Plain,
         };
         let tu = translation_unit(&SPEC);
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));
@@ -788,6 +792,7 @@ mod tests {
             acc: crate::ScalarType::F32,
             elementwise: false,
             donates: false,
+            index_encoding: IndexEncoding::Plain,
         };
         let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));

@@ -151,6 +151,7 @@ mod tests {
             acc: ScalarType::U8,
             elementwise: false,
             donates: false,
+            index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, &[]).unwrap();
         assert_eq!(

@@ -236,6 +236,10 @@ pub(crate) struct LayoutKernels {
     /// By element width 1, 2, 4, 8 bytes.
     gather: [CudaFunction; 4],
     copy_ranges: [CudaFunction; 4],
+    /// By range-array width 4, 8 bytes.
+    delta16: [CudaFunction; 2],
+    /// Set by `delta16` when an offset does not fit in 16 bits.
+    wide: DeviceBuffer<u32>,
     /// Set by a kernel that met an index out of range.
     bad: DeviceBuffer<u32>,
 }
@@ -313,6 +317,8 @@ impl LayoutKernels {
         Ok(LayoutKernels {
             gather: each("gather")?,
             copy_ranges: each("copy_ranges")?,
+            delta16: [f("wf_delta16_4".into())?, f("wf_delta16_8".into())?],
+            wide: DeviceBuffer::zeros(dev, 1)?,
             _module: module,
             bad: DeviceBuffer::zeros(dev, 1)?,
         })
@@ -384,6 +390,46 @@ impl LayoutKernels {
             "copy_ranges",
             &[out, input, dst, src, n_tasks, out_len, in_len],
         )
+    }
+
+    /// Writes task `t`'s entries `ptr[t]..ptr[t + 1]` of the `u32` index
+    /// array `idx` (`len` entries) into `out` (`len` `i16`) as offsets
+    /// from `t` (gpu/cuda/index.cuh), for every `t < n_tasks`; `ptr` holds
+    /// `n_tasks + 1` elements of `ptr_width` bytes (4 or 8). Returns
+    /// whether every offset fit (waiting for the device); where one did
+    /// not, `out` is not a valid encoding. Ranges outside `len` are
+    /// reported by [`check`](Self::check).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn delta16(
+        &self,
+        dev: &CudaDevice,
+        out: u64,
+        idx: u64,
+        len: u64,
+        ptr: u64,
+        ptr_width: usize,
+        n_tasks: u64,
+    ) -> Result<bool> {
+        let f = match ptr_width {
+            4 => &self.delta16[0],
+            8 => &self.delta16[1],
+            w => {
+                return Err(Error::invalid(format!(
+                    "no layout kernel reads a range array of {w}-byte elements"
+                )))
+            }
+        };
+        if n_tasks > 0 {
+            let b = blocks(dev, n_tasks, u64::from(BLOCK / 32));
+            let wide = self.wide.device_ptr(dev);
+            self.launch(dev, f, b, "delta16", &[out, idx, ptr, n_tasks, len, wide])?;
+        }
+        let wide = self.wide.to_vec(dev)?;
+        if wide.first().copied().unwrap_or(0) != 0 {
+            self.wide.zero_async(dev)?;
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// Waits for the device and reports an index out of range met by any

@@ -78,7 +78,9 @@ pub use resident::{
     CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
 };
 pub use rounds::{Bind, CudaRounds, RoundKey, CUDA_ROUNDS_PER_SYNC, DONATION_BOARD_BYTES};
-pub use spec::{DeviceFnSource, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue};
+pub use spec::{
+    DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,
+};
 pub use throttle::{
     CpuRunFn, HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,
 };

@@ -205,6 +205,35 @@ pub struct KernelSpec {
     /// donation, [`CudaRounds::donate`](crate::CudaRounds::donate)), since
     /// no epilogue has to wait for them.
     pub donates: bool,
+    /// How the kernel reads the index array it gathers through: as
+    /// declared, or (a throttled handle's layouts) as 16-bit offsets from
+    /// the task. Generated kernels say [`IndexEncoding::Plain`].
+    pub index_encoding: IndexEncoding,
+}
+
+/// How a launch reads a kernel's gather index array (`col` in
+/// `x[col[k] as usize]`; gpu/cuda/index.cuh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IndexEncoding {
+    /// One element of the declared type per fine task.
+    #[default]
+    Plain,
+    /// One `i16` per fine task: the index minus the task's. A throttled
+    /// handle holds a layout so where every entry fits (a mesh or a
+    /// geometric graph in a local numbering), which saves 2 of the 8 bytes
+    /// an f32 SpMV streams per nonzero.
+    Delta16,
+}
+
+impl IndexEncoding {
+    /// What a translation unit of a launch in this encoding starts with:
+    /// the define `index.cuh` reads, before the device library.
+    pub fn unit_prefix(self) -> &'static str {
+        match self {
+            IndexEncoding::Plain => "",
+            IndexEncoding::Delta16 => "#define WARPFIT_INDEX_DELTA16 1\n",
+        }
+    }
 }
 
 impl KernelSpec {
@@ -271,6 +300,7 @@ pub(crate) static X_TO_Y: KernelSpec = KernelSpec {
     acc: ScalarType::F32,
     elementwise: false,
     donates: false,
+    index_encoding: IndexEncoding::Plain,
 };
 
 #[cfg(test)]
@@ -286,6 +316,7 @@ mod tests {
             acc: ScalarType::U8,
             elementwise,
             donates: false,
+            index_encoding: IndexEncoding::Plain,
         }
     }
 

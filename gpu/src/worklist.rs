@@ -656,6 +656,7 @@ mod tests {
             acc: ScalarType::U8,
             elementwise: false,
             donates: false,
+            index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let (a, b) = (Worklist::new(4, 4).unwrap(), Worklist::new(4, 4).unwrap());
         assert!(check_frontier(&SPEC, &Tasks::from(&a), &[(0, &b)]).is_ok());

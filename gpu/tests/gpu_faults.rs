@@ -37,6 +37,7 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     acc: ScalarType::F32,
     elementwise: false,
     donates: false,
+    index_encoding: warpfit_gpu::IndexEncoding::Plain,
 };
 
 #[test]

@@ -95,6 +95,10 @@ pub struct Emitter<'a> {
     /// The fine-task index, while emitting `map`: loads at exactly it are
     /// `ld_k`, which a range-checked caller runs unchecked.
     pub fine: Option<LocalId>,
+    /// The index array a throttled handle may hold as 16-bit offsets from
+    /// the task (`delta_index`): its loads at the fine-task index are
+    /// `ld_index`, which decodes them in such a launch.
+    pub delta_index: Option<usize>,
 }
 
 impl Emitter<'_> {
@@ -180,6 +184,13 @@ impl Emitter<'_> {
             ExprKind::Load(i, idx) => {
                 let p = self.param(*i);
                 let at_fine = matches!(idx.kind, ExprKind::Local(id) if Some(id) == self.fine);
+                if at_fine && self.delta_index == Some(*i) {
+                    return format!(
+                        "warpfit::ld_index(wf_p.{p}, wf_p.{p}_len, {}, {}, {i}, wf_f)",
+                        self.expr(idx),
+                        self.task()
+                    );
+                }
                 let ld = if at_fine { "ld_k" } else { "ld" };
                 format!(
                     "warpfit::{ld}(wf_p.{p}, wf_p.{p}_len, {}, {i}, wf_f)",
@@ -320,6 +331,16 @@ fn stage_of(params: &[Param], i: usize) -> usize {
         .count()
 }
 
+/// The index array a throttled handle may hold as 16-bit offsets from the
+/// task (gpu/cuda/index.cuh): a remapped plan's `u32` index array, which
+/// the throttling roles guarantee is read only at the fine-task index.
+fn delta_index(k: &Kernel, access: &Access) -> Option<usize> {
+    crate::analyse::roles(k, access)
+        .ok()
+        .and_then(|r| r.remap.ok())
+        .map(|r| r.index)
+}
+
 /// The kernel's functor, in `namespace wf_<name>`: one method per member.
 pub fn kernel(k: &Kernel, access: &Access) -> String {
     let functor = FunctorEmitter { k, access };
@@ -368,6 +389,7 @@ impl<'a> FunctorEmitter<'a> {
             via_ctx,
             task: Some(k.task),
             fine: None,
+            delta_index: None,
         }
     }
 
@@ -460,6 +482,7 @@ impl<'a> FunctorEmitter<'a> {
         let k = self.k;
         let mut em = self.emitter(true);
         em.fine = Some(k.k);
+        em.delta_index = delta_index(k, self.access);
         let task = self.task();
         let kn = cuda_ident(&k.locals[k.k].name);
         let mut s = String::new();
@@ -547,9 +570,16 @@ impl<'a> FunctorEmitter<'a> {
         );
         let _ = writeln!(
             s,
-            "    {QUAL} uint64_t gather_at(const Params& wf_p, uint64_t k) {{"
+            "    {QUAL} uint64_t gather_at(const Params& wf_p, uint64_t task, uint64_t k) {{"
         );
         match probe {
+            Some(c) if Some(c) == delta_index(self.k, self.access) => {
+                let _ = writeln!(
+                    s,
+                    "        return warpfit::cast<uint64_t>(warpfit::index_at(wf_p.{}, k, task));",
+                    em.param(c)
+                );
+            }
             Some(c) => {
                 let _ = writeln!(
                     s,
@@ -654,6 +684,7 @@ pub fn device_fn(f: &DeviceFn) -> String {
         via_ctx: false,
         task: None,
         fine: None,
+        delta_index: None,
     };
     let mut s = String::new();
     let params: Vec<String> = f

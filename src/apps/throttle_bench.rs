@@ -88,6 +88,9 @@ pub struct ThrottleBenchOptions {
     /// the baseline by Algorithm 5, and the handle's own default (`auto`
     /// times `org_r` in both orders).
     pub remap_order: Option<RemapOrder>,
+    /// Whether the handles may narrow the index array to 16-bit offsets
+    /// ([`ThrottleOptions::narrow_index`]; default `true`).
+    pub narrow_index: bool,
 }
 
 /// The names [`ThrottleBenchOptions::variants`] accepts: the baseline on
@@ -112,6 +115,7 @@ impl ThrottleBenchOptions {
             amortise_over: 100,
             variants: Vec::new(),
             remap_order: None,
+            narrow_index: true,
         }
     }
 
@@ -663,7 +667,9 @@ struct OneMatrix<'a> {
 /// The handle's options: the kernel's `#[throttled]` defaults, with the
 /// bench's cache and partitioner.
 fn handle_options(opts: &ThrottleBenchOptions) -> Result<ThrottleOptions> {
-    let mut o = spmv::throttle_options()?.with_cache(opts.cache);
+    let mut o = spmv::throttle_options()?
+        .with_cache(opts.cache)
+        .with_narrow_index(opts.narrow_index);
     if let Some(order) = opts.remap_order {
         o = o.with_remap_order(order);
     }
@@ -917,6 +923,7 @@ impl<'a> OneMatrix<'a> {
                 .chain(remap_orders_note(&r.remap_profile, r.remap_order))
                 .chain(settings_note(&r.budget_profile, r.chosen, "warp budget"))
                 .chain(settings_note(&r.serial_profile, r.chosen, "serial bound"))
+                .chain(r.narrow_index.then(|| "index as 16-bit offsets".to_string()))
                 .collect::<Vec<_>>()
                 .join(", "),
         })

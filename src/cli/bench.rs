@@ -123,6 +123,11 @@ pub struct BenchArgs {
     /// `partitions`, and `auto` times `org_r` in both orders.
     #[arg(long, value_name = "ORDER")]
     pub remap_order: Option<String>,
+    /// throttle: the handle's layouts keep the gather's index array as
+    /// given, never as 16-bit offsets from the row (to measure what the
+    /// narrow index gives).
+    #[arg(long)]
+    pub plain_index: bool,
     /// throttle: rounds, each preparing and timing every variant once, in
     /// turn; speed-ups are the median of the per-round ratios.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -132,7 +137,7 @@ pub struct BenchArgs {
 /// Which `warpfit bench` kinds take each option: an option given to
 /// another kind is an error, not silently ignored.
 fn check_options(args: &BenchArgs) -> Result<()> {
-    let given: [(&str, bool, &[&str]); 19] = [
+    let given: [(&str, bool, &[&str]); 20] = [
         (
             "--variants",
             !args.variants.is_empty(),
@@ -158,6 +163,7 @@ fn check_options(args: &BenchArgs) -> Result<()> {
         ("--partitioner", args.partitioner.is_some(), &["throttle"]),
         ("--rounds", args.rounds.is_some(), &["throttle"]),
         ("--remap-order", args.remap_order.is_some(), &["throttle"]),
+        ("--plain-index", args.plain_index, &["throttle"]),
         ("--suite large", args.suite == "large", &["throttle"]),
         ("--suite", args.suite != "default", &["spmv", "throttle"]),
     ];

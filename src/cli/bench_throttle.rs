@@ -48,6 +48,7 @@ pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
     if let Some(o) = &args.remap_order {
         opts.remap_order = Some(o.parse()?);
     }
+    opts.narrow_index = !args.plain_index;
     Ok(opts)
 }
 

@@ -18,10 +18,12 @@
 
 use super::erased::ErasedVec;
 use super::plan::PlanDetail;
+use crate::args::Arg;
 use crate::buffer::DeviceBuffer;
 use crate::device::{CudaDevice, Device};
 use crate::layout::LayoutKernels;
-use crate::spec::ScalarType;
+use crate::resident::{Place, ResidentArray};
+use crate::spec::{IndexEncoding, ParamKind, ScalarType};
 use std::ops::Range;
 use warpfit_runtime::schedule::{CacheFitPlan, CoverLayout};
 use warpfit_runtime::{Error, Result};
@@ -45,12 +47,49 @@ pub(super) struct DeviceLayout {
     /// The host layout of a cover (task lists over it need it); `None`
     /// for a sorted layout.
     pub cover: Option<CoverLayout>,
+    /// The index array as 16-bit offsets from the task, where every one
+    /// fits ([`Builder::narrow_index`]); launches over the layout read it
+    /// instead of the plain one.
+    pub delta: Option<DeltaIndex>,
 }
 
 impl DeviceLayout {
     /// Fine array of parameter `i`.
     pub fn fine(&self, i: usize) -> Option<&ErasedVec> {
         self.fine.iter().find(|(j, _)| *j == i).map(|(_, v)| v)
+    }
+
+    /// How launches over the layout read the index array.
+    pub fn index_encoding(&self) -> IndexEncoding {
+        match self.delta {
+            Some(_) => IndexEncoding::Delta16,
+            None => IndexEncoding::Plain,
+        }
+    }
+}
+
+/// A layout's index array (parameter `param`, `u32`) as one `i16` offset
+/// from the task per entry (gpu/cuda/index.cuh).
+pub(super) struct DeltaIndex {
+    pub param: usize,
+    buffer: DeviceBuffer<i16>,
+    device: CudaDevice,
+}
+
+impl DeltaIndex {
+    /// The launch argument for parameter `param`: typed as the kernel
+    /// declares it (`u32`), its length the entries' count; the kernel,
+    /// compiled for [`IndexEncoding::Delta16`], reads `i16`s.
+    pub fn arg(&self, kind: ParamKind) -> Arg<'_> {
+        Arg::Resident(ResidentArray {
+            kind,
+            ty: ScalarType::U32,
+            len: self.buffer.len(),
+            place: Place::Cuda {
+                ptr: self.buffer.device_ptr(&self.device),
+                device: &self.device,
+            },
+        })
     }
 }
 
@@ -106,7 +145,47 @@ impl Builder<'_> {
             ptrs: vec![ErasedVec::upload_u32_as(self.device, ptr, self.range_ty)?],
             fine,
             cover: None,
+            delta: None,
         })
+    }
+
+    /// Adds to `layout` its index array (parameter `index`, `u32`) as
+    /// 16-bit offsets from the task where every entry its ranges cover
+    /// fits; leaves it plain otherwise. Built on the device, one pass over
+    /// the array per range array.
+    pub fn narrow_index(&self, layout: &mut DeviceLayout, index: usize) -> Result<()> {
+        let Some(idx) = layout.fine(index) else {
+            return Ok(());
+        };
+        if idx.ty() != ScalarType::U32 {
+            return Ok(());
+        }
+        let buffer = DeviceBuffer::<i16>::zeros(self.dev, idx.len())?;
+        let mut fits = true;
+        for ptr in &layout.ptrs {
+            fits = fits
+                && self.kernels.delta16(
+                    self.dev,
+                    buffer.device_ptr(self.dev),
+                    idx.device_ptr()?,
+                    idx.len() as u64,
+                    ptr.device_ptr()?,
+                    ptr.ty().size(),
+                    self.n_tasks as u64,
+                )?;
+        }
+        self.kernels.check(
+            self.dev,
+            &format!("kernel `{}`: the index array's offsets", self.kernel),
+        )?;
+        if fits {
+            layout.delta = Some(DeltaIndex {
+                param: index,
+                buffer,
+                device: self.dev.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// Copies elements `from..` of `src` to the same positions of `out`.
@@ -227,6 +306,7 @@ impl Builder<'_> {
             )?],
             fine,
             cover: None,
+            delta: None,
         })
     }
 
@@ -280,6 +360,7 @@ impl Builder<'_> {
             ptrs,
             fine,
             cover: Some(host),
+            delta: None,
         })
     }
 }

@@ -65,7 +65,7 @@ use crate::event_timer::EventTimer;
 use crate::launch::{PlanList, Prepared};
 use crate::layout::DeviceGather;
 use crate::resident::{CpuArgs, Place, ResidentArray};
-use crate::spec::{KernelSpec, ParamKind, ScalarType, ScalarValue};
+use crate::spec::{IndexEncoding, KernelSpec, ParamKind, ScalarType, ScalarValue};
 use crate::LaunchConfig;
 use erased::ErasedVec;
 use layouts::{Builder, DeviceLayout, Space};
@@ -170,6 +170,10 @@ pub struct ThrottleReport {
     /// The serial-fallback bound the chosen schedule runs under where
     /// `auto` timed more than one (`None`: not timed).
     pub serial_bound: Option<u32>,
+    /// Whether the chosen schedule's layout holds the gather's index array
+    /// as 16-bit offsets from the task
+    /// ([`ThrottleOptions::narrow_index`]; `org` reads the arrays as given).
+    pub narrow_index: bool,
     /// Launches run with `org` while a pipelined plan was being made.
     pub launches_before_plan: usize,
 }
@@ -627,6 +631,7 @@ impl Throttled {
                 warp_budget: None,
                 serial_profile: Vec::new(),
                 serial_bound: None,
+                narrow_index: false,
                 launches_before_plan: 0,
             },
             cpu_run,
@@ -1154,9 +1159,10 @@ impl Throttled {
                     (Slot::Shape(_), Some((l, p))) if i == self.roles.range => {
                         l.ptrs.get(p).ok_or_else(|| missing(i))?.arg(kind)
                     }
-                    (Slot::Shape(_), Some((l, _))) => {
-                        l.fine(i).ok_or_else(|| missing(i))?.arg(kind)
-                    }
+                    (Slot::Shape(_), Some((l, _))) => match &l.delta {
+                        Some(d) if d.param == i => d.arg(kind),
+                        _ => l.fine(i).ok_or_else(|| missing(i))?.arg(kind),
+                    },
                     (Slot::Shape(b), None) => b.as_ref().ok_or_else(|| missing(i))?.arg(kind),
                 })
             })
@@ -1242,10 +1248,10 @@ impl Throttled {
         let kernels = dev.layout_kernels()?;
         let built = {
             let b = self.builder(dev, &kernels)?;
-            match space {
+            let mut built = match space {
                 Space::Original => {
                     let d = self.detail()?;
-                    Arc::new(b.sorted(&self.original_fine()?, &d.plan, &d.ptr)?)
+                    b.sorted(&self.original_fine()?, &d.plan, &d.ptr)?
                 }
                 Space::Remapped => {
                     let sorted = match &self.layouts.sorted {
@@ -1261,9 +1267,11 @@ impl Throttled {
                             self.spec.name, self.roles.remap_refused
                         ))
                     })?;
-                    Arc::new(b.remapped(&sorted, self.detail()?, index, self.gathered_len)?)
+                    b.remapped(&sorted, self.detail()?, index, self.gathered_len)?
                 }
-            }
+            };
+            self.narrow_index(&b, &mut built)?;
+            Arc::new(built)
         };
         match space {
             Space::Original => self.layouts.sorted = Some(built.clone()),
@@ -1386,7 +1394,27 @@ impl Throttled {
         let sorted = self.sorted(dev, space)?;
         let kernels = dev.layout_kernels()?;
         let b = self.builder(dev, &kernels)?;
-        b.cover(&sorted, self.plan_in(space)?, launches)
+        let mut l = b.cover(&sorted, self.plan_in(space)?, launches)?;
+        self.narrow_index(&b, &mut l)?;
+        Ok(l)
+    }
+
+    /// Narrows `layout`'s index array to 16-bit offsets from the task where
+    /// the options allow it and every entry fits (`Builder::narrow_index`).
+    fn narrow_index(&self, b: &Builder<'_>, layout: &mut DeviceLayout) -> Result<()> {
+        match self.roles.index {
+            Some(index) if self.options.narrow_index => b.narrow_index(layout, index),
+            _ => Ok(()),
+        }
+    }
+
+    /// The kernel as launches over `layout` compile it: reading the index
+    /// array in the layout's encoding.
+    fn spec_for(&self, layout: Option<&DeviceLayout>) -> KernelSpec {
+        KernelSpec {
+            index_encoding: layout.map_or(IndexEncoding::Plain, |l| l.index_encoding()),
+            ..*self.spec
+        }
     }
 
     /// One launch over all tasks: the arrays as given (`layout` `None`,
@@ -1415,7 +1443,8 @@ impl Throttled {
     ) -> Result<Schedule> {
         let space = layout.as_ref().map_or(Space::Original, |l| l.space);
         let args = self.args(layout.as_deref().map(|l| (l, 0)), space)?;
-        let p = Prepared::new_borrowing(dev, self.spec, config, Tasks::All(self.n_tasks), &args)?;
+        let spec = self.spec_for(layout.as_deref());
+        let p = Prepared::new_borrowing(dev, &spec, config, Tasks::All(self.n_tasks), &args)?;
         drop(args);
         Ok(Schedule {
             policy,
@@ -1436,7 +1465,8 @@ impl Throttled {
             .map(|j| self.args(Some((&layout, j)), layout.space))
             .collect::<Result<Vec<_>>>()?;
         let parts = args.iter().map(|a| CarriedPart::All(a)).collect();
-        let runs = CarriedRun::of_parts(dev, self.spec, &self.config, self.n_tasks, parts)?;
+        let spec = self.spec_for(Some(&layout));
+        let runs = CarriedRun::of_parts(dev, &spec, &self.config, self.n_tasks, parts)?;
         drop(args);
         Ok(Schedule {
             policy,
@@ -1478,7 +1508,8 @@ impl Throttled {
             .into_iter()
             .map(|l| CarriedPart::List(l, how, &args))
             .collect();
-        let runs = CarriedRun::of_parts(dev, self.spec, &self.config, self.n_tasks, parts)?;
+        let spec = self.spec_for(Some(&leaves));
+        let runs = CarriedRun::of_parts(dev, &spec, &self.config, self.n_tasks, parts)?;
         drop(args);
         Ok(Schedule {
             policy,
@@ -1707,6 +1738,10 @@ impl Throttled {
             .min_by(|a, b| a.2.total_cmp(&b.2))
             .map(|t| t.1);
         self.report.remapped = out.space == Space::Remapped;
+        self.report.narrow_index = out
+            ._layouts
+            .iter()
+            .any(|l| l.index_encoding() == IndexEncoding::Delta16);
         self.report.remap_order = match out.space {
             Space::Remapped => self.detail()?.remapping.as_ref().map(|(o, _)| *o),
             Space::Original => None,

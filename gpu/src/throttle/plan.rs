@@ -180,6 +180,7 @@ mod tests {
         acc: ScalarType::F32,
         elementwise: false,
         donates: false,
+        index_encoding: crate::spec::IndexEncoding::Plain,
     };
 
     const ROLES: ThrottleRoles = crate::bench::SPMV_ROLES;

@@ -32,6 +32,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
     acc: ScalarType::F64,
     elementwise: false,
     donates: false,
+    index_encoding: warpfit_gpu::IndexEncoding::Plain,
 };
 
 pub static RELAX: KernelSpec = KernelSpec {
@@ -49,6 +50,7 @@ pub static RELAX: KernelSpec = KernelSpec {
     acc: ScalarType::F32,
     elementwise: false,
     donates: false,
+    index_encoding: warpfit_gpu::IndexEncoding::Plain,
 };
 
 pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_ADD_F32, &SPMV_F64, &RELAX];

@@ -192,6 +192,7 @@ impl ModuleEmitter<'_> {
                 acc: ::warpfit::__private::ScalarType::#acc,
                 elementwise: #elementwise,
                 donates: #donates,
+                index_encoding: ::warpfit::__private::IndexEncoding::Plain,
             };
         }
     }

@@ -548,6 +548,14 @@ fn throttled_handles_match_the_twin() {
                     remap || report.chosen == ThrottlePolicy::OrgR,
                     "{what}"
                 );
+                // Fewer than 2^15 rows and columns: every offset from the
+                // row fits 16 bits, so every layout of the plan is narrow;
+                // `org` reads the arrays as given.
+                assert_eq!(
+                    report.narrow_index,
+                    report.chosen != ThrottlePolicy::Org,
+                    "{what}: {report:?}"
+                );
                 // Device-resident arguments: the same result bit for bit.
                 let xd = dev.upload(&x).unwrap();
                 let mut yd = dev.alloc::<f32>(n).unwrap();
@@ -1070,6 +1078,70 @@ fn auto_times_the_configured_serial_bound_where_the_split_raised_it() {
     }
     launches_stay_exact(&mut t, &dev, &x, &want);
     assert_eq!(t.report().serial_bound, r.serial_bound);
+}
+
+/// Layouts whose index array is held as 16-bit offsets from the row
+/// (`ThrottleOptions::narrow_index`) on a band of 2^17 rows (columns within
+/// 40 of the row; every 4096th row 200 long), under every policy and
+/// partitioner: exact, equal to the plain layouts' results, also prepared
+/// again. The same band with one column 100000 away from its row keeps
+/// every layout plain (one offset does not fit), and is exact too.
+#[test]
+fn narrow_index_layouts_match_the_twin() {
+    use warpfit::{CacheSize, Partitioner};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let n = 1usize << 17;
+    let mut row_ptr = vec![0u32];
+    let mut col = Vec::new();
+    for i in 0..n {
+        let len = if i % 4096 == 0 { 200 } else { 9 };
+        let lo = i.saturating_sub(len / 5);
+        col.extend((lo..(lo + len).min(n)).map(|c| c as u32));
+        row_ptr.push(col.len() as u32);
+    }
+    let mut far = col.clone();
+    // Row 7's last column, 100000 away.
+    let at = row_ptr[8] as usize - 1;
+    far[at] = 100_007;
+    let val: Vec<u32> = (0..col.len() as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let x: Vec<u32> = (0..n as u32).map(|i| i ^ 0x5bd1_e995).collect();
+    for (name, col, narrow) in [("band", &col, true), ("band + far column", &far, false)] {
+        let mut want = vec![0u32; n];
+        spmv_u32::launch(&cpu, n, &row_ptr, col, &val, &x, &mut want[..]).unwrap();
+        for partitioner in [Partitioner::Columns, Partitioner::Kd] {
+            for policy in ThrottlePolicy::ALL {
+                let what = format!("{name} {partitioner} {policy}");
+                let opts = ThrottleOptions::default()
+                    .with_policy(policy)
+                    .with_partitioner(partitioner)
+                    .with_cache(CacheSize::Bytes(128 << 10));
+                let mut t = spmv_u32::throttle(&dev, &opts, n, n, &row_ptr, col, &val).unwrap();
+                let mut y = vec![0u32; n];
+                t.launch(&x, &mut y[..]).unwrap();
+                assert_eq!(y, want, "{what}");
+                let r = t.report().clone();
+                // A remapped numbering moves columns (the far one may come
+                // near its row); the original one keeps the band's offsets
+                // within 200 and the far column 100000 away.
+                if !r.remapped {
+                    assert_eq!(
+                        r.narrow_index,
+                        narrow && r.chosen != ThrottlePolicy::Org,
+                        "{what}: {r:?}"
+                    );
+                }
+                launches_stay_exact(&mut t, &dev, &x, &want);
+                let plain = opts.with_narrow_index(false);
+                let mut tp = spmv_u32::throttle(&dev, &plain, n, n, &row_ptr, col, &val).unwrap();
+                tp.launch(&x, &mut y[..]).unwrap();
+                assert_eq!(y, want, "{what}: plain");
+                assert!(!tp.report().narrow_index, "{what}: plain");
+            }
+        }
+    }
 }
 
 /// `auto` with the remapping order left to it, on a square kernel: `org_r`

@@ -5,7 +5,7 @@
 
 mod push_common;
 
-use warpfit::__private::KernelSpec;
+use warpfit::__private::{IndexEncoding, KernelSpec};
 use warpfit::gpu::compile::{
     compile_uncached, entry_point_unit, translation_unit, worklist_unit, Arch,
 };
@@ -456,6 +456,36 @@ fn generated_cuda_compiles_with_nvrtc() {
     }
     for spec in SPECS {
         let tu = translation_unit(spec);
+        let c = compile_uncached(spec.name, &tu, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
+    }
+}
+
+/// Every kernel whose gather index a throttled handle may narrow
+/// (`ld_index`) compiles in that encoding too; SpMV and the max-plus
+/// `longest` are among them.
+#[test]
+fn narrow_index_kernels_compile_with_nvrtc() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let narrow: Vec<&KernelSpec> = SPECS
+        .iter()
+        .copied()
+        .filter(|s| s.cuda_source.contains("warpfit::ld_index("))
+        .collect();
+    let names: Vec<&str> = narrow.iter().map(|s| s.name).collect();
+    assert!(
+        names.contains(&"spmv") && names.contains(&"longest"),
+        "{names:?}"
+    );
+    for spec in narrow {
+        let spec = KernelSpec {
+            index_encoding: IndexEncoding::Delta16,
+            ..*spec
+        };
+        let tu = translation_unit(&spec);
+        assert!(tu.starts_with("#define WARPFIT_INDEX_DELTA16 1\n"));
         let c = compile_uncached(spec.name, &tu, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
     }

@@ -97,6 +97,8 @@ pub const LAYOUT_ENTRY_POINTS: &[&str] = &[
     "wf_copy_ranges_2",
     "wf_copy_ranges_4",
     "wf_copy_ranges_8",
+    "wf_delta16_4",
+    "wf_delta16_8",
 ];
 
 /// Source of the layout library's module: every [`LAYOUT_ENTRY_POINTS`].
@@ -756,7 +758,7 @@ mod tests {
             acc: crate::ScalarType::F32,
             elementwise: false,
             donates: false,
-            index_encoding: IndexEncoding::Plain,
+            index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let tu = translation_unit(&SPEC);
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));
@@ -792,7 +794,7 @@ mod tests {
             acc: crate::ScalarType::F32,
             elementwise: false,
             donates: false,
-            index_encoding: IndexEncoding::Plain,
+            index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));

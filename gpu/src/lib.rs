@@ -79,7 +79,8 @@ pub use resident::{
 };
 pub use rounds::{Bind, CudaRounds, RoundKey, CUDA_ROUNDS_PER_SYNC, DONATION_BOARD_BYTES};
 pub use spec::{
-    DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType, ScalarValue,
+    DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType,
+    ScalarValue,
 };
 pub use throttle::{
     CpuRunFn, HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,

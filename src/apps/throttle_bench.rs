@@ -923,7 +923,10 @@ impl<'a> OneMatrix<'a> {
                 .chain(remap_orders_note(&r.remap_profile, r.remap_order))
                 .chain(settings_note(&r.budget_profile, r.chosen, "warp budget"))
                 .chain(settings_note(&r.serial_profile, r.chosen, "serial bound"))
-                .chain(r.narrow_index.then(|| "index as 16-bit offsets".to_string()))
+                .chain(
+                    r.narrow_index
+                        .then(|| "index as 16-bit offsets".to_string()),
+                )
                 .collect::<Vec<_>>()
                 .join(", "),
         })

@@ -1018,6 +1018,21 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
     assert_eq!(t.report().chosen, r.chosen);
 }
 
+/// A band of `n` rows (CSR row pointers and columns): every `every`-th row
+/// `long` long, the others `short`; a row's columns start at its own index,
+/// or (`behind`) a fifth of its length before it.
+fn band(n: usize, every: usize, long: usize, short: usize, behind: bool) -> (Vec<u32>, Vec<u32>) {
+    let mut row_ptr = vec![0u32];
+    let mut col = Vec::new();
+    for i in 0..n {
+        let len = if i % every == 0 { long } else { short };
+        let lo = if behind { i.saturating_sub(len / 5) } else { i };
+        col.extend((lo..(lo + len).min(n)).map(|c| c as u32));
+        row_ptr.push(col.len() as u32);
+    }
+    (row_ptr, col)
+}
+
 /// `auto` on a packed launch whose gathers are local (a band: each row's
 /// columns start at its own index, every 1024th row 300 long) also times
 /// the configured serial-fallback bound, at the fastest warp budget, after
@@ -1029,13 +1044,7 @@ fn auto_times_the_configured_serial_bound_where_the_split_raised_it() {
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();
     let n = 1usize << 17;
-    let mut row_ptr = vec![0u32];
-    let mut col = Vec::new();
-    for i in 0..n {
-        let len = if i % 1024 == 0 { 300 } else { 16 };
-        col.extend((i..(i + len).min(n)).map(|c| c as u32));
-        row_ptr.push(col.len() as u32);
-    }
+    let (row_ptr, col) = band(n, 1024, 300, 16, false);
     let val: Vec<u32> = (0..col.len() as u32).map(|i| i % 7 + 1).collect();
     let x: Vec<u32> = (0..n as u32).map(|i| i % 13).collect();
     let mut want = vec![0u32; n];
@@ -1082,7 +1091,7 @@ fn auto_times_the_configured_serial_bound_where_the_split_raised_it() {
 
 /// Layouts whose index array is held as 16-bit offsets from the row
 /// (`ThrottleOptions::narrow_index`) on a band of 2^17 rows (columns within
-/// 40 of the row; every 4096th row 200 long), under every policy and
+/// 160 of the row; every 4096th row 200 long), under every policy and
 /// partitioner: exact, equal to the plain layouts' results, also prepared
 /// again. The same band with one column 100000 away from its row keeps
 /// every layout plain (one offset does not fit), and is exact too.
@@ -1092,14 +1101,7 @@ fn narrow_index_layouts_match_the_twin() {
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();
     let n = 1usize << 17;
-    let mut row_ptr = vec![0u32];
-    let mut col = Vec::new();
-    for i in 0..n {
-        let len = if i % 4096 == 0 { 200 } else { 9 };
-        let lo = i.saturating_sub(len / 5);
-        col.extend((lo..(lo + len).min(n)).map(|c| c as u32));
-        row_ptr.push(col.len() as u32);
-    }
+    let (row_ptr, col) = band(n, 4096, 200, 9, true);
     let mut far = col.clone();
     // Row 7's last column, 100000 away.
     let at = row_ptr[8] as usize - 1;

@@ -238,8 +238,6 @@ pub(crate) struct LayoutKernels {
     copy_ranges: [CudaFunction; 4],
     /// By range-array width 4, 8 bytes.
     delta16: [CudaFunction; 2],
-    /// Set by `delta16` when an offset does not fit in 16 bits.
-    wide: DeviceBuffer<u32>,
     /// Set by a kernel that met an index out of range.
     bad: DeviceBuffer<u32>,
 }
@@ -318,7 +316,6 @@ impl LayoutKernels {
             gather: each("gather")?,
             copy_ranges: each("copy_ranges")?,
             delta16: [f("wf_delta16_4".into())?, f("wf_delta16_8".into())?],
-            wide: DeviceBuffer::zeros(dev, 1)?,
             _module: module,
             bad: DeviceBuffer::zeros(dev, 1)?,
         })
@@ -419,17 +416,16 @@ impl LayoutKernels {
                 )))
             }
         };
-        if n_tasks > 0 {
-            let b = blocks(dev, n_tasks, u64::from(BLOCK / 32));
-            let wide = self.wide.device_ptr(dev);
-            self.launch(dev, f, b, "delta16", &[out, idx, ptr, n_tasks, len, wide])?;
+        if n_tasks == 0 {
+            return Ok(true);
         }
-        let wide = self.wide.to_vec(dev)?;
-        if wide.first().copied().unwrap_or(0) != 0 {
-            self.wide.zero_async(dev)?;
-            return Ok(false);
-        }
-        Ok(true)
+        // A flag of this call's own: handles building layouts on one
+        // device from several threads must not read each other's.
+        let wide = DeviceBuffer::<u32>::zeros(dev, 1)?;
+        let b = blocks(dev, n_tasks, u64::from(BLOCK / 32));
+        let w = wide.device_ptr(dev);
+        self.launch(dev, f, b, "delta16", &[out, idx, ptr, n_tasks, len, w])?;
+        Ok(wide.to_vec(dev)?.first().copied().unwrap_or(0) == 0)
     }
 
     /// Waits for the device and reports an index out of range met by any

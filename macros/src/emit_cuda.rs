@@ -343,7 +343,11 @@ fn delta_index(k: &Kernel, access: &Access) -> Option<usize> {
 
 /// The kernel's functor, in `namespace wf_<name>`: one method per member.
 pub fn kernel(k: &Kernel, access: &Access) -> String {
-    let functor = FunctorEmitter { k, access };
+    let functor = FunctorEmitter {
+        k,
+        access,
+        delta_index: delta_index(k, access),
+    };
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -374,6 +378,8 @@ pub fn kernel(k: &Kernel, access: &Access) -> String {
 struct FunctorEmitter<'a> {
     k: &'a Kernel,
     access: &'a Access,
+    /// [`delta_index`] of the kernel.
+    delta_index: Option<usize>,
 }
 
 impl<'a> FunctorEmitter<'a> {
@@ -482,7 +488,7 @@ impl<'a> FunctorEmitter<'a> {
         let k = self.k;
         let mut em = self.emitter(true);
         em.fine = Some(k.k);
-        em.delta_index = delta_index(k, self.access);
+        em.delta_index = self.delta_index;
         let task = self.task();
         let kn = cuda_ident(&k.locals[k.k].name);
         let mut s = String::new();
@@ -573,7 +579,7 @@ impl<'a> FunctorEmitter<'a> {
             "    {QUAL} uint64_t gather_at(const Params& wf_p, uint64_t task, uint64_t k) {{"
         );
         match probe {
-            Some(c) if Some(c) == delta_index(self.k, self.access) => {
+            Some(c) if Some(c) == self.delta_index => {
                 let _ = writeln!(
                     s,
                     "        return warpfit::cast<uint64_t>(warpfit::index_at(wf_p.{}, k, task));",

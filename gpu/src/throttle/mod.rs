@@ -315,8 +315,8 @@ struct Schedule {
     policy: ThrottlePolicy,
     space: Space,
     runs: Runs,
-    /// Kept alive for `runs`; declared after it.
-    _layouts: Vec<Arc<DeviceLayout>>,
+    /// The layouts `runs` reads, kept alive for it (declared after it).
+    layouts: Vec<Arc<DeviceLayout>>,
 }
 
 enum Runs {
@@ -1450,7 +1450,7 @@ impl Throttled {
             policy,
             space,
             runs: Runs::Single(Box::new(p)),
-            _layouts: layout.into_iter().collect(),
+            layouts: layout.into_iter().collect(),
         })
     }
 
@@ -1472,7 +1472,7 @@ impl Throttled {
             policy,
             space: layout.space,
             runs: Runs::Carried(runs),
-            _layouts: vec![layout],
+            layouts: vec![layout],
         })
     }
 
@@ -1515,7 +1515,7 @@ impl Throttled {
             policy,
             space: leaves.space,
             runs: Runs::Carried(runs),
-            _layouts: vec![leaves],
+            layouts: vec![leaves],
         })
     }
 
@@ -1683,7 +1683,7 @@ impl Throttled {
                 policy: ThrottlePolicy::Org,
                 space: Space::Original,
                 runs: Runs::Cpu,
-                _layouts: Vec::new(),
+                layouts: Vec::new(),
             });
         };
         let started = Instant::now();
@@ -1739,7 +1739,7 @@ impl Throttled {
             .map(|t| t.1);
         self.report.remapped = out.space == Space::Remapped;
         self.report.narrow_index = out
-            ._layouts
+            .layouts
             .iter()
             .any(|l| l.index_encoding() == IndexEncoding::Delta16);
         self.report.remap_order = match out.space {
@@ -1914,7 +1914,7 @@ impl Throttled {
         timer: &EventTimer,
         snap: &[(usize, DeviceBuffer<u8>)],
     ) -> Result<(Schedule, f64)> {
-        let layout = s._layouts.first().cloned();
+        let layout = s.layouts.first().cloned();
         let t = self.single_with(dev, s.policy, layout, config)?;
         let ms = self.time(&t, timer, snap)?;
         Ok((t, ms))
@@ -1983,7 +1983,7 @@ impl Throttled {
     fn release_unused(&mut self, keep: &Schedule) {
         let wants = |l: &Option<Arc<DeviceLayout>>| {
             l.as_ref()
-                .is_some_and(|l| keep._layouts.iter().any(|k| Arc::ptr_eq(k, l)))
+                .is_some_and(|l| keep.layouts.iter().any(|k| Arc::ptr_eq(k, l)))
         };
         if !wants(&self.layouts.leaves) {
             self.layouts.leaves = None;
@@ -2000,7 +2000,7 @@ impl Throttled {
             self.layouts.remapped = None;
         }
         self.layouts.sj = match keep.policy {
-            ThrottlePolicy::Sj => keep._layouts.first().cloned(),
+            ThrottlePolicy::Sj => keep.layouts.first().cloned(),
             _ => None,
         };
         if keep.space != Space::Remapped {

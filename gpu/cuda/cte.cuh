@@ -15,7 +15,11 @@
 //      slots stored by rank); in a round, the items ending inside it OR
 //      their end offsets into a mask, and a lane's owner is the item of
 //      rank (items ended before the round) + (ends below the lane). Then
-//      it maps it (consecutive positions: coalesced loads);
+//      it maps it (consecutive positions: coalesced loads). The walk
+//      starts `lead` positions early, the first item's first fine task
+//      modulo 32, so that a round's loads at the fine-task index cover
+//      aligned blocks of 32 elements (one 128-byte line of a 4-byte array)
+//      instead of straddling two (`Cte::lead_of`);
 //   3. a segmented shuffle scan, keyed by owner, folds each owner's run of
 //      the round in fine-task order; the owner lane picks its run's total
 //      from the run's last lane and folds it onto its own accumulator.
@@ -71,13 +75,17 @@ struct Cte {
     /// task. `ended` counts the non-empty items that ended before the round
     /// (the rank of the round's first owner) and is advanced past it.
     ///
+    /// Positions below `lead` (the first round's leading lanes, see
+    /// `lead_of`) belong to no item: those lanes are inactive and the first
+    /// run starts after them.
+    ///
     /// Items whose rank is set in `settled` (short-circuiting folds) are not
     /// mapped: their lanes yield `acc_t(0)`, which the settled accumulator
     /// absorbs.
     template <class K, class Off, class F>
     static __device__ __forceinline__ Round<K> map_round(const typename K::params_t& p, const CteShared<K>& sh,
-                                                         Off excl, Off size, Off total, Off base, int& ended,
-                                                         F& f, unsigned settled = 0u) {
+                                                         Off excl, Off size, Off total, Off base, Off lead,
+                                                         int& ended, F& f, unsigned settled = 0u) {
         typedef typename K::acc_t acc_t;
         const int lane = lane_id();
         // Non-empty items end at distinct positions, so one bit each.
@@ -86,9 +94,10 @@ struct Cte {
         const unsigned end_mask = __reduce_or_sync(FULL_MASK, ends ? 1u << unsigned(incl - base - 1) : 0u);
         const unsigned below = end_mask & ((1u << lane) - 1u);
         Round<K> r;
-        r.run_start = below ? WARP - __clz(below) : 0;  // one past the last end below the lane
+        const int first = base < lead ? int(lead - base) : 0;  // lanes before the walk's start
+        r.run_start = below ? WARP - __clz(below) : first;     // one past the last end below the lane
         const Off pos = base + Off(lane);
-        r.active = pos < total;
+        r.active = pos >= lead && pos < total;
         r.v = acc_t(0);
         const int owner = ended + __popc(below);
         if (r.active && !((settled >> owner) & 1u)) {
@@ -137,12 +146,12 @@ struct Cte {
     template <class K, class Off, class F>
     static __device__ __forceinline__ Partial<typename K::acc_t> expand(const typename K::params_t& p,
                                                                         CteShared<K>& sh, Off excl, Off size,
-                                                                        Off total, F& f, int rank = 0) {
+                                                                        Off total, Off lead, F& f, int rank = 0) {
         Partial<typename K::acc_t> own;
         int ended = 0;           // non-empty items that ended before the round
         unsigned settled = 0u;   // by rank: items whose fold is settled
         for (Off base = 0; base < total; base += WARP) {
-            const Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, ended, f, settled);
+            const Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, lead, ended, f, settled);
             reduce_round<K, Off>(r, excl, size, base, own, f);
             if (short_circuits<K>::value) {
                 const bool done = size > 0 && settle<K>::done(own);
@@ -154,6 +163,19 @@ struct Cte {
             }
         }
         return own;
+    }
+
+    /// Where the walk of a warp's concatenated range starts: the first
+    /// non-empty item's first fine task modulo 32 (`nonempty`, the ballot of
+    /// non-empty items, is not zero). A round over consecutive items then
+    /// maps fine tasks `32j .. 32j + 32`, whose loads at the fine-task index
+    /// read one aligned block of 32 elements per array (for a 4-byte array
+    /// one 128-byte line, one L2 request) rather than parts of two. It costs
+    /// the first round `lead` idle lanes: at most one round more per warp.
+    template <class K>
+    static __device__ __forceinline__ uint64_t lead_of(const Item<K>& it, unsigned nonempty) {
+        const unsigned lo = unsigned(it.lo) & unsigned(WARP - 1);
+        return uint64_t(shfl(lo, __ffs(nonempty) - 1));
     }
 
     /// Runs one warp's items: 32 consecutive ones from `base_item`, or over
@@ -216,10 +238,10 @@ struct Cte {
                 incl += o;
             }
         }
-        const uint64_t total = shfl(incl, WARP - 1);
-
-        const uint64_t excl = incl - size;
         const unsigned nonempty = __ballot_sync(FULL_MASK, size > 0);
+        const uint64_t lead = lead_of(it, nonempty);
+        const uint64_t total = shfl(incl, WARP - 1) + lead;
+        const uint64_t excl = incl - size + lead;
         const int rank = __popc(nonempty & ((1u << lane) - 1u));
         if (size > 0) {
             CteSlot<K>& sl = sh.slot[rank];
@@ -243,13 +265,15 @@ struct Cte {
         LeanFault lean;
         Partial<acc_t> own;
         if (total >= 0xffffff00ull) {
-            own = expand<K, uint64_t>(p, sh, excl, size, total, lean, rank);
+            own = expand<K, uint64_t>(p, sh, excl, size, total, lead, lean, rank);
         } else if (ranges_ok) {
             RangeCheckedLeanFault checked;
-            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), checked, rank);
+            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), uint32_t(lead),
+                                      checked, rank);
             lean.bad = checked.bad;
         } else {
-            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), lean, rank);
+            own = expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), uint32_t(lead), lean,
+                                      rank);
         }
         if (__any_sync(FULL_MASK, lean.bad)) {
             Item<K> again = it;

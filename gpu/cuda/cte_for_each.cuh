@@ -120,10 +120,10 @@ struct CteForEach {
     /// Runs the bodies of the warp's concatenated range.
     template <class K, class Off, class F>
     static __device__ __forceinline__ void expand(const typename K::params_t& p, const CteShared<K>& sh, Off excl,
-                                                  Off size, Off total, F& f) {
+                                                  Off size, Off total, Off lead, F& f) {
         int ended = 0;
         for (Off base = 0; base < total; base += WARP) {
-            (void)Cte::template map_round<K, Off>(p, sh, excl, size, total, base, ended, f);
+            (void)Cte::template map_round<K, Off>(p, sh, excl, size, total, base, lead, ended, f);
         }
     }
 
@@ -181,9 +181,10 @@ struct CteForEach {
                 incl += o;
             }
         }
-        const uint64_t total = shfl(incl, WARP - 1);
-        const uint64_t excl = incl - size;
         const unsigned nonempty = __ballot_sync(FULL_MASK, size > 0);
+        const uint64_t lead = Cte::lead_of(it, nonempty);  // aligned rounds, as `Cte`'s
+        const uint64_t total = shfl(incl, WARP - 1) + lead;
+        const uint64_t excl = incl - size + lead;
         const int rank = __popc(nonempty & ((1u << lane) - 1u));
         if (size > 0) {
             CteSlot<K>& sl = sh.slot[rank];
@@ -198,13 +199,13 @@ struct CteForEach {
         // A fault in a round is attributed to the task whose fine task hit it.
         const bool ranges_ok = __all_sync(FULL_MASK, size == 0 || it.hi <= K::direct_len(p));
         if (total >= 0xffffff00ull) {
-            expand<K, uint64_t>(p, sh, excl, size, total, f);
+            expand<K, uint64_t>(p, sh, excl, size, total, lead, f);
         } else if (ranges_ok) {
             RangeCheckedFault checked(f);
-            expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), checked);
+            expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), uint32_t(lead), checked);
             f = checked;
         } else {
-            expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), f);
+            expand<K, uint32_t>(p, sh, uint32_t(excl), uint32_t(size), uint32_t(total), uint32_t(lead), f);
         }
         // The placeholder fold has nothing to add: `finish` runs a whole
         // task's epilogue on `init` (or leaves a split piece's empty partial).

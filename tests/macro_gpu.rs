@@ -111,6 +111,39 @@ fn integer_kernels_match_the_twin() {
     }
 }
 
+/// CTE regroups a task's fold but keeps its fine-task order, and its rounds
+/// start up to 31 idle lanes before a warp's first fine task: a fold that is
+/// associative but not commutative gives the twin's bits under every split
+/// and serial bound, with rows starting at every offset modulo 32.
+#[test]
+fn order_keeping_decompositions_fold_a_non_commutative_operator_exactly() {
+    let Some(dev) = gpu() else { return };
+    let n = 4099;
+    let (ptr, val) = offset_rows(n);
+    let mut want = vec![0u32; n];
+    first_odd::launch(&Device::cpu(), n, &ptr, &val, &mut want).unwrap();
+    let expanded =
+        [Split::Auto, Split::Never, Split::Budget(96), Split::Max(48)].map(|split| LaunchConfig {
+            decomposition: Decomposition::Cte,
+            split,
+            cte_serial_max: 0,
+        });
+    let others = [
+        LaunchConfig::default(),
+        LaunchConfig::new(Decomposition::Thread),
+    ];
+    for cfg in expanded.into_iter().chain(others) {
+        let mut got = vec![1u32; n];
+        first_odd::launch_with(&dev, &cfg, n, &ptr, &val, &mut got).unwrap();
+        assert_eq!(got, want, "{cfg:?}");
+        for list in lists(&ptr) {
+            let mut got = vec![1u32; n];
+            first_odd::launch_with(&dev, &cfg, &list, &ptr, &val, &mut got).unwrap();
+            assert_eq!(got, want, "{cfg:?} over a task list");
+        }
+    }
+}
+
 #[test]
 fn literal_arguments_match_the_twin() {
     let Some(dev) = gpu() else { return };

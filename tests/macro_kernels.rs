@@ -411,6 +411,30 @@ fn expression_forms_follow_rust() {
 }
 
 #[test]
+fn an_order_dependent_fold_gives_the_first_match_whole_or_split() {
+    let n = 300;
+    let (ptr, val) = offset_rows(n);
+    let want: Vec<u32> = (0..n)
+        .map(|r| {
+            (ptr[r]..ptr[r + 1])
+                .find(|&k| val[k as usize] % 2 == 1)
+                .unwrap_or(u32::MAX)
+        })
+        .collect();
+    assert!(want.contains(&u32::MAX) && want.iter().any(|&k| k != u32::MAX));
+    let cpu = Device::cpu();
+    let mut y = vec![0u32; n];
+    first_odd::launch(&cpu, n, &ptr, &val, &mut y).unwrap();
+    assert_eq!(y, want);
+    for len in [1, 5, 32] {
+        let mut y = vec![7u32; n];
+        let list = TaskList::chunked(&ptr, len).unwrap();
+        first_odd::launch(&cpu, &list, &ptr, &val, &mut y).unwrap();
+        assert_eq!(y, want, "segments of {len}");
+    }
+}
+
+#[test]
 fn usize_index_arithmetic_folds_into_u64() {
     let ptr = [0u32, 3, 3, 5];
     let mut y = [0u64; 3];

@@ -185,6 +185,48 @@ pub fn row_sum(row: usize, row_ptr: &[u32], val: &[f32], y: &mut [f32]) {
     y[row] = (lo..hi).map(|k| val[k]).fold(0.0, |a, b| a + b);
 }
 
+/// `a` unless it is the no-match marker `u32::MAX`, else `b`: associative,
+/// not commutative.
+#[device_fn]
+pub fn first_of(a: u32, b: u32) -> u32 {
+    if a != u32::MAX {
+        a
+    } else {
+        b
+    }
+}
+
+/// The first fine task of a row whose value is odd (`u32::MAX` if none): a
+/// fold whose result depends on fine-task order, so a decomposition that
+/// keeps that order (Thread, CTE) must give the twin's bits, and a lane that
+/// maps none of a row's fine tasks (CTE's idle leading lanes) must add
+/// nothing to its fold.
+#[nested_reduce]
+pub fn first_odd(row: usize, row_ptr: &[u32], val: &[u32], y: &mut [u32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi)
+        .map(|k| if val[k] % 2 == 1 { k as u32 } else { u32::MAX })
+        .fold(u32::MAX, first_of);
+}
+
+/// Rows whose lengths cycle through 0..=70 in a stride coprime to 32, so
+/// that warps start their rows at every offset modulo 32 and some warps
+/// begin with empty rows; values odd at about one fine task in five.
+pub fn offset_rows(n: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut ptr = vec![0u32];
+    for r in 0..n {
+        let len = (r * 37 + r / 32) % 71;
+        ptr.push(ptr[r] + len as u32);
+    }
+    let nnz = ptr[n] as usize;
+    let val = (0..nnz as u32)
+        .map(|k| k.wrapping_mul(2_654_435_761) >> 3)
+        .map(|h| if h % 5 == 0 { 2 * h + 1 } else { 2 * h })
+        .collect();
+    (ptr, val)
+}
+
 /// Integer arithmetic that overflows: wraps as in release Rust.
 #[nested_reduce]
 pub fn wrap_sum(row: usize, row_ptr: &[u32], val: &[i32], shift: u32, y: &mut [i32], z: &mut [u8]) {

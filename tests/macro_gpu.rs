@@ -114,7 +114,9 @@ fn integer_kernels_match_the_twin() {
 /// CTE regroups a task's fold but keeps its fine-task order, and its rounds
 /// start up to 31 idle lanes before a warp's first fine task: a fold that is
 /// associative but not commutative gives the twin's bits under every split
-/// and serial bound, with rows starting at every offset modulo 32.
+/// with the serial fallback off (every warp expands), at the default and
+/// under Thread, with warps whose first rows start at every offset modulo
+/// 32 (`offset_rows`).
 #[test]
 fn order_keeping_decompositions_fold_a_non_commutative_operator_exactly() {
     let Some(dev) = gpu() else { return };

@@ -412,8 +412,13 @@ fn expression_forms_follow_rust() {
 
 #[test]
 fn an_order_dependent_fold_gives_the_first_match_whole_or_split() {
-    let n = 300;
+    let n = 1100;
     let (ptr, val) = offset_rows(n);
+    // The GPU test's input: groups of 32 rows start at every offset
+    // modulo 32, some with an empty first row.
+    let starts = group_starts(&ptr);
+    assert_eq!(starts[..32], (0..32).collect::<Vec<u32>>()[..]);
+    assert!((0..n).step_by(32).any(|r| ptr[r + 1] == ptr[r]));
     let want: Vec<u32> = (0..n)
         .map(|r| {
             (ptr[r]..ptr[r + 1])

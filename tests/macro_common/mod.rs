@@ -210,14 +210,24 @@ pub fn first_odd(row: usize, row_ptr: &[u32], val: &[u32], y: &mut [u32]) {
         .fold(u32::MAX, first_of);
 }
 
-/// Rows whose lengths cycle through 0..=70 in a stride coprime to 32, so
-/// that warps start their rows at every offset modulo 32 and some warps
-/// begin with empty rows; values odd at about one fine task in five.
+/// Rows laid out so that the first non-empty row of the `w`-th group of 32
+/// rows (a CTE warp's items) starts at fine task `w` modulo 32: each group's
+/// last row pads to it. Every fourth group begins with an empty row; the
+/// other lengths cycle through 0..=70. Values are odd at about one fine
+/// task in five.
 pub fn offset_rows(n: usize) -> (Vec<u32>, Vec<u32>) {
     let mut ptr = vec![0u32];
     for r in 0..n {
-        let len = (r * 37 + r / 32) % 71;
-        ptr.push(ptr[r] + len as u32);
+        let group = (r / 32) as u32;
+        let len = if r % 32 == 31 {
+            let pad = (group + 1 + 32 - ptr[r] % 32) % 32;
+            pad + 32 * (group % 3)
+        } else if r % 32 == 0 && group % 4 == 1 {
+            0
+        } else {
+            (r * 37 % 71) as u32
+        };
+        ptr.push(ptr[r] + len);
     }
     let nnz = ptr[n] as usize;
     let val = (0..nnz as u32)
@@ -225,6 +235,18 @@ pub fn offset_rows(n: usize) -> (Vec<u32>, Vec<u32>) {
         .map(|h| if h % 5 == 0 { 2 * h + 1 } else { 2 * h })
         .collect();
     (ptr, val)
+}
+
+/// Where each group of 32 rows starts its first non-empty row, modulo 32.
+pub fn group_starts(ptr: &[u32]) -> Vec<u32> {
+    ptr[..ptr.len() - 1]
+        .chunks(32)
+        .enumerate()
+        .filter_map(|(g, rows)| {
+            let first = (0..rows.len()).find(|&i| ptr[32 * g + i + 1] > ptr[32 * g + i])?;
+            Some(ptr[32 * g + first] % 32)
+        })
+        .collect()
 }
 
 /// Integer arithmetic that overflows: wraps as in release Rust.

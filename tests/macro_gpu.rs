@@ -146,6 +146,45 @@ fn order_keeping_decompositions_fold_a_non_commutative_operator_exactly() {
     }
 }
 
+/// A commuting fold (`u32::min`, wrapping `i32` addition) lets CTE fold a
+/// round that one row owns whole onto each lane's carry, without a scan,
+/// and join the carries to the row's run in the next round that has an end.
+/// Exact against the twin with warps starting at every offset modulo 32,
+/// rows spanning many rounds (aligned warps' first rounds included),
+/// every split and the serial fallback off; no idle lane's 0 reaches a
+/// minimum.
+#[test]
+fn commuting_folds_carry_whole_rounds_exactly() {
+    let Some(dev) = gpu() else { return };
+    let n = 4099;
+    let (ptr, val) = long_offset_rows(n);
+    let ints: Vec<i32> = val.iter().map(|&v| (v as i32) * 2_000_003).collect();
+    let cpu = Device::cpu();
+    let mut want = vec![0u32; n];
+    row_min::launch(&cpu, n, &ptr, &val, &mut want).unwrap();
+    let (mut want_sum, mut want_z) = (vec![0i32; n], vec![0u8; n]);
+    wrap_sum::launch(&cpu, n, &ptr, &ints, 3, &mut want_sum, &mut want_z).unwrap();
+    let expanded =
+        [Split::Auto, Split::Never, Split::Budget(96), Split::Max(48)].map(|split| LaunchConfig {
+            decomposition: Decomposition::Cte,
+            split,
+            cte_serial_max: 0,
+        });
+    for cfg in expanded.into_iter().chain([LaunchConfig::default()]) {
+        let mut got = vec![1u32; n];
+        row_min::launch_with(&dev, &cfg, n, &ptr, &val, &mut got).unwrap();
+        assert_eq!(got, want, "{cfg:?}");
+        for list in lists(&ptr) {
+            let mut got = vec![1u32; n];
+            row_min::launch_with(&dev, &cfg, &list, &ptr, &val, &mut got).unwrap();
+            assert_eq!(got, want, "{cfg:?} over a task list");
+        }
+        let (mut sum, mut z) = (vec![1i32; n], vec![1u8; n]);
+        wrap_sum::launch_with(&dev, &cfg, n, &ptr, &ints, 3, &mut sum, &mut z).unwrap();
+        assert_eq!((&sum, &z), (&want_sum, &want_z), "wrap_sum {cfg:?}");
+    }
+}
+
 #[test]
 fn literal_arguments_match_the_twin() {
     let Some(dev) = gpu() else { return };

@@ -440,6 +440,36 @@ fn an_order_dependent_fold_gives_the_first_match_whole_or_split() {
 }
 
 #[test]
+fn a_commuting_fold_gives_each_rows_least_value_whole_or_split() {
+    let n = 2100;
+    let (ptr, val) = long_offset_rows(n);
+    // The GPU test's input: warps start at every offset modulo 32 and many
+    // rounds lie inside one row, the first round of aligned warps too.
+    assert_eq!(group_starts(&ptr)[..32], (0..32).collect::<Vec<u32>>()[..]);
+    assert!((0..n).filter(|&r| ptr[r + 1] - ptr[r] >= 96).count() > n / 10);
+    assert!((0..n)
+        .step_by(1024)
+        .all(|r| ptr[r] % 32 == 0 && ptr[r + 1] - ptr[r] > 64));
+    let want: Vec<u32> = (0..n)
+        .map(|r| {
+            let row = &val[ptr[r] as usize..ptr[r + 1] as usize];
+            row.iter().copied().min().unwrap_or(u32::MAX)
+        })
+        .collect();
+    assert!(want.contains(&u32::MAX) && !val.contains(&0));
+    let cpu = Device::cpu();
+    let mut y = vec![0u32; n];
+    row_min::launch(&cpu, n, &ptr, &val, &mut y).unwrap();
+    assert_eq!(y, want);
+    for len in [1, 33, 64] {
+        let mut y = vec![7u32; n];
+        let list = TaskList::chunked(&ptr, len).unwrap();
+        row_min::launch(&cpu, &list, &ptr, &val, &mut y).unwrap();
+        assert_eq!(y, want, "segments of {len}");
+    }
+}
+
+#[test]
 fn usize_index_arithmetic_folds_into_u64() {
     let ptr = [0u32, 3, 3, 5];
     let mut y = [0u64; 3];

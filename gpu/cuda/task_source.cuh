@@ -236,6 +236,19 @@ template <class K> struct short_circuits<K, typename void_type<decltype(K::short
     static constexpr bool value = K::short_circuit;
 };
 
+/// Whether functor `K`'s reduce operator commutes (and associates) exactly
+/// as the language defines it: the generated `commutative` (wrapping
+/// integer and float `+`/`*`, bit operators, `min`/`max`). Float `+` and
+/// `*` commute exactly but associate only within rounding, which every
+/// parallel fold already relies on. Operators the compiler cannot see
+/// through (a `#[device_fn]`) are folded in fine-task order.
+template <class K, class = void> struct commutes {
+    static constexpr bool value = false;
+};
+template <class K> struct commutes<K, typename void_type<decltype(K::commutative)>::type> {
+    static constexpr bool value = K::commutative;
+};
+
 /// Whether `acc` settles `K`'s fold: nothing folded onto it changes it
 /// (`any`: true; `all`: false), so the task's remaining fine tasks may be
 /// skipped. Always false for folds that do not short-circuit, so that the

@@ -650,6 +650,11 @@ impl<'a> FunctorEmitter<'a> {
             }
         }
         let _ = writeln!(s, "    }}");
+        if k.reduce.commutes() {
+            // Lets CTE fold a round that one item owns whole without a scan
+            // (warpfit::commutes).
+            let _ = writeln!(s, "    static constexpr bool commutative = true;");
+        }
         if let Some(v) = k.reduce.settled_by() {
             // `any` / `all`: decompositions stop folding a task once its
             // accumulator holds the settling value (warpfit::settled).

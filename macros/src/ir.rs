@@ -658,6 +658,38 @@ impl Reduce {
             _ => None,
         }
     }
+
+    /// Whether the operator commutes and associates as the language defines
+    /// it, so that a decomposition may fold fine tasks out of their order:
+    /// `min`/`max`, `any`/`all`, and a closure that applies one of `+ * & |
+    /// ^` (wrapping on integers) or `min`/`max` to its two parameters. Float
+    /// `+` and `*` commute exactly and associate within rounding, as every
+    /// parallel fold assumes. A `#[device_fn]` operator is opaque: `false`.
+    pub fn commutes(&self) -> bool {
+        match self {
+            Reduce::MinMax { .. } | Reduce::Logic { .. } => true,
+            Reduce::DeviceFn(_) => false,
+            Reduce::Closure { a, b, body } => {
+                let of_params = |x: &Expr, y: &Expr| match (&x.kind, &y.kind) {
+                    (ExprKind::Local(x), ExprKind::Local(y)) => {
+                        (x, y) == (a, b) || (x, y) == (b, a)
+                    }
+                    _ => false,
+                };
+                match &body.kind {
+                    ExprKind::Binary(
+                        BinOp::Add | BinOp::Mul | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor,
+                        x,
+                        y,
+                    ) => of_params(x, y),
+                    ExprKind::Method(Method::Min | Method::Max, args) => {
+                        args.len() == 2 && of_params(&args[0], &args[1])
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
 }
 
 /// A lowered `#[nested_reduce]` kernel.

@@ -341,6 +341,54 @@ fn k(t: usize, p: &[u32], v: &[f32], y: &mut [f32]) {
     assert_eq!(access.probe(), None);
 }
 
+/// Which reduce operators CTE may fold out of fine-task order: the
+/// generated `commutative` flag.
+#[test]
+fn commuting_operators_are_recognised() {
+    let fold = |ty: &str, init: &str, op: &str| {
+        let src = format!(
+            "
+fn k(t: usize, p: &[u32], v: &[{ty}], y: &mut [{ty}]) {{
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    y[t] = (lo..hi).map(|e| v[e]).fold({init}, {op});
+}}"
+        );
+        let (k, _) = access_of(&src);
+        let flagged = cuda(&src).contains("static constexpr bool commutative = true;");
+        assert_eq!(flagged, k.reduce.commutes(), "{op}");
+        k.reduce.commutes()
+    };
+    for op in [
+        "|a, b| a + b",
+        "|a, b| b + a",
+        "|a, b| a * b",
+        "f32::min",
+        "|a, b| a.max(b)",
+    ] {
+        assert!(fold("f32", "0.0", op), "{op}");
+    }
+    for op in [
+        "|a, b| a & b",
+        "|a, b| b | a",
+        "|a, b| a ^ b",
+        "u32::max",
+        "|a, b| b.min(a)",
+    ] {
+        assert!(fold("u32", "0", op), "{op}");
+    }
+    for op in [
+        "|a, b| a - b",
+        "|a, b| a / b",
+        "|a, b| a + b + 1.0",
+        "|a, b| a + a",
+        "|a, b| if a > b { a } else { b }",
+        "|a, _b| a",
+    ] {
+        assert!(!fold("f32", "0.0", op), "{op}");
+    }
+}
+
 #[test]
 fn signed_index_arrays_are_not_prechecked() {
     let (k, access) = access_of(

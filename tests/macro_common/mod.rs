@@ -216,6 +216,38 @@ pub fn first_odd(row: usize, row_ptr: &[u32], val: &[u32], y: &mut [u32]) {
 /// other lengths cycle through 0..=70. Values are odd at about one fine
 /// task in five.
 pub fn offset_rows(n: usize) -> (Vec<u32>, Vec<u32>) {
+    let ptr = offset_ptr(n, |r| (r * 37 % 71) as u32);
+    let nnz = ptr[n] as usize;
+    let val = (0..nnz as u32)
+        .map(|k| k.wrapping_mul(2_654_435_761) >> 3)
+        .map(|h| if h % 5 == 0 { 2 * h + 1 } else { 2 * h })
+        .collect();
+    (ptr, val)
+}
+
+/// `offset_rows`' layout with long rows: every fifth row has 33 to 300
+/// fine tasks, and the first row of every 32nd group (whose first row starts
+/// aligned, at 0 modulo 32) has 100, so that many of a warp's rounds lie
+/// whole inside one row, the first round included. Values are 1 to 1000
+/// (never 0).
+pub fn long_offset_rows(n: usize) -> (Vec<u32>, Vec<u32>) {
+    let ptr = offset_ptr(n, |r| match r {
+        _ if r % 1024 == 0 => 100,
+        _ if r % 5 == 2 => 33 + (r * 53 % 268) as u32,
+        _ => (r * 37 % 71) as u32,
+    });
+    let nnz = ptr[n] as usize;
+    let val = (0..nnz as u32)
+        .map(|k| (k.wrapping_mul(2_654_435_761) >> 7) % 1000 + 1)
+        .collect();
+    (ptr, val)
+}
+
+/// Row pointers of `n` rows of lengths `len(r)`, except that each group of
+/// 32 rows begins empty if it is the fourth group's (`w % 4 == 1`) and ends
+/// with a row padded so that the next group's first non-empty row starts
+/// at the group's number modulo 32 (`offset_rows`).
+fn offset_ptr(n: usize, len: impl Fn(usize) -> u32) -> Vec<u32> {
     let mut ptr = vec![0u32];
     for r in 0..n {
         let group = (r / 32) as u32;
@@ -225,16 +257,21 @@ pub fn offset_rows(n: usize) -> (Vec<u32>, Vec<u32>) {
         } else if r % 32 == 0 && group % 4 == 1 {
             0
         } else {
-            (r * 37 % 71) as u32
+            len(r)
         };
         ptr.push(ptr[r] + len);
     }
-    let nnz = ptr[n] as usize;
-    let val = (0..nnz as u32)
-        .map(|k| k.wrapping_mul(2_654_435_761) >> 3)
-        .map(|h| if h % 5 == 0 { 2 * h + 1 } else { 2 * h })
-        .collect();
-    (ptr, val)
+    ptr
+}
+
+/// The least value of each row (`u32::MAX` for an empty row): a commuting
+/// fold with no identity among the values, so that a value folded in from
+/// outside the row (an idle lane's 0) would show.
+#[nested_reduce]
+pub fn row_min(row: usize, row_ptr: &[u32], val: &[u32], y: &mut [u32]) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| val[k]).fold(u32::MAX, u32::min);
 }
 
 /// Where each group of 32 rows starts its first non-empty row, modulo 32.

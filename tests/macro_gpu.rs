@@ -111,6 +111,34 @@ fn integer_kernels_match_the_twin() {
     }
 }
 
+/// `launch` over all tasks of `ptr` and over each of `lists(ptr)` gives
+/// `want` (under `cfg`, for the message).
+fn whole_and_listed_give(
+    ptr: &[u32],
+    want: &[u32],
+    cfg: &LaunchConfig,
+    launch: impl Fn(Tasks<'_>, &mut [u32]),
+) {
+    let mut got = vec![1u32; want.len()];
+    launch(Tasks::All(want.len()), &mut got);
+    assert_eq!(got, want, "{cfg:?}");
+    for list in lists(ptr) {
+        let mut got = vec![1u32; want.len()];
+        launch(Tasks::List(&list), &mut got);
+        assert_eq!(got, want, "{cfg:?} over a task list");
+    }
+}
+
+/// CTE at every split with the serial fallback off, so that every warp
+/// expands.
+fn expanding_configs() -> [LaunchConfig; 4] {
+    [Split::Auto, Split::Never, Split::Budget(96), Split::Max(48)].map(|split| LaunchConfig {
+        decomposition: Decomposition::Cte,
+        split,
+        cte_serial_max: 0,
+    })
+}
+
 /// CTE regroups a task's fold but keeps its fine-task order, and its rounds
 /// start up to 31 idle lanes before a warp's first fine task: a fold that is
 /// associative but not commutative gives the twin's bits under every split
@@ -124,25 +152,14 @@ fn order_keeping_decompositions_fold_a_non_commutative_operator_exactly() {
     let (ptr, val) = offset_rows(n);
     let mut want = vec![0u32; n];
     first_odd::launch(&Device::cpu(), n, &ptr, &val, &mut want).unwrap();
-    let expanded =
-        [Split::Auto, Split::Never, Split::Budget(96), Split::Max(48)].map(|split| LaunchConfig {
-            decomposition: Decomposition::Cte,
-            split,
-            cte_serial_max: 0,
-        });
     let others = [
         LaunchConfig::default(),
         LaunchConfig::new(Decomposition::Thread),
     ];
-    for cfg in expanded.into_iter().chain(others) {
-        let mut got = vec![1u32; n];
-        first_odd::launch_with(&dev, &cfg, n, &ptr, &val, &mut got).unwrap();
-        assert_eq!(got, want, "{cfg:?}");
-        for list in lists(&ptr) {
-            let mut got = vec![1u32; n];
-            first_odd::launch_with(&dev, &cfg, &list, &ptr, &val, &mut got).unwrap();
-            assert_eq!(got, want, "{cfg:?} over a task list");
-        }
+    for cfg in expanding_configs().into_iter().chain(others) {
+        whole_and_listed_give(&ptr, &want, &cfg, |tasks, y| {
+            first_odd::launch_with(&dev, &cfg, tasks, &ptr, &val, y).unwrap()
+        });
     }
 }
 
@@ -164,21 +181,13 @@ fn commuting_folds_carry_whole_rounds_exactly() {
     row_min::launch(&cpu, n, &ptr, &val, &mut want).unwrap();
     let (mut want_sum, mut want_z) = (vec![0i32; n], vec![0u8; n]);
     wrap_sum::launch(&cpu, n, &ptr, &ints, 3, &mut want_sum, &mut want_z).unwrap();
-    let expanded =
-        [Split::Auto, Split::Never, Split::Budget(96), Split::Max(48)].map(|split| LaunchConfig {
-            decomposition: Decomposition::Cte,
-            split,
-            cte_serial_max: 0,
+    for cfg in expanding_configs()
+        .into_iter()
+        .chain([LaunchConfig::default()])
+    {
+        whole_and_listed_give(&ptr, &want, &cfg, |tasks, y| {
+            row_min::launch_with(&dev, &cfg, tasks, &ptr, &val, y).unwrap()
         });
-    for cfg in expanded.into_iter().chain([LaunchConfig::default()]) {
-        let mut got = vec![1u32; n];
-        row_min::launch_with(&dev, &cfg, n, &ptr, &val, &mut got).unwrap();
-        assert_eq!(got, want, "{cfg:?}");
-        for list in lists(&ptr) {
-            let mut got = vec![1u32; n];
-            row_min::launch_with(&dev, &cfg, &list, &ptr, &val, &mut got).unwrap();
-            assert_eq!(got, want, "{cfg:?} over a task list");
-        }
         let (mut sum, mut z) = (vec![1i32; n], vec![1u8; n]);
         wrap_sum::launch_with(&dev, &cfg, n, &ptr, &ints, 3, &mut sum, &mut z).unwrap();
         assert_eq!((&sum, &z), (&want_sum, &want_z), "wrap_sum {cfg:?}");

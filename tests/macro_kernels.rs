@@ -428,13 +428,26 @@ fn an_order_dependent_fold_gives_the_first_match_whole_or_split() {
         .collect();
     assert!(want.contains(&u32::MAX) && want.iter().any(|&k| k != u32::MAX));
     let cpu = Device::cpu();
-    let mut y = vec![0u32; n];
-    first_odd::launch(&cpu, n, &ptr, &val, &mut y).unwrap();
+    whole_and_split_give(&ptr, &[1, 5, 32], &want, |tasks, y| {
+        first_odd::launch(&cpu, tasks, &ptr, &val, y).unwrap()
+    });
+}
+
+/// `launch` over all tasks of `ptr`, and over them cut into segments of
+/// each length in `lens`, gives `want`.
+fn whole_and_split_give(
+    ptr: &[u32],
+    lens: &[u32],
+    want: &[u32],
+    launch: impl Fn(Tasks<'_>, &mut [u32]),
+) {
+    let mut y = vec![0u32; want.len()];
+    launch(Tasks::All(want.len()), &mut y);
     assert_eq!(y, want);
-    for len in [1, 5, 32] {
-        let mut y = vec![7u32; n];
-        let list = TaskList::chunked(&ptr, len).unwrap();
-        first_odd::launch(&cpu, &list, &ptr, &val, &mut y).unwrap();
+    for &len in lens {
+        let mut y = vec![7u32; want.len()];
+        let list = TaskList::chunked(ptr, len).unwrap();
+        launch(Tasks::List(&list), &mut y);
         assert_eq!(y, want, "segments of {len}");
     }
 }
@@ -458,15 +471,9 @@ fn a_commuting_fold_gives_each_rows_least_value_whole_or_split() {
         .collect();
     assert!(want.contains(&u32::MAX) && !val.contains(&0));
     let cpu = Device::cpu();
-    let mut y = vec![0u32; n];
-    row_min::launch(&cpu, n, &ptr, &val, &mut y).unwrap();
-    assert_eq!(y, want);
-    for len in [1, 33, 64] {
-        let mut y = vec![7u32; n];
-        let list = TaskList::chunked(&ptr, len).unwrap();
-        row_min::launch(&cpu, &list, &ptr, &val, &mut y).unwrap();
-        assert_eq!(y, want, "segments of {len}");
-    }
+    whole_and_split_give(&ptr, &[1, 33, 64], &want, |tasks, y| {
+        row_min::launch(&cpu, tasks, &ptr, &val, y).unwrap()
+    });
 }
 
 #[test]

@@ -110,3 +110,47 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The sorted rows' sources: row by row in the new task order, each
+    /// row's fine tasks by new column, equal columns in their original order;
+    /// and the columns they give are `apply_csr`'s, sorted.
+    #[test]
+    fn sorted_row_sources_sort_each_remapped_row_by_its_new_columns(
+        a in csr_strategy(),
+        cap in 2u32..16,
+    ) {
+        let g = WorkGraph::from_csr(&a).unwrap();
+        let p = dbwp(&g, &PartitionOptions { capacity: cap, bisection: Bisection::KdTiling }, None).unwrap();
+        let r = Remapping::new(&g, &p).unwrap();
+        let src = r.sorted_row_sources(a.row_ptr(), a.col_idx()).unwrap();
+        let new_col = |k: u32| r.gathered_inv()[a.col_idx()[k as usize] as usize];
+        let mut want = Vec::new();
+        for &old in r.task_perm() {
+            let mut row: Vec<u32> = a.row_range(old as usize).map(|k| k as u32).collect();
+            row.sort_by_key(|&k| new_col(k));
+            want.extend(row);
+        }
+        prop_assert_eq!(&src, &want);
+        let mut b = r.apply_csr(&a).unwrap();
+        b.sort_indices();
+        let cols: Vec<u32> = src.iter().map(|&k| new_col(k)).collect();
+        prop_assert_eq!(&cols[..], b.col_idx());
+    }
+}
+
+#[test]
+fn sorted_row_sources_reject_arrays_that_do_not_fit() {
+    let a = Csr::new(3, 3, vec![0, 2, 2, 3], vec![0, 2, 1], vec![1.0f32; 3]).unwrap();
+    let g = WorkGraph::from_csr(&a).unwrap();
+    let r = Remapping::levels_of(&g).unwrap();
+    let short = r.sorted_row_sources(&[0, 2, 3], &[0, 2, 1]).unwrap_err();
+    assert!(short.to_string().contains("range array"), "{short}");
+    let untiled = r.sorted_row_sources(&[0, 2, 2, 2], &[0, 2, 1]).unwrap_err();
+    assert!(untiled.to_string().contains("does not tile"), "{untiled}");
+    let far = r.sorted_row_sources(&[0, 2, 2, 3], &[0, 7, 1]).unwrap_err();
+    assert!(far.to_string().contains("gathered id"), "{far}");
+    assert!(r.sorted_row_sources(&[], &[]).is_err());
+}

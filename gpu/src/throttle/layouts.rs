@@ -10,7 +10,9 @@
 //! - **remapped sorted**: the same in Algorithm 5's numbering: task `i`'s
 //!   range is original task `task_perm[i]`'s (a copy of every task's
 //!   range), and the index array's values renamed through the gathered
-//!   elements' inverse permutation (a gather through it);
+//!   elements' inverse permutation (a gather through it); for `org_r`'s
+//!   single launch alone, each task's fine tasks sorted by their new
+//!   gathered element instead of by partition (`remapped_rows_sorted`);
 //! - **cover**: a cover of the partitions laid out launch by launch
 //!   ([`CoverLayout`]), one range array per launch: CF's part-major layout
 //!   (every partition alone) and SJ's chosen nodes; the queue schedules run
@@ -223,12 +225,113 @@ impl Builder<'_> {
         index: usize,
         gathered_len: usize,
     ) -> Result<DeviceLayout> {
+        let remapping = self.remapping_of(detail, gathered_len)?;
+        let (new_ptr, src) = self.remapped_ranges(detail, remapping)?;
+        let (dst_d, src_d) = (self.upload_u32(&new_ptr)?, self.upload_u32(&src)?);
+        let n = self.n_tasks;
+        let m = new_ptr[n] as usize;
+        let mut fine = Vec::with_capacity(sorted.fine.len());
+        for (i, s) in &sorted.fine {
+            let out = ErasedVec::zeros(self.device, s.ty(), s.len())?;
+            self.kernels.copy_ranges(
+                self.dev,
+                s.ty().size(),
+                out.device_ptr()?,
+                out.len() as u64,
+                s.device_ptr()?,
+                s.len() as u64,
+                dst_d.device_ptr(self.dev),
+                src_d.device_ptr(self.dev),
+                n as u64,
+            )?;
+            self.copy_tail(&out, s, m)?;
+            fine.push((*i, out));
+        }
+        self.finish_remapped(fine, &new_ptr, remapping, index, gathered_len)
+    }
+
+    /// The remapped matrix with every row sorted by its new column, from
+    /// the `original` fine arrays (one gather each through
+    /// [`Remapping::sorted_row_sources`], computed on the host from the
+    /// index array read back): the layout of a single launch over all
+    /// tasks (`org_r`), which reads the gathered array in one sweep per row,
+    /// as a library kernel over the remapped matrix does. Cache-fit
+    /// launches need each partition's share of a row together instead
+    /// ([`remapped`](Self::remapped)). `None` where the index array is not
+    /// of a 4-byte type.
+    pub fn remapped_rows_sorted(
+        &self,
+        original: &[(usize, &ErasedVec)],
+        detail: &PlanDetail,
+        index: usize,
+        gathered_len: usize,
+    ) -> Result<Option<DeviceLayout>> {
+        let remapping = self.remapping_of(detail, gathered_len)?;
+        let Some(&(_, idx)) = original.iter().find(|(i, _)| *i == index) else {
+            return Ok(None);
+        };
+        if idx.ty().size() != 4 {
+            return Ok(None);
+        }
+        let (new_ptr, _) = self.remapped_ranges(detail, remapping)?;
+        let m = new_ptr[self.n_tasks] as usize;
+        let sources = {
+            warpfit_runtime::mem::check_elems::<u32>("the index array read back", idx.len())?;
+            let mut cols = vec![0u32; idx.len()];
+            idx.copy_out(self.device, &mut Arg::output(&mut cols[..]))?;
+            cols.truncate(m.min(cols.len()));
+            remapping.sorted_row_sources(&detail.ptr, &cols)?
+        };
+        let perm = self.upload_u32(&sources)?;
+        drop(sources);
+        let mut fine = Vec::with_capacity(original.len());
+        for &(i, src) in original {
+            let out = ErasedVec::zeros(self.device, src.ty(), src.len())?;
+            self.kernels.gather(
+                self.dev,
+                src.ty().size(),
+                out.device_ptr()?,
+                src.device_ptr()?,
+                src.len() as u64,
+                perm.device_ptr(self.dev),
+                m as u64,
+            )?;
+            self.copy_tail(&out, src, m)?;
+            fine.push((i, out));
+        }
+        self.finish_remapped(fine, &new_ptr, remapping, index, gathered_len)
+            .map(Some)
+    }
+
+    /// The plan's remapping, checked against the gathered array's length.
+    fn remapping_of<'d>(
+        &self,
+        detail: &'d PlanDetail,
+        gathered_len: usize,
+    ) -> Result<&'d warpfit_runtime::partition::Remapping> {
         let (_, remapping) = detail.remapping.as_ref().ok_or_else(|| {
             Error::invalid(format!(
                 "kernel `{}`: the plan has no remapping",
                 self.kernel
             ))
         })?;
+        if remapping.gathered_inv().len() != gathered_len {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: the remapping renames {} gathered elements, the gathered array has {gathered_len}",
+                self.kernel,
+                remapping.gathered_inv().len()
+            )));
+        }
+        Ok(remapping)
+    }
+
+    /// The remapped range array, and where each new task's range starts in
+    /// the plan's order (`ptr[task_perm[i]]`).
+    fn remapped_ranges(
+        &self,
+        detail: &PlanDetail,
+        remapping: &warpfit_runtime::partition::Remapping,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
         let (ptr, perm) = (&detail.ptr, remapping.task_perm());
         let n = self.n_tasks;
         if perm.len() != n || ptr.len() != n + 1 {
@@ -247,34 +350,25 @@ impl Builder<'_> {
             let last = new_ptr[new_ptr.len() - 1];
             new_ptr.push(last + (hi - lo));
         }
-        if remapping.gathered_inv().len() != gathered_len {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: the remapping renames {} gathered elements, the gathered array has {gathered_len}",
-                self.kernel,
-                remapping.gathered_inv().len()
-            )));
-        }
-        let (dst_d, src_d) = (self.upload_u32(&new_ptr)?, self.upload_u32(&src)?);
+        Ok((new_ptr, src))
+    }
+
+    /// A remapped layout from its fine arrays in the new order: the index
+    /// array (parameter `index`) takes the gathered elements' new ids.
+    fn finish_remapped(
+        &self,
+        mut fine: Vec<(usize, ErasedVec)>,
+        new_ptr: &[u32],
+        remapping: &warpfit_runtime::partition::Remapping,
+        index: usize,
+        gathered_len: usize,
+    ) -> Result<DeviceLayout> {
         let inv = self.upload_u32(remapping.gathered_inv())?;
-        let m = new_ptr[n] as usize;
-        let mut fine = Vec::with_capacity(sorted.fine.len());
-        for (i, s) in &sorted.fine {
-            let out = ErasedVec::zeros(self.device, s.ty(), s.len())?;
-            self.kernels.copy_ranges(
-                self.dev,
-                s.ty().size(),
-                out.device_ptr()?,
-                out.len() as u64,
-                s.device_ptr()?,
-                s.len() as u64,
-                dst_d.device_ptr(self.dev),
-                src_d.device_ptr(self.dev),
-                n as u64,
-            )?;
-            self.copy_tail(&out, s, m)?;
-            let out = if *i == index {
+        let m = new_ptr[self.n_tasks] as usize;
+        for (i, out) in fine.iter_mut() {
+            if *i == index {
                 // Element ids renamed: new = gathered_inv[old].
-                let renamed = ErasedVec::zeros(self.device, s.ty(), s.len())?;
+                let renamed = ErasedVec::zeros(self.device, out.ty(), out.len())?;
                 self.kernels.gather(
                     self.dev,
                     4,
@@ -284,11 +378,8 @@ impl Builder<'_> {
                     out.device_ptr()?,
                     m as u64,
                 )?;
-                renamed
-            } else {
-                out
-            };
-            fine.push((*i, out));
+                *out = renamed;
+            }
         }
         self.kernels.check(
             self.dev,
@@ -301,7 +392,7 @@ impl Builder<'_> {
             space: Space::Remapped,
             ptrs: vec![ErasedVec::upload_u32_as(
                 self.device,
-                &new_ptr,
+                new_ptr,
                 self.range_ty,
             )?],
             fine,

@@ -21,7 +21,10 @@
 //! - `org`: one launch over the arrays as given;
 //! - `org_r`: one launch over the plan remapped by Algorithm 5 (tasks and
 //!   gathered elements renumbered so that each partition's data are packed,
-//!   each task's fine tasks in partition order); per-launch arrays are
+//!   or by levels; each task's fine tasks sorted by their new gathered
+//!   element, as a library kernel reads the remapped matrix, unless the
+//!   cache-fit schedules run remapped too, `ThrottleOptions::remap`, which
+//!   keeps them in partition order); per-launch arrays are
 //!   permuted in and out on the device, by gathers (a source larger than
 //!   half the cache goes through two gathers over cache-sized blocks of it
 //!   when that times faster on the device: `layout::DeviceGather::fastest`);
@@ -1254,20 +1257,38 @@ impl Throttled {
                     b.sorted(&self.original_fine()?, &d.plan, &d.ptr)?
                 }
                 Space::Remapped => {
-                    let sorted = match &self.layouts.sorted {
-                        Some(s) => s.clone(),
-                        None => {
-                            let d = self.detail()?;
-                            Arc::new(b.sorted(&self.original_fine()?, &d.plan, &d.ptr)?)
-                        }
-                    };
                     let index = self.roles.index.ok_or_else(|| {
                         Error::invalid(format!(
                             "kernel `{}`: cannot be remapped: {}",
                             self.spec.name, self.roles.remap_refused
                         ))
                     })?;
-                    b.remapped(&sorted, self.detail()?, index, self.gathered_len)?
+                    // Only `org_r` runs remapped unless the cache-fit
+                    // schedules do too (`ThrottleOptions::remap`), and its
+                    // single launch needs no partition's share of a row
+                    // together: rows sorted by their new column.
+                    let rows_sorted = match self.options.remap {
+                        true => None,
+                        false => b.remapped_rows_sorted(
+                            &self.original_fine()?,
+                            self.detail()?,
+                            index,
+                            self.gathered_len,
+                        )?,
+                    };
+                    match rows_sorted {
+                        Some(l) => l,
+                        None => {
+                            let sorted = match &self.layouts.sorted {
+                                Some(s) => s.clone(),
+                                None => {
+                                    let d = self.detail()?;
+                                    Arc::new(b.sorted(&self.original_fine()?, &d.plan, &d.ptr)?)
+                                }
+                            };
+                            b.remapped(&sorted, self.detail()?, index, self.gathered_len)?
+                        }
+                    }
                 }
             };
             self.narrow_index(&b, &mut built)?;

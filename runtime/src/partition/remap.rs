@@ -342,6 +342,72 @@ impl Remapping {
         Csr::new(csr.nrows(), csr.ncols(), row_ptr, col_idx, values)
     }
 
+    /// Where each fine task of the remapped matrix with every row sorted by
+    /// its new column (`apply_csr` then sorting each row, the layout a
+    /// library kernel reads) comes from: `out[q]` is the original fine-task
+    /// id at position `q`. `ptr` is the original range array (tasks tiling
+    /// the fine tasks from 0) and `gathered[k]` the element fine task `k`
+    /// gathers (a column). Equal columns keep their original order.
+    ///
+    /// A single launch over all tasks reads `x` in the order of the new
+    /// columns then, one sweep per row; cache-fit schedules instead keep each
+    /// partition's share of a row together.
+    ///
+    /// # Errors
+    /// `ptr` or `gathered` does not fit the remapping (lengths, a decreasing
+    /// `ptr`, a gathered id out of range), or the order exceeds the memory
+    /// limit.
+    pub fn sorted_row_sources(&self, ptr: &[u32], gathered: &[u32]) -> Result<Vec<u32>> {
+        use rayon::prelude::*;
+        let n = self.task_perm.len();
+        self.check("range array", n + 1, ptr.len())?;
+        let m = gathered.len();
+        if ptr[0] != 0 || ptr[n] as usize != m || ptr.windows(2).any(|w| w[0] > w[1]) {
+            return Err(Error::invalid(format!(
+                "remapping: the range array does not tile the {m} gathered ids from 0"
+            )));
+        }
+        if let Some(&g) = gathered
+            .par_iter()
+            .find_any(|&&g| g as usize >= self.gathered_inv.len())
+        {
+            return Err(Error::out_of_range(
+                "remapping: gathered id",
+                g,
+                self.gathered_inv.len(),
+            ));
+        }
+        crate::mem::check_elems::<u32>("the remapped rows' sorted order", m)?;
+        // New tasks in blocks of about 64K fine tasks, each sorted into its
+        // own piece of the output, in order.
+        const BLOCK_FINE: usize = 1 << 16;
+        let mut blocks = vec![0usize];
+        let mut fine = 0usize;
+        for (i, &old) in self.task_perm.iter().enumerate() {
+            fine += (ptr[old as usize + 1] - ptr[old as usize]) as usize;
+            if fine >= BLOCK_FINE {
+                blocks.push(i + 1);
+                fine = 0;
+            }
+        }
+        if *blocks.last().unwrap_or(&0) != n {
+            blocks.push(n);
+        }
+        let key = |k: u32| (self.gathered_inv[gathered[k as usize] as usize], k);
+        Ok(blocks
+            .par_windows(2)
+            .flat_map_iter(|w| {
+                let mut out = Vec::new();
+                for &old in &self.task_perm[w[0]..w[1]] {
+                    let at = out.len();
+                    out.extend(ptr[old as usize]..ptr[old as usize + 1]);
+                    out[at..].sort_unstable_by_key(|&k| key(k));
+                }
+                out
+            })
+            .collect())
+    }
+
     /// A gathered vector (`x`) in the new column order.
     pub fn gathered_to_new<T: Copy>(&self, x: &[T]) -> Result<Vec<T>> {
         self.check("gathered vector", self.gathered_perm.len(), x.len())?;

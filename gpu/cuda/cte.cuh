@@ -178,28 +178,29 @@ struct Cte {
         Partial<acc_t> own;
         int ended = 0;           // non-empty items that ended before the round
         unsigned settled = 0u;   // by rank: items whose fold is settled
-        acc_t carry = acc_t(0);  // carried rounds: this lane's share of their owner's fold
-        bool carrying = false;   // warp-uniform: `carry` holds at least one round
         for (Off base = 0; base < total; base += WARP) {
             Round<K> r = map_round<K, Off>(p, sh, excl, size, total, base, lead, ended, f, settled);
-            if (carries<K>::value) {
+            if (carries<K>::value && r.ends == 0u && base >= lead) {
                 // A round in which no item ends (past the leading lanes)
-                // belongs whole to one item: each lane folds its value onto
-                // its own carry instead of scanning. The next round with an
-                // end (there is one: the last item ends in the last round)
-                // starts with the same item's run, so the carries' total
-                // joins the scan through lane 0.
-                if (r.ends == 0u && base >= lead) {
-                    carry = carrying ? K::reduce(carry, r.v, f) : r.v;
-                    carrying = true;
-                    continue;
-                }
-                if (carrying) {
-                    const acc_t t = lane0_total<K>(carry, f);
-                    if (lane_id() == 0) {
-                        r.v = K::reduce(t, r.v, f);
+                // belongs whole to one item: each lane folds its value, and
+                // those of the following such rounds, onto a carry of its
+                // own instead of scanning. The next round with an end (there
+                // is one: the last item ends in the last round) starts with
+                // the same item's run, so the carries' total joins the scan
+                // through lane 0. The carry lives in this inner walk only,
+                // not across the scan.
+                acc_t carry = r.v;
+                for (;;) {
+                    base += WARP;
+                    r = map_round<K, Off>(p, sh, excl, size, total, base, lead, ended, f);
+                    if (r.ends != 0u) {
+                        break;
                     }
-                    carrying = false;
+                    carry = K::reduce(carry, r.v, f);
+                }
+                const acc_t t = lane0_total<K>(carry, f);
+                if (lane_id() == 0) {
+                    r.v = K::reduce(t, r.v, f);
                 }
             }
             reduce_round<K, Off>(r, excl, size, base, own, f);

@@ -27,8 +27,8 @@
 //      operators, min/max), a round in which no item ends belongs whole to
 //      one item and needs no scan: each lane folds its value onto a carry
 //      of its own, and the carries join that item's run (one shuffle tree)
-//      in the next round that has an end. On RMAT, about 70% of rounds lie
-//      inside one row.
+//      in the next round that has an end. A long item then costs a map and
+//      one fold per round (BENCHMARKS.md, "Rounds inside one row").
 //
 // A short-circuiting fold (`(lo..hi).any(..)`, `.all(..)`) skips the fine
 // tasks of items already settled and ends the walk once every item is

@@ -119,24 +119,8 @@ impl Builder<'_> {
         plan: &CacheFitPlan,
         ptr: &[u32],
     ) -> Result<DeviceLayout> {
-        let m = plan.n_fine();
         let perm = self.upload_u32(plan.fine_perm())?;
-        let mut fine = Vec::with_capacity(original.len());
-        for &(i, src) in original {
-            let out = ErasedVec::zeros(self.device, src.ty(), src.len())?;
-            self.kernels.gather(
-                self.dev,
-                src.ty().size(),
-                out.device_ptr()?,
-                src.device_ptr()?,
-                src.len() as u64,
-                perm.device_ptr(self.dev),
-                m as u64,
-            )?;
-            // Past the fine tasks (never read by the ranges), the original.
-            self.copy_tail(&out, src, m)?;
-            fine.push((i, out));
-        }
+        let fine = self.gathered_fine(original, &perm, plan.n_fine())?;
         self.kernels.check(
             self.dev,
             &format!("kernel `{}`: the plan's order", self.kernel),
@@ -149,6 +133,68 @@ impl Builder<'_> {
             cover: None,
             delta: None,
         })
+    }
+
+    /// Each of `sorted`'s fine arrays with the task ranges of `ranges`
+    /// copied to their new places (per pair: new starts, then old starts,
+    /// one per task; gpu/cuda/layout.cuh); past the `m` fine tasks the
+    /// original. Enqueued only: `ranges` must live until the caller's check
+    /// has waited for the copies.
+    fn copied_fine(
+        &self,
+        sorted: &DeviceLayout,
+        ranges: &[(DeviceBuffer<u32>, DeviceBuffer<u32>)],
+        m: usize,
+    ) -> Result<Vec<(usize, ErasedVec)>> {
+        let n = self.n_tasks;
+        let mut fine = Vec::with_capacity(sorted.fine.len());
+        for (i, s) in &sorted.fine {
+            let out = ErasedVec::zeros(self.device, s.ty(), s.len())?;
+            for (dst, src) in ranges {
+                self.kernels.copy_ranges(
+                    self.dev,
+                    s.ty().size(),
+                    out.device_ptr()?,
+                    out.len() as u64,
+                    s.device_ptr()?,
+                    s.len() as u64,
+                    dst.device_ptr(self.dev),
+                    src.device_ptr(self.dev),
+                    n as u64,
+                )?;
+            }
+            self.copy_tail(&out, s, m)?;
+            fine.push((*i, out));
+        }
+        Ok(fine)
+    }
+
+    /// Each of the `original` fine arrays gathered through `perm`
+    /// (`out[q] = src[perm[q]]` for the `m` fine tasks; past them, never
+    /// read by the ranges, the original). Enqueued only: `perm` must live
+    /// until the caller's check has waited for the gathers.
+    fn gathered_fine(
+        &self,
+        original: &[(usize, &ErasedVec)],
+        perm: &DeviceBuffer<u32>,
+        m: usize,
+    ) -> Result<Vec<(usize, ErasedVec)>> {
+        let mut fine = Vec::with_capacity(original.len());
+        for &(i, src) in original {
+            let out = ErasedVec::zeros(self.device, src.ty(), src.len())?;
+            self.kernels.gather(
+                self.dev,
+                src.ty().size(),
+                out.device_ptr()?,
+                src.device_ptr()?,
+                src.len() as u64,
+                perm.device_ptr(self.dev),
+                m as u64,
+            )?;
+            self.copy_tail(&out, src, m)?;
+            fine.push((i, out));
+        }
+        Ok(fine)
     }
 
     /// Adds to `layout` its index array (parameter `index`, `u32`) as
@@ -227,27 +273,12 @@ impl Builder<'_> {
     ) -> Result<DeviceLayout> {
         let remapping = self.remapping_of(detail, gathered_len)?;
         let (new_ptr, src) = self.remapped_ranges(detail, remapping)?;
-        let (dst_d, src_d) = (self.upload_u32(&new_ptr)?, self.upload_u32(&src)?);
-        let n = self.n_tasks;
-        let m = new_ptr[n] as usize;
-        let mut fine = Vec::with_capacity(sorted.fine.len());
-        for (i, s) in &sorted.fine {
-            let out = ErasedVec::zeros(self.device, s.ty(), s.len())?;
-            self.kernels.copy_ranges(
-                self.dev,
-                s.ty().size(),
-                out.device_ptr()?,
-                out.len() as u64,
-                s.device_ptr()?,
-                s.len() as u64,
-                dst_d.device_ptr(self.dev),
-                src_d.device_ptr(self.dev),
-                n as u64,
-            )?;
-            self.copy_tail(&out, s, m)?;
-            fine.push((*i, out));
-        }
-        self.finish_remapped(fine, &new_ptr, remapping, index, gathered_len)
+        let ranges = [(self.upload_u32(&new_ptr)?, self.upload_u32(&src)?)];
+        let m = new_ptr[self.n_tasks] as usize;
+        let fine = self.copied_fine(sorted, &ranges, m)?;
+        let layout = self.finish_remapped(fine, &new_ptr, remapping, index, gathered_len)?;
+        drop(ranges); // after the check in `finish_remapped` waited for the copies
+        Ok(layout)
     }
 
     /// The remapped matrix with every row sorted by its new column, from
@@ -284,23 +315,10 @@ impl Builder<'_> {
         };
         let perm = self.upload_u32(&sources)?;
         drop(sources);
-        let mut fine = Vec::with_capacity(original.len());
-        for &(i, src) in original {
-            let out = ErasedVec::zeros(self.device, src.ty(), src.len())?;
-            self.kernels.gather(
-                self.dev,
-                src.ty().size(),
-                out.device_ptr()?,
-                src.device_ptr()?,
-                src.len() as u64,
-                perm.device_ptr(self.dev),
-                m as u64,
-            )?;
-            self.copy_tail(&out, src, m)?;
-            fine.push((i, out));
-        }
-        self.finish_remapped(fine, &new_ptr, remapping, index, gathered_len)
-            .map(Some)
+        let fine = self.gathered_fine(original, &perm, m)?;
+        let layout = self.finish_remapped(fine, &new_ptr, remapping, index, gathered_len)?;
+        drop(perm); // after the check in `finish_remapped` waited for the gathers
+        Ok(Some(layout))
     }
 
     /// The plan's remapping, checked against the gathered array's length.
@@ -410,8 +428,6 @@ impl Builder<'_> {
         launches: &[Range<usize>],
     ) -> Result<DeviceLayout> {
         let host = CoverLayout::new(plan, launches)?;
-        let n = self.n_tasks;
-        let mut fine = Vec::with_capacity(sorted.fine.len());
         let mut ptrs = Vec::with_capacity(host.len());
         let mut staged = Vec::with_capacity(host.len());
         for j in 0..host.len() {
@@ -422,25 +438,7 @@ impl Builder<'_> {
                 self.range_ty,
             )?);
         }
-        let m = plan.n_fine();
-        for (i, s) in &sorted.fine {
-            let out = ErasedVec::zeros(self.device, s.ty(), s.len())?;
-            for (dst, src) in &staged {
-                self.kernels.copy_ranges(
-                    self.dev,
-                    s.ty().size(),
-                    out.device_ptr()?,
-                    out.len() as u64,
-                    s.device_ptr()?,
-                    s.len() as u64,
-                    dst.device_ptr(self.dev),
-                    src.device_ptr(self.dev),
-                    n as u64,
-                )?;
-            }
-            self.copy_tail(&out, s, m)?;
-            fine.push((*i, out));
-        }
+        let fine = self.copied_fine(sorted, &staged, plan.n_fine())?;
         self.kernels.check(
             self.dev,
             &format!("kernel `{}`: a cover layout", self.kernel),

@@ -7,6 +7,13 @@ use warpfit_runtime::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Decomposition {
     /// Collaborative task engagement: a warp expands its 32 tasks' fine tasks together.
+    ///
+    /// A task's fold keeps its fine tasks' order but regroups it (an
+    /// associative operator gives the twin's result up to float rounding),
+    /// except where the reduce operator commutes as the macro sees it
+    /// (`+ * & | ^`, `min`/`max` of the two operands; `docs/codegen.md`):
+    /// rounds of 32 fine tasks that lie inside one task then fold lane by
+    /// lane, without a scan.
     #[default]
     Cte,
     /// One task per thread (1D).

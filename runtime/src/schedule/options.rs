@@ -29,7 +29,10 @@ pub enum ThrottlePolicy {
     /// The unthrottled launch: every task whole, in task order.
     Org,
     /// The original schedule (one launch) on remapped data with fine tasks
-    /// reordered: what data layout alone gives.
+    /// reordered: what data layout alone gives. On the GPU each task's fine
+    /// tasks are sorted by their new gathered element, as a library kernel
+    /// reads the remapped matrix (by partition where `remap` puts the
+    /// cache-fit schedules in the same numbering).
     OrgR,
     /// Cache-fit: one launch per partition, in partition order (strict
     /// barriers between partitions).

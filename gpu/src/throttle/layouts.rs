@@ -272,7 +272,13 @@ impl Builder<'_> {
         gathered_len: usize,
     ) -> Result<DeviceLayout> {
         let remapping = self.remapping_of(detail, gathered_len)?;
-        let (new_ptr, src) = self.remapped_ranges(detail, remapping)?;
+        let new_ptr = self.remapped_ptr(detail, remapping)?;
+        // Where each new task's range starts in the plan's order.
+        let src: Vec<u32> = remapping
+            .task_perm()
+            .iter()
+            .map(|&old| detail.ptr[old as usize])
+            .collect();
         let ranges = [(self.upload_u32(&new_ptr)?, self.upload_u32(&src)?)];
         let m = new_ptr[self.n_tasks] as usize;
         let fine = self.copied_fine(sorted, &ranges, m)?;
@@ -304,7 +310,7 @@ impl Builder<'_> {
         if idx.ty().size() != 4 {
             return Ok(None);
         }
-        let (new_ptr, _) = self.remapped_ranges(detail, remapping)?;
+        let new_ptr = self.remapped_ptr(detail, remapping)?;
         let m = new_ptr[self.n_tasks] as usize;
         let sources = {
             warpfit_runtime::mem::check_elems::<u32>("the index array read back", idx.len())?;
@@ -343,13 +349,13 @@ impl Builder<'_> {
         Ok(remapping)
     }
 
-    /// The remapped range array, and where each new task's range starts in
-    /// the plan's order (`ptr[task_perm[i]]`).
-    fn remapped_ranges(
+    /// The remapped range array: new task `i` is the plan's task
+    /// `task_perm[i]`, its range as long as that task's.
+    fn remapped_ptr(
         &self,
         detail: &PlanDetail,
         remapping: &warpfit_runtime::partition::Remapping,
-    ) -> Result<(Vec<u32>, Vec<u32>)> {
+    ) -> Result<Vec<u32>> {
         let (ptr, perm) = (&detail.ptr, remapping.task_perm());
         let n = self.n_tasks;
         if perm.len() != n || ptr.len() != n + 1 {
@@ -360,15 +366,12 @@ impl Builder<'_> {
         }
         let mut new_ptr = Vec::with_capacity(n + 1);
         new_ptr.push(0u32);
-        let mut src = Vec::with_capacity(n);
         for &old in perm {
             let old = old as usize;
-            let (lo, hi) = (ptr[old], ptr[old + 1]);
-            src.push(lo);
             let last = new_ptr[new_ptr.len() - 1];
-            new_ptr.push(last + (hi - lo));
+            new_ptr.push(last + (ptr[old + 1] - ptr[old]));
         }
-        Ok((new_ptr, src))
+        Ok(new_ptr)
     }
 
     /// A remapped layout from its fine arrays in the new order: the index

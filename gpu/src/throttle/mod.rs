@@ -1267,14 +1267,15 @@ impl Throttled {
                     // schedules do too (`ThrottleOptions::remap`), and its
                     // single launch needs no partition's share of a row
                     // together: rows sorted by their new column.
-                    let rows_sorted = match self.options.remap {
-                        true => None,
-                        false => b.remapped_rows_sorted(
+                    let rows_sorted = if self.options.remap {
+                        None
+                    } else {
+                        b.remapped_rows_sorted(
                             &self.original_fine()?,
                             self.detail()?,
                             index,
                             self.gathered_len,
-                        )?,
+                        )?
                     };
                     match rows_sorted {
                         Some(l) => l,

@@ -243,10 +243,10 @@ pub fn long_offset_rows(n: usize) -> (Vec<u32>, Vec<u32>) {
     (ptr, val)
 }
 
-/// Row pointers of `n` rows of lengths `len(r)`, except that each group of
-/// 32 rows begins empty if it is the fourth group's (`w % 4 == 1`) and ends
-/// with a row padded so that the next group's first non-empty row starts
-/// at the group's number modulo 32 (`offset_rows`).
+/// Row pointers of `n` rows of lengths `len(r)`, in groups of 32, except
+/// that every fourth group (`w % 4 == 1`) begins with an empty row, and
+/// each group ends with a row padded so that the next group's first
+/// non-empty row starts at that group's number modulo 32 (`offset_rows`).
 fn offset_ptr(n: usize, len: impl Fn(usize) -> u32) -> Vec<u32> {
     let mut ptr = vec![0u32];
     for r in 0..n {

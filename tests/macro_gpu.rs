@@ -131,8 +131,15 @@ fn whole_and_listed_give(
 
 /// CTE at every split with the serial fallback off, so that every warp
 /// expands.
-fn expanding_configs() -> [LaunchConfig; 4] {
-    [Split::Auto, Split::Never, Split::Budget(96), Split::Max(48)].map(|split| LaunchConfig {
+fn expanding_configs() -> [LaunchConfig; 5] {
+    [
+        Split::Auto,
+        Split::Never,
+        Split::Budget(96),
+        Split::Queued(96),
+        Split::Max(48),
+    ]
+    .map(|split| LaunchConfig {
         decomposition: Decomposition::Cte,
         split,
         cte_serial_max: 0,
@@ -1071,11 +1078,21 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
         } else {
             assert!(serial.is_empty(), "{p}: {r:?}");
         }
-        let fastest = timed
+        let unqueued = timed
             .iter()
             .chain(&serial)
             .map(|t| t.1)
             .fold(f64::INFINITY, f64::min);
+        // Then the fastest once more with its groups from a queue.
+        let queue: Vec<(f64, f64)> = r
+            .queue_profile
+            .iter()
+            .filter(|q| q.0 == p)
+            .map(|q| (q.1, q.2))
+            .collect();
+        assert_eq!(queue.len(), 1, "{p}: {r:?}");
+        assert_eq!(queue[0].0, unqueued, "{p}: {r:?}");
+        let fastest = unqueued.min(queue[0].1);
         let kept: Vec<f64> = r.profile.iter().filter(|q| q.0 == p).map(|q| q.1).collect();
         assert_eq!(
             kept,
@@ -1096,8 +1113,11 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
     // The serial bound is timed at the fastest budget: that budget stays.
     let kept = min_of(&r.budget_profile).filter(|&b| b != 512);
     assert_eq!(r.warp_budget, kept, "{r:?}");
+    let queued = r.queue_profile.iter().any(|q| q.0 == r.chosen && q.2 < q.1);
+    assert_eq!(r.queued, queued, "{r:?}");
     launches_stay_exact(&mut t, &dev, &x, &want);
     assert_eq!(t.report().warp_budget, kept, "prepared again");
+    assert_eq!(t.report().queued, queued, "prepared again");
     assert_eq!(t.report().chosen, r.chosen);
 }
 

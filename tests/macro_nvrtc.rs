@@ -428,6 +428,7 @@ fn push_kernels_compile_with_nvrtc() {
         "wf_sub8_frontier",
         "wf_cte_frontier",
         "wf_cte_list",
+        "wf_cte_queue",
         "wf_merge",
         "wf_donated",
     ];

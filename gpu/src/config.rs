@@ -91,6 +91,14 @@ pub enum Split {
     /// many fine tasks in all (and at most 32 of them): tasks that fit run
     /// whole wherever they fall, so only the longest need a merge.
     Budget(u32),
+    /// [`Split::Budget`]'s groups, run by a persistent grid whose warps
+    /// take them from a device queue in order, several groups (about 8K
+    /// fine tasks) per dequeue: no warp slot waits for the slowest warp of
+    /// its block. Faster on some large memory-bound launches (RMAT
+    /// renumbered by levels at a budget of 2048), slower on others (RMAT
+    /// in its generated order at 512): the throttled handle's `auto` times
+    /// it; [`Split::Auto`] never picks it.
+    Queued(u32),
 }
 
 /// Options of one launch.

@@ -59,6 +59,53 @@ pub struct Prepared {
     _frontier: Option<(DeviceBuffer<u32>, DeviceBuffer<u64>)>,
 }
 
+/// The launches of `plan`, each over `base` with its step's item count.
+/// With `queue` (the queue head and the groups per dequeue), the first step
+/// (the task-list kernel) runs the queue entry point of `decomposition` as
+/// a persistent grid: as many blocks as can be resident, each warp taking
+/// `chunk` groups at a time in list order until the queue is empty.
+fn plan_steps(
+    dev: &CudaDevice,
+    module: &Module,
+    plan: &plan::LaunchPlan,
+    decomposition: crate::config::Decomposition,
+    queue: Option<(&DeviceBuffer<u32>, u32)>,
+    base: LaunchArgs,
+) -> Result<Vec<Launch>> {
+    let base = match queue {
+        Some((head, chunk)) => LaunchArgs {
+            queue: head.device_ptr(dev),
+            queue_chunk: chunk.max(1),
+            ..base
+        },
+        None => base,
+    };
+    let resident_blocks = (dev.resident_warps() / u64::from(BLOCK / abi::WARP)).max(1);
+    plan.steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let (entry, blocks) = match (i, queue) {
+                (0, Some(_)) => (
+                    abi::entry_point(decomposition, abi::TaskSource::Queue)?,
+                    s.blocks.min(resident_blocks as u32).max(1),
+                ),
+                _ => (s.entry, s.blocks),
+            };
+            Ok(Launch {
+                entry,
+                function: module.function(entry)?.clone(),
+                blocks,
+                dependent: s.dependent,
+                args: LaunchArgs {
+                    n_items: s.items,
+                    ..base
+                },
+            })
+        })
+        .collect()
+}
+
 impl Prepared {
     /// Compiles (or fetches) the module, makes the arguments resident and,
     /// for a CTE launch over all tasks whose split depends on the tasks'
@@ -185,6 +232,16 @@ impl Prepared {
             }
         };
         let plan = plan::plan_launches(decomposition, items, dev.arch())?;
+        // Packed warps of a launch that is not small dequeue their groups
+        // (`plan::PACKED_QUEUE_WORK`).
+        let queue_chunk = decision
+            .cut
+            .and_then(|c| c.queue_chunk)
+            .filter(|_| plan.packed_warps);
+        let queue = match queue_chunk {
+            Some(_) => Some(DeviceBuffer::<u32>::zeros(dev, 1)?),
+            None => None,
+        };
         let base = LaunchArgs {
             n_items: 0,
             fault: fault.device_ptr(dev),
@@ -203,22 +260,14 @@ impl Prepared {
             },
             None => base,
         };
-        let launches = plan
-            .steps
-            .iter()
-            .map(|s| {
-                Ok(Launch {
-                    entry: s.entry,
-                    function: module.function(s.entry)?.clone(),
-                    blocks: s.blocks,
-                    dependent: s.dependent,
-                    args: LaunchArgs {
-                        n_items: s.items,
-                        ..base
-                    },
-                })
-            })
-            .collect::<Result<_>>()?;
+        let launches = plan_steps(
+            dev,
+            &module,
+            &plan,
+            decomposition,
+            queue.as_ref().zip(queue_chunk),
+            base,
+        )?;
         Ok(Prepared {
             dev: dev.clone(),
             spec: *spec,
@@ -229,7 +278,7 @@ impl Prepared {
             chosen_split: decision.chosen,
             cte_serial_max: decision.cte_serial_max,
             fault,
-            queue: None,
+            queue,
             _frontier: frontier_buffers,
         })
     }
@@ -330,38 +379,17 @@ impl Prepared {
             fault: fault.device_ptr(dev),
             cte_serial_max: config.cte_serial_max,
             flags: abi::LIST_TRUSTED,
-            queue: queue.as_ref().map_or(0, |q| q.device_ptr(dev)),
-            queue_chunk: how.queue_chunk.unwrap_or(0).max(1),
             ..Default::default()
         };
         let base = tasks.launch_args(dev, plan.packed_warps, base);
-        // A persistent grid for the queue: as many blocks as can be
-        // resident, each warp looping until the queue is empty.
-        let resident_blocks = (dev.resident_warps() / u64::from(BLOCK / abi::WARP)).max(1);
-        let launches = plan
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let (entry, blocks) = match (i, how.queue_chunk) {
-                    (0, Some(_)) => (
-                        abi::entry_point(decomposition, abi::TaskSource::Queue)?,
-                        s.blocks.min(resident_blocks as u32).max(1),
-                    ),
-                    _ => (s.entry, s.blocks),
-                };
-                Ok(Launch {
-                    entry,
-                    function: module.function(entry)?.clone(),
-                    blocks,
-                    dependent: s.dependent,
-                    args: LaunchArgs {
-                        n_items: s.items,
-                        ..base
-                    },
-                })
-            })
-            .collect::<Result<_>>()?;
+        let launches = plan_steps(
+            dev,
+            &module,
+            &plan,
+            decomposition,
+            queue.as_ref().zip(how.queue_chunk),
+            base,
+        )?;
         Ok(Prepared {
             dev: dev.clone(),
             spec: *spec,

@@ -56,6 +56,22 @@ pub(crate) const PACK_ABOVE: u64 = 64;
 /// merge work), larger ones a longer tail.
 pub(crate) const PACKED_WARP_BUDGET: u32 = 512;
 
+/// Fine tasks a warp of a [`Split::Queued`] launch takes per dequeue
+/// ([`Cut::queue_chunk`]): the launch runs as a persistent grid whose
+/// warps take their groups from a device queue in list order, so that no
+/// warp slot waits for the slowest warp of its block to retire, at one
+/// atomic per this much work. One group per dequeue (2048 fine tasks at a
+/// budget of 2048) makes the queue's one counter the bottleneck; 8K, 16K
+/// and 32K run alike. Measurements: BENCHMARKS.md, "Packed warps from a
+/// queue".
+pub(crate) const PACKED_QUEUE_WORK: u32 = 8192;
+
+/// The groups a warp of a packed launch at `budget` takes per dequeue:
+/// [`PACKED_QUEUE_WORK`] fine tasks' worth, at least one group.
+pub(crate) fn packed_queue_chunk(budget: u32) -> u32 {
+    PACKED_QUEUE_WORK.div_ceil(budget.max(1)).max(1)
+}
+
 /// The wider budgets a throttled handle's `auto` also times for a single
 /// launch whose automatic split packed its warps by
 /// [`PACKED_WARP_BUDGET`] (long tasks in a large launch), keeping the
@@ -216,7 +232,9 @@ pub(crate) fn check_u32_items(n: usize) -> Result<()> {
 pub(crate) fn check_split(split: Split) -> Result<()> {
     match split {
         Split::Max(0) => Err(Error::invalid("segment length bound must be at least 1")),
-        Split::Budget(0) => Err(Error::invalid("warp work budget must be at least 1")),
+        Split::Budget(0) | Split::Queued(0) => {
+            Err(Error::invalid("warp work budget must be at least 1"))
+        }
         _ => Ok(()),
     }
 }
@@ -235,6 +253,10 @@ pub(crate) struct Cut {
     /// CTE warps take consecutive segments up to this much work
     /// ([`pack_warps`]); `None`: 32 segments each.
     pub pack_budget: Option<u32>,
+    /// Packed groups per dequeue when the warps take them from a device
+    /// queue ([`Split::Queued`], [`packed_queue_chunk`]); `None`: warp `w`
+    /// of the grid runs group `w`.
+    pub queue_chunk: Option<u32>,
 }
 
 /// What a CTE launch over all tasks does, decided from the size kernel's
@@ -280,10 +302,17 @@ pub(crate) fn choose_split(
         Split::Max(s) => Some(Cut {
             max_len: s,
             pack_budget: None,
+            queue_chunk: None,
         }),
         Split::Budget(b) => Some(Cut {
             max_len: b,
             pack_budget: Some(b),
+            queue_chunk: None,
+        }),
+        Split::Queued(b) => Some(Cut {
+            max_len: b,
+            pack_budget: Some(b),
+            queue_chunk: Some(packed_queue_chunk(b)),
         }),
         Split::Never | Split::Auto => None,
     };
@@ -578,6 +607,33 @@ mod tests {
     }
 
     #[test]
+    fn queued_launches_dequeue_about_8k_fine_tasks_at_a_time() {
+        assert_eq!(packed_queue_chunk(512), 16);
+        assert_eq!(packed_queue_chunk(2048), 4);
+        assert_eq!(packed_queue_chunk(3000), 3);
+        assert_eq!(packed_queue_chunk(1 << 20), 1);
+        assert_eq!(packed_queue_chunk(0), PACKED_QUEUE_WORK);
+        // Queued: packed as the same budget, dequeued 4 groups at a time.
+        let stats = stats(40_000, 264_000_000, 10, 100);
+        let d = choose_split(Split::Queued(2048), &stats, H100_WARPS, 8).unwrap();
+        let packed = choose_split(Split::Budget(2048), &stats, H100_WARPS, 8).unwrap();
+        assert_eq!(d.cut.and_then(|c| c.queue_chunk), Some(4));
+        assert_eq!(
+            d.cut.map(|c| (c.max_len, c.pack_budget)),
+            packed.cut.map(|c| (c.max_len, c.pack_budget))
+        );
+        // Neither a budget nor the automatic split dequeues.
+        assert_eq!(packed.cut.and_then(|c| c.queue_chunk), None);
+        let d = choose_split(Split::Auto, &stats, H100_WARPS, 8).unwrap();
+        assert_eq!(d.chosen, Some(Split::Budget(PACKED_WARP_BUDGET)));
+        assert_eq!(d.cut.and_then(|c| c.queue_chunk), None);
+        let e = check_split(Split::Queued(0)).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("warp work budget must be at least 1"));
+    }
+
+    #[test]
     fn choose_split_resolves_auto_and_skips_needless_cuts() {
         // RMAT-like, scattered gathers: packed by 512, serial bound kept.
         let d = choose_split(
@@ -594,7 +650,8 @@ mod tests {
             d.cut,
             Some(Cut {
                 max_len: 512,
-                pack_budget: Some(512)
+                pack_budget: Some(512),
+                queue_chunk: None
             })
         );
         // RMAT 12: small, cut into serial segments of 4 (run as threads),
@@ -624,7 +681,8 @@ mod tests {
             d.cut,
             Some(Cut {
                 max_len: 16,
-                pack_budget: None
+                pack_budget: None,
+                queue_chunk: None
             })
         );
         let d = choose_split(Split::Budget(40), &stats(3, 1000, 0, 1), H100_WARPS, 0).unwrap();
@@ -634,7 +692,8 @@ mod tests {
                 0,
                 Some(Cut {
                     max_len: 40,
-                    pack_budget: Some(40)
+                    pack_budget: Some(40),
+                    queue_chunk: None
                 })
             )
         );
@@ -863,6 +922,7 @@ mod tests {
         let serial = Cut {
             max_len: SMALL_LAUNCH_SEGMENT,
             pack_budget: None,
+            queue_chunk: None,
         };
         assert_eq!(
             list_decomposition(Decomposition::Cte, serial, 8),
@@ -877,6 +937,7 @@ mod tests {
         let packed = Cut {
             max_len: 64,
             pack_budget: Some(64),
+            queue_chunk: None,
         };
         assert_eq!(
             list_decomposition(Decomposition::Cte, packed, 64),

@@ -113,7 +113,13 @@ fn configs(a: &Csr<f32>) -> Vec<(String, LaunchConfig, Option<TaskList>)> {
     let mut out = Vec::new();
     for d in Decomposition::ALL {
         let splits: &[Split] = if d == Decomposition::Cte {
-            &[Split::Never, Split::Auto, Split::Max(8), Split::Budget(40)]
+            &[
+                Split::Never,
+                Split::Auto,
+                Split::Max(8),
+                Split::Budget(40),
+                Split::Queued(40),
+            ]
         } else {
             &[Split::Never]
         };

@@ -923,6 +923,7 @@ impl<'a> OneMatrix<'a> {
                 .chain(remap_orders_note(&r.remap_profile, r.remap_order))
                 .chain(settings_note(&r.budget_profile, r.chosen, "warp budget"))
                 .chain(settings_note(&r.serial_profile, r.chosen, "serial bound"))
+                .chain(queue_note(&r.queue_profile, r.chosen, r.queued))
                 .chain(
                     r.narrow_index
                         .then(|| "index as 16-bit offsets".to_string()),
@@ -1080,6 +1081,23 @@ fn settings_note(
                 .collect::<Vec<_>>()
                 .join(" / ");
             format!("{p} {what} {each}")
+        })
+        .collect()
+}
+
+/// `auto`'s single-launch schedules timed without and with their packed
+/// warps dequeued (`ThrottleReport::queue_profile`), the chosen one
+/// marked where it kept the queue.
+fn queue_note(
+    timed: &[(ThrottlePolicy, f64, f64)],
+    chosen: ThrottlePolicy,
+    queued: bool,
+) -> Vec<String> {
+    timed
+        .iter()
+        .map(|&(p, without, with)| {
+            let mark = if p == chosen && queued { " (kept)" } else { "" };
+            format!("{p} warps from a queue {without:.3} → {with:.3} ms{mark}")
         })
         .collect()
 }
@@ -1564,6 +1582,21 @@ mod tests {
             ),
             ["org_r serial bound 64 2.349 ms (kept) / 8 2.392 ms"]
         );
+    }
+
+    #[test]
+    fn auto_notes_the_queue_it_timed() {
+        use ThrottlePolicy::{Org, OrgR};
+        assert!(queue_note(&[], OrgR, false).is_empty());
+        let timed = [(Org, 3.5041, 3.759), (OrgR, 4.673, 4.5962)];
+        assert_eq!(
+            queue_note(&timed, OrgR, true),
+            [
+                "org warps from a queue 3.504 → 3.759 ms",
+                "org_r warps from a queue 4.673 → 4.596 ms (kept)",
+            ]
+        );
+        assert!(!queue_note(&timed, OrgR, false).concat().contains("kept"));
     }
 
     #[test]

@@ -173,6 +173,15 @@ pub struct ThrottleReport {
     /// The serial-fallback bound the chosen schedule runs under where
     /// `auto` timed more than one (`None`: not timed).
     pub serial_bound: Option<u32>,
+    /// The same single-launch schedules at their fastest budget and serial
+    /// bound, timed again with their packed warps taken from a device queue
+    /// ([`Split::Queued`](crate::Split::Queued)): the policy, its median
+    /// milliseconds per run without and with the queue. Empty where no
+    /// launch was packed by work.
+    pub queue_profile: Vec<(ThrottlePolicy, f64, f64)>,
+    /// Whether the chosen schedule's packed warps take their groups from a
+    /// device queue (`auto` found it faster).
+    pub queued: bool,
     /// Whether the chosen schedule's layout holds the gather's index array
     /// as 16-bit offsets from the task
     /// ([`ThrottleOptions::narrow_index`]; `org` reads the arrays as given).
@@ -634,6 +643,8 @@ impl Throttled {
                 warp_budget: None,
                 serial_profile: Vec::new(),
                 serial_bound: None,
+                queue_profile: Vec::new(),
+                queued: false,
                 narrow_index: false,
                 launches_before_plan: 0,
             },
@@ -1744,14 +1755,20 @@ impl Throttled {
         }
         self.restore(&snap)?;
         self.report.chosen = out.policy;
-        self.report.warp_budget = self
+        let kept = self
             .kept_configs
             .iter()
             .find(|(p, _)| *p == out.policy)
-            .and_then(|(_, c)| match c.split {
-                crate::Split::Budget(b) if b != crate::plan::PACKED_WARP_BUDGET => Some(b),
-                _ => None,
-            });
+            .map(|(_, c)| c.split);
+        self.report.warp_budget = match kept {
+            Some(crate::Split::Budget(b) | crate::Split::Queued(b))
+                if b != crate::plan::PACKED_WARP_BUDGET =>
+            {
+                Some(b)
+            }
+            _ => None,
+        };
+        self.report.queued = matches!(kept, Some(crate::Split::Queued(_)));
         self.report.serial_bound = self
             .report
             .serial_profile
@@ -1853,8 +1870,10 @@ impl Throttled {
     /// packed its warps by work, timed again under the wider budgets of
     /// `plan::budgets_to_time` over the same layout and serial bound, then,
     /// where the split raised that bound, at the fastest budget under the
-    /// configured one: the fastest with its time. Every budget timed goes
-    /// to `budget_profile`, every serial bound to `serial_profile`.
+    /// configured one, then with its groups dequeued (`Split::Queued`):
+    /// the fastest with its time. Every budget timed goes to
+    /// `budget_profile`, every serial bound to `serial_profile`, the queue
+    /// to `queue_profile`.
     fn fastest_budget(
         &mut self,
         dev: &CudaDevice,
@@ -1918,6 +1937,27 @@ impl Throttled {
             if serial_ms < best.1 {
                 best = (serial, serial_ms, Some(config));
             }
+        }
+        // The fastest configuration once more, its groups dequeued by a
+        // persistent grid (`Split::Queued`): faster where warps of a block
+        // finish far apart, slower where neighbouring warps shared lines.
+        let (budget, serial) = match best.2 {
+            Some(LaunchConfig {
+                split: crate::Split::Budget(b),
+                cte_serial_max,
+                ..
+            }) => (b, cte_serial_max),
+            _ => (crate::plan::PACKED_WARP_BUDGET, serial_max),
+        };
+        let config = LaunchConfig {
+            split: crate::Split::Queued(budget),
+            cte_serial_max: serial,
+            ..self.config
+        };
+        let (queued, queued_ms) = self.timed_like(dev, &best.0, &config, timer, snap)?;
+        self.report.queue_profile.push((policy, best.1, queued_ms));
+        if queued_ms < best.1 {
+            best = (queued, queued_ms, Some(config));
         }
         if let Some(config) = best.2 {
             self.kept_configs.retain(|(p, _)| *p != policy);

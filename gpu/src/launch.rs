@@ -232,8 +232,9 @@ impl Prepared {
             }
         };
         let plan = plan::plan_launches(decomposition, items, dev.arch())?;
-        // Packed warps of a launch that is not small dequeue their groups
-        // (`plan::PACKED_QUEUE_WORK`).
+        // A `Split::Queued` launch's packed warps dequeue their groups
+        // (`plan::PACKED_QUEUE_WORK` fine tasks at a time); the head is
+        // zeroed before each run.
         let queue_chunk = decision
             .cut
             .and_then(|c| c.queue_chunk)

@@ -579,6 +579,12 @@ impl Prepared {
         self.cte_serial_max
     }
 
+    /// The kernels a run enqueues, in order (entry-point names: the
+    /// decomposition's over its task source, then any merge).
+    pub fn entry_points(&self) -> Vec<&'static str> {
+        self.launches.iter().map(|l| l.entry).collect()
+    }
+
     /// The task list the launch runs, when it runs one (given, or built by
     /// an automatic split).
     pub fn task_list(&self) -> Option<&TaskList> {

@@ -417,6 +417,14 @@ fn a_prepared_split_launch_gives_the_same_bits_on_every_run() {
             ],
         )
         .unwrap();
+        // A queued split runs its packed groups from the device queue (the
+        // head zeroed before every run below), a budget on a static grid.
+        let first_entry = prepared.entry_points().first().copied();
+        match (cfg.split, &list) {
+            (Split::Queued(_), None) => assert_eq!(first_entry, Some("wf_cte_queue"), "{cname}"),
+            (Split::Budget(_), None) => assert_eq!(first_entry, Some("wf_cte_list"), "{cname}"),
+            _ => {}
+        }
         let mut first: Option<Vec<f32>> = None;
         for round in 0..4 {
             let mut got = vec![f32::NAN; n];

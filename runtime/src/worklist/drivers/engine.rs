@@ -2,7 +2,7 @@
 //! `k` at a time, growth after an overflow (see the module docs of
 //! [`drivers`](super)).
 
-use super::plan::{Flow, Plan, Tag};
+use super::round_plan::{Flow, Plan, Tag};
 use super::{
     DriverOptions, Kernels, ListId, Order, Outcome, Round, RoundBackend, RunReport, Start, Strategy,
 };

@@ -67,7 +67,7 @@
 
 mod cpu;
 mod engine;
-mod plan;
+mod round_plan;
 mod shape;
 
 pub use cpu::{CpuRounds, Step};

@@ -5,6 +5,26 @@
 extern crate self as warpfit;
 
 pub mod apps;
+
+/// The reference chapters of `docs/`, rendered here so that `cargo doc` shows them next to
+/// the API and so that every Rust example in them is a doctest (`cargo test --doc`), as the
+/// README's are through the crate documentation above. Modules rather than a
+/// `#[cfg(doctest)]` item: a reader finds the chapters in the rendered docs too.
+pub mod docs {
+    #[doc = include_str!("../docs/language.md")]
+    pub mod language {}
+    #[doc = include_str!("../docs/launching.md")]
+    pub mod launching {}
+    #[doc = include_str!("../docs/throttling.md")]
+    pub mod throttling {}
+    #[doc = include_str!("../docs/drivers.md")]
+    pub mod drivers {}
+    #[doc = include_str!("../docs/cli.md")]
+    pub mod cli {}
+    #[doc = include_str!("../docs/design.md")]
+    pub mod design {}
+}
+
 /// The device layer: the CUDA device, buffers, prepared launches, NVRTC
 /// compilation, the cuSPARSE baseline and the SpMV benchmark.
 pub use warpfit_gpu as gpu;

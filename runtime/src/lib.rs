@@ -1,7 +1,7 @@
 //! The part of warpfit that needs no GPU: sparse formats and Matrix Market I/O
 //! ([`sparse`]), deterministic input generators ([`gen`]), the work-graph
 //! partitioner ([`partition`]), cache-fit schedules built on its partitions
-//! ([`schedule`]), sequential reference graph algorithms ([`reference`]),
+//! ([`schedule`]), sequential reference graph algorithms ([`mod@reference`]),
 //! the memory budget every input-sized
 //! allocation is checked against ([`mem`]) and the task model plus CPU executor that every
 //! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]), and the

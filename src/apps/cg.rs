@@ -661,12 +661,11 @@ impl LevelPlan {
 }
 
 /// Rounds the device level order may take before the host makes the order
-/// instead. The device spends a round per level: 25 ms for the 770 levels
-/// of the side-256 Poisson mesh, about 30 µs a round with its work, 10 µs
-/// without; the host order costs about 20 ns an edge there (BENCHMARKS.md,
-/// "CG renumbered by levels made on the device"). So past `nnz / 512`
-/// rounds the host is likely the faster, and a few thousand rounds are
-/// always allowed: meshes and grids of any size fit them, a path does not.
+/// instead. The device spends a round per level, tens of microseconds each,
+/// the host tens of nanoseconds per edge (BENCHMARKS.md, "Tuning constants:
+/// history"). So past `nnz / 512` rounds the host is likely the faster, and
+/// a few thousand rounds are always allowed: meshes and grids of any size
+/// fit them, a path does not.
 fn device_round_budget(nnz: usize) -> usize {
     (nnz / 512).max(4096)
 }

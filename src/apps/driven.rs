@@ -159,10 +159,10 @@ pub const HYBRID_DOWN: f64 = crate::runtime::worklist::drivers::HYBRID_TO_DATA;
 /// The hybrid's switch to bottom-up rounds for bfs on CUDA: a frontier of
 /// more than 1% of the vertices, as Beamer's rule puts it for power-law
 /// graphs, whose first frontiers hold the hubs' edges (a frontier of
-/// hubs is cheaper to find bottom-up than to expand): symmetrised RMAT 22
-/// from its hub on an H100, 3.6 ms with 1% against 5.9 ms with 5%, whose
-/// second round expands the hub's 163 thousand neighbours top-down
-/// (`BENCHMARKS.md`, "Worklists and drivers (CUDA)").
+/// hubs is cheaper to find bottom-up than to expand). At 5% the second
+/// round of a BFS from a hub of symmetrised RMAT expands the hub's
+/// neighbours top-down, and the run is slower (`BENCHMARKS.md`, "Tuning
+/// constants: history").
 pub const HYBRID_UP_BFS_CUDA: f64 = 0.01;
 
 /// The hybrid's default switch to topology-driven rounds for `app` on
@@ -180,10 +180,8 @@ pub const DELTA_WEIGHTS: f64 = 4.0;
 
 /// The near-far bucket width in mean edge weights on CUDA: wider, since a
 /// round costs a few launches (about 30 µs) whatever its size, and a wider
-/// bucket runs fewer rounds for a few more relaxations. On the road graph of
-/// `BENCHMARKS.md` ("Worklists and drivers (CUDA)", mean weight 0.5): 281 ms
-/// with 4 mean weights (8701 rounds), 224 ms with 8, 191 ms with 16 (5083
-/// rounds).
+/// bucket runs fewer rounds for a few more relaxations. Measured on the road
+/// graph: `BENCHMARKS.md`, "Tuning constants: history".
 pub const DELTA_WEIGHTS_CUDA: f64 = 16.0;
 
 /// The default near-far bucket width on `device`: [`DELTA_WEIGHTS`] (CUDA:
@@ -207,7 +205,8 @@ pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
 }
 
 /// What `auto` runs for `app` on a graph of this shape on `device`: the
-/// rule, with the measurements behind it, is in the README ("Drivers").
+/// rule is in `docs/drivers.md`, the measurements behind it in
+/// `BENCHMARKS.md`.
 /// `None`: the device-resident topology-driven pulls.
 ///
 /// On CUDA a [skewed](GraphShape::skewed) graph runs bfs as the
@@ -260,7 +259,9 @@ pub struct DriveOptions {
     /// Deduplicating worklists (default true).
     pub dedup: bool,
     /// Work donation in CUDA frontier rounds on a skewed graph (default
-    /// true): see [`donation`].
+    /// true): on a [skewed](GraphShape::skewed) graph whose longest row
+    /// exceeds [`DONATE_MIN`], long frontier items are spread over a wave of
+    /// warps ([`CudaRounds::donate`]).
     pub donate: bool,
 }
 

@@ -100,7 +100,7 @@ pub struct PageRankOptions {
     pub damping: f32,
     /// Number of pull iterations (fixed, no convergence test).
     pub iterations: usize,
-    /// Cache-fit throttling of the pull ([`pagerank_pull_resident`]'s
+    /// Cache-fit throttling of the pull ([`fn@pagerank_pull_resident`]'s
     /// throttled handle, planned on a CPU thread while the first iterations
     /// run unthrottled); `None`: unthrottled.
     pub throttle: Option<ThrottleOptions>,
@@ -154,7 +154,7 @@ pub fn pagerank_observed(
 
 /// [`pagerank_observed`], also saying what throttling did when
 /// [`PageRankOptions::throttle`] asks for it: the pull runs through
-/// [`pagerank_pull_resident`]'s throttled handle, built pipelined (the
+/// [`fn@pagerank_pull_resident`]'s throttled handle, built pipelined (the
 /// first iterations run unthrottled while a CPU thread plans), each
 /// iteration enqueued without waiting. The ranks are in the caller's vertex
 /// order under every policy; they equal the unthrottled run's up to the
@@ -441,7 +441,7 @@ pub fn bfs(
 }
 
 /// [`bfs`], calling `on_step(k)` after step `k` (from 1); also returns the
-/// set-up and step times. A step is [`bfs_pull`] and a count of the changed
+/// set-up and step times. A step is [`fn@bfs_pull`] and a count of the changed
 /// levels, the one number downloaded.
 pub fn bfs_observed(
     device: &Device,

@@ -16,7 +16,7 @@ pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y:
         .fold(0.0, |a, b| a + b);
 }
 
-/// `y += A·x`: [`spmv`] adding onto `y`, for a matrix run as slices (the
+/// `y += A·x`: [`fn@spmv`] adding onto `y`, for a matrix run as slices (the
 /// cache-fit partitions of `warpfit bench spmv`'s `cte:cf-slices`).
 #[nested_reduce]
 pub fn spmv_add(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
@@ -82,7 +82,7 @@ pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], depth: i32, n
 // previous one, and the updates read their coefficients from there, so that
 // an iteration downloads nothing but `dots`.
 
-/// `y = A·x` in f64 (the f32 solver uses [`spmv`]).
+/// `y = A·x` in f64 (the f32 solver uses [`fn@spmv`]).
 #[nested_reduce]
 #[throttled(partitioner = columns)]
 pub fn spmv_f64(row: usize, row_ptr: &[u32], col: &[u32], val: &[f64], x: &[f64], y: &mut [f64]) {
@@ -101,7 +101,7 @@ pub fn dot_f32(t: usize, n: u32, x: &[f32], y: &[f32], out: &mut [f32]) {
     out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
 }
 
-/// [`dot_f32`] in f64.
+/// [`fn@dot_f32`] in f64.
 #[nested_reduce]
 pub fn dot_f64(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
     out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
@@ -133,7 +133,7 @@ pub fn cg_step_f32(
     }
 }
 
-/// [`cg_step_f32`] in f64.
+/// [`fn@cg_step_f32`] in f64.
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]
 pub fn cg_step_f64(
@@ -153,7 +153,7 @@ pub fn cg_step_f64(
     }
 }
 
-/// [`cg_step_f32`] with the Jacobi preconditioner applied to the new
+/// [`fn@cg_step_f32`] with the Jacobi preconditioner applied to the new
 /// residual: `z = r / diag(A)` (`inv_diag` holds `1 / a(i, i)`); `rᵀr` is
 /// `prev[2]`.
 #[nested_reduce]
@@ -179,7 +179,7 @@ pub fn cg_step_jacobi_f32(
     }
 }
 
-/// [`cg_step_jacobi_f32`] in f64.
+/// [`fn@cg_step_jacobi_f32`] in f64.
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]
 pub fn cg_step_jacobi_f64(
@@ -211,7 +211,7 @@ pub fn cg_direction_f32(i: usize, prev: &[f32], cur: &[f32], z: &[f32], p: &mut 
     p[i] = z[i] + beta * p[i];
 }
 
-/// [`cg_direction_f32`] in f64.
+/// [`fn@cg_direction_f32`] in f64.
 #[nested_reduce]
 pub fn cg_direction_f64(i: usize, prev: &[f64], cur: &[f64], z: &[f64], p: &mut [f64]) {
     let beta = cur[1] / prev[1];
@@ -226,7 +226,7 @@ pub fn cg_publish_f32(t: usize, base: u32, cur: &[f32], hist: &mut [f32]) {
     hist[t] = cur[t - base as usize];
 }
 
-/// [`cg_publish_f32`] in f64.
+/// [`fn@cg_publish_f32`] in f64.
 #[nested_reduce]
 pub fn cg_publish_f64(t: usize, base: u32, cur: &[f64], hist: &mut [f64]) {
     hist[t] = cur[t - base as usize];
@@ -241,7 +241,7 @@ pub fn permute_f32(i: usize, perm: &[u32], src: &[f32], out: &mut [f32]) {
     out[i] = src[perm[i] as usize];
 }
 
-/// [`permute_f32`] in f64.
+/// [`fn@permute_f32`] in f64.
 #[nested_reduce]
 pub fn permute_f64(i: usize, perm: &[u32], src: &[f64], out: &mut [f64]) {
     out[i] = src[perm[i] as usize];
@@ -253,7 +253,7 @@ pub fn copy_f32(i: usize, src: &[f32], out: &mut [f32]) {
     out[i] = src[i];
 }
 
-/// [`copy_f32`] in f64.
+/// [`fn@copy_f32`] in f64.
 #[nested_reduce]
 pub fn copy_f64(i: usize, src: &[f64], out: &mut [f64]) {
     out[i] = src[i];
@@ -263,7 +263,7 @@ pub fn copy_f64(i: usize, src: &[f64], out: &mut [f64]) {
 // Graph apps on device-resident arrays.
 
 /// PageRank's per-vertex share: `contrib[u] = rank[u] / outdeg[u]`, 0 for a
-/// dangling vertex (no out-edge; its rank is spread by [`dangling_rank`]).
+/// dangling vertex (no out-edge; its rank is spread by [`fn@dangling_rank`]).
 #[nested_reduce]
 pub fn pagerank_contrib(u: usize, rank: &[f32], out_degree: &[u32], contrib: &mut [f32]) {
     if out_degree[u] == 0 {
@@ -288,7 +288,7 @@ pub fn dangling_rank(t: usize, n: u32, rank: &[f32], out_degree: &[u32], out: &m
         .fold(0.0, |a, b| a + b);
 }
 
-/// [`pagerank_pull`] with the teleport term computed on the device from the
+/// [`fn@pagerank_pull`] with the teleport term computed on the device from the
 /// dangling rank `dangling[0]`: `base = (1 − d)/n + d · dangling/n`, in f64
 /// and rounded to f32, the host driver's formula.
 #[nested_reduce]
@@ -325,7 +325,7 @@ pub fn count_changed_f32(t: usize, n: u32, old: &[f32], new: &[f32], out: &mut [
         .fold(0, |a, b| a + b);
 }
 
-/// [`count_changed_f32`] for i32 arrays (bfs levels).
+/// [`fn@count_changed_f32`] for i32 arrays (bfs levels).
 #[nested_reduce]
 pub fn count_changed_i32(t: usize, n: u32, old: &[i32], new: &[i32], out: &mut [u32]) {
     out[t] = (0..n as usize)
@@ -337,7 +337,7 @@ pub fn count_changed_i32(t: usize, n: u32, old: &[i32], new: &[i32], out: &mut [
 /// prepared launch serves every step: an unvisited vertex takes one more than
 /// the highest level among its in-neighbours, when one is reached. At step
 /// `d` that level is exactly `d` (a vertex with a neighbour on an earlier
-/// level was reached earlier), so this equals [`bfs_step`].
+/// level was reached earlier), so this equals [`fn@bfs_step`].
 #[nested_reduce]
 pub fn bfs_pull(v: usize, ptr: &[u32], src: &[u32], level: &[i32], next: &mut [i32]) {
     let lo = ptr[v] as usize;
@@ -352,7 +352,7 @@ pub fn bfs_pull(v: usize, ptr: &[u32], src: &[u32], level: &[i32], next: &mut [i
 
 /// One label-propagation step of connected components: `next[v]` is the
 /// least label among `v`'s and its neighbours' (`nbr` lists both edge
-/// directions), a (min, ·) pull like [`relax`].
+/// directions), a (min, ·) pull like [`fn@relax`].
 #[nested_reduce]
 pub fn cc_pull_min(v: usize, ptr: &[u32], nbr: &[u32], label: &[u32], next: &mut [u32]) {
     let lo = ptr[v] as usize;
@@ -362,7 +362,7 @@ pub fn cc_pull_min(v: usize, ptr: &[u32], nbr: &[u32], label: &[u32], next: &mut
         .fold(label[v], u32::min);
 }
 
-/// [`count_changed_f32`] for u32 arrays (cc labels).
+/// [`fn@count_changed_f32`] for u32 arrays (cc labels).
 #[nested_reduce]
 pub fn count_changed_u32(t: usize, n: u32, old: &[u32], new: &[u32], out: &mut [u32]) {
     out[t] = (0..n as usize)

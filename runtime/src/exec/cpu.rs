@@ -15,7 +15,8 @@ pub(crate) const GRAIN: usize = 512;
 ///
 /// Tasks run with `for_each` and report here rather than through rayon's
 /// `try_for_each`: a fault is exceptional, and threading a `Result` through
-/// every task measured 1.3–1.5× slower on SpMV.
+/// every task made SpMV slower (`BENCHMARKS.md`, "Tuning constants:
+/// history").
 pub(crate) struct FirstFault(Mutex<Option<(usize, Fault)>>);
 
 impl FirstFault {

@@ -62,7 +62,8 @@ pub fn default_capacity(universe: usize) -> usize {
 }
 
 /// A bounded list of `u32` items from `0..universe`, pushed to
-/// concurrently (see the [module docs](self)).
+/// concurrently. A push past the capacity goes into a spill bitmap instead
+/// of being dropped; [`Worklist::grow`] moves the spilled items in.
 pub struct Worklist {
     universe: usize,
     /// Stored items: slots `0..min(count, capacity)`.

@@ -383,9 +383,9 @@ fn overflowed(round: &Round, o: &Outcome) -> Vec<(ListId, u64)> {
 /// Rounds per host synchronisation a near-far run takes by default (at most):
 /// the driver decides to advance the bucket only when it sees a round that
 /// found the near pile empty, so every round queued behind that one runs
-/// empty. On the road graph of `BENCHMARKS.md` ("Worklists and drivers
-/// (CUDA)"), near-far SSSP took 299 ms with 1 round per synchronisation,
-/// 284 ms with 4, 342 ms with 8 and 391 ms with 16.
+/// empty. A few rounds per synchronisation save more waiting than the empty
+/// rounds cost; many cost more. Measured on the road graph:
+/// `BENCHMARKS.md`, "Tuning constants: history".
 pub(crate) const NEAR_FAR_ROUNDS_PER_SYNC: usize = 4;
 
 /// The most rounds per host synchronisation a driver takes: the driver only

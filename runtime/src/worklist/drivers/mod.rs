@@ -418,8 +418,8 @@ pub enum Strategy {
 }
 
 /// The hybrid's default switch to topology-driven rounds: a frontier of more
-/// than this fraction of the universe (measured on the CPU; the README's
-/// "Drivers" and `BENCHMARKS.md`, "Worklists and drivers (CPU)").
+/// than this fraction of the universe (measured on the CPU: `docs/drivers.md`
+/// and `BENCHMARKS.md`, "Worklists and drivers (CPU)").
 pub const HYBRID_TO_TOPOLOGY: f64 = 0.05;
 
 /// The hybrid's default switch back to data-driven rounds: a topology round

@@ -54,15 +54,15 @@ impl GraphShape {
     /// - on a [skewed](Self::skewed) graph the temporal hybrid
     ///   ([`Strategy::hybrid`]): data-driven while the frontier is small,
     ///   topology-driven while it holds more than 5% of the vertices (on
-    ///   symmetrised RMAT, 2.8× faster than data-driven BFS, 1.9× SSSP and
-    ///   5.7× connected components on the CPU);
+    ///   symmetrised RMAT, faster than data-driven rounds for BFS, SSSP and
+    ///   connected components on the CPU);
     /// - otherwise data-driven: the frontier of a bounded-degree graph never
     ///   comes near that size (the hybrid would run the same rounds), except
     ///   connected components' start from every vertex, where topology-driven
-    ///   rounds cost 1.4× the data-driven ones on a road graph.
+    ///   rounds cost more than the data-driven ones on a road graph.
     ///
-    /// The measurements are in `BENCHMARKS.md`, "Worklists and drivers
-    /// (CPU)".
+    /// The measurements are in `BENCHMARKS.md`, "Tuning constants: history"
+    /// and "Worklists and drivers (CPU)".
     pub fn auto_strategy(&self, order: Order) -> Strategy {
         if self.skewed() {
             Strategy::hybrid(order)

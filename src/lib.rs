@@ -6,7 +6,7 @@ extern crate self as warpfit;
 
 pub mod apps;
 /// The device layer: the CUDA device, buffers, prepared launches, NVRTC
-/// compilation, the cuSPARSE baseline and the SpMV benchmark.
+/// compilation.
 pub use warpfit_gpu as gpu;
 pub use warpfit_gpu::{
     split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec,

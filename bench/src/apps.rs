@@ -4,8 +4,8 @@
 //!
 //! How each number is taken:
 //! - an app's **iteration time** is the median of the wall times its own
-//!   driver reports (`*_observed`, [`Timings`](warpfit::apps::Timings)): the launches
-//!   of one iteration, the wait for the device and the iteration's one
+//!   driver reports (`*_observed`, [`Timings`]): the launches of one
+//!   iteration, the wait for the device and the iteration's one
 //!   download, as `warpfit run` times them;
 //! - its **kernel time** is the sum over the launches of one iteration of
 //!   each launch's device time, taken with CUDA events around

@@ -5,8 +5,9 @@
 //! once and check `y` against an f64 CPU reference, warm up, then time each
 //! run with CUDA events around the kernels alone, after clearing the
 //! timer's lead buffer (512 MiB, [`EventTimer`]) so that no run starts with
-//! the matrix or `x` in cache; report the median. The device-to-device copy bandwidth, measured in the
-//! same process, is the physical reference for the effective bandwidth.
+//! the matrix or `x` in cache; report the median. The device-to-device copy
+//! bandwidth, measured in the same process, is the physical reference for
+//! the effective bandwidth.
 
 use crate::baseline::{CusparseSpmv, CusparseSpmvOn, SpmvAlg};
 use crate::input::{gens, MatrixSource, SpmvReference, TOLERANCE};
@@ -46,8 +47,8 @@ pub struct SpmvBenchOptions {
     /// The kernel timed: a `(row_ptr: &[u32], col: &[u32], val: &[f32],
     /// x: &[f32], y: &mut [f32])` SpMV with an f32 accumulator. `warpfit
     /// bench` passes the generated `warpfit::apps::spmv::SPEC`; the
-    /// `spmv_bench` example, which cannot link the macros, the same functor
-    /// written out (`gpu/tests/fixtures/spmv_f32.rs`).
+    /// `spmv_bench` example the same functor written out
+    /// (`gpu/tests/fixtures/spmv_f32.rs`).
     pub kernel: &'static KernelSpec,
     pub matrices: Vec<MatrixSource>,
     /// Timed runs per variant (the median is reported); at least 20 is the protocol.

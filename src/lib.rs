@@ -26,7 +26,7 @@ pub mod docs {
 }
 
 /// The device layer: the CUDA device, buffers, prepared launches, NVRTC
-/// compilation, the cuSPARSE baseline and the SpMV benchmark.
+/// compilation.
 pub use warpfit_gpu as gpu;
 pub use warpfit_gpu::{
     split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec,

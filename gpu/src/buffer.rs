@@ -11,9 +11,8 @@ use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
 use warpfit_runtime::{Error, Result};
 
 /// Maps a driver error to warpfit's error with context.
-pub(crate) fn cuda_err(
-    context: impl Into<String>,
-) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+#[doc(hidden)]
+pub fn cuda_err(context: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
     let context = context.into();
     move |e| Error::Cuda {
         context,

@@ -33,13 +33,10 @@
 //! - `rounds`: [`CudaRounds`], the worklist drivers' round backend on CUDA
 //!   (`rounds.cuh`: halting, near-far splitting and outcome records on the
 //!   device);
-//! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory;
-//! - [`baseline`] (cuSPARSE) and [`bench`](mod@bench): the SpMV benchmark.
+//! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory.
 
 mod abi;
 mod args;
-pub mod baseline;
-pub mod bench;
 pub mod buffer;
 mod carried;
 pub mod compile;
@@ -63,6 +60,10 @@ mod worklist;
 
 pub use abi::PushVariant;
 pub use args::{Arg, HostSlice, HostSliceMut, SharedSlice};
+/// Maps a driver error to [`Error::Cuda`] with context (for the benchmarks,
+/// which call the driver directly).
+#[doc(hidden)]
+pub use buffer::cuda_err;
 pub use buffer::DeviceBuffer;
 pub use carried::CarriedLaunch;
 pub use compile::Arch;

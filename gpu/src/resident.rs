@@ -439,7 +439,8 @@ impl<T: Scalar> DeviceVec<T> {
         }
     }
 
-    pub(crate) fn cuda_device(&self) -> Option<&CudaDevice> {
+    #[doc(hidden)]
+    pub fn cuda_device(&self) -> Option<&CudaDevice> {
         match &self.storage {
             Storage::Host(_) => None,
             Storage::Cuda { device, .. } | Storage::Mapped { device, .. } => Some(device),

@@ -880,49 +880,6 @@ fn a_cached_binary_the_driver_refuses_is_recompiled_and_replaced() {
 }
 
 #[test]
-fn cusparse_baseline_matches_the_cpu() {
-    let Some(dev) = device() else { return };
-    use warpfit_gpu::baseline::{CusparseSpmv, SpmvAlg};
-    let a = gen::rmat(12, 16, 9).unwrap();
-    let x: Vec<f32> = values(a.ncols(), 3).iter().map(|&v| v as f32).collect();
-    let mut want = vec![0f32; a.nrows()];
-    cpu::run(
-        &Spmv {
-            row_ptr: a.row_ptr(),
-            col: a.col_idx(),
-            val: a.values(),
-            x: &x,
-            y: SharedOut::new(&mut want),
-        },
-        Tasks::All(a.nrows()),
-    )
-    .unwrap();
-    for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg1, SpmvAlg::CsrAlg2] {
-        let s = CusparseSpmv::new(
-            &dev,
-            a.nrows(),
-            a.ncols(),
-            a.row_ptr(),
-            a.col_idx(),
-            a.values(),
-            &x,
-            alg,
-        )
-        .unwrap();
-        s.run().unwrap();
-        let y = s.y().unwrap();
-        for i in 0..a.nrows() {
-            assert!(
-                (y[i] - want[i]).abs() <= 1e-4 * (1.0 + want[i].abs()),
-                "{alg:?} row {i}: {} vs {}",
-                y[i],
-                want[i]
-            );
-        }
-    }
-}
-
-#[test]
 fn readbacks_arrive_in_order_behind_the_work_enqueued_before_them() {
     let Some(cuda) = device() else { return };
     let device = warpfit_gpu::Device::Cuda(cuda);

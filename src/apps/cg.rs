@@ -242,22 +242,22 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct Vectors<T: Scalar> {
-    pub(crate) n: usize,
+    pub n: usize,
     pub(crate) x: DeviceVec<T>,
     pub(crate) r: DeviceVec<T>,
     pub(crate) z: Option<DeviceVec<T>>,
     pub(crate) inv_diag: Option<DeviceVec<T>>,
-    pub(crate) p: DeviceVec<T>,
-    pub(crate) q: DeviceVec<T>,
+    pub p: DeviceVec<T>,
+    pub q: DeviceVec<T>,
     /// The iteration's scalars, slot 0: `pᵀq`, 1: `rᵀz`, 2: `rᵀr` (with a
     /// preconditioner); iteration `k` writes `dots[k % 2]` and reads the
     /// previous iteration's from the other (the set-up fills `dots[0]`).
     pub(crate) dots: [DeviceVec<T>; 2],
     /// Host-mapped: [`DEPTH`] slots of an iteration's three scalars, which
     /// the iteration's last launch writes and the host reads.
-    pub(crate) hist: DeviceVec<T>,
+    pub hist: DeviceVec<T>,
     /// `(tol·‖b‖)²`: the step is a no-op once `rᵀr` is at most this.
-    pub(crate) stop: T,
+    pub stop: T,
 }
 
 impl<T: Scalar> Vectors<T> {
@@ -286,7 +286,7 @@ pub struct CgLists {
 }
 
 impl CgLists {
-    pub(crate) fn new(device: &Device, n: usize) -> Result<Self> {
+    pub fn new(device: &Device, n: usize) -> Result<Self> {
         let publish = (0..DEPTH as u32)
             .map(|slot| {
                 TaskList::new(
@@ -307,18 +307,18 @@ impl CgLists {
 
 /// One CG iteration's launches after its SpMV, for one parity of the
 /// iteration count (which of `Vectors::dots` it writes).
-pub(crate) struct CgIteration<'a> {
-    pub(crate) dot_pq: PreparedLaunch<'a>,
-    pub(crate) step: PreparedLaunch<'a>,
-    pub(crate) dot_rz: PreparedLaunch<'a>,
+pub struct CgIteration<'a> {
+    pub dot_pq: PreparedLaunch<'a>,
+    pub step: PreparedLaunch<'a>,
+    pub dot_rz: PreparedLaunch<'a>,
     pub(crate) dot_rr: Option<PreparedLaunch<'a>>,
-    pub(crate) direction: PreparedLaunch<'a>,
+    pub direction: PreparedLaunch<'a>,
     /// Per slot of `Vectors::hist`.
-    pub(crate) publish: Vec<PreparedLaunch<'a>>,
+    pub publish: Vec<PreparedLaunch<'a>>,
 }
 
 impl<'a> CgIteration<'a> {
-    pub(crate) fn prepare<T: CgScalar>(
+    pub fn prepare<T: CgScalar>(
         device: &Device,
         config: &LaunchConfig,
         v: &'a Vectors<T>,
@@ -346,7 +346,7 @@ impl<'a> CgIteration<'a> {
     }
 
     /// Enqueues the iteration after its SpMV, publishing into `slot`.
-    pub(crate) fn run(&self, slot: usize) -> Result<()> {
+    pub fn run(&self, slot: usize) -> Result<()> {
         self.dot_pq.run()?;
         self.step.run()?;
         self.dot_rz.run()?;
@@ -361,7 +361,7 @@ impl<'a> CgIteration<'a> {
     }
 
     /// Every launch, for fault checks.
-    pub(crate) fn launches(&self) -> impl Iterator<Item = &PreparedLaunch<'a>> {
+    pub fn launches(&self) -> impl Iterator<Item = &PreparedLaunch<'a>> {
         [&self.dot_pq, &self.step, &self.dot_rz]
             .into_iter()
             .chain(self.dot_rr.as_ref())
@@ -371,8 +371,8 @@ impl<'a> CgIteration<'a> {
 }
 
 /// Slots of `Vectors::dots`.
-pub(crate) const PAP: usize = 0;
-pub(crate) const RZ: usize = 1;
+pub const PAP: usize = 0;
+pub const RZ: usize = 1;
 pub(crate) const RR: usize = 2;
 
 macro_rules! cg_scalar {
@@ -958,7 +958,7 @@ fn solve<T: CgScalar>(
 impl<T: CgScalar> Vectors<T> {
     /// CG's start on `device`: `x = 0`, `r = b`, `z = M⁻¹·r`, `p = z`, the
     /// update frozen once `rᵀr ≤ (tol·‖b‖)²`.
-    pub(crate) fn start(
+    pub fn start(
         device: &Device,
         a: &Csr<T>,
         b: &[T],

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 /// Rounds in flight: the one the host waits for and two behind it, enough
 /// to cover the host's wake-up and launch time on rounds of tens of
 /// microseconds, at a cost of at most two rounds past the last one needed.
-pub(crate) const DEPTH: usize = 3;
+pub const DEPTH: usize = 3;
 
 /// What [`pipelined`] ran.
 #[derive(Debug)]
-pub(crate) struct Rounds {
+pub struct Rounds {
     /// Rounds inspected: the one that stopped the loop, or `max_rounds`.
     pub inspected: usize,
     /// Per inspected round: the time since the previous inspection (the
@@ -34,7 +34,7 @@ pub(crate) struct Rounds {
 
 /// What the host reads after each round.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Probe<'a, T: Scalar> {
+pub enum Probe<'a, T: Scalar> {
     /// Nothing: a marker paces the host.
     Marker,
     /// Written by the round itself into slot [`slot_of`]`(k, depth)` of a
@@ -44,7 +44,7 @@ pub(crate) enum Probe<'a, T: Scalar> {
 }
 
 /// The slot of round `k` (from 1) in a ring of `depth` slots.
-pub(crate) fn slot_of(k: usize, depth: usize) -> usize {
+pub fn slot_of(k: usize, depth: usize) -> usize {
     (k - 1) % depth
 }
 
@@ -53,7 +53,7 @@ pub(crate) fn slot_of(k: usize, depth: usize) -> usize {
 /// flight it waits for the oldest and calls `inspect(k, values)`, which
 /// returns `true` to stop after round `k`. Rounds already enqueued past
 /// the stopping one still run (see the module's note).
-pub(crate) fn pipelined<T: Scalar>(
+pub fn pipelined<T: Scalar>(
     device: &Device,
     probe: Probe<'_, T>,
     depth: usize,

@@ -4,17 +4,14 @@
 //! worklist drivers, the push-form steps of [`push_kernels`]) over a CSR
 //! matrix, the iterative ones with their data on the device. The
 //! `warpfit` CLI and the examples run these; they double as worked examples
-//! of the kernel language.
+//! of the kernel language. Their benchmarks are the `warpfit-bench` crate.
 
-pub mod bench;
 mod cg;
 mod driven;
 mod driver;
 mod graph;
 mod kernels;
 pub mod push_kernels;
-pub mod throttle_bench;
-mod throttle_chart;
 mod throttled;
 mod timing;
 
@@ -23,6 +20,16 @@ pub use cg::{
     Preconditioner, RenumberedRun,
 };
 pub use timing::Timings;
+
+/// What the apps benchmark (`warpfit-bench`) times piece by piece: CG's
+/// vectors and per-iteration launches, and the pipelined driver that runs
+/// them, so that it runs the `cg` app's own loop with either SpMV. Not a
+/// public API.
+#[doc(hidden)]
+pub mod bench_support {
+    pub use super::cg::{CgIteration, CgLists, Vectors, PAP, RZ};
+    pub use super::driver::{pipelined, slot_of, Probe, Rounds, DEPTH};
+}
 
 pub use driven::{
     auto_driver, bfs_driven, cc_driven, default_delta, sssp_driven, undirected, DriveOptions,

@@ -183,7 +183,7 @@ mod tests {
         index_encoding: crate::spec::IndexEncoding::Plain,
     };
 
-    const ROLES: ThrottleRoles = crate::bench::SPMV_ROLES;
+    const ROLES: ThrottleRoles = crate::spec::SPMV_ROLES;
 
     /// The host plan of `a` for `options`, with a 4 KiB cache (several
     /// partitions of these matrices).

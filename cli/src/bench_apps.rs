@@ -1,12 +1,13 @@
 //! `warpfit bench apps`: the options of `warpfit bench` that apply to the
-//! apps benchmark, turned into `warpfit::apps::bench::AppsBenchOptions`; the
+//! apps benchmark, turned into `warpfit_bench::apps::AppsBenchOptions`; the
 //! run on the GPU, progress on stderr, the Markdown report on stdout and in
 //! `--out`.
 
 use super::bench::BenchArgs;
 use super::output::OutputFile;
-use warpfit::apps::bench::{run_apps_bench, AppsBenchOptions, BenchInput};
 use warpfit::{Device, Error, Result};
+use warpfit_bench::apps::{run_apps_bench, AppsBenchOptions};
+use warpfit_bench::MatrixSource;
 
 /// The apps benchmark's options from the command line: `--small` picks the
 /// small inputs; `--gen` replaces the app inputs, `--cg-gen` the CG inputs,
@@ -23,10 +24,10 @@ pub fn options(args: &BenchArgs) -> Result<AppsBenchOptions> {
     } else {
         AppsBenchOptions::full()?
     };
-    let parse = |specs: &[String]| -> Result<Vec<BenchInput>> {
+    let parse = |specs: &[String]| -> Result<Vec<MatrixSource>> {
         specs
             .iter()
-            .map(|s| s.parse().map(BenchInput::Gen))
+            .map(|s| s.parse().map(MatrixSource::Gen))
             .collect()
     };
     if !args.gens.is_empty() {
@@ -36,8 +37,8 @@ pub fn options(args: &BenchArgs) -> Result<AppsBenchOptions> {
         opts.cg_inputs = parse(&args.cg_gens)?;
     }
     for path in &args.mtx {
-        opts.graph_inputs.push(BenchInput::Mtx(path.clone()));
-        opts.cg_inputs.push(BenchInput::Mtx(path.clone()));
+        opts.graph_inputs.push(MatrixSource::Mtx(path.clone()));
+        opts.cg_inputs.push(MatrixSource::Mtx(path.clone()));
     }
     if let Some(tol) = args.cg_tol {
         if !(tol.is_finite() && tol >= 0.0) {
@@ -170,9 +171,9 @@ mod tests {
             "1e-8",
         ]))
         .unwrap();
-        let names: Vec<String> = o.graph_inputs.iter().map(BenchInput::name).collect();
+        let names: Vec<String> = o.graph_inputs.iter().map(MatrixSource::name).collect();
         assert_eq!(names, ["grid2d:side=8", "m.mtx"]);
-        let cg: Vec<String> = o.cg_inputs.iter().map(BenchInput::name).collect();
+        let cg: Vec<String> = o.cg_inputs.iter().map(MatrixSource::name).collect();
         assert_eq!(cg, ["poisson2d:side=8", "m.mtx"]);
         assert_eq!(o.cg_tol, 1e-8);
     }

@@ -4,8 +4,8 @@
 //!
 //! How each number is taken:
 //! - an app's **iteration time** is the median of the wall times its own
-//!   driver reports (`*_observed`, [`Timings`](super::Timings)): the launches
-//!   of one iteration, the wait for the device and the iteration's one
+//!   driver reports (`*_observed`, [`Timings`]): the launches of one
+//!   iteration, the wait for the device and the iteration's one
 //!   download, as `warpfit run` times them;
 //! - its **kernel time** is the sum over the launches of one iteration of
 //!   each launch's device time, taken with CUDA events around
@@ -21,71 +21,35 @@
 //! vector operations are warpfit's CG kernels in both. The warpfit side's
 //! iteration time is the `cg` app's own.
 
-use super::cg::{
-    rhs_for_ones, CgIteration, CgLists, CgOptions, CgScalar, Preconditioner, Vectors, PAP, RZ,
-};
-use super::driver::{pipelined, slot_of, Probe, DEPTH};
-use super::graph::{bfs_observed, pagerank, pagerank_observed, sssp_observed, Graph};
-use super::kernels::{
-    bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
-    pagerank_pull_resident, relax, spmv,
-};
-use super::{cg_observed, spmv_input, CgOrder, PageRankOptions};
-use crate::gpu::baseline::{CusparseSpmvOn, SpmvAlg, SpmvScalar};
-use crate::gpu::event_timer::EventTimer;
-use crate::gpu::levels::DeviceCsr;
-use crate::gpu::CudaDevice;
-use crate::runtime::gen::GenSpec;
-use crate::runtime::sparse::mm;
-use crate::runtime::Csr;
-use crate::{split_one_task, Device, Error, LaunchConfig, PreparedLaunch, Result};
+use crate::baseline::{CusparseSpmvOn, SpmvAlg, SpmvScalar};
+use crate::input::{gens, opt, MatrixSource};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
-
-/// A benchmark input: a generator spec or a Matrix Market file.
-#[derive(Debug, Clone)]
-pub enum BenchInput {
-    /// `--gen SPEC`.
-    Gen(GenSpec),
-    /// `--mtx FILE`.
-    Mtx(PathBuf),
-}
-
-impl BenchInput {
-    /// The canonical spec or the file name, for the report.
-    pub fn name(&self) -> String {
-        match self {
-            BenchInput::Gen(g) => g.to_string(),
-            BenchInput::Mtx(p) => p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            ),
-        }
-    }
-
-    /// Generates or reads the matrix with values of type `T` (generated
-    /// values are small integers, exact in f32 and f64).
-    ///
-    /// # Errors
-    /// Generator and Matrix Market errors.
-    pub fn load<T: CgScalar>(&self) -> Result<Csr<T>> {
-        match self {
-            BenchInput::Gen(g) => Ok(g.generate()?.map_values(|&v| T::from_f64(v as f64))),
-            BenchInput::Mtx(p) => mm::read_csr::<T>(p),
-        }
-    }
-}
+use warpfit::apps::bench_support::{
+    pipelined, slot_of, CgIteration, CgLists, Probe, Vectors, DEPTH, PAP, RZ,
+};
+use warpfit::apps::{
+    bfs_observed, bfs_pull, cg_observed, count_changed_f32, count_changed_i32, dangling_rank,
+    pagerank, pagerank_contrib, pagerank_observed, pagerank_pull_resident, relax, rhs_for_ones,
+    spmv, spmv_input, sssp_observed, CgOptions, CgOrder, CgScalar, Graph, PageRankOptions,
+    Preconditioner, Timings,
+};
+use warpfit::gpu::event_timer::EventTimer;
+use warpfit::gpu::levels::DeviceCsr;
+use warpfit::gpu::CudaDevice;
+use warpfit::runtime::Csr;
+use warpfit::{split_one_task, Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Result};
 
 /// What `warpfit bench apps` runs.
 #[derive(Debug, Clone)]
 pub struct AppsBenchOptions {
     /// Inputs of spmv, pagerank, sssp and bfs (run after CG's). The first
     /// one also runs PageRank end to end on CUDA and on the CPU backend.
-    pub graph_inputs: Vec<BenchInput>,
+    pub graph_inputs: Vec<MatrixSource>,
     /// Symmetric positive definite inputs of CG (f64 and f32, and the
     /// cuSPARSE comparison in f64).
-    pub cg_inputs: Vec<BenchInput>,
+    pub cg_inputs: Vec<MatrixSource>,
     /// Back-to-back runs of one launch between its two CUDA events.
     pub kernel_repeats: usize,
     /// Timed SpMV iterations (after one untimed run).
@@ -106,10 +70,6 @@ pub struct AppsBenchOptions {
     pub write_pagerank_mtx: Option<PathBuf>,
 }
 
-fn gen(spec: &str) -> Result<BenchInput> {
-    Ok(BenchInput::Gen(spec.parse()?))
-}
-
 impl AppsBenchOptions {
     /// The inputs: RMAT 22, uniform 2^22, poisson2d side 2048 and rgg
     /// 2^22 for the apps; poisson2d side 2048 and poisson3d side 128 for CG.
@@ -119,13 +79,13 @@ impl AppsBenchOptions {
     /// typo is an error, not a panic.
     pub fn full() -> Result<Self> {
         Ok(AppsBenchOptions {
-            graph_inputs: vec![
-                gen("rmat:scale=22,edge_factor=16,seed=1")?,
-                gen("uniform:n=4194304,per_row=16,seed=1")?,
-                gen("poisson2d:side=2048")?,
-                gen("rgg:n=4194304,seed=1")?,
-            ],
-            cg_inputs: vec![gen("poisson2d:side=2048")?, gen("poisson3d:side=128")?],
+            graph_inputs: gens(&[
+                "rmat:scale=22,edge_factor=16,seed=1",
+                "uniform:n=4194304,per_row=16,seed=1",
+                "poisson2d:side=2048",
+                "rgg:n=4194304,seed=1",
+            ])?,
+            cg_inputs: gens(&["poisson2d:side=2048", "poisson3d:side=128"])?,
             kernel_repeats: 10,
             spmv_iters: 20,
             pagerank_iters: 20,
@@ -143,13 +103,13 @@ impl AppsBenchOptions {
     /// As for [`AppsBenchOptions::full`].
     pub fn small() -> Result<Self> {
         Ok(AppsBenchOptions {
-            graph_inputs: vec![
-                gen("rmat:scale=14,edge_factor=16,seed=1")?,
-                gen("uniform:n=65536,per_row=16,seed=1")?,
-                gen("poisson2d:side=128")?,
-                gen("rgg:n=65536,seed=1")?,
-            ],
-            cg_inputs: vec![gen("poisson2d:side=64")?, gen("poisson3d:side=16")?],
+            graph_inputs: gens(&[
+                "rmat:scale=14,edge_factor=16,seed=1",
+                "uniform:n=65536,per_row=16,seed=1",
+                "poisson2d:side=128",
+                "rgg:n=65536,seed=1",
+            ])?,
+            cg_inputs: gens(&["poisson2d:side=64", "poisson3d:side=16"])?,
             kernel_repeats: 5,
             spmv_iters: 10,
             pagerank_iters: 20,
@@ -343,10 +303,6 @@ fn dominant(kernels: &[KernelTime]) -> String {
         .join(", ")
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "–".to_string(), |v| format!("{v:.digits$}"))
-}
-
 impl AppsReport {
     /// The report as Markdown.
     pub fn to_markdown(&self) -> String {
@@ -499,6 +455,21 @@ impl AppsReport {
         }
         md
     }
+}
+
+/// The in-edges of `g` on `device` (row pointers, sources), as the graph
+/// apps upload them.
+fn upload_pattern(device: &Device, g: &Graph) -> Result<(DeviceVec<u32>, DeviceVec<u32>)> {
+    Ok((
+        device.upload(g.incoming.row_ptr())?,
+        device.upload(g.incoming.col_idx())?,
+    ))
+}
+
+/// The vertex count as the u32 a whole-array reduction takes.
+fn vertices_u32(g: &Graph) -> Result<u32> {
+    u32::try_from(g.len())
+        .map_err(|_| Error::invalid(format!("{} vertices are more than u32 holds", g.len())))
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -687,7 +658,7 @@ impl<'a> Bench<'a> {
             times.push(t.elapsed());
         }
         l.check()?;
-        let timings = super::Timings {
+        let timings = Timings {
             setup: Default::default(),
             iterations: times,
         };
@@ -700,13 +671,7 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
-    fn push_app(
-        &mut self,
-        input: &str,
-        app: &str,
-        timings: &super::Timings,
-        kernels: Vec<KernelTime>,
-    ) {
+    fn push_app(&mut self, input: &str, app: &str, timings: &Timings, kernels: Vec<KernelTime>) {
         self.report.apps.push(AppMeasure {
             input: input.to_string(),
             app: app.to_string(),
@@ -725,8 +690,8 @@ impl<'a> Bench<'a> {
         // The driver's forward launches, on arrays of the same sizes.
         let d = &self.device;
         let n = g.len();
-        let n32 = g.len_u32()?;
-        let (ptr, src) = g.upload_pattern(d)?;
+        let n32 = vertices_u32(g)?;
+        let (ptr, src) = upload_pattern(d, g)?;
         let out_degree = d.upload(&g.out_degree)?;
         let rank = d.upload(&vec![1.0 / n as f32; n])?;
         let next = d.alloc::<f32>(n)?;
@@ -773,8 +738,8 @@ impl<'a> Bench<'a> {
         let (_, _, timings) = sssp_observed(&self.device, &self.config, g, 0, &mut |_| {})?;
         let d = &self.device;
         let n = g.len();
-        let n32 = g.len_u32()?;
-        let (ptr, src) = g.upload_pattern(d)?;
+        let n32 = vertices_u32(g)?;
+        let (ptr, src) = upload_pattern(d, g)?;
         let w = d.upload(g.incoming.values())?;
         let mut start = vec![f32::INFINITY; n];
         start[0] = 0.0;
@@ -805,8 +770,8 @@ impl<'a> Bench<'a> {
         let (_, _, timings) = bfs_observed(&self.device, &self.config, g, 0, &mut |_| {})?;
         let d = &self.device;
         let n = g.len();
-        let n32 = g.len_u32()?;
-        let (ptr, src) = g.upload_pattern(d)?;
+        let n32 = vertices_u32(g)?;
+        let (ptr, src) = upload_pattern(d, g)?;
         let mut start = vec![-1i32; n];
         start[0] = 0;
         let level = d.upload(&start)?;
@@ -839,7 +804,7 @@ impl<'a> Bench<'a> {
         };
         if let Some(path) = &self.opts.write_pagerank_mtx {
             progress(&format!("{name}: writing {}", path.display()));
-            if let Err(e) = mm::write(path, a) {
+            if let Err(e) = warpfit::runtime::sparse::mm::write(path, a) {
                 self.report
                     .failures
                     .push(format!("{name}: writing {}: {e}", path.display()));
@@ -947,7 +912,7 @@ impl<'a> Bench<'a> {
             iterations: first.iterations,
             planning_ms: ms(r.planning),
             switch_ms: ms(r.switch),
-            iteration_ms: super::Timings::median_of(after).map_or(0.0, ms),
+            iteration_ms: Timings::median_of(after).map_or(0.0, ms),
             total_ms: ms(r.planning) + ms(first.timings.iterations_total()),
             pipelined_total_ms: piped.as_ref().map(|p| ms(p.timings.iterations_total())),
             pipelined_before: piped
@@ -1042,7 +1007,7 @@ impl<'a> Bench<'a> {
             },
         )?;
         solver.check()?;
-        let timings = super::Timings {
+        let timings = Timings {
             setup: Default::default(),
             iterations: rounds.times,
         };
@@ -1322,11 +1287,11 @@ mod tests {
     #[test]
     fn default_and_small_inputs() {
         let full = AppsBenchOptions::full().unwrap();
-        let names: Vec<String> = full.graph_inputs.iter().map(BenchInput::name).collect();
+        let names: Vec<String> = full.graph_inputs.iter().map(MatrixSource::name).collect();
         assert!(names[0].starts_with("rmat:scale=22"), "{names:?}");
         assert_eq!(names.len(), 4);
         assert!(names.iter().any(|n| n.starts_with("poisson2d:side=2048")));
-        let cg: Vec<String> = full.cg_inputs.iter().map(BenchInput::name).collect();
+        let cg: Vec<String> = full.cg_inputs.iter().map(MatrixSource::name).collect();
         assert!(
             cg.iter().any(|n| n.starts_with("poisson3d:side=128")),
             "{cg:?}"
@@ -1347,8 +1312,8 @@ mod tests {
     #[test]
     fn small_inputs_run_the_apps_and_the_cg_replica_on_the_cpu() {
         let opts = AppsBenchOptions {
-            graph_inputs: vec![gen("rmat:scale=8,edge_factor=8,seed=1").unwrap()],
-            cg_inputs: vec![gen("poisson2d:side=16").unwrap()],
+            graph_inputs: gens(&["rmat:scale=8,edge_factor=8,seed=1"]).unwrap(),
+            cg_inputs: gens(&["poisson2d:side=16"]).unwrap(),
             spmv_iters: 2,
             ..AppsBenchOptions::small().unwrap()
         };
@@ -1364,7 +1329,7 @@ mod tests {
         let a = opts.cg_inputs[0].load::<f64>().unwrap();
         let rhs = rhs_for_ones(&a).unwrap();
         let cg_opts = CgOptions::default();
-        let app = super::super::cg(&Device::cpu(), &b.config, &a, &rhs, &cg_opts).unwrap();
+        let app = warpfit::apps::cg(&Device::cpu(), &b.config, &a, &rhs, &cg_opts).unwrap();
         let replica = b.cg_loop(&a, &rhs, &cg_opts, false).unwrap();
         assert!(app.converged && app.iterations > 10, "{}", app.iterations);
         assert_eq!(replica.iterations, app.iterations);

@@ -1,20 +1,59 @@
-//! `warpfit bench apps`'s GPU parts: cuSPARSE SpMV over a solver's device
-//! vectors against warpfit's SpMV, the CUDA-event timer, and a whole small
+//! The bench crate's GPU parts: the cuSPARSE baseline against the CPU twin,
+//! cuSPARSE SpMV over a solver's device vectors against warpfit's SpMV, the CUDA-event timer, and a whole small
 //! run whose report must be complete (every app timed, CG's iteration counts
 //! equal with either SpMV, PageRank's CUDA and CPU ranks close).
 //! Needs a CUDA GPU; skipped without one, unless `WARPFIT_REQUIRE_GPU=1`
 //! (scripts/gpu-check runs it so).
 
-use warpfit::apps::bench::{run_apps_bench, AppsBenchOptions, BenchInput};
 use warpfit::apps::spmv_f64;
-use warpfit::gpu::baseline::{CusparseSpmvOn, SpmvAlg};
 use warpfit::gpu::event_timer::EventTimer;
 use warpfit::runtime::gen::GenSpec;
 use warpfit::{Device, LaunchConfig};
+use warpfit_bench::apps::{run_apps_bench, AppsBenchOptions};
+use warpfit_bench::baseline::{CusparseSpmv, CusparseSpmvOn, SpmvAlg};
+use warpfit_bench::MatrixSource;
 
+/// The root crate's GPU check, shared by every GPU suite.
+#[path = "../../tests/gpu_common/mod.rs"]
 mod gpu_common;
 
 use gpu_common::gpu;
+
+#[test]
+fn cusparse_baseline_matches_the_cpu() {
+    let Some(device) = gpu() else { return };
+    let dev = device.cuda().unwrap().clone();
+    let a = warpfit::runtime::gen::rmat(12, 16, 9).unwrap();
+    let x: Vec<f32> = warpfit::runtime::gen::random_values(a.ncols(), 3)
+        .unwrap()
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let want = warpfit::apps::spmv_csr(&Device::cpu(), &LaunchConfig::default(), &a, &x).unwrap();
+    for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg1, SpmvAlg::CsrAlg2] {
+        let s = CusparseSpmv::new(
+            &dev,
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &x,
+            alg,
+        )
+        .unwrap();
+        s.run().unwrap();
+        let y = s.y().unwrap();
+        for i in 0..a.nrows() {
+            assert!(
+                (y[i] - want[i]).abs() <= 1e-4 * (1.0 + want[i].abs()),
+                "{alg:?} row {i}: {} vs {}",
+                y[i],
+                want[i]
+            );
+        }
+    }
+}
 
 #[test]
 fn cusparse_on_device_vectors_equals_warpfit_spmv_and_checks_its_arrays() {
@@ -104,7 +143,7 @@ fn cusparse_on_device_vectors_equals_warpfit_spmv_and_checks_its_arrays() {
 #[test]
 fn a_small_bench_apps_run_reports_every_measurement() {
     let Some(device) = gpu() else { return };
-    let g = |s: &str| BenchInput::Gen(s.parse().unwrap());
+    let g = |s: &str| MatrixSource::Gen(s.parse().unwrap());
     let opts = AppsBenchOptions {
         graph_inputs: vec![g("rmat:scale=10,edge_factor=8,seed=1"), g("grid2d:side=30")],
         cg_inputs: vec![g("poisson2d:side=24")],

@@ -3,10 +3,10 @@
 //! scale, bars rising from 1× for a gain and falling for a loss. SVG only,
 //! through plotters' SVG backend, whose text needs no system fonts.
 
-use super::throttle_bench::{Outcome, ThrottleBenchReport, VariantKind};
-use crate::{Error, Result};
+use crate::throttle::{Outcome, ThrottleBenchReport, VariantKind};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+use warpfit::{Error, Result};
 
 /// Tableau 10: distinguishable, and readable in grey.
 const PALETTE: [RGBColor; 10] = [
@@ -34,7 +34,7 @@ fn plot_err<E: std::fmt::Display>(e: E) -> Error {
 /// reference's.
 fn series(report: &ThrottleBenchReport) -> Vec<VariantKind> {
     let reference = |k: VariantKind| match report.cpu {
-        true => k == VariantKind::Policy(crate::ThrottlePolicy::Org),
+        true => k == VariantKind::Policy(warpfit::ThrottlePolicy::Org),
         false => k == VariantKind::Baseline,
     };
     let mut kinds: Vec<VariantKind> = Vec::new();

@@ -1,17 +1,18 @@
-//! `warpfit bench spmv` without the CLI, for machines that get only this
-//! crate's binaries: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--segment-lens 8,16,...] [--budgets 256,1024,...] [--col-blocks 2,4] [--partitioner columns|kd|bisect] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
+//! `warpfit bench spmv` without the CLI, over the written-out SpMV functor
+//! of the device crate's tests: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--segment-lens 8,16,...] [--budgets 256,1024,...] [--col-blocks 2,4] [--partitioner columns|kd|bisect] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
 //! Prints progress, then the Markdown report (also written to `--out`).
 
-use warpfit_gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
-use warpfit_gpu::CudaDevice;
+use warpfit::gpu::CudaDevice;
+use warpfit_bench::spmv::{run_spmv, small_suite, SpmvBenchOptions};
+use warpfit_bench::{default_suite, MatrixSource};
 
 /// The timed kernel: the f32 SpMV functor written out, as `#[nested_reduce]`
-/// would emit it (this binary does not link the macros).
-#[path = "../tests/fixtures/spmv_f32.rs"]
+/// emits it (`tests/apps.rs` checks it has the generated kernel's shape).
+#[path = "../../gpu/tests/fixtures/spmv_f32.rs"]
 mod spmv_f32;
 
 /// `y += A·x`, for the cache-fit variant run as slices.
-#[path = "../tests/fixtures/spmv_add_f32.rs"]
+#[path = "../../gpu/tests/fixtures/spmv_add_f32.rs"]
 mod spmv_add_f32;
 
 /// The comma-separated list that follows `flag`.
@@ -26,7 +27,7 @@ where
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut opts = SpmvBenchOptions::new(&spmv_f32::SPMV_F32);
+    let mut opts = SpmvBenchOptions::new(&spmv_f32::SPMV_F32)?;
     opts.add_kernel = Some(&spmv_add_f32::SPMV_ADD_F32);
     let mut out = None;
     let mut i = 0;
@@ -34,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut gens = Vec::new();
     while i < args.len() {
         match args[i].as_str() {
-            "--small" => opts.matrices = small_suite(),
+            "--small" => opts.matrices = small_suite()?,
             "--runs" => {
                 i += 1;
                 opts.runs = args.get(i).ok_or("--runs needs a value")?.parse()?;
@@ -86,7 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !gens.is_empty() {
         opts.matrices = gens;
     } else if opts.matrices.is_empty() {
-        opts.matrices = default_suite();
+        opts.matrices = default_suite()?;
     }
     opts.matrices.extend(extra);
     let dev = CudaDevice::new(0)?;

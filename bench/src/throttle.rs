@@ -38,33 +38,28 @@
 //! the partition, remapping and renumbered matrix), reported apart and
 //! amortised over [`ThrottleBenchOptions::amortise_over`] launches.
 
-use super::bench::BenchInput;
-use super::kernels::spmv;
-use super::spmv_input;
-use crate::gpu::baseline::{CusparseSpmv, SpmvAlg};
-use crate::gpu::event_timer::EventTimer;
-use crate::gpu::{Arg, CpuArgs};
-use crate::runtime::exec::{cpu, SharedOut};
-use crate::runtime::gen::GenSpec;
-use crate::runtime::partition::{Remapping, WorkGraph, WorkGraphOf};
-use crate::runtime::schedule::{
+use crate::baseline::{CusparseSpmv, SpmvAlg};
+use crate::input::{gens, median, opt, timed_runs, MatrixSource, SpmvReference, TOLERANCE};
+use std::fmt::Write as _;
+use std::time::Instant;
+use warpfit::apps::{spmv, spmv_input};
+use warpfit::gpu::event_timer::EventTimer;
+use warpfit::gpu::{Arg, CpuArgs};
+use warpfit::runtime::exec::{cpu, SharedOut};
+use warpfit::runtime::gen::GenSpec;
+use warpfit::runtime::partition::{Remapping, WorkGraph, WorkGraphOf};
+use warpfit::runtime::schedule::{
     cpu_cache_share, run_carried, CacheFitPlan, CacheSize, CarriedLayout, Partitioner, RemapOrder,
     ThrottleOptions, ThrottlePolicy,
 };
-use crate::runtime::Csr;
-use crate::{Device, Error, LaunchConfig, Result, Tasks, Throttled};
-use rayon::prelude::*;
-use std::fmt::Write as _;
-use std::time::Instant;
-
-/// Largest error relative to a row's `Σ|a·x|` a checked result may have.
-const TOLERANCE: f64 = 1e-4;
+use warpfit::runtime::Csr;
+use warpfit::{Device, Error, LaunchConfig, Result, Tasks, Throttled};
 
 /// What `warpfit bench throttle` runs.
 #[derive(Debug, Clone)]
 pub struct ThrottleBenchOptions {
     /// The matrices, in order.
-    pub matrices: Vec<BenchInput>,
+    pub matrices: Vec<MatrixSource>,
     /// Timed runs per variant and round (the median is reported).
     pub runs: usize,
     /// Untimed runs before them.
@@ -104,7 +99,7 @@ impl ThrottleBenchOptions {
     /// The protocol's defaults for `matrices`: 20 timed runs after 3
     /// untimed ones, one round, the cache `l2`, the kernel's partitioner,
     /// planning amortised over 100 launches.
-    pub fn new(matrices: Vec<BenchInput>) -> Self {
+    pub fn new(matrices: Vec<MatrixSource>) -> Self {
         ThrottleBenchOptions {
             matrices,
             runs: 20,
@@ -136,7 +131,7 @@ impl ThrottleBenchOptions {
         {
             return Err(Error::invalid(format!(
                 "bench throttle: unknown variant `{}`: expected some of {}",
-                crate::runtime::error::excerpt(v.as_bytes()),
+                warpfit::runtime::error::excerpt(v.as_bytes()),
                 VARIANT_NAMES.join(", ")
             )));
         }
@@ -157,13 +152,6 @@ impl ThrottleBenchOptions {
     }
 }
 
-fn gens(specs: &[&str]) -> Result<Vec<BenchInput>> {
-    specs
-        .iter()
-        .map(|s| Ok(BenchInput::Gen(s.parse()?)))
-        .collect()
-}
-
 /// The suite whose gathered vector exceeds a GPU's L2: RMAT scale 24 and
 /// 25 (edge factor 16), uniform 2^24 and 2^25 (16 per row), rgg 2^24 in
 /// random order, and the 4096² grid (natural locality: throttling must not
@@ -171,7 +159,7 @@ fn gens(specs: &[&str]) -> Result<Vec<BenchInput>> {
 ///
 /// # Errors
 /// None in practice (the specs are fixed).
-pub fn large_suite() -> Result<Vec<BenchInput>> {
+pub fn large_suite() -> Result<Vec<MatrixSource>> {
     gens(&[
         "rmat:scale=24,edge_factor=16,seed=1",
         "rmat:scale=25,edge_factor=16,seed=1",
@@ -182,29 +170,11 @@ pub fn large_suite() -> Result<Vec<BenchInput>> {
     ])
 }
 
-/// The default suite of `warpfit bench spmv`: RMAT 20/22/24, uniform 2^22
-/// and 2^24, rgg 2^22 random and spatial, the 4096² grid.
-///
-/// # Errors
-/// None in practice (the specs are fixed).
-pub fn default_suite() -> Result<Vec<BenchInput>> {
-    gens(&[
-        "rmat:scale=20,edge_factor=16,seed=1",
-        "rmat:scale=22,edge_factor=16,seed=1",
-        "rmat:scale=24,edge_factor=16,seed=1",
-        "uniform:n=4194304,per_row=16,seed=1",
-        "uniform:n=16777216,per_row=16,seed=1",
-        "rgg:n=4194304,seed=1,order=random",
-        "rgg:n=4194304,seed=1,order=spatial",
-        "grid2d:side=4096",
-    ])
-}
-
 /// A smoke run's suite: small RMAT, uniform and grid matrices.
 ///
 /// # Errors
 /// None in practice (the specs are fixed).
-pub fn small_suite() -> Result<Vec<BenchInput>> {
+pub fn small_suite() -> Result<Vec<MatrixSource>> {
     gens(&[
         "rmat:scale=14,edge_factor=16,seed=1",
         "uniform:n=65536,per_row=16,seed=1",
@@ -267,12 +237,6 @@ pub struct Timing {
     pub round_plan_order_ms: Vec<f64>,
     /// Largest relative error of any check.
     pub max_rel_err: f64,
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s.get(s.len() / 2).copied()
 }
 
 impl Timing {
@@ -460,8 +424,8 @@ pub fn run_throttle_bench(
         .filter(|&k| opts.runs_variant(k, cpu))
         .collect();
     let clock = match device.cuda() {
-        Some(d) => Clock::Cuda(EventTimer::new(d)?),
-        None => Clock::Cpu,
+        Some(d) => Clock(Some(EventTimer::new(d)?)),
+        None => Clock(None),
     };
     let total = opts.matrices.len() * (1 + opts.rounds * kinds.len());
     let mut step = 0;
@@ -578,7 +542,7 @@ fn record(v: &mut VariantResult, m: Result<Measured>, matrix: &str, failures: &m
 
 /// A short label for a matrix, for the chart's axis: `rmat 24`, `uniform
 /// 2^24`, `rgg 2^24 random`, `grid2d 4096`, or the file name.
-pub fn short_label(input: &BenchInput) -> String {
+pub fn short_label(input: &MatrixSource) -> String {
     let pow = |n: u64| {
         if n.is_power_of_two() {
             format!("2^{}", n.trailing_zeros())
@@ -587,7 +551,7 @@ pub fn short_label(input: &BenchInput) -> String {
         }
     };
     match input {
-        BenchInput::Gen(g) => match *g {
+        MatrixSource::Gen(g) => match *g {
             GenSpec::Rmat { scale, .. } => format!("rmat {scale}"),
             GenSpec::Uniform { n, .. } => format!("uniform {}", pow(n)),
             GenSpec::Rgg { n, order, .. } => format!("rgg {} {order}", pow(n)),
@@ -596,20 +560,16 @@ pub fn short_label(input: &BenchInput) -> String {
             GenSpec::Poisson2d { side } => format!("poisson2d {side}"),
             GenSpec::Poisson3d { side, order, .. } => format!("poisson3d {side} {order}"),
         },
-        BenchInput::Mtx(_) => {
+        MatrixSource::Mtx(_) => {
             let n = input.name();
             n.strip_suffix(".mtx").unwrap_or(&n).to_string()
         }
     }
 }
 
-/// How kernel times are taken.
-enum Clock {
-    /// Wall time of the call.
-    Cpu,
-    /// CUDA events around the work, L2 evicted before each run.
-    Cuda(EventTimer),
-}
+/// How kernel times are taken: CUDA events on a GPU, L2 evicted before
+/// each run; the wall time of the call on the CPU backend (no timer).
+struct Clock(Option<EventTimer>);
 
 impl Clock {
     /// The median of `runs` timings of `f` (ms) after `warmup` calls.
@@ -619,21 +579,8 @@ impl Clock {
         runs: usize,
         f: &mut dyn FnMut() -> Result<()>,
     ) -> Result<f64> {
-        for _ in 0..warmup {
-            f()?;
-        }
-        let mut ms = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            ms.push(match self {
-                Clock::Cpu => {
-                    let t = Instant::now();
-                    f()?;
-                    t.elapsed().as_secs_f64() * 1e3
-                }
-                Clock::Cuda(timer) => timer.time_ms(1, f)?,
-            });
-        }
-        median(&ms).ok_or_else(|| Error::invalid("bench throttle: no timed run"))
+        median(&timed_runs(self.0.as_ref(), warmup, runs, f)?)
+            .ok_or_else(|| Error::invalid("bench throttle: no timed run"))
     }
 }
 
@@ -657,8 +604,7 @@ struct OneMatrix<'a> {
     opts: &'a ThrottleBenchOptions,
     a: &'a Csr<f32>,
     x: Vec<f32>,
-    /// Per row: the f64 sum and the sum of the terms' magnitudes.
-    reference: Vec<(f64, f64)>,
+    reference: SpmvReference,
     /// The cache the plans fit, in bytes.
     cache: Option<u64>,
     clock: &'a Clock,
@@ -700,17 +646,8 @@ impl<'a> OneMatrix<'a> {
         cache: Option<u64>,
         clock: &'a Clock,
     ) -> Result<Self> {
-        crate::runtime::mem::check_elems::<(f64, f64)>("the f64 reference", a.nrows())?;
         let x = spmv_input(a.ncols());
-        let reference = (0..a.nrows())
-            .into_par_iter()
-            .map(|r| {
-                a.row_range(r).fold((0.0, 0.0), |(s, m), k| {
-                    let t = f64::from(a.values()[k]) * f64::from(x[a.col_idx()[k] as usize]);
-                    (s + t, m + t.abs())
-                })
-            })
-            .collect();
+        let reference = SpmvReference::new(a, &x)?;
         Ok(OneMatrix {
             device,
             opts,
@@ -724,21 +661,7 @@ impl<'a> OneMatrix<'a> {
 
     /// `y` against the reference: the largest relative error, or an error.
     fn check(&self, y: &[f32]) -> Result<f64> {
-        if y.len() != self.reference.len() {
-            return Err(Error::length("result", self.reference.len(), y.len()));
-        }
-        let err = y
-            .par_iter()
-            .zip(&self.reference)
-            .map(|(&g, &(r, mag))| {
-                let e = (f64::from(g) - r).abs() / (mag + 1e-30);
-                if e.is_nan() {
-                    f64::INFINITY
-                } else {
-                    e
-                }
-            })
-            .reduce(|| 0.0, f64::max);
+        let err = self.reference.max_rel_err(y)?;
         if err > TOLERANCE {
             return Err(Error::invalid(format!(
                 "the result differs from the f64 reference (max relative error {err:.3e})"
@@ -1012,7 +935,7 @@ impl<'a> OneMatrix<'a> {
 /// The work graph `spmv::throttle` plans: the twin's own tuples over the
 /// matrix, with a zeroed stand-in for `x`.
 fn spmv_graph(a: &Csr<f32>) -> Result<WorkGraph> {
-    crate::runtime::mem::check_elems::<f32>("the gathered array's stand-in", a.ncols())?;
+    warpfit::runtime::mem::check_elems::<f32>("the gathered array's stand-in", a.ncols())?;
     let zeros = vec![0f32; a.ncols()];
     let k = spmv::Kernel {
         row_ptr: a.row_ptr(),
@@ -1100,10 +1023,6 @@ fn queue_note(
             format!("{p} warps from a queue {without:.3} → {with:.3} ms{mark}")
         })
         .collect()
-}
-
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "–".to_string(), |v| format!("{v:.digits$}"))
 }
 
 /// A byte count for people: `64.0 MiB`, `4.0 KiB`, `100 B`.
@@ -1407,7 +1326,7 @@ impl ThrottleBenchReport {
     /// # Errors
     /// The plotting library's errors.
     pub fn to_svg(&self) -> Result<String> {
-        super::throttle_chart::render(self)
+        crate::throttle_chart::render(self)
     }
 }
 
@@ -1643,20 +1562,20 @@ mod tests {
 
     #[test]
     fn labels_are_short() {
-        let g = |s: &str| short_label(&BenchInput::Gen(s.parse().unwrap()));
+        let g = |s: &str| short_label(&MatrixSource::Gen(s.parse().unwrap()));
         assert_eq!(g("rmat:scale=25,edge_factor=16,seed=1"), "rmat 25");
         assert_eq!(g("uniform:n=33554432,per_row=16,seed=1"), "uniform 2^25");
         assert_eq!(g("uniform:n=3000,per_row=6"), "uniform 3000");
         assert_eq!(g("rgg:n=16777216,seed=1,order=random"), "rgg 2^24 random");
         assert_eq!(g("grid2d:side=4096"), "grid2d 4096");
-        let m = BenchInput::Mtx("dir/bcsstk16.mtx".into());
+        let m = MatrixSource::Mtx("dir/bcsstk16.mtx".into());
         assert_eq!(short_label(&m), "bcsstk16");
     }
 
     #[test]
     fn suites_parse_and_options_are_checked() {
         assert_eq!(large_suite().unwrap().len(), 6);
-        assert_eq!(default_suite().unwrap().len(), 8);
+        assert_eq!(crate::default_suite().unwrap().len(), 8);
         assert_eq!(small_suite().unwrap().len(), 3);
         let mut o = ThrottleBenchOptions::new(Vec::new());
         assert!(o.validate().is_ok());

@@ -7,16 +7,13 @@
 //! reads and writes arrays a solver already holds on the device
 //! ([`DeviceVec`]s), so that a solver can swap its SpMV for cuSPARSE's.
 
-use crate::buffer::DeviceBuffer;
-use crate::device::CudaDevice;
-use crate::probe::{self, Library};
-use crate::resident::DeviceVec;
-use crate::spec::Scalar;
 use cudarc::cusparse::sys as cs;
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use warpfit_runtime::{Error, Result};
+use warpfit::gpu::probe::{self, Library};
+use warpfit::gpu::{CudaDevice, DeviceBuffer, DeviceVec, Scalar};
+use warpfit::{Error, Result};
 
 /// cuSPARSE's SpMV algorithms for CSR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -335,7 +332,7 @@ impl<T: SpmvScalar> Drop for CusparseSpmv<T> {
         // accepts for the descriptors and we skip for the handle); the stream
         // is synchronized first so no queued SpMV still uses them.
         unsafe {
-            let _ = self.dev.wait_idle();
+            let _ = self.dev.stream().synchronize();
             if !self.vy.is_null() {
                 cs::cusparseDestroyDnVec(self.vy);
             }

@@ -1,9 +1,20 @@
-//! The `warpfit` command line.
+//! The `warpfit` command line: one module per subcommand (`bench*` drive
+//! the harnesses of `warpfit-bench`).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-mod cli;
+mod bench;
+mod bench_apps;
+mod bench_throttle;
+mod gen;
+mod info;
+mod input;
+mod output;
+mod partition;
+mod progress;
+mod run;
+mod vector;
 
 /// Counts the heap's live bytes, so that `warpfit partition` can report the
 /// partitioner's peak heap (`peak_heap_bytes`) instead of the process RSS.
@@ -28,14 +39,14 @@ enum Command {
     /// Backend in use, device name, L2 size when there is a GPU.
     Info,
     /// Writes a generated matrix as Matrix Market.
-    Gen(cli::gen::GenArgs),
+    Gen(gen::GenArgs),
     /// Runs an app (spmv, pagerank, sssp, bfs, cg) on a matrix.
-    Run(cli::run::RunArgs),
+    Run(run::RunArgs),
     /// Partitions a matrix's work graph into cache-sized pieces (DBWP).
-    Partition(cli::partition::PartitionArgs),
+    Partition(partition::PartitionArgs),
     /// Times the GPU SpMV variants against cuSPARSE (`spmv`), or every app's
     /// iterations against its kernels and CG against cuSPARSE CG (`apps`).
-    Bench(cli::bench::BenchArgs),
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,11 +64,11 @@ fn main() -> ExitCode {
         }
     }
     let result = match &cli.command {
-        Command::Info => cli::info::run(),
-        Command::Gen(args) => cli::gen::run(args),
-        Command::Run(args) => cli::run::run(args),
-        Command::Partition(args) => cli::partition::run(args),
-        Command::Bench(args) => cli::bench::run(args),
+        Command::Info => info::run(),
+        Command::Gen(args) => gen::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Partition(args) => partition::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,75 +3,32 @@
 //!
 //! Protocol, per matrix and variant: prepare (upload, compile, plan), run
 //! once and check `y` against an f64 CPU reference, warm up, then time each
-//! run with CUDA events around the kernels alone, after writing a buffer of
-//! twice the L2 size so that no run starts with the matrix or `x` in cache;
-//! report the median. The device-to-device copy bandwidth, measured in the
-//! same process, is the physical reference for the effective bandwidth.
+//! run with CUDA events around the kernels alone, after clearing the
+//! timer's lead buffer (512 MiB, [`EventTimer`]) so that no run starts with
+//! the matrix or `x` in cache; report the median. The device-to-device copy
+//! bandwidth, measured in the same process, is the physical reference for
+//! the effective bandwidth.
 
-use crate::args::Arg;
 use crate::baseline::{CusparseSpmv, CusparseSpmvOn, SpmvAlg};
-use crate::buffer::{cuda_err, DeviceBuffer};
-use crate::config::{Decomposition, LaunchConfig, Split};
-use crate::device::CudaDevice;
-use crate::launch::Prepared;
-use crate::spec::{KernelSpec, ParamKind, ScalarType};
-use cudarc::driver::sys::CUevent_flags;
-use std::path::PathBuf;
+use crate::input::{gens, MatrixSource, SpmvReference, TOLERANCE};
 use std::time::Instant;
-use warpfit_runtime::gen::GenSpec;
-use warpfit_runtime::{Csr, Error, Result, Tasks};
-
-/// Where a benchmark matrix comes from.
-#[derive(Debug, Clone)]
-pub enum MatrixSource {
-    Gen(GenSpec),
-    Mtx(PathBuf),
-}
-
-impl MatrixSource {
-    fn name(&self) -> String {
-        match self {
-            MatrixSource::Gen(g) => g.to_string(),
-            MatrixSource::Mtx(p) => p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            ),
-        }
-    }
-
-    fn load(&self) -> Result<Csr<f32>> {
-        match self {
-            MatrixSource::Gen(g) => g.generate(),
-            MatrixSource::Mtx(p) => warpfit_runtime::sparse::mm::read_csr::<f32>(p),
-        }
-    }
-}
-
-/// The default suite: RMAT scale 20/22/24 (edge factor 16), uniform 2^22
-/// and 2^24 with 16 per row, rgg 2^22 in random and spatial order, the
-/// 4096² grid, plus the `.mtx` files given with `--mtx`.
-pub fn default_suite() -> Vec<MatrixSource> {
-    let g = |s: &str| MatrixSource::Gen(s.parse().expect("built-in generator spec"));
-    vec![
-        g("rmat:scale=20,edge_factor=16,seed=1"),
-        g("rmat:scale=22,edge_factor=16,seed=1"),
-        g("rmat:scale=24,edge_factor=16,seed=1"),
-        g("uniform:n=4194304,per_row=16,seed=1"),
-        g("uniform:n=16777216,per_row=16,seed=1"),
-        g("rgg:n=4194304,seed=1,order=random"),
-        g("rgg:n=4194304,seed=1,order=spatial"),
-        g("grid2d:side=4096"),
-    ]
-}
+use warpfit::gpu::event_timer::EventTimer;
+use warpfit::gpu::{
+    cuda_err, Arg, CudaDevice, DeviceBuffer, KernelSpec, ParamKind, Prepared, ScalarType,
+};
+use warpfit::runtime::{Csr, Error, Result, Tasks};
+use warpfit::{Decomposition, LaunchConfig, Split};
 
 /// A small suite for smoke runs.
-pub fn small_suite() -> Vec<MatrixSource> {
-    let g = |s: &str| MatrixSource::Gen(s.parse().expect("built-in generator spec"));
-    vec![
-        g("rmat:scale=16,edge_factor=16,seed=1"),
-        g("uniform:n=262144,per_row=16,seed=1"),
-        g("grid2d:side=512"),
-    ]
+///
+/// # Errors
+/// None in practice (the specs are fixed).
+pub fn small_suite() -> Result<Vec<MatrixSource>> {
+    gens(&[
+        "rmat:scale=16,edge_factor=16,seed=1",
+        "uniform:n=262144,per_row=16,seed=1",
+        "grid2d:side=512",
+    ])
 }
 
 /// The parameters (kind and element type, in order) of the SpMV kernel the
@@ -84,26 +41,14 @@ const SPMV_SIGNATURE: [(ScalarType, ParamKind); 5] = [
     (ScalarType::F32, ParamKind::Output),
 ];
 
-/// The throttling roles of that kernel (`y[row] = Σ val[k] * x[col[k]]`
-/// over `row_ptr`'s range), as `#[throttled]` derives them for it.
-pub(crate) const SPMV_ROLES: crate::ThrottleRoles = crate::ThrottleRoles {
-    range: 0,
-    fine: &[1, 2],
-    gathered: 3,
-    index: Some(1),
-    task_indexed: &[4],
-    overwritten: &[4],
-    remap_refused: "",
-};
-
 /// Benchmark options.
 #[derive(Debug, Clone)]
 pub struct SpmvBenchOptions {
     /// The kernel timed: a `(row_ptr: &[u32], col: &[u32], val: &[f32],
     /// x: &[f32], y: &mut [f32])` SpMV with an f32 accumulator. `warpfit
     /// bench` passes the generated `warpfit::apps::spmv::SPEC`; the
-    /// `spmv_bench` example, which cannot link the macros, the same functor
-    /// written out (`gpu/tests/fixtures/spmv_f32.rs`).
+    /// `spmv_bench` example the same functor written out
+    /// (`gpu/tests/fixtures/spmv_f32.rs`).
     pub kernel: &'static KernelSpec,
     pub matrices: Vec<MatrixSource>,
     /// Timed runs per variant (the median is reported); at least 20 is the protocol.
@@ -128,16 +73,19 @@ pub struct SpmvBenchOptions {
     /// fills half of L2, when `x` alone exceeds that.
     pub col_blocks: Vec<usize>,
     /// The partitioner of the cache-fit variants (default column blocks).
-    pub partitioner: warpfit_runtime::schedule::Partitioner,
+    pub partitioner: warpfit::runtime::schedule::Partitioner,
 }
 
 impl SpmvBenchOptions {
     /// The protocol's defaults (the default suite, 20 timed runs, every
     /// variant) for `kernel`.
-    pub fn new(kernel: &'static KernelSpec) -> Self {
-        SpmvBenchOptions {
+    ///
+    /// # Errors
+    /// None in practice (the default suite's specs are fixed).
+    pub fn new(kernel: &'static KernelSpec) -> Result<Self> {
+        Ok(SpmvBenchOptions {
             kernel,
-            matrices: default_suite(),
+            matrices: crate::input::default_suite()?,
             runs: 20,
             warmup: 3,
             segment_lens: vec![8, 16, 32, 64, 256],
@@ -146,8 +94,8 @@ impl SpmvBenchOptions {
             variants: Vec::new(),
             add_kernel: None,
             col_blocks: Vec::new(),
-            partitioner: warpfit_runtime::schedule::Partitioner::Columns,
-        }
+            partitioner: warpfit::runtime::schedule::Partitioner::Columns,
+        })
     }
 }
 
@@ -181,12 +129,12 @@ pub struct MatrixResult {
 
 /// What the cache-fit variants launch: the matrix's column indices and
 /// values reordered by partition within each row
-/// ([`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan)), the
+/// ([`CacheFitPlan`](warpfit::runtime::schedule::CacheFitPlan)), the
 /// segments in partition order (hubs cut), and each partition's segments.
 struct CacheFitLaunch {
     col: Vec<u32>,
     val: Vec<f32>,
-    list: warpfit_runtime::TaskList,
+    list: warpfit::runtime::TaskList,
     /// Each partition's segments of `list` (a range of it).
     ranges: Vec<std::ops::Range<usize>>,
     /// The plan part by part: column indices, values, each partition's
@@ -200,7 +148,7 @@ struct CacheFitLaunch {
 /// the segments of the fine-task reordering, and the host time it took.
 #[derive(Debug, Clone)]
 pub struct CacheFitFacts {
-    pub partitioner: warpfit_runtime::schedule::Partitioner,
+    pub partitioner: warpfit::runtime::schedule::Partitioner,
     pub partitions: usize,
     pub segments: usize,
     pub split_tasks: usize,
@@ -255,66 +203,22 @@ pub struct SpmvReport {
     pub matrices: Vec<MatrixResult>,
 }
 
-/// CUDA-event timer on the device's stream.
-struct Timer {
-    dev: CudaDevice,
-    start: cudarc::driver::CudaEvent,
-    end: cudarc::driver::CudaEvent,
-    flush: DeviceBuffer<u8>,
-}
-
-impl Timer {
-    fn new(dev: &CudaDevice) -> Result<Self> {
-        let ctx = dev.context();
-        let ev = || {
-            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(cuda_err("creating an event"))
-        };
-        Ok(Timer {
-            dev: dev.clone(),
-            start: ev()?,
-            end: ev()?,
-            flush: DeviceBuffer::zeros(dev, 2 * dev.l2_bytes().max(1 << 20))?,
-        })
-    }
-
-    /// Median, min, max of `runs` timings of `f` (ms), each after an L2 flush.
-    fn time(
-        &mut self,
-        warmup: usize,
-        runs: usize,
-        f: &dyn Fn() -> Result<()>,
-    ) -> Result<(f64, f64, f64)> {
-        for _ in 0..warmup {
-            f()?;
-        }
-        let mut t = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            self.flush.clear(&self.dev)?;
-            self.start
-                .record(self.dev.stream())
-                .map_err(cuda_err("recording an event"))?;
-            f()?;
-            self.end
-                .record(self.dev.stream())
-                .map_err(cuda_err("recording an event"))?;
-            self.end
-                .synchronize()
-                .map_err(cuda_err("waiting for an event"))?;
-            t.push(f64::from(
-                self.start
-                    .elapsed_ms(&self.end)
-                    .map_err(cuda_err("reading an event"))?,
-            ));
-        }
-        t.sort_by(f64::total_cmp);
-        Ok((t[t.len() / 2], t[0], t[t.len() - 1]))
-    }
+/// Median, min and max of `runs` timings of `f` (ms) after `warmup`
+/// untimed calls, each run between CUDA events after an L2 eviction
+/// ([`timed_runs`](crate::input::timed_runs)).
+fn time(
+    timer: &EventTimer,
+    warmup: usize,
+    runs: usize,
+    f: &dyn Fn() -> Result<()>,
+) -> Result<(f64, f64, f64)> {
+    let t = crate::input::timed_runs(Some(timer), warmup, runs, &mut || f())?;
+    Ok((t[t.len() / 2], t[0], t[t.len() - 1]))
 }
 
 /// Device-to-device copy bandwidth in GB/s (read + write), over a buffer of
 /// 512 MiB or a quarter of free memory, whichever is smaller.
-fn copy_bandwidth(dev: &CudaDevice, timer: &mut Timer) -> Result<f64> {
+fn copy_bandwidth(dev: &CudaDevice, timer: &EventTimer) -> Result<f64> {
     let (free, _) = dev
         .context()
         .mem_get_info()
@@ -324,28 +228,13 @@ fn copy_bandwidth(dev: &CudaDevice, timer: &mut Timer) -> Result<f64> {
     let mut dst = DeviceBuffer::<u8>::zeros(dev, bytes)?;
     let stream = dev.stream().clone();
     let cell = std::cell::RefCell::new(&mut dst);
-    let (ms, _, _) = timer.time(3, 20, &|| {
+    let (ms, _, _) = time(timer, 3, 20, &|| {
         let mut d = cell.borrow_mut();
         stream
             .memcpy_dtod(src.as_slice(), d.as_slice_mut())
             .map_err(cuda_err("device-to-device copy"))
     })?;
     Ok(2.0 * bytes as f64 / (ms * 1e-3) / 1e9)
-}
-
-/// Largest |y - ref| / (Σ|a·x| + tiny) over rows.
-fn max_rel_err(y: &[f32], reference: &[(f64, f64)]) -> f64 {
-    y.iter()
-        .zip(reference)
-        .map(|(&g, &(r, mag))| {
-            let e = (f64::from(g) - r).abs() / (mag + 1e-30);
-            if e.is_nan() {
-                f64::INFINITY
-            } else {
-                e
-            }
-        })
-        .fold(0.0, f64::max)
 }
 
 /// Runs the benchmark; `log` receives progress lines.
@@ -367,8 +256,8 @@ pub fn run_spmv(
     }
     let configs = variant_configs(opts)?;
     let t0 = Instant::now();
-    let mut timer = Timer::new(dev)?;
-    let copy_gbs = copy_bandwidth(dev, &mut timer)?;
+    let timer = EventTimer::new(dev)?;
+    let copy_gbs = copy_bandwidth(dev, &timer)?;
     log(&format!(
         "{} ({}, L2 {} MiB): device-to-device copy {copy_gbs:.0} GB/s",
         dev.name(),
@@ -378,7 +267,7 @@ pub fn run_spmv(
     let mut results = Vec::new();
     for src in &opts.matrices {
         let name = src.name();
-        let a = src.load()?;
+        let a = src.load::<f32>()?;
         let n = a.nrows();
         let max_row = (0..n).map(|r| a.row_range(r).len()).max().unwrap_or(0);
         log(&format!(
@@ -390,7 +279,7 @@ pub fn run_spmv(
         let mut variants = Vec::new();
         let (mut auto_split, mut auto_serial_max) = (None, 0);
         for (vname, cfg) in &configs {
-            let (v, prepared) = bench.warpfit(dev, opts, &mut timer, vname, cfg)?;
+            let (v, prepared) = bench.warpfit(dev, opts, &timer, vname, cfg)?;
             if vname == "cte" {
                 auto_split = prepared.0;
                 auto_serial_max = prepared.1;
@@ -421,8 +310,7 @@ pub fn run_spmv(
                     split: Split::Auto,
                     cte_serial_max: opts.cte_serial_max,
                 };
-                variants
-                    .push(bench.cache_fit_carried(dev, opts, &mut timer, &plan, CACHE_FIT, &cfg)?);
+                variants.push(bench.cache_fit_carried(dev, opts, &timer, &plan, CACHE_FIT, &cfg)?);
             }
             for &&(vname, d) in &other_cf {
                 let cfg = LaunchConfig {
@@ -430,19 +318,19 @@ pub fn run_spmv(
                     split: Split::Never,
                     ..LaunchConfig::default()
                 };
-                variants.push(bench.cache_fit_carried(dev, opts, &mut timer, &plan, vname, &cfg)?);
+                variants.push(bench.cache_fit_carried(dev, opts, &timer, &plan, vname, &cfg)?);
             }
             if wants(CACHE_FIT_LIST) {
-                variants.push(bench.cache_fit(dev, opts, &mut timer, &plan, true)?);
+                variants.push(bench.cache_fit(dev, opts, &timer, &plan, true)?);
             }
             if wants(CACHE_FIT_ONE) {
-                variants.push(bench.cache_fit(dev, opts, &mut timer, &plan, false)?);
+                variants.push(bench.cache_fit(dev, opts, &timer, &plan, false)?);
             }
             cache_fit = Some(facts);
         }
         for name in &opts.variants {
             if let Some((policy, remap)) = throttle_variant(name)? {
-                let (v, line) = bench.throttled(dev, opts, &mut timer, name, policy, remap)?;
+                let (v, line) = bench.throttled(dev, opts, &timer, name, policy, remap)?;
                 log(&line);
                 variants.push(v);
             }
@@ -451,14 +339,14 @@ pub fn run_spmv(
             match opts.add_kernel {
                 Some(add) => {
                     for k in col_block_counts(opts, a.ncols(), dev.l2_bytes()) {
-                        variants.extend(bench.col_blocks(dev, opts, add, &mut timer, k)?);
+                        variants.extend(bench.col_blocks(dev, opts, add, &timer, k)?);
                     }
                 }
                 None => log("    cte:cb skipped: no y += A·x kernel given"),
             }
         }
         for alg in [SpmvAlg::Default, SpmvAlg::CsrAlg2] {
-            variants.push(bench.cusparse(dev, opts, &mut timer, alg)?);
+            variants.push(bench.cusparse(dev, opts, &timer, alg)?);
         }
         let m = MatrixResult {
             name: name.clone(),
@@ -493,10 +381,10 @@ pub fn run_spmv(
 
 /// The cache-fit variant (the `cf` schedule): the matrix partitioned for
 /// the device's L2 (`partitioner`, default safety) into a
-/// [`CacheFitPlan`](warpfit_runtime::schedule::CacheFitPlan), laid out part
-/// by part ([`PartMajor`](warpfit_runtime::schedule::PartMajor)), and run
+/// [`CacheFitPlan`](warpfit::runtime::schedule::CacheFitPlan), laid out part
+/// by part ([`PartMajor`](warpfit::runtime::schedule::PartMajor)), and run
 /// as one launch per partition over its own range array with the rows'
-/// folds carried between launches ([`CarriedLaunch`](crate::CarriedLaunch)),
+/// folds carried between launches ([`CarriedLaunch`](warpfit::gpu::CarriedLaunch)),
 /// each launch with the automatic split. Planning runs on the host before
 /// timing; its time is reported apart.
 pub const CACHE_FIT: &str = "cte:cf";
@@ -510,7 +398,7 @@ pub const CACHE_FIT_OTHER: [(&str, Decomposition); 3] = [
     ("sub8:cf", Decomposition::SubWarp(8)),
 ];
 
-/// The throttled handle ([`Throttled`](crate::Throttled)) with policy
+/// The throttled handle ([`Throttled`](warpfit::Throttled)) with policy
 /// `auto` and the partitioner given: planned (host time reported), its
 /// first launch timing every schedule and keeping the fastest, then the
 /// chosen schedule timed alone over the staged arrays. Any policy runs the
@@ -522,7 +410,7 @@ pub const THROTTLE_AUTO: &str = "throttle:auto";
 /// (`None`: not a throttled variant).
 fn throttle_variant(
     name: &str,
-) -> Result<Option<(warpfit_runtime::schedule::ThrottlePolicy, bool)>> {
+) -> Result<Option<(warpfit::runtime::schedule::ThrottlePolicy, bool)>> {
     let Some(rest) = name.strip_prefix("throttle:") else {
         return Ok(None);
     };
@@ -655,24 +543,16 @@ struct OneMatrix<'a> {
     name: &'a str,
     a: &'a Csr<f32>,
     x: Vec<f32>,
-    /// Per row: the f64 sum and the sum of the terms' magnitudes.
-    reference: Vec<(f64, f64)>,
+    reference: SpmvReference,
 }
 
 impl<'a> OneMatrix<'a> {
     fn new(name: &'a str, a: &'a Csr<f32>) -> Result<Self> {
-        let x: Vec<f32> = warpfit_runtime::gen::random_values(a.ncols(), 17)?
+        let x: Vec<f32> = warpfit::runtime::gen::random_values(a.ncols(), 17)?
             .into_iter()
             .map(|v| v as f32)
             .collect();
-        let reference = (0..a.nrows())
-            .map(|r| {
-                a.row_range(r).fold((0.0, 0.0), |(s, m), k| {
-                    let t = f64::from(a.values()[k]) * f64::from(x[a.col_idx()[k] as usize]);
-                    (s + t, m + t.abs())
-                })
-            })
-            .collect();
+        let reference = SpmvReference::new(a, &x)?;
         Ok(OneMatrix {
             name,
             a,
@@ -683,8 +563,8 @@ impl<'a> OneMatrix<'a> {
 
     /// `y` checked against the reference, or the error naming `variant`.
     fn check(&self, variant: &str, y: &[f32]) -> Result<f64> {
-        let err = max_rel_err(y, &self.reference);
-        if err > 1e-4 {
+        let err = self.reference.max_rel_err(y)?;
+        if err > TOLERANCE {
             return Err(Error::Cuda {
                 context: format!("benchmark {} / {variant}", self.name),
                 message: format!(
@@ -701,10 +581,10 @@ impl<'a> OneMatrix<'a> {
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
-        timer: &mut Timer,
+        timer: &EventTimer,
         vname: &str,
         cfg: &LaunchConfig,
-    ) -> Result<(VariantResult, (Option<crate::Split>, u32))> {
+    ) -> Result<(VariantResult, (Option<Split>, u32))> {
         let a = self.a;
         let mut y = vec![f32::NAN; a.nrows()];
         fn args<'b>(a: &'b Csr<f32>, x: &'b [f32], y: &'b mut [f32]) -> [Arg<'b>; 5] {
@@ -721,7 +601,7 @@ impl<'a> OneMatrix<'a> {
         prepared.run()?;
         prepared.finish(&mut args(a, &self.x, &mut y))?;
         let err = self.check(vname, &y)?;
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
+        let (med, min, max) = time(timer, opts.warmup, opts.runs, &|| prepared.run())?;
         let chosen = (prepared.chosen_split(), prepared.cte_serial_max());
         Ok((
             VariantResult {
@@ -740,10 +620,10 @@ impl<'a> OneMatrix<'a> {
     fn plan_cache_fit(
         &self,
         dev: &CudaDevice,
-        partitioner: warpfit_runtime::schedule::Partitioner,
+        partitioner: warpfit::runtime::schedule::Partitioner,
     ) -> Result<(CacheFitLaunch, CacheFitFacts)> {
-        use warpfit_runtime::partition::WorkGraphOf;
-        use warpfit_runtime::schedule::{CacheFitPlan, ChunkQueue, PartMajor, ThrottleOptions};
+        use warpfit::runtime::partition::WorkGraphOf;
+        use warpfit::runtime::schedule::{CacheFitPlan, ChunkQueue, PartMajor, ThrottleOptions};
         let a = self.a;
         let start = Instant::now();
         let graph = WorkGraphOf::borrow_csr(a)?.with_elem_bytes(4, 4)?;
@@ -792,7 +672,7 @@ impl<'a> OneMatrix<'a> {
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
-        timer: &mut Timer,
+        timer: &EventTimer,
         plan: &CacheFitLaunch,
         per_partition: bool,
     ) -> Result<VariantResult> {
@@ -838,7 +718,7 @@ impl<'a> OneMatrix<'a> {
             &mut y,
         ))?;
         let err = self.check(name, &y)?;
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| prepared.run())?;
+        let (med, min, max) = time(timer, opts.warmup, opts.runs, &|| prepared.run())?;
         Ok(VariantResult {
             variant: name.into(),
             median_ms: med,
@@ -854,13 +734,13 @@ impl<'a> OneMatrix<'a> {
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
-        timer: &mut Timer,
+        timer: &EventTimer,
         name: &str,
-        policy: warpfit_runtime::schedule::ThrottlePolicy,
+        policy: warpfit::runtime::schedule::ThrottlePolicy,
         remap: bool,
     ) -> Result<(VariantResult, String)> {
-        use warpfit_runtime::partition::WorkGraphOf;
-        use warpfit_runtime::schedule::ThrottleOptions;
+        use warpfit::runtime::partition::WorkGraphOf;
+        use warpfit::runtime::schedule::ThrottleOptions;
         let a = self.a;
         let graph = WorkGraphOf::borrow_csr(a)?
             .with_elem_bytes(4, 4)?
@@ -869,8 +749,8 @@ impl<'a> OneMatrix<'a> {
             .with_partitioner(opts.partitioner)
             .with_policy(policy)
             .with_remap(remap);
-        let device = crate::Device::Cuda(dev.clone());
-        fn no_cpu(_: &crate::CpuArgs<'_>, _: usize) -> Result<()> {
+        let device = warpfit::Device::Cuda(dev.clone());
+        fn no_cpu(_: &warpfit::gpu::CpuArgs<'_>, _: usize) -> Result<()> {
             Err(Error::invalid(
                 "the benchmark's throttled handle runs on CUDA only",
             ))
@@ -882,10 +762,10 @@ impl<'a> OneMatrix<'a> {
             None,
             None,
         ];
-        let mut t = crate::Throttled::new(
+        let mut t = warpfit::Throttled::new(
             &device,
             opts.kernel,
-            SPMV_ROLES,
+            warpfit::apps::spmv::THROTTLE_ROLES,
             &options,
             &LaunchConfig::default(),
             a.nrows(),
@@ -920,7 +800,7 @@ impl<'a> OneMatrix<'a> {
                 format!(", SJ launches {:?}", r.sj_launches)
             }
         );
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| t.enqueue_again())?;
+        let (med, min, max) = time(timer, opts.warmup, opts.runs, &|| t.enqueue_again())?;
         Ok((
             VariantResult {
                 variant: format!("{name} ({})", r.chosen),
@@ -938,12 +818,12 @@ impl<'a> OneMatrix<'a> {
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
-        timer: &mut Timer,
+        timer: &EventTimer,
         plan: &CacheFitLaunch,
         vname: &str,
         cfg: &LaunchConfig,
     ) -> Result<VariantResult> {
-        let device = crate::Device::Cuda(dev.clone());
+        let device = warpfit::Device::Cuda(dev.clone());
         let col = device.upload(&plan.pm_col)?;
         let val = device.upload(&plan.pm_val)?;
         let ptrs = plan
@@ -965,11 +845,12 @@ impl<'a> OneMatrix<'a> {
                 ]
             })
             .collect();
-        let launch = crate::CarriedLaunch::cuda(dev, opts.kernel, cfg, self.a.nrows(), parts)?;
+        let launch =
+            warpfit::gpu::CarriedLaunch::cuda(dev, opts.kernel, cfg, self.a.nrows(), parts)?;
         launch.run()?;
         launch.check()?;
         let err = self.check(vname, &y.to_vec()?)?;
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| launch.run())?;
+        let (med, min, max) = time(timer, opts.warmup, opts.runs, &|| launch.run())?;
         Ok(VariantResult {
             variant: vname.into(),
             median_ms: med,
@@ -986,13 +867,13 @@ impl<'a> OneMatrix<'a> {
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
         add: &'static KernelSpec,
-        timer: &mut Timer,
+        timer: &EventTimer,
         k: usize,
     ) -> Result<Vec<VariantResult>> {
         let a = self.a;
         let (n, ncols) = (a.nrows(), a.ncols());
         let width = ncols.div_ceil(k.max(1)).max(1);
-        let device = crate::Device::Cuda(dev.clone());
+        let device = warpfit::Device::Cuda(dev.clone());
         let x = device.upload(&self.x)?;
         let y = device.alloc::<f32>(n)?;
         let mut blocks = Vec::with_capacity(k);
@@ -1009,7 +890,10 @@ impl<'a> OneMatrix<'a> {
                         val.push(v);
                     }
                 }
-                row_ptr.push(warpfit_runtime::error::to_u32("block nonzeros", col.len())?);
+                row_ptr.push(warpfit::runtime::error::to_u32(
+                    "block nonzeros",
+                    col.len(),
+                )?);
             }
             blocks.push((
                 device.upload(&row_ptr)?,
@@ -1034,16 +918,18 @@ impl<'a> OneMatrix<'a> {
                     Arg::resident_input(&x),
                     Arg::resident_output(&y),
                 ];
-                crate::PreparedLaunch::cuda(dev, kernel, &cfg, Tasks::All(n), args)
+                warpfit::PreparedLaunch::cuda(dev, kernel, &cfg, Tasks::All(n), args)
             })
             .collect::<Result<Vec<_>>>()?;
         let mut out = Vec::with_capacity(2);
         let name = format!("{COL_BLOCKS}{k}");
-        let run = || launches.iter().try_for_each(crate::PreparedLaunch::run);
+        let run = || launches.iter().try_for_each(warpfit::PreparedLaunch::run);
         run()?;
-        launches.iter().try_for_each(crate::PreparedLaunch::check)?;
+        launches
+            .iter()
+            .try_for_each(warpfit::PreparedLaunch::check)?;
         let err = self.check(&name, &y.to_vec()?)?;
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &run)?;
+        let (med, min, max) = time(timer, opts.warmup, opts.runs, &run)?;
         out.push(VariantResult {
             variant: name,
             median_ms: med,
@@ -1072,7 +958,7 @@ impl<'a> OneMatrix<'a> {
         let name = format!("cusparse:cb{k}");
         run()?;
         let err = self.check(&name, &y.to_vec()?)?;
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &run)?;
+        let (med, min, max) = time(timer, opts.warmup, opts.runs, &run)?;
         out.push(VariantResult {
             variant: name,
             median_ms: med,
@@ -1088,7 +974,7 @@ impl<'a> OneMatrix<'a> {
         &self,
         dev: &CudaDevice,
         opts: &SpmvBenchOptions,
-        timer: &mut Timer,
+        timer: &EventTimer,
         alg: SpmvAlg,
     ) -> Result<VariantResult> {
         let a = self.a;
@@ -1104,7 +990,7 @@ impl<'a> OneMatrix<'a> {
         )?;
         s.run()?;
         let err = self.check(alg.name(), &s.y()?)?;
-        let (med, min, max) = timer.time(opts.warmup, opts.runs, &|| s.run())?;
+        let (med, min, max) = time(timer, opts.warmup, opts.runs, &|| s.run())?;
         Ok(VariantResult {
             variant: alg.name().into(),
             median_ms: med,
@@ -1230,7 +1116,7 @@ mod tests {
     #[test]
     fn variants_are_listed_filtered_and_checked() {
         // The variants do not depend on the kernel.
-        let mut opts = SpmvBenchOptions::new(&crate::spec::X_TO_Y);
+        let mut opts = SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC).unwrap();
         let all = variant_configs(&opts).unwrap();
         let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
         assert!(

@@ -3,7 +3,7 @@
 //! timed is the host's work per call.
 //!
 //! ```text
-//! cargo run --release --example launch_overhead [-- --backend cuda] [--gen SPEC] [--iters N]
+//! cargo run --release -p warpfit-bench --example launch_overhead [-- --backend cuda] [--gen SPEC] [--iters N]
 //! ```
 //!
 //! Method: the arrays are uploaded once; each variant is warmed up (the

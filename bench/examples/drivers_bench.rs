@@ -11,7 +11,7 @@
 //! they took.
 //!
 //! ```text
-//! cargo run --release --example drivers_bench -- [--gen SPEC]... [--mtx FILE]...
+//! cargo run --release -p warpfit-bench --example drivers_bench -- [--gen SPEC]... [--mtx FILE]...
 //!     [--backend cpu|cuda] [--apps sssp,bfs,cc]
 //!     [--drivers topo,topo:rounds,data:fifo,data:nearfar,hybrid,auto]
 //!     [--runs 3] [--source V|hub] [--capacity N|n] [--no-dedup] [--no-donate]

@@ -1,6 +1,6 @@
 //! `warpfit bench throttle`: the options of `warpfit bench` that apply to
 //! the throttling benchmark, turned into
-//! `warpfit::apps::throttle_bench::ThrottleBenchOptions`; the run on the
+//! `warpfit_bench::throttle::ThrottleBenchOptions`; the run on the
 //! chosen backend with progress on stderr, the Markdown report on stdout,
 //! in `--out` and as a section of `--write`, the chart in `--svg`.
 
@@ -10,12 +10,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
-use warpfit::apps::bench::BenchInput;
-use warpfit::apps::throttle_bench::{
-    default_suite, large_suite, run_throttle_bench, small_suite, ThrottleBenchOptions,
-    ThrottleBenchReport,
-};
 use warpfit::{Device, Error, Result};
+use warpfit_bench::throttle::{
+    large_suite, run_throttle_bench, small_suite, ThrottleBenchOptions, ThrottleBenchReport,
+};
+use warpfit_bench::{default_suite, MatrixSource};
 
 /// The benchmark's options from the command line: `--gen` replaces the
 /// suite, `--mtx` files join it.
@@ -23,7 +22,7 @@ pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
     let mut matrices = if !args.gens.is_empty() {
         args.gens
             .iter()
-            .map(|s| s.parse().map(BenchInput::Gen))
+            .map(|s| s.parse().map(MatrixSource::Gen))
             .collect::<Result<Vec<_>>>()?
     } else if args.small || args.suite == "small" {
         small_suite()?
@@ -32,7 +31,7 @@ pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
     } else {
         default_suite()?
     };
-    matrices.extend(args.mtx.iter().cloned().map(BenchInput::Mtx));
+    matrices.extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
     let mut opts = ThrottleBenchOptions::new(matrices);
     opts.runs = args.runs as usize;
     opts.warmup = args.warmup as usize;
@@ -221,7 +220,7 @@ mod tests {
         assert_eq!((o.runs, o.rounds, o.cache), (20, 1, CacheSize::L2));
         assert_eq!(o.partitioner, None);
         let o = options(&parse(&["throttle", "--suite", "large"])).unwrap();
-        let names: Vec<String> = o.matrices.iter().map(BenchInput::name).collect();
+        let names: Vec<String> = o.matrices.iter().map(MatrixSource::name).collect();
         assert_eq!(names.len(), 6);
         assert!(names[1].starts_with("rmat:scale=25"), "{names:?}");
         assert_eq!(names[5], "grid2d:side=4096");
@@ -239,7 +238,7 @@ mod tests {
             "3",
         ]))
         .unwrap();
-        let names: Vec<String> = o.matrices.iter().map(BenchInput::name).collect();
+        let names: Vec<String> = o.matrices.iter().map(MatrixSource::name).collect();
         assert_eq!(names, ["grid2d:side=8", "m.mtx"]);
         assert_eq!(o.cache, CacheSize::Bytes(4096));
         assert_eq!(o.partitioner, Some(Partitioner::Kd));

@@ -5,16 +5,17 @@
 //! every policy against cuSPARSE (or, on the CPU, against `org`), with a
 //! chart.
 //!
-//! The protocol lives in `warpfit_gpu::bench` (CPU check first, CUDA events,
+//! The protocol lives in `warpfit_bench::spmv` (CPU check first, CUDA events,
 //! L2 flushed before every run, median of at least 20 runs, copy bandwidth
 //! measured in the same run); this module parses the options, prints
 //! progress and writes the `## GPU SpMV` section of `BENCHMARKS.md`.
 
 use super::output::OutputFile;
 use std::path::{Path, PathBuf};
-use warpfit::gpu::bench::{default_suite, run_spmv, small_suite, MatrixSource, SpmvBenchOptions};
 use warpfit::gpu::CudaDevice;
 use warpfit::{Error, Result};
+use warpfit_bench::spmv::{run_spmv, small_suite, SpmvBenchOptions};
+use warpfit_bench::{default_suite, MatrixSource};
 
 /// Options of `warpfit bench`.
 #[derive(Debug, Clone, clap::Args)]
@@ -205,7 +206,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         budgets: args.budgets.clone(),
         // The generated kernel of the built-in spmv app, not a hand-written one.
         add_kernel: Some(&warpfit::apps::spmv_add::SPEC),
-        ..SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC)
+        ..SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC)?
     };
     opts.matrices = if !args.gens.is_empty() {
         args.gens
@@ -213,9 +214,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .map(|g| g.parse().map(MatrixSource::Gen))
             .collect::<Result<Vec<_>>>()?
     } else if args.suite == "small" || args.small {
-        small_suite()
+        small_suite()?
     } else {
-        default_suite()
+        default_suite()?
     };
     opts.matrices
         .extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));

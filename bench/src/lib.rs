@@ -1,0 +1,24 @@
+//! warpfit's benchmarks: the harnesses behind `warpfit bench spmv|apps|throttle`,
+//! the cuSPARSE baseline they compare against, and their Markdown and SVG
+//! reports. Benchmarks are not library code: they live here so that a crate
+//! that depends on `warpfit` builds only what kernels need.
+//!
+//! - [`spmv`]: every decomposition of warpfit's SpMV against cuSPARSE;
+//! - [`apps`]: every app's iteration time against its kernels' device
+//!   time, CG against a CG whose SpMV is cuSPARSE's;
+//! - [`throttle`]: the generated `spmv` kernel through its throttled handle
+//!   under every policy, with its chart (`throttle_chart`);
+//! - [`baseline`]: `cusparseSpMV` on a CSR matrix;
+//! - [`input`]: what every harness shares: the matrix sources and the
+//!   default suite, the f64 reference results are checked against, timed
+//!   runs on CUDA events ([`EventTimer`](warpfit::gpu::event_timer::EventTimer))
+//!   or the wall clock, and report formatting.
+
+pub mod apps;
+pub mod baseline;
+pub mod input;
+pub mod spmv;
+pub mod throttle;
+mod throttle_chart;
+
+pub use input::{default_suite, MatrixSource};

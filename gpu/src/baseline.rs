@@ -7,10 +7,10 @@
 //! reads and writes arrays a solver already holds on the device
 //! ([`DeviceVec`]s), so that a solver can swap its SpMV for cuSPARSE's.
 
-use crate::buffer::DeviceBuffer;
-use crate::device::CudaDevice;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::launch::device_vec::DeviceVec;
 use crate::probe::{self, Library};
-use crate::resident::DeviceVec;
 use crate::spec::Scalar;
 use cudarc::cusparse::sys as cs;
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};

@@ -8,12 +8,13 @@
 //! report the median. The device-to-device copy bandwidth, measured in the
 //! same process, is the physical reference for the effective bandwidth.
 
-use crate::args::Arg;
 use crate::baseline::{CusparseSpmv, CusparseSpmvOn, SpmvAlg};
-use crate::buffer::{cuda_err, DeviceBuffer};
 use crate::config::{Decomposition, LaunchConfig, Split};
-use crate::device::CudaDevice;
-use crate::launch::Prepared;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::errors::cuda_err;
+use crate::launch::arg::Arg;
+use crate::launch::prepared::Prepared;
 use crate::spec::{KernelSpec, ParamKind, ScalarType};
 use cudarc::driver::sys::CUevent_flags;
 use std::path::PathBuf;
@@ -83,18 +84,6 @@ const SPMV_SIGNATURE: [(ScalarType, ParamKind); 5] = [
     (ScalarType::F32, ParamKind::Input),
     (ScalarType::F32, ParamKind::Output),
 ];
-
-/// The throttling roles of that kernel (`y[row] = Σ val[k] * x[col[k]]`
-/// over `row_ptr`'s range), as `#[throttled]` derives them for it.
-pub(crate) const SPMV_ROLES: crate::ThrottleRoles = crate::ThrottleRoles {
-    range: 0,
-    fine: &[1, 2],
-    gathered: 3,
-    index: Some(1),
-    task_indexed: &[4],
-    overwritten: &[4],
-    remap_refused: "",
-};
 
 /// Benchmark options.
 #[derive(Debug, Clone)]
@@ -885,7 +874,7 @@ impl<'a> OneMatrix<'a> {
         let mut t = crate::Throttled::new(
             &device,
             opts.kernel,
-            SPMV_ROLES,
+            crate::throttle::roles::SPMV_ROLES,
             &options,
             &LaunchConfig::default(),
             a.nrows(),

@@ -15,9 +15,10 @@
 //! On the CPU backend launches are synchronous: [`Readback::push`] copies at
 //! once.
 
-use crate::buffer::cuda_err;
-use crate::device::{CudaDevice, Device};
-use crate::resident::DeviceVec;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::device::Device;
+use crate::driver::errors::cuda_err;
+use crate::launch::device_vec::DeviceVec;
 use crate::spec::Scalar;
 use cudarc::driver::{CudaEvent, PinnedHostSlice};
 use std::collections::VecDeque;

@@ -37,11 +37,13 @@
 //! ```
 
 use crate::abi::BLOCK;
-use crate::buffer::DeviceBuffer;
-use crate::compile;
-use crate::device::{CudaDevice, Device};
-use crate::layout::{fill_blocks, launch_words};
-use crate::resident::DeviceVec;
+use crate::compile::device_modules::{load_function, load_unit};
+use crate::compile::units::levels_unit;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
+use crate::driver::device::Device;
+use crate::engines::gather_layouts::{fill_blocks, launch_words};
+use crate::launch::device_vec::DeviceVec;
 use crate::spec::Scalar;
 use cudarc::driver::{CudaFunction, CudaModule};
 use std::sync::Arc;
@@ -110,11 +112,11 @@ pub(crate) struct LevelKernels {
     rows: [CudaFunction; 4],
 }
 
-impl LevelKernels {
+impl DeviceExtension for LevelKernels {
     /// Compiles (or reads from the kernel cache) and loads the library.
-    pub(crate) fn load(dev: &CudaDevice) -> Result<Self> {
-        let module = compile::load_unit(dev, "levels", &compile::levels_unit())?;
-        let f = |entry: &str| compile::load_function(&module, "levels", entry);
+    fn load(dev: &CudaDevice) -> Result<Self> {
+        let module = load_unit(dev, "levels", &levels_unit())?;
+        let f = |entry: &str| load_function(&module, "levels", entry);
         Ok(LevelKernels {
             reset: f("wf_levels_reset")?,
             start: f("wf_levels_start")?,
@@ -143,7 +145,7 @@ impl LevelKernels {
 /// # Errors
 /// `device` is not a CUDA device; NVRTC or the module load fails.
 pub fn load(device: &Device) -> Result<()> {
-    cuda_of(device, "the device level order")?.level_kernels()?;
+    cuda_of(device, "the device level order")?.extension::<LevelKernels>()?;
     Ok(())
 }
 
@@ -252,7 +254,7 @@ pub fn level_order_within(
             "level order: root {root} is not a row of a {n}-row matrix"
         )));
     }
-    let k = dev.level_kernels()?;
+    let k = dev.extension::<LevelKernels>()?;
     let claims = DeviceBuffer::<u64>::zeros(dev, n)?;
     let counts = DeviceBuffer::<u32>::zeros(dev, n)?;
     let tile_sums = DeviceBuffer::<u32>::zeros(dev, n.div_ceil(BLOCK as usize))?;
@@ -379,7 +381,7 @@ pub fn renumber<T: Scalar>(
     if n == 0 {
         return Ok(out);
     }
-    let k = dev.level_kernels()?;
+    let k = dev.extension::<LevelKernels>()?;
     let lengths = DeviceBuffer::<u32>::zeros(dev, n)?;
     let tiles = n.div_ceil(BLOCK as usize);
     let tile_sums = DeviceBuffer::<u32>::zeros(dev, tiles)?;

@@ -4,7 +4,7 @@
 //! only, so that it can run on a thread of its own while launches run
 //! unthrottled (pipelined planning).
 
-use super::ThrottleRoles;
+use super::roles::ThrottleRoles;
 use crate::spec::{KernelSpec, ScalarType};
 use std::time::{Duration, Instant};
 use warpfit_runtime::partition::{Remapping, WorkGraph};
@@ -183,7 +183,7 @@ mod tests {
         index_encoding: crate::spec::IndexEncoding::Plain,
     };
 
-    const ROLES: ThrottleRoles = crate::bench::SPMV_ROLES;
+    const ROLES: ThrottleRoles = crate::throttle::roles::SPMV_ROLES;
 
     /// The host plan of `a` for `options`, with a 4 KiB cache (several
     /// partitions of these matrices).

@@ -21,7 +21,7 @@
 //! fewer keep the merge short. See the constants.
 
 use crate::config::{Decomposition, LaunchConfig, Split};
-use crate::device::Device;
+use crate::driver::device::Device;
 use std::ops::Range;
 use warpfit_runtime::{Error, Result, TaskList};
 

@@ -6,20 +6,10 @@
 //! allocates one element (CUDA rejects empty allocations) but reports
 //! length 0, so kernels see `len == 0` and fault on any access.
 
-use crate::device::CudaDevice;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::errors::cuda_err;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, ValidAsZeroBits};
 use warpfit_runtime::{Error, Result};
-
-/// Maps a driver error to warpfit's error with context.
-pub(crate) fn cuda_err(
-    context: impl Into<String>,
-) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-    let context = context.into();
-    move |e| Error::Cuda {
-        context,
-        message: e.to_string(),
-    }
-}
 
 /// `n` elements of `T` in device memory.
 pub struct DeviceBuffer<T> {

@@ -18,13 +18,14 @@
 //!   (every partition alone) and SJ's chosen nodes; the queue schedules run
 //!   task lists over the part-major one.
 
-use super::erased::ErasedVec;
-use super::plan::PlanDetail;
-use crate::args::Arg;
-use crate::buffer::DeviceBuffer;
-use crate::device::{CudaDevice, Device};
-use crate::layout::LayoutKernels;
-use crate::resident::{Place, ResidentArray};
+use super::erased_vec::ErasedVec;
+use super::plan_thread::PlanDetail;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::device::Device;
+use crate::engines::gather_layouts::LayoutKernels;
+use crate::launch::arg::Arg;
+use crate::launch::device_vec::{Place, ResidentArray};
 use crate::spec::{IndexEncoding, ParamKind, ScalarType};
 use std::ops::Range;
 use warpfit_runtime::schedule::{CacheFitPlan, CoverLayout};
@@ -254,7 +255,7 @@ impl Builder<'_> {
                 self.dev.stream().cu_stream(),
             )
         }
-        .map_err(crate::buffer::cuda_err(format!(
+        .map_err(crate::driver::errors::cuda_err(format!(
             "copying {bytes} bytes on the device"
         )))
     }

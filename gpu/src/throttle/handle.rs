@@ -1,78 +1,22 @@
-//! The throttled handle behind a `#[throttled]` kernel's generated
-//! `throttle` (`Throttled`): the kernel's launches over a cache-fit plan
-//! (Chen et al., ATC'18, Sections 3 and 4), with the arrays that shape the
-//! work kept on the device, laid out for the plan.
-//!
-//! The kernel's parameters have three roles, which the macro derives from
-//! the kernel's IR ([`ThrottleRoles`]): the **range array** (`row_ptr` in
-//! `row_ptr[t] as usize .. row_ptr[t + 1] as usize`), the **fine arrays**
-//! (read only at the fine-task index: `col`, `val`) and everything else,
-//! passed at each launch (the gathered array, outputs, other inputs,
-//! scalars). The handle owns device copies of the first two and lays them
-//! out for each schedule on the device (`layouts`); a per-launch array that
-//! is a `DeviceVec` of the handle's device is used in place, a host slice
-//! goes through a device buffer of the handle's, copied in (and out, for an
-//! output). Every schedule is prepared once (layouts, split decisions,
-//! task lists, argument blocks); a launch with the same arrays only
-//! enqueues it.
-//!
-//! # Schedules ([`ThrottlePolicy`])
-//!
-//! - `org`: one launch over the arrays as given;
-//! - `org_r`: one launch over the plan remapped by Algorithm 5 (tasks and
-//!   gathered elements renumbered so that each partition's data are packed,
-//!   or by levels; each task's fine tasks sorted by their new gathered
-//!   element, as a library kernel reads the remapped matrix, unless the
-//!   cache-fit schedules run remapped too, `ThrottleOptions::remap`, which
-//!   keeps them in partition order); per-launch arrays are
-//!   permuted in and out on the device, by gathers (a source larger than
-//!   half the cache goes through two gathers over cache-sized blocks of it
-//!   when that times faster on the device: `layout::DeviceGather::fastest`);
-//! - `cf`: one launch per cache-fit partition over the part-major layout,
-//!   each task's fold carried between launches on the device;
-//! - `cfq`: one launch of every partition's pieces as a task list whose
-//!   warps take work from a device queue in partition order (split tasks
-//!   merged in partition order after);
-//! - `sj`: the SJ-tree profiled (each node stand-alone, CUDA events, every
-//!   profiling pass a complete, correct run), recombined (Algorithm 3),
-//!   one carried launch per chosen node over that cover's layout;
-//! - `sjq`: the same, each chosen node a queued task list;
-//! - `auto`: every schedule above that applies, timed on the first launch
-//!   after the plan (each timing run computes that launch's result), the
-//!   fastest kept; `org_r` in both remapping orders when the order is not
-//!   pinned and the kernel is square (`ThrottleOptions::remap_orders_to_time`),
-//!   and `org` and `org_r` under wider warp budgets too where their
-//!   automatic split packed warps by work (`ThrottleReport::budget_profile`),
-//!   and under the configured serial-fallback bound where that split raised
-//!   it (`ThrottleReport::serial_profile`).
-//!
-//! With `ThrottleOptions::remap`, `cf`, `cfq`, `sj` and `sjq` run in the
-//! remapped numbering too. On the CPU backend every policy runs the CPU
-//! twin over the original arrays.
-//!
-//! Reordering fine tasks changes the order in which each task's values are
-//! folded: throttling requires a commutative and associative reduce
-//! operator (`+`, `min`, `max`, `|`, ...). Integer, boolean and min/max
-//! kernels give identical results under every policy; float sums agree
-//! within rounding (the fold of a reordered row).
+//! The throttled handle, [`Throttled`]: made over a kernel's shape arrays,
+//! planned on the host, launched over the schedule its policy builds.
 
-mod erased;
-mod layouts;
-mod plan;
-
-use crate::args::Arg;
-use crate::buffer::DeviceBuffer;
-use crate::carried::{CarriedPart, CarriedRun};
-use crate::device::{CudaDevice, Device};
-use crate::event_timer::EventTimer;
-use crate::launch::{PlanList, Prepared};
-use crate::layout::DeviceGather;
-use crate::resident::{CpuArgs, Place, ResidentArray};
+use super::device_layouts::{Builder, DeviceLayout, Space};
+use super::erased_vec::ErasedVec;
+use super::plan_thread::{plan_on_host, HostPlan, PlanDetail, Shape};
+use super::roles::ThrottleRoles;
+use crate::config::LaunchConfig;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::device::Device;
+use crate::driver::event_timer::EventTimer;
+use crate::engines::carried_launch::{CarriedPart, CarriedRun};
+use crate::engines::gather_layouts::{DeviceGather, LayoutKernels};
+use crate::launch::arg::Arg;
+use crate::launch::cpu_args::CpuArgs;
+use crate::launch::device_vec::{Place, ResidentArray};
+use crate::launch::prepared::{PlanList, Prepared};
 use crate::spec::{IndexEncoding, KernelSpec, ParamKind, ScalarType, ScalarValue};
-use crate::LaunchConfig;
-use erased::ErasedVec;
-use layouts::{Builder, DeviceLayout, Space};
-use plan::{plan_on_host, HostPlan, PlanDetail, Shape};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -81,42 +25,6 @@ use warpfit_runtime::schedule::{
     profiling_passes, recombine, CacheFitPlan, RemapOrder, ThrottleOptions, ThrottlePolicy,
 };
 use warpfit_runtime::{Error, Result, Tasks};
-
-/// Which parameters shape the work (generated `THROTTLE_ROLES`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ThrottleRoles {
-    /// The range array: task `t`'s fine tasks are `range[t]..range[t + 1]`.
-    pub range: usize,
-    /// The arrays read only at the fine-task index, sorted.
-    pub fine: &'static [usize],
-    /// The array the map gathers from (passed to each launch).
-    pub gathered: usize,
-    /// The fine array the gathered array is read through, when a remapped
-    /// plan can run the kernel (`None`: see `remap_refused`).
-    pub index: Option<usize>,
-    /// Per-launch arrays read and written at the task index only: a
-    /// remapped plan permutes them by the task permutation.
-    pub task_indexed: &'static [usize],
-    /// Of those, the outputs every task overwrites and nothing reads: a
-    /// remapped launch in the caller's numbering permutes them back after
-    /// the run but not into the plan's order before it.
-    pub overwritten: &'static [usize],
-    /// Why a remapped plan cannot run the kernel (empty when it can).
-    pub remap_refused: &'static str,
-}
-
-impl ThrottleRoles {
-    /// Whether parameter `i` is owned by the handle (given once, to
-    /// `throttle`) rather than passed to each launch.
-    pub fn shapes(&self, i: usize) -> bool {
-        i == self.range || self.fine.contains(&i)
-    }
-
-    /// Whether a remapped schedule permutes per-launch parameter `i`.
-    fn permuted(&self, i: usize) -> bool {
-        i == self.gathered || self.task_indexed.contains(&i)
-    }
-}
 
 /// What building and choosing a throttled schedule found.
 #[derive(Debug, Clone, PartialEq)]
@@ -1090,7 +998,7 @@ impl Throttled {
                 "a remapped schedule without its permutations",
             ));
         };
-        let kernels = dev.layout_kernels()?;
+        let kernels = dev.extension::<LayoutKernels>()?;
         for (i, r) in &self.staged_r {
             let (ptr, len) = self.staged_ptr(*i)?;
             let perm = if *i == self.roles.gathered {
@@ -1223,7 +1131,7 @@ impl Throttled {
     fn builder<'a>(
         &'a self,
         dev: &'a CudaDevice,
-        kernels: &'a crate::layout::LayoutKernels,
+        kernels: &'a crate::engines::gather_layouts::LayoutKernels,
     ) -> Result<Builder<'a>> {
         let range_ty = self.spec.params[self.roles.range].ty;
         Ok(Builder {
@@ -1259,7 +1167,7 @@ impl Throttled {
         } {
             return Ok(l.clone());
         }
-        let kernels = dev.layout_kernels()?;
+        let kernels = dev.extension::<LayoutKernels>()?;
         let built = {
             let b = self.builder(dev, &kernels)?;
             let mut built = match space {
@@ -1326,7 +1234,7 @@ impl Throttled {
             // plan for a small cache stages small vectors too.
             let cache = usize::try_from(self.options.cache.resolve(Some(dev.l2_bytes() as u64))?)
                 .unwrap_or(usize::MAX);
-            let stages = |in_len| crate::layout::stages_gather(in_len, cache);
+            let stages = |in_len| crate::engines::gather_layouts::stages_gather(in_len, cache);
             // The timer (and its cache-evicting buffer) only where a
             // table has two forms to time.
             let timer = if stages(self.n_tasks) || stages(self.gathered_len) {
@@ -1334,10 +1242,10 @@ impl Throttled {
             } else {
                 None
             };
-            let kernels = dev.layout_kernels()?;
+            let kernels = dev.extension::<LayoutKernels>()?;
             let table = |idx: &[u32], in_len: usize| match &timer {
                 Some(timer) if stages(in_len) => {
-                    let block = crate::layout::staged_block(cache);
+                    let block = crate::engines::gather_layouts::staged_block(cache);
                     DeviceGather::fastest(dev, &kernels, timer, idx, in_len, block)
                 }
                 _ => DeviceGather::upload(dev, idx, in_len, None),
@@ -1425,7 +1333,7 @@ impl Throttled {
         launches: &[Range<usize>],
     ) -> Result<DeviceLayout> {
         let sorted = self.sorted(dev, space)?;
-        let kernels = dev.layout_kernels()?;
+        let kernels = dev.extension::<LayoutKernels>()?;
         let b = self.builder(dev, &kernels)?;
         let mut l = b.cover(&sorted, self.plan_in(space)?, launches)?;
         self.narrow_index(&b, &mut l)?;
@@ -1762,7 +1670,7 @@ impl Throttled {
             .map(|(_, c)| c.split);
         self.report.warp_budget = match kept {
             Some(crate::Split::Budget(b) | crate::Split::Queued(b))
-                if b != crate::plan::PACKED_WARP_BUDGET =>
+                if b != crate::launch::split_policy::PACKED_WARP_BUDGET =>
             {
                 Some(b)
             }
@@ -1868,7 +1776,7 @@ impl Throttled {
 
     /// A single-launch schedule `s` (timed at `ms`) whose automatic split
     /// packed its warps by work, timed again under the wider budgets of
-    /// `plan::budgets_to_time` over the same layout and serial bound, then,
+    /// `split_policy::budgets_to_time` over the same layout and serial bound, then,
     /// where the split raised that bound, at the fastest budget under the
     /// configured one, then with its groups dequeued (`Split::Queued`):
     /// the fastest with its time. Every budget timed goes to
@@ -1884,7 +1792,7 @@ impl Throttled {
     ) -> Result<(Schedule, f64)> {
         let (budgets, serial_max) = match &s.runs {
             Runs::Single(p) => (
-                crate::plan::budgets_to_time(p.chosen_split()),
+                crate::launch::split_policy::budgets_to_time(p.chosen_split()),
                 p.cte_serial_max(),
             ),
             _ => return Ok((s, ms)),
@@ -1893,9 +1801,11 @@ impl Throttled {
             return Ok((s, ms));
         }
         let policy = s.policy;
-        self.report
-            .budget_profile
-            .push((policy, crate::plan::PACKED_WARP_BUDGET, ms));
+        self.report.budget_profile.push((
+            policy,
+            crate::launch::split_policy::PACKED_WARP_BUDGET,
+            ms,
+        ));
         let mut best = (s, ms, None);
         for &b in budgets {
             let config = LaunchConfig {
@@ -1922,7 +1832,7 @@ impl Throttled {
                     split: crate::Split::Budget(b),
                     ..
                 }) => b,
-                _ => crate::plan::PACKED_WARP_BUDGET,
+                _ => crate::launch::split_policy::PACKED_WARP_BUDGET,
             };
             let config = LaunchConfig {
                 split: crate::Split::Budget(budget),
@@ -1947,7 +1857,7 @@ impl Throttled {
                 cte_serial_max,
                 ..
             }) => (b, cte_serial_max),
-            _ => (crate::plan::PACKED_WARP_BUDGET, serial_max),
+            _ => (crate::launch::split_policy::PACKED_WARP_BUDGET, serial_max),
         };
         let config = LaunchConfig {
             split: crate::Split::Queued(budget),
@@ -2089,7 +1999,7 @@ fn dtod(dev: &CudaDevice, dst: u64, src: u64, bytes: usize) -> Result<()> {
     }
     // SAFETY: the callers pass two device allocations of at least `bytes`.
     unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, dev.stream().cu_stream()) }
-        .map_err(crate::buffer::cuda_err(format!(
+        .map_err(crate::driver::errors::cuda_err(format!(
             "copying {bytes} bytes on the device"
         )))
 }

@@ -1,8 +1,9 @@
 //! Timing work on a device's stream with CUDA events, for benchmarks that
 //! split an iteration into its kernels (`warpfit bench apps`).
 
-use crate::buffer::{cuda_err, DeviceBuffer};
-use crate::device::CudaDevice;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::errors::cuda_err;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaEvent;
 use std::cell::RefCell;

@@ -2,14 +2,14 @@
 //! the scratch their partials go to, and the packed CTE warp groups.
 
 use crate::abi::LaunchArgs;
-use crate::buffer::DeviceBuffer;
-use crate::device::CudaDevice;
-use crate::plan::{self, Items};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::launch::launch_steps::{self, Items};
 use warpfit_runtime::{Result, TaskList};
 
 /// CTE warps packed by work: each group's first segment (then the end) and
 /// its first task when it holds whole consecutive tasks only
-/// ([`plan::pack_warps`], [`plan::whole_runs`]).
+/// ([`launch_steps::pack_warps`], [`launch_steps::whole_runs`]).
 struct PackedWarps {
     first: DeviceBuffer<u32>,
     task: DeviceBuffer<u32>,
@@ -65,11 +65,11 @@ impl DeviceTaskList {
         };
         let packed = match pack_budget {
             Some(budget) => {
-                let first = plan::pack_warps(list.segments(), budget);
+                let first = launch_steps::pack_warps(list.segments(), budget);
                 let task = if trusted {
                     vec![u32::MAX; first.len().saturating_sub(1)]
                 } else {
-                    plan::whole_runs(&list, &first)
+                    launch_steps::whole_runs(&list, &first)
                 };
                 Some(PackedWarps {
                     task: DeviceBuffer::upload(dev, &task)?,
@@ -85,14 +85,14 @@ impl DeviceTaskList {
             split_segments: DeviceBuffer::upload(dev, list.split_segments())?,
             scratch: DeviceBuffer::zeros(dev, scratch_words)?,
             present: DeviceBuffer::zeros(dev, if has_split { list.len() } else { 0 })?,
-            wide_merge: plan::needs_wide_merge(&list),
+            wide_merge: launch_steps::needs_wide_merge(&list),
             packed,
             list,
         })
     }
 
     /// Merges split tasks with the wide merge whatever their piece counts
-    /// (`plan::SplitDecision::small`).
+    /// (`split_policy::SplitDecision::small`).
     pub(crate) fn merge_wide(&mut self) {
         self.wide_merge = true;
     }

@@ -16,10 +16,12 @@
 //! range among the operations since its last call.
 
 use crate::abi::BLOCK;
-use crate::buffer::{cuda_err, DeviceBuffer};
-use crate::compile;
-use crate::device::CudaDevice;
-use crate::event_timer::EventTimer;
+use crate::compile::device_modules::{load_function, load_unit};
+use crate::compile::units::layout_unit;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
+use crate::driver::errors::cuda_err;
+use crate::driver::event_timer::EventTimer;
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig as CuLaunch, PushKernelArg};
 use std::sync::Arc;
 use warpfit_runtime::{Error, Result};
@@ -299,11 +301,11 @@ pub(crate) unsafe fn launch_words(
     Ok(())
 }
 
-impl LayoutKernels {
+impl DeviceExtension for LayoutKernels {
     /// Compiles (or reads from the kernel cache) and loads the library.
-    pub(crate) fn load(dev: &CudaDevice) -> Result<Self> {
-        let module = compile::load_unit(dev, "layout", &compile::layout_unit())?;
-        let f = |entry: String| compile::load_function(&module, "layout", &entry);
+    fn load(dev: &CudaDevice) -> Result<Self> {
+        let module = load_unit(dev, "layout", &layout_unit())?;
+        let f = |entry: String| load_function(&module, "layout", &entry);
         let each = |kind: &str| -> Result<[CudaFunction; 4]> {
             Ok([
                 f(format!("wf_{kind}_1"))?,
@@ -320,7 +322,9 @@ impl LayoutKernels {
             bad: DeviceBuffer::zeros(dev, 1)?,
         })
     }
+}
 
+impl LayoutKernels {
     fn launch(
         &self,
         dev: &CudaDevice,

@@ -1,10 +1,12 @@
 //! An array of any scalar type the throttled handle owns, erased to its
 //! bytes: device memory on CUDA, host cells on the CPU backend.
 
-use crate::args::Arg;
-use crate::buffer::{cuda_err, DeviceBuffer};
-use crate::device::{CudaDevice, Device};
-use crate::resident::{Place, ResidentArray};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::device::Device;
+use crate::driver::errors::cuda_err;
+use crate::launch::arg::Arg;
+use crate::launch::device_vec::{Place, ResidentArray};
 use crate::spec::{ParamKind, ScalarType};
 use std::sync::atomic::AtomicU64;
 use warpfit_runtime::{Error, Result};

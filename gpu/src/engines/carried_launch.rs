@@ -15,10 +15,10 @@
 //! read and write, the epilogue runs once.
 
 use crate::abi::CarryMode;
-use crate::args::Arg;
-use crate::buffer::DeviceBuffer;
-use crate::device::CudaDevice;
-use crate::launch::{PlanList, Prepared};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::launch::arg::Arg;
+use crate::launch::prepared::{PlanList, Prepared};
 use crate::spec::KernelSpec;
 use std::marker::PhantomData;
 use warpfit_runtime::{Error, Result, TaskList, Tasks};

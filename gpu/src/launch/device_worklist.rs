@@ -1,14 +1,14 @@
 //! Worklists on a [`Device`]: [`DeviceWorklist`] (its docs say how it
-//! works) and the worklist library's kernels.
+//! works), made, filled, read, cleared and grown on either backend.
 
-use crate::abi::{PushVariant, WorklistRef, BLOCK};
-use crate::buffer::{cuda_err, DeviceBuffer};
-use crate::compile;
-use crate::device::{CudaDevice, Device};
-use crate::resident::DeviceVec;
-use crate::spec::KernelSpec;
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig as CuLaunch, PushKernelArg};
-use std::sync::Arc;
+use crate::abi::{PushVariant, WorklistRef};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::device::Device;
+use crate::driver::errors::cuda_err;
+use crate::launch::device_vec::DeviceVec;
+use crate::launch::worklist_arg::{ListArg, ListPlace, WorklistArg};
+use crate::launch::worklist_kernels::{bitmap_words, WorklistKernels};
 use warpfit_runtime::exec::DeviceFrontier;
 use warpfit_runtime::worklist::Worklist;
 use warpfit_runtime::{Error, Result, Tasks};
@@ -88,12 +88,6 @@ impl std::fmt::Debug for DeviceWorklist {
             .field("location", &self.location())
             .finish()
     }
-}
-
-/// Words of a bitmap over `universe` elements (one at least, so that the
-/// device always has an address to hold).
-fn bitmap_words(universe: usize) -> usize {
-    universe.div_ceil(32).max(1)
 }
 
 impl Device {
@@ -274,7 +268,7 @@ impl DeviceWorklist {
                 Ok(())
             }
             Storage::Cuda(c) => {
-                let k = c.device.worklist_kernels()?;
+                let k = c.device.extension::<WorklistKernels>()?;
                 k.clear(&c.device, c.device_ref())?;
                 c.count.zero_async()
             }
@@ -364,7 +358,7 @@ impl DeviceWorklist {
                 let old_capacity = c.capacity;
                 c.items = items;
                 c.capacity = capacity;
-                let k = c.device.worklist_kernels()?;
+                let k = c.device.extension::<WorklistKernels>()?;
                 k.unspill(&c.device, c.device_ref(), old_capacity as u64)
             }
         }
@@ -415,21 +409,6 @@ impl<'a> From<&'a DeviceWorklist> for Tasks<'a> {
     }
 }
 
-/// What a generated launch takes for a `&Worklist` parameter: a
-/// [`DeviceWorklist`], or on the CPU backend the runtime's [`Worklist`].
-pub trait WorklistArg {
-    /// The list as a launch argument.
-    fn list_arg(&self) -> ListArg<'_>;
-}
-
-impl WorklistArg for Worklist {
-    fn list_arg(&self) -> ListArg<'_> {
-        ListArg {
-            place: ListPlace::Host(self),
-        }
-    }
-}
-
 impl WorklistArg for DeviceWorklist {
     fn list_arg(&self) -> ListArg<'_> {
         let place = match (&self.storage, self.device_ref()) {
@@ -441,176 +420,9 @@ impl WorklistArg for DeviceWorklist {
     }
 }
 
-impl<W: WorklistArg + ?Sized> WorklistArg for &W {
-    fn list_arg(&self) -> ListArg<'_> {
-        (**self).list_arg()
-    }
-}
-
-/// A worklist argument of a launch (see [`WorklistArg`]).
-#[derive(Debug, Clone, Copy)]
-pub struct ListArg<'a> {
-    pub(crate) place: ListPlace<'a>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum ListPlace<'a> {
-    Host(&'a Worklist),
-    Cuda {
-        list: WorklistRef,
-        device: &'a CudaDevice,
-    },
-}
-
-impl ListPlace<'_> {
-    /// Where the list lives, in words.
-    pub(crate) fn location(&self) -> String {
-        match self {
-            ListPlace::Host(_) => "the CPU".into(),
-            ListPlace::Cuda { device, .. } => {
-                format!("CUDA device {} ({})", device.ordinal(), device.name())
-            }
-        }
-    }
-}
-
-/// The CPU twin's view of worklist argument `i` of `spec`.
-///
-/// # Errors
-/// The list lives on a GPU (naming the parameter and both places).
-pub fn host_worklist<'a, W: WorklistArg + ?Sized>(
-    spec: &KernelSpec,
-    i: usize,
-    w: &'a W,
-) -> Result<&'a Worklist> {
-    match w.list_arg().place {
-        ListPlace::Host(list) => Ok(list),
-        place @ ListPlace::Cuda { .. } => {
-            Err(misplaced_list(spec, i, &place.location(), "the CPU"))
-        }
-    }
-}
-
-/// The error for worklist argument `i` living elsewhere than the launch.
-pub(crate) fn misplaced_list(spec: &KernelSpec, i: usize, lives_on: &str, runs_on: &str) -> Error {
-    let name = spec.params.get(i).map_or("?", |p| p.name);
-    Error::invalid(format!(
-        "kernel `{}`: argument {i} (`{name}`) is a worklist of {lives_on}, but the launch runs on {runs_on}",
-        spec.name
-    ))
-}
-
-/// A CPU launch over `tasks` must not push to the list it reads: the
-/// round's pushes would land behind the items it runs.
-pub fn check_frontier(
-    spec: &KernelSpec,
-    tasks: &Tasks<'_>,
-    lists: &[(usize, &Worklist)],
-) -> Result<()> {
-    if let Tasks::Frontier(f) = tasks {
-        if let Some(&(i, _)) = lists.iter().find(|(_, l)| std::ptr::eq(*l, *f)) {
-            return Err(frontier_is_target(spec, i));
-        }
-    }
-    Ok(())
-}
-
-/// The error for a launch that pushes to its own frontier.
-pub(crate) fn frontier_is_target(spec: &KernelSpec, i: usize) -> Error {
-    let name = spec.params.get(i).map_or("?", |p| p.name);
-    Error::invalid(format!(
-        "kernel `{}`: worklist argument {i} (`{name}`) is also the launch's tasks: a round reads one list and pushes to another (swap them between rounds)",
-        spec.name
-    ))
-}
-
-/// The worklist library's kernels on one device (`worklist.cuh`):
-/// compiled once, like the layout library.
-pub(crate) struct WorklistKernels {
-    _module: Arc<CudaModule>,
-    unspill_count: CudaFunction,
-    unspill: CudaFunction,
-    clear: CudaFunction,
-    /// `wf_unspill_count`'s per-block counts, one per block of the
-    /// largest grid: reused by every growth (they run in stream order).
-    block_sums: DeviceBuffer<u32>,
-}
-
-/// Blocks of a growth's bitmap walk at most (`wf_unspill_count`,
-/// `wf_unspill`): a bitmap of 2³² items has 2²⁷ words, 2¹⁹ tiles.
-const UNSPILL_BLOCKS: u64 = 1024;
-
-impl WorklistKernels {
-    /// Compiles (or reads from the kernel cache) and loads the library.
-    pub(crate) fn load(dev: &CudaDevice) -> Result<Self> {
-        let module = compile::load_unit(dev, "worklist", &compile::worklist_unit())?;
-        let f = |entry: &str| compile::load_function(&module, "worklist", entry);
-        Ok(WorklistKernels {
-            unspill_count: f("wf_unspill_count")?,
-            unspill: f("wf_unspill")?,
-            clear: f("wf_clear")?,
-            block_sums: DeviceBuffer::zeros(dev, UNSPILL_BLOCKS as usize)?,
-            _module: module,
-        })
-    }
-
-    /// Enqueues the growth's move of the spilled items for a list grown
-    /// from `old_capacity` slots: `wf_unspill_count` counts each block's
-    /// range of the bitmap, then `wf_unspill` moves each range's items in
-    /// after the ranges before it (ascending order, as one walk would).
-    fn unspill(&self, dev: &CudaDevice, list: WorklistRef, old_capacity: u64) -> Result<()> {
-        let tiles = bitmap_words(list.universe as usize)
-            .div_ceil(BLOCK as usize)
-            .max(1) as u64;
-        let fill = u64::from(dev.sm_count()) * 2;
-        let blocks = tiles.min(fill.max(1)).min(UNSPILL_BLOCKS) as u32;
-        let cfg = CuLaunch {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let sums = self.block_sums.device_ptr(dev);
-        let mut b = dev.stream().launch_builder(&self.unspill_count);
-        b.arg(&list);
-        b.arg(&sums);
-        // SAFETY: `wf_unspill_count(WorklistRef, uint32_t*)`: the list's
-        // buffers are live and hold what `list` says; `sums` holds
-        // UNSPILL_BLOCKS ≥ `blocks` counts.
-        unsafe { b.launch(cfg) }.map_err(cuda_err("launching wf_unspill_count"))?;
-        let mut b = dev.stream().launch_builder(&self.unspill);
-        b.arg(&list);
-        b.arg(&old_capacity);
-        b.arg(&sums);
-        // SAFETY: `wf_unspill(WorklistRef, uint64_t, const uint32_t*)`, the
-        // same buffers (the grown items included), the same grid.
-        unsafe { b.launch(cfg) }.map_err(cuda_err("launching wf_unspill"))?;
-        Ok(())
-    }
-
-    /// Enqueues `wf_clear` over `list` (the count is zeroed after it).
-    fn clear(&self, dev: &CudaDevice, list: WorklistRef) -> Result<()> {
-        let work = list
-            .capacity
-            .max(bitmap_words(list.universe as usize) as u64);
-        let fill = u64::from(dev.sm_count()) * 8;
-        let blocks = work.div_ceil(u64::from(BLOCK)).clamp(1, fill.max(1)) as u32;
-        let cfg = CuLaunch {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = dev.stream().launch_builder(&self.clear);
-        b.arg(&list);
-        // SAFETY: `wf_clear(WorklistRef)`; the list's buffers are live.
-        unsafe { b.launch(cfg) }.map_err(cuda_err("launching wf_clear"))?;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::ParamKind;
 
     #[test]
     fn a_cpu_list_runs_the_runtimes_list() {
@@ -639,33 +451,5 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(format!("{wl:?}").contains("the CPU"));
-    }
-
-    #[test]
-    fn a_launch_may_not_push_to_its_own_frontier() {
-        use crate::spec::{ParamSpec, ScalarType};
-        static SPEC: KernelSpec = KernelSpec {
-            name: "k",
-            cuda_source: "",
-            device_fns: &[],
-            params: &[ParamSpec {
-                name: "out",
-                ty: ScalarType::U32,
-                kind: ParamKind::Worklist,
-            }],
-            acc: ScalarType::U8,
-            elementwise: false,
-            donates: false,
-            index_encoding: crate::spec::IndexEncoding::Plain,
-        };
-        let (a, b) = (Worklist::new(4, 4).unwrap(), Worklist::new(4, 4).unwrap());
-        assert!(check_frontier(&SPEC, &Tasks::from(&a), &[(0, &b)]).is_ok());
-        let e = check_frontier(&SPEC, &Tasks::from(&a), &[(0, &a)]).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("argument 0 (`out`) is also the launch's tasks"),
-            "{e}"
-        );
-        assert_eq!(host_worklist(&SPEC, 0, &a).unwrap().universe(), 4);
     }
 }

@@ -56,11 +56,31 @@
 //! kernels give identical results under every policy; float sums agree
 //! within rounding (the fold of a reordered row).
 
+//!
+//! One concern per file: `handle` (the type and its construction),
+//! `shape_checks`, `binding` (per-launch arguments staged or bound),
+//! `host_plan` and `plan_thread` (the host plan, made on a thread of
+//! its own when pipelined), `slots`, `device_layouts`, `layout_set` and `layout_cache` (the shape arrays laid
+//! out on the device), `schedules/` (one file per family of policies, and
+//! the choice among them), `autotune/` (timing candidates inside real
+//! launches: `auto`, warp budgets, SJ profiling), `launching`, `report`.
+
+mod autotune;
+mod binding;
 mod device_layouts;
 mod erased_vec;
 mod handle;
+mod host_plan;
+mod launching;
+mod layout_cache;
+mod layout_set;
 mod plan_thread;
+mod report;
 pub(crate) mod roles;
+mod schedules;
+mod shape_checks;
+mod slots;
 
-pub use handle::{CpuRunFn, HostArray, PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
+pub use handle::{CpuRunFn, HostArray, PlanOrder, ThrottleStatus, Throttled};
+pub use report::ThrottleReport;
 pub use roles::ThrottleRoles;

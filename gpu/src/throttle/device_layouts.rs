@@ -19,7 +19,7 @@
 //!   task lists over the part-major one.
 
 use super::erased_vec::ErasedVec;
-use super::plan_thread::PlanDetail;
+use super::host_plan::PlanDetail;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::device::Device;

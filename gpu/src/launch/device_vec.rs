@@ -2,7 +2,7 @@
 //! generated `launch` take either a host slice or a resident array per
 //! parameter ([`Input`], [`Output`]).
 //!
-//! A `DeviceVec` lives where its [`Device`] runs kernels: in GPU memory on
+//! A `DeviceVec` lives where its [`Device`](crate::Device) runs kernels: in GPU memory on
 //! CUDA, in host memory on the CPU backend, where kernels run on it in
 //! place (zero-copy), so that one program runs on both. Passing it to a
 //! launch on another device is an `Err` naming the parameter
@@ -21,8 +21,8 @@ use crate::spec::{ParamKind, Scalar, ScalarType};
 use std::cell::UnsafeCell;
 use warpfit_runtime::{Error, Result};
 
-/// An array of `T` owned by a [`Device`]: GPU memory on CUDA, host memory
-/// on the CPU backend. Made by [`Device::alloc`] and [`Device::upload`];
+/// An array of `T` owned by a [`Device`](crate::Device): GPU memory on CUDA, host memory
+/// on the CPU backend. Made by [`Device::alloc`](crate::Device::alloc) and [`Device::upload`](crate::Device::upload);
 /// read back with [`DeviceVec::download`] or [`DeviceVec::to_vec`].
 pub struct DeviceVec<T: Scalar> {
     pub(super) storage: Storage<T>,
@@ -39,7 +39,7 @@ pub(super) enum Storage<T> {
         device: CudaDevice,
     },
     /// Page-locked host memory mapped into a GPU's address space
-    /// ([`Device::alloc_mapped`]): kernels write it over the bus, the host
+    /// ([`Device::alloc_mapped`](crate::Device::alloc_mapped)): kernels write it over the bus, the host
     /// reads it without a copy.
     Mapped {
         host: MappedHost,
@@ -210,7 +210,7 @@ impl<T: Scalar> DeviceVec<T> {
 
     /// Copies the array into `host`, which must have the same length. On
     /// CUDA this waits for the device's work and then reports the first
-    /// fault of its asynchronous launches, as [`Device::synchronize`] does
+    /// fault of its asynchronous launches, as [`Device::synchronize`](crate::Device::synchronize) does
     /// (the copied values are unspecified after a fault).
     pub fn download(&self, host: &mut [T]) -> Result<()> {
         if host.len() != self.len() {
@@ -242,11 +242,11 @@ impl<T: Scalar> DeviceVec<T> {
     }
 
     /// Reads `out.len()` elements from `start` of a host-mapped array
-    /// ([`Device::alloc_mapped`]; on the CPU backend any array) without
+    /// ([`Device::alloc_mapped`](crate::Device::alloc_mapped); on the CPU backend any array) without
     /// waiting for the device: the values the device's completed work left
     /// there. Call it after a wait that covers the launches writing them (a
     /// [`crate::Readback`] marker pushed after them, or
-    /// [`Device::synchronize`]); values a launch is still writing are
+    /// [`Device::synchronize`](crate::Device::synchronize)); values a launch is still writing are
     /// unspecified, never undefined behaviour.
     ///
     /// # Errors

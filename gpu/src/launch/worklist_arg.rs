@@ -9,7 +9,7 @@ use warpfit_runtime::worklist::Worklist;
 use warpfit_runtime::{Error, Result, Tasks};
 
 /// What a generated launch takes for a `&Worklist` parameter: a
-/// [`DeviceWorklist`], or on the CPU backend the runtime's [`Worklist`].
+/// [`DeviceWorklist`](crate::DeviceWorklist), or on the CPU backend the runtime's [`Worklist`].
 pub trait WorklistArg {
     /// The list as a launch argument.
     fn list_arg(&self) -> ListArg<'_>;

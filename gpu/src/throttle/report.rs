@@ -42,7 +42,7 @@ pub struct ThrottleReport {
     pub remap_order: Option<RemapOrder>,
     /// `org_r`'s median milliseconds per run in each order timed: two
     /// entries where `auto` compared them
-    /// ([`ThrottleOptions::remap_orders_to_time`]); `profile` holds the
+    /// ([`ThrottleOptions::remap_orders_to_time`](warpfit_runtime::schedule::ThrottleOptions::remap_orders_to_time)); `profile` holds the
     /// faster.
     pub remap_profile: Vec<(RemapOrder, f64)>,
     /// The warp budgets `auto` timed for a single-launch schedule (`org`,
@@ -74,7 +74,7 @@ pub struct ThrottleReport {
     pub queued: bool,
     /// Whether the chosen schedule's layout holds the gather's index array
     /// as 16-bit offsets from the task
-    /// ([`ThrottleOptions::narrow_index`]; `org` reads the arrays as given).
+    /// ([`ThrottleOptions::narrow_index`](warpfit_runtime::schedule::ThrottleOptions::narrow_index); `org` reads the arrays as given).
     pub narrow_index: bool,
     /// Launches run with `org` while a pipelined plan was being made.
     pub launches_before_plan: usize,

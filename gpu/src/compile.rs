@@ -6,8 +6,9 @@
 //! generated source, and one `WARPFIT_ENTRY_POINT_<name>` line per entry
 //! point it instantiates ([`entry_point_unit`]); [`translation_unit`] holds
 //! all of them. NVRTC's time goes almost entirely to optimizing and
-//! assembling each entry point (the front end parses the library in about
-//! 20 ms), so the device compiles one module per entry point, when a launch
+//! assembling each entry point (the front end's share is small:
+//! `docs/bench/constants-gpu.md`, "compile"), so the device compiles one
+//! module per entry point, when a launch
 //! first needs it, rather than all of the library's entry points at once
 //! (see `BENCHMARKS.md`, "NVRTC compile time").
 //!

@@ -18,9 +18,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use warpfit_runtime::{Error, Result};
 
 /// A kernel's entry points, each compiled (or read from the on-disk cache)
-/// as a module of its own the first time a launch asks for it: NVRTC takes
-/// 45 to 200 ms per entry point, and a launch uses two or three of the
-/// device library's [`abi::ENTRY_POINTS`].
+/// as a module of its own the first time a launch asks for it: NVRTC's time
+/// grows with the entry points compiled (`docs/bench/constants-gpu.md`,
+/// "Module"), and a launch uses two or three of the device library's
+/// [`abi::ENTRY_POINTS`].
 pub(crate) struct Module {
     device: WeakCudaDevice,
     spec: KernelSpec,

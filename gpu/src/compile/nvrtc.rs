@@ -61,9 +61,9 @@ pub(crate) fn options(arch: Arch) -> Vec<String> {
 
 /// Sets NVRTC up by compiling a one-line kernel, ignoring the result (no
 /// NVRTC, or a failure, shows again at the first real compile). NVRTC's
-/// first compilation in a process costs 200 to 300 ms of one-time set-up on
-/// an H100 host, the same trivial program compiled again 20 ms
-/// (`BENCHMARKS.md`, "First launch on the H100"); run on a thread of its own
+/// first compilation in a process pays a one-time set-up many times the
+/// cost of compiling the same trivial program again
+/// (`docs/bench/constants-gpu.md`, "warm_up"); run on a thread of its own
 /// while the driver creates a context, that set-up leaves a first launch's
 /// critical path.
 pub fn warm_up() {

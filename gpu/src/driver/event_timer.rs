@@ -19,8 +19,9 @@ pub struct EventTimer {
     lead: RefCell<Option<DeviceBuffer<u8>>>,
 }
 
-/// The lead buffer's size: clearing 512 MiB takes the device about 0.2 ms
-/// at 3 TB/s, longer than the host needs to enqueue a dozen launches.
+/// The lead buffer's size: clearing it must keep the device busy longer
+/// than the host needs to enqueue a dozen launches (the arithmetic:
+/// `docs/bench/constants-gpu.md`, "LEAD_BYTES").
 const LEAD_BYTES: usize = 512 << 20;
 
 impl std::fmt::Debug for EventTimer {

@@ -26,12 +26,12 @@ use std::ops::Range;
 use warpfit_runtime::{Error, Result, TaskList};
 
 /// The most segments a task is split into on CUDA. The main pass wants
-/// many: a segment is a warp with about 4 loads in flight per lane, so 2048
-/// warps keep about 2 MiB of f64 loads (1 MiB of f32) in flight, what an
-/// H100's memory needs to stream near its bandwidth (3.35 TB/s × ~0.6 µs).
-/// The merge wants few: its one warp's lanes fold 64 partials each at 2048,
-/// 16 rounds of 4 independent chains of two dependent L2 loads, about 5 µs,
-/// against about 25 µs for the main pass over 4M f64 elements.
+/// many: a segment is a warp with about 4 loads in flight per lane, and the
+/// segments together must keep as many bytes in flight as the memory needs
+/// to stream near its bandwidth. The merge wants few: its one warp's lanes
+/// fold `pieces / 32` partials each, a chain of dependent loads that must
+/// stay short beside the main pass. Measurements:
+/// `docs/bench/constants-gpu.md`, "CUDA_MAX_PIECES".
 pub(crate) const CUDA_MAX_PIECES: u32 = 2048;
 
 /// The shortest segment on CUDA: 64 elements per lane of its warp, so that

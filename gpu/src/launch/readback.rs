@@ -3,8 +3,8 @@
 //! residual, a changed count) while the device already runs round `k + 1`.
 //!
 //! [`DeviceVec::download`] waits for the whole stream: every round then pays
-//! a host round trip during which the device idles (about 20 µs, a fifth of
-//! a round of a 4M-row grid). With a readback the driver keeps `depth`
+//! a host round trip during which the device idles (measured:
+//! `docs/bench/constants-gpu.md`, "Readback"). With a readback the driver keeps `depth`
 //! rounds enqueued and waits only for the oldest one's copy; the device
 //! stays busy as long as a round takes longer than the host needs to decide
 //! and launch the next. The price is up to `depth - 1` rounds run past the

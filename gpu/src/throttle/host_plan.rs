@@ -158,7 +158,7 @@ fn check_tiles(
 pub(in crate::throttle) type PendingPlan = std::thread::JoinHandle<Result<HostPlan>>;
 
 #[cfg(test)]
-mod tests {
+pub(in crate::throttle) mod tests {
     use super::*;
     use crate::spec::{ParamKind, ParamSpec};
     use warpfit_runtime::schedule::ThrottlePolicy;
@@ -169,7 +169,7 @@ mod tests {
     }
 
     /// `y[row] = Σ val[k] * x[col[k]]`, as the macro describes it.
-    static SPMV: KernelSpec = KernelSpec {
+    pub(in crate::throttle) static SPMV: KernelSpec = KernelSpec {
         name: "spmv",
         cuda_source: "",
         device_fns: &[],

@@ -64,3 +64,76 @@ pub(in crate::throttle) fn check_policy(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::throttle::host_plan::tests::SPMV;
+    use crate::throttle::roles::SPMV_ROLES;
+
+    #[test]
+    fn the_shape_arrays_must_be_the_roles_arrays_of_the_parameters_types() {
+        let (ptr, col, val) = ([0u8; 8], [0u8; 4], [0u8; 4]);
+        let good = || -> Shape<'_> {
+            vec![
+                Some((&ptr[..], ScalarType::U32)),
+                Some((&col[..], ScalarType::U32)),
+                Some((&val[..], ScalarType::F32)),
+                None,
+                None,
+            ]
+        };
+        assert!(check_shape(&SPMV, SPMV_ROLES, good()).is_ok());
+        let mut short = good();
+        short.pop();
+        let e = check_shape(&SPMV, SPMV_ROLES, short)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("got 4 parameter slots for 5 parameters"), "{e}");
+        let mut missing = good();
+        missing[1] = None;
+        let e = check_shape(&SPMV, SPMV_ROLES, missing)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("parameter 1 (`col`) shapes the work"), "{e}");
+        let mut wrong_type = good();
+        wrong_type[2] = Some((&val[..], ScalarType::U32));
+        let e = check_shape(&SPMV, SPMV_ROLES, wrong_type)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("host array of f32"), "{e}");
+        let mut per_launch = good();
+        per_launch[3] = Some((&val[..], ScalarType::F32));
+        let e = check_shape(&SPMV, SPMV_ROLES, per_launch)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(`x`) is passed to each launch"), "{e}");
+    }
+
+    #[test]
+    fn a_remapped_policy_needs_an_index_array() {
+        let org_r = ThrottleOptions::default().with_policy(ThrottlePolicy::OrgR);
+        assert!(check_policy(&SPMV, SPMV_ROLES, &org_r).is_ok());
+        let refused = ThrottleRoles {
+            index: None,
+            remap_refused: "the gather is not through a fine array",
+            ..SPMV_ROLES
+        };
+        let e = check_policy(&SPMV, refused, &org_r)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot run it: the gather is not through"),
+            "{e}"
+        );
+        let cf_remapped = ThrottleOptions::default()
+            .with_policy(ThrottlePolicy::Cf)
+            .with_remap(true);
+        let e = check_policy(&SPMV, refused, &cf_remapped)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("policy cf, remap"), "{e}");
+        let cf = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
+        assert!(check_policy(&SPMV, refused, &cf).is_ok());
+    }
+}

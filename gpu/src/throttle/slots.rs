@@ -79,3 +79,35 @@ pub(in crate::throttle) fn arg_signature(arg: &Arg<'_>) -> (ParamKind, ScalarTyp
         Arg::Worklist(_) => (ParamKind::Worklist, ScalarType::U32, 0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_name_their_kind_type_and_length() {
+        let x = [1f32, 2.0, 3.0];
+        let mut y = [0u32; 2];
+        assert_eq!(
+            arg_signature(&Arg::input(&x)),
+            (ParamKind::Input, ScalarType::F32, 3)
+        );
+        assert_eq!(
+            arg_signature(&Arg::output(&mut y)),
+            (ParamKind::Output, ScalarType::U32, 2)
+        );
+        assert_eq!(arg_signature(&Arg::scalar(7u64)).1, ScalarType::U64);
+    }
+
+    #[test]
+    fn only_arrays_of_the_handles_device_bind_in_place() {
+        let cpu = Device::Cpu;
+        let v = cpu.upload(&[1f32, 2.0]).unwrap();
+        let bound = bindable(&cpu, &Arg::resident_input(&v)).unwrap();
+        assert!(!bound.cuda);
+        assert_eq!(bound.len, 2);
+        assert_eq!(bindable(&cpu, &Arg::resident_input(&v)), Some(bound));
+        // Host slices are staged, never bound.
+        assert_eq!(bindable(&cpu, &Arg::input(&[1f32, 2.0])), None);
+    }
+}

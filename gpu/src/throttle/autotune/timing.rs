@@ -101,3 +101,18 @@ impl Throttled {
         Ok((t, ms))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_sample_and_zero_for_none() {
+        assert_eq!(median(vec![]), 0.0);
+        assert_eq!(median(vec![3.0]), 3.0);
+        assert_eq!(median(vec![5.0, 1.0, 4.0, 2.0, 3.0]), 3.0);
+        // An even count takes the upper middle.
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 3.0);
+        assert_eq!(AUTO_SAMPLES % 2, 1, "an odd count has one middle");
+    }
+}

@@ -1,7 +1,7 @@
 //! What a generated kernel tells the device layer about itself:
 //! `#[nested_reduce]` emits a [`KernelSpec`] per kernel, with a
 //! [`ParamSpec`] per parameter; its `launch` turns each argument into an
-//! [`Arg`](crate::Arg) (`args.rs`).
+//! [`Arg`](crate::Arg) (`launch/arg.rs`).
 
 use crate::config::{Decomposition, LaunchConfig, Split};
 

@@ -9,7 +9,7 @@
 //! (read only at the fine-task index: `col`, `val`) and everything else,
 //! passed at each launch (the gathered array, outputs, other inputs,
 //! scalars). The handle owns device copies of the first two and lays them
-//! out for each schedule on the device (`layouts`); a per-launch array that
+//! out for each schedule on the device (`layout_cache`); a per-launch array that
 //! is a `DeviceVec` of the handle's device is used in place, a host slice
 //! goes through a device buffer of the handle's, copied in (and out, for an
 //! output). Every schedule is prepared once (layouts, split decisions,
@@ -27,7 +27,7 @@
 //!   keeps them in partition order); per-launch arrays are
 //!   permuted in and out on the device, by gathers (a source larger than
 //!   half the cache goes through two gathers over cache-sized blocks of it
-//!   when that times faster on the device: `layout::DeviceGather::fastest`);
+//!   when that times faster on the device: `gather_layouts::DeviceGather::fastest`);
 //! - `cf`: one launch per cache-fit partition over the part-major layout,
 //!   each task's fold carried between launches on the device;
 //! - `cfq`: one launch of every partition's pieces as a task list whose

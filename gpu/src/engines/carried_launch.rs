@@ -49,7 +49,7 @@ impl<'a> CarriedLaunch<'a> {
     pub fn cuda(
         dev: &CudaDevice,
         spec: &KernelSpec,
-        config: &crate::LaunchConfig,
+        config: &crate::config::LaunchConfig,
         n_tasks: usize,
         parts: Vec<Vec<Arg<'a>>>,
     ) -> Result<Self> {
@@ -100,7 +100,7 @@ impl CarriedRun {
     pub(crate) fn new(
         dev: &CudaDevice,
         spec: &KernelSpec,
-        config: &crate::LaunchConfig,
+        config: &crate::config::LaunchConfig,
         n_tasks: usize,
         parts: &[Vec<Arg<'_>>],
     ) -> Result<Self> {
@@ -112,7 +112,7 @@ impl CarriedRun {
     pub(crate) fn of_parts(
         dev: &CudaDevice,
         spec: &KernelSpec,
-        config: &crate::LaunchConfig,
+        config: &crate::config::LaunchConfig,
         n_tasks: usize,
         parts: Vec<CarriedPart<'_, '_>>,
     ) -> Result<Self> {

@@ -272,7 +272,7 @@ impl<'k> CudaRounds<'k> {
     /// warps instead of walked by its own (a hub: BFS or SSSP from a vertex
     /// of 100 thousand edges spends its whole first round on one warp
     /// otherwise). It applies to a CTE frontier kernel whose `for_each` is
-    /// its last statement ([`KernelSpec::donates`](crate::KernelSpec::donates));
+    /// its last statement ([`KernelSpec::donates`](crate::spec::KernelSpec::donates));
     /// each round of one costs one more launch (a few microseconds), so it
     /// is for graphs with such items: `None` (the default) turns it off.
     /// The board holds [`DONATION_BOARD_BYTES`] of chunks per launch; an

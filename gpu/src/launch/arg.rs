@@ -51,7 +51,7 @@ impl HostSliceMut<'_> {
     }
 }
 
-/// One launch argument, in [`KernelSpec::params`](crate::KernelSpec::params) order.
+/// One launch argument, in [`KernelSpec::params`](crate::spec::KernelSpec::params) order.
 #[derive(Debug)]
 pub enum Arg<'a> {
     Input(HostSlice<'a>),

@@ -13,6 +13,15 @@ use crate::launch::split_policy::{check_u32_items, WIDE_MERGE_PIECES};
 use rayon::prelude::*;
 use warpfit_runtime::{Error, Result, Segment, TaskList};
 
+/// Cuts every task's fine-task range into segments of at most `max_len`
+/// fine tasks, in task order; an empty task keeps one empty segment.
+/// `ranges` holds `lo, hi` per task as the size kernel writes them (a `hi`
+/// below `lo` counts as empty).
+///
+/// The cutting is the runtime's [`TaskList::chunked`]. Ranges that follow
+/// one another (CSR rows, the common case) are its pointer array as they
+/// are; other ranges are laid end to end from 0 (in batches whose total
+/// fits u32), cut, and each segment moved back to its task's range.
 pub(crate) fn cut_tasks(ranges: &[u32], max_len: u32) -> Result<TaskList> {
     let n = ranges.len() / 2;
     check_u32_items(n)?;

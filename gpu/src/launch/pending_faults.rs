@@ -34,8 +34,6 @@ impl PendingFault {
     }
 }
 
-/// What the size kernel measured: the statistics, and each task's range
-
 impl PendingFault {
     /// The record of a launch of `spec` whose fault is in `fault`, with its
     /// arrays' lengths and its task list's segments.

@@ -431,7 +431,7 @@ impl Prepared {
 
 impl Prepared {
     /// Makes every kernel of the launch one of a carried sequence
-    /// (`carried.rs`): `mode` says which, `carry` is the device address of
+    /// (`engines/carried_launch.rs`): `mode` says which, `carry` is the device address of
     /// one accumulator per task.
     pub(crate) fn carry(&mut self, carry: u64, mode: abi::CarryMode) {
         for l in &mut self.launches {

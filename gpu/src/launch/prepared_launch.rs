@@ -112,9 +112,9 @@ impl<'a> PreparedLaunch<'a> {
         }
     }
 
-    /// What [`Split::Auto`](crate::Split::Auto) chose for this launch on
+    /// What [`Split::Auto`](crate::config::Split::Auto) chose for this launch on
     /// CUDA (`None` on the CPU or for a configured split).
-    pub fn chosen_split(&self) -> Option<crate::Split> {
+    pub fn chosen_split(&self) -> Option<crate::config::Split> {
         match &self.backend {
             Backend::Cuda { prepared, .. } => prepared.chosen_split(),
             Backend::Cpu { .. } => None,

@@ -198,8 +198,8 @@ pub(crate) fn likely_after_sizes(n: u64, resident_warps: u64) -> &'static [&'sta
 /// for CTE with a size-dependent split, else the one all-tasks entry point
 /// of the configured decomposition.
 pub(crate) fn first_launch_entries(
-    spec: &crate::KernelSpec,
-    config: &crate::LaunchConfig,
+    spec: &crate::spec::KernelSpec,
+    config: &crate::config::LaunchConfig,
     n: usize,
     resident_warps: u64,
 ) -> Vec<&'static str> {
@@ -315,16 +315,6 @@ pub(crate) fn choose_split(
         small,
     })
 }
-
-/// Cuts every task's fine-task range into segments of at most `max_len`
-/// fine tasks, in task order; an empty task keeps one empty segment.
-/// `ranges` holds `lo, hi` per task as the size kernel writes them (a `hi`
-/// below `lo` counts as empty).
-///
-/// The cutting is the runtime's [`TaskList::chunked`]. Ranges that follow
-/// one another (CSR rows, the common case) are its pointer array as they
-/// are; other ranges are laid end to end from 0 (in batches whose total
-/// fits u32), cut, and each segment moved back to its task's range.
 
 #[cfg(test)]
 mod tests {

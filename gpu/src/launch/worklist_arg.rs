@@ -106,8 +106,6 @@ pub(crate) fn frontier_is_target(spec: &KernelSpec, i: usize) -> Error {
     ))
 }
 
-/// The worklist library's kernels on one device (`worklist.cuh`):
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig as CuLaunch, PushKer
 use std::sync::Arc;
 use warpfit_runtime::Result;
 
+/// The worklist library's kernels on one device (`worklist.cuh`):
 /// compiled once, like the layout library.
 pub(crate) struct WorklistKernels {
     _module: Arc<CudaModule>,

@@ -117,7 +117,7 @@ pub trait HostArray: Send + 'static {
     fn ty(&self) -> ScalarType;
 }
 
-impl<T: crate::Scalar> HostArray for Vec<T> {
+impl<T: crate::spec::Scalar> HostArray for Vec<T> {
     fn bytes(&self) -> &[u8] {
         // SAFETY: `T: Scalar` is plain-old-data; the view covers exactly
         // the vector's elements.

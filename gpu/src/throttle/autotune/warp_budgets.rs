@@ -45,7 +45,7 @@ impl Throttled {
         let mut best = (s, ms, None);
         for &b in budgets {
             let config = LaunchConfig {
-                split: crate::Split::Budget(b),
+                split: crate::config::Split::Budget(b),
                 cte_serial_max: serial_max,
                 ..self.config
             };
@@ -65,13 +65,13 @@ impl Throttled {
         if serial_max > configured {
             let budget = match best.2 {
                 Some(LaunchConfig {
-                    split: crate::Split::Budget(b),
+                    split: crate::config::Split::Budget(b),
                     ..
                 }) => b,
                 _ => crate::launch::split_policy::PACKED_WARP_BUDGET,
             };
             let config = LaunchConfig {
-                split: crate::Split::Budget(budget),
+                split: crate::config::Split::Budget(budget),
                 cte_serial_max: configured,
                 ..self.config
             };
@@ -89,14 +89,14 @@ impl Throttled {
         // finish far apart, slower where neighbouring warps shared lines.
         let (budget, serial) = match best.2 {
             Some(LaunchConfig {
-                split: crate::Split::Budget(b),
+                split: crate::config::Split::Budget(b),
                 cte_serial_max,
                 ..
             }) => (b, cte_serial_max),
             _ => (crate::launch::split_policy::PACKED_WARP_BUDGET, serial_max),
         };
         let config = LaunchConfig {
-            split: crate::Split::Queued(budget),
+            split: crate::config::Split::Queued(budget),
             cte_serial_max: serial,
             ..self.config
         };

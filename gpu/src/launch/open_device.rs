@@ -81,7 +81,7 @@ impl CudaDevice {
     /// # use warpfit_gpu::{CudaDevice, ExpectedLaunch, LaunchConfig, KernelSpec};
     /// # fn demo(spec: &KernelSpec, n_rows: usize) -> warpfit_gpu::Result<()> {
     /// let first = ExpectedLaunch { spec, config: LaunchConfig::default(), n_tasks: n_rows };
-    /// let dev = CudaDevice::open_expecting(0, warpfit_gpu::default_cache_dir(), &[first])?;
+    /// let dev = CudaDevice::open_expecting(0, warpfit_gpu::compile::default_cache_dir(), &[first])?;
     /// # let _ = dev; Ok(()) }
     /// ```
     ///

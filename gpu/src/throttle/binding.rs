@@ -275,3 +275,40 @@ impl Throttled {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::driver::device::Device;
+    use crate::launch::arg::Arg;
+    use crate::throttle::plan_thread::tests::cpu_handle;
+    use warpfit_runtime::gen;
+    use warpfit_runtime::schedule::ThrottlePolicy;
+
+    #[test]
+    fn the_binding_key_follows_the_arrays_bound_in_place() {
+        let a = gen::uniform(256, 4, 1).unwrap();
+        let (n, m) = (a.nrows(), a.ncols());
+        let mut t = cpu_handle(&a, ThrottlePolicy::Org);
+        let dev = Device::Cpu;
+        let (x1, x2) = (
+            dev.upload(&vec![1f32; m]).unwrap(),
+            dev.upload(&vec![2f32; m]).unwrap(),
+        );
+        let y = dev.alloc::<f32>(n).unwrap();
+        t.launch(&mut [Arg::resident_input(&x1), Arg::resident_output(&y)])
+            .unwrap();
+        let first = t.binding_key().unwrap();
+        // The caller's numbering, then one entry per parameter or two per
+        // array (address and length).
+        assert_eq!(first[0], 0);
+        assert_eq!(first, t.key);
+        t.launch(&mut [Arg::resident_input(&x1), Arg::resident_output(&y)])
+            .unwrap();
+        assert_eq!(t.binding_key().unwrap(), first, "the same arrays");
+        t.launch(&mut [Arg::resident_input(&x2), Arg::resident_output(&y)])
+            .unwrap();
+        let second = t.binding_key().unwrap();
+        assert_ne!(second, first, "another input array");
+        assert_eq!(second.len(), first.len());
+    }
+}

@@ -57,7 +57,7 @@ impl Throttled {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::throttle) mod tests {
     use super::*;
     use crate::config::LaunchConfig;
     use crate::driver::device::Device;
@@ -76,7 +76,7 @@ mod tests {
     }
 
     /// A CPU handle for `a` under `policy`: the CPU plans nothing itself.
-    fn cpu_handle(a: &Csr<f32>, policy: ThrottlePolicy) -> Throttled {
+    pub(in crate::throttle) fn cpu_handle(a: &Csr<f32>, policy: ThrottlePolicy) -> Throttled {
         let shape: Vec<Option<Box<dyn HostArray>>> = vec![
             Some(Box::new(a.row_ptr().to_vec())),
             Some(Box::new(a.col_idx().to_vec())),

@@ -79,7 +79,7 @@ impl std::str::FromStr for Decomposition {
 pub enum Split {
     /// Choose from the tasks' size distribution and the GPU's size: warps
     /// packed by work when tasks are long, nothing split when they are
-    /// short (the policy and its constants are in `plan.rs`).
+    /// short (the policy and its constants are in `launch/split_policy.rs`).
     #[default]
     Auto,
     /// Never split: every task runs whole.

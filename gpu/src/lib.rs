@@ -10,75 +10,75 @@
 //! loaded at run time and probed first ([`probe`]), so the crate builds and
 //! its CPU paths run on machines without CUDA.
 //!
-//! Layout, one concern per module:
-//! - `config`, `device`: launch options, devices and their compiled modules;
-//! - [`spec`]: what `#[nested_reduce]` emits per kernel ([`KernelSpec`]);
-//! - `args`: the kinds of launch argument ([`Arg`]), made resident on the
-//!   device and packed into the kernel's `Params`;
-//! - `resident`: [`DeviceVec`], the [`Input`]/[`Output`] argument traits,
-//!   placement checks, and [`PreparedLaunch`] on both backends;
-//! - `abi`: the device library's ABI (`gpu/cuda/*.cuh`) mirrored on the
-//!   host, with tests that both sides agree;
-//! - `plan`: launch planning, host code only: the split policy and its
-//!   tuning constants, task lists, warp packing, the kernels to launch;
-//! - `tasks`, [`launch`], `fault`: the task list on the device, the launch
-//!   itself, and faults read back as the CPU twin's errors;
-//! - `one_task`: one long task (a global reduction) split over a device;
-//! - `worklist`: [`DeviceWorklist`], what push kernels push to and a
-//!   data-driven round's launch takes as its tasks, with the device
-//!   library's growth and clearing kernels;
-//! - [`levels`]: a breadth-first (Cuthill–McKee) order of a pattern
-//!   already on the device, and the pattern renumbered by it;
-//! - `readback`: small asynchronous downloads for iterative drivers;
-//! - `rounds`: [`CudaRounds`], the worklist drivers' round backend on CUDA
-//!   (`rounds.cuh`: halting, near-far splitting and outcome records on the
-//!   device);
-//! - [`compile`]: NVRTC with an on-disk cache; [`buffer`]: device memory.
+//! Layers, each importing only from those below it:
+//! - bottom: `arch` (compute capability), `abi` (the device library's ABI
+//!   mirrored on the host, with tests that both sides agree), `config`
+//!   (launch options), [`spec`] (what `#[nested_reduce]` emits per kernel,
+//!   [`KernelSpec`]), [`probe`] (which CUDA libraries load);
+//! - `driver`: context, stream, device attributes, device memory
+//!   ([`buffer`]), events ([`event_timer`]), and a keyed slot on each
+//!   device for what the layers above keep per device;
+//! - [`compile`]: NVRTC, the on-disk cache, a kernel's modules on a device,
+//!   compiling ahead;
+//! - [`launch`]: argument kinds, [`DeviceVec`] and the [`Input`]/[`Output`]
+//!   traits, launch planning, task lists, faults, prepared launches,
+//!   readbacks, device worklists, opening a device;
+//! - `engines`: carried and one-task launches, gathers and layouts, the
+//!   level order ([`levels`]), the worklist drivers' round backend
+//!   ([`CudaRounds`]);
+//! - `throttle`: the throttled handle ([`Throttled`]).
 
 mod abi;
-mod args;
-pub mod buffer;
-mod carried;
+mod arch;
 pub mod compile;
 mod config;
-mod device;
-pub mod event_timer;
-mod fault;
+mod driver;
+mod engines;
 pub mod launch;
-mod layout;
-pub mod levels;
-mod one_task;
-mod plan;
 pub mod probe;
-mod readback;
-mod resident;
-mod rounds;
 pub mod spec;
-mod tasks;
 mod throttle;
-mod worklist;
+
+pub use driver::{buffer, event_timer};
+
+/// The level order's public path (the items live in the engines layer).
+pub mod levels {
+    pub use crate::engines::level_order::{
+        level_order, level_order_within, load, renumber, DeviceCsr, DeviceLevelOrder,
+        ROUNDS_PER_CHECK,
+    };
+}
 
 pub use abi::PushVariant;
-pub use args::{Arg, HostSlice, HostSliceMut, SharedSlice};
+pub use buffer::DeviceBuffer;
+pub use compile::Arch;
+pub use config::{Decomposition, LaunchConfig, Split};
+pub use driver::cuda_device::CudaDevice;
+pub use driver::device::{Device, DeviceInfo};
+pub use engines::carried_launch::CarriedLaunch;
+pub use engines::one_task::{split_one_task, OneTaskSplit};
+pub use engines::round_backend::{
+    Bind, CudaRounds, RoundKey, CUDA_ROUNDS_PER_SYNC, DONATION_BOARD_BYTES,
+};
+pub use launch::arg::{Arg, HostSlice, HostSliceMut, SharedSlice};
 /// Maps a driver error to [`Error::Cuda`] with context (for the benchmarks,
 /// which call the driver directly).
 #[doc(hidden)]
-pub use buffer::cuda_err;
-pub use buffer::DeviceBuffer;
-pub use carried::CarriedLaunch;
-pub use compile::Arch;
-pub use config::{Decomposition, LaunchConfig, Split};
-pub use device::{CudaDevice, Device, DeviceInfo, ExpectedLaunch};
-pub use launch::Prepared;
-pub use one_task::{split_one_task, OneTaskSplit};
-pub use readback::{Readback, MAX_READBACK_DEPTH, MAX_READBACK_LEN};
+pub use driver::errors::cuda_err;
+pub use launch::cpu_args::CpuArgs;
 /// What generated `launch` functions call on the CPU backend.
 #[doc(hidden)]
-pub use resident::{host_input, host_output, host_shared};
-pub use resident::{
-    CpuArgs, CpuRun, DeviceVec, Input, InputRef, Output, OutputRef, PreparedLaunch, ResidentArray,
-};
-pub use rounds::{Bind, CudaRounds, RoundKey, CUDA_ROUNDS_PER_SYNC, DONATION_BOARD_BYTES};
+pub use launch::cpu_args::{host_input, host_output, host_shared};
+pub use launch::device_vec::{DeviceVec, ResidentArray};
+pub use launch::device_worklist::DeviceWorklist;
+pub use launch::input_output::{Input, InputRef, Output, OutputRef};
+pub use launch::open_device::ExpectedLaunch;
+pub use launch::prepared_launch::{CpuRun, PreparedLaunch};
+pub use launch::readback::{Readback, MAX_READBACK_DEPTH, MAX_READBACK_LEN};
+#[doc(hidden)]
+pub use launch::worklist_arg::{check_frontier, host_worklist};
+pub use launch::worklist_arg::{ListArg, WorklistArg};
+pub use launch::Prepared;
 pub use spec::{
     DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType,
     ScalarValue,
@@ -87,9 +87,6 @@ pub use throttle::{
     CpuRunFn, HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,
 };
 pub use warpfit_runtime::{Error, Result};
-#[doc(hidden)]
-pub use worklist::{check_frontier, host_worklist};
-pub use worklist::{DeviceWorklist, ListArg, WorklistArg};
 
 /// Every entry point the device library defines for a kernel (for the
 /// NVRTC compile test).

@@ -1,7 +1,7 @@
 //! What a generated kernel tells the device layer about itself:
 //! `#[nested_reduce]` emits a [`KernelSpec`] per kernel, with a
 //! [`ParamSpec`] per parameter; its `launch` turns each argument into an
-//! [`Arg`](crate::Arg) (`args.rs`).
+//! [`Arg`](crate::Arg) (`launch/arg.rs`).
 
 use crate::config::{Decomposition, LaunchConfig, Split};
 
@@ -278,20 +278,6 @@ impl KernelSpec {
         out
     }
 }
-
-/// The throttling roles of the SpMV kernel `(row_ptr, col, val, x, y)`
-/// (`y[row] = Σ val[k] * x[col[k]]` over `row_ptr`'s range), as
-/// `#[throttled]` derives them for it, for the crate's unit tests.
-#[cfg(test)]
-pub(crate) const SPMV_ROLES: crate::ThrottleRoles = crate::ThrottleRoles {
-    range: 0,
-    fine: &[1, 2],
-    gathered: 3,
-    index: Some(1),
-    task_indexed: &[4],
-    overwritten: &[4],
-    remap_refused: "",
-};
 
 /// A kernel `k(x: &[f32], y: &mut [f32])`, for the crate's unit tests.
 #[cfg(test)]

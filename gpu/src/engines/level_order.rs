@@ -1,0 +1,443 @@
+//! A breadth-first (Cuthill–McKee) order of a square pattern already on a
+//! GPU, and the pattern renumbered by it (`gpu/cuda/levels.cuh`).
+//!
+//! [`level_order`] gives exactly `warpfit_runtime::partition::level_order`'s
+//! order: levels from a root, each level's vertices in the order of their
+//! first parent, each parent's children in the order of its row, one
+//! component after the other, each rooted at its smallest unnumbered
+//! vertex. On the host every edge of a randomly numbered mesh is a cache
+//! miss; here a level is four launches over the frontier and the host only
+//! reads the frontier's end every [`ROUNDS_PER_CHECK`] levels, so the time
+//! follows the number of levels: tens to a few thousand for meshes and
+//! grids. One level per round makes a graph of long diameter (a path, a
+//! long chain of small components) slow here: [`level_order_within`] gives
+//! up after a number of rounds, for a caller that can order on the host
+//! instead.
+//!
+//! [`renumber`] copies every row to its new place with its columns
+//! renumbered (entries in the order stored, as `Remapping::apply_csr`
+//! keeps them), from the arrays on the device: nothing crosses the bus but
+//! one word of error flag.
+//!
+//! # Examples
+//! ```no_run
+//! use warpfit_gpu::{levels, Device};
+//! # fn main() -> warpfit_gpu::Result<()> {
+//! let device = Device::open_cuda(0)?;
+//! // The path 0 - 2 - 1 - 3, stored out of order.
+//! let row_ptr = device.upload(&[0u32, 1, 3, 5, 6])?;
+//! let col_idx = device.upload(&[2u32, 2, 3, 0, 1, 1])?;
+//! let order = levels::level_order(&device, &row_ptr, &col_idx, 0)?;
+//! assert_eq!(order.order.to_vec()?, vec![0, 2, 1, 3]);
+//! let a = levels::DeviceCsr { row_ptr, col_idx, values: device.upload(&[1.0f64; 6])? };
+//! let b = levels::renumber(&device, &order.order, &order.position, &a)?;
+//! assert_eq!(b.col_idx.to_vec()?, vec![1, 0, 2, 1, 3, 2]);
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::abi::BLOCK;
+use crate::compile::device_modules::{load_function, load_unit};
+use crate::compile::units::levels_unit;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
+use crate::driver::device::Device;
+use crate::engines::gather_layouts::{fill_blocks, launch_words};
+use crate::launch::device_vec::DeviceVec;
+use crate::spec::Scalar;
+use cudarc::driver::{CudaFunction, CudaModule};
+use std::sync::Arc;
+use warpfit_runtime::{Csr, Error, Result};
+
+/// Levels enqueued between two reads of the frontier's end: the host
+/// round trip is paid once per this many levels, and at most this many
+/// rounds after the last do nothing.
+pub const ROUNDS_PER_CHECK: usize = 64;
+
+/// The words of the device's control block (`levels::Ctl` in levels.cuh).
+const CTL_START: usize = 2;
+const CTL_END: usize = 3;
+const CTL_BAD: usize = 5;
+const CTL_WORDS: usize = 8;
+
+/// A breadth-first order made on the device by [`level_order`].
+pub struct DeviceLevelOrder {
+    /// `order[new] = old`.
+    pub order: DeviceVec<u32>,
+    /// `position[old] = new`, the inverse of `order`.
+    pub position: DeviceVec<u32>,
+    /// Rounds enqueued: one per level and per component root, and up to
+    /// [`ROUNDS_PER_CHECK`] that found nothing left to do.
+    pub rounds: usize,
+}
+
+/// A CSR matrix on a device, as [`renumber`] takes and returns it.
+#[derive(Debug)]
+pub struct DeviceCsr<T: Scalar> {
+    /// `n + 1` offsets.
+    pub row_ptr: DeviceVec<u32>,
+    /// Column of each entry.
+    pub col_idx: DeviceVec<u32>,
+    /// Value of each entry.
+    pub values: DeviceVec<T>,
+}
+
+impl<T: Scalar> DeviceCsr<T> {
+    /// A copy of `a` on `device`.
+    ///
+    /// # Errors
+    /// As [`Device::upload`].
+    pub fn upload(device: &Device, a: &Csr<T>) -> Result<Self> {
+        Ok(DeviceCsr {
+            row_ptr: device.upload(a.row_ptr())?,
+            col_idx: device.upload(a.col_idx())?,
+            values: device.upload(a.values())?,
+        })
+    }
+}
+
+/// The level library's kernels on one device.
+pub(crate) struct LevelKernels {
+    _module: Arc<CudaModule>,
+    reset: CudaFunction,
+    start: CudaFunction,
+    claim: CudaFunction,
+    count: CudaFunction,
+    carry: CudaFunction,
+    write: CudaFunction,
+    lengths: CudaFunction,
+    scan_carry: CudaFunction,
+    offsets: CudaFunction,
+    /// By element width 1, 2, 4, 8 bytes.
+    rows: [CudaFunction; 4],
+}
+
+impl DeviceExtension for LevelKernels {
+    /// Compiles (or reads from the kernel cache) and loads the library.
+    fn load(dev: &CudaDevice) -> Result<Self> {
+        let module = load_unit(dev, "levels", &levels_unit())?;
+        let f = |entry: &str| load_function(&module, "levels", entry);
+        Ok(LevelKernels {
+            reset: f("wf_levels_reset")?,
+            start: f("wf_levels_start")?,
+            claim: f("wf_levels_claim")?,
+            count: f("wf_levels_count")?,
+            carry: f("wf_levels_carry")?,
+            write: f("wf_levels_write")?,
+            lengths: f("wf_renumber_lengths")?,
+            scan_carry: f("wf_scan_carry")?,
+            offsets: f("wf_renumber_offsets")?,
+            rows: [
+                f("wf_renumber_rows_1")?,
+                f("wf_renumber_rows_2")?,
+                f("wf_renumber_rows_4")?,
+                f("wf_renumber_rows_8")?,
+            ],
+            _module: module,
+        })
+    }
+}
+
+/// Compiles (or reads from the kernel cache) and loads the level kernels
+/// on `device`, so that a later [`level_order`] or [`renumber`] does not
+/// pay for it. Done by the first of them otherwise.
+///
+/// # Errors
+/// `device` is not a CUDA device; NVRTC or the module load fails.
+pub fn load(device: &Device) -> Result<()> {
+    cuda_of(device, "the device level order")?.extension::<LevelKernels>()?;
+    Ok(())
+}
+
+/// Enqueues a level kernel.
+fn launch(
+    dev: &CudaDevice,
+    function: &CudaFunction,
+    blocks: u32,
+    what: &str,
+    args: &[u64],
+) -> Result<()> {
+    // SAFETY: every kernel of levels.cuh takes 64-bit pointers and counts
+    // in the order the callers below pass them; the pointers are device
+    // addresses of live buffers of at least the lengths the counts imply
+    // (checked by the callers), and the kernels check every index they
+    // read from those buffers before following it.
+    unsafe { launch_words(dev, function, blocks, what, args) }
+}
+
+/// The CUDA device of `device`, or an error naming `what` needs one.
+fn cuda_of<'d>(device: &'d Device, what: &str) -> Result<&'d CudaDevice> {
+    device.cuda().ok_or_else(|| {
+        Error::invalid(format!(
+            "{what} runs on a CUDA device; on the CPU use warpfit_runtime::partition::level_order"
+        ))
+    })
+}
+
+/// The device address of `v`, which must live on `dev`.
+fn on<T: Scalar>(v: &DeviceVec<T>, dev: &CudaDevice, what: &str) -> Result<u64> {
+    match (v.cuda_device(), v.cuda_ptr()) {
+        (Some(d), Some(ptr)) if d.ordinal() == dev.ordinal() => Ok(ptr),
+        _ => Err(Error::invalid(format!(
+            "{what} must be on CUDA device {} (it is {})",
+            dev.ordinal(),
+            v.location()
+        ))),
+    }
+}
+
+/// The rows `n` and entries `nnz` of a pattern given as `row_ptr`
+/// (`n + 1` offsets) and `col_idx`, both below `u32::MAX`.
+fn pattern_size(row_ptr_len: usize, col_len: usize, what: &str) -> Result<(usize, usize)> {
+    let n = row_ptr_len.checked_sub(1).ok_or_else(|| {
+        Error::invalid(format!(
+            "{what}: row_ptr is empty; a matrix of n rows has n + 1 offsets"
+        ))
+    })?;
+    if n >= u32::MAX as usize || col_len > u32::MAX as usize {
+        return Err(Error::invalid(format!(
+            "{what}: {n} rows and {col_len} entries do not fit 32-bit indices"
+        )));
+    }
+    Ok((n, col_len))
+}
+
+/// The breadth-first (Cuthill–McKee) order of the square pattern
+/// (`row_ptr`, `col_idx`) from row `root`, made on the device the arrays
+/// live on; equal to `warpfit_runtime::partition::level_order`'s. Waits
+/// for the device every [`ROUNDS_PER_CHECK`] levels and at the end.
+///
+/// # Errors
+/// `device` is not a CUDA device, or an array is not on it; `root` is not
+/// a row; device memory for the order, its inverse and 12 bytes a row of
+/// scratch; an offset or column out of range (found on the device).
+pub fn level_order(
+    device: &Device,
+    row_ptr: &DeviceVec<u32>,
+    col_idx: &DeviceVec<u32>,
+    root: usize,
+) -> Result<DeviceLevelOrder> {
+    level_order_within(device, row_ptr, col_idx, root, usize::MAX)?.ok_or_else(|| {
+        Error::invalid("level order: an order without a round budget was not finished")
+    })
+}
+
+/// [`level_order`], given up (`Ok(None)`) when it is not finished after
+/// `max_rounds` rounds (counted in batches of [`ROUNDS_PER_CHECK`]): one
+/// round a level, so a graph of long diameter can be ordered on the host
+/// instead at a bounded cost here.
+///
+/// # Errors
+/// As [`level_order`].
+pub fn level_order_within(
+    device: &Device,
+    row_ptr: &DeviceVec<u32>,
+    col_idx: &DeviceVec<u32>,
+    root: usize,
+    max_rounds: usize,
+) -> Result<Option<DeviceLevelOrder>> {
+    let dev = cuda_of(device, "the device level order")?;
+    let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "level order")?;
+    let ptr = on(row_ptr, dev, "the level order's row_ptr")?;
+    let col = on(col_idx, dev, "the level order's col_idx")?;
+    let order = device.alloc::<u32>(n)?;
+    let position = device.alloc::<u32>(n)?;
+    if n == 0 {
+        return Ok(Some(DeviceLevelOrder {
+            order,
+            position,
+            rounds: 0,
+        }));
+    }
+    if root >= n {
+        return Err(Error::invalid(format!(
+            "level order: root {root} is not a row of a {n}-row matrix"
+        )));
+    }
+    let k = dev.extension::<LevelKernels>()?;
+    let claims = DeviceBuffer::<u64>::zeros(dev, n)?;
+    let counts = DeviceBuffer::<u32>::zeros(dev, n)?;
+    let tile_sums = DeviceBuffer::<u32>::zeros(dev, n.div_ceil(BLOCK as usize))?;
+    let ctl = DeviceBuffer::<u32>::zeros(dev, CTL_WORDS)?;
+    let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
+    let (c, cnt, ts, cl) = (
+        claims.device_ptr(dev),
+        counts.device_ptr(dev),
+        tile_sums.device_ptr(dev),
+        ctl.device_ptr(dev),
+    );
+    let (n64, nnz64) = (n as u64, nnz as u64);
+    launch(dev, &k.reset, fill_blocks(dev), "reset", &[p, c, n64])?;
+    launch(dev, &k.start, 1, "start", &[o, p, cl, root as u64])?;
+    let mut rounds = 0usize;
+    loop {
+        for _ in 0..ROUNDS_PER_CHECK {
+            launch(
+                dev,
+                &k.claim,
+                fill_blocks(dev),
+                "claim",
+                &[ptr, col, n64, nnz64, o, p, c, cl],
+            )?;
+            launch(
+                dev,
+                &k.count,
+                fill_blocks(dev),
+                "count",
+                &[ptr, col, n64, nnz64, o, c, cnt, ts, cl],
+            )?;
+            launch(
+                dev,
+                &k.carry,
+                1,
+                "carry",
+                &[ptr, col, n64, nnz64, o, p, ts, cl],
+            )?;
+            launch(
+                dev,
+                &k.write,
+                fill_blocks(dev),
+                "write",
+                &[ptr, col, n64, nnz64, o, p, c, cnt, ts, cl],
+            )?;
+        }
+        rounds += ROUNDS_PER_CHECK;
+        let state = ctl.to_vec(dev)?;
+        if state[CTL_BAD] != 0 {
+            return Err(Error::invalid(
+                "level order: an offset of row_ptr or a column of col_idx is out of range",
+            ));
+        }
+        if state[CTL_START] as usize >= n && state[CTL_END] as usize >= n {
+            break;
+        }
+        if rounds >= max_rounds {
+            return Ok(None);
+        }
+        // Every round numbers a vertex until all are: a round count past
+        // that is a broken invariant, not a slow graph.
+        if rounds > n + ROUNDS_PER_CHECK {
+            return Err(Error::invalid(format!(
+                "level order: {rounds} rounds numbered only {} of {n} rows",
+                state[CTL_END]
+            )));
+        }
+    }
+    Ok(Some(DeviceLevelOrder {
+        order,
+        position,
+        rounds,
+    }))
+}
+
+/// The square matrix `a` renumbered on both sides (`B = P·A·Pᵀ`) by the
+/// permutation `order` (`order[new] = old`, a [`DeviceLevelOrder`]'s or
+/// any other) and its inverse `position`: new row `r` is old row
+/// `order[r]`, each column `w` becomes `position[w]`, entries in the order
+/// stored. Waits for the device once, to check the indices.
+///
+/// # Errors
+/// `device` is not a CUDA device or an array is not on it; the arrays'
+/// lengths disagree with each other or with the order; device memory for
+/// the copy; an offset or column out of range (found on the device).
+pub fn renumber<T: Scalar>(
+    device: &Device,
+    order: &DeviceVec<u32>,
+    position: &DeviceVec<u32>,
+    a: &DeviceCsr<T>,
+) -> Result<DeviceCsr<T>> {
+    let dev = cuda_of(device, "the device renumbering")?;
+    let (row_ptr, col_idx, values) = (&a.row_ptr, &a.col_idx, &a.values);
+    let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "renumber")?;
+    if n != order.len() || n != position.len() || values.len() != nnz {
+        return Err(Error::invalid(format!(
+            "renumber: a {n}-row matrix with {nnz} columns and {} values does not match an order of {} rows and {} positions",
+            values.len(),
+            order.len(),
+            position.len()
+        )));
+    }
+    let slot = match std::mem::size_of::<T>() {
+        1 => 0,
+        2 => 1,
+        4 => 2,
+        8 => 3,
+        w => {
+            return Err(Error::invalid(format!(
+                "renumber: no kernel moves values of {w} bytes"
+            )))
+        }
+    };
+    let ptr = on(row_ptr, dev, "the renumbered matrix's row_ptr")?;
+    let col = on(col_idx, dev, "the renumbered matrix's col_idx")?;
+    let val = on(values, dev, "the renumbered matrix's values")?;
+    let o = on(order, dev, "the order")?;
+    let p = on(position, dev, "the order's positions")?;
+    let out = DeviceCsr {
+        row_ptr: device.alloc::<u32>(n + 1)?,
+        col_idx: device.alloc::<u32>(nnz)?,
+        values: device.alloc::<T>(nnz)?,
+    };
+    if n == 0 {
+        return Ok(out);
+    }
+    let k = dev.extension::<LevelKernels>()?;
+    let lengths = DeviceBuffer::<u32>::zeros(dev, n)?;
+    let tiles = n.div_ceil(BLOCK as usize);
+    let tile_sums = DeviceBuffer::<u32>::zeros(dev, tiles)?;
+    let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
+    let (len, ts, b) = (
+        lengths.device_ptr(dev),
+        tile_sums.device_ptr(dev),
+        bad.device_ptr(dev),
+    );
+    let new_ptr = on(&out.row_ptr, dev, "new row_ptr")?;
+    let (n64, nnz64) = (n as u64, nnz as u64);
+    launch(
+        dev,
+        &k.lengths,
+        fill_blocks(dev),
+        "renumber_lengths",
+        &[ptr, o, n64, nnz64, len, ts, b],
+    )?;
+    // The total goes straight to `new_ptr[n]`.
+    launch(
+        dev,
+        &k.scan_carry,
+        1,
+        "scan_carry",
+        &[ts, tiles as u64, new_ptr + 4 * n64],
+    )?;
+    launch(
+        dev,
+        &k.offsets,
+        fill_blocks(dev),
+        "renumber_offsets",
+        &[len, ts, n64, new_ptr],
+    )?;
+    launch(
+        dev,
+        &k.rows[slot],
+        fill_blocks(dev),
+        "renumber_rows",
+        &[
+            ptr,
+            col,
+            val,
+            o,
+            p,
+            new_ptr,
+            n64,
+            nnz64,
+            on(&out.col_idx, dev, "new col_idx")?,
+            on(&out.values, dev, "new values")?,
+            b,
+        ],
+    )?;
+    if bad.to_vec(dev)?.first().copied().unwrap_or(0) != 0 {
+        return Err(Error::invalid(
+            "renumber: an offset, column or position is out of range (the order does not match the matrix)",
+        ));
+    }
+    Ok(out)
+}

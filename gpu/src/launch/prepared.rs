@@ -1,0 +1,548 @@
+//! The launch itself. [`Prepared::new`] makes everything a launch needs
+//! resident on the device — module, arguments (`resident_args`), task list
+//! (`device_tasks`), fault record — runs the size kernel when the split
+//! depends on the tasks' sizes, and resolves the kernels launch planning
+//! chose (`split_policy`, `launch_steps`); [`Prepared::run`] enqueues them
+//! (`enqueue`), and [`Prepared::check_fault`] reads the fault record back
+//! as the error the CPU twin returns (`fault`).
+
+use crate::abi::{self, FaultRecord, LaunchArgs, BLOCK};
+use crate::config::{LaunchConfig, Split};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::launch::arg::Arg;
+use crate::launch::device_tasks::DeviceTaskList;
+use crate::launch::enqueue::{
+    check_fault, enqueue, enqueue_dependent, plan_steps, Launch, TaskSizes, TraceSplit,
+};
+use crate::launch::launch_steps::{self, Items};
+use crate::launch::pending_faults::PendingFault;
+use crate::launch::resident_args::{ParamBlock, ResidentArgs};
+use crate::launch::split_policy::{self, SplitDecision};
+use crate::launch::worklist_arg::frontier_is_target;
+use crate::spec::KernelSpec;
+use warpfit_runtime::{Error, Result, TaskList, Tasks};
+
+/// How a task list the throttled handle built over its own layouts runs
+/// ([`Prepared::over_plan_list`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PlanList {
+    /// CTE warps take groups of consecutive segments holding at most this
+    /// much work.
+    pub budget: u32,
+    /// Warps take `chunk` groups per dequeue from a device queue, in list
+    /// order (CF-Q, SJ-Q); `None`: warp `w` takes group `w`.
+    pub queue_chunk: Option<u32>,
+}
+
+/// Everything a launch needs, resident on the device: running it again
+/// re-runs the kernels on the same buffers (what benchmarks time).
+pub struct Prepared {
+    dev: CudaDevice,
+    spec: KernelSpec,
+    args: ResidentArgs,
+    params: ParamBlock,
+    /// The task list the kernels run; `None` over all tasks.
+    tasks: Option<DeviceTaskList>,
+    launches: Vec<Launch>,
+    chosen_split: Option<Split>,
+    cte_serial_max: u32,
+    fault: DeviceBuffer<u64>,
+    /// The queue head of a queued list, zeroed before each run.
+    queue: Option<DeviceBuffer<u32>>,
+    /// A host worklist's items and count, uploaded for a launch over it
+    /// (held for the kernels, which read them by address).
+    _frontier: Option<(DeviceBuffer<u32>, DeviceBuffer<u64>)>,
+}
+
+impl Prepared {
+    /// Compiles (or fetches) the module, makes the arguments resident and,
+    /// for a CTE launch over all tasks whose split depends on the tasks'
+    /// sizes, runs the size kernel and builds the task list that bounds
+    /// each warp's work.
+    ///
+    /// A `Prepared` owns copies of its arguments, so it takes host arrays
+    /// and scalars only: device-resident arrays go through a generated
+    /// `prepare`, whose handle borrows them for as long as it runs.
+    pub fn new(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &LaunchConfig,
+        tasks: Tasks<'_>,
+        args: &[Arg<'_>],
+    ) -> Result<Self> {
+        if let Some(i) = args.iter().position(|a| matches!(a, Arg::Resident(_))) {
+            let name = spec.params.get(i).map_or("?", |p| p.name);
+            return Err(Error::invalid(format!(
+                "kernel `{}`: argument {i} (`{name}`) is a DeviceVec, which `Prepared::new` cannot borrow: use the kernel's generated `prepare`",
+                spec.name
+            )));
+        }
+        Self::new_borrowing(dev, spec, config, tasks, args)
+    }
+
+    /// [`Prepared::new`], with device-resident arrays taken by address: the
+    /// caller keeps them alive while the launch can run (a plain launch for
+    /// its call, a `PreparedLaunch` for its borrow).
+    pub(crate) fn new_borrowing(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &LaunchConfig,
+        tasks: Tasks<'_>,
+        args: &[Arg<'_>],
+    ) -> Result<Self> {
+        // A per-task map runs one thread per task, whatever `config` says.
+        let config = &spec.launch_config(config);
+        abi::entry_point(config.decomposition, abi::TaskSource::All)?;
+        let module = dev.module(spec)?;
+        let args = ResidentArgs::new(dev, spec, args)?;
+        let params = args.pack(dev)?;
+        let fault = DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?;
+        let unsplit = SplitDecision {
+            chosen: None,
+            cte_serial_max: config.cte_serial_max,
+            cut: None,
+            small: false,
+        };
+        let mut decomposition = config.decomposition;
+        // A worklist's items as the tasks: its items and count on the device.
+        let mut frontier = None;
+        let mut frontier_buffers = None;
+        let (items, task_list, decision) = match tasks {
+            Tasks::DeviceFrontier(f) => {
+                if f.device != dev.ordinal() {
+                    return Err(Error::invalid(format!(
+                        "kernel `{}`: its tasks are a worklist of CUDA device {}, but the launch runs on CUDA device {} ({})",
+                        spec.name,
+                        f.device,
+                        dev.ordinal(),
+                        dev.name()
+                    )));
+                }
+                if let Some((i, _)) = args.lists().find(|(_, r)| r.items == f.items) {
+                    return Err(frontier_is_target(spec, i));
+                }
+                frontier = Some((f.items, f.count));
+                (Items::Frontier(f.capacity), None, unsplit)
+            }
+            Tasks::Frontier(list) => {
+                // A CPU list's items, uploaded for this launch.
+                let items: Vec<u32> = (0..list.len()).filter_map(|i| list.get(i)).collect();
+                let buffers = (
+                    DeviceBuffer::upload(dev, &items)?,
+                    DeviceBuffer::upload(dev, &[items.len() as u64])?,
+                );
+                frontier = Some((buffers.0.device_ptr(dev), buffers.1.device_ptr(dev)));
+                frontier_buffers = Some(buffers);
+                (Items::Frontier(items.len() as u64), None, unsplit)
+            }
+            Tasks::List(list) => {
+                split_policy::check_u32_items(list.len())?;
+                let l = DeviceTaskList::upload(dev, list.clone(), spec.acc.size(), None)?;
+                (l.items(), Some(l), unsplit)
+            }
+            Tasks::All(n)
+                if split_policy::needs_task_sizes(config.decomposition, config.split, n) =>
+            {
+                split_policy::check_split(config.split)?;
+                split_policy::check_u32_items(n)?;
+                let mut trace = TraceSplit::start(spec.name, n);
+                let sizes = TaskSizes::measure(dev, spec, &module, &params, &fault, &args, n)?;
+                let decision = split_policy::choose_split(
+                    config.split,
+                    &sizes.stats,
+                    dev.resident_warps(),
+                    config.cte_serial_max,
+                )?;
+                trace.mark("measured");
+                match decision.cut {
+                    Some(cut) => {
+                        decomposition = split_policy::list_decomposition(
+                            decomposition,
+                            cut,
+                            decision.cte_serial_max,
+                        );
+                        let ranges = sizes.ranges(dev, spec)?;
+                        trace.mark("ranges read");
+                        let list = launch_steps::cut_tasks(&ranges, cut.max_len)?;
+                        trace.mark("cut");
+                        let mut l =
+                            DeviceTaskList::upload(dev, list, spec.acc.size(), cut.pack_budget)?;
+                        trace.mark("uploaded");
+                        if decision.small {
+                            l.merge_wide();
+                        }
+                        (l.items(), Some(l), decision)
+                    }
+                    None => (Items::All(n as u64), None, decision),
+                }
+            }
+            Tasks::All(n) => (Items::All(n as u64), None, unsplit),
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(Error::invalid(
+                    "this task source is not supported by the CUDA backend",
+                ))
+            }
+        };
+        let plan = launch_steps::plan_launches(decomposition, items, dev.arch())?;
+        // A `Split::Queued` launch's packed warps dequeue their groups
+        // (`split_policy::PACKED_QUEUE_WORK` fine tasks at a time); the head is
+        // zeroed before each run.
+        let queue_chunk = decision
+            .cut
+            .and_then(|c| c.queue_chunk)
+            .filter(|_| plan.packed_warps);
+        let queue = match queue_chunk {
+            Some(_) => Some(DeviceBuffer::<u32>::zeros(dev, 1)?),
+            None => None,
+        };
+        let base = LaunchArgs {
+            n_items: 0,
+            fault: fault.device_ptr(dev),
+            cte_serial_max: decision.cte_serial_max,
+            ..Default::default()
+        };
+        let base = match &task_list {
+            Some(l) => l.launch_args(dev, plan.packed_warps, base),
+            None => base,
+        };
+        let base = match frontier {
+            Some((items, count)) => LaunchArgs {
+                frontier: items,
+                frontier_count: count,
+                ..base
+            },
+            None => base,
+        };
+        let launches = plan_steps(
+            dev,
+            &module,
+            &plan,
+            decomposition,
+            queue.as_ref().zip(queue_chunk),
+            base,
+        )?;
+        Ok(Prepared {
+            dev: dev.clone(),
+            spec: *spec,
+            args,
+            params,
+            tasks: task_list,
+            launches,
+            chosen_split: decision.chosen,
+            cte_serial_max: decision.cte_serial_max,
+            fault,
+            queue,
+            _frontier: frontier_buffers,
+        })
+    }
+
+    /// Work donation (Nasre et al., III-E) for a CTE launch over a device
+    /// frontier of a kernel that [`donates`](KernelSpec::donates): a warp
+    /// that finds an item of more than `min_len` fine tasks posts them, in
+    /// chunks with the item's prologue values, on the board `board`
+    /// (`board_bytes`), and a donation launch enqueued behind the main one
+    /// spreads them over a full wave of warps (`wf_donated`,
+    /// cte_for_each.cuh), adds the chunks it ran to the third counter at
+    /// `counters` and zeroes the first two for the next launch. An item
+    /// whose chunks do not fit stays with its warp. Other launches are left
+    /// as they are.
+    ///
+    /// # Safety
+    /// `board` holds `board_bytes` and `counters` three zeroed `u64` on this
+    /// launch's device, both living as long as the launch, and no launch
+    /// using the same board runs concurrently with this one (launches on
+    /// one stream run in order).
+    pub(crate) unsafe fn donate(
+        &mut self,
+        min_len: u32,
+        board: u64,
+        board_bytes: u64,
+        counters: u64,
+    ) -> Result<()> {
+        let frontier_cte = self.launches.len() == 1
+            && self.launches[0].entry
+                == abi::entry_point(crate::config::Decomposition::Cte, abi::TaskSource::Frontier)?;
+        if !self.spec.donates || !frontier_cte || min_len == 0 {
+            return Ok(());
+        }
+        let module = self.dev.module(&self.spec)?;
+        let function = module.function(abi::DONATED_ENTRY)?.clone();
+        let args = LaunchArgs {
+            donated: board,
+            donation: counters,
+            donated_bytes: board_bytes,
+            donate_min: min_len,
+            ..self.launches[0].args
+        };
+        self.launches[0].args = args;
+        let wave = (self.dev.resident_warps() / u64::from(BLOCK / 32)).max(1);
+        self.launches.push(Launch {
+            entry: abi::DONATED_ENTRY,
+            function,
+            blocks: u32::try_from(wave).unwrap_or(u32::MAX),
+            dependent: false,
+            args,
+        });
+        Ok(())
+    }
+
+    /// A launch over `list`, a task list whose positions index arrays the
+    /// caller laid out itself (the throttled handle's part-major copies):
+    /// its segments are not checked against each task's own range
+    /// (`LIST_TRUSTED`), the fine arrays' bounds still are at every load.
+    /// With CTE, warps are packed by `how.budget`; with `how.queue_chunk`,
+    /// a persistent grid's warps dequeue the groups from a device queue in
+    /// list order (CTE only). Split tasks are merged after, in list order.
+    ///
+    /// # Errors
+    /// A queue with another decomposition than CTE; as [`Prepared::new`].
+    pub(crate) fn over_plan_list(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &LaunchConfig,
+        list: TaskList,
+        how: PlanList,
+        args: &[Arg<'_>],
+    ) -> Result<Self> {
+        let config = &spec.launch_config(config);
+        let decomposition = config.decomposition;
+        let cte = decomposition == crate::config::Decomposition::Cte;
+        if how.queue_chunk.is_some() && !cte {
+            abi::entry_point(decomposition, abi::TaskSource::Queue)?;
+        }
+        split_policy::check_u32_items(list.len())?;
+        let module = dev.module(spec)?;
+        let args = ResidentArgs::new(dev, spec, args)?;
+        let params = args.pack(dev)?;
+        let fault = DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?;
+        let tasks = DeviceTaskList::upload_as(
+            dev,
+            list,
+            spec.acc.size(),
+            cte.then_some(how.budget.max(1)),
+            true,
+        )?;
+        let plan = launch_steps::plan_launches(decomposition, tasks.items(), dev.arch())?;
+        let queue = match how.queue_chunk {
+            Some(_) => Some(DeviceBuffer::<u32>::zeros(dev, 1)?),
+            None => None,
+        };
+        let base = LaunchArgs {
+            n_items: 0,
+            fault: fault.device_ptr(dev),
+            cte_serial_max: config.cte_serial_max,
+            flags: abi::LIST_TRUSTED,
+            ..Default::default()
+        };
+        let base = tasks.launch_args(dev, plan.packed_warps, base);
+        let launches = plan_steps(
+            dev,
+            &module,
+            &plan,
+            decomposition,
+            queue.as_ref().zip(how.queue_chunk),
+            base,
+        )?;
+        Ok(Prepared {
+            dev: dev.clone(),
+            spec: *spec,
+            args,
+            params,
+            tasks: Some(tasks),
+            launches,
+            chosen_split: None,
+            cte_serial_max: config.cte_serial_max,
+            fault,
+            queue,
+            _frontier: None,
+        })
+    }
+
+    /// A launch over the segments of `list`, run as one kernel launch per
+    /// range of `ranges` in that order, then one merge of the split tasks
+    /// after the last: the form of the cache-fit schedules, where a range
+    /// is a partition (or a node of the SJ-tree) and consecutive launches
+    /// keep one partition's data in the cache at a time. Split tasks'
+    /// partials are merged in list order, as for a single launch, so the
+    /// result does not depend on how the list is cut into ranges.
+    ///
+    /// # Errors
+    /// Ranges that are not consecutive, non-empty and covering the list
+    /// exactly; as [`Prepared::new`].
+    pub fn in_ranges(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        config: &LaunchConfig,
+        list: &TaskList,
+        ranges: &[std::ops::Range<usize>],
+        args: &[Arg<'_>],
+    ) -> Result<Self> {
+        let mut end = 0;
+        for r in ranges {
+            if r.start != end || r.is_empty() {
+                return Err(Error::invalid(format!(
+                    "launch ranges must be consecutive and non-empty from segment 0: found {}..{} after {end}",
+                    r.start, r.end
+                )));
+            }
+            end = r.end;
+        }
+        if end != list.len() {
+            return Err(Error::length("launch ranges' segments", list.len(), end));
+        }
+        let mut p = Self::new_borrowing(dev, spec, config, Tasks::List(list), args)?;
+        let Some(tasks) = &p.tasks else {
+            return Ok(p);
+        };
+        // The list kernel is the first launch; the merge, if any, follows.
+        let mut launches = Vec::with_capacity(ranges.len() + 1);
+        let mut rest = std::mem::take(&mut p.launches).into_iter();
+        if let Some(first) = rest.next() {
+            let config = &spec.launch_config(config);
+            for r in ranges {
+                let step = launch_steps::plan_launches(
+                    config.decomposition,
+                    Items::List {
+                        segments: r.len() as u64,
+                        packed_warps: None,
+                        split_tasks: 0,
+                        wide_merge: false,
+                    },
+                    dev.arch(),
+                )?;
+                for s in step.steps {
+                    launches.push(Launch {
+                        entry: first.entry,
+                        function: first.function.clone(),
+                        blocks: s.blocks,
+                        dependent: false,
+                        args: tasks.range_args(r.clone(), spec.acc.size(), first.args),
+                    });
+                }
+            }
+        }
+        launches.extend(rest);
+        p.launches = launches;
+        Ok(p)
+    }
+}
+
+impl Prepared {
+    /// Makes every kernel of the launch one of a carried sequence
+    /// (`engines/carried_launch.rs`): `mode` says which, `carry` is the device address of
+    /// one accumulator per task.
+    pub(crate) fn carry(&mut self, carry: u64, mode: abi::CarryMode) {
+        for l in &mut self.launches {
+            l.args.carry = carry;
+            l.args.carry_mode = mode as u32;
+        }
+    }
+
+    /// Enqueues the launch (main kernel, then the merge of split tasks).
+    /// Asynchronous: call [`Prepared::check_fault`] or [`Prepared::finish`].
+    pub fn run(&self) -> Result<()> {
+        if let Some(q) = &self.queue {
+            q.zero_async(&self.dev)?;
+        }
+        for l in &self.launches {
+            if l.dependent {
+                enqueue_dependent(&self.dev, &self.spec, l, &self.params)?;
+            } else {
+                enqueue(
+                    &self.dev,
+                    &self.spec,
+                    l.entry,
+                    &l.function,
+                    l.blocks,
+                    &self.params,
+                    &l.args,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the launch and turns a recorded fault into the error the
+    /// CPU twin returns for it.
+    pub fn check_fault(&self) -> Result<()> {
+        let segments = self.tasks.as_ref().map_or(&[][..], |l| l.list().segments());
+        check_fault(&self.dev, &self.spec, &self.fault, &self.args, segments)
+    }
+
+    /// [`Prepared::check_fault`], and on a fault clears the record, so that
+    /// the next check reports only faults of later runs.
+    pub(crate) fn check_and_clear_fault(&self) -> Result<()> {
+        let r = self.check_fault();
+        if r.is_err() {
+            self.fault.zero_async(&self.dev)?;
+        }
+        r
+    }
+
+    /// The device address of the launch's fault record, whose first `u32`
+    /// is non-zero once a kernel recorded a fault (the round backend's
+    /// finishing kernel reads it).
+    pub(crate) fn fault_claimed_ptr(&self) -> u64 {
+        self.fault.device_ptr(&self.dev)
+    }
+
+    /// The CUDA device the launch runs on.
+    pub(crate) fn device_ordinal(&self) -> usize {
+        self.dev.ordinal()
+    }
+
+    /// The kernel's name.
+    pub(crate) fn kernel_name(&self) -> &'static str {
+        self.spec.name
+    }
+
+    /// What checking this launch's faults later needs, without its buffers
+    /// (after [`Prepared::run`], for a launch that does not wait).
+    pub(crate) fn into_pending(self) -> PendingFault {
+        let lens = (0..self.spec.params.len())
+            .map(|i| self.args.array_len(i))
+            .collect();
+        PendingFault::new(
+            self.spec,
+            self.fault,
+            lens,
+            self.tasks
+                .map(|l| l.into_list().segments().to_vec())
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Waits, checks the fault record and downloads the outputs into
+    /// `args`, which must match the kernel's parameters as the prepared
+    /// arguments did.
+    pub fn finish(&self, args: &mut [Arg<'_>]) -> Result<()> {
+        self.check_fault()?;
+        self.args.copy_back(&self.dev, &self.spec, args)
+    }
+
+    /// What [`Split::Auto`] chose for this launch (`None` when the launch
+    /// was configured otherwise).
+    pub fn chosen_split(&self) -> Option<Split> {
+        self.chosen_split
+    }
+
+    /// The launch's serial-fallback bound (`cte_serial_max`, raised by the
+    /// automatic split where gathers are local).
+    pub fn cte_serial_max(&self) -> u32 {
+        self.cte_serial_max
+    }
+
+    /// The kernels a run enqueues, in order (entry-point names: the
+    /// decomposition's over its task source, then any merge).
+    pub fn entry_points(&self) -> Vec<&'static str> {
+        self.launches.iter().map(|l| l.entry).collect()
+    }
+
+    /// The task list the launch runs, when it runs one (given, or built by
+    /// an automatic split).
+    pub fn task_list(&self) -> Option<&TaskList> {
+        self.tasks.as_ref().map(DeviceTaskList::list)
+    }
+}

@@ -1,0 +1,336 @@
+//! The throttled handle, [`Throttled`]: the kernel, its options and roles,
+//! the handle's arrays and its prepared schedule, made over a kernel's
+//! shape arrays (at once, or with the plan made on a thread of its own),
+//! and where its plan is ([`ThrottleStatus`]).
+
+use crate::config::LaunchConfig;
+use crate::driver::device::Device;
+use crate::engines::carried_launch::CarriedRun;
+use crate::launch::arg::Arg;
+use crate::launch::cpu_args::CpuArgs;
+use crate::launch::prepared::Prepared;
+use crate::spec::{KernelSpec, ParamKind, ScalarType};
+use crate::throttle::device_layouts::{DeviceLayout, Space};
+use crate::throttle::erased_vec::ErasedVec;
+use crate::throttle::host_plan::{plan_on_host, HostPlan, PendingPlan, Shape};
+use crate::throttle::layout_set::Layouts;
+use crate::throttle::report::ThrottleReport;
+use crate::throttle::roles::ThrottleRoles;
+use crate::throttle::shape_checks::{check_policy, check_shape};
+use crate::throttle::slots::{Slot, Staging};
+use std::sync::Arc;
+use warpfit_runtime::partition::WorkGraph;
+use warpfit_runtime::schedule::{ThrottleOptions, ThrottlePolicy};
+use warpfit_runtime::{Error, Result};
+
+/// A kernel's launches over a cache-fit plan (see the module docs); made
+/// by a `#[throttled]` kernel's generated `throttle`, which wraps it in a
+/// typed handle.
+pub struct Throttled {
+    /// The prepared schedule: declared first, so dropped before the
+    /// arrays whose device addresses it holds.
+    pub(in crate::throttle) schedule: Option<Schedule>,
+    /// The schedule prepared over other arrays before, and their key.
+    pub(in crate::throttle) spare: Option<(Vec<u64>, Schedule)>,
+    pub(in crate::throttle) device: Device,
+    pub(in crate::throttle) spec: &'static KernelSpec,
+    pub(in crate::throttle) config: LaunchConfig,
+    pub(in crate::throttle) roles: ThrottleRoles,
+    pub(in crate::throttle) options: ThrottleOptions,
+    pub(in crate::throttle) n_tasks: usize,
+    /// The gathered array's length the plan was made for.
+    pub(in crate::throttle) gathered_len: usize,
+    /// One per parameter.
+    pub(in crate::throttle) slots: Vec<Slot>,
+    /// Per-launch arrays in the remapped numbering, by parameter.
+    pub(in crate::throttle) staged_r: Vec<(usize, ErasedVec)>,
+    /// Whether the prepared schedule takes its per-launch arrays in the
+    /// plan's numbering ([`Throttled::launch_in_plan_order`]).
+    pub(in crate::throttle) plan_order: bool,
+    /// What `schedule` was prepared over ([`Throttled::binding_key`]).
+    pub(in crate::throttle) key: Vec<u64>,
+    pub(in crate::throttle) layouts: Layouts,
+    /// Launch options `auto` kept for a single-launch schedule under a
+    /// wider warp budget: that schedule prepared again (over other arrays,
+    /// or in plan order) runs under them too.
+    pub(in crate::throttle) kept_configs: Vec<(ThrottlePolicy, LaunchConfig)>,
+    /// The plan, once made.
+    pub(in crate::throttle) plan: Option<HostPlan>,
+    /// A plan being made on a CPU thread (pipelined planning).
+    pub(in crate::throttle) pending: Option<PendingPlan>,
+    pub(in crate::throttle) report: ThrottleReport,
+    pub(in crate::throttle) cpu_run: CpuRunFn,
+}
+
+/// The CPU twin over a launch's arguments (generated).
+pub type CpuRunFn = fn(&CpuArgs<'_>, usize) -> Result<()>;
+
+/// The numbering of a remapped schedule ([`Throttled::plan_order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlanOrder<'a> {
+    /// `tasks[new] = old`: task (output) `new` of the plan is the kernel's
+    /// task `old`.
+    pub tasks: &'a [u32],
+    /// `gathered[new] = old` for the gathered array.
+    pub gathered: &'a [u32],
+}
+
+/// A prepared schedule and the layouts it reads.
+pub(in crate::throttle) struct Schedule {
+    pub(in crate::throttle) policy: ThrottlePolicy,
+    pub(in crate::throttle) space: Space,
+    pub(in crate::throttle) runs: Runs,
+    /// The layouts `runs` reads, kept alive for it (declared after it).
+    pub(in crate::throttle) layouts: Vec<Arc<DeviceLayout>>,
+}
+
+pub(in crate::throttle) enum Runs {
+    Single(Box<Prepared>),
+    Carried(CarriedRun),
+    Cpu,
+}
+
+impl Runs {
+    pub(in crate::throttle) fn run(&self) -> Result<()> {
+        match self {
+            Runs::Single(p) => p.run(),
+            Runs::Carried(c) => c.run(),
+            Runs::Cpu => Ok(()),
+        }
+    }
+
+    pub(in crate::throttle) fn check(&self) -> Result<()> {
+        match self {
+            Runs::Single(p) => p.check_and_clear_fault(),
+            Runs::Carried(c) => c.check(),
+            Runs::Cpu => Ok(()),
+        }
+    }
+}
+
+/// A host array the throttled handle copies (a pipelined handle keeps it
+/// until its plan is made): `Vec<T>` for any scalar `T`.
+pub trait HostArray: Send + 'static {
+    /// The elements' bytes.
+    fn bytes(&self) -> &[u8];
+    /// Their type.
+    fn ty(&self) -> ScalarType;
+}
+
+impl<T: crate::spec::Scalar> HostArray for Vec<T> {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `T: Scalar` is plain-old-data; the view covers exactly
+        // the vector's elements.
+        unsafe {
+            std::slice::from_raw_parts(self.as_ptr().cast::<u8>(), std::mem::size_of_val(&self[..]))
+        }
+    }
+    fn ty(&self) -> ScalarType {
+        T::TYPE
+    }
+}
+
+/// Where a throttled handle's plan is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThrottleStatus {
+    /// A CPU thread is partitioning; launches run `org` meanwhile.
+    Planning,
+    /// The plan is in; the next launch lays it out and, for `sj`, `sjq`
+    /// and `auto`, profiles.
+    Profiling,
+    /// Launches run this schedule.
+    Running(ThrottlePolicy),
+}
+
+/// Work units per packed CTE warp of a task list the handle builds (the
+/// budget CTE's automatic split uses on large launches).
+pub(in crate::throttle) const LIST_BUDGET: u32 = 512;
+
+impl Throttled {
+    /// Plans `graph` (the kernel's work graph over `n_tasks` tasks) under
+    /// `options` and makes the handle's copies of the arrays `shape` gives
+    /// (one entry per parameter: `Some(host array)` for the range and fine
+    /// arrays, `None` for the others). Generated `throttle` calls this.
+    ///
+    /// # Errors
+    /// Invalid options, a remapped policy for a kernel that cannot be
+    /// remapped, arguments that do not match the kernel, a range array that
+    /// does not tile the fine arrays from 0 (a plan needs that), the
+    /// partitioner's errors, and device errors.
+    #[allow(clippy::too_many_arguments)]
+    #[doc(hidden)]
+    pub fn new(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        graph: &WorkGraph,
+        shape: &[Option<Arg<'_>>],
+        cpu_run: CpuRunFn,
+    ) -> Result<Self> {
+        check_policy(spec, roles, options)?;
+        let shape = shape
+            .iter()
+            .map(|a| match a {
+                Some(Arg::Input(s)) => Ok(Some((s.bytes, s.ty))),
+                None => Ok(None),
+                Some(_) => Err(Error::invalid(format!(
+                    "kernel `{}`: throttle takes host arrays",
+                    spec.name
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let shape = check_shape(spec, roles, shape)?;
+        let plan = match device.cuda() {
+            Some(dev) if options.policy != ThrottlePolicy::Org => Some(plan_on_host(
+                spec,
+                roles,
+                options,
+                dev.l2_bytes() as u64,
+                graph,
+                &shape,
+            )?),
+            _ => None,
+        };
+        let mut t = Self::with_slots(
+            device,
+            spec,
+            roles,
+            options,
+            config,
+            n_tasks,
+            graph.n_gathered(),
+            &shape,
+            cpu_run,
+        )?;
+        if let Some(plan) = plan {
+            t.install(plan);
+        }
+        Ok(t)
+    }
+
+    /// [`Throttled::new`] with the planning on a CPU thread: the handle is
+    /// ready at once and runs `org` until the plan is in (its first launch
+    /// after that switches; [`status`](Self::status) says where it is).
+    /// Takes the kernel's shape arrays by value (`Vec<T>`), which the thread
+    /// reads. Pipelined planning is Section 4 of the throttling paper.
+    ///
+    /// # Errors
+    /// As [`Throttled::new`], except the planner's, which the first launch
+    /// after the plan failed reports.
+    #[allow(clippy::too_many_arguments)]
+    #[doc(hidden)]
+    pub fn pipelined(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        graph: WorkGraph,
+        shape: Vec<Option<Box<dyn HostArray>>>,
+        cpu_run: CpuRunFn,
+    ) -> Result<Self> {
+        check_policy(spec, roles, options)?;
+        let borrowed = shape
+            .iter()
+            .map(|a| a.as_ref().map(|a| (a.bytes(), a.ty())))
+            .collect();
+        let checked = check_shape(spec, roles, borrowed)?;
+        let mut t = Self::with_slots(
+            device,
+            spec,
+            roles,
+            options,
+            config,
+            n_tasks,
+            graph.n_gathered(),
+            &checked,
+            cpu_run,
+        )?;
+        drop(checked);
+        if let (Some(dev), true) = (device.cuda(), options.policy != ThrottlePolicy::Org) {
+            let (options, l2) = (*options, dev.l2_bytes() as u64);
+            let started = std::thread::Builder::new()
+                .name("warpfit-throttle-plan".into())
+                .spawn(move || {
+                    let shape: Shape<'_> = shape
+                        .iter()
+                        .map(|a| a.as_ref().map(|a| (a.bytes(), a.ty())))
+                        .collect();
+                    plan_on_host(spec, roles, &options, l2, &graph, &shape)
+                })
+                .map_err(|e| Error::Unavailable {
+                    what: "a planning thread".into(),
+                    reason: e.to_string(),
+                })?;
+            t.pending = Some(started);
+        }
+        Ok(t)
+    }
+
+    /// The handle with its shape arrays uploaded as given and no plan: it
+    /// runs `org`.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::throttle) fn with_slots(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        gathered_len: usize,
+        shape: &Shape<'_>,
+        cpu_run: CpuRunFn,
+    ) -> Result<Self> {
+        let slots = (0..spec.params.len())
+            .map(|i| {
+                Ok(match (spec.params[i].kind, shape[i]) {
+                    (ParamKind::Scalar, _) => Slot::Scalar(None),
+                    (_, Some((bytes, ty))) => {
+                        Slot::Shape(Some(ErasedVec::upload(device, bytes, ty)?))
+                    }
+                    (_, None) => Slot::Staged(Staging::Empty),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Throttled {
+            schedule: None,
+            device: device.clone(),
+            spec,
+            config: *config,
+            roles,
+            options: *options,
+            n_tasks,
+            gathered_len,
+            slots,
+            staged_r: Vec::new(),
+            plan_order: false,
+            key: Vec::new(),
+            spare: None,
+            layouts: Layouts::default(),
+            kept_configs: Vec::new(),
+            plan: None,
+            pending: None,
+            report: ThrottleReport::new(options.policy),
+            cpu_run,
+        })
+    }
+
+    /// What planning and choosing found.
+    pub fn report(&self) -> &ThrottleReport {
+        &self.report
+    }
+}
+
+impl std::fmt::Debug for Throttled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Throttled")
+            .field("kernel", &self.spec.name)
+            .field("backend", &self.device.backend_name())
+            .field("report", &self.report)
+            .finish()
+    }
+}

@@ -1,0 +1,44 @@
+//! The handle's layouts of its shape arrays beyond the originals
+//! ([`Layouts`]) and a remapped plan's permutations on the device
+//! ([`RemapTables`]): what the layout cache holds.
+
+use crate::driver::buffer::DeviceBuffer;
+use crate::engines::gather_layouts::DeviceGather;
+use crate::throttle::device_layouts::DeviceLayout;
+use std::sync::Arc;
+
+/// The handle's layouts of the shape arrays beyond the originals, each
+/// shared with the schedules that read it.
+#[derive(Default)]
+pub(in crate::throttle) struct Layouts {
+    /// The plan's order in the original numbering.
+    pub(in crate::throttle) sorted: Option<Arc<DeviceLayout>>,
+    /// The plan's order in the remapped numbering.
+    pub(in crate::throttle) remapped: Option<Arc<DeviceLayout>>,
+    /// Every partition alone (part-major), by numbering.
+    pub(in crate::throttle) leaves: Option<Arc<DeviceLayout>>,
+    pub(in crate::throttle) leaves_r: Option<Arc<DeviceLayout>>,
+    /// The chosen SJ cover's layout (`sj`), kept for preparing again.
+    pub(in crate::throttle) sj: Option<Arc<DeviceLayout>>,
+    /// The task and gathered-element permutations (`new -> old`).
+    pub(in crate::throttle) tables: Option<RemapTables>,
+}
+
+/// A remapped plan's permutations on the device, as gathers. One whose
+/// source is larger than half the cache the plan fits runs staged (two
+/// gathers through cache-sized blocks of the source) when that timed faster
+/// on the device: a random permutation of a vector larger than L2 otherwise
+/// moves a 32-byte sector per element (BENCHMARKS.md, "Permutations in two
+/// passes").
+pub(in crate::throttle) struct RemapTables {
+    /// `r[new] = a[task_perm[new]]`.
+    pub(in crate::throttle) task_perm: DeviceGather,
+    /// `task_inv[old] = new`: outputs go back by a gather through it
+    /// (random reads, writes in order) rather than a scatter through
+    /// `task_perm` (random 4- or 8-byte writes, each a partial sector).
+    pub(in crate::throttle) task_inv: DeviceGather,
+    /// `x_r[new] = x[gathered_perm[new]]`.
+    pub(in crate::throttle) gathered_perm: DeviceGather,
+    /// The staged gathers' scratch, sized for the arrays staged.
+    pub(in crate::throttle) scratch: Option<DeviceBuffer<u8>>,
+}

@@ -1,0 +1,139 @@
+//! What a throttled handle is given, checked before anything is made: the
+//! shape arrays against the kernel's parameters and roles, and the policy
+//! against what the kernel can run.
+
+use crate::spec::{KernelSpec, ScalarType};
+use crate::throttle::host_plan::Shape;
+use crate::throttle::roles::ThrottleRoles;
+use warpfit_runtime::schedule::{ThrottleOptions, ThrottlePolicy};
+use warpfit_runtime::{Error, Result};
+
+pub(in crate::throttle) fn check_shape<'s>(
+    spec: &KernelSpec,
+    roles: ThrottleRoles,
+    shape: Vec<Option<(&'s [u8], ScalarType)>>,
+) -> Result<Shape<'s>> {
+    if shape.len() != spec.params.len() {
+        return Err(Error::invalid(format!(
+            "kernel `{}`: throttle got {} parameter slots for {} parameters",
+            spec.name,
+            shape.len(),
+            spec.params.len()
+        )));
+    }
+    for (i, (p, s)) in spec.params.iter().zip(&shape).enumerate() {
+        let fits = match s {
+            Some((_, ty)) => roles.shapes(i) && *ty == p.ty,
+            None => !roles.shapes(i),
+        };
+        if !fits {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: parameter {i} (`{}`) {}",
+                spec.name,
+                p.name,
+                if roles.shapes(i) {
+                    format!(
+                        "shapes the work and must be given to throttle as a host array of {}",
+                        p.ty.rust_name()
+                    )
+                } else {
+                    "is passed to each launch, not to throttle".to_string()
+                }
+            )));
+        }
+    }
+    Ok(shape)
+}
+
+/// Checks what the handle is asked to run.
+pub(in crate::throttle) fn check_policy(
+    spec: &KernelSpec,
+    roles: ThrottleRoles,
+    options: &ThrottleOptions,
+) -> Result<()> {
+    options.validate()?;
+    let remapped = options.remap || options.policy == ThrottlePolicy::OrgR;
+    if remapped && roles.index.is_none() {
+        return Err(Error::invalid(format!(
+            "kernel `{}`: a remapped plan (policy {}{}) cannot run it: {}",
+            spec.name,
+            options.policy,
+            if options.remap { ", remap" } else { "" },
+            roles.remap_refused
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::throttle::host_plan::tests::SPMV;
+    use crate::throttle::roles::SPMV_ROLES;
+
+    #[test]
+    fn the_shape_arrays_must_be_the_roles_arrays_of_the_parameters_types() {
+        let (ptr, col, val) = ([0u8; 8], [0u8; 4], [0u8; 4]);
+        let good = || -> Shape<'_> {
+            vec![
+                Some((&ptr[..], ScalarType::U32)),
+                Some((&col[..], ScalarType::U32)),
+                Some((&val[..], ScalarType::F32)),
+                None,
+                None,
+            ]
+        };
+        assert!(check_shape(&SPMV, SPMV_ROLES, good()).is_ok());
+        let mut short = good();
+        short.pop();
+        let e = check_shape(&SPMV, SPMV_ROLES, short)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("got 4 parameter slots for 5 parameters"), "{e}");
+        let mut missing = good();
+        missing[1] = None;
+        let e = check_shape(&SPMV, SPMV_ROLES, missing)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("parameter 1 (`col`) shapes the work"), "{e}");
+        let mut wrong_type = good();
+        wrong_type[2] = Some((&val[..], ScalarType::U32));
+        let e = check_shape(&SPMV, SPMV_ROLES, wrong_type)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("host array of f32"), "{e}");
+        let mut per_launch = good();
+        per_launch[3] = Some((&val[..], ScalarType::F32));
+        let e = check_shape(&SPMV, SPMV_ROLES, per_launch)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(`x`) is passed to each launch"), "{e}");
+    }
+
+    #[test]
+    fn a_remapped_policy_needs_an_index_array() {
+        let org_r = ThrottleOptions::default().with_policy(ThrottlePolicy::OrgR);
+        assert!(check_policy(&SPMV, SPMV_ROLES, &org_r).is_ok());
+        let refused = ThrottleRoles {
+            index: None,
+            remap_refused: "the gather is not through a fine array",
+            ..SPMV_ROLES
+        };
+        let e = check_policy(&SPMV, refused, &org_r)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot run it: the gather is not through"),
+            "{e}"
+        );
+        let cf_remapped = ThrottleOptions::default()
+            .with_policy(ThrottlePolicy::Cf)
+            .with_remap(true);
+        let e = check_policy(&SPMV, refused, &cf_remapped)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("policy cf, remap"), "{e}");
+        let cf = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
+        assert!(check_policy(&SPMV, refused, &cf).is_ok());
+    }
+}

@@ -29,11 +29,11 @@ use super::kernels::{
 use super::throttled::{SpmvThrottle, ThrottledRun};
 use super::timing::Timings;
 use crate::gpu::levels::{self, DeviceCsr, DeviceLevelOrder};
-use crate::gpu::spec::Scalar;
 use crate::runtime::mem;
 use crate::runtime::partition::Remapping;
 use crate::runtime::sparse::mm::MmValue;
 use crate::runtime::Csr;
+use crate::Scalar;
 use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
     Segment, TaskList, ThrottleOptions,

@@ -33,8 +33,7 @@ pub mod bench_support {
 
 pub use driven::{
     auto_driver, bfs_driven, cc_driven, default_delta, sssp_driven, undirected, DriveOptions,
-    DrivenApp, DrivenReport, DriverChoice, OrderChoice, DELTA_WEIGHTS, DELTA_WEIGHTS_CUDA,
-    DONATE_MIN, HYBRID_DOWN, HYBRID_UP, HYBRID_UP_BFS_CUDA,
+    DrivenApp, DrivenReport, DriverChoice, OrderChoice, DONATE_MIN, HYBRID_DOWN, HYBRID_UP,
 };
 pub use graph::{
     bfs, bfs_observed, pagerank, pagerank_observed, pagerank_throttled, sssp, sssp_observed, Graph,

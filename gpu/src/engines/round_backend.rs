@@ -6,9 +6,9 @@ use crate::driver::cuda_device::CudaDevice;
 use crate::driver::device::Device;
 use crate::driver::errors::cuda_err;
 use crate::engines::round_kernels::{RoundKernels, RECORD_WORDS, RING, STATE_WORDS};
+use crate::launch::cuda_launch::CudaLaunch;
 use crate::launch::device_vec::DeviceVec;
 use crate::launch::device_worklist::DeviceWorklist;
-use crate::launch::prepared::Prepared;
 use crate::launch::prepared_launch::PreparedLaunch;
 use crate::spec::Scalar;
 use cudarc::driver::{CudaEvent, CudaFunction};
@@ -21,9 +21,13 @@ use warpfit_runtime::{Error, Result, Tasks};
 
 /// Rounds per host synchronisation that [`CudaRounds`] asks the driver for
 /// unless told otherwise (`BENCHMARKS.md`, "Worklists and drivers (CUDA)").
-pub const CUDA_ROUNDS_PER_SYNC: usize = 8;
+pub(crate) const CUDA_ROUNDS_PER_SYNC: usize = 8;
 
 /// What a kernel's closure gets to prepare its launch with.
+///
+/// Users meet it only as the argument of the closure they hand to
+/// [`CudaRounds::frontier`] or [`CudaRounds::topology`]; it has no public
+/// path of its own, since nothing else takes or returns one.
 ///
 /// `'a` is the borrow of the backend's lists; `'k` is the backend's own
 /// lifetime, which the arrays the closure captures outlive.
@@ -57,6 +61,7 @@ mod sealed {
 
 /// The element types a near-far key array may have: `f32` (SSSP's
 /// distances) and `u32`. Keys compare as `f64`, which holds both exactly.
+/// Sealed and without a public path: [`CudaRounds::key`] takes either type.
 pub trait RoundKey: Scalar + sealed::Sealed {
     /// The entry points' suffix (`wf_round_split_f32`, ...).
     const NAME: &'static str;
@@ -100,7 +105,7 @@ impl LaunchKey {
 pub(crate) struct InFlight {
     pub(super) index: u32,
     pub(super) slot: usize,
-    pub(super) launch: Rc<Prepared>,
+    pub(super) launch: Rc<CudaLaunch>,
 }
 
 /// The CUDA backend of the [`Driver`](warpfit_runtime::worklist::drivers::Driver):
@@ -181,7 +186,7 @@ pub struct CudaRounds<'k> {
     pub(super) in_flight: VecDeque<InFlight>,
     /// Outcomes read and not yet handed to the driver.
     pub(super) finished: VecDeque<Result<Outcome>>,
-    pub(super) launches: HashMap<LaunchKey, Rc<Prepared>>,
+    pub(super) launches: HashMap<LaunchKey, Rc<CudaLaunch>>,
     /// Work donation's bound in frontier rounds ([`CudaRounds::donate`]).
     pub(super) donate_min: Option<u32>,
     /// Its board and three counters, shared by every frontier launch (they
@@ -192,7 +197,7 @@ pub struct CudaRounds<'k> {
 /// Bytes of a frontier launch's work-donation board: 8 MiB, some 200
 /// thousand chunks of 1024 fine tasks (a chunk is 24 bytes and the item's
 /// prologue values), room for every edge of a 128M-edge graph's frontier.
-pub const DONATION_BOARD_BYTES: usize = 8 << 20;
+pub(crate) const DONATION_BOARD_BYTES: usize = 8 << 20;
 
 impl std::fmt::Debug for CudaRounds<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

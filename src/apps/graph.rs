@@ -10,7 +10,7 @@
 //! iterations behind the launches (`driver`), so the device never waits
 //! for the host.
 
-use super::driver::{pipelined, slot_of, Probe, DEPTH};
+use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
     pagerank_pull_resident, relax,

@@ -8,7 +8,7 @@
 
 mod cg;
 mod driven;
-mod driver;
+mod pipelined;
 mod graph;
 mod kernels;
 pub mod push_kernels;
@@ -28,7 +28,7 @@ pub use timing::Timings;
 #[doc(hidden)]
 pub mod bench_support {
     pub use super::cg::{CgIteration, CgLists, Vectors, PAP, RZ};
-    pub use super::driver::{pipelined, slot_of, Probe, Rounds, DEPTH};
+    pub use super::pipelined::{pipelined, slot_of, Probe, Rounds, DEPTH};
 }
 
 pub use driven::{

@@ -13,7 +13,7 @@
 //! "Column blocks").
 
 use super::dbwp::{number_tree, Partition, Pending, Unique};
-use super::graph::WorkGraphOf;
+use super::work_graph::WorkGraphOf;
 use super::par;
 use crate::error::to_u32;
 use crate::mem;

@@ -1,6 +1,6 @@
 //! Data-balanced work partition (Algorithm 1) and the SJ-tree it records.
 
-use super::graph::WorkGraphOf;
+use super::work_graph::WorkGraphOf;
 use super::scratch::count_distinct;
 use super::{bisect, kd, par, Bisection, PartitionOptions};
 use crate::error::to_u32;

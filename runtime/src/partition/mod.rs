@@ -24,7 +24,7 @@
 mod bisect;
 mod columns;
 mod dbwp;
-mod graph;
+mod work_graph;
 mod kd;
 mod levels;
 mod metrics;
@@ -35,7 +35,7 @@ mod segments;
 
 pub use columns::{column_block_count, column_blocks};
 pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
-pub use graph::{WorkGraph, WorkGraphOf};
+pub use work_graph::{WorkGraph, WorkGraphOf};
 pub use levels::{level_order, level_order_unless};
 pub use metrics::Metrics;
 pub use remap::Remapping;

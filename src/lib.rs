@@ -32,10 +32,10 @@ pub mod gpu {
     pub use warpfit_gpu::{levels, probe};
 }
 pub use warpfit_gpu::{
-    split_one_task, Arch, CudaDevice, CudaRounds, Decomposition, Device, DeviceBuffer, DeviceInfo,
-    DeviceVec, DeviceWorklist, ExpectedLaunch, Input, LaunchConfig, OneTaskSplit, Output,
-    PlanOrder, PreparedLaunch, PushVariant, Readback, Scalar, Split, ThrottleReport,
-    ThrottleStatus, Throttled, MAX_READBACK_DEPTH, MAX_READBACK_LEN,
+    default_cache_dir, split_one_task, Arch, CudaDevice, CudaRounds, Decomposition, Device,
+    DeviceBuffer, DeviceInfo, DeviceVec, DeviceWorklist, ExpectedLaunch, Input, LaunchConfig,
+    OneTaskSplit, Output, PlanOrder, PreparedLaunch, PushVariant, Readback, Scalar, Split,
+    ThrottleReport, ThrottleStatus, Throttled, MAX_READBACK_DEPTH, MAX_READBACK_LEN,
 };
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;

@@ -2,27 +2,34 @@
 //! GPU), the description of a kernel that generated code hands over, and
 //! the CUDA backend.
 //!
-//! What users hold is re-exported here: [`Device`] and [`CudaDevice`],
-//! [`LaunchConfig`] with [`Decomposition`] and [`Split`], device-resident
-//! arrays ([`DeviceVec`], taken by generated launches through [`Input`] and
-//! [`Output`]), [`PreparedLaunch`] (what a generated `prepare` returns),
-//! [`DeviceBuffer`], [`CudaLaunch`] launches, and [`Error`]/[`Result`]. Every CUDA library is
-//! loaded at run time and probed first ([`probe`]), so the crate builds and
-//! its CPU paths run on machines without CUDA.
+//! What users hold is re-exported here, once each: [`Device`] and
+//! [`CudaDevice`], [`LaunchConfig`] with [`Decomposition`] and [`Split`],
+//! device-resident arrays ([`DeviceVec`], taken by generated launches
+//! through [`Input`] and [`Output`]; raw [`DeviceBuffer`]s),
+//! [`PreparedLaunch`] (what a generated `prepare` returns), [`Readback`],
+//! [`DeviceWorklist`] and the drivers' [`CudaRounds`], the throttled handle
+//! [`Throttled`] and its [`ThrottleReport`], and [`Error`]/[`Result`]; the
+//! level order of a pattern on the device is [`levels`]. Every CUDA library
+//! is loaded at run time and probed first ([`probe`]), so the crate builds
+//! and its CPU paths run on machines without CUDA.
+//!
+//! What generated code (and the workspace's own benchmarks and tests) needs
+//! beyond that lives under one hidden path, `__private`: the contract between
+//! the macros and this crate, not an API; it changes with either.
 //!
 //! Layers, each importing only from those below it:
 //! - bottom: `arch` (compute capability), `abi` (the device library's ABI
 //!   mirrored on the host, with tests that both sides agree), `config`
-//!   (launch options), [`spec`] (what `#[nested_reduce]` emits per kernel,
-//!   [`KernelSpec`]), [`probe`] (which CUDA libraries load);
-//! - `driver`: context, stream, device attributes, device memory
-//!   ([`buffer`]), events ([`event_timer`]), and a keyed slot on each
-//!   device for what the layers above keep per device;
-//! - [`compile`]: NVRTC, the on-disk cache, a kernel's modules on a device,
+//!   (launch options), `spec` (what `#[nested_reduce]` emits per kernel),
+//!   [`probe`] (which CUDA libraries load);
+//! - `driver`: context, stream, device attributes, device memory, events,
+//!   and a keyed slot on each device for what the layers above keep per
+//!   device;
+//! - `compile`: NVRTC, the on-disk cache, a kernel's modules on a device,
 //!   compiling ahead;
-//! - [`launch`]: argument kinds, [`DeviceVec`] and the [`Input`]/[`Output`]
-//!   traits, launch planning, task lists, faults, prepared launches,
-//!   readbacks, device worklists, opening a device;
+//! - `launch`: argument kinds, [`DeviceVec`] and the [`Input`]/[`Output`]
+//!   traits, launch planning, task lists, faults, the CUDA launch, prepared
+//!   launches, readbacks, device worklists, opening a device;
 //! - `engines`: carried and one-task launches, gathers and layouts, the
 //!   level order ([`levels`]), the worklist drivers' round backend
 //!   ([`CudaRounds`]);
@@ -50,6 +57,7 @@ pub mod levels {
 
 pub use abi::PushVariant;
 pub use arch::Arch;
+pub use compile::default_cache_dir;
 pub use config::{Decomposition, LaunchConfig, Split};
 pub use driver::buffer::DeviceBuffer;
 pub use driver::cuda_device::CudaDevice;

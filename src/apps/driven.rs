@@ -79,8 +79,8 @@ pub enum DriverChoice {
     /// bfs and cc.
     Data(Option<OrderChoice>),
     /// `hybrid[:UP[:DOWN]]`: fractions of the vertices (defaults
-    /// [`HYBRID_UP`], for bfs on CUDA [`HYBRID_UP_BFS_CUDA`], and
-    /// [`HYBRID_DOWN`]).
+    /// [`HYBRID_UP`], for bfs on CUDA 0.01 as Beamer's rule has it for
+    /// power-law graphs, and [`HYBRID_DOWN`]).
     Hybrid {
         /// Switch to topology-driven rounds above `UP · n` frontier items.
         up: Option<f64>,
@@ -209,8 +209,8 @@ pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
 /// `None`: the device-resident topology-driven pulls.
 ///
 /// On CUDA a [skewed](GraphShape::skewed) graph runs bfs as the
-/// direction-optimising hybrid ([`HYBRID_UP_BFS_CUDA`]: top-down from the
-/// source, its hubs donated to the grid, bottom-up rounds that stop at the
+/// direction-optimising hybrid (bottom-up past 1% of the vertices:
+/// top-down from the source, its hubs donated to the grid, bottom-up rounds that stop at the
 /// first parent while the frontier is large), sssp data-driven (FIFO) when
 /// its hubs are long enough to be donated ([`DONATE_MIN`]), and cc (and sssp
 /// otherwise) as the device-resident pulls, whose few rounds each sweep most

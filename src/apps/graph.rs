@@ -10,11 +10,11 @@
 //! iterations behind the launches (`driver`), so the device never waits
 //! for the host.
 
-use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
     pagerank_pull_resident, relax,
 };
+use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::throttled::ThrottledRun;
 use super::timing::Timings;
 use crate::runtime::{mem, Csr};

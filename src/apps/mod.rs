@@ -8,9 +8,9 @@
 
 mod cg;
 mod driven;
-mod pipelined;
 mod graph;
 mod kernels;
+mod pipelined;
 pub mod push_kernels;
 mod throttled;
 mod timing;

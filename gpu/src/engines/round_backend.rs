@@ -114,7 +114,7 @@ pub(crate) struct InFlight {
 ///
 /// The user's kernels are bound as closures that *prepare* a generated
 /// launch (`my_kernel::prepare(..)`) over the tasks and output list the
-/// backend hands them ([`Bind`]); the backend prepares each combination of
+/// backend hands them (a `Bind`); the backend prepares each combination of
 /// lists once and re-runs it round after round, so a round costs the
 /// enqueue of a few kernels and nothing else on the host. Preparing a launch
 /// costs some hundred microseconds, as much as a short round:
@@ -145,7 +145,7 @@ pub(crate) struct InFlight {
 /// faulted, and the launch's fault record is read as the error the CPU twin
 /// would have returned.
 ///
-/// The round number is on the device too ([`Bind::round`], set by each
+/// The round number is on the device too (`Bind::round`, set by each
 /// round before its kernel runs): a kernel that needs it (BFS's bottom-up
 /// step looks for parents on level `round - 1`) reads it from there, so that
 /// one prepared launch serves every round.
@@ -280,7 +280,7 @@ impl<'k> CudaRounds<'k> {
     /// its last statement ([`KernelSpec::donates`](crate::spec::KernelSpec::donates));
     /// each round of one costs one more launch (a few microseconds), so it
     /// is for graphs with such items: `None` (the default) turns it off.
-    /// The board holds [`DONATION_BOARD_BYTES`] of chunks per launch; an
+    /// The board holds 8 MiB of chunks per launch; an
     /// item that does not fit stays with its warp.
     pub fn donate(mut self, min_len: Option<u32>) -> Self {
         self.donate_min = min_len.filter(|&m| m > 0);

@@ -25,15 +25,18 @@ pub mod docs {
     pub mod design {}
 }
 
-/// The device layer: the CUDA device, buffers, prepared launches, NVRTC
-/// compilation.
-pub use warpfit_gpu as gpu;
+/// CUDA-specific parts beyond the types at the crate root: which CUDA
+/// libraries load ([`gpu::probe`]) and the level order of a pattern already
+/// on the device ([`gpu::levels`]).
+pub mod gpu {
+    pub use warpfit_gpu::{levels, probe};
+}
 pub use warpfit_gpu::{
-    split_one_task, CudaDevice, Decomposition, Device, DeviceBuffer, DeviceInfo, DeviceVec,
-    ExpectedLaunch, Input, LaunchConfig, OneTaskSplit, Output, PreparedLaunch, Readback, Split,
+    default_cache_dir, split_one_task, Arch, CudaDevice, CudaRounds, Decomposition, Device,
+    DeviceBuffer, DeviceInfo, DeviceVec, DeviceWorklist, ExpectedLaunch, Input, LaunchConfig,
+    OneTaskSplit, Output, PlanOrder, PreparedLaunch, PushVariant, Readback, Scalar, Split,
+    ThrottleReport, ThrottleStatus, Throttled, MAX_READBACK_DEPTH, MAX_READBACK_LEN,
 };
-pub use warpfit_gpu::{DeviceWorklist, PushVariant, WorklistArg};
-pub use warpfit_gpu::{PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;
 pub use warpfit_runtime::schedule::{
@@ -59,16 +62,14 @@ pub mod prelude {
     pub use crate::{ThrottleOptions, ThrottlePolicy};
 }
 
-/// Items the generated code refers to; not a public API.
+/// Items the generated code refers to (and the workspace's own benchmarks
+/// and tests reach below the public surface); not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use warpfit_gpu::{check_frontier, host_shared, host_worklist, WorklistArg};
+    pub use warpfit_gpu::__private::*;
     pub use warpfit_gpu::{
-        host_input, host_output, Arg, CpuArgs, Device, DeviceFnSource, DeviceVec, IndexEncoding,
-        Input, KernelSpec, LaunchConfig, Output, ParamKind, ParamSpec, PreparedLaunch, ScalarType,
-    };
-    pub use warpfit_gpu::{
-        HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,
+        Device, DeviceVec, Input, LaunchConfig, Output, PlanOrder, PreparedLaunch, ThrottleReport,
+        ThrottleStatus, Throttled,
     };
     pub use warpfit_runtime::exec::{cpu, Fault, GatherKernel, NestedKernel, SharedOut};
     pub use warpfit_runtime::mem::check_elems as mem_check_elems;

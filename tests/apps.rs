@@ -344,7 +344,7 @@ fn bad_sources_and_shapes_are_errors() {
 fn the_gpu_benchmark_times_a_kernel_of_the_generated_shape() {
     // `warpfit bench spmv` passes the generated SPEC; binaries that cannot
     // link the macros use the written-out functor: both must agree.
-    let shape = |k: &warpfit::gpu::KernelSpec| -> Vec<_> {
+    let shape = |k: &warpfit::__private::KernelSpec| -> Vec<_> {
         k.params.iter().map(|p| (p.name, p.ty, p.kind)).collect()
     };
     assert_eq!(shape(&apps::spmv::SPEC), shape(&spmv_fixture::SPMV_F32));
@@ -595,7 +595,7 @@ fn cg_stops_at_max_iters_and_solves_zero_rhs_at_once() {
 /// without NVRTC, a failure under `CI=true`; `scripts/install-nvrtc` gets it).
 #[test]
 fn app_kernels_compile_with_nvrtc() {
-    use warpfit::gpu::compile::{compile_uncached, translation_unit, Arch};
+    use warpfit::__private::compile::{compile_uncached, translation_unit, Arch};
     use warpfit::gpu::probe::{self, Library};
     if let Err(e) = probe::require(Library::Nvrtc) {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
@@ -604,7 +604,7 @@ fn app_kernels_compile_with_nvrtc() {
         eprintln!("skipping: {e}");
         return;
     }
-    let specs: &[&warpfit::gpu::KernelSpec] = &[
+    let specs: &[&warpfit::__private::KernelSpec] = &[
         &apps::spmv::SPEC,
         &apps::spmv_add::SPEC,
         &apps::spmv_f64::SPEC,

@@ -15,7 +15,6 @@ mod driver_common;
 use driver_common::{drivers, hub};
 use gpu_common::gpu;
 use warpfit::apps::{self, push_kernels, DriveOptions, DrivenApp, DriverChoice, OrderChoice};
-use warpfit::gpu::CudaRounds;
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::reference;
 use warpfit::runtime::sparse::Csr;
@@ -23,6 +22,7 @@ use warpfit::runtime::worklist::drivers::{
     Bucket, CpuRounds, Driver, DriverOptions, ListId, Order, Round, RoundBackend, Start, Strategy,
 };
 use warpfit::runtime::worklist::Atomic;
+use warpfit::CudaRounds;
 use warpfit::{Decomposition, Device, LaunchConfig};
 
 fn small() -> bool {

@@ -297,7 +297,7 @@ fn faults_are_errors_on_the_gpu_too() {
 }
 
 /// Uploads `v` to `dev`.
-fn up<T: warpfit::gpu::Scalar>(dev: &Device, v: &[T]) -> DeviceVec<T> {
+fn up<T: warpfit::Scalar>(dev: &Device, v: &[T]) -> DeviceVec<T> {
     dev.upload(v).unwrap()
 }
 
@@ -928,7 +928,7 @@ fn global_reductions_match_the_twin() {
 }
 
 /// Kernel times of the new forms on vectors of 4M and 16M elements, with the
-/// arguments resident (a `Prepared` launch run again): the wall time of 50
+/// arguments resident (a `CudaLaunch` launch run again): the wall time of 50
 /// back-to-back runs, then one synchronising fault check, divided by 50 (what
 /// a solver's loop sees; the enqueue of each launch overlaps the kernels
 /// before it). `cargo test --release --test macro_gpu -- --ignored
@@ -936,10 +936,10 @@ fn global_reductions_match_the_twin() {
 #[test]
 #[ignore]
 fn form_kernel_times() {
-    use warpfit::gpu::{launch::Prepared, Arg};
+    use warpfit::__private::{Arg, CudaLaunch};
     let Some(dev) = gpu() else { return };
     let cuda = dev.cuda().expect("a CUDA device");
-    let time = |p: &Prepared| -> f64 {
+    let time = |p: &CudaLaunch| -> f64 {
         for _ in 0..3 {
             p.run().unwrap();
         }
@@ -960,7 +960,7 @@ fn form_kernel_times() {
         let mut out64 = [0.0f64];
         let mut out32 = [0.0f32];
         let s = warpfit::split_one_task(&dev, 0, 0..n).unwrap();
-        let dot = Prepared::new(
+        let dot = CudaLaunch::new(
             cuda,
             &dot::SPEC,
             &s.config,
@@ -979,7 +979,7 @@ fn form_kernel_times() {
             (16 * n) as f64 / us / 1e3,
             s.tasks.len()
         );
-        let norm = Prepared::new(
+        let norm = CudaLaunch::new(
             cuda,
             &norm::SPEC,
             &s.config,
@@ -996,7 +996,7 @@ fn form_kernel_times() {
             "norm f32 n = {n}: {us:.1} us, {:.0} GB/s",
             (4 * n) as f64 / us / 1e3
         );
-        let axpy = Prepared::new(
+        let axpy = CudaLaunch::new(
             cuda,
             &axpy::SPEC,
             &LaunchConfig::default(),

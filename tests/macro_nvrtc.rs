@@ -5,10 +5,10 @@
 
 mod push_common;
 
-use warpfit::__private::{IndexEncoding, KernelSpec};
-use warpfit::gpu::compile::{
+use warpfit::__private::compile::{
     compile_uncached, entry_point_unit, translation_unit, worklist_unit, Arch,
 };
+use warpfit::__private::{IndexEncoding, KernelSpec};
 use warpfit::gpu::probe::{self, Library};
 use warpfit::prelude::*;
 
@@ -500,7 +500,7 @@ fn the_worklist_library_compiles_with_nvrtc() {
     let c = compile_uncached("worklist", &worklist_unit(), Arch::new(9, 0))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&c.cubin[..4], b"\x7fELF");
-    for ep in warpfit::gpu::compile::WORKLIST_ENTRY_POINTS {
+    for ep in warpfit::__private::compile::WORKLIST_ENTRY_POINTS {
         assert!(c.log.contains(ep) || c.log.is_empty(), "{ep}: {}", c.log);
     }
 }

@@ -425,7 +425,7 @@ fn faults_are_the_twins_errors() {
 #[test]
 #[ignore]
 fn push_variant_times() {
-    use warpfit::gpu::event_timer::EventTimer;
+    use warpfit::__private::EventTimer;
     use warpfit::runtime::gen::GenSpec;
     let Some(dev) = gpu() else { return };
     let cuda = dev.cuda().expect("a CUDA device");

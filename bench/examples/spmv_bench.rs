@@ -2,7 +2,7 @@
 //! of the device crate's tests: `spmv_bench [--small] [--runs N] [--variants cte,thread,...] [--segment-lens 8,16,...] [--budgets 256,1024,...] [--col-blocks 2,4] [--partitioner columns|kd|bisect] [--gen SPEC]... [--mtx FILE]... [--out FILE]`.
 //! Prints progress, then the Markdown report (also written to `--out`).
 
-use warpfit::gpu::CudaDevice;
+use warpfit::CudaDevice;
 use warpfit_bench::spmv::{run_spmv, small_suite, SpmvBenchOptions};
 use warpfit_bench::{default_suite, MatrixSource};
 

@@ -26,6 +26,7 @@ use crate::input::{gens, opt, MatrixSource};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
+use warpfit::__private::EventTimer;
 use warpfit::apps::bench_support::{
     pipelined, slot_of, CgIteration, CgLists, Probe, Vectors, DEPTH, PAP, RZ,
 };
@@ -35,10 +36,9 @@ use warpfit::apps::{
     spmv, spmv_input, sssp_observed, CgOptions, CgOrder, CgScalar, Graph, PageRankOptions,
     Preconditioner, Timings,
 };
-use warpfit::gpu::event_timer::EventTimer;
 use warpfit::gpu::levels::DeviceCsr;
-use warpfit::gpu::CudaDevice;
 use warpfit::runtime::Csr;
+use warpfit::CudaDevice;
 use warpfit::{split_one_task, Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Result};
 
 /// What `warpfit bench apps` runs.

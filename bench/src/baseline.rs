@@ -12,7 +12,7 @@ use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use warpfit::gpu::probe::{self, Library};
-use warpfit::gpu::{CudaDevice, DeviceBuffer, DeviceVec, Scalar};
+use warpfit::{CudaDevice, DeviceBuffer, DeviceVec, Scalar};
 use warpfit::{Error, Result};
 
 /// cuSPARSE's SpMV algorithms for CSR.

@@ -5,8 +5,8 @@
 use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
+use warpfit::__private::EventTimer;
 use warpfit::apps::CgScalar;
-use warpfit::gpu::event_timer::EventTimer;
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::sparse::mm;
 use warpfit::runtime::Csr;

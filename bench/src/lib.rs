@@ -11,7 +11,7 @@
 //! - [`baseline`]: `cusparseSpMV` on a CSR matrix;
 //! - [`input`]: what every harness shares: the matrix sources and the
 //!   default suite, the f64 reference results are checked against, timed
-//!   runs on CUDA events ([`EventTimer`](warpfit::gpu::event_timer::EventTimer))
+//!   runs on CUDA events ([`EventTimer`](warpfit::__private::EventTimer))
 //!   or the wall clock, and report formatting.
 
 pub mod apps;

@@ -12,11 +12,10 @@
 use crate::baseline::{CusparseSpmv, CusparseSpmvOn, SpmvAlg};
 use crate::input::{gens, MatrixSource, SpmvReference, TOLERANCE};
 use std::time::Instant;
-use warpfit::gpu::event_timer::EventTimer;
-use warpfit::gpu::{
-    cuda_err, Arg, CudaDevice, DeviceBuffer, KernelSpec, ParamKind, Prepared, ScalarType,
-};
+use warpfit::__private::EventTimer;
+use warpfit::__private::{cuda_err, Arg, CudaLaunch, KernelSpec, ParamKind, ScalarType};
 use warpfit::runtime::{Csr, Error, Result, Tasks};
+use warpfit::{CudaDevice, DeviceBuffer};
 use warpfit::{Decomposition, LaunchConfig, Split};
 
 /// A small suite for smoke runs.
@@ -384,7 +383,7 @@ pub fn run_spmv(
 /// [`CacheFitPlan`](warpfit::runtime::schedule::CacheFitPlan), laid out part
 /// by part ([`PartMajor`](warpfit::runtime::schedule::PartMajor)), and run
 /// as one launch per partition over its own range array with the rows'
-/// folds carried between launches ([`CarriedLaunch`](warpfit::gpu::CarriedLaunch)),
+/// folds carried between launches ([`CarriedLaunch`](warpfit::__private::CarriedLaunch)),
 /// each launch with the automatic split. Planning runs on the host before
 /// timing; its time is reported apart.
 pub const CACHE_FIT: &str = "cte:cf";
@@ -423,7 +422,7 @@ fn throttle_variant(
 
 /// [`CACHE_FIT`]'s plan as a segment list (rows reordered by partition
 /// within each row, hubs cut), run as one CTE launch per partition's
-/// segments ([`Prepared::in_ranges`]) and one merge of split rows.
+/// segments ([`CudaLaunch::in_ranges`]) and one merge of split rows.
 pub const CACHE_FIT_LIST: &str = "cte:cf-list";
 
 /// [`CACHE_FIT_LIST`]'s list run as one CTE launch over all partitions'
@@ -597,7 +596,7 @@ impl<'a> OneMatrix<'a> {
             ]
         }
         let tasks = Tasks::All(a.nrows());
-        let prepared = Prepared::new(dev, opts.kernel, cfg, tasks, &args(a, &self.x, &mut y))?;
+        let prepared = CudaLaunch::new(dev, opts.kernel, cfg, tasks, &args(a, &self.x, &mut y))?;
         prepared.run()?;
         prepared.finish(&mut args(a, &self.x, &mut y))?;
         let err = self.check(vname, &y)?;
@@ -705,9 +704,9 @@ impl<'a> OneMatrix<'a> {
         }
         let host_args = args(a.row_ptr(), &plan.col, &plan.val, &self.x, &mut y);
         let prepared = if per_partition {
-            Prepared::in_ranges(dev, opts.kernel, &cfg, &plan.list, &plan.ranges, &host_args)?
+            CudaLaunch::in_ranges(dev, opts.kernel, &cfg, &plan.list, &plan.ranges, &host_args)?
         } else {
-            Prepared::new(dev, opts.kernel, &cfg, Tasks::List(&plan.list), &host_args)?
+            CudaLaunch::new(dev, opts.kernel, &cfg, Tasks::List(&plan.list), &host_args)?
         };
         prepared.run()?;
         prepared.finish(&mut args(
@@ -750,7 +749,7 @@ impl<'a> OneMatrix<'a> {
             .with_policy(policy)
             .with_remap(remap);
         let device = warpfit::Device::Cuda(dev.clone());
-        fn no_cpu(_: &warpfit::gpu::CpuArgs<'_>, _: usize) -> Result<()> {
+        fn no_cpu(_: &warpfit::__private::CpuArgs<'_>, _: usize) -> Result<()> {
             Err(Error::invalid(
                 "the benchmark's throttled handle runs on CUDA only",
             ))
@@ -846,7 +845,7 @@ impl<'a> OneMatrix<'a> {
             })
             .collect();
         let launch =
-            warpfit::gpu::CarriedLaunch::cuda(dev, opts.kernel, cfg, self.a.nrows(), parts)?;
+            warpfit::__private::CarriedLaunch::cuda(dev, opts.kernel, cfg, self.a.nrows(), parts)?;
         launch.run()?;
         launch.check()?;
         let err = self.check(vname, &y.to_vec()?)?;

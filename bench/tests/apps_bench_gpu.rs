@@ -5,8 +5,8 @@
 //! Needs a CUDA GPU; skipped without one, unless `WARPFIT_REQUIRE_GPU=1`
 //! (scripts/gpu-check runs it so).
 
+use warpfit::__private::EventTimer;
 use warpfit::apps::spmv_f64;
-use warpfit::gpu::event_timer::EventTimer;
 use warpfit::runtime::gen::GenSpec;
 use warpfit::{Device, LaunchConfig};
 use warpfit_bench::apps::{run_apps_bench, AppsBenchOptions};

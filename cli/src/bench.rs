@@ -12,7 +12,7 @@
 
 use super::output::OutputFile;
 use std::path::{Path, PathBuf};
-use warpfit::gpu::CudaDevice;
+use warpfit::CudaDevice;
 use warpfit::{Error, Result};
 use warpfit_bench::spmv::{run_spmv, small_suite, SpmvBenchOptions};
 use warpfit_bench::{default_suite, MatrixSource};

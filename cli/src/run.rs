@@ -21,7 +21,7 @@ use warpfit::{
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum App {
-    /// y = A·x with x[i] = 1 + (i mod 7)/7 (f32).
+    /// y = A·x with `x[i] = 1 + (i mod 7)/7` (f32).
     Spmv,
     /// PageRank, damping 0.85, `--iters` power iterations from 1/n.
     Pagerank,

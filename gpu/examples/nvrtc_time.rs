@@ -12,8 +12,9 @@ mod spmv_f32;
 
 use spmv_f32::SPMV_F32;
 use std::time::Instant;
-use warpfit_gpu::compile::{compile_uncached, entry_point_unit, translation_unit};
-use warpfit_gpu::{Arch, ENTRY_POINTS};
+use warpfit_gpu::__private::compile::{compile_uncached, entry_point_unit, translation_unit};
+use warpfit_gpu::__private::ENTRY_POINTS;
+use warpfit_gpu::Arch;
 
 type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
 

@@ -1,7 +1,7 @@
 //! Launches on a device, above the driver and the compiler: the kinds of
 //! launch argument and how they become resident, device-resident arrays
 //! ([`DeviceVec`](crate::DeviceVec)) and worklists, launch planning (host
-//! code only), task lists on the device, the launch itself ([`Prepared`]),
+//! code only), task lists on the device, the launch itself ([`CudaLaunch`]),
 //! faults read back as the CPU twin's errors, and small readbacks.
 //!
 //! Files, bottom up: `split_policy` and `launch_steps` (planning);
@@ -14,6 +14,7 @@
 
 pub(crate) mod arg;
 pub(crate) mod cpu_args;
+pub(crate) mod cuda_launch;
 pub(crate) mod device_alloc;
 pub(crate) mod device_tasks;
 pub(crate) mod device_vec;
@@ -25,12 +26,9 @@ pub(crate) mod launch_steps;
 pub(crate) mod open_device;
 pub(crate) mod pending_faults;
 pub(crate) mod placement;
-pub(crate) mod prepared;
 pub(crate) mod prepared_launch;
 pub(crate) mod readback;
 pub(crate) mod resident_args;
 pub(crate) mod split_policy;
 pub(crate) mod worklist_arg;
 pub(crate) mod worklist_kernels;
-
-pub use prepared::Prepared;

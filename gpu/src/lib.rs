@@ -2,27 +2,34 @@
 //! GPU), the description of a kernel that generated code hands over, and
 //! the CUDA backend.
 //!
-//! What users hold is re-exported here: [`Device`] and [`CudaDevice`],
-//! [`LaunchConfig`] with [`Decomposition`] and [`Split`], device-resident
-//! arrays ([`DeviceVec`], taken by generated launches through [`Input`] and
-//! [`Output`]), [`PreparedLaunch`] (what a generated `prepare` returns),
-//! [`DeviceBuffer`], [`Prepared`] launches, and [`Error`]/[`Result`]. Every CUDA library is
-//! loaded at run time and probed first ([`probe`]), so the crate builds and
-//! its CPU paths run on machines without CUDA.
+//! What users hold is re-exported here, once each: [`Device`] and
+//! [`CudaDevice`], [`LaunchConfig`] with [`Decomposition`] and [`Split`],
+//! device-resident arrays ([`DeviceVec`], taken by generated launches
+//! through [`Input`] and [`Output`]; raw [`DeviceBuffer`]s),
+//! [`PreparedLaunch`] (what a generated `prepare` returns), [`Readback`],
+//! [`DeviceWorklist`] and the drivers' [`CudaRounds`], the throttled handle
+//! [`Throttled`] and its [`ThrottleReport`], and [`Error`]/[`Result`]; the
+//! level order of a pattern on the device is [`levels`]. Every CUDA library
+//! is loaded at run time and probed first ([`probe`]), so the crate builds
+//! and its CPU paths run on machines without CUDA.
+//!
+//! What generated code (and the workspace's own benchmarks and tests) needs
+//! beyond that lives under one hidden path, `__private`: the contract between
+//! the macros and this crate, not an API; it changes with either.
 //!
 //! Layers, each importing only from those below it:
 //! - bottom: `arch` (compute capability), `abi` (the device library's ABI
 //!   mirrored on the host, with tests that both sides agree), `config`
-//!   (launch options), [`spec`] (what `#[nested_reduce]` emits per kernel,
-//!   [`KernelSpec`]), [`probe`] (which CUDA libraries load);
-//! - `driver`: context, stream, device attributes, device memory
-//!   ([`buffer`]), events ([`event_timer`]), and a keyed slot on each
-//!   device for what the layers above keep per device;
-//! - [`compile`]: NVRTC, the on-disk cache, a kernel's modules on a device,
+//!   (launch options), `spec` (what `#[nested_reduce]` emits per kernel),
+//!   [`probe`] (which CUDA libraries load);
+//! - `driver`: context, stream, device attributes, device memory, events,
+//!   and a keyed slot on each device for what the layers above keep per
+//!   device;
+//! - `compile`: NVRTC, the on-disk cache, a kernel's modules on a device,
 //!   compiling ahead;
-//! - [`launch`]: argument kinds, [`DeviceVec`] and the [`Input`]/[`Output`]
-//!   traits, launch planning, task lists, faults, prepared launches,
-//!   readbacks, device worklists, opening a device;
+//! - `launch`: argument kinds, [`DeviceVec`] and the [`Input`]/[`Output`]
+//!   traits, launch planning, task lists, faults, the CUDA launch, prepared
+//!   launches, readbacks, device worklists, opening a device;
 //! - `engines`: carried and one-task launches, gathers and layouts, the
 //!   level order ([`levels`]), the worklist drivers' round backend
 //!   ([`CudaRounds`]);
@@ -30,18 +37,17 @@
 
 mod abi;
 mod arch;
-pub mod compile;
+mod compile;
 mod config;
 mod driver;
 mod engines;
-pub mod launch;
+mod launch;
 pub mod probe;
-pub mod spec;
+mod spec;
 mod throttle;
 
-pub use driver::{buffer, event_timer};
-
-/// The level order's public path (the items live in the engines layer).
+/// The level order (breadth-first, Cuthill–McKee) of a pattern already on
+/// the device, and the pattern renumbered by it.
 pub mod levels {
     pub use crate::engines::level_order::{
         level_order, level_order_within, load, renumber, DeviceCsr, DeviceLevelOrder,
@@ -50,45 +56,52 @@ pub mod levels {
 }
 
 pub use abi::PushVariant;
-pub use buffer::DeviceBuffer;
-pub use compile::Arch;
+pub use arch::Arch;
+pub use compile::default_cache_dir;
 pub use config::{Decomposition, LaunchConfig, Split};
+pub use driver::buffer::DeviceBuffer;
 pub use driver::cuda_device::CudaDevice;
 pub use driver::device::{Device, DeviceInfo};
-pub use engines::carried_launch::CarriedLaunch;
 pub use engines::one_task::{split_one_task, OneTaskSplit};
-pub use engines::round_backend::{
-    Bind, CudaRounds, RoundKey, CUDA_ROUNDS_PER_SYNC, DONATION_BOARD_BYTES,
-};
-pub use launch::arg::{Arg, HostSlice, HostSliceMut, SharedSlice};
-/// Maps a driver error to [`Error::Cuda`] with context (for the benchmarks,
-/// which call the driver directly).
-#[doc(hidden)]
-pub use driver::errors::cuda_err;
-pub use launch::cpu_args::CpuArgs;
-/// What generated `launch` functions call on the CPU backend.
-#[doc(hidden)]
-pub use launch::cpu_args::{host_input, host_output, host_shared};
-pub use launch::device_vec::{DeviceVec, ResidentArray};
+pub use engines::round_backend::CudaRounds;
+pub use launch::device_vec::DeviceVec;
 pub use launch::device_worklist::DeviceWorklist;
-pub use launch::input_output::{Input, InputRef, Output, OutputRef};
+pub use launch::input_output::{Input, Output};
 pub use launch::open_device::ExpectedLaunch;
-pub use launch::prepared_launch::{CpuRun, PreparedLaunch};
+pub use launch::prepared_launch::PreparedLaunch;
 pub use launch::readback::{Readback, MAX_READBACK_DEPTH, MAX_READBACK_LEN};
-#[doc(hidden)]
-pub use launch::worklist_arg::{check_frontier, host_worklist};
-pub use launch::worklist_arg::{ListArg, WorklistArg};
-pub use launch::Prepared;
-pub use spec::{
-    DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, Scalar, ScalarType,
-    ScalarValue,
-};
-pub use throttle::{
-    CpuRunFn, HostArray, PlanOrder, ThrottleReport, ThrottleRoles, ThrottleStatus, Throttled,
-};
+pub use spec::Scalar;
+pub use throttle::{PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_runtime::{Error, Result};
 
-/// Every entry point the device library defines for a kernel (for the
-/// NVRTC compile test).
+/// What generated code needs, and what the workspace's benchmarks and tests
+/// reach below the public surface: the kernel description the macros emit
+/// ([`KernelSpec`](__private::KernelSpec) and its parts), argument kinds and
+/// the CPU backend's argument views, the throttling roles, the CUDA launch
+/// over explicit arguments ([`CudaLaunch`](__private::CudaLaunch)), carried
+/// launches, NVRTC compilation and its cache ([`compile`](__private::compile)),
+/// the event timer. Not a public API: it changes with the macros.
 #[doc(hidden)]
-pub use abi::ENTRY_POINTS;
+pub mod __private {
+    pub use crate::abi::ENTRY_POINTS;
+    pub use crate::driver::errors::cuda_err;
+    pub use crate::driver::event_timer::EventTimer;
+    pub use crate::engines::carried_launch::CarriedLaunch;
+    pub use crate::launch::arg::{Arg, HostSlice, HostSliceMut, SharedSlice};
+    pub use crate::launch::cpu_args::{host_input, host_output, host_shared, CpuArgs};
+    pub use crate::launch::cuda_launch::CudaLaunch;
+    pub use crate::launch::device_vec::ResidentArray;
+    pub use crate::launch::input_output::{InputRef, OutputRef};
+    pub use crate::launch::prepared_launch::CpuRun;
+    pub use crate::launch::worklist_arg::{check_frontier, host_worklist, ListArg, WorklistArg};
+    pub use crate::spec::{
+        DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, ScalarType, ScalarValue,
+    };
+    pub use crate::throttle::{CpuRunFn, HostArray, ThrottleRoles};
+
+    /// NVRTC compilation, translation units, entry points and the on-disk
+    /// cache (the NVRTC tests and the compile-time example use them).
+    pub mod compile {
+        pub use crate::compile::*;
+    }
+}

@@ -9,7 +9,8 @@
 mod common;
 
 use common::{Relax, Spmv, RELAX, SPMV_F32, SPMV_F64};
-use warpfit_gpu::{Arg, CudaDevice, Decomposition, LaunchConfig, Split};
+use warpfit_gpu::__private::Arg;
+use warpfit_gpu::{CudaDevice, Decomposition, LaunchConfig, Split};
 use warpfit_runtime::exec::{cpu, SharedOut};
 use warpfit_runtime::{gen, Csr, Segment, TaskList, Tasks};
 
@@ -403,7 +404,7 @@ fn a_prepared_split_launch_gives_the_same_bits_on_every_run() {
         )
         .unwrap();
         let mut y = vec![f32::NAN; n];
-        let prepared = warpfit_gpu::launch::Prepared::new(
+        let prepared = warpfit_gpu::__private::CudaLaunch::new(
             &dev,
             &SPMV_F32,
             &cfg,
@@ -477,7 +478,7 @@ fn a_prepared_split_launch_gives_the_same_bits_on_every_run() {
             tasks_of(n, &list),
         )
         .unwrap_err();
-        let prepared = warpfit_gpu::launch::Prepared::new(
+        let prepared = warpfit_gpu::__private::CudaLaunch::new(
             &dev,
             &SPMV_F32,
             &cfg,
@@ -681,11 +682,13 @@ fn faults_come_back_as_the_cpu_twins_errors() {
 fn a_warm_launch_does_not_recompile() {
     let Some(dev) = device() else { return };
     let dir = std::env::temp_dir().join(format!("warpfit-cache-test-{}", std::process::id()));
-    let tu = warpfit_gpu::compile::translation_unit(&SPMV_F32);
+    let tu = warpfit_gpu::__private::compile::translation_unit(&SPMV_F32);
     let cold =
-        warpfit_gpu::compile::compile_cached("spmv_f32", &tu, dev.arch(), Some(&dir)).unwrap();
+        warpfit_gpu::__private::compile::compile_cached("spmv_f32", &tu, dev.arch(), Some(&dir))
+            .unwrap();
     let warm =
-        warpfit_gpu::compile::compile_cached("spmv_f32", &tu, dev.arch(), Some(&dir)).unwrap();
+        warpfit_gpu::__private::compile::compile_cached("spmv_f32", &tu, dev.arch(), Some(&dir))
+            .unwrap();
     assert!(!cold.cached && warm.cached);
     assert_eq!(cold.cubin, warm.cubin);
     let _ = std::fs::remove_dir_all(&dir);
@@ -841,7 +844,9 @@ fn a_device_opened_expecting_a_launch_compiles_its_entry_points_ahead() {
 
 #[test]
 fn a_cached_binary_the_driver_refuses_is_recompiled_and_replaced() {
-    use warpfit_gpu::compile::{compile_uncached, entry_point_unit, lookup_cached, store_cached};
+    use warpfit_gpu::__private::compile::{
+        compile_uncached, entry_point_unit, lookup_cached, store_cached,
+    };
     let Some(dev) = device() else { return };
     let arch = dev.arch();
     let dir = fresh_cache_dir("refused-binary");
@@ -973,7 +978,7 @@ const DECOMPOSITIONS: [Decomposition; 3] = [
 ];
 
 /// A plan's segment list run as one launch per partition
-/// (`Prepared::in_ranges`) gives what one launch over the same list gives:
+/// (`CudaLaunch::in_ranges`) gives what one launch over the same list gives:
 /// bit for bit for the thread and sub-warp decompositions, whose fold of a
 /// segment does not depend on its neighbours (CTE's rounds do), and the
 /// CPU twin's result for every decomposition and any cut of the list.
@@ -1023,12 +1028,16 @@ fn launches_per_partition_equal_one_launch_over_the_plan() {
                     Arg::output(&mut y),
                 ];
                 let p = match ranges {
-                    Some(r) => {
-                        warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, cfg, &list, r, &args)
-                    }
-                    None => {
-                        warpfit_gpu::Prepared::new(&dev, &SPMV_F32, cfg, Tasks::List(&list), &args)
-                    }
+                    Some(r) => warpfit_gpu::__private::CudaLaunch::in_ranges(
+                        &dev, &SPMV_F32, cfg, &list, r, &args,
+                    ),
+                    None => warpfit_gpu::__private::CudaLaunch::new(
+                        &dev,
+                        &SPMV_F32,
+                        cfg,
+                        Tasks::List(&list),
+                        &args,
+                    ),
                 }
                 .unwrap();
                 p.run().unwrap();
@@ -1076,9 +1085,10 @@ fn launches_per_partition_equal_one_launch_over_the_plan() {
             Arg::output(&mut y),
         ];
         let short: Vec<_> = std::iter::once(0..list.len() - 1).collect();
-        assert!(
-            warpfit_gpu::Prepared::in_ranges(&dev, &SPMV_F32, &cfg, &list, &short, &args).is_err()
-        );
+        assert!(warpfit_gpu::__private::CudaLaunch::in_ranges(
+            &dev, &SPMV_F32, &cfg, &list, &short, &args
+        )
+        .is_err());
     }
 }
 
@@ -1131,7 +1141,7 @@ fn carried_launches_over_partitions_equal_the_cpu_twin() {
                 decomposition: d,
                 ..LaunchConfig::default()
             };
-            let launch = warpfit_gpu::CarriedLaunch::cuda(
+            let launch = warpfit_gpu::__private::CarriedLaunch::cuda(
                 &dev,
                 &SPMV_F32,
                 &cfg,
@@ -1202,7 +1212,7 @@ fn carried_launches_over_partitions_equal_the_cpu_twin() {
                 decomposition: d,
                 ..LaunchConfig::default()
             };
-            let launch = warpfit_gpu::CarriedLaunch::cuda(
+            let launch = warpfit_gpu::__private::CarriedLaunch::cuda(
                 &dev,
                 &RELAX,
                 &cfg,

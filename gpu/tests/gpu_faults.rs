@@ -11,9 +11,10 @@
 mod common;
 
 use common::SPMV_F32;
-use warpfit_gpu::buffer::DeviceBuffer;
-use warpfit_gpu::compile::CACHE_DIR_ENV;
-use warpfit_gpu::{CudaDevice, KernelSpec, ScalarType};
+use warpfit_gpu::__private::compile::CACHE_DIR_ENV;
+use warpfit_gpu::__private::{KernelSpec, ScalarType};
+use warpfit_gpu::CudaDevice;
+use warpfit_gpu::DeviceBuffer;
 use warpfit_runtime::Error;
 
 fn device() -> Option<CudaDevice> {
@@ -37,7 +38,7 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     acc: ScalarType::F32,
     elementwise: false,
     donates: false,
-    index_encoding: warpfit_gpu::IndexEncoding::Plain,
+    index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 
 #[test]

@@ -8,9 +8,12 @@
 mod common;
 
 use std::collections::HashMap;
-use warpfit_gpu::compile::{compile_uncached, entry_point_unit, translation_unit, Compiled};
+use warpfit_gpu::__private::compile::{
+    compile_uncached, entry_point_unit, translation_unit, Compiled,
+};
+use warpfit_gpu::__private::{KernelSpec, ENTRY_POINTS};
 use warpfit_gpu::probe::{self, Library};
-use warpfit_gpu::{Arch, KernelSpec, ENTRY_POINTS};
+use warpfit_gpu::Arch;
 
 fn nvrtc_or_skip() -> bool {
     match probe::require(Library::Nvrtc) {
@@ -161,11 +164,15 @@ fn the_layout_library_compiles_for_sm80_and_sm90_without_spills() {
         return;
     }
     for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-        let c = compile_uncached("layout", &warpfit_gpu::compile::layout_unit(), arch)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let c = compile_uncached(
+            "layout",
+            &warpfit_gpu::__private::compile::layout_unit(),
+            arch,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "layout {arch}: not an ELF image");
         let report = ptxas_report(&c.log);
-        for ep in warpfit_gpu::compile::LAYOUT_ENTRY_POINTS {
+        for ep in warpfit_gpu::__private::compile::LAYOUT_ENTRY_POINTS {
             let Some(&(_, spill)) = report.get(*ep) else {
                 panic!("layout {arch}: no ptxas report for {ep}:\n{}", c.log)
             };
@@ -173,7 +180,7 @@ fn the_layout_library_compiles_for_sm80_and_sm90_without_spills() {
         }
         assert_eq!(
             report.len(),
-            warpfit_gpu::compile::LAYOUT_ENTRY_POINTS.len(),
+            warpfit_gpu::__private::compile::LAYOUT_ENTRY_POINTS.len(),
             "{}",
             c.log
         );
@@ -188,11 +195,15 @@ fn the_level_order_library_compiles_for_sm80_and_sm90_without_spills() {
         return;
     }
     for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-        let c = compile_uncached("levels", &warpfit_gpu::compile::levels_unit(), arch)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let c = compile_uncached(
+            "levels",
+            &warpfit_gpu::__private::compile::levels_unit(),
+            arch,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "levels {arch}: not an ELF image");
         let report = ptxas_report(&c.log);
-        for ep in warpfit_gpu::compile::LEVELS_ENTRY_POINTS {
+        for ep in warpfit_gpu::__private::compile::LEVELS_ENTRY_POINTS {
             let Some(&(_, spill)) = report.get(*ep) else {
                 panic!("levels {arch}: no ptxas report for {ep}:\n{}", c.log)
             };
@@ -200,7 +211,7 @@ fn the_level_order_library_compiles_for_sm80_and_sm90_without_spills() {
         }
         assert_eq!(
             report.len(),
-            warpfit_gpu::compile::LEVELS_ENTRY_POINTS.len(),
+            warpfit_gpu::__private::compile::LEVELS_ENTRY_POINTS.len(),
             "{}",
             c.log
         );
@@ -214,10 +225,14 @@ fn the_round_kernels_compile_for_sm80_and_sm90_without_spills() {
     if !nvrtc_or_skip() {
         return;
     }
-    let entry_points = warpfit_gpu::compile::ROUNDS_ENTRY_POINTS;
+    let entry_points = warpfit_gpu::__private::compile::ROUNDS_ENTRY_POINTS;
     for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-        let c = compile_uncached("rounds", &warpfit_gpu::compile::rounds_unit(), arch)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let c = compile_uncached(
+            "rounds",
+            &warpfit_gpu::__private::compile::rounds_unit(),
+            arch,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "rounds {arch}: not an ELF image");
         let report = ptxas_report(&c.log);
         for ep in entry_points {
@@ -278,7 +293,7 @@ fn targets_before_sm80_are_rejected_by_the_device_library() {
 mod cache {
     use super::nvrtc_or_skip;
     use std::path::{Path, PathBuf};
-    use warpfit_gpu::compile::{
+    use warpfit_gpu::__private::compile::{
         cache_entry_path, compile_cached, entry_point_unit, lookup_cached, store_cached,
     };
     use warpfit_gpu::Arch;

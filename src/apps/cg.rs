@@ -20,20 +20,20 @@
 //! On a randomly numbered mesh this turns the SpMV's scattered reads of `p`
 //! into reads of a few levels' width.
 
-use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
     cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64, cg_step_f32, cg_step_f64,
     cg_step_jacobi_f32, cg_step_jacobi_f64, copy_f32, copy_f64, dot_f32, dot_f64, permute_f32,
     permute_f64, spmv, spmv_f64,
 };
+use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::throttled::{SpmvThrottle, ThrottledRun};
 use super::timing::Timings;
 use crate::gpu::levels::{self, DeviceCsr, DeviceLevelOrder};
-use crate::gpu::spec::Scalar;
 use crate::runtime::mem;
 use crate::runtime::partition::Remapping;
 use crate::runtime::sparse::mm::MmValue;
 use crate::runtime::Csr;
+use crate::Scalar;
 use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
     Segment, TaskList, ThrottleOptions,

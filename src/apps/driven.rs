@@ -25,12 +25,12 @@ use super::graph::{count_launches, count_slots, FixedPoint};
 use super::kernels::{cc_pull_min, count_changed_u32};
 use super::push_kernels::{bfs_bottom_up, bfs_top_down, cc_pull, cc_push, sssp_pull, sssp_push};
 use super::Graph;
-use crate::gpu::CudaRounds;
 use crate::runtime::worklist::drivers::{
     CpuRounds, Driver, DriverOptions, GraphShape, Order, RunReport, Start, Strategy,
 };
 use crate::runtime::worklist::Atomic;
 use crate::runtime::{mem, Coo, Csr};
+use crate::CudaRounds;
 use crate::{Device, Error, LaunchConfig, Result};
 use std::borrow::Cow;
 use std::fmt;
@@ -79,8 +79,8 @@ pub enum DriverChoice {
     /// bfs and cc.
     Data(Option<OrderChoice>),
     /// `hybrid[:UP[:DOWN]]`: fractions of the vertices (defaults
-    /// [`HYBRID_UP`], for bfs on CUDA [`HYBRID_UP_BFS_CUDA`], and
-    /// [`HYBRID_DOWN`]).
+    /// [`HYBRID_UP`], for bfs on CUDA 0.01 as Beamer's rule has it for
+    /// power-law graphs, and [`HYBRID_DOWN`]).
     Hybrid {
         /// Switch to topology-driven rounds above `UP · n` frontier items.
         up: Option<f64>,
@@ -163,7 +163,7 @@ pub const HYBRID_DOWN: f64 = crate::runtime::worklist::drivers::HYBRID_TO_DATA;
 /// round of a BFS from a hub of symmetrised RMAT expands the hub's
 /// neighbours top-down, and the run is slower (`BENCHMARKS.md`, "Tuning
 /// constants: history").
-pub const HYBRID_UP_BFS_CUDA: f64 = 0.01;
+pub(crate) const HYBRID_UP_BFS_CUDA: f64 = 0.01;
 
 /// The hybrid's default switch to topology-driven rounds for `app` on
 /// `device`.
@@ -176,18 +176,17 @@ fn hybrid_up(app: DrivenApp, device: &Device) -> f64 {
 }
 /// The near-far bucket width in mean edge weights on the CPU
 /// ([`default_delta`]).
-pub const DELTA_WEIGHTS: f64 = 4.0;
+pub(crate) const DELTA_WEIGHTS: f64 = 4.0;
 
 /// The near-far bucket width in mean edge weights on CUDA: wider, since a
 /// round costs a few launches (about 30 µs) whatever its size, and a wider
 /// bucket runs fewer rounds for a few more relaxations. Measured on the road
 /// graph: `BENCHMARKS.md`, "Tuning constants: history".
-pub const DELTA_WEIGHTS_CUDA: f64 = 16.0;
+pub(crate) const DELTA_WEIGHTS_CUDA: f64 = 16.0;
 
-/// The default near-far bucket width on `device`: [`DELTA_WEIGHTS`] (CUDA:
-/// [`DELTA_WEIGHTS_CUDA`]) times the mean weight `|a(i, j)|` of the edges
-/// with a positive weight (1 when there is none), so that a bucket spans a
-/// few hops whatever the weights' scale.
+/// The default near-far bucket width on `device`: 4 (CUDA: 16) times the
+/// mean weight `|a(i, j)|` of the edges with a positive weight (1 when there
+/// is none), so that a bucket spans a few hops whatever the weights' scale.
 pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
     let (sum, count) = a
         .values()
@@ -210,8 +209,8 @@ pub fn default_delta(a: &Csr<f32>, device: &Device) -> f64 {
 /// `None`: the device-resident topology-driven pulls.
 ///
 /// On CUDA a [skewed](GraphShape::skewed) graph runs bfs as the
-/// direction-optimising hybrid ([`HYBRID_UP_BFS_CUDA`]: top-down from the
-/// source, its hubs donated to the grid, bottom-up rounds that stop at the
+/// direction-optimising hybrid (bottom-up past 1% of the vertices:
+/// top-down from the source, its hubs donated to the grid, bottom-up rounds that stop at the
 /// first parent while the frontier is large), sssp data-driven (FIFO) when
 /// its hubs are long enough to be donated ([`DONATE_MIN`]), and cc (and sssp
 /// otherwise) as the device-resident pulls, whose few rounds each sweep most

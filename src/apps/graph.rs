@@ -10,11 +10,11 @@
 //! iterations behind the launches (`driver`), so the device never waits
 //! for the host.
 
-use super::driver::{pipelined, slot_of, Probe, DEPTH};
 use super::kernels::{
     bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
     pagerank_pull_resident, relax,
 };
+use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::throttled::ThrottledRun;
 use super::timing::Timings;
 use crate::runtime::{mem, Csr};
@@ -295,7 +295,7 @@ fn check_faults<'a, 'b: 'a>(
 /// (0: `vectors[0]` → `vectors[1]`, 1: back), and the count of changed
 /// entries into slot `s` of the host-mapped `changed`, per slot and
 /// direction.
-pub(super) struct FixedPoint<'a, T: crate::gpu::spec::Scalar> {
+pub(super) struct FixedPoint<'a, T: crate::Scalar> {
     pub(super) vectors: [&'a DeviceVec<T>; 2],
     pub(super) steps: [PreparedLaunch<'a>; 2],
     pub(super) counts: Vec<[PreparedLaunch<'a>; 2]>,
@@ -316,7 +316,7 @@ pub(super) fn count_slots(
 
 /// The changed counts of a fixed point over `vectors`, per slot (one
 /// split task list each) and direction, by `prepare(split, from, to)`.
-pub(super) fn count_launches<'a, T: crate::gpu::spec::Scalar>(
+pub(super) fn count_launches<'a, T: crate::Scalar>(
     splits: &'a [OneTaskSplit],
     vectors: [&'a DeviceVec<T>; 2],
     prepare: impl Fn(&'a OneTaskSplit, &'a DeviceVec<T>, &'a DeviceVec<T>) -> Result<PreparedLaunch<'a>>,
@@ -328,7 +328,7 @@ pub(super) fn count_launches<'a, T: crate::gpu::spec::Scalar>(
         .collect()
 }
 
-impl<'a, T: crate::gpu::spec::Scalar> FixedPoint<'a, T> {
+impl<'a, T: crate::Scalar> FixedPoint<'a, T> {
     /// Runs rounds until one changes nothing, or `max_rounds`: round `k`
     /// runs direction `(k - 1) % 2` and counts into slot
     /// [`slot_of`]`(k, DEPTH)`. Returns the vector holding the result, the

@@ -8,9 +8,9 @@
 
 mod cg;
 mod driven;
-mod driver;
 mod graph;
 mod kernels;
+mod pipelined;
 pub mod push_kernels;
 mod throttled;
 mod timing;
@@ -28,13 +28,12 @@ pub use timing::Timings;
 #[doc(hidden)]
 pub mod bench_support {
     pub use super::cg::{CgIteration, CgLists, Vectors, PAP, RZ};
-    pub use super::driver::{pipelined, slot_of, Probe, Rounds, DEPTH};
+    pub use super::pipelined::{pipelined, slot_of, Probe, Rounds, DEPTH};
 }
 
 pub use driven::{
     auto_driver, bfs_driven, cc_driven, default_delta, sssp_driven, undirected, DriveOptions,
-    DrivenApp, DrivenReport, DriverChoice, OrderChoice, DELTA_WEIGHTS, DELTA_WEIGHTS_CUDA,
-    DONATE_MIN, HYBRID_DOWN, HYBRID_UP, HYBRID_UP_BFS_CUDA,
+    DrivenApp, DrivenReport, DriverChoice, OrderChoice, DONATE_MIN, HYBRID_DOWN, HYBRID_UP,
 };
 pub use graph::{
     bfs, bfs_observed, pagerank, pagerank_observed, pagerank_throttled, sssp, sssp_observed, Graph,

@@ -83,7 +83,8 @@ pub fn bfs_top_down(v: usize, ptr: &[u32], dst: &[u32], level: &[Atomic<i32>], o
 /// an empty range. The round comes
 /// as a one-element array, not a scalar, so that a device backend's one
 /// prepared launch serves every round (the backend sets the element on the
-/// device, [`Bind::round`](crate::gpu::Bind::round)).
+/// device: the `round` of what [`CudaRounds::frontier`](crate::CudaRounds::frontier)'s
+/// closure gets).
 #[nested_reduce]
 pub fn bfs_bottom_up(
     v: usize,

@@ -20,7 +20,7 @@ pub struct ThrottledRun {
 /// A throttled `y = A·x` handle of CG's scalar type (`spmv::Throttle` for
 /// f32, `spmv_f64::Throttle` for f64), used through one interface.
 #[doc(hidden)]
-pub trait SpmvThrottle<T: crate::gpu::spec::Scalar> {
+pub trait SpmvThrottle<T: crate::Scalar> {
     /// Enqueues `y = A·x` without waiting.
     fn enqueue(&mut self, x: &DeviceVec<T>, y: &DeviceVec<T>) -> Result<()>;
     /// Waits and reports the first fault.

@@ -4,9 +4,7 @@ use warpfit_runtime::Error;
 
 /// Maps a driver error to warpfit's error with context.
 #[doc(hidden)]
-pub fn cuda_err(
-    context: impl Into<String>,
-) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+pub fn cuda_err(context: impl Into<String>) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
     let context = context.into();
     move |e| Error::Cuda {
         context,

@@ -18,7 +18,7 @@ use crate::abi::CarryMode;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::launch::arg::Arg;
-use crate::launch::prepared::{PlanList, Prepared};
+use crate::launch::cuda_launch::{CudaLaunch, PlanList};
 use crate::spec::KernelSpec;
 use std::marker::PhantomData;
 use warpfit_runtime::{Error, Result, TaskList, Tasks};
@@ -34,7 +34,7 @@ pub struct CarriedLaunch<'a> {
 /// device addresses, so whoever keeps one keeps those arrays alive (the
 /// throttled handle owns both).
 pub(crate) struct CarriedRun {
-    parts: Vec<Prepared>,
+    parts: Vec<CudaLaunch>,
     _carry: Option<DeviceBuffer<u64>>,
 }
 
@@ -45,7 +45,7 @@ impl<'a> CarriedLaunch<'a> {
     /// split choice), and the carry buffer of one accumulator per task.
     ///
     /// # Errors
-    /// No part; as [`Prepared::new`] for each part.
+    /// No part; as [`CudaLaunch::new`] for each part.
     pub fn cuda(
         dev: &CudaDevice,
         spec: &KernelSpec,
@@ -84,7 +84,7 @@ impl<'a> CarriedLaunch<'a> {
 
 /// One launch of a carried sequence: tasks `0..n` over the part's own
 /// range array, or a task list over the caller's own layout
-/// ([`Prepared::over_plan_list`]: segments unchecked against the tasks'
+/// ([`CudaLaunch::over_plan_list`]: segments unchecked against the tasks'
 /// ranges, optionally dequeued from a device queue). A list part that is
 /// first or last in the sequence must name every task (an empty segment
 /// for a task with no work there), so that every fold starts from `init`
@@ -139,10 +139,10 @@ impl CarriedRun {
             .map(|(i, part)| {
                 let mut p = match part {
                     CarriedPart::All(args) => {
-                        Prepared::new_borrowing(dev, spec, config, Tasks::All(n_tasks), args)?
+                        CudaLaunch::new_borrowing(dev, spec, config, Tasks::All(n_tasks), args)?
                     }
                     CarriedPart::List(list, how, args) => {
-                        Prepared::over_plan_list(dev, spec, config, list, how, args)?
+                        CudaLaunch::over_plan_list(dev, spec, config, list, how, args)?
                     }
                 };
                 p.carry(carry_ptr, CarryMode::of(i, n));
@@ -169,7 +169,7 @@ impl CarriedRun {
     }
 
     pub(crate) fn run(&self) -> Result<()> {
-        self.parts.iter().try_for_each(Prepared::run)
+        self.parts.iter().try_for_each(CudaLaunch::run)
     }
 
     pub(crate) fn check(&self) -> Result<()> {

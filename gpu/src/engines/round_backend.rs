@@ -6,9 +6,9 @@ use crate::driver::cuda_device::CudaDevice;
 use crate::driver::device::Device;
 use crate::driver::errors::cuda_err;
 use crate::engines::round_kernels::{RoundKernels, RECORD_WORDS, RING, STATE_WORDS};
+use crate::launch::cuda_launch::CudaLaunch;
 use crate::launch::device_vec::DeviceVec;
 use crate::launch::device_worklist::DeviceWorklist;
-use crate::launch::prepared::Prepared;
 use crate::launch::prepared_launch::PreparedLaunch;
 use crate::spec::Scalar;
 use cudarc::driver::{CudaEvent, CudaFunction};
@@ -21,9 +21,13 @@ use warpfit_runtime::{Error, Result, Tasks};
 
 /// Rounds per host synchronisation that [`CudaRounds`] asks the driver for
 /// unless told otherwise (`BENCHMARKS.md`, "Worklists and drivers (CUDA)").
-pub const CUDA_ROUNDS_PER_SYNC: usize = 8;
+pub(crate) const CUDA_ROUNDS_PER_SYNC: usize = 8;
 
 /// What a kernel's closure gets to prepare its launch with.
+///
+/// Users meet it only as the argument of the closure they hand to
+/// [`CudaRounds::frontier`] or [`CudaRounds::topology`]; it has no public
+/// path of its own, since nothing else takes or returns one.
 ///
 /// `'a` is the borrow of the backend's lists; `'k` is the backend's own
 /// lifetime, which the arrays the closure captures outlive.
@@ -57,6 +61,7 @@ mod sealed {
 
 /// The element types a near-far key array may have: `f32` (SSSP's
 /// distances) and `u32`. Keys compare as `f64`, which holds both exactly.
+/// Sealed and without a public path: [`CudaRounds::key`] takes either type.
 pub trait RoundKey: Scalar + sealed::Sealed {
     /// The entry points' suffix (`wf_round_split_f32`, ...).
     const NAME: &'static str;
@@ -100,7 +105,7 @@ impl LaunchKey {
 pub(crate) struct InFlight {
     pub(super) index: u32,
     pub(super) slot: usize,
-    pub(super) launch: Rc<Prepared>,
+    pub(super) launch: Rc<CudaLaunch>,
 }
 
 /// The CUDA backend of the [`Driver`](warpfit_runtime::worklist::drivers::Driver):
@@ -109,7 +114,7 @@ pub(crate) struct InFlight {
 ///
 /// The user's kernels are bound as closures that *prepare* a generated
 /// launch (`my_kernel::prepare(..)`) over the tasks and output list the
-/// backend hands them ([`Bind`]); the backend prepares each combination of
+/// backend hands them (a `Bind`); the backend prepares each combination of
 /// lists once and re-runs it round after round, so a round costs the
 /// enqueue of a few kernels and nothing else on the host. Preparing a launch
 /// costs some hundred microseconds, as much as a short round:
@@ -140,7 +145,7 @@ pub(crate) struct InFlight {
 /// faulted, and the launch's fault record is read as the error the CPU twin
 /// would have returned.
 ///
-/// The round number is on the device too ([`Bind::round`], set by each
+/// The round number is on the device too (`Bind::round`, set by each
 /// round before its kernel runs): a kernel that needs it (BFS's bottom-up
 /// step looks for parents on level `round - 1`) reads it from there, so that
 /// one prepared launch serves every round.
@@ -181,7 +186,7 @@ pub struct CudaRounds<'k> {
     pub(super) in_flight: VecDeque<InFlight>,
     /// Outcomes read and not yet handed to the driver.
     pub(super) finished: VecDeque<Result<Outcome>>,
-    pub(super) launches: HashMap<LaunchKey, Rc<Prepared>>,
+    pub(super) launches: HashMap<LaunchKey, Rc<CudaLaunch>>,
     /// Work donation's bound in frontier rounds ([`CudaRounds::donate`]).
     pub(super) donate_min: Option<u32>,
     /// Its board and three counters, shared by every frontier launch (they
@@ -192,7 +197,7 @@ pub struct CudaRounds<'k> {
 /// Bytes of a frontier launch's work-donation board: 8 MiB, some 200
 /// thousand chunks of 1024 fine tasks (a chunk is 24 bytes and the item's
 /// prologue values), room for every edge of a 128M-edge graph's frontier.
-pub const DONATION_BOARD_BYTES: usize = 8 << 20;
+pub(crate) const DONATION_BOARD_BYTES: usize = 8 << 20;
 
 impl std::fmt::Debug for CudaRounds<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -275,7 +280,7 @@ impl<'k> CudaRounds<'k> {
     /// its last statement ([`KernelSpec::donates`](crate::spec::KernelSpec::donates));
     /// each round of one costs one more launch (a few microseconds), so it
     /// is for graphs with such items: `None` (the default) turns it off.
-    /// The board holds [`DONATION_BOARD_BYTES`] of chunks per launch; an
+    /// The board holds 8 MiB of chunks per launch; an
     /// item that does not fit stays with its warp.
     pub fn donate(mut self, min_len: Option<u32>) -> Self {
         self.donate_min = min_len.filter(|&m| m > 0);

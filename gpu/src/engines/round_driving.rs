@@ -10,8 +10,8 @@ use crate::engines::round_backend::{
     Bind, CudaRounds, InFlight, LaunchKey, CUDA_ROUNDS_PER_SYNC, DONATION_BOARD_BYTES,
 };
 use crate::engines::round_kernels::{decode, grid, RECORD_WORDS, RING};
+use crate::launch::cuda_launch::CudaLaunch;
 use crate::launch::device_worklist::DeviceWorklist;
-use crate::launch::prepared::Prepared;
 use cudarc::driver::LaunchConfig as CuLaunch;
 use cudarc::driver::PushKernelArg;
 use std::marker::PhantomData;
@@ -90,7 +90,7 @@ impl CudaRounds<'_> {
     }
 
     /// The prepared launch for `key`, made the first time it is asked for.
-    fn launch(&mut self, key: LaunchKey) -> Result<Rc<Prepared>> {
+    fn launch(&mut self, key: LaunchKey) -> Result<Rc<CudaLaunch>> {
         if let Some(l) = self.launches.get(&key) {
             return Ok(l.clone());
         }
@@ -174,7 +174,7 @@ impl CudaRounds<'_> {
                 )?
             };
         }
-        let prepared: Rc<Prepared> = Rc::from(prepared);
+        let prepared: Rc<CudaLaunch> = Rc::from(prepared);
         self.launches.insert(key, prepared.clone());
         Ok(prepared)
     }
@@ -225,7 +225,7 @@ impl CudaRounds<'_> {
         out: &WorklistRef,
         far: Option<&WorklistRef>,
         consumed: bool,
-        launch: &Prepared,
+        launch: &CudaLaunch,
     ) -> Result<()> {
         let state = self.state.device_ptr(&self.dev);
         let ring = self.ring.cuda_ptr().unwrap_or(0);

@@ -7,7 +7,7 @@ use crate::compile::device_modules::{load_function, load_unit};
 use crate::compile::units::rounds_unit;
 use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
 use crate::driver::errors::cuda_err;
-use crate::launch::prepared::Prepared;
+use crate::launch::cuda_launch::CudaLaunch;
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig as CuLaunch};
 use std::sync::Arc;
 use warpfit_runtime::worklist::drivers::Outcome;
@@ -74,7 +74,7 @@ pub(crate) fn grid(blocks: u32) -> CuLaunch {
 }
 
 /// A round's record as its [`Outcome`], or the kernel's fault as an error.
-pub(crate) fn decode(index: u32, w: &[u64; RECORD_WORDS], launch: &Prepared) -> Result<Outcome> {
+pub(crate) fn decode(index: u32, w: &[u64; RECORD_WORDS], launch: &CudaLaunch) -> Result<Outcome> {
     let (got, flags) = (w[0] as u32, (w[0] >> 32) as u32);
     if got != index {
         return Err(Error::invalid(format!(

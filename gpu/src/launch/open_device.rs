@@ -78,10 +78,12 @@ impl CudaDevice {
     /// kernel: each compile is keyed by the kernel's source and entry point.
     ///
     /// ```no_run
-    /// # use warpfit_gpu::{CudaDevice, ExpectedLaunch, LaunchConfig, KernelSpec};
+    /// # use warpfit_gpu::{default_cache_dir, CudaDevice, ExpectedLaunch, LaunchConfig};
+    /// # use warpfit_gpu::__private::KernelSpec;
+    /// // `spec`: a generated kernel's `SPEC` (`&spmv::SPEC`).
     /// # fn demo(spec: &KernelSpec, n_rows: usize) -> warpfit_gpu::Result<()> {
     /// let first = ExpectedLaunch { spec, config: LaunchConfig::default(), n_tasks: n_rows };
-    /// let dev = CudaDevice::open_expecting(0, warpfit_gpu::compile::default_cache_dir(), &[first])?;
+    /// let dev = CudaDevice::open_expecting(0, default_cache_dir(), &[first])?;
     /// # let _ = dev; Ok(()) }
     /// ```
     ///

@@ -7,9 +7,9 @@ use crate::config::LaunchConfig;
 use crate::driver::cuda_device::CudaDevice;
 use crate::launch::arg::Arg;
 use crate::launch::cpu_args::CpuArgs;
+use crate::launch::cuda_launch::CudaLaunch;
 use crate::launch::device_vec::DeviceVec;
 use crate::launch::placement::check_unaliased;
-use crate::launch::prepared::Prepared;
 use crate::spec::KernelSpec;
 use std::marker::PhantomData;
 use warpfit_runtime::Result;
@@ -39,7 +39,7 @@ pub type CpuRun<'a> = Box<dyn Fn(&CpuArgs<'a>) -> Result<()> + 'a>;
 enum Backend<'a> {
     Cuda {
         /// Boxed: its `Params` block is 4 KiB.
-        prepared: Box<Prepared>,
+        prepared: Box<CudaLaunch>,
         _borrows: PhantomData<&'a DeviceVec<u8>>,
     },
     Cpu {
@@ -59,7 +59,7 @@ impl<'a> PreparedLaunch<'a> {
         args: Vec<Arg<'a>>,
     ) -> Result<Self> {
         check_unaliased(spec, &args)?;
-        let prepared = Prepared::new_borrowing(dev, spec, config, tasks, &args)?;
+        let prepared = CudaLaunch::new_borrowing(dev, spec, config, tasks, &args)?;
         Ok(PreparedLaunch {
             backend: Backend::Cuda {
                 prepared: Box::new(prepared),
@@ -105,7 +105,7 @@ impl<'a> PreparedLaunch<'a> {
     /// and the arrays its kernels' closures borrow for the backend's
     /// lifetime) for as long as it holds the launch. A CPU launch is
     /// returned as it is.
-    pub(crate) fn into_cuda(self) -> std::result::Result<Box<Prepared>, Self> {
+    pub(crate) fn into_cuda(self) -> std::result::Result<Box<CudaLaunch>, Self> {
         match self.backend {
             Backend::Cuda { prepared, .. } => Ok(prepared),
             backend @ Backend::Cpu { .. } => Err(PreparedLaunch { backend }),
@@ -154,7 +154,7 @@ impl CudaDevice {
         tasks: warpfit_runtime::Tasks<'_>,
         args: &mut [Arg<'_>],
     ) -> Result<()> {
-        let prepared = Prepared::new_borrowing(self, spec, config, tasks, args)?;
+        let prepared = CudaLaunch::new_borrowing(self, spec, config, tasks, args)?;
         prepared.run()?;
         let resident = args.iter().any(|a| matches!(a, Arg::Resident(_)));
         if resident && !args.iter().any(Arg::copies_back) {

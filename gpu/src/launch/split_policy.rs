@@ -74,7 +74,7 @@ pub(crate) fn packed_queue_chunk(budget: u32) -> u32 {
 pub(crate) const WIDER_WARP_BUDGETS: [u32; 2] = [1024, 2048];
 
 /// The warp budgets to time besides the one a launch's automatic split
-/// chose (`chosen`, [`Prepared::chosen_split`](crate::Prepared::chosen_split)):
+/// chose (`chosen`, [`CudaLaunch::chosen_split`](crate::CudaLaunch::chosen_split)):
 /// [`WIDER_WARP_BUDGETS`] where it packed warps by [`PACKED_WARP_BUDGET`],
 /// none otherwise (short tasks run whole; small launches have their own
 /// packing).

@@ -8,7 +8,7 @@ use crate::driver::device::Device;
 use crate::engines::carried_launch::CarriedRun;
 use crate::launch::arg::Arg;
 use crate::launch::cpu_args::CpuArgs;
-use crate::launch::prepared::Prepared;
+use crate::launch::cuda_launch::CudaLaunch;
 use crate::spec::{KernelSpec, ParamKind, ScalarType};
 use crate::throttle::device_layouts::{DeviceLayout, Space};
 use crate::throttle::erased_vec::ErasedVec;
@@ -85,7 +85,7 @@ pub(in crate::throttle) struct Schedule {
 }
 
 pub(in crate::throttle) enum Runs {
-    Single(Box<Prepared>),
+    Single(Box<CudaLaunch>),
     Carried(CarriedRun),
     Cpu,
 }

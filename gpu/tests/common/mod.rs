@@ -3,7 +3,7 @@
 //! for generated kernels in the device layer's tests.
 #![allow(dead_code)]
 
-use warpfit_gpu::{KernelSpec, ParamKind, ParamSpec, ScalarType};
+use warpfit_gpu::__private::{KernelSpec, ParamKind, ParamSpec, ScalarType};
 
 const fn p(name: &'static str, ty: ScalarType, kind: ParamKind) -> ParamSpec {
     ParamSpec { name, ty, kind }
@@ -32,7 +32,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
     acc: ScalarType::F64,
     elementwise: false,
     donates: false,
-    index_encoding: warpfit_gpu::IndexEncoding::Plain,
+    index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 
 pub static RELAX: KernelSpec = KernelSpec {
@@ -50,7 +50,7 @@ pub static RELAX: KernelSpec = KernelSpec {
     acc: ScalarType::F32,
     elementwise: false,
     donates: false,
-    index_encoding: warpfit_gpu::IndexEncoding::Plain,
+    index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 
 pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_ADD_F32, &SPMV_F64, &RELAX];

@@ -26,9 +26,9 @@
 //! parallel, which keeps both cores busy below the root.
 
 use super::dbwp::task_from;
-use super::graph::WorkGraphOf;
 use super::kd;
 use super::scratch::{release_free_memory, with_sparse_map, SparseMap};
+use super::work_graph::WorkGraphOf;
 use super::CoarsenOptions;
 use crate::rng;
 use rand::RngCore;

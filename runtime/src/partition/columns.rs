@@ -13,8 +13,8 @@
 //! "Column blocks").
 
 use super::dbwp::{number_tree, Partition, Pending, Unique};
-use super::graph::WorkGraphOf;
 use super::par;
+use super::work_graph::WorkGraphOf;
 use crate::error::to_u32;
 use crate::mem;
 use crate::{Error, Result};

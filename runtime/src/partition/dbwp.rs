@@ -1,7 +1,7 @@
 //! Data-balanced work partition (Algorithm 1) and the SJ-tree it records.
 
-use super::graph::WorkGraphOf;
 use super::scratch::count_distinct;
+use super::work_graph::WorkGraphOf;
 use super::{bisect, kd, par, Bisection, PartitionOptions};
 use crate::error::to_u32;
 use crate::mem;

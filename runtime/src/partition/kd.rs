@@ -12,7 +12,7 @@
 //! side empty.
 
 use super::dbwp::Unique;
-use super::graph::WorkGraphOf;
+use super::work_graph::WorkGraphOf;
 use super::{par, stable_partition};
 
 /// A K-D cut of a subset.

@@ -1,7 +1,7 @@
 //! V-EP quality metrics of a partition (Definition 2.1).
 
 use super::dbwp::{count_gathered, count_tasks, Partition};
-use super::graph::WorkGraphOf;
+use super::work_graph::WorkGraphOf;
 use crate::{Error, Result};
 
 /// What a partition costs and how it fills the cache.

@@ -24,7 +24,6 @@
 mod bisect;
 mod columns;
 mod dbwp;
-mod graph;
 mod kd;
 mod levels;
 mod metrics;
@@ -32,14 +31,15 @@ pub(crate) mod par;
 mod remap;
 mod scratch;
 mod segments;
+mod work_graph;
 
 pub use columns::{column_block_count, column_blocks};
 pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
-pub use graph::{WorkGraph, WorkGraphOf};
 pub use levels::{level_order, level_order_unless};
 pub use metrics::Metrics;
 pub use remap::Remapping;
 pub use segments::SegmentList;
+pub use work_graph::{WorkGraph, WorkGraphOf};
 
 pub(crate) use dbwp::{stable_partition, task_from};
 

@@ -13,7 +13,7 @@
 //! in chunk order.
 
 use super::dbwp::Unique;
-use super::graph::WorkGraphOf;
+use super::work_graph::WorkGraphOf;
 use crate::mem;
 use crate::{Error, Result};
 use rayon::prelude::*;

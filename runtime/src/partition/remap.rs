@@ -15,7 +15,7 @@
 //! [`Remapping::gathered_to_new`].
 
 use super::dbwp::Partition;
-use super::graph::WorkGraphOf;
+use super::work_graph::WorkGraphOf;
 use crate::sparse::Csr;
 use crate::{Error, Result};
 

@@ -11,7 +11,7 @@
 //! [`Remapping`]: super::Remapping
 
 use super::dbwp::Partition;
-use super::graph::WorkGraphOf;
+use super::work_graph::WorkGraphOf;
 use crate::exec::{Segment, TaskList};
 use crate::{Error, Result};
 

@@ -4,7 +4,7 @@
 
 use crate::driver::cuda_device::CudaDevice;
 use crate::engines::carried_launch::{CarriedPart, CarriedRun};
-use crate::launch::prepared::PlanList;
+use crate::launch::cuda_launch::PlanList;
 use crate::throttle::device_layouts::DeviceLayout;
 use crate::throttle::handle::LIST_BUDGET;
 use crate::throttle::handle::{Runs, Schedule, Throttled};

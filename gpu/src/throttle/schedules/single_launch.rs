@@ -4,7 +4,7 @@
 
 use crate::config::LaunchConfig;
 use crate::driver::cuda_device::CudaDevice;
-use crate::launch::prepared::Prepared;
+use crate::launch::cuda_launch::CudaLaunch;
 use crate::spec::{IndexEncoding, KernelSpec};
 use crate::throttle::device_layouts::{DeviceLayout, Space};
 use crate::throttle::handle::{Runs, Schedule, Throttled};
@@ -49,7 +49,7 @@ impl Throttled {
         let space = layout.as_ref().map_or(Space::Original, |l| l.space);
         let args = self.args(layout.as_deref().map(|l| (l, 0)), space)?;
         let spec = self.spec_for(layout.as_deref());
-        let p = Prepared::new_borrowing(dev, &spec, config, Tasks::All(self.n_tasks), &args)?;
+        let p = CudaLaunch::new_borrowing(dev, &spec, config, Tasks::All(self.n_tasks), &args)?;
         drop(args);
         Ok(Schedule {
             policy,

@@ -1,9 +1,9 @@
-//! The launch itself. [`Prepared::new`] makes everything a launch needs
+//! The launch itself. [`CudaLaunch::new`] makes everything a launch needs
 //! resident on the device — module, arguments (`resident_args`), task list
 //! (`device_tasks`), fault record — runs the size kernel when the split
 //! depends on the tasks' sizes, and resolves the kernels launch planning
-//! chose (`split_policy`, `launch_steps`); [`Prepared::run`] enqueues them
-//! (`enqueue`), and [`Prepared::check_fault`] reads the fault record back
+//! chose (`split_policy`, `launch_steps`); [`CudaLaunch::run`] enqueues them
+//! (`enqueue`), and [`CudaLaunch::check_fault`] reads the fault record back
 //! as the error the CPU twin returns (`fault`).
 
 use crate::abi::{self, FaultRecord, LaunchArgs, BLOCK};
@@ -24,7 +24,7 @@ use crate::spec::KernelSpec;
 use warpfit_runtime::{Error, Result, TaskList, Tasks};
 
 /// How a task list the throttled handle built over its own layouts runs
-/// ([`Prepared::over_plan_list`]).
+/// ([`CudaLaunch::over_plan_list`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PlanList {
     /// CTE warps take groups of consecutive segments holding at most this
@@ -37,7 +37,7 @@ pub(crate) struct PlanList {
 
 /// Everything a launch needs, resident on the device: running it again
 /// re-runs the kernels on the same buffers (what benchmarks time).
-pub struct Prepared {
+pub struct CudaLaunch {
     dev: CudaDevice,
     spec: KernelSpec,
     args: ResidentArgs,
@@ -55,13 +55,13 @@ pub struct Prepared {
     _frontier: Option<(DeviceBuffer<u32>, DeviceBuffer<u64>)>,
 }
 
-impl Prepared {
+impl CudaLaunch {
     /// Compiles (or fetches) the module, makes the arguments resident and,
     /// for a CTE launch over all tasks whose split depends on the tasks'
     /// sizes, runs the size kernel and builds the task list that bounds
     /// each warp's work.
     ///
-    /// A `Prepared` owns copies of its arguments, so it takes host arrays
+    /// A `CudaLaunch` owns copies of its arguments, so it takes host arrays
     /// and scalars only: device-resident arrays go through a generated
     /// `prepare`, whose handle borrows them for as long as it runs.
     pub fn new(
@@ -74,14 +74,14 @@ impl Prepared {
         if let Some(i) = args.iter().position(|a| matches!(a, Arg::Resident(_))) {
             let name = spec.params.get(i).map_or("?", |p| p.name);
             return Err(Error::invalid(format!(
-                "kernel `{}`: argument {i} (`{name}`) is a DeviceVec, which `Prepared::new` cannot borrow: use the kernel's generated `prepare`",
+                "kernel `{}`: argument {i} (`{name}`) is a DeviceVec, which `CudaLaunch::new` cannot borrow: use the kernel's generated `prepare`",
                 spec.name
             )));
         }
         Self::new_borrowing(dev, spec, config, tasks, args)
     }
 
-    /// [`Prepared::new`], with device-resident arrays taken by address: the
+    /// [`CudaLaunch::new`], with device-resident arrays taken by address: the
     /// caller keeps them alive while the launch can run (a plain launch for
     /// its call, a `PreparedLaunch` for its borrow).
     pub(crate) fn new_borrowing(
@@ -223,7 +223,7 @@ impl Prepared {
             queue.as_ref().zip(queue_chunk),
             base,
         )?;
-        Ok(Prepared {
+        Ok(CudaLaunch {
             dev: dev.clone(),
             spec: *spec,
             args,
@@ -297,7 +297,7 @@ impl Prepared {
     /// list order (CTE only). Split tasks are merged after, in list order.
     ///
     /// # Errors
-    /// A queue with another decomposition than CTE; as [`Prepared::new`].
+    /// A queue with another decomposition than CTE; as [`CudaLaunch::new`].
     pub(crate) fn over_plan_list(
         dev: &CudaDevice,
         spec: &KernelSpec,
@@ -345,7 +345,7 @@ impl Prepared {
             queue.as_ref().zip(how.queue_chunk),
             base,
         )?;
-        Ok(Prepared {
+        Ok(CudaLaunch {
             dev: dev.clone(),
             spec: *spec,
             args,
@@ -370,7 +370,7 @@ impl Prepared {
     ///
     /// # Errors
     /// Ranges that are not consecutive, non-empty and covering the list
-    /// exactly; as [`Prepared::new`].
+    /// exactly; as [`CudaLaunch::new`].
     pub fn in_ranges(
         dev: &CudaDevice,
         spec: &KernelSpec,
@@ -429,7 +429,7 @@ impl Prepared {
     }
 }
 
-impl Prepared {
+impl CudaLaunch {
     /// Makes every kernel of the launch one of a carried sequence
     /// (`engines/carried_launch.rs`): `mode` says which, `carry` is the device address of
     /// one accumulator per task.
@@ -441,7 +441,7 @@ impl Prepared {
     }
 
     /// Enqueues the launch (main kernel, then the merge of split tasks).
-    /// Asynchronous: call [`Prepared::check_fault`] or [`Prepared::finish`].
+    /// Asynchronous: call [`CudaLaunch::check_fault`] or [`CudaLaunch::finish`].
     pub fn run(&self) -> Result<()> {
         if let Some(q) = &self.queue {
             q.zero_async(&self.dev)?;
@@ -471,7 +471,7 @@ impl Prepared {
         check_fault(&self.dev, &self.spec, &self.fault, &self.args, segments)
     }
 
-    /// [`Prepared::check_fault`], and on a fault clears the record, so that
+    /// [`CudaLaunch::check_fault`], and on a fault clears the record, so that
     /// the next check reports only faults of later runs.
     pub(crate) fn check_and_clear_fault(&self) -> Result<()> {
         let r = self.check_fault();
@@ -499,7 +499,7 @@ impl Prepared {
     }
 
     /// What checking this launch's faults later needs, without its buffers
-    /// (after [`Prepared::run`], for a launch that does not wait).
+    /// (after [`CudaLaunch::run`], for a launch that does not wait).
     pub(crate) fn into_pending(self) -> PendingFault {
         let lens = (0..self.spec.params.len())
             .map(|i| self.args.array_len(i))

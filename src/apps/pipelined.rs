@@ -4,7 +4,7 @@
 //! Each round ends with a [`Probe`]: values the round's last kernel wrote
 //! into host-mapped memory (a changed count, CG's scalars), or only a
 //! marker; the host waits for round `k` on a
-//! [`Readback`](crate::gpu::Readback) ring of markers while rounds up to
+//! [`Readback`](crate::Readback) ring of markers while rounds up to
 //! `k + depth - 1` are enqueued behind it. No copy enters the stream: a
 //! device-to-host copy between two kernels costs the device several
 //! microseconds, a tenth of a round of a 4M-row grid (`BENCHMARKS.md`). A loop that stops after round
@@ -12,7 +12,7 @@
 //! uses this driver makes such rounds harmless (a fixed point stays fixed;
 //! CG's update is a no-op once its residual is below the tolerance).
 
-use crate::gpu::spec::Scalar;
+use crate::Scalar;
 use crate::{Device, DeviceVec, Result};
 use std::time::{Duration, Instant};
 

@@ -6,6 +6,39 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use warpfit::{Error, Result};
 
+/// Refuses an output that names one of the command's input files: the
+/// result would replace the input it is computed from (the input is read
+/// first, then overwritten with the result, and the run still succeeds).
+///
+/// Same file means same device and inode after following links, so a
+/// symlink or a hard link to an input is refused as well. An output that
+/// does not exist yet cannot be an input; an input that cannot be read is
+/// left to the reader to report. `inputs` pairs each input option with its
+/// path, when given.
+pub fn refuse_input_as_output(
+    output: &Path,
+    what: &str,
+    inputs: &[(&str, Option<&Path>)],
+) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(out) = std::fs::metadata(output) else {
+        return Ok(());
+    };
+    for &(option, path) in inputs {
+        let Some(path) = path else { continue };
+        let Ok(input) = std::fs::metadata(path) else {
+            continue;
+        };
+        if (input.dev(), input.ino()) == (out.dev(), out.ino()) {
+            return Err(Error::invalid(format!(
+                "{what} names the same file as {option} ({}): the result would overwrite its input",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A file the command will write when its work is done.
 ///
 /// Opening checks everything the final write needs (the directory exists,

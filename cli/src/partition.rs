@@ -1,7 +1,7 @@
 //! `warpfit partition`: cache-fit partitions of a matrix's work graph (DBWP).
 
 use super::input::MatrixInput;
-use super::output::OutputFile;
+use super::output::{refuse_input_as_output, OutputFile};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,6 +102,13 @@ struct Report {
 /// of partitioning: what the partitioner allocates, its result included,
 /// but not the matrix it reads.
 fn execute(args: &PartitionArgs) -> Result<Report> {
+    if let Some(assignments) = &args.assignments {
+        refuse_input_as_output(
+            assignments,
+            "--assignments",
+            &[("--matrix", args.input.matrix.as_deref())],
+        )?;
+    }
     let bisection = bisection(args)?;
     let cache = cache_bytes(args)?;
     if !(args.safety > 0.0 && args.safety <= 1.0) {

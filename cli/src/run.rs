@@ -1,7 +1,7 @@
 //! `warpfit run APP`: runs one of the built-in apps and prints a summary.
 
 use super::input::MatrixInput;
-use super::output::OutputFile;
+use super::output::{refuse_input_as_output, OutputFile};
 use super::progress::Steps;
 use super::vector::read_vector;
 use std::io::Write;
@@ -245,6 +245,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
         mem::check_elems::<f64>(
             &format!("the timings of --iters {}", iters.unwrap_or(SPMV_ITERS)),
             iters.unwrap_or(SPMV_ITERS),
+        )?;
+    }
+    if let Some(output) = &args.output {
+        refuse_input_as_output(
+            output,
+            "--output",
+            &[
+                ("--matrix", args.input.matrix.as_deref()),
+                ("--rhs", args.rhs.as_deref()),
+            ],
         )?;
     }
     let output = args

@@ -1009,3 +1009,84 @@ fn bench_options_of_another_kind_are_one_line_errors() {
         assert_one_line_error(&o, &args, "--help");
     }
 }
+
+/// An output naming an input file — the same path, a symlink to it or a hard
+/// link of it — is refused before any work, and the input is left as it was.
+#[test]
+fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
+    let mtx = tmp("own-input.mtx");
+    let matrix = "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2 2\n3 3 3\n";
+    std::fs::write(&mtx, matrix).unwrap();
+    let rhs = tmp("own-rhs.txt");
+    let b = "-1\n3\n7\n11\n";
+    std::fs::write(&rhs, b).unwrap();
+    // The three ways to name each input again.
+    let names = |path: &std::path::Path, stem: &str| {
+        let sym = tmp(&format!("{stem}-symlink"));
+        let hard = tmp(&format!("{stem}-hardlink"));
+        let _ = std::fs::remove_file(&sym);
+        let _ = std::fs::remove_file(&hard);
+        std::os::unix::fs::symlink(path, &sym).unwrap();
+        std::fs::hard_link(path, &hard).unwrap();
+        [path.to_path_buf(), sym, hard]
+    };
+    let (m, r) = (mtx.to_str().unwrap(), rhs.to_str().unwrap());
+    for out in names(&mtx, "own-input") {
+        let out = out.to_str().unwrap();
+        for (args, needle) in [
+            (
+                vec![
+                    "run",
+                    "spmv",
+                    "--matrix",
+                    m,
+                    "--backend",
+                    "cpu",
+                    "--output",
+                    out,
+                ],
+                format!("--output names the same file as --matrix ({m})"),
+            ),
+            (
+                vec![
+                    "partition",
+                    "--matrix",
+                    m,
+                    "--cache",
+                    "1KB",
+                    "--assignments",
+                    out,
+                ],
+                format!("--assignments names the same file as --matrix ({m})"),
+            ),
+        ] {
+            let o = warpfit(&args);
+            assert_one_line_error(&o, &args, &needle);
+            assert!(o.stdout.is_empty(), "{args:?}: no work before the refusal");
+            assert_eq!(std::fs::read_to_string(&mtx).unwrap(), matrix, "{args:?}");
+        }
+    }
+    for out in names(&rhs, "own-rhs") {
+        let out = out.to_str().unwrap();
+        let args = [
+            "run",
+            "cg",
+            "--gen",
+            "poisson2d:side=2",
+            "--backend",
+            "cpu",
+            "--rhs",
+            r,
+            "--output",
+            out,
+        ];
+        let o = warpfit(&args);
+        assert_one_line_error(
+            &o,
+            &args,
+            &format!("--output names the same file as --rhs ({r})"),
+        );
+        assert!(o.stdout.is_empty(), "{args:?}: no work before the refusal");
+        assert_eq!(std::fs::read_to_string(&rhs).unwrap(), b, "{args:?}");
+    }
+}

@@ -1090,3 +1090,85 @@ fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
         assert_eq!(std::fs::read_to_string(&rhs).unwrap(), b, "{args:?}");
     }
 }
+
+/// Outputs that are not regular files are written directly: a device
+/// refuses the truncation a regular file gets (`Invalid argument`).
+#[test]
+fn special_files_take_the_output() {
+    for args in [
+        vec![
+            "run",
+            "spmv",
+            "--gen",
+            "grid2d:side=5",
+            "--backend",
+            "cpu",
+            "--iters",
+            "1",
+            "--output",
+            "/dev/null",
+        ],
+        vec!["gen", "grid2d", "--side", "5", "-o", "/dev/null"],
+        vec![
+            "partition",
+            "--gen",
+            "grid2d:side=5",
+            "--cache",
+            "1KB",
+            "--assignments",
+            "/dev/null",
+        ],
+    ] {
+        let o = warpfit(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// A write that fails names the path and the cause, in one line.
+#[test]
+fn a_failed_write_names_the_path() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    }
+    for args in [
+        vec!["gen", "grid2d", "--side", "5", "-o", "/dev/full"],
+        vec![
+            "run",
+            "spmv",
+            "--gen",
+            "grid2d:side=5",
+            "--backend",
+            "cpu",
+            "--iters",
+            "1",
+            "--output",
+            "/dev/full",
+        ],
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, "/dev/full: No space left on device");
+    }
+}
+
+/// A reader that stops early (`| head`) ends the writing quietly, with
+/// success.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    // About 2 MB of Matrix Market text: far more than a pipe holds.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warpfit"))
+        .args(["gen", "grid2d", "--side", "300", "-o", "/dev/stdout"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut head = [0u8; 14];
+    stdout.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"%%MatrixMarket");
+    drop(stdout);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
+}

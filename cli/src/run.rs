@@ -68,8 +68,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub decomp: Option<String>,
     /// Iterations: SpMV repetitions (default 10), PageRank power iterations
-    /// (default 20); at least 1. Not for sssp and bfs, which run to a fixed
-    /// point.
+    /// (default 20); at least 1. Not for sssp, bfs and cc, which run to a
+    /// fixed point, nor cg, which stops at --tol or --max-iters.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: Option<u64>,
     /// Source vertex of sssp and bfs (default 0); not for the other apps.
@@ -79,8 +79,8 @@ pub struct RunArgs {
     /// topology-driven pulls, every backend), `topo:rounds`, `data`
     /// (sssp: near-far; bfs, cc: FIFO), `data:fifo`,
     /// `data:nearfar[:DELTA]`, `hybrid[:UP[:DOWN]]` (bfs: direction-
-    /// optimising) or `auto` (the default). All but `topo` run on the CPU
-    /// backend so far.
+    /// optimising) or `auto` (the default). Every driver runs on both
+    /// backends.
     #[arg(long, value_name = "DRIVER")]
     pub driver: Option<String>,
     /// sssp, bfs, cc with a worklist driver: the worklists' initial
@@ -137,7 +137,7 @@ pub struct RunArgs {
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
-fn check_options(args: &RunArgs) -> Result<()> {
+pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
     let fixed_point = matches!(args.app, App::Sssp | App::Bfs | App::Cc);
     let driven = fixed_point;
     if !driven {

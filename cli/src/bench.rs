@@ -235,7 +235,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let report = run_spmv(&dev, &opts, &mut |line| eprintln!("{line}"))?;
     let command: Vec<String> = std::env::args().collect();
     let md = report.to_markdown(&format!("warpfit {}", command[1..].join(" ")));
-    println!("{md}");
+    say!("{md}");
     if let Some(write) = write {
         let path = write.keep();
         write_section(&path, "## GPU SpMV", &md)?;

@@ -4,6 +4,14 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `println!` for the summaries on standard output, through [`say_line`]:
+/// a closed pipe (`| head`) does not end the run with a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::say_line(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod bench_apps;
 mod bench_throttle;
@@ -76,6 +84,22 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Writes one line on standard output. A reader that closed the pipe
+/// (`| head`) asked for no more: the rest of the summary is dropped quietly
+/// and the run goes on, so that its output files are still written. Any
+/// other write error is one `error:` line and exit status 2.
+fn say_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    match writeln!(std::io::stdout().lock(), "{line}") {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("error: standard output: {e}");
+            std::process::exit(2);
         }
     }
 }

@@ -1149,26 +1149,73 @@ fn a_failed_write_names_the_path() {
         let o = warpfit(&args);
         assert_one_line_error(&o, &args, "/dev/full: No space left on device");
     }
+    // Standard output itself on a full device: one error line, no panic.
+    let args = [
+        "run",
+        "spmv",
+        "--gen",
+        "grid2d:side=3",
+        "--backend",
+        "cpu",
+        "--iters",
+        "1",
+    ];
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_warpfit"))
+        .args(args)
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_one_line_error(&o, &args, "standard output: No space left on device");
 }
 
 /// A reader that stops early (`| head`) ends the writing quietly, with
-/// success.
+/// success: the output written to standard output, and the summary lines
+/// printed after it.
 #[test]
 fn a_closed_pipe_ends_the_output_quietly() {
     use std::io::Read;
-    // About 2 MB of Matrix Market text: far more than a pipe holds.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_warpfit"))
-        .args(["gen", "grid2d", "--side", "300", "-o", "/dev/stdout"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut head = [0u8; 14];
-    stdout.read_exact(&mut head).unwrap();
-    assert_eq!(&head, b"%%MatrixMarket");
-    drop(stdout);
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
+    // Each writes far more than a pipe holds (90 000 rows, 448 800 entries).
+    for args in [
+        vec!["gen", "grid2d", "--side", "300", "-o", "/dev/stdout"],
+        vec![
+            "run",
+            "spmv",
+            "--gen",
+            "grid2d:side=300",
+            "--backend",
+            "cpu",
+            "--iters",
+            "1",
+            "--output",
+            "/dev/stdout",
+        ],
+        vec![
+            "partition",
+            "--gen",
+            "grid2d:side=300",
+            "--cache",
+            "64KB",
+            "--assignments",
+            "/dev/stdout",
+        ],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_warpfit"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut head = [0u8; 1];
+        stdout.read_exact(&mut head).unwrap();
+        drop(stdout);
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("error"), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
 }

@@ -1066,6 +1066,24 @@ fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
             assert_eq!(std::fs::read_to_string(&mtx).unwrap(), matrix, "{args:?}");
         }
     }
+    // bench's reports against its --mtx inputs, refused before it looks for
+    // a GPU.
+    let sym = tmp("own-input-symlink");
+    let sym = sym.to_str().unwrap();
+    for (kind, option) in [
+        ("apps", "--out"),
+        ("throttle", "--svg"),
+        ("spmv", "--write"),
+    ] {
+        let args = ["bench", kind, "--mtx", m, option, sym];
+        let o = warpfit(&args);
+        assert_one_line_error(
+            &o,
+            &args,
+            &format!("{option} names the same file as --mtx ({m})"),
+        );
+        assert_eq!(std::fs::read_to_string(&mtx).unwrap(), matrix, "{args:?}");
+    }
     for out in names(&rhs, "own-rhs") {
         let out = out.to_str().unwrap();
         let args = [

@@ -13,8 +13,10 @@ use warpfit::{Error, Result};
 /// Same file means same device and inode after following links, so a
 /// symlink or a hard link to an input is refused as well. An output that
 /// does not exist yet cannot be an input; an input that cannot be read is
-/// left to the reader to report. `inputs` pairs each input option with its
-/// path, when given.
+/// left to the reader to report. Only a regular file is compared: a
+/// terminal or a device read and written in one run (`--rhs /dev/tty
+/// --output /dev/tty`) loses nothing. `inputs` pairs each input option with
+/// its path, when given.
 pub fn refuse_input_as_output(
     output: &Path,
     what: &str,
@@ -24,6 +26,9 @@ pub fn refuse_input_as_output(
     let Ok(out) = std::fs::metadata(output) else {
         return Ok(());
     };
+    if !out.is_file() {
+        return Ok(());
+    }
     for &(option, path) in inputs {
         let Some(path) = path else { continue };
         let Ok(input) = std::fs::metadata(path) else {

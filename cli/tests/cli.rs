@@ -1142,6 +1142,27 @@ fn special_files_take_the_output() {
     }
 }
 
+/// A device both read and written is no input to protect: the rule is
+/// about regular files, whose contents the result would replace.
+#[test]
+fn a_device_may_be_both_input_and_output() {
+    let args = [
+        "run",
+        "cg",
+        "--gen",
+        "poisson2d:side=2",
+        "--backend",
+        "cpu",
+        "--rhs",
+        "/dev/null",
+        "--output",
+        "/dev/null",
+    ];
+    let o = warpfit(&args);
+    // Refused for what /dev/null holds (no values), not as an overwrite.
+    assert_one_line_error(&o, &args, "--rhs /dev/null: 0 values");
+}
+
 /// A write that fails names the path and the cause, in one line.
 #[test]
 fn a_failed_write_names_the_path() {

@@ -10,7 +10,7 @@
 //! measured in the same run); this module parses the options, prints
 //! progress and writes the `## GPU SpMV` section of `BENCHMARKS.md`.
 
-use super::output::OutputFile;
+use super::output::{refuse_input_as_output, OutputFile};
 use std::path::{Path, PathBuf};
 use warpfit::CudaDevice;
 use warpfit::{Error, Result};
@@ -192,6 +192,7 @@ const BUDGETS: [u32; 4] = [256, 512, 1024, 2048];
 /// Runs `warpfit bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
     check_options(args)?;
+    refuse_inputs_as_outputs(args)?;
     match args.kernel.as_str() {
         "apps" => return super::bench_apps::run(args),
         "throttle" => return super::bench_throttle::run(args),
@@ -235,11 +236,32 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let report = run_spmv(&dev, &opts, &mut |line| eprintln!("{line}"))?;
     let command: Vec<String> = std::env::args().collect();
     let md = report.to_markdown(&format!("warpfit {}", command[1..].join(" ")));
-    println!("{md}");
+    say!("{md}");
     if let Some(write) = write {
         let path = write.keep();
         write_section(&path, "## GPU SpMV", &md)?;
         eprintln!("wrote the `## GPU SpMV` section of {}", path.display());
+    }
+    Ok(())
+}
+
+/// Refuses a report, chart or matrix output that names one of the `--mtx`
+/// inputs, before any work: it would replace the matrix it was measured on.
+fn refuse_inputs_as_outputs(args: &BenchArgs) -> Result<()> {
+    let inputs: Vec<(&str, Option<&Path>)> = args
+        .mtx
+        .iter()
+        .map(|p| ("--mtx", Some(p.as_path())))
+        .collect();
+    for (what, output) in [
+        ("--out", &args.out),
+        ("--write", &args.write),
+        ("--svg", &args.svg),
+        ("--pagerank-mtx", &args.pagerank_mtx),
+    ] {
+        if let Some(output) = output {
+            refuse_input_as_output(output, what, &inputs)?;
+        }
     }
     Ok(())
 }

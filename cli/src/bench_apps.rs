@@ -125,7 +125,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         return Err(e);
     }
     let md = report.to_markdown();
-    println!("{md}");
+    say!("{md}");
     write(&md)?;
     if let Some(path) = &out {
         eprintln!("wrote {}", path.display());

@@ -181,7 +181,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         return Err(e);
     }
     let md = report.to_markdown();
-    println!("{md}");
+    say!("{md}");
     outputs.write(&report)?;
     if let Some(write) = write {
         let path = write.keep();

@@ -4,22 +4,22 @@ use warpfit::{Device, Result};
 
 pub fn run() -> Result<()> {
     let info = Device::best().describe();
-    println!("backend: {}", info.backend);
-    println!("device: {}", info.name);
+    say!("backend: {}", info.backend);
+    say!("device: {}", info.name);
     if let Some(arch) = &info.arch {
-        println!("architecture: {arch}");
+        say!("architecture: {arch}");
     }
     if let Some(sms) = info.sm_count {
-        println!("multiprocessors: {sms}");
+        say!("multiprocessors: {sms}");
     }
     if let Some(l2) = info.l2_bytes {
-        println!(
+        say!(
             "L2 cache: {} bytes ({:.1} MiB)",
             l2,
             l2 as f64 / (1 << 20) as f64
         );
     }
-    println!("cpu threads: {}", rayon_threads());
+    say!("cpu threads: {}", rayon_threads());
     Ok(())
 }
 

@@ -4,6 +4,14 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `println!` for the summaries on standard output, through [`say_line`]:
+/// a closed pipe (`| head`) does not end the run with a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::say_line(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod bench_apps;
 mod bench_throttle;
@@ -40,12 +48,13 @@ enum Command {
     Info,
     /// Writes a generated matrix as Matrix Market.
     Gen(gen::GenArgs),
-    /// Runs an app (spmv, pagerank, sssp, bfs, cg) on a matrix.
+    /// Runs an app (spmv, pagerank, sssp, bfs, cc, cg) on a matrix.
     Run(run::RunArgs),
     /// Partitions a matrix's work graph into cache-sized pieces (DBWP).
     Partition(partition::PartitionArgs),
-    /// Times the GPU SpMV variants against cuSPARSE (`spmv`), or every app's
-    /// iterations against its kernels and CG against cuSPARSE CG (`apps`).
+    /// Times the GPU SpMV variants against cuSPARSE (`spmv`), every app's
+    /// iterations against its kernels and CG against cuSPARSE CG (`apps`),
+    /// or the throttled SpMV under every policy (`throttle`).
     Bench(bench::BenchArgs),
 }
 
@@ -75,6 +84,22 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Writes one line on standard output. A reader that closed the pipe
+/// (`| head`) asked for no more: the rest of the summary is dropped quietly
+/// and the run goes on, so that its output files are still written. Any
+/// other write error is one `error:` line and exit status 2.
+fn say_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    match writeln!(std::io::stdout().lock(), "{line}") {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("error: standard output: {e}");
+            std::process::exit(2);
         }
     }
 }
@@ -121,6 +146,95 @@ fn one_line_usage_error(rendered: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every word of `text`, split at anything but letters, digits and `_`.
+    fn words(text: &str) -> Vec<&str> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect()
+    }
+
+    /// The help's lists of apps and bench kinds name exactly what the code
+    /// accepts: `warpfit --help` and `run --help` describe `run` by its app
+    /// list, `bench`'s description names each kind.
+    #[test]
+    fn help_lists_what_the_code_accepts() {
+        use clap::{CommandFactory, ValueEnum};
+        let cli = Cli::command();
+        let run = cli.find_subcommand("run").expect("a run subcommand");
+        let about = run.get_about().expect("run has a description").to_string();
+        let listed: Vec<&str> = about
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(list, _)| list.split(", ").collect())
+            .unwrap_or_default();
+        let apps: Vec<String> = run::App::value_variants()
+            .iter()
+            .filter_map(|a| a.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(listed, apps, "run's description: {about}");
+
+        let bench = cli.find_subcommand("bench").expect("a bench subcommand");
+        let about = bench.get_about().expect("bench has a description");
+        let about = words(&about.to_string())
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        let kinds = bench
+            .get_arguments()
+            .find(|a| a.get_id() == "kernel")
+            .expect("bench takes a kind")
+            .get_possible_values();
+        assert!(!kinds.is_empty());
+        for kind in kinds {
+            assert!(
+                about.iter().any(|w| w == kind.get_name()),
+                "bench's description does not name `{}`",
+                kind.get_name()
+            );
+        }
+    }
+
+    /// `--iters` says which apps it is not for: each app that refuses it.
+    #[test]
+    fn iters_help_names_every_app_that_refuses_it() {
+        use clap::{CommandFactory, ValueEnum};
+        let cli = Cli::command();
+        let run = cli.find_subcommand("run").expect("a run subcommand");
+        let help = run
+            .get_arguments()
+            .find(|a| a.get_id() == "iters")
+            .and_then(|a| a.get_long_help().or(a.get_help()))
+            .expect("--iters has a help text")
+            .to_string();
+        let (_, refused) = help
+            .split_once("Not for")
+            .expect("--iters names the apps it is not for");
+        let refused = words(refused);
+        for app in run::App::value_variants() {
+            let name = app.to_possible_value().expect("a visible app");
+            let name = name.get_name();
+            let args = [
+                "warpfit",
+                "run",
+                name,
+                "--gen",
+                "grid2d:side=2",
+                "--iters",
+                "2",
+            ];
+            let Command::Run(args) = Cli::try_parse_from(args).expect("parses").command else {
+                unreachable!("parsed as run")
+            };
+            let rejected = run::check_options(&args).is_err();
+            assert_eq!(
+                refused.contains(&name),
+                rejected,
+                "`{name}`: --iters's help: {help}"
+            );
+        }
+    }
 
     #[test]
     fn usage_errors_fit_on_one_line() {

@@ -1,7 +1,7 @@
 //! `warpfit partition`: cache-fit partitions of a matrix's work graph (DBWP).
 
 use super::input::MatrixInput;
-use super::output::OutputFile;
+use super::output::{refuse_input_as_output, OutputFile};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,6 +102,13 @@ struct Report {
 /// of partitioning: what the partitioner allocates, its result included,
 /// but not the matrix it reads.
 fn execute(args: &PartitionArgs) -> Result<Report> {
+    if let Some(assignments) = &args.assignments {
+        refuse_input_as_output(
+            assignments,
+            "--assignments",
+            &[("--matrix", args.input.matrix.as_deref())],
+        )?;
+    }
     let bisection = bisection(args)?;
     let cache = cache_bytes(args)?;
     if !(args.safety > 0.0 && args.safety <= 1.0) {
@@ -180,33 +187,39 @@ impl Report {
     fn print_table(&self, args: &PartitionArgs) {
         let m = &self.metrics;
         let (nrows, ncols) = (self.nrows, self.ncols);
-        println!(
+        say!(
             "input:        {} ({nrows} x {ncols}, {} tuples)",
             args.input.label(),
             self.tuples
         );
-        println!(
+        say!(
             "capacity:     T = {} unique vertices ({} bytes of cache at safety {:?})",
-            m.capacity, self.cache, args.safety
+            m.capacity,
+            self.cache,
+            args.safety
         );
-        println!("partitioner:  {}", args.partitioner);
-        println!(
+        say!("partitioner:  {}", args.partitioner);
+        say!(
             "partitions:   {} (SJ-tree depth {})",
-            m.partitions, self.tree_depth
+            m.partitions,
+            self.tree_depth
         );
-        println!(
+        say!(
             "unique:       max {}, mean {:.1}",
-            m.max_unique, m.mean_unique
+            m.max_unique,
+            m.mean_unique
         );
-        println!(
+        say!(
             "edges:        min {}, mean {:.1}, max {}",
-            m.min_edges, m.mean_edges, m.max_edges
+            m.min_edges,
+            m.mean_edges,
+            m.max_edges
         );
-        println!("replication:  R = {}", m.replication);
-        println!("split tasks:  {}", m.split_tasks);
-        println!("time:         {:.3} s", m.seconds);
+        say!("replication:  R = {}", m.replication);
+        say!("split tasks:  {}", m.split_tasks);
+        say!("time:         {:.3} s", m.seconds);
         if let Some(peak) = self.peak_heap_bytes {
-            println!(
+            say!(
                 "heap peak:    {:.2} MB = {:.2}x the {:.2} MB CSR",
                 peak as f64 / 1e6,
                 peak as f64 / self.csr_bytes.max(1) as f64,
@@ -220,7 +233,7 @@ impl Report {
 pub fn run(args: &PartitionArgs) -> Result<()> {
     let report = execute(args)?;
     if args.json {
-        println!("{}", report.json(args));
+        say!("{}", report.json(args));
     } else {
         report.print_table(args);
     }

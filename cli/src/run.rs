@@ -1,7 +1,7 @@
 //! `warpfit run APP`: runs one of the built-in apps and prints a summary.
 
 use super::input::MatrixInput;
-use super::output::OutputFile;
+use super::output::{refuse_input_as_output, OutputFile};
 use super::progress::Steps;
 use super::vector::read_vector;
 use std::io::Write;
@@ -68,8 +68,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub decomp: Option<String>,
     /// Iterations: SpMV repetitions (default 10), PageRank power iterations
-    /// (default 20); at least 1. Not for sssp and bfs, which run to a fixed
-    /// point.
+    /// (default 20); at least 1. Not for sssp, bfs and cc, which run to a
+    /// fixed point, nor cg, which stops at --tol or --max-iters.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: Option<u64>,
     /// Source vertex of sssp and bfs (default 0); not for the other apps.
@@ -79,8 +79,8 @@ pub struct RunArgs {
     /// topology-driven pulls, every backend), `topo:rounds`, `data`
     /// (sssp: near-far; bfs, cc: FIFO), `data:fifo`,
     /// `data:nearfar[:DELTA]`, `hybrid[:UP[:DOWN]]` (bfs: direction-
-    /// optimising) or `auto` (the default). All but `topo` run on the CPU
-    /// backend so far.
+    /// optimising) or `auto` (the default). Every driver runs on both
+    /// backends.
     #[arg(long, value_name = "DRIVER")]
     pub driver: Option<String>,
     /// sssp, bfs, cc with a worklist driver: the worklists' initial
@@ -137,7 +137,7 @@ pub struct RunArgs {
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
-fn check_options(args: &RunArgs) -> Result<()> {
+pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
     let fixed_point = matches!(args.app, App::Sssp | App::Bfs | App::Cc);
     let driven = fixed_point;
     if !driven {
@@ -247,6 +247,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
             iters.unwrap_or(SPMV_ITERS),
         )?;
     }
+    if let Some(output) = &args.output {
+        refuse_input_as_output(
+            output,
+            "--output",
+            &[
+                ("--matrix", args.input.matrix.as_deref()),
+                ("--rhs", args.rhs.as_deref()),
+            ],
+        )?;
+    }
     let output = args
         .output
         .as_deref()
@@ -335,7 +345,7 @@ impl AppRun<'_> {
     }
 
     fn print_header<T>(&self, a: &Csr<T>) {
-        println!(
+        say!(
             "{}: {} x {}, {} nonzeros; backend {}{}",
             self.args.input.label(),
             a.nrows(),
@@ -388,7 +398,7 @@ impl AppRun<'_> {
         drop(steps);
         launch.check()?;
         let per = timings.median_iteration().unwrap_or_default().as_secs_f64();
-        println!(
+        say!(
             "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({} iterations, {})",
             per * 1e3,
             2.0 * a.nnz() as f64 / per / 1e9,
@@ -447,7 +457,7 @@ impl AppRun<'_> {
         drop(steps);
         let r = t.report().clone();
         let per = timings.median_iteration().unwrap_or_default().as_secs_f64();
-        println!(
+        say!(
             "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({} iterations, {}, throttle {})",
             per * 1e3,
             2.0 * a.nnz() as f64 / per / 1e9,
@@ -455,7 +465,7 @@ impl AppRun<'_> {
             device.backend_name(),
             policy
         );
-        println!(
+        say!(
             "{}",
             throttle_summary(&r, t.status(), &timings.iterations, &planned)
         );
@@ -491,10 +501,10 @@ impl AppRun<'_> {
                 // `+ 0.0`: the empty sum is -0.0, which would print as `-0.000000`.
                 let rank_sum = rank.iter().map(|&r| r as f64).sum::<f64>() + 0.0;
                 if g.is_empty() {
-                    println!("pagerank: empty graph, nothing to rank ({backend})");
+                    say!("pagerank: empty graph, nothing to rank ({backend})");
                 } else {
                     let per = timings.median_iteration().unwrap_or_default().as_secs_f64();
-                    println!(
+                    say!(
                         "pagerank: {} iterations, {:.3} ms/iter, {:.1} M edges/s, rank sum {:.6} ({backend})",
                         opts.iterations,
                         per * 1e3,
@@ -503,7 +513,7 @@ impl AppRun<'_> {
                     );
                 }
                 if let Some(t) = &throttled {
-                    println!(
+                    say!(
                         "{}",
                         throttle_summary(&t.report, t.status, &timings.iterations, &t.planned)
                     );
@@ -572,7 +582,7 @@ impl AppRun<'_> {
         };
         let app = format!("{:?}", args.app).to_lowercase();
         if let Some(note) = &report.note {
-            println!("{app}: {note}");
+            say!("{app}: {note}");
         }
         let growths = match report.growths {
             0 => String::new(),
@@ -583,7 +593,7 @@ impl AppRun<'_> {
             0 => String::new(),
             c => format!(", {c} chunks of 1024 edges donated"),
         };
-        println!(
+        say!(
             "{app}: {}: {} rounds, {} host synchronisations, {} items processed{growths}{donated}, {:.1} ms; {summary} ({backend})",
             report.driver,
             report.rounds,
@@ -653,7 +663,7 @@ impl AppRun<'_> {
         drop(steps);
         let true_residual = apps::relative_residual(&a, &result.x, &b)?;
         let per = result.timings.median_iteration().unwrap_or_default();
-        println!(
+        say!(
             "cg: {} after {} iterations, relative residual {:.3e} (‖b − A·x‖/‖b‖ {:.3e}), {:.3} ms per iteration ({}, {}, {})",
             if result.converged {
                 "converged"
@@ -672,13 +682,13 @@ impl AppRun<'_> {
             self.device.backend_name()
         );
         if let Some(t) = &result.throttle {
-            println!(
+            say!(
                 "{}",
                 throttle_summary(&t.report, t.status, &result.timings.iterations, &t.planned)
             );
         }
         if opts.order == CgOrder::Levels {
-            println!("{}", renumber_summary(&result));
+            say!("{}", renumber_summary(&result));
         }
         print_timing(read, &result.timings, "iterations");
         write_output(self.output, result.x.iter().map(|v| v.to_string()))
@@ -829,7 +839,7 @@ fn print_timing(read: Duration, t: &Timings, unit: &str) {
             ms(t.iterations_total())
         ),
     };
-    println!(
+    say!(
         "timing: read {:.1} ms; set-up {:.1} ms (upload, prepare, compile); {iterations}",
         ms(read),
         ms(t.setup)

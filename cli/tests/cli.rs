@@ -1009,3 +1009,252 @@ fn bench_options_of_another_kind_are_one_line_errors() {
         assert_one_line_error(&o, &args, "--help");
     }
 }
+
+/// An output naming an input file — the same path, a symlink to it or a hard
+/// link of it — is refused before any work, and the input is left as it was.
+#[test]
+fn an_output_that_names_an_input_is_refused_and_the_input_kept() {
+    let mtx = tmp("own-input.mtx");
+    let matrix = "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2 2\n3 3 3\n";
+    std::fs::write(&mtx, matrix).unwrap();
+    let rhs = tmp("own-rhs.txt");
+    let b = "-1\n3\n7\n11\n";
+    std::fs::write(&rhs, b).unwrap();
+    // The three ways to name each input again.
+    let names = |path: &std::path::Path, stem: &str| {
+        let sym = tmp(&format!("{stem}-symlink"));
+        let hard = tmp(&format!("{stem}-hardlink"));
+        let _ = std::fs::remove_file(&sym);
+        let _ = std::fs::remove_file(&hard);
+        std::os::unix::fs::symlink(path, &sym).unwrap();
+        std::fs::hard_link(path, &hard).unwrap();
+        [path.to_path_buf(), sym, hard]
+    };
+    let (m, r) = (mtx.to_str().unwrap(), rhs.to_str().unwrap());
+    for out in names(&mtx, "own-input") {
+        let out = out.to_str().unwrap();
+        for (args, needle) in [
+            (
+                vec![
+                    "run",
+                    "spmv",
+                    "--matrix",
+                    m,
+                    "--backend",
+                    "cpu",
+                    "--output",
+                    out,
+                ],
+                format!("--output names the same file as --matrix ({m})"),
+            ),
+            (
+                vec![
+                    "partition",
+                    "--matrix",
+                    m,
+                    "--cache",
+                    "1KB",
+                    "--assignments",
+                    out,
+                ],
+                format!("--assignments names the same file as --matrix ({m})"),
+            ),
+        ] {
+            let o = warpfit(&args);
+            assert_one_line_error(&o, &args, &needle);
+            assert!(o.stdout.is_empty(), "{args:?}: no work before the refusal");
+            assert_eq!(std::fs::read_to_string(&mtx).unwrap(), matrix, "{args:?}");
+        }
+    }
+    // bench's reports against its --mtx inputs, refused before it looks for
+    // a GPU.
+    let sym = tmp("own-input-symlink");
+    let sym = sym.to_str().unwrap();
+    for (kind, option) in [
+        ("apps", "--out"),
+        ("throttle", "--svg"),
+        ("spmv", "--write"),
+    ] {
+        let args = ["bench", kind, "--mtx", m, option, sym];
+        let o = warpfit(&args);
+        assert_one_line_error(
+            &o,
+            &args,
+            &format!("{option} names the same file as --mtx ({m})"),
+        );
+        assert_eq!(std::fs::read_to_string(&mtx).unwrap(), matrix, "{args:?}");
+    }
+    for out in names(&rhs, "own-rhs") {
+        let out = out.to_str().unwrap();
+        let args = [
+            "run",
+            "cg",
+            "--gen",
+            "poisson2d:side=2",
+            "--backend",
+            "cpu",
+            "--rhs",
+            r,
+            "--output",
+            out,
+        ];
+        let o = warpfit(&args);
+        assert_one_line_error(
+            &o,
+            &args,
+            &format!("--output names the same file as --rhs ({r})"),
+        );
+        assert!(o.stdout.is_empty(), "{args:?}: no work before the refusal");
+        assert_eq!(std::fs::read_to_string(&rhs).unwrap(), b, "{args:?}");
+    }
+}
+
+/// Outputs that are not regular files are written directly: a device
+/// refuses the truncation a regular file gets (`Invalid argument`).
+#[test]
+fn special_files_take_the_output() {
+    for args in [
+        vec![
+            "run",
+            "spmv",
+            "--gen",
+            "grid2d:side=5",
+            "--backend",
+            "cpu",
+            "--iters",
+            "1",
+            "--output",
+            "/dev/null",
+        ],
+        vec!["gen", "grid2d", "--side", "5", "-o", "/dev/null"],
+        vec![
+            "partition",
+            "--gen",
+            "grid2d:side=5",
+            "--cache",
+            "1KB",
+            "--assignments",
+            "/dev/null",
+        ],
+    ] {
+        let o = warpfit(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// A device both read and written is no input to protect: the rule is
+/// about regular files, whose contents the result would replace.
+#[test]
+fn a_device_may_be_both_input_and_output() {
+    let args = [
+        "run",
+        "cg",
+        "--gen",
+        "poisson2d:side=2",
+        "--backend",
+        "cpu",
+        "--rhs",
+        "/dev/null",
+        "--output",
+        "/dev/null",
+    ];
+    let o = warpfit(&args);
+    // Refused for what /dev/null holds (no values), not as an overwrite.
+    assert_one_line_error(&o, &args, "--rhs /dev/null: 0 values");
+}
+
+/// A write that fails names the path and the cause, in one line.
+#[test]
+fn a_failed_write_names_the_path() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    }
+    for args in [
+        vec!["gen", "grid2d", "--side", "5", "-o", "/dev/full"],
+        vec![
+            "run",
+            "spmv",
+            "--gen",
+            "grid2d:side=5",
+            "--backend",
+            "cpu",
+            "--iters",
+            "1",
+            "--output",
+            "/dev/full",
+        ],
+    ] {
+        let o = warpfit(&args);
+        assert_one_line_error(&o, &args, "/dev/full: No space left on device");
+    }
+    // Standard output itself on a full device: one error line, no panic.
+    let args = [
+        "run",
+        "spmv",
+        "--gen",
+        "grid2d:side=3",
+        "--backend",
+        "cpu",
+        "--iters",
+        "1",
+    ];
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_warpfit"))
+        .args(args)
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_one_line_error(&o, &args, "standard output: No space left on device");
+}
+
+/// A reader that stops early (`| head`) ends the writing quietly, with
+/// success: the output written to standard output, and the summary lines
+/// printed after it.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    // Each writes far more than a pipe holds (90 000 rows, 448 800 entries).
+    for args in [
+        vec!["gen", "grid2d", "--side", "300", "-o", "/dev/stdout"],
+        vec![
+            "run",
+            "spmv",
+            "--gen",
+            "grid2d:side=300",
+            "--backend",
+            "cpu",
+            "--iters",
+            "1",
+            "--output",
+            "/dev/stdout",
+        ],
+        vec![
+            "partition",
+            "--gen",
+            "grid2d:side=300",
+            "--cache",
+            "64KB",
+            "--assignments",
+            "/dev/stdout",
+        ],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_warpfit"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut head = [0u8; 1];
+        stdout.read_exact(&mut head).unwrap();
+        drop(stdout);
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("error"), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -650,7 +650,8 @@ impl<'a> Bench<'a> {
         l.run()?;
         d.synchronize()?;
         l.check()?;
-        let mut times = Vec::with_capacity(self.opts.spmv_iters);
+        // Grown as launches complete, not allocated up front for a huge count.
+        let mut times = Vec::with_capacity(self.opts.spmv_iters.min(1 << 16));
         for _ in 0..self.opts.spmv_iters {
             let t = Instant::now();
             l.run()?;

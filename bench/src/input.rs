@@ -154,7 +154,9 @@ pub fn timed_runs(
     for _ in 0..warmup {
         f()?;
     }
-    let mut ms = Vec::with_capacity(runs);
+    // Grown as runs complete: a huge `runs` costs time, never an allocation
+    // up front.
+    let mut ms = Vec::with_capacity(runs.min(1 << 16));
     for _ in 0..runs {
         ms.push(match timer {
             Some(timer) => timer.time_ms(1, f)?,

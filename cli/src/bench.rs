@@ -296,3 +296,22 @@ pub(crate) fn write_section(path: &Path, heading: &str, body: &str) -> Result<()
         source,
     })
 }
+
+/// `bench ARGS` parsed as the command line parses it, for the subcommands'
+/// tests.
+#[cfg(test)]
+pub(crate) fn try_parse_for_test(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+    Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+}
+
+/// [`try_parse_for_test`] for arguments that parse.
+#[cfg(test)]
+pub(crate) fn parse_for_test(args: &[&str]) -> BenchArgs {
+    try_parse_for_test(args).expect("the test's arguments parse")
+}

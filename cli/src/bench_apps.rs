@@ -136,19 +136,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        bench: BenchArgs,
-    }
-
-    fn parse(args: &[&str]) -> BenchArgs {
-        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
-            .unwrap()
-            .bench
-    }
+    use crate::bench::{parse_for_test as parse, try_parse_for_test as try_parse};
 
     #[test]
     fn defaults_small_and_overrides() {
@@ -195,6 +184,6 @@ mod tests {
             .to_string();
         assert!(e.contains("--out belongs to `warpfit bench apps`"), "{e}");
         assert!(refuse_apps_options(&parse(&["spmv"])).is_ok());
-        assert!(Cli::try_parse_from(["bench", "apps", "--repeats", "0"]).is_err());
+        assert!(try_parse(&["apps", "--repeats", "0"]).is_err());
     }
 }

@@ -198,20 +198,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
     use warpfit::{CacheSize, Partitioner};
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        bench: BenchArgs,
-    }
-
-    fn parse(args: &[&str]) -> BenchArgs {
-        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
-            .unwrap()
-            .bench
-    }
+    use crate::bench::{parse_for_test as parse, try_parse_for_test as try_parse};
 
     #[test]
     fn suites_and_options() {
@@ -258,8 +247,8 @@ mod tests {
         assert!(e.to_string().contains("cache size"), "{e}");
         let e = options(&parse(&["throttle", "--partitioner", "metis"])).unwrap_err();
         assert!(e.to_string().contains("metis"), "{e}");
-        assert!(Cli::try_parse_from(["bench", "throttle", "--rounds", "0"]).is_err());
-        assert!(Cli::try_parse_from(["bench", "throttle", "--backend", "tpu"]).is_err());
-        assert!(Cli::try_parse_from(["bench", "throttle", "--runs", "5"]).is_err());
+        assert!(try_parse(&["throttle", "--rounds", "0"]).is_err());
+        assert!(try_parse(&["throttle", "--backend", "tpu"]).is_err());
+        assert!(try_parse(&["throttle", "--runs", "5"]).is_err());
     }
 }

@@ -505,3 +505,30 @@ mod cache {
         assert_eq!(mode, 0o777);
     }
 }
+
+/// The device planner's kernels (`plan.cuh`): column blocks, scans,
+/// renumbering permutations, the locality sample and the digest.
+#[test]
+fn the_device_planner_compiles_for_sm80_and_sm90_without_spills() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let entry_points = warpfit_gpu::__private::compile::PLAN_ENTRY_POINTS;
+    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+        let c = compile_uncached(
+            "plan",
+            &warpfit_gpu::__private::compile::plan_unit(),
+            arch,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "plan {arch}: not an ELF image");
+        let report = ptxas_report(&c.log);
+        for ep in entry_points {
+            let Some(&(_, spill)) = report.get(*ep) else {
+                panic!("plan {arch}: no ptxas report for {ep}:\n{}", c.log)
+            };
+            assert_eq!(spill, 0, "plan {ep} {arch}: {spill} bytes spilled");
+        }
+        assert_eq!(report.len(), entry_points.len(), "{}", c.log);
+    }
+}

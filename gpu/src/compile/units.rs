@@ -37,6 +37,7 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ),
     ("warpfit/rounds.cuh", include_str!("../../cuda/rounds.cuh")),
     ("warpfit/levels.cuh", include_str!("../../cuda/levels.cuh")),
+    ("warpfit/plan.cuh", include_str!("../../cuda/plan.cuh")),
     (
         "warpfit/cte_for_each.cuh",
         include_str!("../../cuda/cte_for_each.cuh"),
@@ -110,6 +111,26 @@ pub const LEVELS_ENTRY_POINTS: &[&str] = &[
     "wf_renumber_rows_4",
     "wf_renumber_rows_8",
 ];
+
+/// The entry points of the device planner's library (`plan.cuh`): column
+/// blocks, scans, renumbering permutations, the locality sample and the
+/// content digest, compiled once per device ([`plan_unit`]).
+pub const PLAN_ENTRY_POINTS: &[&str] = &[
+    "wf_cb_count",
+    "wf_cb_place",
+    "wf_scan_reduce",
+    "wf_scan_sums",
+    "wf_scan_apply",
+    "wf_rows_lengths",
+    "wf_rows_perm",
+    "wf_locality",
+    "wf_hash_words",
+];
+
+/// Source of the device planner's module: every [`PLAN_ENTRY_POINTS`].
+pub fn plan_unit() -> String {
+    "#include \"warpfit/plan.cuh\"\nWARPFIT_PLAN_ENTRY_POINTS\n".to_string()
+}
 
 /// Source of the level order's module: every [`LEVELS_ENTRY_POINTS`].
 pub fn levels_unit() -> String {

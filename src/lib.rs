@@ -33,9 +33,10 @@ pub mod gpu {
 }
 pub use warpfit_gpu::{
     default_cache_dir, split_one_task, Arch, CudaDevice, CudaRounds, Decomposition, Device,
-    DeviceBuffer, DeviceInfo, DeviceVec, DeviceWorklist, ExpectedLaunch, Input, LaunchConfig,
-    OneTaskSplit, Output, PlanOrder, PreparedLaunch, PushVariant, Readback, Scalar, Split,
-    ThrottleReport, ThrottleStatus, Throttled, MAX_READBACK_DEPTH, MAX_READBACK_LEN,
+    DeviceBuffer, DeviceInfo, DevicePlan, DeviceVec, DeviceWorklist, ExpectedLaunch, Input,
+    LaunchConfig, ModelReport, OneTaskSplit, Output, PlanOrder, PreparedLaunch, PushVariant,
+    Readback, Scalar, Split, ThrottleReport, ThrottleStatus, Throttled, MAX_READBACK_DEPTH,
+    MAX_READBACK_LEN,
 };
 pub use warpfit_macros::{device_fn, nested_reduce, throttled};
 pub use warpfit_runtime as runtime;

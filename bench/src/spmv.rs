@@ -768,7 +768,8 @@ impl<'a> OneMatrix<'a> {
             &options,
             &LaunchConfig::default(),
             a.nrows(),
-            &graph,
+            a.ncols(),
+            Some(&graph),
             &shape,
             no_cpu,
         )?;

@@ -91,8 +91,8 @@ pub struct ThrottleBenchOptions {
 /// The names [`ThrottleBenchOptions::variants`] accepts: the baseline on
 /// the original and on the remapped matrix, the policies, and the CPU plan
 /// executor.
-pub const VARIANT_NAMES: [&str; 10] = [
-    "baseline", "remapped", "org", "org_r", "cf", "cfq", "sj", "sjq", "auto", "carried",
+pub const VARIANT_NAMES: [&str; 11] = [
+    "baseline", "remapped", "org", "org_r", "cf", "cfq", "sj", "sjq", "auto", "model", "carried",
 ];
 
 impl ThrottleBenchOptions {
@@ -146,6 +146,7 @@ impl ThrottleBenchOptions {
             VariantKind::Baseline => "baseline",
             VariantKind::BaselineRemapped => "remapped",
             VariantKind::Policy(p) => p.name(),
+            VariantKind::Model => "model",
             VariantKind::Carried(_) => "carried",
         };
         self.variants.is_empty() || self.variants.iter().any(|v| v == name)
@@ -190,8 +191,12 @@ pub enum VariantKind {
     Baseline,
     /// The same on the matrix remapped as the handle remaps it.
     BaselineRemapped,
-    /// The throttled handle under a policy.
+    /// The throttled handle under a policy (`auto`: the exhaustive sweep,
+    /// [`ThrottleOptions::exhaustive`]).
     Policy(ThrottlePolicy),
+    /// The throttled handle under `auto` by the cost model, plans made on
+    /// the device, the plan cache off (what applications get by default).
+    Model,
     /// The CPU plan executor ([`run_carried`]) over a part-major plan of
     /// this partitioner.
     Carried(Partitioner),
@@ -206,6 +211,7 @@ impl VariantKind {
             (VariantKind::Baseline, true) => "CPU twin".into(),
             (VariantKind::BaselineRemapped, true) => "CPU twin remapped".into(),
             (VariantKind::Policy(p), _) => p.name().into(),
+            (VariantKind::Model, _) => "model".into(),
             (VariantKind::Carried(p), _) => format!("carried {p}"),
         }
     }
@@ -499,6 +505,9 @@ pub fn run_throttle_bench(
 fn variant_kinds(cpu: bool, partitioner: Option<Partitioner>) -> Vec<VariantKind> {
     let mut kinds = vec![VariantKind::Baseline, VariantKind::BaselineRemapped];
     kinds.extend(ThrottlePolicy::ALL.into_iter().map(VariantKind::Policy));
+    if !cpu {
+        kinds.push(VariantKind::Model);
+    }
     if cpu {
         match partitioner {
             Some(p) => kinds.push(VariantKind::Carried(p)),
@@ -674,7 +683,8 @@ impl<'a> OneMatrix<'a> {
         match kind {
             VariantKind::Baseline => self.baseline(self.a, None, 0.0),
             VariantKind::BaselineRemapped => self.remapped(),
-            VariantKind::Policy(p) => self.handle(p),
+            VariantKind::Policy(p) => self.handle(p, true),
+            VariantKind::Model => self.handle(ThrottlePolicy::Auto, false),
             VariantKind::Carried(p) => self.carried(p),
         }
     }
@@ -776,12 +786,18 @@ impl<'a> OneMatrix<'a> {
 
     /// The throttled handle under `policy`: planned, launched once and
     /// checked, the chosen schedule timed alone, then checked again.
-    fn handle(&self, policy: ThrottlePolicy) -> Result<Measured> {
+    fn handle(&self, policy: ThrottlePolicy, exhaustive: bool) -> Result<Measured> {
         let a = self.a;
         let n = a.nrows();
-        let options = handle_options(self.opts)?.with_policy(policy);
+        let options = handle_options(self.opts)?
+            .with_policy(policy)
+            .with_exhaustive(exhaustive)
+            .with_plan_cache(false);
         let start = Instant::now();
-        let graph = spmv_graph(a)?;
+        let graph = match Throttled::plans_on_host(self.device, &options) {
+            true => Some(spmv_graph(a)?),
+            false => None,
+        };
         let graph_s = start.elapsed().as_secs_f64();
         let shape = [
             Some(Arg::input(a.row_ptr())),
@@ -797,7 +813,8 @@ impl<'a> OneMatrix<'a> {
             &options,
             &LaunchConfig::default(),
             n,
-            &graph,
+            a.ncols(),
+            graph.as_ref(),
             &shape,
             spmv_cpu_run,
         )?;

@@ -8,6 +8,7 @@ pub(crate) mod carried_launch;
 pub(crate) mod gather_layouts;
 pub(crate) mod level_order;
 pub(crate) mod one_task;
+pub(crate) mod plan_kernels;
 pub(crate) mod round_backend;
 pub(crate) mod round_driving;
 pub(crate) mod round_kernels;

@@ -71,7 +71,7 @@ pub use launch::open_device::ExpectedLaunch;
 pub use launch::prepared_launch::PreparedLaunch;
 pub use launch::readback::{Readback, MAX_READBACK_DEPTH, MAX_READBACK_LEN};
 pub use spec::Scalar;
-pub use throttle::{PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
+pub use throttle::{DevicePlan, ModelReport, PlanOrder, ThrottleReport, ThrottleStatus, Throttled};
 pub use warpfit_runtime::{Error, Result};
 
 /// What generated code needs, and what the workspace's benchmarks and tests

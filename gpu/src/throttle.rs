@@ -68,12 +68,14 @@
 mod autotune;
 mod binding;
 mod device_layouts;
+mod device_plan;
 mod erased_vec;
 mod handle;
 mod host_plan;
 mod launching;
 mod layout_cache;
 mod layout_set;
+mod plan_cache;
 mod plan_thread;
 mod report;
 pub(crate) mod roles;
@@ -81,6 +83,7 @@ mod schedules;
 mod shape_checks;
 mod slots;
 
+pub use device_plan::DevicePlan;
 pub use handle::{CpuRunFn, HostArray, PlanOrder, ThrottleStatus, Throttled};
-pub use report::ThrottleReport;
+pub use report::{ModelReport, ThrottleReport};
 pub use roles::ThrottleRoles;

@@ -515,12 +515,8 @@ fn the_device_planner_compiles_for_sm80_and_sm90_without_spills() {
     }
     let entry_points = warpfit_gpu::__private::compile::PLAN_ENTRY_POINTS;
     for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
-        let c = compile_uncached(
-            "plan",
-            &warpfit_gpu::__private::compile::plan_unit(),
-            arch,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let c = compile_uncached("plan", &warpfit_gpu::__private::compile::plan_unit(), arch)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "plan {arch}: not an ELF image");
         let report = ptxas_report(&c.log);
         for ep in entry_points {

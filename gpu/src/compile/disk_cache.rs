@@ -156,7 +156,7 @@ fn decode_entry(bytes: &[u8], source: &str) -> std::result::Result<Vec<u8>, Stri
 /// private to the user (0700) when missing; refuses one that other users
 /// may write (or that another user owns), since its files would be loaded
 /// as code.
-fn prepare_dir(dir: &Path) -> std::result::Result<(), String> {
+pub(crate) fn prepare_dir(dir: &Path) -> std::result::Result<(), String> {
     let shown = dir.display();
     match std::fs::metadata(dir) {
         Ok(m) if !m.is_dir() => Err(format!("kernel cache {shown} is not a directory")),
@@ -213,7 +213,7 @@ fn check_private(_: &Path, _: &std::fs::Metadata) -> std::result::Result<(), Str
 /// Writes `bytes` to `path` through a temporary file in the same directory
 /// and a rename: readers see the old entry or the new one, never a mix (and
 /// on a file system without atomic rename, the checksum catches the rest).
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

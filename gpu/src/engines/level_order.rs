@@ -249,6 +249,46 @@ pub fn level_order_within(
             rounds: 0,
         }));
     }
+    let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
+    let pattern = DevicePattern { ptr, col, n, nnz };
+    Ok(
+        level_order_into(dev, pattern, root, max_rounds, o, p)?.map(|rounds| DeviceLevelOrder {
+            order,
+            position,
+            rounds,
+        }),
+    )
+}
+
+/// A square pattern on a device: `n + 1` u32 offsets at `ptr`, `nnz` u32
+/// columns at `col`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DevicePattern {
+    pub ptr: u64,
+    pub col: u64,
+    pub n: usize,
+    pub nnz: usize,
+}
+
+/// [`level_order_within`] over device addresses, into `order` and
+/// `position` (`n` u32 each, on `dev`): the rounds it took, or `None`
+/// when it gave up.
+///
+/// # Errors
+/// As [`level_order`].
+pub(crate) fn level_order_into(
+    dev: &CudaDevice,
+    pattern: DevicePattern,
+    root: usize,
+    max_rounds: usize,
+    o: u64,
+    p: u64,
+) -> Result<Option<usize>> {
+    let DevicePattern { ptr, col, n, nnz } = pattern;
+    pattern_size(n + 1, nnz, "level order")?;
+    if n == 0 {
+        return Ok(Some(0));
+    }
     if root >= n {
         return Err(Error::invalid(format!(
             "level order: root {root} is not a row of a {n}-row matrix"
@@ -259,7 +299,6 @@ pub fn level_order_within(
     let counts = DeviceBuffer::<u32>::zeros(dev, n)?;
     let tile_sums = DeviceBuffer::<u32>::zeros(dev, n.div_ceil(BLOCK as usize))?;
     let ctl = DeviceBuffer::<u32>::zeros(dev, CTL_WORDS)?;
-    let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
     let (c, cnt, ts, cl) = (
         claims.device_ptr(dev),
         counts.device_ptr(dev),
@@ -323,11 +362,7 @@ pub fn level_order_within(
             )));
         }
     }
-    Ok(Some(DeviceLevelOrder {
-        order,
-        position,
-        rounds,
-    }))
+    Ok(Some(rounds))
 }
 
 /// The square matrix `a` renumbered on both sides (`B = P·A·Pᵀ`) by the

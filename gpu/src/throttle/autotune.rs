@@ -4,6 +4,7 @@
 //! budgets and queues for single launches, and SJ-tree profiling.
 
 pub(in crate::throttle) mod auto_policy;
+pub(crate) mod model;
 pub(in crate::throttle) mod sj_profile;
 pub(in crate::throttle) mod timing;
 pub(in crate::throttle) mod warp_budgets;

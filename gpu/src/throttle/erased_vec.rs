@@ -77,6 +77,32 @@ impl ErasedVec {
         Self::upload(device, &bytes, ty)
     }
 
+    /// A copy of `len` elements of `ty` at device address `src` on the
+    /// handle's CUDA device (enqueued on its stream).
+    pub(super) fn copy_of_device(
+        device: &Device,
+        src: u64,
+        ty: ScalarType,
+        len: usize,
+    ) -> Result<Self> {
+        let v = Self::zeros(device, ty, len)?;
+        let (Some(dev), Ok(dst)) = (device.cuda(), v.device_ptr()) else {
+            return Err(Error::invalid(
+                "a device copy of a throttled handle's array needs a CUDA device",
+            ));
+        };
+        let bytes = len * ty.size();
+        if bytes > 0 {
+            // SAFETY: `dst` is the new allocation of `bytes` bytes; the
+            // caller passes a device allocation of at least as many at `src`.
+            unsafe {
+                cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, dev.stream().cu_stream())
+            }
+            .map_err(cuda_err(format!("copying {bytes} bytes on the device")))?;
+        }
+        Ok(v)
+    }
+
     pub(super) fn len(&self) -> usize {
         self.len
     }

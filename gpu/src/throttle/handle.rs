@@ -60,6 +60,9 @@ pub struct Throttled {
     pub(in crate::throttle) pending: Option<PendingPlan>,
     pub(in crate::throttle) report: ThrottleReport,
     pub(in crate::throttle) cpu_run: CpuRunFn,
+    /// The plan `auto` by the model chose (made on the device), kept for
+    /// preparing again over other arrays.
+    pub(in crate::throttle) device_choice: Option<crate::throttle::device_plan::DevicePlan>,
 }
 
 /// The CPU twin over a launch's arguments (generated).
@@ -106,6 +109,14 @@ impl Runs {
             Runs::Cpu => Ok(()),
         }
     }
+}
+
+/// The host planner was asked for without the work graph it plans.
+fn missing_graph(spec: &KernelSpec) -> Error {
+    Error::invalid(format!(
+        "kernel `{}`: planning on the host needs the kernel's work graph",
+        spec.name
+    ))
 }
 
 /// A host array the throttled handle copies (a pipelined handle keeps it
@@ -166,7 +177,8 @@ impl Throttled {
         options: &ThrottleOptions,
         config: &LaunchConfig,
         n_tasks: usize,
-        graph: &WorkGraph,
+        gathered_len: usize,
+        graph: Option<&WorkGraph>,
         shape: &[Option<Arg<'_>>],
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
@@ -184,12 +196,12 @@ impl Throttled {
             .collect::<Result<Vec<_>>>()?;
         let shape = check_shape(spec, roles, shape)?;
         let plan = match device.cuda() {
-            Some(dev) if options.policy != ThrottlePolicy::Org => Some(plan_on_host(
+            Some(dev) if Self::plans_on_host(device, options) => Some(plan_on_host(
                 spec,
                 roles,
                 options,
                 dev.l2_bytes() as u64,
-                graph,
+                graph.ok_or_else(|| missing_graph(spec))?,
                 &shape,
             )?),
             _ => None,
@@ -201,7 +213,7 @@ impl Throttled {
             options,
             config,
             n_tasks,
-            graph.n_gathered(),
+            gathered_len,
             &shape,
             cpu_run,
         )?;
@@ -229,7 +241,8 @@ impl Throttled {
         options: &ThrottleOptions,
         config: &LaunchConfig,
         n_tasks: usize,
-        graph: WorkGraph,
+        gathered_len: usize,
+        graph: Option<WorkGraph>,
         shape: Vec<Option<Box<dyn HostArray>>>,
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
@@ -246,12 +259,13 @@ impl Throttled {
             options,
             config,
             n_tasks,
-            graph.n_gathered(),
+            gathered_len,
             &checked,
             cpu_run,
         )?;
         drop(checked);
-        if let (Some(dev), true) = (device.cuda(), options.policy != ThrottlePolicy::Org) {
+        if let (Some(dev), true) = (device.cuda(), Self::plans_on_host(device, options)) {
+            let graph = graph.ok_or_else(|| missing_graph(spec))?;
             let (options, l2) = (*options, dev.l2_bytes() as u64);
             let started = std::thread::Builder::new()
                 .name("warpfit-throttle-plan".into())
@@ -269,6 +283,17 @@ impl Throttled {
             t.pending = Some(started);
         }
         Ok(t)
+    }
+
+    /// Whether a handle on `device` under `options` plans on the host, from
+    /// the kernel's work graph: a CUDA device and a policy other than `org`
+    /// and `auto` by the model (which plans on the device). Generated
+    /// `throttle` builds the work graph only then.
+    #[doc(hidden)]
+    pub fn plans_on_host(device: &Device, options: &ThrottleOptions) -> bool {
+        device.cuda().is_some()
+            && options.policy != ThrottlePolicy::Org
+            && !options.decides_by_model()
     }
 
     /// The handle with its shape arrays uploaded as given and no plan: it
@@ -316,6 +341,7 @@ impl Throttled {
             pending: None,
             report: ThrottleReport::new(options.policy),
             cpu_run,
+            device_choice: None,
         })
     }
 

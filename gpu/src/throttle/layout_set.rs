@@ -20,6 +20,8 @@ pub(in crate::throttle) struct Layouts {
     pub(in crate::throttle) leaves_r: Option<Arc<DeviceLayout>>,
     /// The chosen SJ cover's layout (`sj`), kept for preparing again.
     pub(in crate::throttle) sj: Option<Arc<DeviceLayout>>,
+    /// The layout of the plan made on the device (`device_plan`).
+    pub(in crate::throttle) device: Option<Arc<DeviceLayout>>,
     /// The task and gathered-element permutations (`new -> old`).
     pub(in crate::throttle) tables: Option<RemapTables>,
 }

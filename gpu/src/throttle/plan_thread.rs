@@ -91,7 +91,8 @@ pub(in crate::throttle) mod tests {
             &ThrottleOptions::default().with_policy(policy),
             &LaunchConfig::default(),
             a.nrows(),
-            WorkGraph::from_csr(a).unwrap(),
+            a.ncols(),
+            Some(WorkGraph::from_csr(a).unwrap()),
             shape,
             no_twin,
         )

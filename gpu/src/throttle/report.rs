@@ -78,6 +78,52 @@ pub struct ThrottleReport {
     pub narrow_index: bool,
     /// Launches run with `org` while a pipelined plan was being made.
     pub launches_before_plan: usize,
+    /// What `auto` by the cost model saw, built and timed (`None`: it did
+    /// not run; [`ThrottleOptions::exhaustive`](warpfit_runtime::schedule::ThrottleOptions::exhaustive)
+    /// or another policy).
+    pub model: Option<ModelReport>,
+}
+
+/// What `auto` by the cost model saw, built on the device and timed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReport {
+    /// Why it chose as it did (the rule that decided, or the cache).
+    pub reason: String,
+    /// The decision came from the plan cache: nothing was measured or
+    /// timed.
+    pub from_cache: bool,
+    /// Of the sampled warp steps' gathers in the kernel's numbering, the
+    /// share that fell on a cache line another lane of the step read.
+    pub sharing: f64,
+    /// The same in the level order, where it was made.
+    pub sharing_levels: Option<f64>,
+    /// Wall time of each device layout built (the level order's includes
+    /// making the order).
+    pub build: Vec<(crate::throttle::device_plan::DevicePlan, Duration)>,
+    /// Milliseconds of the one timed run of each candidate (`org` first),
+    /// each computing the launch's result.
+    pub timed: Vec<(crate::throttle::device_plan::DevicePlan, f64)>,
+    /// Wall time of the whole decision on the first launch: measuring,
+    /// building, timing (or reading the cache and building its layout).
+    pub planning: Duration,
+    /// Why the decision could not be written to the plan cache, where it
+    /// could not (the run goes on).
+    pub cache_error: Option<String>,
+}
+
+impl ModelReport {
+    pub(in crate::throttle) fn new() -> Self {
+        ModelReport {
+            reason: String::new(),
+            from_cache: false,
+            sharing: 0.0,
+            sharing_levels: None,
+            build: Vec::new(),
+            timed: Vec::new(),
+            planning: Duration::ZERO,
+            cache_error: None,
+        }
+    }
 }
 
 impl ThrottleReport {
@@ -105,6 +151,7 @@ impl ThrottleReport {
             queued: false,
             narrow_index: false,
             launches_before_plan: 0,
+            model: None,
         }
     }
 

@@ -292,7 +292,11 @@ impl ThrottleEmitter<'_> {
                 #glen: usize,
                 #(#borrowed),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                let graph = #graph_fn(#n, #glen, #(#names),*)?;
+                // The work graph only where the host plans from it.
+                let graph = match ::warpfit::__private::Throttled::plans_on_host(#dev, #opts) {
+                    true => ::core::option::Option::Some(#graph_fn(#n, #glen, #(#names),*)?),
+                    false => ::core::option::Option::None,
+                };
                 let inner = ::warpfit::__private::Throttled::new(
                     #dev,
                     &SPEC,
@@ -300,7 +304,8 @@ impl ThrottleEmitter<'_> {
                     #opts,
                     &::warpfit::__private::LaunchConfig::default(),
                     #n,
-                    &graph,
+                    #glen,
+                    graph.as_ref(),
                     &[#(#shape_args),*],
                     #cpu_fn,
                 )?;
@@ -315,7 +320,10 @@ impl ThrottleEmitter<'_> {
                 #glen: usize,
                 #(#owned),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                let graph = #graph_fn(#n, #glen, #(&#names[..]),*)?;
+                let graph = match ::warpfit::__private::Throttled::plans_on_host(#dev, #opts) {
+                    true => ::core::option::Option::Some(#graph_fn(#n, #glen, #(&#names[..]),*)?),
+                    false => ::core::option::Option::None,
+                };
                 let inner = ::warpfit::__private::Throttled::pipelined(
                     #dev,
                     &SPEC,
@@ -323,6 +331,7 @@ impl ThrottleEmitter<'_> {
                     #opts,
                     &::warpfit::__private::LaunchConfig::default(),
                     #n,
+                    #glen,
                     graph,
                     ::std::vec![#(#owned_args),*],
                     #cpu_fn,

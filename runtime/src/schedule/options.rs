@@ -400,6 +400,20 @@ pub struct ThrottleOptions {
     /// `org` always reads the arrays as given; the CPU backend never
     /// narrows.
     pub narrow_index: bool,
+    /// How `auto` chooses on CUDA. `false` (the default): by a cost model
+    /// over the kernel's shape (the gathered array against the cache, the
+    /// share of a warp's gathers that fall in one cache line, in the
+    /// kernel's numbering and in the level order), then one timed run of
+    /// each candidate it keeps, inside real launches; plans made on the
+    /// device. `true`: the plan made on the host and every schedule, warp
+    /// budget, serial bound and queue timed on the first launch (slow;
+    /// what `warpfit bench throttle` measures the model against).
+    pub exhaustive: bool,
+    /// Whether a model-driven `auto` reads and writes its decision in the
+    /// plan cache on disk (beside the kernel cache; default `true`), so
+    /// that a later run over the same arrays, options and device is
+    /// throttled from its first launch.
+    pub plan_cache: bool,
 }
 
 impl Default for ThrottleOptions {
@@ -413,6 +427,8 @@ impl Default for ThrottleOptions {
             remap: false,
             remap_order: None,
             narrow_index: true,
+            exhaustive: false,
+            plan_cache: true,
         }
     }
 }
@@ -449,6 +465,21 @@ impl ThrottleOptions {
             narrow_index,
             ..self
         }
+    }
+    /// The same options with `auto`'s exhaustive sweep on or off
+    /// ([`ThrottleOptions::exhaustive`]).
+    pub fn with_exhaustive(self, exhaustive: bool) -> Self {
+        ThrottleOptions { exhaustive, ..self }
+    }
+    /// The same options with the plan cache on or off
+    /// ([`ThrottleOptions::plan_cache`]).
+    pub fn with_plan_cache(self, plan_cache: bool) -> Self {
+        ThrottleOptions { plan_cache, ..self }
+    }
+    /// Whether `auto` on a CUDA device decides by the cost model with
+    /// plans made on the device (not [`ThrottleOptions::exhaustive`]).
+    pub fn decides_by_model(&self) -> bool {
+        self.policy == ThrottlePolicy::Auto && !self.exhaustive
     }
     /// The same options with remapping on or off.
     pub fn with_remap(self, remap: bool) -> Self {

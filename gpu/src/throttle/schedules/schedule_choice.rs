@@ -59,6 +59,30 @@ impl Throttled {
         }
     }
 
+    /// [`prepare`](Self::prepare) for `auto` by the model: the plan kept
+    /// from an earlier launch prepared again, else decided (or read from
+    /// the plan cache) and built on the device.
+    fn prepare_on_device(&mut self, dev: &CudaDevice, started: Instant) -> Result<Schedule> {
+        let out = match self.device_choice {
+            Some(plan) => self.device_schedule(dev, plan)?,
+            None => {
+                let s = self.auto_by_model(dev)?;
+                self.report.profiling = started.elapsed();
+                s
+            }
+        };
+        self.report
+            .record_choice(out.policy, None, out.space == Space::Remapped, false);
+        self.report.remap_order = self.device_remap_order();
+        if let Some(crate::throttle::device_plan::DevicePlan::ColumnBlocks { k }) =
+            self.device_choice
+        {
+            self.report.partitions = k;
+        }
+        self.release_unused(&out);
+        Ok(out)
+    }
+
     /// Prepares the schedule to run: on the CPU the twin; with no plan of
     /// several partitions `org`; else the asked policy, profiled where it
     /// is `sj`, `sjq` or `auto` (each timing run computes the launch's
@@ -73,6 +97,9 @@ impl Throttled {
             });
         };
         let started = Instant::now();
+        if self.plans_on_device() {
+            return self.prepare_on_device(&dev, started);
+        }
         let asked = self.report.chosen;
         let has_detail = self.plan.as_ref().is_some_and(|p| p.detail.is_some());
         if !has_detail || asked == ThrottlePolicy::Org {

@@ -1,0 +1,338 @@
+//! Cache-fit plans made on the device (`gpu/cuda/plan.cuh`) from a
+//! kernel's range and index arrays already there: column blocks as the
+//! plan's fine-task permutation and every block's range array, a task
+//! renumbering's range array and permutation, an exclusive scan, the
+//! locality sample a throttled `auto` decides by, and a content digest.
+//!
+//! Arrays are passed as device addresses with their lengths (the
+//! throttled handle's arrays are type-erased); every index the kernels
+//! follow is checked on the device, and each operation that builds a plan
+//! waits once at its end to report a corrupt array.
+
+use crate::abi::BLOCK;
+use crate::compile::device_modules::{load_function, load_unit};
+use crate::compile::units::plan_unit;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
+use crate::engines::gather_layouts::{fill_blocks, launch_words};
+use cudarc::driver::{CudaFunction, CudaModule};
+use std::sync::Arc;
+use warpfit_runtime::{Error, Result};
+
+/// The most column blocks a device plan makes (`CB_MAX_BLOCKS` in
+/// plan.cuh: one counter per lane of a warp).
+pub(crate) const MAX_COLUMN_BLOCKS: usize = 32;
+
+/// Words of a scan tile (`SCAN_TILE` in plan.cuh).
+const SCAN_TILE: usize = BLOCK as usize * 8;
+
+/// Fine tasks of each sampled task the locality sample reads at most.
+const LOCALITY_STEPS: u64 = 64;
+
+/// The loaded planner library.
+pub(crate) struct PlanKernels {
+    _module: Arc<CudaModule>,
+    cb_count: CudaFunction,
+    cb_place: CudaFunction,
+    scan_reduce: CudaFunction,
+    scan_sums: CudaFunction,
+    scan_apply: CudaFunction,
+    rows_lengths: CudaFunction,
+    rows_perm: CudaFunction,
+    locality: CudaFunction,
+    hash_words: CudaFunction,
+}
+
+impl DeviceExtension for PlanKernels {
+    /// Compiles (or reads from the kernel cache) and loads the library.
+    fn load(dev: &CudaDevice) -> Result<Self> {
+        let module = load_unit(dev, "plan", &plan_unit())?;
+        let f = |entry: &str| load_function(&module, "plan", entry);
+        Ok(PlanKernels {
+            cb_count: f("wf_cb_count")?,
+            cb_place: f("wf_cb_place")?,
+            scan_reduce: f("wf_scan_reduce")?,
+            scan_sums: f("wf_scan_sums")?,
+            scan_apply: f("wf_scan_apply")?,
+            rows_lengths: f("wf_rows_lengths")?,
+            rows_perm: f("wf_rows_perm")?,
+            locality: f("wf_locality")?,
+            hash_words: f("wf_hash_words")?,
+            _module: module,
+        })
+    }
+}
+
+/// A kernel's shape on the device: its range array (`n + 1` u32 offsets)
+/// and its index array (`nnz` u32 gathered-element ids below
+/// `n_gathered`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DeviceShape {
+    pub ptr: u64,
+    pub idx: u64,
+    pub n: usize,
+    pub nnz: usize,
+    pub n_gathered: usize,
+}
+
+/// Column blocks made on the device: `offsets` holds every block's range
+/// array one after the other (block `b`'s is `offsets[b * n ..= b * n +
+/// n]`, `k * n + 1` words in all) over the fine tasks permuted by `perm`
+/// (`perm[new] = old`).
+pub(crate) struct DeviceColumnBlocks {
+    pub offsets: DeviceBuffer<u32>,
+    pub perm: DeviceBuffer<u32>,
+}
+
+/// A task renumbering's layout: `ptr` (`n + 1` offsets) and `perm`
+/// (`perm[new] = old` over the fine tasks).
+pub(crate) struct DeviceRowOrder {
+    pub ptr: DeviceBuffer<u32>,
+    pub perm: DeviceBuffer<u32>,
+}
+
+/// Blocks of a grid-stride loop over `items`, `per_block` a block.
+fn blocks(dev: &CudaDevice, items: u64, per_block: u64) -> u32 {
+    items
+        .div_ceil(per_block.max(1))
+        .clamp(1, u64::from(fill_blocks(dev))) as u32
+}
+
+impl PlanKernels {
+    fn launch(
+        &self,
+        dev: &CudaDevice,
+        f: &CudaFunction,
+        blocks: u32,
+        what: &str,
+        args: &[u64],
+    ) -> Result<()> {
+        // SAFETY: every kernel of plan.cuh takes 64-bit pointers and counts
+        // in the order the methods below pass them; the pointers are device
+        // addresses of live buffers of at least the lengths the counts say
+        // (the callers' `DeviceShape` and the buffers allocated here), and
+        // the kernels check every index they follow.
+        unsafe { launch_words(dev, f, blocks, what, args) }
+    }
+
+    /// `v[0..len]` replaced by its exclusive prefix sums, on the stream.
+    /// The sum of all words must fit u32 (the callers' totals are fine-task
+    /// counts, checked to).
+    pub(crate) fn exclusive_scan(&self, dev: &CudaDevice, v: u64, len: usize) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let tiles = len.div_ceil(SCAN_TILE);
+        let sums = DeviceBuffer::<u32>::zeros(dev, tiles + 1)?;
+        let s = sums.device_ptr(dev);
+        let grid = blocks(dev, tiles as u64, 1);
+        self.launch(
+            dev,
+            &self.scan_reduce,
+            grid,
+            "scan_reduce",
+            &[v, len as u64, s],
+        )?;
+        self.launch(
+            dev,
+            &self.scan_sums,
+            1,
+            "scan_sums",
+            &[s, tiles as u64, s + 4 * tiles as u64],
+        )?;
+        self.launch(
+            dev,
+            &self.scan_apply,
+            grid,
+            "scan_apply",
+            &[v, len as u64, s],
+        )?;
+        // `sums` is freed on the stream's order: the kernels above run first.
+        dev.wait_idle()?;
+        Ok(())
+    }
+
+    /// The column blocks of `shape` in blocks of `width` gathered elements
+    /// (`k` of them, the last taking the rest): waits once, to check.
+    pub(crate) fn column_blocks(
+        &self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+        width: usize,
+        k: usize,
+    ) -> Result<DeviceColumnBlocks> {
+        if k == 0 || k > MAX_COLUMN_BLOCKS || width == 0 || width > u32::MAX as usize {
+            return Err(Error::invalid(format!(
+                "device column blocks: {k} blocks of {width} elements (at most {MAX_COLUMN_BLOCKS} blocks of a u32 width)"
+            )));
+        }
+        check_u32_shape(shape, "device column blocks")?;
+        let words = k
+            .checked_mul(shape.n)
+            .and_then(|w| w.checked_add(1))
+            .ok_or_else(|| Error::invalid("device column blocks: too many counters"))?;
+        let offsets = DeviceBuffer::<u32>::zeros(dev, words)?;
+        let perm = DeviceBuffer::<u32>::zeros(dev, shape.nnz.max(1))?;
+        let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
+        let (o, p, b) = (
+            offsets.device_ptr(dev),
+            perm.device_ptr(dev),
+            bad.device_ptr(dev),
+        );
+        let grid = blocks(dev, shape.n as u64, u64::from(BLOCK / 32));
+        let common = [
+            shape.ptr,
+            shape.idx,
+            shape.n as u64,
+            shape.nnz as u64,
+            shape.n_gathered as u64,
+            width as u64,
+            k as u64,
+        ];
+        let mut args = common.to_vec();
+        args.extend([o, b]);
+        self.launch(dev, &self.cb_count, grid, "cb_count", &args)?;
+        self.exclusive_scan(dev, o, words)?;
+        let mut args = common.to_vec();
+        args.extend([o, p, b]);
+        self.launch(dev, &self.cb_place, grid, "cb_place", &args)?;
+        check_flag(dev, &bad, "device column blocks")?;
+        Ok(DeviceColumnBlocks { offsets, perm })
+    }
+
+    /// The layout of `shape`'s tasks renumbered by `order` (`order[new] =
+    /// old`, `n` entries on the device): waits once, to check.
+    pub(crate) fn row_order(
+        &self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+        order: u64,
+    ) -> Result<DeviceRowOrder> {
+        check_u32_shape(shape, "a device renumbering")?;
+        let ptr = DeviceBuffer::<u32>::zeros(dev, shape.n + 1)?;
+        let perm = DeviceBuffer::<u32>::zeros(dev, shape.nnz.max(1))?;
+        let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
+        let (np, p, b) = (
+            ptr.device_ptr(dev),
+            perm.device_ptr(dev),
+            bad.device_ptr(dev),
+        );
+        let (n, nnz) = (shape.n as u64, shape.nnz as u64);
+        let grid = blocks(dev, n, u64::from(BLOCK));
+        self.launch(
+            dev,
+            &self.rows_lengths,
+            grid,
+            "rows_lengths",
+            &[shape.ptr, order, n, nnz, np, b],
+        )?;
+        // `ptr[n]` is 0, so that the scan leaves the total there.
+        self.exclusive_scan(dev, np, shape.n + 1)?;
+        let grid = blocks(dev, n, u64::from(BLOCK / 32));
+        self.launch(
+            dev,
+            &self.rows_perm,
+            grid,
+            "rows_perm",
+            &[shape.ptr, order, np, n, nnz, p, b],
+        )?;
+        check_flag(dev, &bad, "a device renumbering")?;
+        Ok(DeviceRowOrder { ptr, perm })
+    }
+
+    /// Of `samples` warps of 32 consecutive tasks spread evenly over
+    /// `shape`, walking their fine tasks in step (the first
+    /// [`LOCALITY_STEPS`] of each): the gathers made and the distinct lines
+    /// of `line` gathered elements they touched. Waits.
+    pub(crate) fn locality(
+        &self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+        samples: usize,
+        line: usize,
+    ) -> Result<(u64, u64)> {
+        check_u32_shape(shape, "the locality sample")?;
+        if shape.n == 0 || samples == 0 {
+            return Ok((0, 0));
+        }
+        let warps = shape.n.div_ceil(32);
+        let samples = samples.min(warps);
+        let stride = (shape.n / samples).max(1);
+        let out = DeviceBuffer::<u64>::zeros(dev, 2)?;
+        let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
+        let grid = blocks(dev, samples as u64, u64::from(BLOCK / 32));
+        self.launch(
+            dev,
+            &self.locality,
+            grid,
+            "locality",
+            &[
+                shape.ptr,
+                shape.idx,
+                shape.n as u64,
+                shape.nnz as u64,
+                samples as u64,
+                stride as u64,
+                line.max(1) as u64,
+                LOCALITY_STEPS,
+                out.device_ptr(dev),
+                bad.device_ptr(dev),
+            ],
+        )?;
+        check_flag(dev, &bad, "the locality sample")?;
+        let v = out.to_vec(dev)?;
+        Ok((v[0], v[1]))
+    }
+
+    /// Enqueues `digest += Σ mix(seed, i, words[i])` over `n` u32 words at
+    /// `words` into the u64 at `digest` (zeroed by the caller).
+    pub(crate) fn hash_words(
+        &self,
+        dev: &CudaDevice,
+        words: u64,
+        n: usize,
+        seed: u64,
+        digest: u64,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let grid = blocks(dev, n as u64, u64::from(BLOCK));
+        self.launch(
+            dev,
+            &self.hash_words,
+            grid,
+            "hash_words",
+            &[words, n as u64, seed, digest],
+        )
+    }
+}
+
+/// Offsets and ids of u32 arrays.
+fn check_u32_shape(shape: DeviceShape, what: &str) -> Result<()> {
+    if shape.n >= u32::MAX as usize
+        || shape.nnz >= u32::MAX as usize
+        || shape.n_gathered > u32::MAX as usize
+    {
+        return Err(Error::invalid(format!(
+            "{what}: {} tasks, {} fine tasks and {} gathered elements do not fit 32-bit ids",
+            shape.n, shape.nnz, shape.n_gathered
+        )));
+    }
+    Ok(())
+}
+
+/// Waits and reports the kernels' error flag.
+fn check_flag(dev: &CudaDevice, bad: &DeviceBuffer<u32>, what: &str) -> Result<()> {
+    if bad.to_vec(dev)?.first().copied().unwrap_or(0) != 0 {
+        return Err(Error::invalid(format!(
+            "{what}: an offset of the range array or an index is out of range"
+        )));
+    }
+    Ok(())
+}
+
+/// The planner library of `dev`, loaded on first use.
+pub(crate) fn plan_kernels(dev: &CudaDevice) -> Result<Arc<PlanKernels>> {
+    dev.extension::<PlanKernels>()
+}

@@ -1,0 +1,224 @@
+//! `auto` by a cost model: what the kernel's shape says before anything
+//! is timed ([`decide`]), from statistics the device measures in
+//! milliseconds ([`ShapeStats`]); the handle then times the one or two
+//! candidates the model keeps inside real launches and runs the faster of
+//! them and `org` (`auto_by_model` in `device_plan`).
+//!
+//! The rules, in order:
+//!
+//! 1. A gathered array that fits the cache a partition may fill
+//!    (`safety × cache`) has nothing to gain: `org`, no plan.
+//! 2. Gathers already local in the kernel's numbering (at least
+//!    [`LOCAL_SHARING`] of a warp's gathers fall on a line another lane of
+//!    the same step reads: a grid, a mesh or a geometric graph numbered
+//!    in space) keep the cache busy with reuse: `org`.
+//! 3. Otherwise the candidates are the column blocks of the gathered array
+//!    (`cf`, carried launches; every fine task read once per launch, each
+//!    launch's share of the gathered array in cache) and, for a square
+//!    kernel that can be remapped, the breadth-first level order (`org_r`
+//!    over the renumbered layout), kept only where it brings gathers
+//!    together: its sharing at least [`LEVELS_GAIN`] above the kernel's
+//!    own numbering's.
+
+/// The share of a warp step's gathers that fall on a line another lane
+/// reads at which the kernel's numbering counts as local.
+pub(crate) const LOCAL_SHARING: f64 = 0.5;
+
+/// How much the level order must raise the sharing to be timed.
+pub(crate) const LEVELS_GAIN: f64 = 0.2;
+
+/// Warps sampled for the sharing measure.
+pub(crate) const SAMPLED_WARPS: usize = 4096;
+
+/// What the model sees of a kernel's shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ShapeStats {
+    /// Gathered elements and their size in bytes.
+    pub n_gathered: usize,
+    pub gathered_elem_bytes: usize,
+    /// Bytes a partition's share of the gathered array may fill
+    /// (`safety × cache`).
+    pub budget_bytes: u64,
+    /// As many tasks as gathered elements, and a remappable kernel.
+    pub levels_possible: bool,
+    /// Of the sampled warp steps' gathers, the share that fell on a line
+    /// another lane of the step read (`1 − lines / gathers`).
+    pub sharing: f64,
+}
+
+/// The model's first decision.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Decision {
+    /// Run `org`; why.
+    Org(String),
+    /// Time these (and `org`); `levels_if_gain`: the level order is a
+    /// candidate once its sharing is measured ([`keep_levels`]).
+    Time {
+        columns: Option<usize>,
+        levels_if_gain: bool,
+        why: String,
+    },
+}
+
+/// The column blocks of `n_gathered` elements of `elem` bytes in
+/// partitions of `budget` bytes: `k ≥ 2` blocks, or `None` where one
+/// suffices.
+pub(crate) fn column_block_count(n_gathered: usize, elem: usize, budget: u64) -> Option<usize> {
+    let per_block = (budget / elem.max(1) as u64).max(1);
+    let k = (n_gathered as u64).div_ceil(per_block);
+    (k >= 2).then_some(k as usize)
+}
+
+/// The first decision from the shape's statistics (rules 1–3 of the
+/// module docs).
+pub(crate) fn decide(s: &ShapeStats, max_blocks: usize) -> Decision {
+    let bytes = (s.n_gathered as u64).saturating_mul(s.gathered_elem_bytes as u64);
+    if bytes <= s.budget_bytes {
+        return Decision::Org(format!(
+            "the gathered array ({}) fits the cache a partition may fill ({})",
+            mib(bytes),
+            mib(s.budget_bytes)
+        ));
+    }
+    if s.sharing >= LOCAL_SHARING {
+        return Decision::Org(format!(
+            "gathers are already local: {:.0}% of a warp's share a cache line",
+            100.0 * s.sharing
+        ));
+    }
+    let columns = column_block_count(s.n_gathered, s.gathered_elem_bytes, s.budget_bytes)
+        .filter(|&k| k <= max_blocks);
+    if columns.is_none() && !s.levels_possible {
+        return Decision::Org(format!(
+            "the gathered array ({}) needs more than {max_blocks} column blocks and the kernel cannot be renumbered",
+            mib(bytes)
+        ));
+    }
+    Decision::Time {
+        columns,
+        levels_if_gain: s.levels_possible,
+        why: format!(
+            "the gathered array ({}) exceeds the cache a partition may fill ({}) and {:.0}% of a warp's gathers share a line",
+            mib(bytes),
+            mib(s.budget_bytes),
+            100.0 * s.sharing
+        ),
+    }
+}
+
+/// Whether the level order is timed: its sharing `levels` at least
+/// [`LEVELS_GAIN`] above the kernel's numbering's `given`.
+pub(crate) fn keep_levels(given: f64, levels: f64) -> bool {
+    levels >= given + LEVELS_GAIN
+}
+
+/// The sharing of `gathers` gathers over `lines` distinct lines.
+pub(crate) fn sharing(gathers: u64, lines: u64) -> f64 {
+    if gathers == 0 {
+        1.0
+    } else {
+        1.0 - lines.min(gathers) as f64 / gathers as f64
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(n_gathered: usize, sharing: f64, levels_possible: bool) -> ShapeStats {
+        ShapeStats {
+            n_gathered,
+            gathered_elem_bytes: 4,
+            budget_bytes: 25 << 20,
+            levels_possible,
+            sharing,
+        }
+    }
+
+    #[test]
+    fn a_gathered_array_that_fits_runs_org() {
+        // RMAT 22's x: 16 MiB against half of a 50 MiB L2.
+        let d = decide(&stats(1 << 22, 0.0, true), 32);
+        let Decision::Org(why) = d else {
+            panic!("{d:?}")
+        };
+        assert!(
+            why.contains("16.0 MiB") && why.contains("25.0 MiB"),
+            "{why}"
+        );
+        // Exactly the budget still fits.
+        assert!(matches!(
+            decide(&stats(25 << 18, 0.0, false), 32),
+            Decision::Org(_)
+        ));
+    }
+
+    #[test]
+    fn local_gathers_run_org_and_scattered_ones_time_the_candidates() {
+        // The 4096² grid: 64 MiB of x, almost every gather shares a line.
+        let d = decide(&stats(1 << 24, 0.9, true), 32);
+        assert!(matches!(&d, Decision::Org(w) if w.contains("90%")), "{d:?}");
+        // Uniform 2^25: 128 MiB of x in 25 MiB blocks, nothing shared.
+        let d = decide(&stats(1 << 25, 0.01, true), 32);
+        assert_eq!(
+            d,
+            Decision::Time {
+                columns: Some(6),
+                levels_if_gain: true,
+                why: d.clone().why().to_string()
+            }
+        );
+        // A rectangular or unremappable kernel: column blocks only.
+        let d = decide(&stats(1 << 25, 0.01, false), 32);
+        assert!(matches!(
+            d,
+            Decision::Time {
+                columns: Some(6),
+                levels_if_gain: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn too_many_blocks_leave_the_level_order_or_org() {
+        let d = decide(&stats(1 << 30, 0.0, true), 32);
+        assert!(matches!(
+            d,
+            Decision::Time {
+                columns: None,
+                levels_if_gain: true,
+                ..
+            }
+        ));
+        let d = decide(&stats(1 << 30, 0.0, false), 32);
+        assert!(
+            matches!(&d, Decision::Org(w) if w.contains("more than 32")),
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn block_counts_and_sharing() {
+        assert_eq!(column_block_count(100, 4, 400), None);
+        assert_eq!(column_block_count(101, 4, 400), Some(2));
+        assert_eq!(column_block_count(1 << 25, 4, 25 << 20), Some(6));
+        assert_eq!(column_block_count(10, 8, 0), Some(10));
+        assert_eq!(sharing(0, 0), 1.0);
+        assert_eq!(sharing(100, 100), 0.0);
+        assert_eq!(sharing(100, 25), 0.75);
+        assert!(keep_levels(0.1, 0.31) && !keep_levels(0.1, 0.29));
+    }
+
+    impl Decision {
+        fn why(&self) -> &str {
+            match self {
+                Decision::Org(w) | Decision::Time { why: w, .. } => w,
+            }
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! Plans made on the device, from the range and index arrays the handle
+//! already holds there, and `auto` by the cost model over them
+//! (`autotune::model`): no host partition, no host round trip but a few
+//! words of statistics and error flags.
+//!
+//! - **Column blocks** ([`DevicePlan::ColumnBlocks`]): each task's fine
+//!   tasks grouped by the block of their gathered element (a stable
+//!   counting sort per task, `plan.cuh`), laid out part-major with one
+//!   range array per block; `cf` runs it as carried launches. The same
+//!   partition as the host's `Partitioner::Columns` of the same block
+//!   count.
+//! - **Level order** ([`DevicePlan::Levels`]): the breadth-first order of
+//!   a square pattern made on the device (`levels.cuh`), the layout
+//!   renumbered by it on both sides; `org_r` runs it as one launch, with
+//!   the per-launch vectors permuted on the device.
+//!
+//! The decision is kept ([`Throttled::device_choice`]) so that a launch
+//! over other arrays prepares the same schedule over the same layout, and
+//! written to the plan cache (`plan_cache`) so that the next run over the
+//! same arrays starts from it.
+
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::event_timer::EventTimer;
+use crate::engines::gather_layouts::{DeviceGather, LayoutKernels};
+use crate::engines::level_order::{level_order_into, DevicePattern};
+use crate::engines::plan_kernels::{plan_kernels, DeviceShape, MAX_COLUMN_BLOCKS};
+use crate::spec::ScalarType;
+use crate::throttle::autotune::model::{self, Decision, ShapeStats, SAMPLED_WARPS};
+use crate::throttle::device_layouts::{DeviceLayout, Space};
+use crate::throttle::erased_vec::ErasedVec;
+use crate::throttle::handle::{Schedule, Throttled};
+use crate::throttle::layout_set::RemapTables;
+use crate::throttle::plan_cache;
+use crate::throttle::report::ModelReport;
+use crate::throttle::slots::Slot;
+use std::sync::Arc;
+use std::time::Instant;
+use warpfit_runtime::schedule::{RemapOrder, ThrottlePolicy};
+use warpfit_runtime::{Error, Result};
+
+/// Levels the device level order may take before the model gives the
+/// order up (a long-diameter pattern: a path, a long chain of small
+/// components), at a few microseconds a level.
+pub(in crate::throttle) const MAX_LEVEL_ROUNDS: usize = 4096;
+
+/// A plan the device makes, as the model chose it and the plan cache
+/// keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DevicePlan {
+    /// The unthrottled launch.
+    Org,
+    /// `cf` over `k` column blocks of the gathered array.
+    ColumnBlocks {
+        /// Blocks (2 to 32).
+        k: usize,
+    },
+    /// `org_r` in the breadth-first level order.
+    Levels,
+}
+
+impl DevicePlan {
+    /// The policy its schedule runs.
+    pub fn policy(self) -> ThrottlePolicy {
+        match self {
+            DevicePlan::Org => ThrottlePolicy::Org,
+            DevicePlan::ColumnBlocks { .. } => ThrottlePolicy::Cf,
+            DevicePlan::Levels => ThrottlePolicy::OrgR,
+        }
+    }
+}
+
+impl std::fmt::Display for DevicePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DevicePlan::Org => f.write_str("org"),
+            DevicePlan::ColumnBlocks { k } => write!(f, "cf over {k} column blocks"),
+            DevicePlan::Levels => f.write_str("org_r in the level order"),
+        }
+    }
+}
+
+/// A `u32` copy of `n` words at `src` on `dev`.
+fn copy_u32(dev: &CudaDevice, src: u64, n: usize) -> Result<DeviceBuffer<u32>> {
+    let out = DeviceBuffer::<u32>::zeros(dev, n)?;
+    if n > 0 {
+        // SAFETY: `out` holds `n` words; the callers pass an allocation of
+        // at least `n` words at `src`.
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                out.device_ptr(dev),
+                src,
+                4 * n,
+                dev.stream().cu_stream(),
+            )
+        }
+        .map_err(crate::driver::errors::cuda_err(
+            "copying an order on the device",
+        ))?;
+    }
+    Ok(out)
+}
+
+impl Throttled {
+    /// Whether this handle plans on the device: `auto` by the model on a
+    /// CUDA device.
+    pub(in crate::throttle) fn plans_on_device(&self) -> bool {
+        self.device.cuda().is_some() && self.options.decides_by_model()
+    }
+
+    /// The kernel's range and index arrays on the device, or why the
+    /// device cannot plan over them (not `u32`, no index array).
+    pub(in crate::throttle) fn device_shape(&self) -> std::result::Result<DeviceShape, String> {
+        let array = |i: usize| match &self.slots[i] {
+            Slot::Shape(Some(v)) if v.ty() == ScalarType::U32 => v
+                .device_ptr()
+                .map(|p| (p, v.len()))
+                .map_err(|e| e.to_string()),
+            Slot::Shape(Some(v)) => Err(format!(
+                "`{}` holds {}, and device plans read u32",
+                self.spec.params[i].name,
+                v.ty().rust_name()
+            )),
+            _ => Err(format!("`{}` was released", self.spec.params[i].name)),
+        };
+        let index = self.roles.index.ok_or_else(|| {
+            format!(
+                "the gathered array is not read through an index array ({})",
+                self.roles.remap_refused
+            )
+        })?;
+        let (ptr, ptr_len) = array(self.roles.range)?;
+        let (idx, nnz) = array(index)?;
+        if ptr_len <= self.n_tasks {
+            return Err(format!(
+                "the range array has {ptr_len} entries for {} tasks",
+                self.n_tasks
+            ));
+        }
+        Ok(DeviceShape {
+            ptr,
+            idx,
+            n: self.n_tasks,
+            nnz,
+            n_gathered: self.gathered_len,
+        })
+    }
+
+    /// The original fine arrays gathered through `perm` (`nnz` entries,
+    /// `perm[new] = old`).
+    fn permuted_fine(
+        &self,
+        dev: &CudaDevice,
+        kernels: &LayoutKernels,
+        perm: u64,
+        nnz: usize,
+    ) -> Result<Vec<(usize, ErasedVec)>> {
+        self.original_fine()?
+            .into_iter()
+            .map(|(i, v)| {
+                if v.len() != nnz {
+                    return Err(Error::invalid(format!(
+                        "kernel `{}`: `{}` has {} elements for {nnz} fine tasks",
+                        self.spec.name,
+                        self.spec.params[i].name,
+                        v.len()
+                    )));
+                }
+                let out = ErasedVec::zeros(&self.device, v.ty(), nnz)?;
+                let w = v.ty().size();
+                kernels.gather(
+                    dev,
+                    w,
+                    out.device_ptr()?,
+                    v.device_ptr()?,
+                    nnz as u64,
+                    perm,
+                    nnz as u64,
+                )?;
+                Ok((i, out))
+            })
+            .collect()
+    }
+
+    /// The part-major layout of `k` column blocks, built on the device.
+    pub(in crate::throttle) fn column_blocks_layout(
+        &self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+        k: usize,
+    ) -> Result<DeviceLayout> {
+        let width = shape.n_gathered.div_ceil(k).max(1);
+        let blocks = plan_kernels(dev)?.column_blocks(dev, shape, width, k)?;
+        let kernels = dev.extension::<LayoutKernels>()?;
+        let fine = self.permuted_fine(dev, &kernels, blocks.perm.device_ptr(dev), shape.nnz)?;
+        let base = blocks.offsets.device_ptr(dev);
+        let ptrs = (0..k)
+            .map(|b| {
+                let at = base + 4 * (b * shape.n) as u64;
+                ErasedVec::copy_of_device(&self.device, at, ScalarType::U32, shape.n + 1)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        kernels.check(
+            dev,
+            &format!("kernel `{}`: device column blocks", self.spec.name),
+        )?;
+        Ok(DeviceLayout {
+            space: Space::Original,
+            ptrs,
+            fine,
+            cover: None,
+            delta: None,
+        })
+    }
+
+    /// The layout renumbered by the breadth-first level order, built on
+    /// the device, with its permutations; `None` when the order took more
+    /// than [`MAX_LEVEL_ROUNDS`] levels.
+    pub(in crate::throttle) fn levels_layout(
+        &self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+    ) -> Result<Option<(DeviceLayout, RemapTables)>> {
+        let index = self
+            .roles
+            .index
+            .ok_or_else(|| Error::invalid("no index array to renumber"))?;
+        let n = shape.n;
+        let order = DeviceBuffer::<u32>::zeros(dev, n.max(1))?;
+        let position = DeviceBuffer::<u32>::zeros(dev, n.max(1))?;
+        let (o, p) = (order.device_ptr(dev), position.device_ptr(dev));
+        let pattern = DevicePattern {
+            ptr: shape.ptr,
+            col: shape.idx,
+            n,
+            nnz: shape.nnz,
+        };
+        if level_order_into(dev, pattern, 0, MAX_LEVEL_ROUNDS, o, p)?.is_none() {
+            return Ok(None);
+        }
+        let rows = plan_kernels(dev)?.row_order(dev, shape, o)?;
+        let kernels = dev.extension::<LayoutKernels>()?;
+        let mut fine = self.permuted_fine(dev, &kernels, rows.perm.device_ptr(dev), shape.nnz)?;
+        // The index array renamed: new[k] = position[old index at k].
+        let slot = fine
+            .iter_mut()
+            .find(|(i, _)| *i == index)
+            .ok_or_else(|| Error::invalid("the index array is not a fine array"))?;
+        let renamed = ErasedVec::zeros(&self.device, ScalarType::U32, shape.nnz)?;
+        kernels.gather(
+            dev,
+            4,
+            renamed.device_ptr()?,
+            p,
+            n as u64,
+            slot.1.device_ptr()?,
+            shape.nnz as u64,
+        )?;
+        slot.1 = renamed;
+        let ptr = ErasedVec::copy_of_device(
+            &self.device,
+            rows.ptr.device_ptr(dev),
+            ScalarType::U32,
+            n + 1,
+        )?;
+        kernels.check(
+            dev,
+            &format!(
+                "kernel `{}`: the device level order's layout",
+                self.spec.name
+            ),
+        )?;
+        let tables = RemapTables {
+            task_perm: DeviceGather::Direct(copy_u32(dev, o, n)?),
+            gathered_perm: DeviceGather::Direct(order),
+            task_inv: DeviceGather::Direct(position),
+            scratch: None,
+        };
+        Ok(Some((
+            DeviceLayout {
+                space: Space::Remapped,
+                ptrs: vec![ptr],
+                fine,
+                cover: None,
+                delta: None,
+            },
+            tables,
+        )))
+    }
+
+    /// The schedule of `plan` over its layout: the one kept from an
+    /// earlier launch, else built on the device (`shape`: the arrays).
+    pub(in crate::throttle) fn device_schedule(
+        &mut self,
+        dev: &CudaDevice,
+        plan: DevicePlan,
+    ) -> Result<Schedule> {
+        if plan == DevicePlan::Org {
+            return self.single(dev, ThrottlePolicy::Org, None);
+        }
+        let layout = match self.layouts.device.clone() {
+            Some(l) => l,
+            None => {
+                let shape = self.device_shape().map_err(|why| {
+                    Error::invalid(format!(
+                        "kernel `{}`: no device plan: {why}",
+                        self.spec.name
+                    ))
+                })?;
+                let l = match plan {
+                    DevicePlan::ColumnBlocks { k } => self.column_blocks_layout(dev, shape, k)?,
+                    DevicePlan::Levels => {
+                        let (l, tables) = self.levels_layout(dev, shape)?.ok_or_else(|| {
+                            Error::invalid(format!(
+                                "kernel `{}`: the level order took more than {MAX_LEVEL_ROUNDS} levels",
+                                self.spec.name
+                            ))
+                        })?;
+                        self.layouts.tables = Some(tables);
+                        l
+                    }
+                    DevicePlan::Org => unreachable!("returned above"),
+                };
+                let l = Arc::new(l);
+                self.layouts.device = Some(l.clone());
+                l
+            }
+        };
+        self.schedule_over(dev, plan, layout)
+    }
+
+    /// `plan`'s schedule over its built `layout`.
+    fn schedule_over(
+        &mut self,
+        dev: &CudaDevice,
+        plan: DevicePlan,
+        layout: Arc<DeviceLayout>,
+    ) -> Result<Schedule> {
+        match plan {
+            DevicePlan::Levels => {
+                // The per-launch arrays' remapped copies.
+                self.remap_tables(dev)?;
+                self.single(dev, ThrottlePolicy::OrgR, Some(layout))
+            }
+            _ => self.carried(dev, ThrottlePolicy::Cf, layout),
+        }
+    }
+
+    /// One run of `s` from the snapshot's outputs, timed: the launch's own
+    /// result, computed again by each candidate.
+    fn time_once(
+        &self,
+        s: &Schedule,
+        timer: &EventTimer,
+        snap: &[(usize, DeviceBuffer<u8>)],
+    ) -> Result<f64> {
+        self.restore(snap)?;
+        let ms = timer.time_ms(1, &mut || self.run_once(s))?;
+        s.runs.check()?;
+        Ok(ms)
+    }
+
+    /// `auto` by the model: the cached decision, or the model's decision
+    /// confirmed by one timed run of each candidate and of `org`.
+    pub(in crate::throttle) fn auto_by_model(&mut self, dev: &CudaDevice) -> Result<Schedule> {
+        let started = Instant::now();
+        let key = match self.options.plan_cache {
+            true => plan_cache::key(self, dev)?,
+            false => None,
+        };
+        if let Some(plan) = key.as_ref().and_then(|k| plan_cache::load(dev, k)) {
+            let mut report = ModelReport::new();
+            report.from_cache = true;
+            report.reason = format!("the plan cache's decision: {plan}");
+            let s = self.device_schedule(dev, plan)?;
+            report.planning = started.elapsed();
+            self.device_choice = Some(plan);
+            self.report.model = Some(report);
+            return Ok(s);
+        }
+        let (s, plan, mut report) = self.decide_and_confirm(dev)?;
+        report.planning = started.elapsed();
+        if let Some(k) = key {
+            report.cache_error = plan_cache::store(dev, &k, plan)
+                .err()
+                .map(|e| e.to_string());
+        }
+        self.device_choice = Some(plan);
+        self.report.model = Some(report);
+        Ok(s)
+    }
+
+    /// The model's decision, confirmed: the schedule, its plan, and what
+    /// the model saw and timed.
+    fn decide_and_confirm(
+        &mut self,
+        dev: &CudaDevice,
+    ) -> Result<(Schedule, DevicePlan, ModelReport)> {
+        let mut report = ModelReport::new();
+        let shape = match self.device_shape() {
+            Ok(s) => s,
+            Err(why) => {
+                report.reason = format!("no device plan: {why}");
+                let s = self.single(dev, ThrottlePolicy::Org, None)?;
+                return Ok((s, DevicePlan::Org, report));
+            }
+        };
+        let pk = plan_kernels(dev)?;
+        let elem = self.spec.params[self.roles.gathered].ty.size();
+        let line = (128 / elem).max(1);
+        let (gathers, lines) = pk.locality(dev, shape, SAMPLED_WARPS, line)?;
+        let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
+        let stats = ShapeStats {
+            n_gathered: shape.n_gathered,
+            gathered_elem_bytes: elem,
+            budget_bytes: (cache as f64 * self.options.safety) as u64,
+            levels_possible: shape.n == shape.n_gathered,
+            sharing: model::sharing(gathers, lines),
+        };
+        report.sharing = stats.sharing;
+        let (columns, levels_if_gain) = match model::decide(&stats, MAX_COLUMN_BLOCKS) {
+            Decision::Org(why) => {
+                report.reason = why;
+                let s = self.single(dev, ThrottlePolicy::Org, None)?;
+                return Ok((s, DevicePlan::Org, report));
+            }
+            Decision::Time {
+                columns,
+                levels_if_gain,
+                why,
+            } => {
+                report.reason = why;
+                (columns, levels_if_gain)
+            }
+        };
+        let timer = EventTimer::new(dev)?;
+        let snap = self.snapshot()?;
+        let org = self.single(dev, ThrottlePolicy::Org, None)?;
+        let ms = self.time_once(&org, &timer, &snap)?;
+        report.timed.push((DevicePlan::Org, ms));
+        let mut best = (ms, org, DevicePlan::Org, None::<Arc<DeviceLayout>>);
+        if levels_if_gain {
+            let built = Instant::now();
+            match self.levels_layout(dev, shape)? {
+                None => report.reason.push_str(&format!(
+                    "; the level order took more than {MAX_LEVEL_ROUNDS} levels"
+                )),
+                Some((layout, tables)) => {
+                    let renumbered = DeviceShape {
+                        ptr: layout.ptrs[0].device_ptr()?,
+                        idx: layout
+                            .fine(self.roles.index.unwrap_or(usize::MAX))
+                            .ok_or_else(|| Error::invalid("the renumbered index array"))?
+                            .device_ptr()?,
+                        ..shape
+                    };
+                    let (g, l) = pk.locality(dev, renumbered, SAMPLED_WARPS, line)?;
+                    let levels = model::sharing(g, l);
+                    report.sharing_levels = Some(levels);
+                    report.build.push((DevicePlan::Levels, built.elapsed()));
+                    if model::keep_levels(stats.sharing, levels) {
+                        self.layouts.tables = Some(tables);
+                        let layout = Arc::new(layout);
+                        let s = self.schedule_over(dev, DevicePlan::Levels, layout.clone())?;
+                        let ms = self.time_once(&s, &timer, &snap)?;
+                        report.timed.push((DevicePlan::Levels, ms));
+                        if ms < best.0 {
+                            best = (ms, s, DevicePlan::Levels, Some(layout));
+                        } else {
+                            self.layouts.tables = None;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(k) = columns {
+            let built = Instant::now();
+            let layout = Arc::new(self.column_blocks_layout(dev, shape, k)?);
+            report
+                .build
+                .push((DevicePlan::ColumnBlocks { k }, built.elapsed()));
+            let s = self.schedule_over(dev, DevicePlan::ColumnBlocks { k }, layout.clone())?;
+            let ms = self.time_once(&s, &timer, &snap)?;
+            report.timed.push((DevicePlan::ColumnBlocks { k }, ms));
+            if ms < best.0 {
+                if best.2 == DevicePlan::Levels {
+                    self.layouts.tables = None;
+                }
+                best = (ms, s, DevicePlan::ColumnBlocks { k }, Some(layout));
+            }
+        }
+        self.restore(&snap)?;
+        let (_, s, plan, layout) = best;
+        self.layouts.device = layout;
+        Ok((s, plan, report))
+    }
+
+    /// The level order's remapping order, for the report.
+    pub(in crate::throttle) fn device_remap_order(&self) -> Option<RemapOrder> {
+        (self.device_choice == Some(DevicePlan::Levels)).then_some(RemapOrder::Levels)
+    }
+}

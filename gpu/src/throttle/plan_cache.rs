@@ -1,0 +1,255 @@
+//! The plan cache: what `auto` by the model decided, kept on disk beside
+//! the kernel cache (`<cache>/plans/`), so that a later run over the same
+//! arrays, options and device builds the chosen layout on the device and
+//! is throttled from its first launch, with nothing measured or timed.
+//!
+//! What is kept is the decision ([`DevicePlan`]: `org`, the column-block
+//! count, or the level order), a few bytes, never a layout: the layouts
+//! are remade on the device from the arrays in milliseconds. An entry is
+//! keyed by a digest of the range and index arrays' contents (taken on the
+//! device, `plan.cuh`), their sizes, the kernel, the options and the
+//! device; it is checksummed like the kernel cache's entries, and one that
+//! is stale, corrupt or unreadable is planned again, never trusted. The
+//! folder holds at most [`MAX_ENTRIES`]; the oldest go first.
+
+use crate::compile::disk_cache::{fnv1a, prepare_dir, write_atomically};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::engines::plan_kernels::plan_kernels;
+use crate::throttle::device_plan::DevicePlan;
+use crate::throttle::handle::Throttled;
+use std::path::{Path, PathBuf};
+use warpfit_runtime::{Error, Result};
+
+/// First line of every plan file.
+pub(crate) const PLAN_FORMAT: &str = "warpfit-plan-cache 1";
+
+/// Entries the folder keeps at most.
+pub(crate) const MAX_ENTRIES: usize = 256;
+
+/// Where an entry lives and what it must say it is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PlanKey {
+    dir: PathBuf,
+    key: u64,
+}
+
+/// The key of `t`'s arrays, options and device, in `dev`'s cache folder;
+/// `None` without a cache folder or without arrays the device can read.
+pub(in crate::throttle) fn key(t: &Throttled, dev: &CudaDevice) -> Result<Option<PlanKey>> {
+    let Some(dir) = dev.cache_dir() else {
+        return Ok(None);
+    };
+    let Ok(shape) = t.device_shape() else {
+        return Ok(None);
+    };
+    let digest = DeviceBuffer::<u64>::zeros(dev, 2)?;
+    let pk = plan_kernels(dev)?;
+    let d = digest.device_ptr(dev);
+    pk.hash_words(dev, shape.ptr, shape.n + 1, 0x5eed_0001, d)?;
+    pk.hash_words(dev, shape.idx, shape.nnz, 0x5eed_0002, d + 8)?;
+    let words = digest.to_vec(dev)?;
+    let described = describe(t, dev, shape.n, shape.nnz, shape.n_gathered);
+    let key = fnv1a(&[
+        PLAN_FORMAT.as_bytes(),
+        described.as_bytes(),
+        &words[0].to_le_bytes(),
+        &words[1].to_le_bytes(),
+    ]);
+    Ok(Some(PlanKey {
+        dir: dir.join("plans"),
+        key,
+    }))
+}
+
+/// Everything but the arrays' contents the decision depends on.
+fn describe(t: &Throttled, dev: &CudaDevice, n: usize, nnz: usize, n_gathered: usize) -> String {
+    let o = &t.options;
+    format!(
+        "kernel {} | tasks {n} fine {nnz} gathered {n_gathered} | cache {} safety {} | device {} {} l2 {} sms {}",
+        t.spec.name,
+        o.cache,
+        o.safety,
+        dev.name(),
+        dev.arch(),
+        dev.l2_bytes(),
+        dev.sm_count()
+    )
+}
+
+impl PlanKey {
+    fn path(&self) -> PathBuf {
+        self.dir.join(format!("{:016x}.plan", self.key))
+    }
+}
+
+/// The entry's text for `plan`.
+pub(crate) fn encode(key: u64, plan: DevicePlan) -> String {
+    let body = format!("key {key:016x}\nplan {}\n", plan_word(plan));
+    let sum = fnv1a(&[body.as_bytes()]);
+    format!("{PLAN_FORMAT}\n{body}sum {sum:016x}\n")
+}
+
+fn plan_word(plan: DevicePlan) -> String {
+    match plan {
+        DevicePlan::Org => "org".into(),
+        DevicePlan::ColumnBlocks { k } => format!("columns {k}"),
+        DevicePlan::Levels => "levels".into(),
+    }
+}
+
+/// The plan an entry's `text` holds for `key`, or why it is not trusted.
+pub(crate) fn decode(text: &str, key: u64) -> std::result::Result<DevicePlan, String> {
+    let rest = text
+        .strip_prefix(PLAN_FORMAT)
+        .and_then(|r| r.strip_prefix('\n'))
+        .ok_or("not a plan cache entry of this format")?;
+    let at = rest.rfind("sum ").ok_or("no checksum")?;
+    let (body, sum) = rest.split_at(at);
+    let sum = sum
+        .strip_prefix("sum ")
+        .and_then(|s| s.strip_suffix('\n'))
+        .and_then(|s| u64::from_str_radix(s, 16).ok())
+        .ok_or("a malformed checksum")?;
+    if sum != fnv1a(&[body.as_bytes()]) {
+        return Err("the checksum does not match".into());
+    }
+    let mut lines = body.lines();
+    if lines.next() != Some(format!("key {key:016x}").as_str()) {
+        return Err("written for another key".into());
+    }
+    let plan = lines
+        .next()
+        .and_then(|l| l.strip_prefix("plan "))
+        .ok_or("no plan")?;
+    let parsed = match plan.split_once(' ') {
+        None if plan == "org" => DevicePlan::Org,
+        None if plan == "levels" => DevicePlan::Levels,
+        Some(("columns", k)) => match k.parse::<usize>() {
+            Ok(k) if (2..=crate::engines::plan_kernels::MAX_COLUMN_BLOCKS).contains(&k) => {
+                DevicePlan::ColumnBlocks { k }
+            }
+            _ => return Err(format!("a column-block count out of range: {k}")),
+        },
+        _ => return Err(format!("an unknown plan `{plan}`")),
+    };
+    if lines.next().is_some() {
+        return Err("trailing lines".into());
+    }
+    Ok(parsed)
+}
+
+/// The cached plan of `key`, if a trusted entry holds one.
+pub(in crate::throttle) fn load(_dev: &CudaDevice, key: &PlanKey) -> Option<DevicePlan> {
+    let text = std::fs::read_to_string(key.path()).ok()?;
+    decode(&text, key.key).ok()
+}
+
+/// Writes `plan` for `key`, then trims the folder to [`MAX_ENTRIES`].
+///
+/// # Errors
+/// The folder cannot be made private or written.
+pub(in crate::throttle) fn store(_dev: &CudaDevice, key: &PlanKey, plan: DevicePlan) -> Result<()> {
+    let unavailable = |reason: String| Error::Unavailable {
+        what: format!("the plan cache {}", key.dir.display()),
+        reason,
+    };
+    prepare_dir(&key.dir).map_err(unavailable)?;
+    write_atomically(&key.path(), encode(key.key, plan).as_bytes())
+        .map_err(|e| unavailable(e.to_string()))?;
+    trim(&key.dir, MAX_ENTRIES);
+    Ok(())
+}
+
+/// Removes the oldest entries (by modification time) beyond `keep`;
+/// best effort: an entry another process removed first is skipped.
+pub(crate) fn trim(dir: &Path, keep: usize) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<(std::time::SystemTime, PathBuf)> = read
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let path = e.path();
+            if path.extension()? != "plan" {
+                return None;
+            }
+            Some((e.metadata().ok()?.modified().ok()?, path))
+        })
+        .collect();
+    if entries.len() <= keep {
+        return;
+    }
+    entries.sort();
+    let excess = entries.len() - keep;
+    for (_, path) in entries.into_iter().take(excess) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_bad_ones_are_refused() {
+        for plan in [
+            DevicePlan::Org,
+            DevicePlan::Levels,
+            DevicePlan::ColumnBlocks { k: 6 },
+        ] {
+            let text = encode(0xabc, plan);
+            assert_eq!(decode(&text, 0xabc), Ok(plan), "{text}");
+            // Another key: stale.
+            assert!(decode(&text, 0xabd).unwrap_err().contains("another key"));
+        }
+        let good = encode(7, DevicePlan::ColumnBlocks { k: 6 });
+        // A flipped character, a cut, a foreign file: never trusted.
+        let flipped = good.replace("columns 6", "columns 7");
+        assert!(decode(&flipped, 7).unwrap_err().contains("checksum"));
+        assert!(decode(&good[..good.len() - 5], 7).is_err());
+        assert!(decode("hello", 7).is_err());
+        assert!(decode("", 7).is_err());
+        // Well formed, checksummed, but out of range.
+        let body = "key 0000000000000007\nplan columns 99\n";
+        let forged = format!(
+            "{PLAN_FORMAT}\n{body}sum {:016x}\n",
+            fnv1a(&[body.as_bytes()])
+        );
+        assert!(decode(&forged, 7).unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn the_folder_keeps_the_newest_entries() {
+        let dir = std::env::temp_dir().join(format!("warpfit-plans-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..5u64 {
+            let p = dir.as_path().join(format!("{i:016x}.plan"));
+            std::fs::write(&p, encode(i, DevicePlan::Org)).unwrap();
+            let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        std::fs::write(dir.as_path().join("other.txt"), "kept").unwrap();
+        trim(dir.as_path(), 3);
+        let mut left: Vec<String> = std::fs::read_dir(dir.as_path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            vec![
+                "0000000000000002.plan",
+                "0000000000000003.plan",
+                "0000000000000004.plan",
+                "other.txt"
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -313,6 +313,7 @@ fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
                     apps::pagerank_pull_resident::throttle_options()
                         .unwrap()
                         .with_policy(policy)
+                        .with_exhaustive(true)
                         .with_cache(CacheSize::Bytes(16 << 10)),
                 ),
                 plan_first: true,
@@ -349,6 +350,7 @@ fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
                 apps::spmv_f64::throttle_options()
                     .unwrap()
                     .with_policy(policy)
+                    .with_exhaustive(true)
                     .with_cache(CacheSize::Bytes(32 << 10)),
             ),
             plan_first: true,

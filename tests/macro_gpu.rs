@@ -597,6 +597,7 @@ fn throttled_handles_match_the_twin() {
                 let what = format!("{name} {partitioner} {policy} remap={remap}");
                 let opts = ThrottleOptions::default()
                     .with_policy(policy)
+                    .with_exhaustive(true)
                     .with_partitioner(partitioner)
                     .with_cache(CacheSize::Bytes(16 << 10))
                     .with_remap(remap);
@@ -742,6 +743,7 @@ fn remapped_launches_keep_the_outputs_old_values() {
     for order in RemapOrder::ALL {
         let opts = ThrottleOptions::default()
             .with_policy(ThrottlePolicy::OrgR)
+            .with_exhaustive(true)
             .with_partitioner(Partitioner::Kd)
             .with_cache(CacheSize::Bytes(8 << 10))
             .with_remap_order(order);
@@ -785,6 +787,7 @@ fn pipelined_throttling_switches_once_the_plan_is_in() {
     for policy in [ThrottlePolicy::Cf, ThrottlePolicy::Auto] {
         let opts = ThrottleOptions::default()
             .with_policy(policy)
+            .with_exhaustive(true)
             .with_partitioner(Partitioner::Columns)
             .with_cache(CacheSize::Bytes(32 << 10));
         let mut t = spmv_u32::throttle_pipelined(
@@ -1057,6 +1060,7 @@ fn auto_times_wider_warp_budgets_for_packed_launches() {
     spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut want[..]).unwrap();
     let opts = ThrottleOptions::default()
         .with_policy(ThrottlePolicy::Auto)
+        .with_exhaustive(true)
         .with_cache(CacheSize::Bytes(64 << 10));
     let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
     let mut y = vec![0u32; n];
@@ -1154,6 +1158,7 @@ fn auto_times_the_configured_serial_bound_where_the_split_raised_it() {
     spmv_u32::launch(&cpu, n, &row_ptr, &col, &val, &x, &mut want[..]).unwrap();
     let opts = ThrottleOptions::default()
         .with_policy(ThrottlePolicy::Auto)
+        .with_exhaustive(true)
         .with_cache(CacheSize::Bytes(64 << 10));
     let mut t = spmv_u32::throttle(&dev, &opts, n, n, &row_ptr, &col, &val).unwrap();
     let mut y = vec![0u32; n];
@@ -1221,6 +1226,7 @@ fn narrow_index_layouts_match_the_twin() {
                 let what = format!("{name} {partitioner} {policy}");
                 let opts = ThrottleOptions::default()
                     .with_policy(policy)
+                    .with_exhaustive(true)
                     .with_partitioner(partitioner)
                     .with_cache(CacheSize::Bytes(128 << 10));
                 let mut t = spmv_u32::throttle(&dev, &opts, n, n, &row_ptr, col, &val).unwrap();
@@ -1279,6 +1285,7 @@ fn auto_times_org_r_in_both_remapping_orders() {
         let what = format!("{name}, round {round}");
         let opts = ThrottleOptions::default()
             .with_policy(ThrottlePolicy::Auto)
+            .with_exhaustive(true)
             .with_partitioner(Partitioner::Kd)
             .with_cache(CacheSize::Bytes(16 << 10));
         let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
@@ -1366,6 +1373,7 @@ fn auto_times_org_r_in_both_remapping_orders() {
     spmv_u32::launch(&cpu, n, a.row_ptr(), &col, &val, &x, &mut want[..]).unwrap();
     let opts = ThrottleOptions::default()
         .with_policy(ThrottlePolicy::Auto)
+        .with_exhaustive(true)
         .with_partitioner(Partitioner::Kd)
         .with_cache(CacheSize::Bytes(16 << 10));
     let mut t = spmv_u32::throttle(&dev, &opts, n, 2 * n, a.row_ptr(), &col, &val).unwrap();
@@ -1407,6 +1415,7 @@ fn remapped_handles_run_in_plan_order() {
     {
         let opts = ThrottleOptions::default()
             .with_policy(policy)
+            .with_exhaustive(true)
             .with_partitioner(Partitioner::Kd)
             .with_cache(CacheSize::Bytes(16 << 10))
             .with_remap(true)
@@ -1468,6 +1477,7 @@ fn remapped_handles_run_in_plan_order() {
     .unwrap();
     let opts = ThrottleOptions::default()
         .with_policy(ThrottlePolicy::OrgR)
+        .with_exhaustive(true)
         .with_partitioner(Partitioner::Kd)
         .with_cache(CacheSize::Bytes(16 << 10))
         .with_remap_order(RemapOrder::Levels);
@@ -1483,4 +1493,220 @@ fn remapped_handles_run_in_plan_order() {
         panic!("levels on a rectangular kernel");
     };
     assert!(e.to_string().contains("remapping order `levels`"), "{e}");
+}
+
+/// `auto` by the cost model, plans made on the device: each device plan
+/// pinned (column blocks of several counts, the level order) and the
+/// model's own choice give the twin's results exactly (u32) and within
+/// rounding (f32); the device level order is the host's; a kernel that
+/// cannot be renumbered refuses the level order and still runs the rest;
+/// launches over other arrays prepare the same plan again; a second handle
+/// over the same arrays reads the decision from the plan cache.
+#[test]
+fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
+    use warpfit::runtime::gen;
+    use warpfit::runtime::partition::level_order;
+    use warpfit::{CacheSize, DevicePlan, RemapOrder};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let matrices = [
+        ("uniform 2^14", gen::uniform(1 << 14, 8, 11).unwrap()),
+        ("rmat 13", gen::rmat(13, 16, 5).unwrap()),
+        (
+            "rgg random order",
+            gen::rgg_with(16384, 3, gen::RggOrder::Random).unwrap(),
+        ),
+    ];
+    // Half of 16 KiB holds 2048 f32: 4 to 8 column blocks.
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache(CacheSize::Bytes(16 << 10))
+        .with_plan_cache(false);
+    for (name, a) in &matrices {
+        let (n, m) = (a.nrows(), a.ncols());
+        let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+        let x: Vec<u32> = (0..m as u32).map(|i| i % 13).collect();
+        let mut want = vec![0u32; n];
+        spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut want[..]).unwrap();
+        let xf: Vec<f32> = (0..m).map(|i| 1.0 + (i % 7) as f32 / 7.0).collect();
+        let mut want_f = vec![0f32; n];
+        spmv::launch(
+            &cpu,
+            n,
+            a.row_ptr(),
+            a.col_idx(),
+            a.values(),
+            &xf,
+            &mut want_f[..],
+        )
+        .unwrap();
+        let blocks = m.div_ceil(2048);
+        let pins = [
+            Some(DevicePlan::ColumnBlocks { k: 2 }),
+            Some(DevicePlan::ColumnBlocks { k: blocks }),
+            Some(DevicePlan::Levels),
+            None,
+        ];
+        for pin in pins {
+            let what = format!("{name} {pin:?}");
+            let mut t =
+                spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+            if let Some(p) = pin {
+                t.pin_device_plan(p).unwrap();
+            }
+            let mut y = vec![0u32; n];
+            t.launch(&x, &mut y[..]).unwrap();
+            assert_eq!(y, want, "{what}");
+            let r = t.report().clone();
+            let model = r.model.clone().expect("auto by the model reports");
+            match pin {
+                Some(DevicePlan::ColumnBlocks { k }) => {
+                    assert_eq!(
+                        (r.chosen, r.partitions),
+                        (ThrottlePolicy::Cf, k),
+                        "{what}: {r:?}"
+                    );
+                }
+                Some(DevicePlan::Levels) => {
+                    assert_eq!(r.chosen, ThrottlePolicy::OrgR, "{what}: {r:?}");
+                    assert_eq!(r.remap_order, Some(RemapOrder::Levels), "{what}");
+                    let order = t.plan_order().expect("a remapped plan has an order");
+                    assert_eq!(order.tasks, &level_order(a, 0).unwrap()[..], "{what}");
+                    assert_eq!(order.tasks, order.gathered, "{what}");
+                }
+                Some(DevicePlan::Org) => unreachable!(),
+                None if name.starts_with("rmat") => {
+                    // RMAT's hubs may make its gathers local enough for org.
+                    if !model.timed.is_empty() {
+                        assert_eq!(model.timed[0].0, DevicePlan::Org, "{what}: {model:?}");
+                    }
+                }
+                None => {
+                    // Random numbering, x beyond the cache: candidates timed,
+                    // org first.
+                    assert_eq!(
+                        model.timed.first().map(|t| t.0),
+                        Some(DevicePlan::Org),
+                        "{what}: {model:?}"
+                    );
+                    assert!(model.timed.len() >= 2, "{what}: {model:?}");
+                    assert!(model.sharing < 0.5, "{what}: {model:?}");
+                }
+            }
+            // Device-resident arrays: prepared again, the same plan.
+            let xd = dev.upload(&x).unwrap();
+            let mut yd = dev.alloc::<u32>(n).unwrap();
+            t.launch(&xd, &mut yd).unwrap();
+            assert_eq!(yd.to_vec().unwrap(), want, "{what}: DeviceVecs");
+            assert_eq!(t.report().chosen, r.chosen, "{what}");
+            // A fault is an error; the handle runs on.
+            assert!(t.launch(&x[..m / 2], &mut y[..]).is_err(), "{what}");
+            t.launch(&x, &mut y[..]).unwrap();
+            assert_eq!(y, want, "{what}: after a fault");
+
+            let mut tf =
+                spmv::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+            if let Some(p) = pin {
+                tf.pin_device_plan(p).unwrap();
+            }
+            let mut yf = vec![f32::NAN; n];
+            tf.launch(&xf, &mut yf[..]).unwrap();
+            for (r, (g, w)) in yf.iter().zip(&want_f).enumerate() {
+                let mag: f32 = a
+                    .row_range(r)
+                    .map(|k| (a.values()[k] * xf[a.col_idx()[k] as usize]).abs())
+                    .sum();
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + mag),
+                    "{what}: row {r}: {g} vs {w}"
+                );
+            }
+
+            // `relax` folds from dist[v]: no renumbering, column blocks run.
+            let mut tm =
+                relax::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap();
+            if let Some(p) = pin {
+                tm.pin_device_plan(p).unwrap();
+            }
+            let mut got = vec![0f32; n];
+            let ran = tm.launch(&xf, &mut got[..]);
+            if pin == Some(DevicePlan::Levels) {
+                assert!(ran.is_err(), "{what}: relax by levels");
+                continue;
+            }
+            ran.unwrap();
+            let mut want_min = vec![0f32; n];
+            relax::launch(
+                &cpu,
+                n,
+                a.row_ptr(),
+                a.col_idx(),
+                a.values(),
+                &xf,
+                &mut want_min[..],
+            )
+            .unwrap();
+            assert_eq!(got, want_min, "{what}: min-plus");
+        }
+        // A pin is refused after the choice, and outside the model.
+        let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = vec![0u32; n];
+        t.launch(&x, &mut y[..]).unwrap();
+        assert!(t.pin_device_plan(DevicePlan::Levels).is_err(), "{name}");
+        let exhaustive = opts.with_exhaustive(true);
+        let mut t =
+            spmv_u32::throttle(&dev, &exhaustive, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        assert!(t.pin_device_plan(DevicePlan::Levels).is_err(), "{name}");
+        assert!(
+            t.pin_device_plan(DevicePlan::ColumnBlocks { k: 99 })
+                .is_err(),
+            "{name}"
+        );
+    }
+
+    // The plan cache: a device whose kernel cache is a fresh folder.
+    let dir = std::env::temp_dir().join(format!("warpfit-plan-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cached = Device::Cuda(warpfit::CudaDevice::with_cache_dir(0, Some(dir.clone())).unwrap());
+    let (_, a) = &matrices[0];
+    let (n, m) = (a.nrows(), a.ncols());
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+    let x: Vec<u32> = (0..m as u32).map(|i| i % 13).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut want[..]).unwrap();
+    let with_cache = opts.with_plan_cache(true);
+    let mut chosen = Vec::new();
+    for round in 0..2 {
+        let mut t =
+            spmv_u32::throttle(&cached, &with_cache, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = vec![0u32; n];
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "round {round}");
+        let model = t.report().model.clone().unwrap();
+        assert_eq!(model.from_cache, round == 1, "round {round}: {model:?}");
+        assert_eq!(model.cache_error, None, "round {round}");
+        chosen.push(t.report().chosen);
+    }
+    assert_eq!(chosen[0], chosen[1]);
+    // Another matrix of the same size is another key: decided again.
+    let b = gen::uniform(1 << 14, 8, 12).unwrap();
+    let mut t =
+        spmv_u32::throttle(&cached, &with_cache, n, m, b.row_ptr(), b.col_idx(), &val).unwrap();
+    let mut y = vec![0u32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert!(!t.report().model.clone().unwrap().from_cache);
+    // A corrupt entry is decided again, never trusted.
+    for e in std::fs::read_dir(dir.join("plans")).unwrap() {
+        std::fs::write(
+            e.unwrap().path(),
+            "warpfit-plan-cache 1\nkey 0\nplan columns 3\nsum 0\n",
+        )
+        .unwrap();
+    }
+    let mut t =
+        spmv_u32::throttle(&cached, &with_cache, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+    t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want, "after corruption");
+    assert!(!t.report().model.clone().unwrap().from_cache);
+    let _ = std::fs::remove_dir_all(&dir);
 }

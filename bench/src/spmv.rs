@@ -747,6 +747,7 @@ impl<'a> OneMatrix<'a> {
         let options = ThrottleOptions::default()
             .with_partitioner(opts.partitioner)
             .with_policy(policy)
+            .with_exhaustive(true)
             .with_remap(remap);
         let device = warpfit::Device::Cuda(dev.clone());
         fn no_cpu(_: &warpfit::__private::CpuArgs<'_>, _: usize) -> Result<()> {

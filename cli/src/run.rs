@@ -15,8 +15,8 @@ use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
 use warpfit::RemapOrder;
 use warpfit::{
-    Decomposition, Device, Error, ExpectedLaunch, LaunchConfig, Result, ThrottleOptions,
-    ThrottlePolicy, ThrottleReport, ThrottleStatus,
+    Decomposition, Device, DevicePlan, Error, ExpectedLaunch, LaunchConfig, ModelReport, Result,
+    ThrottleOptions, ThrottlePolicy, ThrottleReport, ThrottleStatus,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -739,6 +739,9 @@ fn throttle_summary(
         v.sort_by(f64::total_cmp);
         v.get(v.len() / 2).copied()
     };
+    if let Some(m) = &r.model {
+        return model_summary(r, m, iterations);
+    }
     if r.partitions == 0 && r.profile.is_empty() && status != ThrottleStatus::Planning {
         return if r.asked == ThrottlePolicy::Org {
             "throttle: org is the unthrottled schedule, nothing planned".into()
@@ -816,6 +819,70 @@ fn throttle_summary(
     }
     let verdict = match paid {
         _ if lowest >= 0.0 => "throttling cost nothing extra".to_string(),
+        Some(i) => format!("throttling had paid for itself after {i} repetitions"),
+        None if thr < org => format!(
+            "throttling will have paid for itself after about {} repetitions",
+            iterations.len() + ((-saved) / (org - thr)).ceil() as usize
+        ),
+        None => "the throttled schedule is not faster here".to_string(),
+    };
+    format!("{head}; {verdict}")
+}
+
+/// [`throttle_summary`] of `auto` by the model: what it decided and why,
+/// its time on the first repetition, and when that time was paid back.
+fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &[Duration]) -> String {
+    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+    let source = if m.from_cache {
+        "read from the plan cache and built".to_string()
+    } else {
+        "decided".to_string()
+    };
+    let mut head = format!(
+        "throttle: auto by the model runs {}{} ({source} on the device in {:.1} ms: {})",
+        r.chosen,
+        r.remap_order
+            .map(|o| format!(" by {o}"))
+            .unwrap_or_default(),
+        ms(&m.planning),
+        m.reason
+    );
+    if !m.timed.is_empty() {
+        let each: Vec<String> = m
+            .timed
+            .iter()
+            .map(|(p, t)| format!("{p} {t:.3} ms"))
+            .collect();
+        head += &format!("; timed {}", each.join(", "));
+    }
+    if let Some(e) = &m.cache_error {
+        head += &format!("; not cached: {e}");
+    }
+    let org = m
+        .timed
+        .iter()
+        .find(|(p, _)| *p == DevicePlan::Org)
+        .map(|(_, t)| *t);
+    let rest: Vec<f64> = iterations.iter().skip(1).map(ms).collect();
+    let (Some(org), Some(first), false) = (org, iterations.first(), rest.is_empty()) else {
+        return head;
+    };
+    let mut sorted = rest.clone();
+    sorted.sort_by(f64::total_cmp);
+    let thr = sorted[sorted.len() / 2];
+    head += &format!(
+        "; repetitions {org:.3} ms unthrottled (timed), {thr:.3} ms throttled, the first {:.1} ms",
+        ms(first)
+    );
+    let mut saved = org - ms(first);
+    let mut paid = (saved >= 0.0).then_some(1);
+    for (i, t) in rest.iter().enumerate() {
+        saved += org - t;
+        if paid.is_none() && saved >= 0.0 {
+            paid = Some(i + 2);
+        }
+    }
+    let verdict = match paid {
         Some(i) => format!("throttling had paid for itself after {i} repetitions"),
         None if thr < org => format!(
             "throttling will have paid for itself after about {} repetitions",

@@ -495,6 +495,55 @@ impl Throttled {
         Ok((s, plan, report))
     }
 
+    /// Runs `plan` from the next launch on, built on the device, instead
+    /// of deciding: a plan the caller knows (a cached one, or one to
+    /// compare). Only for `auto` by the model on a CUDA device, before the
+    /// first launch has chosen.
+    ///
+    /// # Errors
+    /// Another policy or backend, or a choice already made.
+    #[doc(hidden)]
+    pub fn pin_device_plan(&mut self, plan: DevicePlan) -> Result<()> {
+        if !self.plans_on_device() {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: only auto by the model on a CUDA device plans on the device",
+                self.spec.name
+            )));
+        }
+        if self.schedule.is_some() || self.device_choice.is_some() {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: the first launch has chosen already",
+                self.spec.name
+            )));
+        }
+        if let DevicePlan::ColumnBlocks { k } = plan {
+            if !(2..=MAX_COLUMN_BLOCKS).contains(&k) {
+                return Err(Error::invalid(format!(
+                    "device column blocks: {k} blocks; between 2 and {MAX_COLUMN_BLOCKS}"
+                )));
+            }
+        }
+        self.device_choice = Some(plan);
+        let mut report = ModelReport::new();
+        report.reason = format!("pinned: {plan}");
+        self.report.model = Some(report);
+        Ok(())
+    }
+
+    /// The level order of a device plan, read back.
+    pub(in crate::throttle) fn download_device_order(&self) -> Result<Vec<u32>> {
+        match (self.device.cuda(), self.layouts.tables.as_ref()) {
+            (
+                Some(dev),
+                Some(RemapTables {
+                    task_perm: DeviceGather::Direct(order),
+                    ..
+                }),
+            ) => order.to_vec(dev),
+            _ => Err(Error::invalid("no device order")),
+        }
+    }
+
     /// The level order's remapping order, for the report.
     pub(in crate::throttle) fn device_remap_order(&self) -> Option<RemapOrder> {
         (self.device_choice == Some(DevicePlan::Levels)).then_some(RemapOrder::Levels)

@@ -63,6 +63,9 @@ pub struct Throttled {
     /// The plan `auto` by the model chose (made on the device), kept for
     /// preparing again over other arrays.
     pub(in crate::throttle) device_choice: Option<crate::throttle::device_plan::DevicePlan>,
+    /// The host copy of a device plan's order, read back on the first
+    /// [`Throttled::plan_order`] (`None` inside: the read failed).
+    pub(in crate::throttle) device_order: std::sync::OnceLock<Option<Vec<u32>>>,
 }
 
 /// The CPU twin over a launch's arguments (generated).
@@ -342,6 +345,7 @@ impl Throttled {
             report: ThrottleReport::new(options.policy),
             cpu_run,
             device_choice: None,
+            device_order: std::sync::OnceLock::new(),
         })
     }
 

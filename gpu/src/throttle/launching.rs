@@ -131,6 +131,17 @@ impl Throttled {
         if s.space != Space::Remapped {
             return None;
         }
+        if self.plans_on_device() {
+            // The level order, read back from the device once.
+            let order = self
+                .device_order
+                .get_or_init(|| self.download_device_order().ok());
+            let order = order.as_deref()?;
+            return Some(PlanOrder {
+                tasks: order,
+                gathered: order,
+            });
+        }
         let (_, r) = self.plan.as_ref()?.detail.as_ref()?.remapping.as_ref()?;
         Some(PlanOrder {
             tasks: r.task_perm(),

@@ -510,6 +510,16 @@ impl ThrottleEmitter<'_> {
                 pub fn wait_for_plan(&mut self) -> ::warpfit::__private::Result<()> {
                     self.inner.wait_for_plan()
                 }
+
+                /// Runs `plan` from the first launch on instead of letting `auto`'s
+                /// cost model decide (`auto` on a CUDA device, before the first launch):
+                /// a plan known to suit these arrays, made on the device.
+                ///
+                /// # Errors
+                /// Another policy or backend, or a choice already made.
+                pub fn pin_device_plan(&mut self, plan: ::warpfit::DevicePlan) -> ::warpfit::__private::Result<()> {
+                    self.inner.pin_device_plan(plan)
+                }
             }
         }
     }

@@ -203,6 +203,22 @@ mod tests {
     }
 
     #[test]
+    fn block_counts_are_the_host_column_partitioners() {
+        use warpfit_runtime::partition::column_block_count as host;
+        for n in [1usize, 100, 4096, 1 << 20, (1 << 25) + 3] {
+            for (cache, safety) in [(16u64 << 10, 0.5), (50 << 20, 0.5), (60 << 20, 0.75)] {
+                for elem in [4usize, 8] {
+                    let budget = (cache as f64 * safety) as u64;
+                    let capacity = ((cache as f64 * safety) / elem as f64).floor() as u32;
+                    let want = host(n, capacity).unwrap();
+                    let got = column_block_count(n, elem, budget).unwrap_or(1);
+                    assert_eq!(got, want, "{n} {cache} {safety} {elem}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn block_counts_and_sharing() {
         assert_eq!(column_block_count(100, 4, 400), None);
         assert_eq!(column_block_count(101, 4, 400), Some(2));

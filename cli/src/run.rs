@@ -111,13 +111,24 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub precond: Option<PrecondArg>,
     /// spmv, pagerank, cg: cache-fit throttling of the SpMV-shaped kernel
-    /// (`org`, `org_r`, `cf`, `cfq`, `sj`, `sjq` or `auto`), with pipelined
-    /// planning: the iterations run unthrottled while a CPU thread
-    /// partitions the matrix, then switch; the summary reports the planning
-    /// time, the iterations before the switch and when throttling paid for
-    /// itself. The CPU backend runs every policy unthrottled.
+    /// (`org`, `org_r`, `cf`, `cfq`, `sj`, `sjq` or `auto`). `auto` decides
+    /// by a cost model on the first iteration, with its plan made on the
+    /// GPU and cached on disk for the next run over the same matrix; the
+    /// other policies (and `auto` with --throttle-exhaustive) plan on a CPU
+    /// thread while the iterations run unthrottled, then switch. The
+    /// summary reports what was decided, what it cost and when throttling
+    /// paid for itself. The CPU backend runs every policy unthrottled.
     #[arg(long, value_name = "POLICY")]
     pub throttle: Option<String>,
+    /// With --throttle: the cache a partition must fit (`l2`, the default,
+    /// or a size such as `8MiB`).
+    #[arg(long, value_name = "SIZE")]
+    pub throttle_cache: Option<String>,
+    /// With --throttle auto: plan on the host and time every schedule, warp
+    /// budget and queue on the first iteration after the plan, instead of
+    /// the cost model (slow; for comparing the model against).
+    #[arg(long)]
+    pub throttle_exhaustive: bool,
     /// With --throttle: the renumbering of a remapped schedule (`org_r`, or
     /// one `auto` picks): `partitions` (Algorithm 5 of the plan's
     /// partition) or `levels` (breadth-first levels from row 0, for
@@ -179,6 +190,14 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
     }
     if let Some(policy) = &args.throttle {
         policy.parse::<ThrottlePolicy>()?;
+    }
+    if args.throttle.is_none() && (args.throttle_cache.is_some() || args.throttle_exhaustive) {
+        return Err(Error::invalid(
+            "--throttle-cache and --throttle-exhaustive apply with --throttle",
+        ));
+    }
+    if let Some(cache) = &args.throttle_cache {
+        cache.parse::<warpfit::CacheSize>()?;
     }
     if let Some(order) = &args.remap_order {
         if args.throttle.is_none() {
@@ -335,7 +354,12 @@ impl AppRun<'_> {
             .throttle
             .as_deref()
             .map(|p| {
-                let o = defaults()?.with_policy(p.parse()?);
+                let mut o = defaults()?
+                    .with_policy(p.parse()?)
+                    .with_exhaustive(self.args.throttle_exhaustive);
+                if let Some(cache) = self.args.throttle_cache.as_deref() {
+                    o = o.with_cache(cache.parse()?);
+                }
                 Ok(match self.args.remap_order.as_deref() {
                     Some(order) => o.with_remap_order(order.parse()?),
                     None => o,

@@ -867,6 +867,8 @@ fn solve<T: CgScalar>(
     let renumbered_ref = &renumbered;
     let mut renumbered_spmv: Option<PreparedLaunch<'_>> = None;
     let mut report: Option<RenumberedRun> = None;
+    // The throttled SpMV chose the level order and the solve switched to it.
+    let mut throttled_choice_made = false;
 
     // Each iteration publishes its scalars into a host-mapped slot, read
     // `DEPTH` iterations behind the launches: the iterations enqueued past
@@ -899,15 +901,32 @@ fn solve<T: CgScalar>(
                     switch: t.elapsed(),
                 });
             }
-            match &mut throttled {
-                None => match &renumbered_spmv {
-                    Some(l) => l.run()?,
-                    None => spmv.run()?,
-                },
-                Some(t) => {
+            match (&mut throttled, &renumbered_spmv) {
+                (_, Some(l)) => {
+                    l.run()?;
+                    if throttled_choice_made {
+                        planned.push(true);
+                    }
+                }
+                (None, None) => spmv.run()?,
+                (Some(t), None) => {
                     let before = t.report().launches_before_plan;
                     t.enqueue(&v.p, &v.q)?;
                     planned.push(t.report().launches_before_plan == before);
+                    // `auto` by the model chose the level order: the whole
+                    // solve switches to it from the next iteration, as with
+                    // `CgOrder::Levels` (the vectors renumbered once, not
+                    // permuted around every SpMV).
+                    let r = t.report();
+                    if !throttled_choice_made
+                        && r.model.is_some()
+                        && r.remap_order == Some(crate::RemapOrder::Levels)
+                        && device.cuda().is_some()
+                    {
+                        throttled_choice_made = true;
+                        t.check()?;
+                        levels.ready = Some(LevelPlan::on_device(device, a, &matrix)?);
+                    }
                 }
             }
             by_parity[k % 2].run(slot_of(k, DEPTH))

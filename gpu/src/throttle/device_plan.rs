@@ -369,14 +369,20 @@ impl Throttled {
             false => None,
         };
         if let Some(plan) = key.as_ref().and_then(|k| plan_cache::load(dev, k)) {
-            let mut report = ModelReport::new();
-            report.from_cache = true;
-            report.reason = format!("the plan cache's decision: {plan}");
-            let s = self.device_schedule(dev, plan)?;
-            report.planning = started.elapsed();
-            self.device_choice = Some(plan);
-            self.report.model = Some(report);
-            return Ok(s);
+            // A cached plan whose layout cannot be made again (a level
+            // order past its budget on a device of other speed) is decided
+            // again.
+            if let Ok(s) = self.device_schedule(dev, plan) {
+                let mut report = ModelReport::new();
+                report.from_cache = true;
+                report.reason = format!("the plan cache's decision: {plan}");
+                report.planning = started.elapsed();
+                self.device_choice = Some(plan);
+                self.report.model = Some(report);
+                return Ok(s);
+            }
+            self.layouts.device = None;
+            self.layouts.tables = None;
         }
         let (s, plan, mut report) = self.decide_and_confirm(dev)?;
         report.planning = started.elapsed();

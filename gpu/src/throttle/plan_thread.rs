@@ -13,6 +13,8 @@ impl Throttled {
         match (&self.pending, &self.schedule) {
             (Some(_), _) => ThrottleStatus::Planning,
             (None, Some(s)) => ThrottleStatus::Running(s.policy),
+            // `auto` by the model decides on the first launch.
+            (None, None) if self.plans_on_device() => ThrottleStatus::Profiling,
             (None, None) if self.report.chosen == ThrottlePolicy::Org => {
                 ThrottleStatus::Running(ThrottlePolicy::Org)
             }

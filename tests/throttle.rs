@@ -119,6 +119,10 @@ fn the_attribute_sets_the_default_options() {
     assert_eq!(spmv::THROTTLE_ROLES.remap_refused, "");
     // `relax` folds from `dist[v]`: the gathered array read at the task.
     assert_eq!(relax::THROTTLE_ROLES.index, None);
+    // Its gather still goes through `src`: plans made on the device group
+    // each task's fine tasks by it.
+    assert_eq!(relax::THROTTLE_ROLES.gather_index, Some(1));
+    assert_eq!(spmv::THROTTLE_ROLES.gather_index, Some(1));
     assert!(
         relax::THROTTLE_ROLES.remap_refused.contains("`dist`"),
         "{}",

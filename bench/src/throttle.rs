@@ -794,7 +794,7 @@ impl<'a> OneMatrix<'a> {
             .with_exhaustive(exhaustive)
             .with_plan_cache(false);
         let start = Instant::now();
-        let graph = match Throttled::plans_on_host(self.device, &options) {
+        let graph = match Throttled::needs_work_graph(self.device, &options) {
             true => Some(spmv_graph(a)?),
             false => None,
         };

@@ -882,6 +882,14 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &[Duration]) -
     if let Some(e) = &m.cache_error {
         head += &format!("; not cached: {e}");
     }
+    if !m.steps.is_empty() {
+        let each: Vec<String> = m
+            .steps
+            .iter()
+            .map(|(s, d)| format!("{s} {:.1}", ms(d)))
+            .collect();
+        head += &format!("; steps (ms): {}", each.join(", "));
+    }
     let org = m
         .timed
         .iter()

@@ -194,6 +194,10 @@ pub struct Roles {
     pub fine: Vec<usize>,
     /// The array the map gathers from.
     pub gathered: usize,
+    /// The `u32` fine array the gathered array is read through (`col` in
+    /// `x[col[k] as usize]`), whether or not the kernel can be remapped:
+    /// what a plan made on the device groups fine tasks by.
+    pub through: Option<usize>,
     /// How a remapped plan (Algorithm 5: tasks and gathered elements
     /// renumbered) applies, or why it cannot.
     pub remap: Result<Remap, String>,
@@ -339,10 +343,13 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
         ));
     }
     let remap = remap(k, gather, range, &fine);
+    let through = gather_index(&gather.index, k.k, params)
+        .filter(|&c| params[c].ty == Ty::U32 && fine.contains(&c));
     Ok(Roles {
         range,
         fine,
         gathered: gather.gathered,
+        through,
         remap,
     })
 }

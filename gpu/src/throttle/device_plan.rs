@@ -123,10 +123,10 @@ impl Throttled {
             )),
             _ => Err(format!("`{}` was released", self.spec.params[i].name)),
         };
-        let index = self.roles.index.ok_or_else(|| {
+        let index = self.roles.gather_index.ok_or_else(|| {
             format!(
-                "the gathered array is not read through an index array ({})",
-                self.roles.remap_refused
+                "the gathered array `{}` is not read through a u32 index array at the fine-task index",
+                self.spec.params[self.roles.gathered].name
             )
         })?;
         let (ptr, ptr_len) = array(self.roles.range)?;
@@ -221,10 +221,12 @@ impl Throttled {
         dev: &CudaDevice,
         shape: DeviceShape,
     ) -> Result<Option<(DeviceLayout, RemapTables)>> {
-        let index = self
-            .roles
-            .index
-            .ok_or_else(|| Error::invalid("no index array to renumber"))?;
+        let index = self.roles.index.ok_or_else(|| {
+            Error::invalid(format!(
+                "kernel `{}`: cannot be renumbered: {}",
+                self.spec.name, self.roles.remap_refused
+            ))
+        })?;
         let n = shape.n;
         let order = DeviceBuffer::<u32>::zeros(dev, n.max(1))?;
         let position = DeviceBuffer::<u32>::zeros(dev, n.max(1))?;
@@ -368,6 +370,7 @@ impl Throttled {
             true => plan_cache::key(self, dev)?,
             false => None,
         };
+        let keyed = started.elapsed();
         if let Some(plan) = key.as_ref().and_then(|k| plan_cache::load(dev, k)) {
             // A cached plan whose layout cannot be made again (a level
             // order past its budget on a device of other speed) is decided
@@ -376,6 +379,7 @@ impl Throttled {
                 let mut report = ModelReport::new();
                 report.from_cache = true;
                 report.reason = format!("the plan cache's decision: {plan}");
+                report.steps = vec![("key", keyed), ("layout", started.elapsed() - keyed)];
                 report.planning = started.elapsed();
                 self.device_choice = Some(plan);
                 self.report.model = Some(report);
@@ -385,12 +389,15 @@ impl Throttled {
             self.layouts.tables = None;
         }
         let (s, plan, mut report) = self.decide_and_confirm(dev)?;
-        report.planning = started.elapsed();
+        report.steps.insert(0, ("key", keyed));
         if let Some(k) = key {
+            let t = Instant::now();
             report.cache_error = plan_cache::store(dev, &k, plan)
                 .err()
                 .map(|e| e.to_string());
+            report.steps.push(("cache write", t.elapsed()));
         }
+        report.planning = started.elapsed();
         self.device_choice = Some(plan);
         self.report.model = Some(report);
         Ok(s)
@@ -411,16 +418,19 @@ impl Throttled {
                 return Ok((s, DevicePlan::Org, report));
             }
         };
+        let mut step = Instant::now();
         let pk = plan_kernels(dev)?;
         let elem = self.spec.params[self.roles.gathered].ty.size();
         let line = (128 / elem).max(1);
         let (gathers, lines) = pk.locality(dev, shape, SAMPLED_WARPS, line)?;
+        report.steps.push(("sample", step.elapsed()));
+        step = Instant::now();
         let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
         let stats = ShapeStats {
             n_gathered: shape.n_gathered,
             gathered_elem_bytes: elem,
             budget_bytes: (cache as f64 * self.options.safety) as u64,
-            levels_possible: shape.n == shape.n_gathered,
+            levels_possible: shape.n == shape.n_gathered && self.roles.index.is_some(),
             sharing: model::sharing(gathers, lines),
         };
         report.sharing = stats.sharing;
@@ -441,8 +451,14 @@ impl Throttled {
         };
         let timer = EventTimer::new(dev)?;
         let snap = self.snapshot()?;
+        report.steps.push(("timer and snapshot", step.elapsed()));
+        step = Instant::now();
         let org = self.single(dev, ThrottlePolicy::Org, None)?;
+        report.steps.push(("org prepared", step.elapsed()));
+        step = Instant::now();
         let ms = self.time_once(&org, &timer, &snap)?;
+        report.steps.push(("org timed", step.elapsed()));
+        step = Instant::now();
         report.timed.push((DevicePlan::Org, ms));
         let mut best = (ms, org, DevicePlan::Org, None::<Arc<DeviceLayout>>);
         if levels_if_gain {
@@ -464,11 +480,19 @@ impl Throttled {
                     let levels = model::sharing(g, l);
                     report.sharing_levels = Some(levels);
                     report.build.push((DevicePlan::Levels, built.elapsed()));
+                    report
+                        .steps
+                        .push(("levels built and sampled", step.elapsed()));
+                    step = Instant::now();
                     if model::keep_levels(stats.sharing, levels) {
                         self.layouts.tables = Some(tables);
                         let layout = Arc::new(layout);
                         let s = self.schedule_over(dev, DevicePlan::Levels, layout.clone())?;
+                        report.steps.push(("levels prepared", step.elapsed()));
+                        step = Instant::now();
                         let ms = self.time_once(&s, &timer, &snap)?;
+                        report.steps.push(("levels timed", step.elapsed()));
+                        step = Instant::now();
                         report.timed.push((DevicePlan::Levels, ms));
                         if ms < best.0 {
                             best = (ms, s, DevicePlan::Levels, Some(layout));
@@ -485,8 +509,13 @@ impl Throttled {
             report
                 .build
                 .push((DevicePlan::ColumnBlocks { k }, built.elapsed()));
+            report.steps.push(("columns built", step.elapsed()));
+            step = Instant::now();
             let s = self.schedule_over(dev, DevicePlan::ColumnBlocks { k }, layout.clone())?;
+            report.steps.push(("columns prepared", step.elapsed()));
+            step = Instant::now();
             let ms = self.time_once(&s, &timer, &snap)?;
+            report.steps.push(("columns timed", step.elapsed()));
             report.timed.push((DevicePlan::ColumnBlocks { k }, ms));
             if ms < best.0 {
                 if best.2 == DevicePlan::Levels {

@@ -290,13 +290,23 @@ impl Throttled {
 
     /// Whether a handle on `device` under `options` plans on the host, from
     /// the kernel's work graph: a CUDA device and a policy other than `org`
-    /// and `auto` by the model (which plans on the device). Generated
-    /// `throttle` builds the work graph only then.
+    /// and `auto` by the model (which plans on the device).
     #[doc(hidden)]
     pub fn plans_on_host(device: &Device, options: &ThrottleOptions) -> bool {
         device.cuda().is_some()
             && options.policy != ThrottlePolicy::Org
             && !options.decides_by_model()
+    }
+
+    /// Whether generated `throttle` builds the kernel's work graph: where
+    /// the host plans from it, and on the CPU backend, where building it
+    /// checks every gathered index against the gathered length before any
+    /// launch. `auto` by the model on CUDA does without (its plans are made
+    /// on the device, which checks the indices it follows, and a launch
+    /// reports an index out of range as a fault).
+    #[doc(hidden)]
+    pub fn needs_work_graph(device: &Device, options: &ThrottleOptions) -> bool {
+        !(device.cuda().is_some() && options.decides_by_model())
     }
 
     /// The handle with its shape arrays uploaded as given and no plan: it

@@ -109,6 +109,10 @@ pub struct ModelReport {
     /// Why the decision could not be written to the plan cache, where it
     /// could not (the run goes on).
     pub cache_error: Option<String>,
+    /// Wall time of each step of the decision, in order (the plan cache's
+    /// key, the locality sample, each candidate's layout, preparation and
+    /// timed run, the cache's write): where `planning` went.
+    pub steps: Vec<(&'static str, Duration)>,
 }
 
 impl ModelReport {
@@ -122,6 +126,7 @@ impl ModelReport {
             timed: Vec::new(),
             planning: Duration::ZERO,
             cache_error: None,
+            steps: Vec::new(),
         }
     }
 }

@@ -13,6 +13,10 @@ pub struct ThrottleRoles {
     /// The fine array the gathered array is read through, when a remapped
     /// plan can run the kernel (`None`: see `remap_refused`).
     pub index: Option<usize>,
+    /// The `u32` fine array the gathered array is read through, remappable
+    /// or not (`None`: read otherwise): what plans made on the device
+    /// group each task's fine tasks by.
+    pub gather_index: Option<usize>,
     /// Per-launch arrays read and written at the task index only: a
     /// remapped plan permutes them by the task permutation.
     pub task_indexed: &'static [usize],
@@ -46,6 +50,7 @@ pub(crate) const SPMV_ROLES: ThrottleRoles = ThrottleRoles {
     fine: &[1, 2],
     gathered: 3,
     index: Some(1),
+    gather_index: Some(1),
     task_indexed: &[4],
     overwritten: &[4],
     remap_refused: "",

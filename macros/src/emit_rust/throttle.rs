@@ -66,6 +66,10 @@ impl ThrottleEmitter<'_> {
                 .join(", ")
         );
         let gathered = self.roles.gathered;
+        let through = match self.roles.through {
+            Some(i) => quote!(::core::option::Option::Some(#i)),
+            None => quote!(::core::option::Option::None),
+        };
         let (index, task_indexed, overwritten, refused) = match &self.roles.remap {
             Ok(r) => {
                 let i = r.index;
@@ -91,6 +95,7 @@ impl ThrottleEmitter<'_> {
                     fine: &[#(#fine),*],
                     gathered: #gathered,
                     index: #index,
+                    gather_index: #through,
                     task_indexed: &[#(#task_indexed),*],
                     overwritten: &[#(#overwritten),*],
                     remap_refused: #refused,
@@ -292,8 +297,8 @@ impl ThrottleEmitter<'_> {
                 #glen: usize,
                 #(#borrowed),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                // The work graph only where the host plans from it.
-                let graph = match ::warpfit::__private::Throttled::plans_on_host(#dev, #opts) {
+                // The work graph only where the host plans from it or checks by it.
+                let graph = match ::warpfit::__private::Throttled::needs_work_graph(#dev, #opts) {
                     true => ::core::option::Option::Some(#graph_fn(#n, #glen, #(#names),*)?),
                     false => ::core::option::Option::None,
                 };
@@ -320,7 +325,7 @@ impl ThrottleEmitter<'_> {
                 #glen: usize,
                 #(#owned),*
             ) -> ::warpfit::__private::Result<Throttle> {
-                let graph = match ::warpfit::__private::Throttled::plans_on_host(#dev, #opts) {
+                let graph = match ::warpfit::__private::Throttled::needs_work_graph(#dev, #opts) {
                     true => ::core::option::Option::Some(#graph_fn(#n, #glen, #(&#names[..]),*)?),
                     false => ::core::option::Option::None,
                 };

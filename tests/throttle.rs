@@ -123,6 +123,11 @@ fn the_attribute_sets_the_default_options() {
     // each task's fine tasks by it.
     assert_eq!(relax::THROTTLE_ROLES.gather_index, Some(1));
     assert_eq!(spmv::THROTTLE_ROLES.gather_index, Some(1));
+    // PageRank reads `dangling[0]`: the same element in any numbering, so
+    // it can be remapped, with `dangling` passed as it is.
+    let pr = warpfit::apps::pagerank_pull_resident::THROTTLE_ROLES;
+    assert_eq!(pr.index, Some(1), "{}", pr.remap_refused);
+    assert_eq!(pr.task_indexed, &[6]);
     assert!(
         relax::THROTTLE_ROLES.remap_refused.contains("`dist`"),
         "{}",

@@ -374,7 +374,12 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
         }
     };
     let is_task = |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Local(id) if id == k.task);
+    let is_constant = |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Lit(crate::ir::Lit::Int(_)));
     let mut why = None;
+    // Inputs read at a constant index (`dangling[0]`): the same element
+    // in any numbering, so a remapped launch passes them as they are.
+    let mut at_constant = BTreeSet::new();
+    let mut at_task = BTreeSet::new();
     let mut check = |e: &Expr| {
         e.visit(&mut |x| {
             let ExprKind::Load(a, i) = &x.kind else {
@@ -389,11 +394,15 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
                     name(g),
                     name(index)
                 ));
+            } else if *a != g && is_constant(i) {
+                at_constant.insert(*a);
             } else if *a != g && !is_task(i) {
                 why = Some(format!(
-                    "it reads `{}` at an index other than the task's; a remapped plan renames tasks",
+                    "it reads `{}` at an index other than the task's or a constant; a remapped plan renames tasks",
                     name(*a)
                 ));
+            } else if *a != g {
+                at_task.insert(*a);
             }
         })
     };
@@ -401,9 +410,22 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     if let Some(why) = why {
         return Err(why);
     }
+    if let Some(&a) = at_constant
+        .iter()
+        .find(|&&a| at_task.contains(&a) || params[a].kind != ParamKind::Input)
+    {
+        return Err(format!(
+            "it reads `{}` at a constant index and also at the task's or writes it; a remapped plan renames tasks",
+            name(a)
+        ));
+    }
     let task_indexed: Vec<usize> = (0..params.len())
         .filter(|&i| {
-            i != g && i != range && !fine.contains(&i) && params[i].kind != ParamKind::Scalar
+            i != g
+                && i != range
+                && !fine.contains(&i)
+                && !at_constant.contains(&i)
+                && params[i].kind != ParamKind::Scalar
         })
         .collect();
     let overwritten = task_indexed

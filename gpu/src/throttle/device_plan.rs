@@ -454,12 +454,30 @@ impl Throttled {
         report.steps.push(("timer and snapshot", step.elapsed()));
         step = Instant::now();
         let org = self.single(dev, ThrottlePolicy::Org, None)?;
+        let org_prep = step.elapsed().as_secs_f64() * 1e3;
         report.steps.push(("org prepared", step.elapsed()));
         step = Instant::now();
         let ms = self.time_once(&org, &timer, &snap)?;
         report.steps.push(("org timed", step.elapsed()));
         step = Instant::now();
         report.timed.push((DevicePlan::Org, ms));
+        // Each candidate's launches are prepared as org's was: one over
+        // every task per column block, one for the level order.
+        let (mut columns, mut levels_if_gain) = (columns, levels_if_gain);
+        if let Some(k) = columns.filter(|&k| !model::pays_back(k as f64 * org_prep, ms)) {
+            report.reason.push_str(&format!(
+                "; {k} column blocks not built: {k} launches prepared as org's ({org_prep:.1} ms each) would not pay back within {} launches",
+                model::BREAK_EVEN_LAUNCHES
+            ));
+            columns = None;
+        }
+        if levels_if_gain && !model::pays_back(org_prep, ms) {
+            report.reason.push_str(&format!(
+                "; the level order not built: a launch prepared as org's ({org_prep:.1} ms) would not pay back within {} launches",
+                model::BREAK_EVEN_LAUNCHES
+            ));
+            levels_if_gain = false;
+        }
         let mut best = (ms, org, DevicePlan::Org, None::<Arc<DeviceLayout>>);
         if levels_if_gain {
             let built = Instant::now();

@@ -27,6 +27,23 @@ pub(crate) const LOCAL_SHARING: f64 = 0.5;
 /// How much the level order must raise the sharing to be timed.
 pub(crate) const LEVELS_GAIN: f64 = 0.2;
 
+/// Launches within which a candidate must pay for its preparation.
+pub(crate) const BREAK_EVEN_LAUNCHES: f64 = 20.0;
+
+/// The largest gain per launch a candidate is assumed to reach when its
+/// preparation is weighed before it is timed: twice `org`'s speed.
+pub(crate) const ASSUMED_BEST_GAIN: f64 = 2.0;
+
+/// Whether a candidate predicted to take `prep_ms` of preparation (its
+/// launches' task lists cut on the host, as `org`'s took: long tasks split)
+/// can pay for it within [`BREAK_EVEN_LAUNCHES`] launches of `org_ms` at
+/// the best gain assumed. RMAT's hubs make each launch over all rows cost
+/// hundreds of milliseconds to prepare; a gain of a millisecond a launch
+/// does not pay for that in any short run.
+pub(crate) fn pays_back(prep_ms: f64, org_ms: f64) -> bool {
+    prep_ms <= BREAK_EVEN_LAUNCHES * org_ms * (1.0 - 1.0 / ASSUMED_BEST_GAIN)
+}
+
 /// Warps sampled for the sharing measure.
 pub(crate) const SAMPLED_WARPS: usize = 4096;
 
@@ -216,6 +233,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_preparation_that_twenty_launches_cannot_pay_is_not_made() {
+        // Uniform 2^24 on an H200: org 3.97 ms, org prepared in 2.3 ms, three
+        // blocks predicted at 6.9 ms.
+        assert!(pays_back(3.0 * 2.3, 3.97));
+        // RMAT 24: org 2.70 ms, prepared in 343 ms (hub rows cut on the host).
+        assert!(!pays_back(3.0 * 343.0, 2.70));
+        assert!(pays_back(10.0, 1.0) && !pays_back(10.1, 1.0));
     }
 
     #[test]

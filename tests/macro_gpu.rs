@@ -1589,7 +1589,12 @@ fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
                         Some(DevicePlan::Org),
                         "{what}: {model:?}"
                     );
-                    assert!(model.timed.len() >= 2, "{what}: {model:?}");
+                    // A kernel this small cannot pay for a candidate's
+                    // preparation within 20 launches; otherwise it is timed.
+                    assert!(
+                        model.timed.len() >= 2 || model.reason.contains("would not pay back"),
+                        "{what}: {model:?}"
+                    );
                     assert!(model.sharing < 0.5, "{what}: {model:?}");
                 }
             }
@@ -1648,6 +1653,25 @@ fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
             .unwrap();
             assert_eq!(got, want_min, "{what}: min-plus");
         }
+        // Over arrays already on the device: copied there, the same plans.
+        let (dptr, dcol, dval) = (
+            dev.upload(a.row_ptr()).unwrap(),
+            dev.upload(a.col_idx()).unwrap(),
+            dev.upload(&val).unwrap(),
+        );
+        for pin in [DevicePlan::ColumnBlocks { k: 3 }, DevicePlan::Levels] {
+            let mut t =
+                spmv_u32::throttle_resident(&dev, &opts, n, m, &dptr, &dcol, &dval).unwrap();
+            t.pin_device_plan(pin).unwrap();
+            let mut y = vec![0u32; n];
+            t.launch(&x, &mut y[..]).unwrap();
+            assert_eq!(y, want, "{name} resident {pin}");
+        }
+        let exhaustive = opts.with_exhaustive(true);
+        let e = spmv_u32::throttle_resident(&dev, &exhaustive, n, m, &dptr, &dcol, &dval)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("throttle_resident plans on the device"), "{e}");
         // A pin is refused after the choice, and outside the model.
         let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
         let mut y = vec![0u32; n];

@@ -136,6 +136,22 @@ fn the_attribute_sets_the_default_options() {
 }
 
 #[test]
+fn a_resident_handle_needs_a_cuda_device_and_the_model() {
+    let dev = Device::cpu();
+    let a = gen::uniform(64, 4, 1).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let (ptr, col, val) = (
+        dev.upload(a.row_ptr()).unwrap(),
+        dev.upload(a.col_idx()).unwrap(),
+        dev.upload(a.values()).unwrap(),
+    );
+    let e = spmv::throttle_resident(&dev, &ThrottleOptions::default(), n, m, &ptr, &col, &val)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("CUDA device"), "{e}");
+}
+
+#[test]
 fn remapping_an_unfit_kernel_and_unfit_arguments_are_errors() {
     let dev = Device::cpu();
     let a = gen::uniform(64, 4, 1).unwrap();

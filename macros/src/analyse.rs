@@ -374,7 +374,8 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
         }
     };
     let is_task = |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Local(id) if id == k.task);
-    let is_constant = |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Lit(crate::ir::Lit::Int(_)));
+    let is_constant =
+        |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Lit(crate::ir::Lit::Int(_)));
     let mut why = None;
     // Inputs read at a constant index (`dangling[0]`): the same element
     // in any numbering, so a remapped launch passes them as they are.

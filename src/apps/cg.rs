@@ -188,6 +188,15 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         options: &ThrottleOptions,
         a: &Csr<Self>,
     ) -> Result<Box<dyn SpmvThrottle<Self>>>;
+    /// The throttled SpMV over the matrix already on the device (`auto` by
+    /// the model on CUDA, which plans there).
+    #[doc(hidden)]
+    fn throttle_spmv_resident(
+        device: &Device,
+        options: &ThrottleOptions,
+        a: &DeviceCsr<Self>,
+        cols: usize,
+    ) -> Result<Box<dyn SpmvThrottle<Self>>>;
     #[doc(hidden)]
     fn prepare_permute<'a>(
         device: &Device,
@@ -418,6 +427,22 @@ macro_rules! cg_scalar {
                     a.row_ptr().to_vec(),
                     a.col_idx().to_vec(),
                     a.values().to_vec(),
+                )?))
+            }
+            fn throttle_spmv_resident(
+                device: &Device,
+                options: &ThrottleOptions,
+                a: &DeviceCsr<Self>,
+                cols: usize,
+            ) -> Result<Box<dyn SpmvThrottle<Self>>> {
+                Ok(Box::new($spmv::throttle_resident(
+                    device,
+                    options,
+                    a.row_ptr.len().saturating_sub(1),
+                    cols,
+                    &a.row_ptr,
+                    &a.col_idx,
+                    &a.values,
                 )?))
             }
             fn prepare_permute<'a>(
@@ -823,17 +848,24 @@ fn solve<T: CgScalar>(
     let n = b.len();
     // Planning starts first: it runs on a CPU thread while the set-up and
     // the first iterations go on.
+    // On CUDA `auto` by the model plans on the device, over the matrix
+    // already there; other policies plan on a CPU thread from a host copy.
+    let on_device = |t: &ThrottleOptions| !crate::Throttled::needs_work_graph(device, t);
     let mut throttled = opts
         .throttle
         .as_ref()
+        .filter(|t| !on_device(t))
         .map(|t| T::throttle_spmv(device, t, a))
         .transpose()?;
+    let matrix = DeviceCsr::upload(device, a)?;
+    if let Some(t) = opts.throttle.as_ref().filter(|t| on_device(t)) {
+        throttled = Some(T::throttle_spmv_resident(device, t, &matrix, a.ncols())?);
+    }
     if let (Some(t), true) = (&mut throttled, opts.plan_first) {
         t.wait_for_plan()?;
     }
     let mut levels = PendingLevels::new(levels, opts.plan_first)?;
     let mut planned = Vec::new();
-    let matrix = DeviceCsr::upload(device, a)?;
     let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;

@@ -178,8 +178,14 @@ pub fn pagerank_throttled(
     }
     let setup_start = Instant::now();
     let n32 = g.len_u32()?;
+    let (ptr, src) = g.upload_pattern(device)?;
     let mut throttled = match &opts.throttle {
         None => None,
+        // Planned on the device: the handle copies the pattern already
+        // there.
+        Some(t) if !crate::Throttled::needs_work_graph(device, t) => Some(
+            pagerank_pull_resident::throttle_resident(device, t, n, n, &ptr, &src)?,
+        ),
         Some(t) => {
             mem::check(
                 "the throttled handle's host copy of the graph's in-edges",
@@ -199,7 +205,6 @@ pub fn pagerank_throttled(
         t.wait_for_plan()?;
     }
     let mut planned = Vec::new();
-    let (ptr, src) = g.upload_pattern(device)?;
     let out_degree = device.upload(&g.out_degree)?;
     let uniform = vec![1.0 / n as f32; n];
     let rank = device.upload(&uniform)?;
@@ -211,7 +216,7 @@ pub fn pagerank_throttled(
     // One set of launches per direction: `from` → `to`.
     let mut sets = Vec::with_capacity(2);
     for (from, to) in [(&rank, &next), (&next, &rank)] {
-        sets.push([
+        let mut set = vec![
             pagerank_contrib::prepare(device, config, n, from, &out_degree, &contrib)?,
             dangling_rank::prepare(
                 device,
@@ -222,7 +227,10 @@ pub fn pagerank_throttled(
                 &out_degree,
                 &dangling,
             )?,
-            pagerank_pull_resident::prepare(
+        ];
+        // The pull itself only where no throttled handle runs it.
+        if throttled.is_none() {
+            set.push(pagerank_pull_resident::prepare(
                 device,
                 config,
                 n,
@@ -233,8 +241,9 @@ pub fn pagerank_throttled(
                 opts.damping,
                 n as f64,
                 to,
-            )?,
-        ]);
+            )?);
+        }
+        sets.push(set);
     }
     let (forward, backward) = (&sets[0], &sets[1]);
     let setup = setup_start.elapsed();

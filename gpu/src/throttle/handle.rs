@@ -9,6 +9,7 @@ use crate::engines::carried_launch::CarriedRun;
 use crate::launch::arg::Arg;
 use crate::launch::cpu_args::CpuArgs;
 use crate::launch::cuda_launch::CudaLaunch;
+use crate::launch::device_vec::Place;
 use crate::spec::{KernelSpec, ParamKind, ScalarType};
 use crate::throttle::device_layouts::{DeviceLayout, Space};
 use crate::throttle::erased_vec::ErasedVec;
@@ -334,7 +335,135 @@ impl Throttled {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Throttled {
+        Ok(Self::from_slots(
+            device,
+            spec,
+            roles,
+            options,
+            config,
+            n_tasks,
+            gathered_len,
+            slots,
+            cpu_run,
+        ))
+    }
+
+    /// [`Throttled::new`] over shape arrays already on the handle's CUDA
+    /// device (`DeviceVec`s, as `Arg::resident_input`), copied on the
+    /// device: no host copy, no upload, no work graph. Only `auto` by the
+    /// model plans without a work graph, so only it is accepted. Generated
+    /// `throttle_resident` calls this.
+    ///
+    /// # Errors
+    /// Another policy or a CUDA device other than the arrays', arguments
+    /// that do not match the kernel, invalid options, device errors.
+    #[allow(clippy::too_many_arguments)]
+    #[doc(hidden)]
+    pub fn resident(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        gathered_len: usize,
+        shape: &[Option<Arg<'_>>],
+        cpu_run: CpuRunFn,
+    ) -> Result<Self> {
+        check_policy(spec, roles, options)?;
+        let Some(dev) = device.cuda() else {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: throttle_resident takes arrays on a CUDA device; on the CPU use throttle",
+                spec.name
+            )));
+        };
+        if Self::needs_work_graph(device, options) {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: throttle_resident plans on the device, which only auto by the model does (policy {}{}); use throttle, which plans on the host",
+                spec.name,
+                options.policy,
+                if options.exhaustive { ", exhaustive" } else { "" }
+            )));
+        }
+        if shape.len() != spec.params.len() {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: throttle got {} parameter slots for {} parameters",
+                spec.name,
+                shape.len(),
+                spec.params.len()
+            )));
+        }
+        let slots = (0..spec.params.len())
+            .map(|i| {
+                let p = &spec.params[i];
+                Ok(match (p.kind, &shape[i]) {
+                    (ParamKind::Scalar, None) => Slot::Scalar(None),
+                    (_, None) if !roles.shapes(i) => Slot::Staged(Staging::Empty),
+                    (_, Some(Arg::Resident(r)))
+                        if roles.shapes(i) && r.ty == p.ty =>
+                    {
+                        let Place::Cuda { ptr, device: d } = r.place else {
+                            return Err(Error::invalid(format!(
+                                "kernel `{}`: `{}` is not on a CUDA device",
+                                spec.name, p.name
+                            )));
+                        };
+                        if d.ordinal() != dev.ordinal() {
+                            return Err(Error::invalid(format!(
+                                "kernel `{}`: `{}` is on CUDA device {}, the handle on {}",
+                                spec.name,
+                                p.name,
+                                d.ordinal(),
+                                dev.ordinal()
+                            )));
+                        }
+                        Slot::Shape(Some(ErasedVec::copy_of_device(device, ptr, r.ty, r.len)?))
+                    }
+                    _ => {
+                        return Err(Error::invalid(format!(
+                            "kernel `{}`: parameter {i} (`{}`) {}",
+                            spec.name,
+                            p.name,
+                            if roles.shapes(i) {
+                                format!(
+                                    "shapes the work and must be given to throttle_resident as a DeviceVec<{}>",
+                                    p.ty.rust_name()
+                                )
+                            } else {
+                                "is passed to each launch, not to throttle_resident".to_string()
+                            }
+                        )))
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self::from_slots(
+            device,
+            spec,
+            roles,
+            options,
+            config,
+            n_tasks,
+            gathered_len,
+            slots,
+            cpu_run,
+        ))
+    }
+
+    /// The handle over `slots`, with no plan.
+    #[allow(clippy::too_many_arguments)]
+    fn from_slots(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        gathered_len: usize,
+        slots: Vec<Slot>,
+        cpu_run: CpuRunFn,
+    ) -> Self {
+        Throttled {
             schedule: None,
             device: device.clone(),
             spec,
@@ -356,7 +485,7 @@ impl Throttled {
             cpu_run,
             device_choice: None,
             device_order: std::sync::OnceLock::new(),
-        })
+        }
     }
 
     /// What planning and choosing found.

@@ -272,6 +272,18 @@ impl ThrottleEmitter<'_> {
             let n = &p.name;
             slot(i, quote!(::warpfit::__private::Arg::input(#n)))
         });
+        let resident = self.shape_params().map(|(_, p)| {
+            let (n, t) = (&p.name, ty(p.ty));
+            quote!(#n: &::warpfit::DeviceVec<#t>)
+        });
+        let resident_shape_args = self.k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            slot(i, quote!(::warpfit::__private::Arg::resident_input(#n)))
+        });
+        let resident_doc = "[`throttle`] over arrays already on the CUDA device: the handle copies them on the \
+             device, with no host copy and no work graph, and `auto`'s cost model plans on the device. Only `auto` by \
+             the model (not `ThrottleOptions::exhaustive`) plans that way; other policies take host arrays \
+             ([`throttle`]).\n\n# Errors\nAnother policy, a CPU device, arrays of another device; as [`throttle`].";
         let owned_args = self.k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             slot(
@@ -312,6 +324,28 @@ impl ThrottleEmitter<'_> {
                     #glen,
                     graph.as_ref(),
                     &[#(#shape_args),*],
+                    #cpu_fn,
+                )?;
+                ::core::result::Result::Ok(Throttle { inner })
+            }
+
+            #[doc = #resident_doc]
+            pub fn throttle_resident(
+                #dev: &::warpfit::__private::Device,
+                #opts: &::warpfit::__private::ThrottleOptions,
+                #n: usize,
+                #glen: usize,
+                #(#resident),*
+            ) -> ::warpfit::__private::Result<Throttle> {
+                let inner = ::warpfit::__private::Throttled::resident(
+                    #dev,
+                    &SPEC,
+                    THROTTLE_ROLES,
+                    #opts,
+                    &::warpfit::__private::LaunchConfig::default(),
+                    #n,
+                    #glen,
+                    &[#(#resident_shape_args),*],
                     #cpu_fn,
                 )?;
                 ::core::result::Result::Ok(Throttle { inner })

@@ -1602,9 +1602,12 @@ mod tests {
             variant_kinds(true, Some(Partitioner::Kd)).last(),
             Some(&VariantKind::Carried(Partitioner::Kd))
         );
+        // On CUDA: the baselines, every policy, and `auto` by the model.
         assert_eq!(
             variant_kinds(false, None).len(),
-            2 + ThrottlePolicy::ALL.len()
+            2 + ThrottlePolicy::ALL.len() + 1
         );
+        assert_eq!(variant_kinds(false, None).last(), Some(&VariantKind::Model));
+        assert!(!variant_kinds(true, None).contains(&VariantKind::Model));
     }
 }

@@ -830,27 +830,33 @@ fn throttle_summary(
         return head;
     };
     head += &format!("; repetitions {org:.3} ms unthrottled, {thr:.3} ms after the switch");
-    // Savings against running every repetition unthrottled.
+    let times: Vec<f64> = iterations.iter().map(ms).collect();
+    format!("{head}; {}", payback(org, thr, &times))
+}
+
+/// When throttling paid for itself against running every repetition
+/// unthrottled at `org` ms: `times` are the repetitions' ms in order, `thr`
+/// the throttled repetitions' median.
+fn payback(org: f64, thr: f64, times: &[f64]) -> String {
     let mut saved = 0.0;
     let mut lowest = 0.0f64;
     let mut paid = None;
-    for (i, d) in iterations.iter().enumerate() {
-        saved += org - ms(d);
+    for (i, t) in times.iter().enumerate() {
+        saved += org - t;
         lowest = lowest.min(saved);
         if lowest < 0.0 && saved >= 0.0 && paid.is_none() {
             paid = Some(i + 1);
         }
     }
-    let verdict = match paid {
+    match paid {
         _ if lowest >= 0.0 => "throttling cost nothing extra".to_string(),
         Some(i) => format!("throttling had paid for itself after {i} repetitions"),
         None if thr < org => format!(
             "throttling will have paid for itself after about {} repetitions",
-            iterations.len() + ((-saved) / (org - thr)).ceil() as usize
+            times.len() + ((-saved) / (org - thr)).ceil() as usize
         ),
         None => "the throttled schedule is not faster here".to_string(),
-    };
-    format!("{head}; {verdict}")
+    }
 }
 
 /// [`throttle_summary`] of `auto` by the model: what it decided and why,
@@ -906,23 +912,8 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &[Duration]) -
         "; repetitions {org:.3} ms unthrottled (timed), {thr:.3} ms throttled, the first {:.1} ms",
         ms(first)
     );
-    let mut saved = org - ms(first);
-    let mut paid = (saved >= 0.0).then_some(1);
-    for (i, t) in rest.iter().enumerate() {
-        saved += org - t;
-        if paid.is_none() && saved >= 0.0 {
-            paid = Some(i + 2);
-        }
-    }
-    let verdict = match paid {
-        Some(i) => format!("throttling had paid for itself after {i} repetitions"),
-        None if thr < org => format!(
-            "throttling will have paid for itself after about {} repetitions",
-            iterations.len() + ((-saved) / (org - thr)).ceil() as usize
-        ),
-        None => "the throttled schedule is not faster here".to_string(),
-    };
-    format!("{head}; {verdict}")
+    let times: Vec<f64> = iterations.iter().map(ms).collect();
+    format!("{head}; {}", payback(org, thr, &times))
 }
 
 /// The timing summary every app prints: what came before the first
@@ -1034,4 +1025,32 @@ fn component_sizes(label: &[u32]) -> Vec<usize> {
         }
     }
     size
+}
+
+#[cfg(test)]
+mod tests {
+    use super::payback;
+
+    #[test]
+    fn payback_counts_the_repetitions_until_the_savings_cover_the_cost() {
+        // A first repetition 30 ms slower, then 5 ms faster each.
+        let mut times = vec![40.0];
+        times.extend([5.0; 9]);
+        assert_eq!(
+            payback(10.0, 5.0, &times),
+            "throttling had paid for itself after 7 repetitions"
+        );
+        assert_eq!(
+            payback(10.0, 5.0, &times[..3]),
+            "throttling will have paid for itself after about 7 repetitions"
+        );
+        assert_eq!(
+            payback(10.0, 9.0, &[9.0, 9.0]),
+            "throttling cost nothing extra"
+        );
+        assert_eq!(
+            payback(10.0, 12.0, &[40.0, 12.0]),
+            "the throttled schedule is not faster here"
+        );
+    }
 }

@@ -34,6 +34,7 @@
 // `*bad`) and is skipped, so a corrupt pattern yields an error, never a
 // fault.
 #pragma once
+#include "warpfit/scan.cuh"
 #include "warpfit/types.cuh"
 
 namespace warpfit {
@@ -52,34 +53,6 @@ constexpr int CTL_WORDS = 8;
 
 __device__ __forceinline__ unsigned long long key(uint64_t parent, uint32_t k) {
     return (static_cast<unsigned long long>(parent) << 32) | k;
-}
-
-/// Exclusive scan of one value per thread over the block, in thread order;
-/// `*total` is the block's sum. Every thread of the block calls it.
-__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* total) {
-    __shared__ uint32_t warp_sums[WARPS_PER_BLOCK];
-    const int lane = int(threadIdx.x) % WARP, w = int(threadIdx.x) / WARP;
-    uint32_t incl = v;
-    for (int d = 1; d < WARP; d <<= 1) {
-        const uint32_t t = __shfl_up_sync(FULL_MASK, incl, d);
-        if (lane >= d) {
-            incl += t;
-        }
-    }
-    if (lane == WARP - 1) {
-        warp_sums[w] = incl;
-    }
-    __syncthreads();
-    uint32_t before = 0, sum = 0;
-    for (int i = 0; i < WARPS_PER_BLOCK; ++i) {
-        const uint32_t s = warp_sums[i];
-        before += i < w ? s : 0;
-        sum += s;
-    }
-    // `warp_sums` is rewritten by the next call.
-    __syncthreads();
-    *total = sum;
-    return before + incl - v;
 }
 
 /// Row `v`'s entries `[*lo, *hi)`, or false (and the flag set) when the
@@ -173,22 +146,6 @@ __device__ __forceinline__ void count(const uint32_t* ptr, const uint32_t* col, 
             tile_sums[t] = total;
         }
     }
-}
-
-/// One block: `tile_sums[0 .. tiles)` scanned in place (exclusive); the sum.
-__device__ __forceinline__ uint32_t scan_tiles(uint32_t* tile_sums, uint64_t tiles) {
-    uint32_t carry = 0;
-    for (uint64_t base = 0; base < tiles; base += BLOCK) {
-        const uint64_t t = base + threadIdx.x;
-        const uint32_t v = t < tiles ? tile_sums[t] : 0;
-        uint32_t total;
-        const uint32_t ex = block_exclusive_scan(v, &total);
-        if (t < tiles) {
-            tile_sums[t] = carry + ex;
-        }
-        carry += total;
-    }
-    return carry;
 }
 
 /// One block, from the smallest vertex that may be unnumbered: numbers the
@@ -419,7 +376,7 @@ __device__ __forceinline__ void renumber_rows(const uint32_t* ptr, const uint32_
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
         wf_scan_carry(uint32_t* tile_sums, uint64_t tiles, uint32_t* sum) {                                    \
-        const uint32_t s = warpfit::levels::scan_tiles(tile_sums, tiles);                                      \
+        const uint32_t s = warpfit::scan_tiles(tile_sums, tiles);                                      \
         if (threadIdx.x == 0) {                                                                                \
             *sum = s;                                                                                          \
         }                                                                                                      \

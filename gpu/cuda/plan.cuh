@@ -28,6 +28,7 @@
 // Grid-stride loops: any grid size is correct. Column blocks are at most
 // `CB_MAX_BLOCKS`, which keeps a warp's counters in one word per lane.
 #pragma once
+#include "warpfit/scan.cuh"
 #include "warpfit/types.cuh"
 
 namespace warpfit {
@@ -38,33 +39,6 @@ constexpr uint32_t CB_MAX_BLOCKS = 32;
 /// Words per tile of the scan: ITEMS consecutive words per thread.
 constexpr int SCAN_ITEMS = 8;
 constexpr uint64_t SCAN_TILE = uint64_t(BLOCK) * SCAN_ITEMS;
-
-/// Exclusive scan of one value per thread over the block, in thread
-/// order; `*total` is the block's sum. Every thread of the block calls it.
-__device__ __forceinline__ uint32_t block_scan(uint32_t v, uint32_t* total) {
-    __shared__ uint32_t warp_sums[WARPS_PER_BLOCK];
-    const int lane = int(threadIdx.x) % WARP, w = int(threadIdx.x) / WARP;
-    uint32_t incl = v;
-    for (int d = 1; d < WARP; d <<= 1) {
-        const uint32_t t = __shfl_up_sync(FULL_MASK, incl, d);
-        if (lane >= d) {
-            incl += t;
-        }
-    }
-    if (lane == WARP - 1) {
-        warp_sums[w] = incl;
-    }
-    __syncthreads();
-    uint32_t before = 0, sum = 0;
-    for (int i = 0; i < WARPS_PER_BLOCK; ++i) {
-        const uint32_t s = warp_sums[i];
-        before += i < w ? s : 0;
-        sum += s;
-    }
-    __syncthreads();
-    *total = sum;
-    return before + incl - v;
-}
 
 /// Task t's fine tasks `[*lo, *hi)`, or false (the flag set) when the
 /// range array is corrupt there.
@@ -170,27 +144,11 @@ __device__ __forceinline__ void scan_reduce(const uint32_t* v, uint64_t len, uin
             s += first + i < len ? v[first + i] : 0;
         }
         uint32_t total;
-        block_scan(s, &total);
+        block_exclusive_scan(s, &total);
         if (threadIdx.x == 0) {
             tile_sums[tile] = total;
         }
     }
-}
-
-/// One block: the tile sums scanned in place (exclusive); the sum.
-__device__ __forceinline__ uint32_t scan_sums(uint32_t* tile_sums, uint64_t tiles) {
-    uint32_t carry = 0;
-    for (uint64_t base = 0; base < tiles; base += BLOCK) {
-        const uint64_t t = base + threadIdx.x;
-        const uint32_t v = t < tiles ? tile_sums[t] : 0;
-        uint32_t total;
-        const uint32_t ex = block_scan(v, &total);
-        if (t < tiles) {
-            tile_sums[t] = carry + ex;
-        }
-        carry += total;
-    }
-    return carry;
 }
 
 /// Per tile: its words replaced by their exclusive prefix, from the
@@ -205,7 +163,7 @@ __device__ __forceinline__ void scan_apply(uint32_t* v, uint64_t len, const uint
             s += items[i];
         }
         uint32_t total;
-        uint32_t at = tile_sums[tile] + block_scan(s, &total);
+        uint32_t at = tile_sums[tile] + block_exclusive_scan(s, &total);
         for (int i = 0; i < SCAN_ITEMS; ++i) {
             if (first + i < len) {
                 v[first + i] = at;
@@ -341,7 +299,7 @@ __device__ __forceinline__ void hash_words(const uint32_t* words, uint64_t n, ui
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_scan_sums(uint32_t* tile_sums, uint64_t tiles, uint32_t* sum) {                                       \
-        const uint32_t s = warpfit::plan::scan_sums(tile_sums, tiles);                                           \
+        const uint32_t s = warpfit::scan_tiles(tile_sums, tiles);                                           \
         if (threadIdx.x == 0) {                                                                                  \
             *sum = s;                                                                                            \
         }                                                                                                        \

@@ -37,7 +37,10 @@
 //!   profiling pass a complete, correct run), recombined (Algorithm 3),
 //!   one carried launch per chosen node over that cover's layout;
 //! - `sjq`: the same, each chosen node a queued task list;
-//! - `auto`: every schedule above that applies, timed on the first launch
+//! - `auto`: on CUDA by a cost model over the arrays on the device, plans
+//!   made there, one timed run of each candidate (`device_plan`,
+//!   `autotune::model`, the decision kept in `plan_cache`); with
+//!   `ThrottleOptions::exhaustive`, every schedule above that applies, timed on the first launch
 //!   after the plan (each timing run computes that launch's result), the
 //!   fastest kept; `org_r` in both remapping orders when the order is not
 //!   pinned and the kernel is square (`ThrottleOptions::remap_orders_to_time`),
@@ -60,7 +63,8 @@
 //! One concern per file: `handle` (the type and its construction),
 //! `shape_checks`, `binding` (per-launch arguments staged or bound),
 //! `host_plan` and `plan_thread` (the host plan, made on a thread of
-//! its own when pipelined), `slots`, `device_layouts`, `layout_set` and `layout_cache` (the shape arrays laid
+//! its own when pipelined), `device_plan` and `plan_cache` (plans made on
+//! the device for `auto` by the model, and its decisions kept on disk), `slots`, `device_layouts`, `layout_set` and `layout_cache` (the shape arrays laid
 //! out on the device), `schedules/` (one file per family of policies, and
 //! the choice among them), `autotune/` (timing candidates inside real
 //! launches: `auto`, warp budgets, SJ profiling), `launching`, `report`.

@@ -36,6 +36,7 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
         include_str!("../../cuda/worklist.cuh"),
     ),
     ("warpfit/rounds.cuh", include_str!("../../cuda/rounds.cuh")),
+    ("warpfit/scan.cuh", include_str!("../../cuda/scan.cuh")),
     ("warpfit/levels.cuh", include_str!("../../cuda/levels.cuh")),
     ("warpfit/plan.cuh", include_str!("../../cuda/plan.cuh")),
     (

@@ -348,20 +348,6 @@ impl Throttled {
         }
     }
 
-    /// One run of `s` from the snapshot's outputs, timed: the launch's own
-    /// result, computed again by each candidate.
-    fn time_once(
-        &self,
-        s: &Schedule,
-        timer: &EventTimer,
-        snap: &[(usize, DeviceBuffer<u8>)],
-    ) -> Result<f64> {
-        self.restore(snap)?;
-        let ms = timer.time_ms(1, &mut || self.run_once(s))?;
-        s.runs.check()?;
-        Ok(ms)
-    }
-
     /// `auto` by the model: the cached decision, or the model's decision
     /// confirmed by one timed run of each candidate and of `org`.
     pub(in crate::throttle) fn auto_by_model(&mut self, dev: &CudaDevice) -> Result<Schedule> {

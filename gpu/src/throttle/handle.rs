@@ -17,7 +17,7 @@ use crate::throttle::host_plan::{plan_on_host, HostPlan, PendingPlan, Shape};
 use crate::throttle::layout_set::Layouts;
 use crate::throttle::report::ThrottleReport;
 use crate::throttle::roles::ThrottleRoles;
-use crate::throttle::shape_checks::{check_policy, check_shape};
+use crate::throttle::shape_checks::{check_policy, check_shape, check_slot_count, misplaced};
 use crate::throttle::slots::{Slot, Staging};
 use std::sync::Arc;
 use warpfit_runtime::partition::WorkGraph;
@@ -385,23 +385,14 @@ impl Throttled {
                 if options.exhaustive { ", exhaustive" } else { "" }
             )));
         }
-        if shape.len() != spec.params.len() {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: throttle got {} parameter slots for {} parameters",
-                spec.name,
-                shape.len(),
-                spec.params.len()
-            )));
-        }
+        check_slot_count(spec, shape.len())?;
         let slots = (0..spec.params.len())
             .map(|i| {
                 let p = &spec.params[i];
                 Ok(match (p.kind, &shape[i]) {
                     (ParamKind::Scalar, None) => Slot::Scalar(None),
                     (_, None) if !roles.shapes(i) => Slot::Staged(Staging::Empty),
-                    (_, Some(Arg::Resident(r)))
-                        if roles.shapes(i) && r.ty == p.ty =>
-                    {
+                    (_, Some(Arg::Resident(r))) if roles.shapes(i) && r.ty == p.ty => {
                         let Place::Cuda { ptr, device: d } = r.place else {
                             return Err(Error::invalid(format!(
                                 "kernel `{}`: `{}` is not on a CUDA device",
@@ -420,19 +411,13 @@ impl Throttled {
                         Slot::Shape(Some(ErasedVec::copy_of_device(device, ptr, r.ty, r.len)?))
                     }
                     _ => {
-                        return Err(Error::invalid(format!(
-                            "kernel `{}`: parameter {i} (`{}`) {}",
-                            spec.name,
-                            p.name,
-                            if roles.shapes(i) {
-                                format!(
-                                    "shapes the work and must be given to throttle_resident as a DeviceVec<{}>",
-                                    p.ty.rust_name()
-                                )
-                            } else {
-                                "is passed to each launch, not to throttle_resident".to_string()
-                            }
-                        )))
+                        return Err(misplaced(
+                            spec,
+                            roles,
+                            i,
+                            "throttle_resident",
+                            "a DeviceVec of",
+                        ))
                     }
                 })
             })

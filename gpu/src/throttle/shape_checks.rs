@@ -13,36 +13,54 @@ pub(in crate::throttle) fn check_shape<'s>(
     roles: ThrottleRoles,
     shape: Vec<Option<(&'s [u8], ScalarType)>>,
 ) -> Result<Shape<'s>> {
-    if shape.len() != spec.params.len() {
-        return Err(Error::invalid(format!(
-            "kernel `{}`: throttle got {} parameter slots for {} parameters",
-            spec.name,
-            shape.len(),
-            spec.params.len()
-        )));
-    }
+    check_slot_count(spec, shape.len())?;
     for (i, (p, s)) in spec.params.iter().zip(&shape).enumerate() {
         let fits = match s {
             Some((_, ty)) => roles.shapes(i) && *ty == p.ty,
             None => !roles.shapes(i),
         };
         if !fits {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: parameter {i} (`{}`) {}",
-                spec.name,
-                p.name,
-                if roles.shapes(i) {
-                    format!(
-                        "shapes the work and must be given to throttle as a host array of {}",
-                        p.ty.rust_name()
-                    )
-                } else {
-                    "is passed to each launch, not to throttle".to_string()
-                }
-            )));
+            return Err(misplaced(spec, roles, i, "throttle", "a host array of"));
         }
     }
     Ok(shape)
+}
+
+/// One slot per parameter.
+pub(in crate::throttle) fn check_slot_count(spec: &KernelSpec, slots: usize) -> Result<()> {
+    if slots != spec.params.len() {
+        return Err(Error::invalid(format!(
+            "kernel `{}`: throttle got {slots} parameter slots for {} parameters",
+            spec.name,
+            spec.params.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Parameter `i` given to `made_by` where it does not belong: a shape
+/// array must be `as_what` its type, any other is passed to each launch.
+pub(in crate::throttle) fn misplaced(
+    spec: &KernelSpec,
+    roles: ThrottleRoles,
+    i: usize,
+    made_by: &str,
+    as_what: &str,
+) -> Error {
+    let p = &spec.params[i];
+    Error::invalid(format!(
+        "kernel `{}`: parameter {i} (`{}`) {}",
+        spec.name,
+        p.name,
+        if roles.shapes(i) {
+            format!(
+                "shapes the work and must be given to {made_by} as {as_what} {}",
+                p.ty.rust_name()
+            )
+        } else {
+            format!("is passed to each launch, not to {made_by}")
+        }
+    ))
 }
 
 /// Checks what the handle is asked to run.

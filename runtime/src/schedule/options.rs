@@ -47,7 +47,9 @@ pub enum ThrottlePolicy {
     Sj,
     /// Split-join with a chunk queue inside each chosen node's launch.
     Sjq,
-    /// Chooses among all of the above from measurements.
+    /// Chooses among the above: on CUDA by a cost model and one timed run
+    /// of each candidate it keeps, or by timing every schedule
+    /// ([`ThrottleOptions::exhaustive`]).
     #[default]
     Auto,
 }

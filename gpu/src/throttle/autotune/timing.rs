@@ -65,6 +65,20 @@ impl Throttled {
         Ok(())
     }
 
+    /// One run of `s` from the snapshot's outputs, timed: the launch's own
+    /// result, computed again by each candidate.
+    pub(in crate::throttle) fn time_once(
+        &self,
+        s: &Schedule,
+        timer: &EventTimer,
+        snap: &[(usize, DeviceBuffer<u8>)],
+    ) -> Result<f64> {
+        self.restore(snap)?;
+        let ms = timer.time_ms(1, &mut || self.run_once(s))?;
+        s.runs.check()?;
+        Ok(ms)
+    }
+
     /// The median device time of a run of `s` (permutations included),
     /// each run from the snapshot's outputs.
     pub(in crate::throttle) fn time(
@@ -76,12 +90,9 @@ impl Throttled {
         self.restore(snap)?;
         self.run_once(s)?;
         s.runs.check()?;
-        let mut ms = Vec::with_capacity(AUTO_SAMPLES);
-        for _ in 0..AUTO_SAMPLES {
-            self.restore(snap)?;
-            ms.push(timer.time_ms(1, &mut || self.run_once(s))?);
-        }
-        s.runs.check()?;
+        let ms = (0..AUTO_SAMPLES)
+            .map(|_| self.time_once(s, timer, snap))
+            .collect::<Result<Vec<_>>>()?;
         Ok(median(ms))
     }
 

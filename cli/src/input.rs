@@ -32,6 +32,12 @@ impl MatrixInput {
         }
     }
 
+    /// A Matrix Market file's banner and size line (`None` for a generated
+    /// matrix): what reading it will allocate, known before it is read.
+    pub fn header(&self) -> Result<Option<mm::MmHeader>> {
+        self.matrix.as_deref().map(mm::read_header).transpose()
+    }
+
     /// Reads the matrix with values of type `T` (a generated matrix, made
     /// with f32 values, is converted: its values are small integers, exact in
     /// either type).

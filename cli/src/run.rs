@@ -287,9 +287,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         (None, Duration::ZERO)
     } else {
         let read_start = Instant::now();
+        // What the file declares is checked before any entry is read: the
+        // matrix and the app's vectors are sized by its header line.
+        if let Some(h) = args.input.header()? {
+            check_app_memory(args.app, h.nrows, h.ncols, stored_upper_bound(&h))?;
+        }
         let a = args.input.load()?;
         let read = read_start.elapsed();
-        check_app_memory(args.app, &a)?;
+        check_app_memory(args.app, a.nrows(), a.ncols(), a.nnz())?;
         (Some(a), read)
     };
     let expected: Vec<ExpectedLaunch<'_>> = match &a {
@@ -642,13 +647,17 @@ impl AppRun<'_> {
     fn cg<T: CgScalar>(self) -> Result<()> {
         let args = self.args;
         let read_start = Instant::now();
-        let a = args.input.load_as::<T>()?;
         let order = args
             .order
             .as_deref()
             .map(str::parse::<CgOrder>)
-            .transpose()?;
-        check_cg_memory::<T>(&a, order.unwrap_or_default())?;
+            .transpose()?
+            .unwrap_or_default();
+        if let Some(h) = args.input.header()? {
+            check_cg_memory::<T>(h.nrows, stored_upper_bound(&h), order)?;
+        }
+        let a = args.input.load_as::<T>()?;
+        check_cg_memory::<T>(a.nrows(), a.nnz(), order)?;
         let b: Vec<T> = match &args.rhs {
             Some(path) => read_vector(path, "--rhs", a.nrows())?
                 .into_iter()
@@ -677,7 +686,7 @@ impl AppRun<'_> {
                 PrecondArg::Jacobi => Preconditioner::Jacobi,
             },
             throttle: self.throttle_options(T::throttle_options)?,
-            order: order.unwrap_or_default(),
+            order,
             ..CgOptions::default()
         };
         let mut steps = Steps::new("cg", Some(opts.max_iters as u64));
@@ -938,10 +947,12 @@ fn print_timing(read: Duration, t: &Timings, unit: &str) {
 
 /// Checks cg's working memory: the matrix on the host (read) and on the
 /// device, which on the CPU backend is host memory too, and its vectors.
-fn check_cg_memory<T: CgScalar>(a: &Csr<T>, order: CgOrder) -> Result<()> {
+fn check_cg_memory<T: CgScalar>(rows: usize, nnz: usize, order: CgOrder) -> Result<()> {
     let size = T::TYPE.size() as u64;
-    let (rows, nnz) = (a.nrows() as u64, a.nnz() as u64);
-    let mut matrix = 4 * (rows + 1) + (4 + size) * nnz;
+    let (rows, nnz) = (rows as u64, nnz as u64);
+    // The matrix as read, and its copy on the device (host memory on the
+    // CPU backend).
+    let mut matrix = 2 * (4 * (rows + 1) + (4 + size) * nnz);
     if order == CgOrder::Levels {
         // The renumbered copy, and the level order on the host (on the CPU
         // backend, or on CUDA when the graph has too many levels for the
@@ -950,38 +961,53 @@ fn check_cg_memory<T: CgScalar>(a: &Csr<T>, order: CgOrder) -> Result<()> {
         matrix = 2 * matrix + 16 * rows;
     }
     // b, x, r, z, p, q, 1/diag, a start vector.
-    mem::check("the cg matrix copy and vectors", matrix + 8 * size * rows)
+    mem::check(
+        "the cg matrix, its copy and its vectors",
+        matrix.saturating_add(8 * size * rows),
+    )
 }
-/// Checks the app's working memory against the budget before it
-/// allocates: vectors over the rows and columns (whose count a file's size
-/// line sets, whatever its entries) and, for the graph apps, the transposed
-/// matrix.
-fn check_app_memory(app: App, a: &warpfit::runtime::Csr<f32>) -> Result<()> {
-    let (rows, cols, nnz) = (a.nrows() as u64, a.ncols() as u64, a.nnz() as u64);
+
+/// The most entries a Matrix Market file with header `h` holds once read:
+/// a symmetric file's off-diagonal entries are mirrored.
+fn stored_upper_bound(h: &warpfit::runtime::sparse::mm::MmHeader) -> usize {
+    use warpfit::runtime::sparse::mm::MmSymmetry;
+    match h.symmetry {
+        MmSymmetry::General => h.entries,
+        _ => h.entries.saturating_mul(2),
+    }
+}
+/// Checks the app's memory for the whole run against the budget: the
+/// matrix as read (row pointers, columns, f32 values), vectors over the rows
+/// and columns (whose count a file's size line sets, whatever its entries)
+/// and, for the graph apps, the transposed matrix. Called with a file's
+/// declared sizes before any entry is read, and with the matrix's after.
+fn check_app_memory(app: App, rows: usize, cols: usize, nnz: usize) -> Result<()> {
+    let (rows, cols, nnz) = (rows as u64, cols as u64, nnz as u64);
+    let matrix = 4 * (rows + 1) + 8 * nnz;
     let (what, bytes) = match app {
         // x, y.
-        App::Spmv => ("the spmv vectors x and y", 4 * (rows + cols)),
+        App::Spmv => ("the spmv matrix and its vectors x and y", 4 * (rows + cols)),
         // The transpose (row pointers, columns, values), out-degrees and
         // three (pagerank) or two (sssp, bfs) vectors.
         App::Pagerank => (
-            "the pagerank graph and vectors",
+            "the pagerank matrix, its transpose and vectors",
             4 * (cols + 1 + 2 * nnz) + 16 * rows,
         ),
         // The transpose, a copy with absolute weights and two vectors.
         App::Sssp | App::Bfs => (
-            "the graph and its vectors",
+            "the matrix, its graph and its vectors",
             8 * (cols + 1 + 2 * nnz) + 12 * rows,
         ),
         // Both edge directions sorted into the undirected adjacency, and two
         // vectors.
         App::Cc => (
-            "the undirected graph and its labels",
+            "the matrix, its undirected graph and its labels",
             48 * nnz + 4 * (rows + 1) + 12 * rows,
         ),
         // Checked with the matrix's precision (`check_cg_memory`).
         App::Cg => return Ok(()),
     };
-    mem::check(what, bytes)
+    mem::check(what, matrix.saturating_add(bytes))
 }
 
 /// SpMV repetitions without `--iters`.

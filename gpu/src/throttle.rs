@@ -80,6 +80,7 @@ mod launching;
 mod layout_cache;
 mod layout_set;
 mod plan_cache;
+mod plan_choice;
 mod plan_thread;
 mod report;
 pub(crate) mod roles;
@@ -87,7 +88,7 @@ mod schedules;
 mod shape_checks;
 mod slots;
 
-pub use device_plan::DevicePlan;
 pub use handle::{CpuRunFn, HostArray, PlanOrder, ThrottleStatus, Throttled};
+pub use plan_choice::DevicePlan;
 pub use report::{ModelReport, ThrottleReport};
 pub use roles::ThrottleRoles;

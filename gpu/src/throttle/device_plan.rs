@@ -32,6 +32,7 @@ use crate::throttle::erased_vec::ErasedVec;
 use crate::throttle::handle::{Schedule, Throttled};
 use crate::throttle::layout_set::RemapTables;
 use crate::throttle::plan_cache;
+pub use crate::throttle::plan_choice::DevicePlan;
 use crate::throttle::report::ModelReport;
 use crate::throttle::slots::Slot;
 use std::sync::Arc;
@@ -43,42 +44,6 @@ use warpfit_runtime::{Error, Result};
 /// order up (a long-diameter pattern: a path, a long chain of small
 /// components), at a few microseconds a level.
 pub(in crate::throttle) const MAX_LEVEL_ROUNDS: usize = 4096;
-
-/// A plan the device makes, as the model chose it and the plan cache
-/// keeps it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DevicePlan {
-    /// The unthrottled launch.
-    Org,
-    /// `cf` over `k` column blocks of the gathered array.
-    ColumnBlocks {
-        /// Blocks (2 to 32).
-        k: usize,
-    },
-    /// `org_r` in the breadth-first level order.
-    Levels,
-}
-
-impl DevicePlan {
-    /// The policy its schedule runs.
-    pub fn policy(self) -> ThrottlePolicy {
-        match self {
-            DevicePlan::Org => ThrottlePolicy::Org,
-            DevicePlan::ColumnBlocks { .. } => ThrottlePolicy::Cf,
-            DevicePlan::Levels => ThrottlePolicy::OrgR,
-        }
-    }
-}
-
-impl std::fmt::Display for DevicePlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DevicePlan::Org => f.write_str("org"),
-            DevicePlan::ColumnBlocks { k } => write!(f, "cf over {k} column blocks"),
-            DevicePlan::Levels => f.write_str("org_r in the level order"),
-        }
-    }
-}
 
 /// A `u32` copy of `n` words at `src` on `dev`.
 fn copy_u32(dev: &CudaDevice, src: u64, n: usize) -> Result<DeviceBuffer<u32>> {

@@ -63,7 +63,7 @@ pub struct Throttled {
     pub(in crate::throttle) cpu_run: CpuRunFn,
     /// The plan `auto` by the model chose (made on the device), kept for
     /// preparing again over other arrays.
-    pub(in crate::throttle) device_choice: Option<crate::throttle::device_plan::DevicePlan>,
+    pub(in crate::throttle) device_choice: Option<crate::throttle::plan_choice::DevicePlan>,
     /// The host copy of a device plan's order, read back on the first
     /// [`Throttled::plan_order`] (`None` inside: the read failed).
     pub(in crate::throttle) device_order: std::sync::OnceLock<Option<Vec<u32>>>,

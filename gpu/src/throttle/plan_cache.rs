@@ -16,8 +16,8 @@ use crate::compile::disk_cache::{fnv1a, prepare_dir, write_atomically};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::engines::plan_kernels::plan_kernels;
-use crate::throttle::device_plan::DevicePlan;
 use crate::throttle::handle::Throttled;
+use crate::throttle::plan_choice::DevicePlan;
 use std::path::{Path, PathBuf};
 use warpfit_runtime::{Error, Result};
 

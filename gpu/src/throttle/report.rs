@@ -99,10 +99,10 @@ pub struct ModelReport {
     pub sharing_levels: Option<f64>,
     /// Wall time of each device layout built (the level order's includes
     /// making the order).
-    pub build: Vec<(crate::throttle::device_plan::DevicePlan, Duration)>,
+    pub build: Vec<(crate::throttle::plan_choice::DevicePlan, Duration)>,
     /// Milliseconds of the one timed run of each candidate (`org` first),
     /// each computing the launch's result.
-    pub timed: Vec<(crate::throttle::device_plan::DevicePlan, f64)>,
+    pub timed: Vec<(crate::throttle::plan_choice::DevicePlan, f64)>,
     /// Wall time of the whole decision on the first launch: measuring,
     /// building, timing (or reading the cache and building its layout).
     pub planning: Duration,

@@ -74,7 +74,7 @@ impl Throttled {
         self.report
             .record_choice(out.policy, None, out.space == Space::Remapped, false);
         self.report.remap_order = self.device_remap_order();
-        if let Some(crate::throttle::device_plan::DevicePlan::ColumnBlocks { k }) =
+        if let Some(crate::throttle::plan_choice::DevicePlan::ColumnBlocks { k }) =
             self.device_choice
         {
             self.report.partitions = k;

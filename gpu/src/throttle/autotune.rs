@@ -3,6 +3,7 @@
 //! the handle remembers what it chose. `auto` over the policies, warp
 //! budgets and queues for single launches, and SJ-tree profiling.
 
+pub(in crate::throttle) mod auto_by_model;
 pub(in crate::throttle) mod auto_policy;
 pub(crate) mod model;
 pub(in crate::throttle) mod sj_profile;

@@ -846,21 +846,7 @@ fn solve<T: CgScalar>(
     levels: Option<ScopedJoinHandle<'_, Result<Option<LevelPlan>>>>,
 ) -> Result<CgResult<T>> {
     let n = b.len();
-    // Planning starts first: it runs on a CPU thread while the set-up and
-    // the first iterations go on.
-    // On CUDA `auto` by the model plans on the device, over the matrix
-    // already there; other policies plan on a CPU thread from a host copy.
-    let on_device = |t: &ThrottleOptions| !crate::Throttled::needs_work_graph(device, t);
-    let mut throttled = opts
-        .throttle
-        .as_ref()
-        .filter(|t| !on_device(t))
-        .map(|t| T::throttle_spmv(device, t, a))
-        .transpose()?;
-    let matrix = DeviceCsr::upload(device, a)?;
-    if let Some(t) = opts.throttle.as_ref().filter(|t| on_device(t)) {
-        throttled = Some(T::throttle_spmv_resident(device, t, &matrix, a.ncols())?);
-    }
+    let (mut throttled, matrix) = upload_with_throttle(device, a, opts.throttle.as_ref())?;
     if let (Some(t), true) = (&mut throttled, opts.plan_first) {
         t.wait_for_plan()?;
     }
@@ -978,17 +964,7 @@ fn solve<T: CgScalar>(
     if let Some(t) = &throttled {
         t.check()?;
     }
-    let x = match renumbered.get() {
-        Some(r) => {
-            // x_old[i] = x_new[position[i]], into `q` (free after the last
-            // iteration).
-            let back = T::prepare_permute(device, config, &r.position, &v.x, &v.q)?;
-            back.run()?;
-            back.check()?;
-            v.q.to_vec()?
-        }
-        None => v.x.to_vec()?,
-    };
+    let x = solution_in_given_order(device, config, renumbered.get(), &v)?;
     // A plan still being made when the run ended is cancelled by the
     // caller (`cg_observed`), whose scope then joins its thread.
     Ok(CgResult {
@@ -1004,6 +980,49 @@ fn solve<T: CgScalar>(
         }),
         renumbered: report,
     })
+}
+
+/// The matrix uploaded, and the throttled SpMV `throttle` asks for. A
+/// policy planned on the host starts first, so that its CPU thread works
+/// while the set-up and the first iterations go on; on CUDA `auto` by the
+/// model plans on the device, over the matrix once it is there.
+#[allow(clippy::type_complexity)]
+fn upload_with_throttle<T: CgScalar>(
+    device: &Device,
+    a: &Csr<T>,
+    throttle: Option<&ThrottleOptions>,
+) -> Result<(Option<Box<dyn SpmvThrottle<T>>>, DeviceCsr<T>)> {
+    let on_device = |t: &&ThrottleOptions| !crate::Throttled::needs_work_graph(device, t);
+    let host_planned = throttle
+        .filter(|t| !on_device(t))
+        .map(|t| T::throttle_spmv(device, t, a))
+        .transpose()?;
+    let matrix = DeviceCsr::upload(device, a)?;
+    let throttled = match throttle.filter(on_device) {
+        Some(t) => Some(T::throttle_spmv_resident(device, t, &matrix, a.ncols())?),
+        None => host_planned,
+    };
+    Ok((throttled, matrix))
+}
+
+/// The solution `x` in the matrix's own order: as it is, or permuted back
+/// from a renumbered run's (`x_old[i] = x_new[position[i]]`, by way of `q`,
+/// free after the last iteration).
+fn solution_in_given_order<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    renumbered: Option<&Renumbered<T>>,
+    v: &Vectors<T>,
+) -> Result<Vec<T>> {
+    match renumbered {
+        Some(r) => {
+            let back = T::prepare_permute(device, config, &r.position, &v.x, &v.q)?;
+            back.run()?;
+            back.check()?;
+            v.q.to_vec()
+        }
+        None => v.x.to_vec(),
+    }
 }
 
 impl<T: CgScalar> Vectors<T> {

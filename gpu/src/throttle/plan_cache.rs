@@ -139,10 +139,29 @@ pub(crate) fn decode(text: &str, key: u64) -> std::result::Result<DevicePlan, St
     Ok(parsed)
 }
 
-/// The cached plan of `key`, if a trusted entry holds one.
+/// The most bytes an entry may hold: a valid one is under 100.
+const MAX_ENTRY_BYTES: u64 = 4096;
+
+/// The cached plan of `key`, if a trusted entry holds one. An entry
+/// longer than [`MAX_ENTRY_BYTES`] (not one this cache wrote) is not read.
 pub(in crate::throttle) fn load(_dev: &CudaDevice, key: &PlanKey) -> Option<DevicePlan> {
-    let text = std::fs::read_to_string(key.path()).ok()?;
-    decode(&text, key.key).ok()
+    read_entry(&key.path(), key.key)
+}
+
+/// The plan the entry at `path` holds for `key`, reading at most
+/// [`MAX_ENTRY_BYTES`] of it.
+fn read_entry(path: &Path, key: u64) -> Option<DevicePlan> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_ENTRY_BYTES + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    if text.len() as u64 > MAX_ENTRY_BYTES {
+        return None;
+    }
+    decode(&text, key).ok()
 }
 
 /// Writes `plan` for `key`, then trims the folder to [`MAX_ENTRIES`].
@@ -217,6 +236,24 @@ mod tests {
             fnv1a(&[body.as_bytes()])
         );
         assert!(decode(&forged, 7).unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn entries_are_read_from_disk_and_an_oversized_one_is_not() {
+        let dir = std::env::temp_dir().join(format!("warpfit-plan-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.plan");
+        std::fs::write(&good, encode(9, DevicePlan::Levels)).unwrap();
+        assert_eq!(read_entry(&good, 9), Some(DevicePlan::Levels));
+        assert_eq!(read_entry(&good, 8), None);
+        // A valid entry followed by megabytes: refused without reading it all.
+        let big = dir.join("big.plan");
+        let mut text = encode(9, DevicePlan::Levels).into_bytes();
+        text.resize(4 << 20, b' ');
+        std::fs::write(&big, text).unwrap();
+        assert_eq!(read_entry(&big, 9), None);
+        assert_eq!(read_entry(&dir.join("missing.plan"), 9), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -235,6 +235,40 @@ fn pagerank_matches_push_reference() {
     }
 }
 
+/// An iterative app's per-iteration record is bounded: past
+/// `KEPT_ITERATIONS` iterations the times go into a fixed histogram, so a
+/// huge `--iters` costs no memory per iteration; the count and total stay
+/// exact.
+#[test]
+fn pagerank_keeps_bounded_timings_however_many_iterations() {
+    let a = "rmat:scale=0"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let g = Graph::from_matrix(&a).unwrap();
+    let iterations = apps::KEPT_ITERATIONS + 100;
+    let opts = PageRankOptions {
+        iterations,
+        ..Default::default()
+    };
+    let (_, timings) = apps::pagerank_observed(
+        &Device::cpu(),
+        &LaunchConfig::default(),
+        &g,
+        opts,
+        &mut |_| {},
+    )
+    .unwrap();
+    let t = &timings.iterations;
+    assert_eq!(t.len(), iterations);
+    assert_eq!(t.kept().len(), apps::KEPT_ITERATIONS);
+    assert_eq!(t.after_kept().0, 100);
+    let sum: std::time::Duration = t.kept().iter().sum::<std::time::Duration>() + t.after_kept().1;
+    assert_eq!(sum, t.total());
+    assert!(t.median().is_some());
+}
+
 #[derive(PartialEq)]
 struct Item(f64, usize);
 impl Eq for Item {}

@@ -329,6 +329,7 @@ fn bench() -> Result<()> {
                 if args.sync_times {
                     let ms: Vec<String> = r
                         .times
+                        .kept()
                         .iter()
                         .map(|t| format!("{:.3}", t.as_secs_f64() * 1e3))
                         .collect();

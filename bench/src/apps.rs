@@ -661,7 +661,7 @@ impl<'a> Bench<'a> {
         l.check()?;
         let timings = Timings {
             setup: Default::default(),
-            iterations: times,
+            iterations: times.into_iter().collect(),
         };
         let kernels = time_launches(
             self.timer.as_ref(),
@@ -908,12 +908,11 @@ impl<'a> Bench<'a> {
                 .fold(0.0f64, |m, (u, v)| m.max((u - v).abs()))
                 / scale.max(f64::MIN_POSITIVE)
         };
-        let after = first.timings.iterations.get(1..).unwrap_or_default();
         let levels = first.renumbered.as_ref().map(|r| LevelsCg {
             iterations: first.iterations,
             planning_ms: ms(r.planning),
             switch_ms: ms(r.switch),
-            iteration_ms: Timings::median_of(after).map_or(0.0, ms),
+            iteration_ms: first.timings.iterations.median_from(1).map_or(0.0, ms),
             total_ms: ms(r.planning) + ms(first.timings.iterations_total()),
             pipelined_total_ms: piped.as_ref().map(|p| ms(p.timings.iterations_total())),
             pipelined_before: piped

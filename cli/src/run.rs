@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use warpfit::apps::{
     self, CgOptions, CgOrder, CgScalar, DriveOptions, DrivenReport, DriverChoice, Graph,
-    PageRankOptions, Preconditioner, Timings,
+    IterationTimes, PageRankOptions, Preconditioner, Timings,
 };
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
@@ -290,11 +290,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         // What the file declares is checked before any entry is read: the
         // matrix and the app's vectors are sized by its header line.
         if let Some(h) = args.input.header()? {
-            check_app_memory(args.app, h.nrows, h.ncols, stored_upper_bound(&h))?;
+            let sizes = (h.nrows, h.ncols, stored_upper_bound(&h));
+            check_app_memory(args.app, sizes, args.worklist_capacity)?;
         }
         let a = args.input.load()?;
         let read = read_start.elapsed();
-        check_app_memory(args.app, a.nrows(), a.ncols(), a.nnz())?;
+        let sizes = (a.nrows(), a.ncols(), a.nnz());
+        check_app_memory(args.app, sizes, args.worklist_capacity)?;
         (Some(a), read)
     };
     let expected: Vec<ExpectedLaunch<'_>> = match &a {
@@ -413,9 +415,8 @@ impl AppRun<'_> {
         let setup = setup_start.elapsed();
         let mut timings = Timings {
             setup,
-            iterations: Vec::new(),
+            iterations: IterationTimes::new(),
         };
-        mem::try_reserve(&mut timings.iterations, iters, "the timings of --iters")?;
         let mut steps = Steps::new("spmv", Some(iters as u64));
         for _ in 0..iters {
             let t = Instant::now();
@@ -468,19 +469,18 @@ impl AppRun<'_> {
         let setup = setup_start.elapsed();
         let mut timings = Timings {
             setup,
-            iterations: Vec::new(),
+            iterations: IterationTimes::new(),
         };
-        mem::try_reserve(&mut timings.iterations, iters, "the timings of --iters")?;
-        // The schedule each repetition ran: `true` once the plan is in.
-        let mut planned = Vec::new();
-        mem::try_reserve(&mut planned, iters, "the timings of --iters")?;
+        // The first repetition that ran the plan.
+        let mut planned_from = None;
         let mut steps = Steps::new("spmv", Some(iters as u64));
-        for _ in 0..iters {
+        for i in 0..iters {
             let unthrottled = t.report().launches_before_plan;
             let s = Instant::now();
             t.launch(&xd, &mut yd)?;
             timings.iterations.push(s.elapsed());
-            planned.push(t.report().launches_before_plan == unthrottled);
+            let planned = t.report().launches_before_plan == unthrottled;
+            apps::ThrottledRun::note(&mut planned_from, i, planned);
             steps.step();
         }
         drop(steps);
@@ -496,7 +496,7 @@ impl AppRun<'_> {
         );
         say!(
             "{}",
-            throttle_summary(&r, t.status(), &timings.iterations, &planned)
+            throttle_summary(&r, t.status(), &timings.iterations, planned_from)
         );
         print_timing(read, &timings, "repetitions");
         let y = yd.to_vec()?;
@@ -544,7 +544,7 @@ impl AppRun<'_> {
                 if let Some(t) = &throttled {
                     say!(
                         "{}",
-                        throttle_summary(&t.report, t.status, &timings.iterations, &t.planned)
+                        throttle_summary(&t.report, t.status, &timings.iterations, t.planned_from)
                     );
                 }
                 print_timing(read, &timings, "iterations");
@@ -568,8 +568,16 @@ impl AppRun<'_> {
             })
             .transpose()
         };
+        let capacity = to_usize(args.worklist_capacity, "--worklist-capacity")?;
+        if let Some(c) = capacity.filter(|&c| c > a.nrows().max(1)) {
+            say!(
+                "note: --worklist-capacity {c} is more than the {} vertices a worklist can hold here; its lists start at {}",
+                a.nrows(),
+                a.nrows().max(1)
+            );
+        }
         let options = DriveOptions {
-            initial_capacity: to_usize(args.worklist_capacity, "--worklist-capacity")?,
+            initial_capacity: capacity,
             rounds_per_sync: to_usize(args.rounds_per_sync, "--rounds-per-sync")?,
             ..DriveOptions::new(choice)
         };
@@ -717,7 +725,12 @@ impl AppRun<'_> {
         if let Some(t) = &result.throttle {
             say!(
                 "{}",
-                throttle_summary(&t.report, t.status, &result.timings.iterations, &t.planned)
+                throttle_summary(
+                    &t.report,
+                    t.status,
+                    &result.timings.iterations,
+                    t.planned_from
+                )
             );
         }
         if opts.order == CgOrder::Levels {
@@ -735,13 +748,8 @@ fn renumber_summary<T>(result: &apps::CgResult<T>) -> String {
         return "order: the level order was not ready before the last iteration; every iteration ran in the given order".into();
     };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let median = |t: &[Duration]| {
-        Timings::median_of(t).map_or("–".to_string(), |d| format!("{:.3} ms", ms(d)))
-    };
-    let (before, after) = result
-        .timings
-        .iterations
-        .split_at(r.iterations_before.min(result.timings.iterations.len()));
+    let median = |t: Option<Duration>| t.map_or("–".to_string(), |d| format!("{:.3} ms", ms(d)));
+    let times = &result.timings.iterations;
     format!(
         "order: levels made in {:.1} ms {}, {} iterations in the given order before the switch ({:.1} ms of host time); iterations {} before, {} after",
         ms(r.planning),
@@ -752,8 +760,9 @@ fn renumber_summary<T>(result: &apps::CgResult<T>) -> String {
         },
         r.iterations_before,
         ms(r.switch),
-        median(before),
-        median(after.get(1..).unwrap_or_default()),
+        median(times.median_before(r.iterations_before)),
+        // The first iteration after the switch pays for its module loads.
+        median(times.median_from(r.iterations_before + 1)),
     )
 }
 
@@ -764,14 +773,10 @@ fn renumber_summary<T>(result: &apps::CgResult<T>) -> String {
 fn throttle_summary(
     r: &ThrottleReport,
     status: ThrottleStatus,
-    iterations: &[Duration],
-    planned: &[bool],
+    iterations: &IterationTimes,
+    planned_from: Option<usize>,
 ) -> String {
-    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     if let Some(m) = &r.model {
         return model_summary(r, m, iterations);
     }
@@ -817,45 +822,44 @@ fn throttle_summary(
         }
         head += &format!(" (auto timed {})", p.join(", "));
     }
-    let mut before: Vec<f64> = iterations
-        .iter()
-        .zip(planned)
-        .filter(|(_, p)| !**p)
-        .map(|(d, _)| ms(d))
-        .collect();
-    let org = median(&mut before).or_else(|| {
+    let switch = planned_from.unwrap_or(iterations.len());
+    let org = iterations.median_before(switch).map(ms).or_else(|| {
         r.profile
             .iter()
             .find(|(p, _)| *p == ThrottlePolicy::Org)
             .map(|(_, t)| *t)
     });
-    let mut after: Vec<f64> = iterations
-        .iter()
-        .zip(planned)
-        .filter(|(_, p)| **p)
-        .map(|(d, _)| ms(d))
-        .collect();
-    let (Some(org), Some(thr)) = (org, median(&mut after)) else {
+    let thr = planned_from.and_then(|s| iterations.median_from(s)).map(ms);
+    let (Some(org), Some(thr)) = (org, thr) else {
         return head;
     };
     head += &format!("; repetitions {org:.3} ms unthrottled, {thr:.3} ms after the switch");
-    let times: Vec<f64> = iterations.iter().map(ms).collect();
-    format!("{head}; {}", payback(org, thr, &times))
+    format!("{head}; {}", payback(org, thr, iterations))
 }
 
 /// When throttling paid for itself against running every repetition
-/// unthrottled at `org` ms: `times` are the repetitions' ms in order, `thr`
-/// the throttled repetitions' median.
-fn payback(org: f64, thr: f64, times: &[f64]) -> String {
+/// unthrottled at `org` ms: `times` are the repetitions in order, `thr` the
+/// throttled repetitions' median (ms). Past the kept repetitions the time
+/// saved grows at their mean pace.
+fn payback(org: f64, thr: f64, times: &IterationTimes) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let mut saved = 0.0;
     let mut lowest = 0.0f64;
     let mut paid = None;
-    for (i, t) in times.iter().enumerate() {
-        saved += org - t;
+    for (i, t) in times.kept().iter().enumerate() {
+        saved += org - ms(*t);
         lowest = lowest.min(saved);
         if lowest < 0.0 && saved >= 0.0 && paid.is_none() {
             paid = Some(i + 1);
         }
+    }
+    let (rest, rest_total) = times.after_kept();
+    if rest > 0 {
+        let pace = org - ms(rest_total) / rest as f64;
+        if paid.is_none() && saved < 0.0 && pace > 0.0 && saved + pace * rest as f64 >= 0.0 {
+            paid = Some(times.kept().len() + ((-saved) / pace).ceil() as usize);
+        }
+        saved += pace * rest as f64;
     }
     match paid {
         _ if lowest >= 0.0 => "throttling cost nothing extra".to_string(),
@@ -870,8 +874,8 @@ fn payback(org: f64, thr: f64, times: &[f64]) -> String {
 
 /// [`throttle_summary`] of `auto` by the model: what it decided and why,
 /// its time on the first repetition, and when that time was paid back.
-fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &[Duration]) -> String {
-    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &IterationTimes) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let source = if m.from_cache {
         "read from the plan cache and built".to_string()
     } else {
@@ -883,7 +887,7 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &[Duration]) -
         r.remap_order
             .map(|o| format!(" by {o}"))
             .unwrap_or_default(),
-        ms(&m.planning),
+        ms(m.planning),
         m.reason
     );
     if !m.timed.is_empty() {
@@ -901,7 +905,7 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &[Duration]) -
         let each: Vec<String> = m
             .steps
             .iter()
-            .map(|(s, d)| format!("{s} {:.1}", ms(d)))
+            .map(|(s, d)| format!("{s} {:.1}", ms(*d)))
             .collect();
         head += &format!("; steps (ms): {}", each.join(", "));
     }
@@ -910,19 +914,15 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &[Duration]) -
         .iter()
         .find(|(p, _)| *p == DevicePlan::Org)
         .map(|(_, t)| *t);
-    let rest: Vec<f64> = iterations.iter().skip(1).map(ms).collect();
-    let (Some(org), Some(first), false) = (org, iterations.first(), rest.is_empty()) else {
+    let rest = iterations.median_from(1).map(ms);
+    let (Some(org), Some(first), Some(thr)) = (org, iterations.first(), rest) else {
         return head;
     };
-    let mut sorted = rest.clone();
-    sorted.sort_by(f64::total_cmp);
-    let thr = sorted[sorted.len() / 2];
     head += &format!(
         "; repetitions {org:.3} ms unthrottled (timed), {thr:.3} ms throttled, the first {:.1} ms",
         ms(first)
     );
-    let times: Vec<f64> = iterations.iter().map(ms).collect();
-    format!("{head}; {}", payback(org, thr, &times))
+    format!("{head}; {}", payback(org, thr, iterations))
 }
 
 /// The timing summary every app prints: what came before the first
@@ -981,8 +981,16 @@ fn stored_upper_bound(h: &warpfit::runtime::sparse::mm::MmHeader) -> usize {
 /// and columns (whose count a file's size line sets, whatever its entries)
 /// and, for the graph apps, the transposed matrix. Called with a file's
 /// declared sizes before any entry is read, and with the matrix's after.
-fn check_app_memory(app: App, rows: usize, cols: usize, nnz: usize) -> Result<()> {
+fn check_app_memory(
+    app: App,
+    (rows, cols, nnz): (usize, usize, usize),
+    worklist_capacity: Option<u64>,
+) -> Result<()> {
     let (rows, cols, nnz) = (rows as u64, cols as u64, nnz as u64);
+    // A worklist driver's lists (up to four, near-far's): each its items
+    // (at most one per vertex: the driver clamps a larger capacity) and two
+    // bitmaps over the vertices (spill and dedup).
+    let lists = 4 * (4 * worklist_capacity.unwrap_or(rows / 5).min(rows) + rows.div_ceil(4));
     let matrix = 4 * (rows + 1) + 8 * nnz;
     let (what, bytes) = match app {
         // x, y.
@@ -995,14 +1003,14 @@ fn check_app_memory(app: App, rows: usize, cols: usize, nnz: usize) -> Result<()
         ),
         // The transpose, a copy with absolute weights and two vectors.
         App::Sssp | App::Bfs => (
-            "the matrix, its graph and its vectors",
-            8 * (cols + 1 + 2 * nnz) + 12 * rows,
+            "the matrix, its graph, its vectors and worklists",
+            8 * (cols + 1 + 2 * nnz) + 12 * rows + lists,
         ),
         // Both edge directions sorted into the undirected adjacency, and two
         // vectors.
         App::Cc => (
-            "the matrix, its undirected graph and its labels",
-            48 * nnz + 4 * (rows + 1) + 12 * rows,
+            "the matrix, its undirected graph, its labels and worklists",
+            48 * nnz + 4 * (rows + 1) + 12 * rows + lists,
         ),
         // Checked with the matrix's precision (`check_cg_memory`).
         App::Cg => return Ok(()),
@@ -1056,6 +1064,14 @@ fn component_sizes(label: &[u32]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::payback;
+    use std::time::Duration;
+    use warpfit::apps::{IterationTimes, KEPT_ITERATIONS};
+
+    fn ms(v: &[f64]) -> IterationTimes {
+        v.iter()
+            .map(|&m| Duration::from_secs_f64(m / 1e3))
+            .collect()
+    }
 
     #[test]
     fn payback_counts_the_repetitions_until_the_savings_cover_the_cost() {
@@ -1063,20 +1079,38 @@ mod tests {
         let mut times = vec![40.0];
         times.extend([5.0; 9]);
         assert_eq!(
-            payback(10.0, 5.0, &times),
+            payback(10.0, 5.0, &ms(&times)),
             "throttling had paid for itself after 7 repetitions"
         );
         assert_eq!(
-            payback(10.0, 5.0, &times[..3]),
+            payback(10.0, 5.0, &ms(&times[..3])),
             "throttling will have paid for itself after about 7 repetitions"
         );
         assert_eq!(
-            payback(10.0, 9.0, &[9.0, 9.0]),
+            payback(10.0, 9.0, &ms(&[9.0, 9.0])),
             "throttling cost nothing extra"
         );
         assert_eq!(
-            payback(10.0, 12.0, &[40.0, 12.0]),
+            payback(10.0, 12.0, &ms(&[40.0, 12.0])),
             "the throttled schedule is not faster here"
+        );
+    }
+
+    #[test]
+    fn payback_past_the_kept_repetitions_uses_their_mean_pace() {
+        // The first repetition costs KEPT + 9.5 ms more than org; every later
+        // one saves 1 ms, so the cost is covered 11 repetitions after the
+        // kept ones.
+        let mut times = ms(&[10.0 + KEPT_ITERATIONS as f64 + 9.5]);
+        for _ in 0..KEPT_ITERATIONS + 100 {
+            times.push(Duration::from_millis(9));
+        }
+        assert_eq!(
+            payback(10.0, 9.0, &times),
+            format!(
+                "throttling had paid for itself after {} repetitions",
+                KEPT_ITERATIONS + 11
+            )
         );
     }
 }

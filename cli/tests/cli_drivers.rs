@@ -151,6 +151,31 @@ fn driver_options_are_checked() {
     }
 }
 
+/// A worklist capacity above the vertex count is clamped to it, said
+/// once, and costs nothing: 2^32 items on a 256-vertex graph run at once
+/// under a 64 MiB limit, with the answer of the default capacity.
+#[test]
+fn a_worklist_capacity_above_the_vertices_is_clamped_and_said() {
+    let input = ["--gen", "grid2d:side=16"];
+    let (want, _) = run("sssp", &input, "data", &[]);
+    for capacity in ["4294967296", "268435456"] {
+        let extra = ["--worklist-capacity", capacity, "--mem-limit", "64MiB"];
+        let (got, stdout) = run("sssp", &input, "data", &extra);
+        assert_eq!(got, want, "capacity {capacity}");
+        let notes: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.contains("--worklist-capacity"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{stdout}");
+        assert!(
+            notes[0].contains(&format!(
+                "--worklist-capacity {capacity} is more than the 256 vertices"
+            )),
+            "{stdout}"
+        );
+    }
+}
+
 #[test]
 fn gen_writes_road_and_symmetrised_rmat() {
     let out = tmp("road.mtx");

@@ -250,6 +250,28 @@ fn growth_from_tiny_lists_gives_the_preallocated_results() {
     assert_eq!(cc(&a, &options).0, want);
 }
 
+/// A capacity larger than the universe is clamped to it before anything
+/// is allocated: a capacity of 2^40 items on a 1600-vertex graph runs in
+/// lists of 1600 (a deduplicating list never holds more), with the same
+/// result, where 4 TiB of slots would be refused by the memory budget.
+#[test]
+fn a_capacity_above_the_universe_is_clamped_before_allocating() {
+    let a = gen::road(40, 0.15, 7, RoadOrder::Random).unwrap();
+    let want = reference::dijkstra(&a, 5).unwrap();
+    for s in strategies(2.0 * mean_weight(&a)) {
+        for dedup in [true, false] {
+            let options = DriverOptions {
+                initial_capacity: Some(1 << 40),
+                dedup,
+                ..DriverOptions::new(s)
+            };
+            let (got, report) = sssp(&a, 5, &options);
+            assert_eq!(got, want, "{s}, dedup {dedup}");
+            assert!(report.capacity <= a.nrows(), "{s}: {report:?}");
+        }
+    }
+}
+
 /// BFS's hybrid on a broom (a hub of 100 neighbours, each with 10 leaves
 /// of its own): the hub's level switches it to bottom-up rounds, whose
 /// first one changes 1000 of 1101 vertices, more than a list of `n / 5`

@@ -588,7 +588,7 @@ pub fn cg_observed<T: CgScalar>(
             converged: true,
             timings: Timings {
                 setup: setup_start.elapsed(),
-                iterations: Vec::new(),
+                iterations: super::IterationTimes::new(),
             },
             throttle: None,
             renumbered: None,
@@ -851,7 +851,7 @@ fn solve<T: CgScalar>(
         t.wait_for_plan()?;
     }
     let mut levels = PendingLevels::new(levels, opts.plan_first)?;
-    let mut planned = Vec::new();
+    let mut planned_from = None;
     let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
@@ -923,14 +923,15 @@ fn solve<T: CgScalar>(
                 (_, Some(l)) => {
                     l.run()?;
                     if throttled_choice_made {
-                        planned.push(true);
+                        ThrottledRun::note(&mut planned_from, k - 1, true);
                     }
                 }
                 (None, None) => spmv.run()?,
                 (Some(t), None) => {
                     let before = t.report().launches_before_plan;
                     t.enqueue(&v.p, &v.q)?;
-                    planned.push(t.report().launches_before_plan == before);
+                    let planned = t.report().launches_before_plan == before;
+                    ThrottledRun::note(&mut planned_from, k - 1, planned);
                     // `auto` by the model chose the level order: the whole
                     // solve switches to it from the next iteration, as with
                     // `CgOrder::Levels` (the vectors renumbered once, not
@@ -976,7 +977,7 @@ fn solve<T: CgScalar>(
         throttle: throttled.map(|t| ThrottledRun {
             report: t.report().clone(),
             status: t.status(),
-            planned,
+            planned_from,
         }),
         renumbered: report,
     })

@@ -318,7 +318,7 @@ pub struct DrivenReport {
     pub run: Duration,
     /// Per host synchronisation, the time since the previous one (per round
     /// where each round is waited for).
-    pub times: Vec<Duration>,
+    pub times: super::IterationTimes,
     /// The worklist driver's report, when one ran.
     pub rounds_report: Option<RunReport>,
 }
@@ -430,7 +430,7 @@ fn rounds_report(r: RunReport, setup: Duration, note: Option<String>) -> DrivenR
         donated_chunks: 0,
         setup,
         run: r.time,
-        times: r.sync_times.clone(),
+        times: r.sync_times.iter().copied().collect(),
         rounds_report: Some(r),
     }
 }
@@ -722,7 +722,7 @@ pub fn cc_driven(
             donated_chunks: 0,
             setup: Duration::ZERO,
             run: Duration::ZERO,
-            times: Vec::new(),
+            times: super::IterationTimes::new(),
             rounds_report: None,
         };
         return Ok((Vec::new(), report));

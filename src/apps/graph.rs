@@ -204,7 +204,7 @@ pub fn pagerank_throttled(
     if let (Some(t), true) = (&mut throttled, opts.plan_first) {
         t.wait_for_plan()?;
     }
-    let mut planned = Vec::new();
+    let mut planned_from = None;
     let out_degree = device.upload(&g.out_degree)?;
     let uniform = vec![1.0 / n as f32; n];
     let rank = device.upload(&uniform)?;
@@ -265,7 +265,8 @@ pub fn pagerank_throttled(
                     launches[..2].iter().try_for_each(|l| l.run())?;
                     let before = t.report().launches_before_plan;
                     t.enqueue(&contrib, &dangling, opts.damping, n as f64, to)?;
-                    planned.push(t.report().launches_before_plan == before);
+                    let planned = t.report().launches_before_plan == before;
+                    ThrottledRun::note(&mut planned_from, iteration - 1, planned);
                     Ok(())
                 }
             }
@@ -288,7 +289,7 @@ pub fn pagerank_throttled(
     let run = throttled.map(|t| ThrottledRun {
         report: t.report().clone(),
         status: t.status(),
-        planned,
+        planned_from,
     });
     Ok((result.to_vec()?, Timings { setup, iterations }, run))
 }
@@ -354,7 +355,7 @@ impl<'a, T: crate::Scalar> FixedPoint<'a, T> {
         device: &Device,
         max_rounds: usize,
         on_step: &mut dyn FnMut(usize),
-    ) -> Result<(&'a DeviceVec<T>, usize, Vec<std::time::Duration>)> {
+    ) -> Result<(&'a DeviceVec<T>, usize, super::IterationTimes)> {
         let rounds = pipelined(
             device,
             Probe::Mapped {

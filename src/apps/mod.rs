@@ -19,7 +19,7 @@ pub use cg::{
     cg, cg_observed, relative_residual, rhs_for_ones, CgOptions, CgOrder, CgResult, CgScalar,
     Preconditioner, RenumberedRun,
 };
-pub use timing::Timings;
+pub use timing::{IterationTimes, Timings, KEPT_ITERATIONS};
 
 /// What the apps benchmark (`warpfit-bench`) times piece by piece: CG's
 /// vectors and per-iteration launches, and the pipelined driver that runs

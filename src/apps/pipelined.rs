@@ -12,9 +12,10 @@
 //! uses this driver makes such rounds harmless (a fixed point stays fixed;
 //! CG's update is a no-op once its residual is below the tolerance).
 
+use super::IterationTimes;
 use crate::Scalar;
 use crate::{Device, DeviceVec, Result};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Rounds in flight: the one the host waits for and two behind it, enough
 /// to cover the host's wake-up and launch time on rounds of tens of
@@ -29,7 +30,7 @@ pub struct Rounds {
     /// Per inspected round: the time since the previous inspection (the
     /// first from the loop's start), i.e. the device's pace once the queue
     /// is full, host overhead included where the host falls behind.
-    pub times: Vec<Duration>,
+    pub times: IterationTimes,
 }
 
 /// What the host reads after each round.
@@ -86,7 +87,7 @@ pub fn pipelined<T: Scalar>(
     };
     let mut launched = 0;
     let mut inspected = 0;
-    let mut times = Vec::new();
+    let mut times = IterationTimes::new();
     let mut last = Instant::now();
     while inspected < max_rounds {
         while launched < max_rounds && !readback.is_full() {

@@ -5,7 +5,7 @@ use crate::{DeviceVec, Result, ThrottleReport, ThrottleStatus};
 
 /// What pipelined throttling did over an app's iterations: the handle's
 /// report (planning time, launches before the plan, the schedule chosen and
-/// `auto`'s profile), its phase at the end, and per iteration whether it ran
+/// `auto`'s profile), its phase at the end, and the first iteration that ran
 /// after the plan was in.
 #[derive(Debug, Clone)]
 pub struct ThrottledRun {
@@ -13,8 +13,20 @@ pub struct ThrottledRun {
     pub report: ThrottleReport,
     /// The handle's phase at the end of the run.
     pub status: ThrottleStatus,
-    /// Per iteration, in order: `true` once the plan was in.
-    pub planned: Vec<bool>,
+    /// The first iteration (counted from 0) that ran after the plan was in;
+    /// `None` while it never was. Every later one ran it too: a handle
+    /// does not go back to planning.
+    pub planned_from: Option<usize>,
+}
+
+impl ThrottledRun {
+    /// Notes that iteration `index` (from 0) ran after the plan was in when
+    /// `planned`: the first such index is kept.
+    pub fn note(planned_from: &mut Option<usize>, index: usize, planned: bool) {
+        if planned && planned_from.is_none() {
+            *planned_from = Some(index);
+        }
+    }
 }
 
 /// A throttled `y = A·x` handle of CG's scalar type (`spmv::Throttle` for

@@ -151,9 +151,13 @@ fn make_lists<B: RoundBackend + ?Sized>(
     plan: &Plan,
     start: &Start<'_>,
 ) -> Result<()> {
+    // A deduplicating list holds each item once between clears, so no
+    // capacity above the universe is ever filled; without dedup a list that
+    // needs more grows on demand like any other.
     let capacity = opts
         .initial_capacity
         .unwrap_or_else(|| super::super::default_capacity(b.universe()))
+        .min(b.universe())
         .max(1);
     b.make_lists(plan.lists(), capacity, opts.dedup)?;
     if let Some(list) = plan.start_list() {

@@ -513,7 +513,9 @@ pub struct DriverOptions {
     /// The strategy.
     pub strategy: Strategy,
     /// The lists' initial capacity; `None`: a fifth of the universe
-    /// ([`default_capacity`](super::default_capacity)).
+    /// ([`default_capacity`](super::default_capacity)). At most the
+    /// universe: a larger capacity is clamped to it (a deduplicating list
+    /// never holds more; any list grows on demand).
     pub initial_capacity: Option<usize>,
     /// Rounds per host synchronisation (`k`, 1 to
     /// [`MAX_ROUNDS_PER_SYNC`]); `None`: the

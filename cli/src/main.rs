@@ -75,7 +75,15 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Info => info::run(),
         Command::Gen(args) => gen::run(args),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => match run::run(args) {
+            Ok(run::Outcome::Done) => Ok(()),
+            // The output was written; the status says it is no answer.
+            Ok(run::Outcome::NotConverged(why)) => {
+                eprintln!("warning: cg did not converge: {why}");
+                return ExitCode::from(1);
+            }
+            Err(e) => Err(e),
+        },
         Command::Partition(args) => partition::run(args),
         Command::Bench(args) => bench::run(args),
     };

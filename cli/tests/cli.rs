@@ -730,11 +730,19 @@ fn cg_reads_a_right_hand_side_and_reports_bad_input_in_one_line() {
         "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 1 1\n",
     )
     .unwrap();
-    let (short, bad, indefinite, rect) = (
+    // Not symmetric: a(1, 2) = 2 has no mirror.
+    let lopsided = tmp("lopsided.mtx");
+    std::fs::write(
+        &lopsided,
+        "%%MatrixMarket matrix coordinate real general\n2 2 3\n1 1 4\n1 2 2\n2 2 4\n",
+    )
+    .unwrap();
+    let (short, bad, indefinite, rect, lopsided) = (
         short.to_str().unwrap(),
         bad.to_str().unwrap(),
         indefinite.to_str().unwrap(),
         rect.to_str().unwrap(),
+        lopsided.to_str().unwrap(),
     );
     for (args, needle) in [
         (
@@ -779,6 +787,23 @@ fn cg_reads_a_right_hand_side_and_reports_bad_input_in_one_line() {
             "--tol must be",
         ),
         (
+            vec!["run", "cg", "--matrix", lopsided, "--backend", "cpu"],
+            "cg needs a symmetric matrix: a(1, 2) = 2 but a(2, 1) not stored",
+        ),
+        (
+            vec![
+                "run",
+                "cg",
+                "--gen",
+                "poisson2d:side=32",
+                "--precision",
+                "f32",
+                "--tol",
+                "1e-12",
+            ],
+            "--tol 1e-12 is below the smallest relative residual f32 can reach, 9.5e-7",
+        ),
+        (
             vec![
                 "run",
                 "bfs",
@@ -797,6 +822,43 @@ fn cg_reads_a_right_hand_side_and_reports_bad_input_in_one_line() {
         let o = warpfit(&args);
         assert_one_line_error(&o, &args, needle);
     }
+}
+
+/// A cg run that does not converge writes `x`, says why on stderr and
+/// exits with status 1; tolerance 0 runs exactly --max-iters iterations.
+#[test]
+fn cg_that_does_not_converge_exits_1_and_still_writes_x() {
+    let out = tmp("cg-unconverged.txt");
+    let args = [
+        "run",
+        "cg",
+        "--gen",
+        "poisson2d:side=16",
+        "--backend",
+        "cpu",
+        "--max-iters",
+        "3",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    let o = warpfit(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("warning: cg did not converge: --max-iters 3 ran out"),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("NOT converged after 3 iterations"),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 256);
+    let mut fixed = args.to_vec();
+    fixed.extend(["--tol", "0"]);
+    let o = warpfit(&fixed);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
 #[test]

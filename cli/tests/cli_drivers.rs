@@ -67,6 +67,16 @@ fn every_driver_writes_the_same_answer() {
     );
     assert!(stdout.contains("worklist growth"), "{stdout}");
     assert_eq!(dist, run("sssp", &["--gen", "road:side=20"], "topo", &[]).0);
+    // A near-far width below the distances' resolution ends with the same
+    // answer (one distance per bucket).
+    let tiny = run(
+        "sssp",
+        &["--gen", "road:side=16"],
+        "data:nearfar:1e-16",
+        &[],
+    )
+    .0;
+    assert_eq!(tiny, run("sssp", &["--gen", "road:side=16"], "topo", &[]).0);
     // auto says what it chose.
     let (_, stdout) = run("bfs", &["--gen", "road:side=20"], "auto", &[]);
     assert!(stdout.contains("bfs: auto: "), "{stdout}");

@@ -250,6 +250,25 @@ fn growth_from_tiny_lists_gives_the_preallocated_results() {
     assert_eq!(cc(&a, &options).0, want);
 }
 
+/// A near-far width below the distances' resolution (1e-16 against
+/// distances of about 1 to 100) still ends: each bucket holds one distance
+/// (Dijkstra's order), never an empty bucket, and the answer is Dijkstra's.
+#[test]
+fn a_near_far_width_below_the_keys_resolution_ends_with_dijkstras_answer() {
+    let a = gen::road(16, 0.15, 1, RoadOrder::Random).unwrap();
+    let want = reference::dijkstra(&a, 0).unwrap();
+    for delta in [1e-16, 1e-300, f64::MIN_POSITIVE] {
+        for s in [
+            Strategy::Data(Order::NearFar { delta }),
+            Strategy::hybrid(Order::NearFar { delta }),
+        ] {
+            let (got, report) = sssp(&a, 0, &DriverOptions::new(s));
+            assert_eq!(got, want, "{s}");
+            assert!(report.rounds <= 4 * a.nrows() as u64, "{s}: {report:?}");
+        }
+    }
+}
+
 /// A capacity larger than the universe is clamped to it before anything
 /// is allocated: a capacity of 2^40 items on a 1600-vertex graph runs in
 /// lists of 1600 (a deduplicating list never holds more), with the same

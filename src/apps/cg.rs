@@ -143,11 +143,21 @@ pub struct CgResult<T> {
     pub x: Vec<T>,
     /// Iterations run.
     pub iterations: usize,
-    /// `‖r‖ / ‖b‖` after the last iteration (the recurrence residual; see
-    /// [`relative_residual`] for `‖b − A·x‖ / ‖b‖`).
+    /// `‖r‖ / ‖b‖` after the last iteration (the recurrence residual, which
+    /// stops the iterations).
     pub relative_residual: f64,
-    /// Whether it reached `tol` (otherwise it stopped at `max_iters`).
+    /// `‖b − A·x‖ / ‖b‖` of the returned `x`, on the host in f64
+    /// ([`relative_residual`]): the recurrence residual drifts from it in
+    /// low precision or on an ill-conditioned matrix.
+    pub true_residual: f64,
+    /// Whether both residuals reached `tol` (otherwise it stopped at
+    /// `max_iters`, or the recurrence reached `tol` and the true residual
+    /// did not, [`MAX_RESTARTS`] restarts later: the precision's limit).
     pub converged: bool,
+    /// Restarts from the true residual (iterative refinement): a run whose
+    /// recurrence residual reached `tol` before its true residual did
+    /// solves `A·d = b − A·x` and adds `d`, at most [`MAX_RESTARTS`] times.
+    pub restarts: usize,
     /// Set-up and per-iteration times.
     pub timings: Timings,
     /// What throttling did, when [`CgOptions::throttle`] asked for it.
@@ -585,7 +595,9 @@ pub fn cg_observed<T: CgScalar>(
             x,
             iterations: 0,
             relative_residual: 0.0,
+            true_residual: 0.0,
             converged: true,
+            restarts: 0,
             timings: Timings {
                 setup: setup_start.elapsed(),
                 iterations: super::IterationTimes::new(),
@@ -599,6 +611,104 @@ pub fn cg_observed<T: CgScalar>(
             "cg: a renumbered run (order levels) and a throttled SpMV do not combine; pick one",
         ));
     }
+    let first = solve_once(device, config, a, b, opts, on_step, b_norm, setup_start)?;
+    refine(device, config, a, b, opts, on_step, b_norm, first)
+}
+
+/// Restarts after which a run whose recurrence residual reached `tol`
+/// but whose true residual did not is reported as not converged.
+pub const MAX_RESTARTS: usize = 3;
+
+/// Iterative refinement: while the recurrence residual reached `tol` and
+/// the true one did not (rounding drift: f32, an ill-conditioned matrix),
+/// and iterations are left, solve `A·d = b − A·x` (the residual made on the
+/// host in f64) to the tolerance that brings `b − A·x` to `tol·‖b‖`, and
+/// add `d` to `x`. Each restart runs in the given order, unthrottled.
+#[allow(clippy::too_many_arguments)]
+fn refine<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<T>,
+    b: &[T],
+    opts: &CgOptions,
+    on_step: &mut dyn FnMut(usize, f64),
+    b_norm: f64,
+    mut result: CgResult<T>,
+) -> Result<CgResult<T>> {
+    while !result.converged
+        && result.relative_residual <= opts.tol
+        && result.iterations < opts.max_iters
+        && result.restarts < MAX_RESTARTS
+    {
+        let r = residual_vector(a, &result.x, b)?;
+        let r_norm = result.true_residual * b_norm;
+        let sub = CgOptions {
+            tol: (opts.tol * b_norm / r_norm).max(smallest_tol::<T>()),
+            max_iters: opts.max_iters - result.iterations,
+            throttle: None,
+            plan_first: false,
+            order: CgOrder::Given,
+            ..*opts
+        };
+        let done = result.iterations;
+        let scale = r_norm / b_norm;
+        let d = solve_once(
+            device,
+            config,
+            a,
+            &r,
+            &sub,
+            &mut |k, rel| on_step(done + k, rel * scale),
+            r_norm,
+            Instant::now(),
+        )?;
+        for (x, d) in result.x.iter_mut().zip(&d.x) {
+            *x = T::from_f64(x.to_f64() + d.to_f64());
+        }
+        result.iterations += d.iterations;
+        result.relative_residual = d.relative_residual * scale;
+        result.timings.setup += d.timings.setup;
+        result.timings.iterations.append(&d.timings.iterations);
+        result.true_residual = relative_residual(a, &result.x, b)?;
+        result.converged = result.relative_residual <= opts.tol && result.true_residual <= opts.tol;
+        result.restarts += 1;
+    }
+    Ok(result)
+}
+
+/// `b − A·x` on the host in f64, rounded to `T`.
+fn residual_vector<T: CgScalar>(a: &Csr<T>, x: &[T], b: &[T]) -> Result<Vec<T>> {
+    use rayon::prelude::*;
+    let mut r = Vec::new();
+    mem::try_reserve(&mut r, b.len(), "the cg residual for a restart")?;
+    b.par_iter()
+        .enumerate()
+        .map(|(i, &bi)| {
+            let (cols, vals) = a.row(i);
+            let ax: f64 = cols
+                .iter()
+                .zip(vals)
+                .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
+                .sum();
+            T::from_f64(bi.to_f64() - ax)
+        })
+        .collect_into_vec(&mut r);
+    Ok(r)
+}
+
+/// One CG solve from `x = 0`, its result's `converged` confirmed by the
+/// true residual.
+#[allow(clippy::too_many_arguments)]
+fn solve_once<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<T>,
+    b: &[T],
+    opts: &CgOptions,
+    on_step: &mut dyn FnMut(usize, f64),
+    b_norm: f64,
+    setup_start: Instant,
+) -> Result<CgResult<T>> {
     // On the CPU backend the renumbering, like the throttled SpMV's plan
     // below, is made on a CPU thread while the set-up and the first
     // iterations go on (on CUDA it is made on the device, in `solve`).
@@ -966,13 +1076,18 @@ fn solve<T: CgScalar>(
         t.check()?;
     }
     let x = solution_in_given_order(device, config, renumbered.get(), &v)?;
+    // The recurrence residual is confirmed by the true one.
+    let true_residual = self::relative_residual(a, &x, b)?;
+    let converged = converged && true_residual <= opts.tol;
     // A plan still being made when the run ended is cancelled by the
     // caller (`cg_observed`), whose scope then joins its thread.
     Ok(CgResult {
         x,
         iterations: done,
         relative_residual,
+        true_residual,
         converged,
+        restarts: 0,
         timings: Timings { setup, iterations },
         throttle: throttled.map(|t| ThrottledRun {
             report: t.report().clone(),
@@ -1086,6 +1201,15 @@ fn check_inputs<T: CgScalar>(a: &Csr<T>, b: &[T], opts: &CgOptions) -> Result<us
             opts.tol
         )));
     }
+    let floor = smallest_tol::<T>();
+    if opts.tol > 0.0 && opts.tol < floor {
+        return Err(Error::invalid(format!(
+            "cg: tol {:e} is below the smallest relative residual {} arithmetic can reach, {floor:.1e} \
+             (8 units in the last place); raise it, solve in f64, or give 0 to run max_iters iterations",
+            opts.tol,
+            T::TYPE.rust_name()
+        )));
+    }
     // Host copies made below: z0 and, with Jacobi, 1 / diag(A).
     mem::check(
         "the cg start vectors",
@@ -1140,7 +1264,20 @@ pub fn rhs_for_ones<T: CgScalar>(a: &Csr<T>) -> Result<Vec<T>> {
     Ok(b)
 }
 
-/// `‖b − A·x‖ / ‖b‖`, on the host in f64 (0 when `b = 0` and `A·x = 0`).
+/// The smallest positive `tol` [`cg`] accepts in precision `T`: 8 machine
+/// epsilons (9.5e-7 for f32, 1.8e-15 for f64). Below it the recurrence
+/// residual goes on falling while `‖b − A·x‖` stays at the rounding of
+/// `A·x`, so such a run would claim what `x` does not have.
+pub fn smallest_tol<T: CgScalar>() -> f64 {
+    if T::TYPE.size() == 4 {
+        8.0 * f32::EPSILON as f64
+    } else {
+        8.0 * f64::EPSILON
+    }
+}
+
+/// `‖b − A·x‖ / ‖b‖`, on the host in f64 (0 when `b = 0` and `A·x = 0`),
+/// rows in parallel.
 ///
 /// # Errors
 /// `x` or `b` of the wrong length.
@@ -1151,18 +1288,21 @@ pub fn relative_residual<T: CgScalar>(a: &Csr<T>, x: &[T], b: &[T]) -> Result<f6
     if b.len() != a.nrows() {
         return Err(Error::length("residual: b (= rows)", a.nrows(), b.len()));
     }
-    let (mut rr, mut bb) = (0.0f64, 0.0f64);
-    for (r, &bi) in b.iter().enumerate() {
-        let (cols, vals) = a.row(r);
-        let ax: f64 = cols
-            .iter()
-            .zip(vals)
-            .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
-            .sum();
-        let d = bi.to_f64() - ax;
-        rr += d * d;
-        bb += bi.to_f64() * bi.to_f64();
-    }
+    use rayon::prelude::*;
+    let (rr, bb) = b
+        .par_iter()
+        .enumerate()
+        .map(|(r, &bi)| {
+            let (cols, vals) = a.row(r);
+            let ax: f64 = cols
+                .iter()
+                .zip(vals)
+                .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
+                .sum();
+            let d = bi.to_f64() - ax;
+            (d * d, bi.to_f64() * bi.to_f64())
+        })
+        .reduce(|| (0.0, 0.0), |p, q| (p.0 + q.0, p.1 + q.1));
     Ok(if bb == 0.0 {
         rr.sqrt()
     } else {

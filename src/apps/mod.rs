@@ -16,8 +16,8 @@ mod throttled;
 mod timing;
 
 pub use cg::{
-    cg, cg_observed, relative_residual, rhs_for_ones, CgOptions, CgOrder, CgResult, CgScalar,
-    Preconditioner, RenumberedRun,
+    cg, cg_observed, relative_residual, rhs_for_ones, smallest_tol, CgOptions, CgOrder, CgResult,
+    CgScalar, Preconditioner, RenumberedRun, MAX_RESTARTS,
 };
 pub use timing::{IterationTimes, Timings, KEPT_ITERATIONS};
 

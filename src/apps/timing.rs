@@ -84,6 +84,24 @@ impl IterationTimes {
         self.tail[bucket_of(nanos(d))] += 1;
     }
 
+    /// Records `other`'s iterations after these: one by one while room is
+    /// left among the kept ones, then in the histogram.
+    pub fn append(&mut self, other: &IterationTimes) {
+        other.kept.iter().for_each(|&d| self.push(d));
+        if other.tail.is_empty() {
+            return;
+        }
+        let (count, total) = other.after_kept();
+        if self.tail.is_empty() {
+            self.tail = vec![0; BUCKETS];
+        }
+        for (mine, theirs) in self.tail.iter_mut().zip(&other.tail) {
+            *mine += theirs;
+        }
+        self.len = self.len.saturating_add(count);
+        self.total = self.total.saturating_add(total);
+    }
+
     /// The number of iterations recorded.
     pub fn len(&self) -> usize {
         self.len
@@ -285,6 +303,24 @@ mod tests {
         assert!((m - 3e-3).abs() / 3e-3 < 0.01, "{m}");
         let m = t.median_before(usize::MAX).unwrap();
         assert_eq!(m, Duration::from_micros(3000));
+    }
+
+    #[test]
+    fn appended_runs_keep_their_order_count_and_total() {
+        let us = Duration::from_micros;
+        let mut a: IterationTimes = (0..10).map(us).collect();
+        let mut long = IterationTimes::new();
+        for i in 0..KEPT_ITERATIONS + 50 {
+            long.push(us(i as u64 % 7));
+        }
+        a.append(&long);
+        assert_eq!(a.len(), 10 + KEPT_ITERATIONS + 50);
+        assert_eq!(a.kept().len(), KEPT_ITERATIONS);
+        assert_eq!(&a.kept()[..10], &(0..10).map(us).collect::<Vec<_>>()[..]);
+        assert_eq!(a.total(), us(45) + long.total());
+        let (after, after_total) = a.after_kept();
+        assert_eq!(after, 60);
+        assert_eq!(after_total + a.kept().iter().sum::<Duration>(), a.total());
     }
 
     #[test]

@@ -418,6 +418,50 @@ impl<T: Copy + Send + Sync> Csr<T> {
         rows
     }
 
+    /// The first stored entry `(i, j)` (in row order) whose mirror differs:
+    /// `a(j, i)` not stored, or stored with another value (compared
+    /// exactly; duplicates are not summed first). `None` for a symmetric
+    /// matrix. Each entry's mirror is found by binary search on sorted rows
+    /// (no allocation), by a linear scan otherwise; rows are checked in
+    /// parallel.
+    ///
+    /// # Errors
+    /// The matrix is not square.
+    ///
+    /// ```
+    /// use warpfit_runtime::sparse::Csr;
+    ///
+    /// let a = Csr::from_triplets(2, 2, [(0, 0, 4.0), (0, 1, 1.0), (1, 0, 2.0)]).unwrap();
+    /// assert_eq!(a.first_asymmetry().unwrap(), Some((0, 1)));
+    /// ```
+    pub fn first_asymmetry(&self) -> Result<Option<(usize, usize)>>
+    where
+        T: PartialEq + Sync,
+    {
+        if self.nrows != self.ncols {
+            return Err(Error::invalid(format!(
+                "symmetry needs a square matrix, got {} x {}",
+                self.nrows, self.ncols
+            )));
+        }
+        let sorted = self.has_sorted_columns();
+        let mirror = |j: usize, i: usize| -> Option<&T> {
+            let (cols, vals) = self.row(j);
+            if sorted {
+                cols.binary_search(&(i as u32)).ok().map(|k| &vals[k])
+            } else {
+                self.get(j, i)
+            }
+        };
+        Ok((0..self.nrows).into_par_iter().find_map_first(|i| {
+            let (cols, vals) = self.row(i);
+            cols.iter().zip(vals).find_map(|(&j, v)| {
+                let j = j as usize;
+                (j != i && mirror(j, i) != Some(v)).then_some((i, j))
+            })
+        }))
+    }
+
     /// Whether the matrix equals its transpose, stored entries compared in
     /// sorted order (duplicates included).
     pub fn is_symmetric(&self) -> bool

@@ -85,14 +85,34 @@ pub(crate) struct Plan {
 }
 
 /// The upper end of the bucket of width `delta` (buckets `[k·δ, (k+1)·δ)`)
-/// that holds `key`: strictly above `key`.
+/// that holds `key`: strictly above `key`. A width below the key's
+/// resolution (`key + δ == key`) gives the bucket of `key` alone, the next
+/// float up: any `δ > 0` then advances by at least one distinct key per
+/// bucket, Dijkstra's order at worst, never a bucket that holds nothing.
 fn bucket_end(key: f64, delta: f64) -> f64 {
     let end = ((key / delta).floor() + 1.0) * delta;
     if end > key {
+        return end;
+    }
+    let end = key + delta;
+    if end > key {
         end
     } else {
-        key + delta
+        next_up(key)
     }
+}
+
+/// The least float above `x` (`f64::next_up`, which is newer than this
+/// crate's minimum Rust).
+fn next_up(x: f64) -> f64 {
+    if x.is_nan() || x == f64::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f64::from_bits(1);
+    }
+    let bits = x.to_bits();
+    f64::from_bits(if x > 0.0 { bits + 1 } else { bits - 1 })
 }
 
 fn order_of(strategy: &Strategy) -> Order {
@@ -417,6 +437,12 @@ mod tests {
         assert_eq!(bucket_end(2.5, 1.0), 3.0);
         assert_eq!(bucket_end(3.0, 1.0), 4.0);
         assert_eq!(bucket_end(-0.5, 1.0), 0.0);
+        // A width below the key's resolution: the next float up.
+        assert_eq!(bucket_end(5.0, 1e-16), f64::from_bits(5.0f64.to_bits() + 1));
+        assert_eq!(next_up(-1.0), -1.0 + f64::EPSILON / 2.0);
+        assert_eq!(next_up(-0.0), f64::from_bits(1));
+        assert_eq!(bucket_end(0.0, 1e-300), 1e-300);
+        assert!(bucket_end(1e300, 1e-300) > 1e300);
         for (k, d) in [(0.3f64, 0.1f64), (1e9, 1e-3), (0.7, 0.7)] {
             assert!(bucket_end(k, d) > k, "{k} {d}");
         }

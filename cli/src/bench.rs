@@ -25,13 +25,14 @@ pub struct BenchArgs {
     /// cuSPARSE CG, PageRank end to end against the CPU backend) or
     /// `throttle` (the throttled SpMV under every policy against cuSPARSE,
     /// on the original and the remapped matrix; `--svg` draws the chart).
-    #[arg(value_parser = ["spmv", "apps", "throttle"])]
+    #[arg(value_parser = lowercase(&["spmv", "apps", "throttle"]), ignore_case = true)]
     pub kernel: String,
     /// Matrix suite: `default` (RMAT 20/22/24, uniform 2^22/2^24, rgg 2^22
     /// random and spatial, grid 4096²), `small` (a smoke run) or, for
     /// `throttle`, `large` (RMAT 24/25, uniform 2^24/2^25, rgg 2^24 random,
     /// grid 4096²: x larger than a GPU's L2).
-    #[arg(long, default_value = "default", value_parser = ["default", "small", "large"])]
+    #[arg(long, default_value = "default", ignore_case = true,
+          value_parser = lowercase(&["default", "small", "large"]))]
     pub suite: String,
     /// Generated matrices to run instead of the suite (`--gen rmat:scale=20`; apps: instead of
     /// RMAT 22, uniform 2^22, poisson2d 2048² and rgg 2^22); repeatable.
@@ -41,7 +42,7 @@ pub struct BenchArgs {
     /// repeatable.
     #[arg(long = "mtx", value_name = "FILE")]
     pub mtx: Vec<PathBuf>,
-    /// Timed runs per variant; the median is reported.
+    /// Timed runs per variant, at least 20; the median is reported.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(20..))]
     pub runs: u32,
     /// Untimed runs before timing.
@@ -100,7 +101,7 @@ pub struct BenchArgs {
     pub pagerank_mtx: Option<PathBuf>,
     /// throttle: `cuda` (the default: CUDA device `--device`) or `cpu`
     /// (the CPU backend, speed-ups over `org`, and the CPU plan executor).
-    #[arg(long, value_parser = ["cuda", "cpu"])]
+    #[arg(long, value_parser = lowercase(&["cuda", "cpu"]), ignore_case = true)]
     pub backend: Option<String>,
     /// throttle: draw the speed-up of every variant per matrix as an SVG
     /// chart in this file.
@@ -314,4 +315,14 @@ pub(crate) fn try_parse_for_test(args: &[&str]) -> Result<BenchArgs, clap::Error
 #[cfg(test)]
 pub(crate) fn parse_for_test(args: &[&str]) -> BenchArgs {
     try_parse_for_test(args).expect("the test's arguments parse")
+}
+
+/// One of `names`, in any letter case (with the argument's `ignore_case`),
+/// stored in lower case: every enumerated value warpfit parses takes any
+/// case.
+fn lowercase(
+    names: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).map(|s| s.to_ascii_lowercase())
 }

@@ -55,7 +55,7 @@ pub enum PrecondArg {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Which app to run.
-    #[arg(value_enum)]
+    #[arg(value_enum, ignore_case = true)]
     pub app: App,
     #[command(flatten)]
     pub input: MatrixInput,
@@ -88,7 +88,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub worklist_capacity: Option<u64>,
     /// sssp, bfs, cc with a worklist driver: rounds per host
-    /// synchronisation (default: the backend's; 1 on the CPU).
+    /// synchronisation, 1 to 1024 (default: the backend's; 1 on the CPU).
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
     pub rounds_per_sync: Option<u64>,
     /// Writes the result vector here, one value per line, in vertex order
@@ -107,10 +107,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub max_iters: Option<usize>,
     /// cg: f32 or f64 (default f64).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, ignore_case = true)]
     pub precision: Option<Precision>,
     /// cg: none or jacobi (default none).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, ignore_case = true)]
     pub precond: Option<PrecondArg>,
     /// spmv, pagerank, cg: cache-fit throttling of the SpMV-shaped kernel
     /// (`org`, `org_r`, `cf`, `cfq`, `sj`, `sjq` or `auto`). `auto` decides
@@ -202,12 +202,26 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
         cache.parse::<warpfit::CacheSize>()?;
     }
     if let Some(order) = &args.remap_order {
-        if args.throttle.is_none() {
+        let Some(policy) = &args.throttle else {
             return Err(Error::invalid(
                 "--remap-order applies with --throttle (the renumbering of a remapped throttled schedule)",
             ));
-        }
+        };
         order.parse::<RemapOrder>()?;
+        let policy = policy.parse::<ThrottlePolicy>()?;
+        if !matches!(policy, ThrottlePolicy::OrgR | ThrottlePolicy::Auto) {
+            return Err(Error::invalid(format!(
+                "--remap-order applies with --throttle org_r or auto, the schedules that renumber; {policy} runs in the given order"
+            )));
+        }
+    }
+    if let Some(k) = args.rounds_per_sync {
+        let max = warpfit::runtime::worklist::drivers::MAX_ROUNDS_PER_SYNC;
+        if k > max as u64 {
+            return Err(Error::invalid(format!(
+                "--rounds-per-sync {k} is more than the {max} rounds a synchronisation may cover"
+            )));
+        }
     }
     if args.throttle.is_some() && args.decomp.is_some() {
         return Err(Error::invalid(
@@ -309,6 +323,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         let read = read_start.elapsed();
         let sizes = (a.nrows(), a.ncols(), a.nnz());
         check_app_memory(args.app, sizes, args.worklist_capacity)?;
+        check_remap_order(args, &a)?;
         (Some(a), read)
     };
     let expected: Vec<ExpectedLaunch<'_>> = match &a {
@@ -319,7 +334,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         }],
         _ => Vec::new(),
     };
-    let (device, fallback) = pick_device(&args.backend, &expected)?;
+    let (device, fallback) = pick_device(&args.backend.to_ascii_lowercase(), &expected)?;
     let mut notes: Vec<String> = fallback.into_iter().collect();
     if args.decomp.is_some() && device.cuda().is_none() {
         notes.push(format!(
@@ -351,6 +366,24 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         App::Cg => unreachable!("cg returned above"),
     }
     .map(|()| Outcome::Done)
+}
+
+/// Refuses `--remap-order levels` on a rectangular matrix on every backend
+/// (the CPU backend runs the plain twin and would not notice): the level
+/// order renumbers rows and columns alike.
+fn check_remap_order(args: &RunArgs, a: &Csr<f32>) -> Result<()> {
+    let levels = match args.remap_order.as_deref() {
+        Some(o) => o.parse::<RemapOrder>()? == RemapOrder::Levels,
+        None => false,
+    };
+    if levels && a.nrows() != a.ncols() {
+        return Err(Error::invalid(format!(
+            "--remap-order levels renumbers rows and columns alike and needs a square matrix, got {} x {}; use --remap-order partitions",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a matrix cg cannot solve: CG's iterations assume `A = Aᵀ`, and

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::path::Path;
 use warpfit::runtime::error::excerpt;
 use warpfit::runtime::mem;
+use warpfit::runtime::sparse::mm::MAX_LINE_BYTES;
 use warpfit::{Error, Result};
 
 /// Reads `len` finite values, one per line (blank lines and lines starting
@@ -26,9 +27,21 @@ pub fn read_vector(path: &Path, what: &str, len: usize) -> Result<Vec<f64>> {
     file.take(size.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        return Err(at(
+            1,
+            "the file starts with a UTF-8 byte order mark; save it without one".into(),
+        ));
+    }
     let mut values = Vec::with_capacity(len);
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         let line_no = i + 1;
+        if line.len() > MAX_LINE_BYTES {
+            return Err(at(
+                line_no,
+                format!("line longer than {MAX_LINE_BYTES} bytes (one value per line)"),
+            ));
+        }
         let text = std::str::from_utf8(line)
             .map_err(|_| at(line_no, "not UTF-8 text".to_string()))?
             .trim();

@@ -211,9 +211,10 @@ impl std::str::FromStr for PushVariant {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
+        let lowered = s.trim().to_ascii_lowercase();
         PushVariant::ALL
             .into_iter()
-            .find(|v| v.name() == s)
+            .find(|v| v.name() == lowered)
             .ok_or_else(|| {
                 Error::invalid(format!(
                     "unknown push variant `{}`: expected atomic, warp or block",

@@ -56,17 +56,20 @@ impl std::fmt::Display for Decomposition {
 impl std::str::FromStr for Decomposition {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
+        // Any letter case, as every enumerated value warpfit parses.
+        let lowered = s.trim().to_ascii_lowercase();
+        match lowered.as_str() {
             "cte" => Ok(Decomposition::Cte),
             "thread" => Ok(Decomposition::Thread),
             _ => {
-                let w = s
+                let w = lowered
                     .strip_prefix("subwarp:")
                     .and_then(|w| w.parse::<u32>().ok())
                     .filter(|w| matches!(w, 2 | 4 | 8 | 16 | 32));
                 w.map(Decomposition::SubWarp).ok_or_else(|| {
                     Error::invalid(format!(
-                        "unknown decomposition `{s}`: expected cte, thread or subwarp:W with W in 2, 4, 8, 16, 32"
+                        "unknown decomposition `{}`: expected cte, thread or subwarp:W with W in 2, 4, 8, 16, 32",
+                        warpfit_runtime::error::excerpt(s.as_bytes())
                     ))
                 })
             }

@@ -73,7 +73,7 @@ pub enum CgOrder {
 impl std::str::FromStr for CgOrder {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
+        match s.trim().to_ascii_lowercase().as_str() {
             "given" => Ok(CgOrder::Given),
             "levels" => Ok(CgOrder::Levels),
             _ => Err(Error::invalid(format!(
@@ -587,7 +587,11 @@ pub fn cg_observed<T: CgScalar>(
         ));
     }
     if b_norm == 0.0 {
-        // b = 0: x = 0 is exact.
+        // b = 0: x = 0 is exact, once the preconditioner asked for is
+        // known to exist.
+        if opts.precond == Preconditioner::Jacobi {
+            inverse_diagonal(a)?;
+        }
         let mut x = Vec::new();
         mem::try_reserve(&mut x, n, "the cg solution")?;
         x.resize(n, T::from_f64(0.0));
@@ -1238,16 +1242,25 @@ fn inverse_diagonal<T: CgScalar>(a: &Csr<T>) -> Result<Vec<T>> {
     mem::try_reserve(&mut inv, a.nrows(), "the Jacobi preconditioner")?;
     for r in 0..a.nrows() {
         let (cols, vals) = a.row(r);
-        let d: f64 = cols
+        let mut diagonal = cols
             .iter()
             .zip(vals)
             .filter(|(&c, _)| c as usize == r)
             .map(|(_, v)| v.to_f64())
-            .sum();
+            .peekable();
+        let stored = diagonal.peek().is_some();
+        let d: f64 = diagonal.fold(0.0, |s, v| s + v);
         if d.is_nan() || d <= 0.0 {
+            // 1-based, as Matrix Market numbers rows.
+            let i = r + 1;
+            let shown = if stored {
+                format!("a({i}, {i}) = {d}")
+            } else {
+                format!("a({i}, {i}) is not stored")
+            };
             return Err(Error::invalid(format!(
-                "cg: the Jacobi preconditioner needs a positive diagonal, but a({r}, {r}) = {d} \
-                 (0-based): the matrix is not symmetric positive definite"
+                "cg: the Jacobi preconditioner needs a positive diagonal, but {shown}: \
+                 the matrix is not symmetric positive definite"
             )));
         }
         inv.push(T::from_f64(1.0 / d));

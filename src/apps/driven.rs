@@ -105,14 +105,16 @@ impl FromStr for DriverChoice {
         let fraction = |v: &str| -> Result<f64> {
             v.parse::<f64>()
                 .ok()
-                .filter(|f| f.is_finite() && *f >= 0.0)
+                .filter(|f| (0.0..=1.0).contains(f))
                 .ok_or_else(|| {
                     Error::invalid(format!(
-                        "driver `{s}`: `{v}` is not a fraction of the vertices (a number ≥ 0)"
+                        "driver `{s}`: `{v}` is not a fraction of the vertices (a number from 0 to 1)"
                     ))
                 })
         };
-        let parts: Vec<&str> = s.trim().split(':').collect();
+        // Any letter case, as every enumerated value warpfit parses.
+        let lowered = s.trim().to_ascii_lowercase();
+        let parts: Vec<&str> = lowered.split(':').collect();
         Ok(match parts.as_slice() {
             ["topo"] => DriverChoice::Topo,
             ["topo", "rounds"] => DriverChoice::TopoRounds,
@@ -140,10 +142,19 @@ impl FromStr for DriverChoice {
                 up: Some(fraction(up)?),
                 down: None,
             },
-            ["hybrid", up, down] => DriverChoice::Hybrid {
-                up: Some(fraction(up)?),
-                down: Some(fraction(down)?),
-            },
+            ["hybrid", up, down] => {
+                let (up, down) = (fraction(up)?, fraction(down)?);
+                if down > up {
+                    return Err(Error::invalid(format!(
+                        "driver `{s}`: DOWN ({down}) must not exceed UP ({up}): the hybrid returns \
+                         to data-driven rounds below DOWN after leaving them above UP"
+                    )));
+                }
+                DriverChoice::Hybrid {
+                    up: Some(up),
+                    down: Some(down),
+                }
+            }
             ["auto"] => DriverChoice::Auto,
             _ => return Err(bad()),
         })
@@ -344,10 +355,15 @@ fn resolve(
                 delta: d.unwrap_or_else(delta),
             },
             (_, Some(OrderChoice::NearFar(_))) => {
+                let why = if app == DrivenApp::Bfs {
+                    "bfs rounds are levels already"
+                } else {
+                    "a label may fall in any round"
+                };
                 return Err(Error::invalid(format!(
                     "--driver data:nearfar orders items by a key (sssp's distance); {app} has none \
-                     (bfs rounds are levels already)"
-                )))
+                     ({why}): use data or data:fifo"
+                )));
             }
         })
     };

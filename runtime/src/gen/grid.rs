@@ -1,17 +1,13 @@
 use crate::error::to_u32;
 use crate::sparse::Csr;
-use crate::{Error, Result};
+use crate::Result;
 
 /// The 5-point Laplacian stencil on a `side × side` grid: `side²` rows (row
 /// `i·side + j` is grid point `(i, j)`), 4 on the diagonal and -1 for each of
 /// the up to four neighbours, columns sorted. Exactly `5·side² − 4·side`
 /// entries. Symmetric positive definite, the classic regular-mesh input.
 pub fn grid2d(side: usize) -> Result<Csr<f32>> {
-    let n = side.checked_mul(side).ok_or(Error::U32Overflow {
-        what: "grid2d rows (side²)",
-        value: u64::MAX,
-    })?;
-    to_u32("grid2d rows (side²)", n)?;
+    let n = super::side_power("grid2d rows", side, 2)?;
     let nnz = (5 * n).saturating_sub(4 * side);
     to_u32("grid2d nnz (5·side² − 4·side)", nnz)?;
     crate::mem::check(

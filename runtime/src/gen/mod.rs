@@ -225,11 +225,35 @@ impl fmt::Display for GenSpec {
     }
 }
 
+/// `side^dims`, the vertices of a grid generator, when it fits the `u32`
+/// indices; otherwise an error giving the exact count (computed in `u128`,
+/// so a side of 2^32 is not reported as a saturated number) and the largest
+/// side that fits.
+pub(crate) fn side_power(what: &str, side: usize, dims: u32) -> Result<usize> {
+    let n = (side as u128).checked_pow(dims);
+    if let Some(n) = n.filter(|&n| n <= u128::from(u32::MAX)) {
+        return Ok(n as usize);
+    }
+    let max_side = (1u64..)
+        .take_while(|s| u128::from(*s).pow(dims) <= u128::from(u32::MAX))
+        .last()
+        .unwrap_or(0);
+    let power = if dims == 2 { "²" } else { "³" };
+    let n = n.map_or(format!("{side}{power}"), |n| n.to_string());
+    Err(Error::invalid(format!(
+        "{what} (side{power}) = {n} do not fit in u32 (max {}): side at most {max_side}",
+        u32::MAX
+    )))
+}
+
 impl FromStr for GenSpec {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
-        let s = s.trim();
+        // Names, keys and enumerated values in any letter case, as every
+        // enumerated value warpfit parses.
+        let lowered = s.trim().to_ascii_lowercase();
+        let s = lowered.as_str();
         let (kind, params) = match s.split_once(':') {
             Some((k, p)) => (k.trim(), p.trim()),
             None => (s, ""),

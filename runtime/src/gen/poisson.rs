@@ -5,7 +5,7 @@
 use crate::error::to_u32;
 use crate::rng::{below, chunk_rng, PERMUTATION};
 use crate::sparse::Csr;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Row numbering of [`poisson3d`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,13 +36,8 @@ pub fn poisson2d(side: usize) -> Result<Csr<f32>> {
 /// the runtime's generator (deterministic on every machine); `seed` is unused
 /// in natural order.
 pub fn poisson3d(side: usize, order: Poisson3dOrder, seed: u64) -> Result<Csr<f32>> {
-    let overflow = || Error::U32Overflow {
-        what: "poisson3d rows (side³)",
-        value: u64::MAX,
-    };
-    let plane = side.checked_mul(side).ok_or_else(overflow)?;
-    let n = plane.checked_mul(side).ok_or_else(overflow)?;
-    to_u32("poisson3d rows (side³)", n)?;
+    let n = super::side_power("poisson3d rows", side, 3)?;
+    let plane = side * side;
     let nnz = (7 * n as u64).saturating_sub(6 * plane as u64);
     let nnz = to_u32("poisson3d nnz (7·side³ − 6·side²)", nnz as usize)? as usize;
     // Row pointers, columns and values; a random order also holds the

@@ -75,11 +75,7 @@ pub fn road(side: usize, drop: f64, seed: u64, order: RoadOrder) -> Result<Csr<f
             "road: drop = {drop} must lie in [0, 1] (the fraction of grid edges removed)"
         )));
     }
-    let n = side.checked_mul(side).ok_or(Error::U32Overflow {
-        what: "road vertices (side²)",
-        value: u64::MAX,
-    })?;
-    to_u32("road vertices (side²)", n)?;
+    let n = super::side_power("road vertices", side, 2)?;
     // Undirected grid edges, and the entries if none is removed.
     let edges = 2 * side * side.saturating_sub(1);
     to_u32("road entries (4·side·(side − 1))", 2 * edges)?;

@@ -32,13 +32,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The environment variable that sets the memory limit (a byte size).
 pub const MEM_LIMIT_ENV: &str = "WARPFIT_MEM_LIMIT";
 
-/// [`set_limit`]'s value; 0 = not set.
+/// [`set_limit`]'s value plus one (saturating); 0 = not set.
 static LIMIT_OVERRIDE: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the memory limit of this process (`None` returns to the default,
-/// see the module docs). A limit of 0 bytes is stored as 1.
+/// see the module docs). A limit of 0 bytes refuses every allocation the
+/// checks see.
 pub fn set_limit(bytes: Option<u64>) {
-    LIMIT_OVERRIDE.store(bytes.map_or(0, |b| b.max(1)), Ordering::Relaxed);
+    LIMIT_OVERRIDE.store(bytes.map_or(0, |b| b.saturating_add(1)), Ordering::Relaxed);
 }
 
 /// The memory limit now, in bytes, and where it comes from (for messages);
@@ -46,7 +47,7 @@ pub fn set_limit(bytes: Option<u64>) {
 pub fn limit() -> Result<Option<(u64, String)>> {
     let set = LIMIT_OVERRIDE.load(Ordering::Relaxed);
     if set != 0 {
-        return Ok(Some((set, "the --mem-limit option".into())));
+        return Ok(Some((set - 1, "the --mem-limit option".into())));
     }
     if let Some(v) = std::env::var_os(MEM_LIMIT_ENV) {
         let text = v.to_string_lossy();

@@ -170,11 +170,12 @@ impl std::str::FromStr for Bisection {
     type Err = Error;
     /// `kd` or `bisect` (with default [`CoarsenOptions`]).
     fn from_str(s: &str) -> Result<Self> {
-        match s {
+        match s.trim().to_ascii_lowercase().as_str() {
             "kd" => Ok(Bisection::KdTiling),
             "bisect" => Ok(Bisection::Coarsened(CoarsenOptions::default())),
             _ => Err(Error::invalid(format!(
-                "unknown partitioner `{s}`: expected `kd` (K-D tiling) or `bisect` (coarsened bisection)"
+                "unknown partitioner `{}`: expected `kd` (K-D tiling) or `bisect` (coarsened bisection)",
+                crate::error::excerpt(s.as_bytes())
             ))),
         }
     }

@@ -689,11 +689,19 @@ const READ_BLOCK: usize = 1 << 20;
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 fn line_too_long(name: &str, line: usize) -> Error {
-    mm_err(
-        name,
-        line,
-        format!("line longer than {MAX_LINE_BYTES} bytes (is this a Matrix Market text file?)"),
-    )
+    mm_err(name, line, line_too_long_message())
+}
+
+fn line_too_long_message() -> String {
+    format!("line longer than {MAX_LINE_BYTES} bytes (is this a Matrix Market text file?)")
+}
+
+/// The first line (0-based within `block`) longer than [`MAX_LINE_BYTES`],
+/// newline excluded.
+fn first_long_line(block: &[u8]) -> Option<usize> {
+    block
+        .split(|&b| b == b'\n')
+        .position(|line| line.len() > MAX_LINE_BYTES)
 }
 
 fn read_entries<R: BufRead, T: MmValue>(
@@ -772,9 +780,20 @@ fn read_entries<R: BufRead, T: MmValue>(
                 blocks.push(buf);
             }
         }
+        // A line may span the blocks' boundary and so pass the checks
+        // above at up to two blocks long: each block's lines are measured
+        // too, the first too long one reported unless an error comes first.
         let parsed: Vec<Block<T>> = blocks
             .par_iter()
-            .map(|b| parse_block::<T>(b, header, usize::MAX))
+            .map(|b| {
+                let mut parsed = parse_block::<T>(b, header, usize::MAX);
+                if let Some(l) = first_long_line(b) {
+                    if parsed.err.as_ref().map_or(true, |(e, _)| *e > l) {
+                        parsed.err = Some((l, line_too_long_message()));
+                    }
+                }
+                parsed
+            })
             .collect();
         for (bytes, block) in blocks.iter().zip(parsed) {
             let have = rows.len();

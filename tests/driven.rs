@@ -262,3 +262,50 @@ fn auto_follows_the_documented_rule() {
         Some(Strategy::Hybrid { .. })
     ));
 }
+
+/// The observed runs report their rounds as they go, for progress: never
+/// backwards, the last report the run's own round count, with the answer
+/// of the plain run, under every driver.
+#[test]
+fn observed_runs_report_rising_round_counts_ending_at_the_runs_rounds() {
+    let dev = Device::cpu();
+    let config = LaunchConfig::default();
+    let a = "road:side=24,order=random"
+        .parse::<GenSpec>()
+        .unwrap()
+        .generate()
+        .unwrap();
+    let check = |what: String, seen: &[u64], rounds: u64| {
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{what}: {seen:?}");
+        assert_eq!(seen.last().copied(), Some(rounds), "{what}: {seen:?}");
+    };
+    for app in [DrivenApp::Sssp, DrivenApp::Bfs, DrivenApp::Cc] {
+        for driver in drivers(app) {
+            let o = DriveOptions::new(driver);
+            let what = format!("{app} {driver:?}");
+            let mut seen = Vec::new();
+            let mut on = |r: u64| seen.push(r);
+            let rounds = match app {
+                DrivenApp::Sssp => {
+                    let (got, r) =
+                        apps::sssp_driven_observed(&dev, &config, &a, 3, &o, &mut on).unwrap();
+                    assert_eq!(got, apps::sssp_driven(&dev, &config, &a, 3, &o).unwrap().0);
+                    r.rounds
+                }
+                DrivenApp::Bfs => {
+                    let (got, r) =
+                        apps::bfs_driven_observed(&dev, &config, &a, 3, &o, &mut on).unwrap();
+                    assert_eq!(got, apps::bfs_driven(&dev, &config, &a, 3, &o).unwrap().0);
+                    r.rounds
+                }
+                DrivenApp::Cc => {
+                    let (got, r) =
+                        apps::cc_driven_observed(&dev, &config, &a, &o, &mut on).unwrap();
+                    assert_eq!(got, apps::cc_driven(&dev, &config, &a, &o).unwrap().0);
+                    r.rounds
+                }
+            };
+            check(what, &seen, rounds);
+        }
+    }
+}

@@ -654,13 +654,23 @@ impl AppRun<'_> {
         let backend = device.backend_name();
         let (summary, report, values): (String, DrivenReport, Vec<String>) = match args.app {
             App::Sssp => {
-                let (dist, r) = apps::sssp_driven(device, config, a, source, &options)?;
+                let mut steps = Steps::new("sssp", None);
+                let (dist, r) =
+                    apps::sssp_driven_observed(device, config, a, source, &options, &mut |r| {
+                        steps.reach(r)
+                    })?;
+                drop(steps);
                 let reached = dist.iter().filter(|d| d.is_finite()).count();
                 let s = format!("{reached} of {} vertices reached", dist.len());
                 (s, r, dist.iter().map(|v| v.to_string()).collect())
             }
             App::Bfs => {
-                let (level, r) = apps::bfs_driven(device, config, a, source, &options)?;
+                let mut steps = Steps::new("bfs", None);
+                let (level, r) =
+                    apps::bfs_driven_observed(device, config, a, source, &options, &mut |r| {
+                        steps.reach(r)
+                    })?;
+                drop(steps);
                 let reached = level.iter().filter(|&&l| l >= 0).count();
                 let depth = level.iter().copied().max().unwrap_or(-1);
                 let s = format!(
@@ -670,7 +680,10 @@ impl AppRun<'_> {
                 (s, r, level.iter().map(|v| v.to_string()).collect())
             }
             App::Cc => {
-                let (label, r) = apps::cc_driven(device, config, a, &options)?;
+                let mut steps = Steps::new("cc", None);
+                let (label, r) =
+                    apps::cc_driven_observed(device, config, a, &options, &mut |r| steps.reach(r))?;
+                drop(steps);
                 let components = label
                     .iter()
                     .enumerate()

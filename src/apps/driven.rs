@@ -516,6 +516,19 @@ pub fn sssp_driven(
     source: usize,
     options: &DriveOptions,
 ) -> Result<(Vec<f32>, DrivenReport)> {
+    sssp_driven_observed(device, config, a, source, options, &mut |_| {})
+}
+
+/// [`sssp_driven`], calling `on_round(rounds)` as rounds finish (after each
+/// host synchronisation), for progress on long runs.
+pub fn sssp_driven_observed(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<f32>,
+    source: usize,
+    options: &DriveOptions,
+    on_round: &mut dyn FnMut(u64),
+) -> Result<(Vec<f32>, DrivenReport)> {
     check_square(DrivenApp::Sssp, a)?;
     check_source(a, source)?;
     let (resolved, note) = resolve(DrivenApp::Sssp, options.driver, a, device)?;
@@ -525,7 +538,7 @@ pub fn sssp_driven(
             let g = Graph::from_matrix(a)?;
             let graph = setup_start.elapsed();
             let (dist, rounds, mut t) =
-                super::sssp_observed(device, config, &g, source, &mut |_| {})?;
+                super::sssp_observed(device, config, &g, source, &mut |r| on_round(r as u64))?;
             t.setup += graph;
             return Ok((dist, resident_report(rounds, a.nrows(), t, note)));
         }
@@ -565,7 +578,10 @@ pub fn sssp_driven(
         let driver = Driver::new(driver_options(strategy, options));
         driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
-        let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
+        let report =
+            driver.run_observed(&mut rounds, Start::Items(&[source as u32]), &mut |r| {
+                on_round(r.rounds)
+            })?;
         let report = cuda_rounds_report(rounds, report, setup, note)?;
         return Ok((dist.to_vec()?, report));
     }
@@ -597,7 +613,9 @@ pub fn sssp_driven(
     let driver = Driver::new(driver_options(strategy, options));
     driver.prepare(&mut cpu, Start::Items(&[source as u32]))?;
     let setup = setup_start.elapsed();
-    let report = driver.run(&mut cpu, Start::Items(&[source as u32]))?;
+    let report = driver.run_observed(&mut cpu, Start::Items(&[source as u32]), &mut |r| {
+        on_round(r.rounds)
+    })?;
     drop(cpu);
     Ok((dist, rounds_report(report, setup, note)))
 }
@@ -611,6 +629,19 @@ pub fn bfs_driven(
     a: &Csr<f32>,
     source: usize,
     options: &DriveOptions,
+) -> Result<(Vec<i32>, DrivenReport)> {
+    bfs_driven_observed(device, config, a, source, options, &mut |_| {})
+}
+
+/// [`bfs_driven`], calling `on_round(rounds)` as rounds finish (after each
+/// host synchronisation), for progress on long runs.
+pub fn bfs_driven_observed(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<f32>,
+    source: usize,
+    options: &DriveOptions,
+    on_round: &mut dyn FnMut(u64),
 ) -> Result<(Vec<i32>, DrivenReport)> {
     check_square(DrivenApp::Bfs, a)?;
     check_source(a, source)?;
@@ -627,7 +658,7 @@ pub fn bfs_driven(
             let g = Graph::from_matrix(a)?;
             let graph = setup_start.elapsed();
             let (level, rounds, mut t) =
-                super::bfs_observed(device, config, &g, source, &mut |_| {})?;
+                super::bfs_observed(device, config, &g, source, &mut |r| on_round(r as u64))?;
             t.setup += graph;
             return Ok((level, resident_report(rounds, a.nrows(), t, note)));
         }
@@ -662,7 +693,10 @@ pub fn bfs_driven(
         let driver = Driver::new(driver_options(strategy, options));
         driver.prepare(&mut rounds, Start::Items(&[source as u32]))?;
         let setup = setup_start.elapsed();
-        let report = driver.run(&mut rounds, Start::Items(&[source as u32]))?;
+        let report =
+            driver.run_observed(&mut rounds, Start::Items(&[source as u32]), &mut |r| {
+                on_round(r.rounds)
+            })?;
         let report = cuda_rounds_report(rounds, report, setup, note)?;
         return Ok((level.to_vec()?, report));
     }
@@ -684,7 +718,9 @@ pub fn bfs_driven(
     let driver = Driver::new(driver_options(strategy, options));
     driver.prepare(&mut cpu, Start::Items(&[source as u32]))?;
     let setup = setup_start.elapsed();
-    let report = driver.run(&mut cpu, Start::Items(&[source as u32]))?;
+    let report = driver.run_observed(&mut cpu, Start::Items(&[source as u32]), &mut |r| {
+        on_round(r.rounds)
+    })?;
     drop(cpu);
     Ok((level, rounds_report(report, setup, note)))
 }
@@ -723,6 +759,18 @@ pub fn cc_driven(
     a: &Csr<f32>,
     options: &DriveOptions,
 ) -> Result<(Vec<u32>, DrivenReport)> {
+    cc_driven_observed(device, config, a, options, &mut |_| {})
+}
+
+/// [`cc_driven`], calling `on_round(rounds)` as rounds finish (after each
+/// host synchronisation), for progress on long runs.
+pub fn cc_driven_observed(
+    device: &Device,
+    config: &LaunchConfig,
+    a: &Csr<f32>,
+    options: &DriveOptions,
+    on_round: &mut dyn FnMut(u64),
+) -> Result<(Vec<u32>, DrivenReport)> {
     check_square(DrivenApp::Cc, a)?;
     crate::runtime::error::to_u32("cc vertices", a.nrows())?;
     let (resolved, note) = resolve(DrivenApp::Cc, options.driver, a, device)?;
@@ -748,7 +796,7 @@ pub fn cc_driven(
     let graph = setup_start.elapsed();
     let strategy = match resolved {
         Resolved::Resident => {
-            let (label, rounds, mut t) = cc_resident(device, config, &nbr)?;
+            let (label, rounds, mut t) = cc_resident(device, config, &nbr, on_round)?;
             t.setup += graph;
             return Ok((label, resident_report(rounds, n, t, note)));
         }
@@ -767,7 +815,7 @@ pub fn cc_driven(
         let driver = Driver::new(driver_options(strategy, options));
         driver.prepare(&mut rounds, Start::All)?;
         let setup = setup_start.elapsed();
-        let report = driver.run(&mut rounds, Start::All)?;
+        let report = driver.run_observed(&mut rounds, Start::All, &mut |r| on_round(r.rounds))?;
         let report = cuda_rounds_report(rounds, report, setup, note)?;
         return Ok((label.to_vec()?, report));
     }
@@ -779,7 +827,7 @@ pub fn cc_driven(
     let driver = Driver::new(driver_options(strategy, options));
     driver.prepare(&mut cpu, Start::All)?;
     let setup = setup_start.elapsed();
-    let report = driver.run(&mut cpu, Start::All)?;
+    let report = driver.run_observed(&mut cpu, Start::All, &mut |r| on_round(r.rounds))?;
     drop(cpu);
     Ok((label, rounds_report(report, setup, note)))
 }
@@ -790,6 +838,7 @@ fn cc_resident(
     device: &Device,
     config: &LaunchConfig,
     nbr: &Csr<f32>,
+    on_round: &mut dyn FnMut(u64),
 ) -> Result<(Vec<u32>, usize, super::Timings)> {
     let setup_start = Instant::now();
     let n = nbr.nrows();
@@ -815,7 +864,7 @@ fn cc_resident(
     let setup = setup_start.elapsed();
     // Labels fall at least once per round until the fixed point: at most n
     // rounds, one more proves it.
-    let (result, rounds, iterations) = rounds.run(device, n + 1, &mut |_| {})?;
+    let (result, rounds, iterations) = rounds.run(device, n + 1, &mut |r| on_round(r as u64))?;
     Ok((
         result.to_vec()?,
         rounds,

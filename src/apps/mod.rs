@@ -32,8 +32,9 @@ pub mod bench_support {
 }
 
 pub use driven::{
-    auto_driver, bfs_driven, cc_driven, default_delta, sssp_driven, undirected, DriveOptions,
-    DrivenApp, DrivenReport, DriverChoice, OrderChoice, DONATE_MIN, HYBRID_DOWN, HYBRID_UP,
+    auto_driver, bfs_driven, bfs_driven_observed, cc_driven, cc_driven_observed, default_delta,
+    sssp_driven, sssp_driven_observed, undirected, DriveOptions, DrivenApp, DrivenReport,
+    DriverChoice, OrderChoice, DONATE_MIN, HYBRID_DOWN, HYBRID_UP,
 };
 pub use graph::{
     bfs, bfs_observed, pagerank, pagerank_observed, pagerank_throttled, sssp, sssp_observed, Graph,

@@ -66,6 +66,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
     b: &mut B,
     opts: &DriverOptions,
     start: Start<'_>,
+    on_sync: &mut dyn FnMut(&RunReport),
 ) -> Result<RunReport> {
     check(b, opts)?;
     let n = b.universe();
@@ -105,6 +106,7 @@ pub(crate) fn run<B: RoundBackend + ?Sized>(
         if !overflow.is_empty() {
             engine.grow(b, overflow, skipped)?;
         }
+        on_sync(&engine.report);
     }
     Ok(engine.finish(b))
 }

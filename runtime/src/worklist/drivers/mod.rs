@@ -704,6 +704,21 @@ impl Driver {
         backend: &mut B,
         start: Start<'_>,
     ) -> Result<RunReport> {
-        engine::run(backend, &self.options, start)
+        engine::run(backend, &self.options, start, &mut |_| {})
+    }
+
+    /// [`Driver::run`], calling `on_sync(report)` after each host
+    /// synchronisation with the report so far (rounds, items processed):
+    /// for progress on long runs.
+    ///
+    /// # Errors
+    /// As [`Driver::run`].
+    pub fn run_observed<B: RoundBackend + ?Sized>(
+        &self,
+        backend: &mut B,
+        start: Start<'_>,
+        on_sync: &mut dyn FnMut(&RunReport),
+    ) -> Result<RunReport> {
+        engine::run(backend, &self.options, start, on_sync)
     }
 }

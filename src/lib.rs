@@ -68,6 +68,7 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use warpfit_gpu::__private::*;
+    pub use warpfit_gpu::levels::DeviceLevelOrder;
     pub use warpfit_gpu::{
         Device, DeviceVec, Input, LaunchConfig, Output, PlanOrder, PreparedLaunch, ThrottleReport,
         ThrottleStatus, Throttled,

@@ -47,8 +47,19 @@ constexpr unsigned long long UNCLAIMED = ~0ull;
 
 /// The words of `ctl`: the parents whose children the round's write lists,
 /// the frontier the next round expands, the smallest vertex that may still
-/// be unnumbered, and the error flag. Mirrored by `gpu/src/levels.rs`.
-enum Ctl : int { PARENT_START = 0, PARENT_END = 1, START = 2, END = 3, NEXT_ROOT = 4, BAD = 5 };
+/// be unnumbered, the error flag, the widest level so far and the width
+/// past which the order is given up. Mirrored by
+/// `gpu/src/engines/level_order.rs`.
+enum Ctl : int {
+    PARENT_START = 0,
+    PARENT_END = 1,
+    START = 2,
+    END = 3,
+    NEXT_ROOT = 4,
+    BAD = 5,
+    WIDEST = 6,
+    WIDTH_LIMIT = 7
+};
 constexpr int CTL_WORDS = 8;
 
 __device__ __forceinline__ unsigned long long key(uint64_t parent, uint32_t k) {
@@ -77,8 +88,10 @@ __device__ __forceinline__ void reset(uint32_t* pos, unsigned long long* claim, 
     }
 }
 
-/// One thread: `root` numbered first, the frontier `[0, 1)`.
-__device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root) {
+/// One thread: `root` numbered first, the frontier `[0, 1)`; a level
+/// wider than `width_limit` gives the order up (see `carry`).
+__device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root,
+                                      uint64_t width_limit) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         order[0] = uint32_t(root);
         pos[root] = 0;
@@ -88,6 +101,8 @@ __device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* 
         ctl[END] = 1;
         ctl[NEXT_ROOT] = 0;
         ctl[BAD] = 0;
+        ctl[WIDEST] = 1;
+        ctl[WIDTH_LIMIT] = uint32_t(width_limit < NONE ? width_limit : NONE);
     }
 }
 
@@ -208,8 +223,17 @@ __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, 
         if (threadIdx.x == 0) {
             ctl[PARENT_START] = s;
             ctl[PARENT_END] = e;
-            ctl[START] = e;
-            ctl[END] = e + children;
+            ctl[WIDEST] = max(ctl[WIDEST], children);
+            if (children > ctl[WIDTH_LIMIT]) {
+                // Given up: this round's write lists the children, every
+                // later round finds nothing to expand and no root.
+                ctl[START] = uint32_t(n);
+                ctl[END] = uint32_t(n);
+                ctl[NEXT_ROOT] = uint32_t(n);
+            } else {
+                ctl[START] = e;
+                ctl[END] = e + children;
+            }
         }
         return;
     }
@@ -344,8 +368,8 @@ __device__ __forceinline__ void renumber_rows(const uint32_t* ptr, const uint32_
         warpfit::levels::reset(pos, claims, n);                                                                \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
-        wf_levels_start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root) {                        \
-        warpfit::levels::start(order, pos, ctl, root);                                                         \
+        wf_levels_start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root, uint64_t width_limit) {  \
+        warpfit::levels::start(order, pos, ctl, root, width_limit);                                            \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
         wf_levels_claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,                    \

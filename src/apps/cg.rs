@@ -1058,7 +1058,16 @@ fn solve<T: CgScalar>(
                     {
                         throttled_choice_made = true;
                         t.check()?;
-                        levels.ready = Some(LevelPlan::on_device(device, a, &matrix)?);
+                        // The handle's own order, copied on the device: not
+                        // made a second time.
+                        let started = Instant::now();
+                        levels.ready = Some(match t.device_level_order()? {
+                            Some(order) => LevelPlan {
+                                order: LevelOrder::Device(order),
+                                planning: started.elapsed(),
+                            },
+                            None => LevelPlan::on_device(device, a, &matrix)?,
+                        });
                     }
                 }
             }

@@ -43,6 +43,8 @@ pub trait SpmvThrottle<T: crate::Scalar> {
     fn status(&self) -> ThrottleStatus;
     /// Waits until the plan is in.
     fn wait_for_plan(&mut self) -> Result<()>;
+    /// The level order `auto` chose on the device, copied.
+    fn device_level_order(&self) -> Result<Option<crate::gpu::levels::DeviceLevelOrder>>;
 }
 
 macro_rules! spmv_throttle {
@@ -62,6 +64,9 @@ macro_rules! spmv_throttle {
             }
             fn wait_for_plan(&mut self) -> Result<()> {
                 super::kernels::$kernel::Throttle::wait_for_plan(self)
+            }
+            fn device_level_order(&self) -> Result<Option<crate::gpu::levels::DeviceLevelOrder>> {
+                super::kernels::$kernel::Throttle::device_level_order(self)
             }
         }
     };

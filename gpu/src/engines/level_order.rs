@@ -58,7 +58,21 @@ pub const ROUNDS_PER_CHECK: usize = 64;
 const CTL_START: usize = 2;
 const CTL_END: usize = 3;
 const CTL_BAD: usize = 5;
+const CTL_WIDEST: usize = 6;
 const CTL_WORDS: usize = 8;
+
+/// How a level order made by [`level_order_into`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LevelRun {
+    /// Every row numbered, in `rounds` rounds; the widest level held
+    /// `widest` rows.
+    Done { rounds: usize, widest: usize },
+    /// Not finished within the rounds allowed.
+    TooManyRounds,
+    /// A level of `widest` rows, more than the width allowed: given up as
+    /// soon as it was found.
+    TooWide { widest: usize },
+}
 
 /// A breadth-first order made on the device by [`level_order`].
 pub struct DeviceLevelOrder {
@@ -252,11 +266,14 @@ pub fn level_order_within(
     let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
     let pattern = DevicePattern { ptr, col, n, nnz };
     Ok(
-        level_order_into(dev, pattern, root, max_rounds, o, p)?.map(|rounds| DeviceLevelOrder {
-            order,
-            position,
-            rounds,
-        }),
+        match level_order_into(dev, pattern, root, max_rounds, u64::MAX, o, p)? {
+            LevelRun::Done { rounds, .. } => Some(DeviceLevelOrder {
+                order,
+                position,
+                rounds,
+            }),
+            LevelRun::TooManyRounds | LevelRun::TooWide { .. } => None,
+        },
     )
 }
 
@@ -271,8 +288,10 @@ pub(crate) struct DevicePattern {
 }
 
 /// [`level_order_within`] over device addresses, into `order` and
-/// `position` (`n` u32 each, on `dev`): the rounds it took, or `None`
-/// when it gave up.
+/// `position` (`n` u32 each, on `dev`), given up after `max_rounds` rounds
+/// or at the first level of more than `width_limit` rows (a graph that
+/// expands that fast has no locality a level order could bring out, and
+/// finds out in a few levels rather than the whole order).
 ///
 /// # Errors
 /// As [`level_order`].
@@ -281,13 +300,17 @@ pub(crate) fn level_order_into(
     pattern: DevicePattern,
     root: usize,
     max_rounds: usize,
+    width_limit: u64,
     o: u64,
     p: u64,
-) -> Result<Option<usize>> {
+) -> Result<LevelRun> {
     let DevicePattern { ptr, col, n, nnz } = pattern;
     pattern_size(n + 1, nnz, "level order")?;
     if n == 0 {
-        return Ok(Some(0));
+        return Ok(LevelRun::Done {
+            rounds: 0,
+            widest: 0,
+        });
     }
     if root >= n {
         return Err(Error::invalid(format!(
@@ -307,7 +330,13 @@ pub(crate) fn level_order_into(
     );
     let (n64, nnz64) = (n as u64, nnz as u64);
     launch(dev, &k.reset, fill_blocks(dev), "reset", &[p, c, n64])?;
-    launch(dev, &k.start, 1, "start", &[o, p, cl, root as u64])?;
+    launch(
+        dev,
+        &k.start,
+        1,
+        "start",
+        &[o, p, cl, root as u64, width_limit],
+    )?;
     let mut rounds = 0usize;
     loop {
         for _ in 0..ROUNDS_PER_CHECK {
@@ -347,11 +376,15 @@ pub(crate) fn level_order_into(
                 "level order: an offset of row_ptr or a column of col_idx is out of range",
             ));
         }
+        let widest = state[CTL_WIDEST] as usize;
+        if widest as u64 > width_limit {
+            return Ok(LevelRun::TooWide { widest });
+        }
         if state[CTL_START] as usize >= n && state[CTL_END] as usize >= n {
-            break;
+            return Ok(LevelRun::Done { rounds, widest });
         }
         if rounds >= max_rounds {
-            return Ok(None);
+            return Ok(LevelRun::TooManyRounds);
         }
         // Every round numbers a vertex until all are: a round count past
         // that is a broken invariant, not a slow graph.
@@ -362,7 +395,6 @@ pub(crate) fn level_order_into(
             )));
         }
     }
-    Ok(Some(rounds))
 }
 
 /// The square matrix `a` renumbered on both sides (`B = P·A·Pᵀ`) by the

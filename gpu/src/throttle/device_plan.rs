@@ -21,9 +21,11 @@
 
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
+use crate::driver::errors::cuda_err;
 use crate::engines::gather_layouts::{DeviceGather, LayoutKernels};
-use crate::engines::level_order::{level_order_into, DevicePattern};
+use crate::engines::level_order::{level_order_into, DeviceLevelOrder, DevicePattern, LevelRun};
 use crate::engines::plan_kernels::{plan_kernels, DeviceShape, MAX_COLUMN_BLOCKS};
+use crate::launch::device_vec::DeviceVec;
 use crate::spec::ScalarType;
 use crate::throttle::device_layouts::{DeviceLayout, Space};
 use crate::throttle::erased_vec::ErasedVec;
@@ -40,6 +42,14 @@ use warpfit_runtime::{Error, Result};
 /// order up (a long-diameter pattern: a path, a long chain of small
 /// components), at a few microseconds a level.
 pub(in crate::throttle) const MAX_LEVEL_ROUNDS: usize = 4096;
+
+/// What [`Throttled::levels_layout`] made.
+pub(in crate::throttle) enum LevelsLayout {
+    /// The renumbered layout and its permutations.
+    Built(Box<(DeviceLayout, RemapTables)>),
+    /// The order was given up: too many levels, or one too wide.
+    GivenUp(LevelRun),
+}
 
 /// A `u32` copy of `n` words at `src` on `dev`.
 fn copy_u32(dev: &CudaDevice, src: u64, n: usize) -> Result<DeviceBuffer<u32>> {
@@ -175,13 +185,15 @@ impl Throttled {
     }
 
     /// The layout renumbered by the breadth-first level order, built on
-    /// the device, with its permutations; `None` when the order took more
-    /// than [`MAX_LEVEL_ROUNDS`] levels.
+    /// the device, with its permutations; given up (the order's outcome)
+    /// when the order took more than [`MAX_LEVEL_ROUNDS`] levels or found a
+    /// level of more than `width_limit` rows.
     pub(in crate::throttle) fn levels_layout(
         &self,
         dev: &CudaDevice,
         shape: DeviceShape,
-    ) -> Result<Option<(DeviceLayout, RemapTables)>> {
+        width_limit: u64,
+    ) -> Result<LevelsLayout> {
         let index = self.roles.index.ok_or_else(|| {
             Error::invalid(format!(
                 "kernel `{}`: cannot be renumbered: {}",
@@ -198,8 +210,9 @@ impl Throttled {
             n,
             nnz: shape.nnz,
         };
-        if level_order_into(dev, pattern, 0, MAX_LEVEL_ROUNDS, o, p)?.is_none() {
-            return Ok(None);
+        let run = level_order_into(dev, pattern, 0, MAX_LEVEL_ROUNDS, width_limit, o, p)?;
+        if !matches!(run, LevelRun::Done { .. }) {
+            return Ok(LevelsLayout::GivenUp(run));
         }
         let rows = plan_kernels(dev)?.row_order(dev, shape, o)?;
         let kernels = dev.extension::<LayoutKernels>()?;
@@ -239,7 +252,7 @@ impl Throttled {
             task_inv: DeviceGather::Direct(position),
             scratch: None,
         };
-        Ok(Some((
+        Ok(LevelsLayout::Built(Box::new((
             DeviceLayout {
                 space: Space::Remapped,
                 ptrs: vec![ptr],
@@ -248,7 +261,7 @@ impl Throttled {
                 delta: None,
             },
             tables,
-        )))
+        ))))
     }
 
     /// The schedule of `plan` over its layout: the one kept from an
@@ -273,12 +286,15 @@ impl Throttled {
                 let l = match plan {
                     DevicePlan::ColumnBlocks { k } => self.column_blocks_layout(dev, shape, k)?,
                     DevicePlan::Levels => {
-                        let (l, tables) = self.levels_layout(dev, shape)?.ok_or_else(|| {
-                            Error::invalid(format!(
+                        let LevelsLayout::Built(built) =
+                            self.levels_layout(dev, shape, u64::MAX)?
+                        else {
+                            return Err(Error::invalid(format!(
                                 "kernel `{}`: the level order took more than {MAX_LEVEL_ROUNDS} levels",
                                 self.spec.name
-                            ))
-                        })?;
+                            )));
+                        };
+                        let (l, tables) = *built;
                         self.layouts.tables = Some(tables);
                         l
                     }
@@ -356,6 +372,53 @@ impl Throttled {
             ) => order.to_vec(dev),
             _ => Err(Error::invalid("no device order")),
         }
+    }
+
+    /// The level order the chosen device plan runs in, copied on the
+    /// device into vectors the caller owns (an application renumbering
+    /// the rest of its work by the same order need not make it again);
+    /// `None` when the plan chosen is not the level order.
+    ///
+    /// # Errors
+    /// Device memory for the copies, device errors.
+    pub fn device_level_order(&self) -> Result<Option<DeviceLevelOrder>> {
+        let (Some(dev), Some(DevicePlan::Levels)) = (self.device.cuda(), self.device_choice) else {
+            return Ok(None);
+        };
+        let Some(RemapTables {
+            task_perm: DeviceGather::Direct(order),
+            task_inv: DeviceGather::Direct(position),
+            ..
+        }) = self.layouts.tables.as_ref()
+        else {
+            return Ok(None);
+        };
+        let n = self.n_tasks;
+        let copy = |from: &DeviceBuffer<u32>| -> Result<DeviceVec<u32>> {
+            let to = self.device.alloc::<u32>(n)?;
+            if n > 0 {
+                let dst = to
+                    .cuda_ptr()
+                    .ok_or_else(|| Error::invalid("the level order's copy is not on the device"))?;
+                // SAFETY: `dst` is the new allocation of `n` u32; `from` is
+                // the plan's permutation of `n` u32 on the same device.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtod_async(
+                        dst,
+                        from.device_ptr(dev),
+                        4 * n,
+                        dev.stream().cu_stream(),
+                    )
+                }
+                .map_err(cuda_err("copying the level order on the device"))?;
+            }
+            Ok(to)
+        };
+        Ok(Some(DeviceLevelOrder {
+            order: copy(order)?,
+            position: copy(position)?,
+            rounds: 0,
+        }))
     }
 
     /// The level order's remapping order, for the report.

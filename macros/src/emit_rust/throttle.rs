@@ -521,6 +521,19 @@ impl ThrottleEmitter<'_> {
                     self.inner.plan_order()
                 }
 
+                /// The level order `auto` chose on the device, copied into vectors of
+                /// the caller's (`order[new] = old`, `position[old] = new`), so that an
+                /// application can renumber the rest of its work by it without making it
+                /// again. `None` for any other plan, or before the choice.
+                ///
+                /// # Errors
+                /// Device memory for the copies, device errors.
+                pub fn device_level_order(
+                    &self,
+                ) -> ::warpfit::__private::Result<::core::option::Option<::warpfit::__private::DeviceLevelOrder>> {
+                    self.inner.device_level_order()
+                }
+
                 /// [`Throttle::launch`] over arrays already in [`Throttle::plan_order`]'s
                 /// numbering: no permutation in or out, so that an iterative application
                 /// converts its vectors once.

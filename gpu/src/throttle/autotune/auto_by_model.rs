@@ -5,10 +5,11 @@
 
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::event_timer::EventTimer;
+use crate::engines::level_order::LevelRun;
 use crate::engines::plan_kernels::{plan_kernels, DeviceShape, MAX_COLUMN_BLOCKS};
 use crate::throttle::autotune::model::{self, Decision, ShapeStats, SAMPLED_WARPS};
 use crate::throttle::device_layouts::DeviceLayout;
-use crate::throttle::device_plan::MAX_LEVEL_ROUNDS;
+use crate::throttle::device_plan::{LevelsLayout, MAX_LEVEL_ROUNDS};
 use crate::throttle::handle::{Schedule, Throttled};
 use crate::throttle::plan_cache;
 use crate::throttle::plan_choice::DevicePlan;
@@ -138,11 +139,18 @@ impl Throttled {
         let mut best = (ms, org, DevicePlan::Org, None::<Arc<DeviceLayout>>);
         if levels_if_gain {
             let built = Instant::now();
-            match self.levels_layout(dev, shape)? {
-                None => report.reason.push_str(&format!(
-                    "; the level order took more than {MAX_LEVEL_ROUNDS} levels"
-                )),
-                Some((layout, tables)) => {
+            let width_limit = model::level_width_limit(stats.budget_bytes, elem);
+            match self.levels_layout(dev, shape, width_limit)? {
+                LevelsLayout::GivenUp(run) => {
+                    let (why, what) = given_up(run, width_limit);
+                    report.reason.push_str(&why);
+                    report.steps.push((what, step.elapsed()));
+                    step = Instant::now();
+                }
+                LevelsLayout::Built(built_layout) => {
+                    let (layout, tables) = *built_layout;
+                    report.steps.push(("levels built", step.elapsed()));
+                    step = Instant::now();
                     let renumbered = DeviceShape {
                         ptr: layout.ptrs[0].device_ptr()?,
                         idx: layout
@@ -155,9 +163,7 @@ impl Throttled {
                     let levels = model::sharing(g, l);
                     report.sharing_levels = Some(levels);
                     report.build.push((DevicePlan::Levels, built.elapsed()));
-                    report
-                        .steps
-                        .push(("levels built and sampled", step.elapsed()));
+                    report.steps.push(("levels sampled", step.elapsed()));
                     step = Instant::now();
                     if model::keep_levels(stats.sharing, levels) {
                         self.layouts.tables = Some(tables);
@@ -203,5 +209,23 @@ impl Throttled {
         let (_, s, plan, layout) = best;
         self.layouts.device = layout;
         Ok((s, plan, report))
+    }
+}
+
+/// Why the level order was given up, for the report's reason, and its
+/// step's name.
+fn given_up(run: LevelRun, width_limit: u64) -> (String, &'static str) {
+    match run {
+        LevelRun::TooWide { widest } => (
+            format!(
+                "; the level order given up at a level of {widest} rows (more than {width_limit}: \
+                 three levels' gathers would not fit the cache a partition may fill)"
+            ),
+            "levels given up (too wide)",
+        ),
+        _ => (
+            format!("; the level order took more than {MAX_LEVEL_ROUNDS} levels"),
+            "levels given up (too deep)",
+        ),
     }
 }

@@ -123,6 +123,16 @@ pub(crate) fn decide(s: &ShapeStats, max_blocks: usize) -> Decision {
     }
 }
 
+/// The widest level, in rows, at which the level order is given up: a
+/// warp's gathers in the level order fall in its row's level and the two
+/// beside it, and three levels wider than this would not fit `budget`
+/// bytes of `elem`-byte elements. An expander (a uniform random graph)
+/// reaches such a level in a few rounds and never gains from the order;
+/// a mesh or a geometric graph keeps its levels narrow.
+pub(crate) fn level_width_limit(budget: u64, elem: usize) -> u64 {
+    (budget / (3 * elem.max(1) as u64)).max(1)
+}
+
 /// Whether the level order is timed: its sharing `levels` at least
 /// [`LEVELS_GAIN`] above the kernel's numbering's `given`.
 pub(crate) fn keep_levels(given: f64, levels: f64) -> bool {
@@ -243,6 +253,19 @@ mod tests {
         // RMAT 24: org 2.70 ms, prepared in 343 ms (hub rows cut on the host).
         assert!(!pays_back(3.0 * 343.0, 2.70));
         assert!(pays_back(10.0, 1.0) && !pays_back(10.1, 1.0));
+    }
+
+    #[test]
+    fn the_level_order_is_given_up_where_three_levels_overflow_the_budget() {
+        // An H100's 25 MiB budget of f32: levels of up to 2.2M rows.
+        let limit = level_width_limit(25 << 20, 4);
+        assert_eq!(limit, (25 << 20) / 12);
+        // Uniform 2^25 (16 a row): its fifth level holds about 2^24 rows.
+        assert!(1 << 24 > limit);
+        // Poisson 3D side 256: its widest level (a diagonal plane) about
+        // 50K rows; rgg 2^24 a few tens of thousands.
+        assert!(50_000 < limit);
+        assert_eq!(level_width_limit(0, 8), 1);
     }
 
     #[test]

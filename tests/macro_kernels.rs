@@ -857,3 +857,98 @@ fn split_every_task_matches_whole_tasks() {
         assert_eq!(y, want, "k = {k}");
     }
 }
+
+/// `A·x` over wrapping u32 (+, ×) by a plain loop, row by row.
+fn wrapping_spmv(ptr: &[u32], col: &[u32], val: &[u32], x: &[u32]) -> Vec<u32> {
+    ptr.windows(2)
+        .map(|w| {
+            let mut s = 0u32;
+            for k in w[0] as usize..w[1] as usize {
+                s = s.wrapping_add(val[k].wrapping_mul(x[col[k] as usize]));
+            }
+            s
+        })
+        .collect()
+}
+
+/// The u32 SpMV kernels whose twins give the expected values of the GPU
+/// suite (tests/macro_gpu.rs) against plain wrapping loops, exactly: over
+/// all tasks and over task lists that split every row, on generated
+/// matrices whose products and sums overflow, with rows whose sum is 0
+/// (empty rows, zero values) where `spmv_nonzero_u32` keeps the old value.
+#[test]
+fn u32_spmv_twins_equal_plain_wrapping_loops() {
+    use warpfit::runtime::gen;
+    let dev = Device::cpu();
+    let matrices = [
+        gen::rmat(9, 8, 5).unwrap(),
+        gen::uniform(700, 9, 3).unwrap(),
+        "road:side=24,drop=0.2,seed=4"
+            .parse::<gen::GenSpec>()
+            .unwrap()
+            .generate()
+            .unwrap(),
+    ];
+    for a in &matrices {
+        let (n, m) = (a.nrows(), a.ncols());
+        let (ptr, col) = (a.row_ptr(), a.col_idx());
+        // Every seventh value 0, and every value of every eleventh row; the
+        // rest large enough that products wrap.
+        let mut val: Vec<u32> = (0..a.nnz() as u32)
+            .map(|k| {
+                if k % 7 == 3 {
+                    0
+                } else {
+                    k.wrapping_mul(2_654_435_761) | 1
+                }
+            })
+            .collect();
+        for r in (5..n).step_by(11) {
+            val[ptr[r] as usize..ptr[r + 1] as usize].fill(0);
+        }
+        let x: Vec<u32> = (0..m as u32)
+            .map(|j| (j ^ 0x5bd1_e995).wrapping_mul(40_503))
+            .collect();
+        let old: Vec<u32> = (0..n as u32).map(|r| r.wrapping_mul(0x9e37_79b9)).collect();
+        let sums = wrapping_spmv(ptr, col, &val, &x);
+        assert!(
+            sums.contains(&0) && sums.iter().any(|&s| s > u32::MAX / 2),
+            "the loop's sums cover 0 and large values"
+        );
+        let added: Vec<u32> = old
+            .iter()
+            .zip(&sums)
+            .map(|(&o, &s)| o.wrapping_add(s))
+            .collect();
+        let nonzero: Vec<u32> = old
+            .iter()
+            .zip(&sums)
+            .map(|(&o, &s)| if s != 0 { s } else { o })
+            .collect();
+        let lists = [
+            TaskList::chunked(ptr, 3).unwrap(),
+            TaskList::split_every_task(ptr, 4).unwrap(),
+        ];
+        let mut y = vec![u32::MAX; n];
+        spmv_u32::launch(&dev, n, ptr, col, &val, &x, &mut y[..]).unwrap();
+        assert_eq!(y, sums, "spmv_u32, all tasks");
+        let mut y = old.clone();
+        spmv_add_u32::launch(&dev, n, ptr, col, &val, &x, &mut y[..]).unwrap();
+        assert_eq!(y, added, "spmv_add_u32, all tasks");
+        let mut y = old.clone();
+        spmv_nonzero_u32::launch(&dev, n, ptr, col, &val, &x, &mut y[..]).unwrap();
+        assert_eq!(y, nonzero, "spmv_nonzero_u32, all tasks");
+        for list in &lists {
+            let what = format!("{} segments", list.len());
+            let mut y = vec![u32::MAX; n];
+            spmv_u32::launch(&dev, list, ptr, col, &val, &x, &mut y[..]).unwrap();
+            assert_eq!(y, sums, "spmv_u32, {what}");
+            let mut y = old.clone();
+            spmv_add_u32::launch(&dev, list, ptr, col, &val, &x, &mut y[..]).unwrap();
+            assert_eq!(y, added, "spmv_add_u32, {what}");
+            let mut y = old.clone();
+            spmv_nonzero_u32::launch(&dev, list, ptr, col, &val, &x, &mut y[..]).unwrap();
+            assert_eq!(y, nonzero, "spmv_nonzero_u32, {what}");
+        }
+    }
+}

@@ -398,7 +398,8 @@ const PUSH_SPECS: &[&KernelSpec] = &[
     &push_common::pull_min::SPEC,
 ];
 
-/// Spill-store bytes per entry point, from NVRTC's ptxas report.
+/// Spill-store bytes per entry point, from NVRTC's ptxas report
+/// (`u32::MAX` for an entry point whose spill line is missing).
 fn spills(log: &str) -> Vec<(String, u32)> {
     let mut out: Vec<(String, u32)> = Vec::new();
     for line in log.lines() {
@@ -416,6 +417,36 @@ fn spills(log: &str) -> Vec<(String, u32)> {
         }
     }
     out
+}
+
+/// The ptxas report of a module compiled with `compile_uncached` (whose
+/// options ask for it, `--ptxas-options=-v`): its spill-store bytes per
+/// entry point, each entry point of `entries` reported exactly once with a
+/// spill count. An empty log fails: with a CUDA driver installed, NVRTC may
+/// serve a CUBIN it compiled before from CUDA's compute cache without the
+/// report, so run with `CUDA_CACHE_DISABLE=1` there.
+fn reported_spills(what: &str, log: &str, entries: &[&str]) -> Vec<(String, u32)> {
+    assert!(
+        !log.is_empty(),
+        "{what}: NVRTC's log is empty, no ptxas report (where a CUDA driver is installed, \
+         NVRTC may serve the CUBIN from the compute cache without one: run with \
+         CUDA_CACHE_DISABLE=1)"
+    );
+    let report = spills(log);
+    for ep in entries {
+        let found: Vec<u32> = report
+            .iter()
+            .filter(|(name, _)| name == ep)
+            .map(|&(_, spill)| spill)
+            .collect();
+        assert!(
+            found.len() == 1 && found[0] != u32::MAX,
+            "{what}: entry point {ep} reported {} times, spills {found:?}:\n{log}",
+            found.len()
+        );
+    }
+    assert_eq!(report.len(), entries.len(), "{what}:\n{log}");
+    report
 }
 
 #[test]
@@ -437,9 +468,8 @@ fn push_kernels_compile_with_nvrtc() {
         let c = compile_uncached(spec.name, &tu, Arch::new(8, 0)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
         // The staging areas, CAS loops and the expansion without the
-        // reduction fit the registers (the report is there unless NVRTC's
-        // own cache served the module).
-        for (ep, spill) in spills(&c.log) {
+        // reduction fit the registers.
+        for (ep, spill) in reported_spills(spec.name, &c.log, &entries) {
             assert!(
                 spill <= 16,
                 "{} {ep}: {spill} bytes spilled\n{}",
@@ -500,9 +530,15 @@ fn the_worklist_library_compiles_with_nvrtc() {
     let c = compile_uncached("worklist", &worklist_unit(), Arch::new(9, 0))
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(&c.cubin[..4], b"\x7fELF");
-    for ep in warpfit::__private::compile::WORKLIST_ENTRY_POINTS {
-        assert!(c.log.contains(ep) || c.log.is_empty(), "{ep}: {}", c.log);
+    // Every entry point is in the module, and in ptxas's report.
+    let entries = warpfit::__private::compile::WORKLIST_ENTRY_POINTS;
+    for ep in entries {
+        assert!(
+            c.cubin.windows(ep.len()).any(|w| w == ep.as_bytes()),
+            "{ep} missing from the worklist CUBIN"
+        );
     }
+    reported_spills("worklist", &c.log, entries);
 }
 
 #[test]

@@ -1,21 +1,99 @@
 //! `#[throttled]` kernels' generated handles on the CPU backend: every
-//! policy's launches equal a plain launch (the CPU runs the twin over the
-//! original arrays), host and device-resident arguments alike; the
-//! attribute's defaults and the parameter roles; errors for remapping a
-//! kernel that cannot be remapped and for arguments that do not fit. (The CUDA schedules against the CPU
+//! policy's launches equal a plain loop written here (the CPU runs the twin
+//! over the original arrays, so a comparison with an unthrottled launch
+//! would compare the twin with itself), host and device-resident arguments
+//! alike; the same kernels run by the CPU plan executor (`run_plan` over
+//! CF, single-launch and SJ schedules, `run_carried` over part-major
+//! layouts) against the same loops; the attribute's defaults and the
+//! parameter roles; errors for remapping a kernel that cannot be remapped
+//! and for arguments that do not fit. (The CUDA schedules against the CPU
 //! twin: tests/macro_gpu.rs.)
 
 mod macro_common;
 
 use macro_common::*;
+use std::ops::Range;
+use warpfit::__private::{SharedOut, WorkGraph};
 use warpfit::prelude::*;
-use warpfit::runtime::gen;
+use warpfit::runtime::schedule::{
+    recombine, run_carried, run_plan, CacheFitPlan, CarriedLayout, PlanOrder,
+};
+use warpfit::runtime::{gen, Csr};
 use warpfit::{CacheSize, Partitioner, ThrottleStatus};
+
+/// `y = A·x` by a plain loop: each row summed in f32 from 0 in storage
+/// order, the twin's operations in the twin's order (so its bits).
+fn spmv_in_row_order(a: &Csr<f32>, x: &[f32]) -> Vec<f32> {
+    (0..a.nrows())
+        .map(|r| {
+            let (cols, vals) = a.row(r);
+            let mut s = 0f32;
+            for (&c, &v) in cols.iter().zip(vals) {
+                s += v * x[c as usize];
+            }
+            s
+        })
+        .collect()
+}
+
+/// `got` against `A·x` summed in f64: a schedule that splits and reorders a
+/// row's f32 sum is within `len · ε(f32) · Σ|terms|` of it.
+fn assert_near_spmv(what: &str, got: &[f32], a: &Csr<f32>, x: &[f32]) {
+    assert_eq!(got.len(), a.nrows(), "{what}");
+    for (r, &g) in got.iter().enumerate() {
+        let (cols, vals) = a.row(r);
+        let terms = cols
+            .iter()
+            .zip(vals)
+            .map(|(&c, &v)| v as f64 * x[c as usize] as f64);
+        let (sum, size) = terms.fold((0.0, 0.0), |(s, t), v| (s + v, t + v.abs()));
+        let tol = (cols.len() as f64 + 1.0) * f32::EPSILON as f64 * size;
+        assert!(
+            (g as f64 - sum).abs() <= tol,
+            "{what}: row {r}: {g} against {sum} (tolerance {tol:e})"
+        );
+    }
+}
+
+/// The cache-fit plan of `graph` under `opts` (a byte-size cache: the CPU
+/// has no L2 to resolve `l2` against here).
+fn plan_of(graph: &WorkGraph, opts: &ThrottleOptions) -> CacheFitPlan {
+    let p = opts.partition(graph, None, None).unwrap();
+    CacheFitPlan::new(graph, &p).unwrap()
+}
+
+/// The launch lists the CPU plan executor follows: CF (each partition
+/// alone), one launch of everything (`org_r`, CF-Q) and SJ's recombination
+/// of the tree, each node timed by its edge count.
+fn schedules(plan: &CacheFitPlan) -> Vec<(&'static str, Vec<Range<usize>>)> {
+    let times: Vec<f64> = plan
+        .tree()
+        .nodes()
+        .iter()
+        .map(|n| n.edges() as f64)
+        .collect();
+    let sj = plan
+        .node_launches(&recombine(plan.tree(), &times).unwrap().nodes)
+        .unwrap();
+    vec![
+        ("cf", plan.cf_launches()),
+        ("single launch", plan.single_launch()),
+        ("sj", sj),
+    ]
+}
+
+/// Partitioners and a cache small enough that the test matrices need many
+/// partitions, with rows split across them.
+fn plan_options(partitioner: Partitioner) -> ThrottleOptions {
+    ThrottleOptions::default()
+        .with_cache(CacheSize::Bytes(2048))
+        .with_partitioner(partitioner)
+}
 
 const POLICIES: [ThrottlePolicy; 7] = ThrottlePolicy::ALL;
 
 #[test]
-fn every_policy_on_the_cpu_equals_a_plain_launch() {
+fn every_policy_and_the_plan_executor_on_the_cpu_equal_a_plain_loop() {
     let dev = Device::cpu();
     for a in [
         gen::rmat(10, 8, 1).unwrap(),
@@ -23,17 +101,8 @@ fn every_policy_on_the_cpu_equals_a_plain_launch() {
     ] {
         let (n, m) = (a.nrows(), a.ncols());
         let x = quarters(m, 5);
-        let mut want = vec![0f32; n];
-        spmv::launch(
-            &dev,
-            n,
-            a.row_ptr(),
-            a.col_idx(),
-            a.values(),
-            &x,
-            &mut want[..],
-        )
-        .unwrap();
+        let want = spmv_in_row_order(&a, &x);
+        assert_near_spmv("the plain loop", &want, &a, &x);
         for policy in POLICIES {
             let opts = spmv::throttle_options().unwrap().with_policy(policy);
             let mut t =
@@ -50,6 +119,43 @@ fn every_policy_on_the_cpu_equals_a_plain_launch() {
             assert_eq!(r.asked, policy);
             assert_eq!(r.chosen, ThrottlePolicy::Org, "the CPU runs the twin");
         }
+        // What the handle does not run on the CPU: the kernel through its
+        // cache-fit plans, partitions and rows split across them.
+        let graph = spmv::work_graph(n, a.row_ptr(), a.col_idx(), a.values(), &x).unwrap();
+        let mut split = 0;
+        for partitioner in [Partitioner::Kd, Partitioner::Bisect, Partitioner::Columns] {
+            let plan = plan_of(&graph, &plan_options(partitioner));
+            assert!(plan.len() > 1, "{partitioner}: {} partitions", plan.len());
+            split += plan.split_tasks().len();
+            for (name, launches) in schedules(&plan) {
+                let mut y = vec![f32::NAN; n];
+                let k = spmv::Kernel {
+                    row_ptr: a.row_ptr(),
+                    col: a.col_idx(),
+                    val: a.values(),
+                    x: &x,
+                    y: SharedOut::new(&mut y),
+                };
+                run_plan(&PlanOrder::new(&k, &plan), &plan, &launches).unwrap();
+                assert_near_spmv(&format!("{partitioner}, {name}"), &y, &a, &x);
+            }
+            // The carried passes over the part-major layout, with the
+            // fine-task arrays in its order.
+            let layout = CarriedLayout::new(&plan).unwrap();
+            let col = layout.permute_fine(a.col_idx()).unwrap();
+            let val = layout.permute_fine(a.values()).unwrap();
+            let mut y = vec![f32::NAN; n];
+            let k = spmv::Kernel {
+                row_ptr: a.row_ptr(),
+                col: &col,
+                val: &val,
+                x: &x,
+                y: SharedOut::new(&mut y),
+            };
+            run_carried(&k, &layout.parts()).unwrap();
+            assert_near_spmv(&format!("{partitioner}, carried"), &y, &a, &x);
+        }
+        assert!(split > 0, "no plan splits a row");
     }
 }
 
@@ -58,35 +164,94 @@ fn integer_and_min_plus_kernels_are_exact() {
     let dev = Device::cpu();
     let a = gen::rmat(9, 8, 3).unwrap();
     let (n, m) = (a.nrows(), a.ncols());
+    let (ptr, col) = (a.row_ptr(), a.col_idx());
     let val: Vec<u32> = (0..a.nnz() as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
     let xu: Vec<u32> = (0..m as u32).map(|i| i ^ 0x5bd1_e995).collect();
-    let mut want = vec![0u32; n];
-    spmv_u32::launch(&dev, n, a.row_ptr(), a.col_idx(), &val, &xu, &mut want[..]).unwrap();
+    // Wrapping (+, ×) by a plain loop: exact in any order.
+    let want: Vec<u32> = (0..n)
+        .map(|r| {
+            (ptr[r] as usize..ptr[r + 1] as usize).fold(0u32, |s, k| {
+                s.wrapping_add(val[k].wrapping_mul(xu[col[k] as usize]))
+            })
+        })
+        .collect();
     let opts = spmv_u32::throttle_options().unwrap();
-    let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+    let mut t = spmv_u32::throttle(&dev, &opts, n, m, ptr, col, &val).unwrap();
     let mut got = vec![0u32; n];
     t.launch(&xu, &mut got[..]).unwrap();
     assert_eq!(got, want);
+    // The plan executor, on the kernel's own partitioner (kd) and columns.
+    let graph = spmv_u32::work_graph(n, ptr, col, &val, &xu).unwrap();
+    for partitioner in [Partitioner::Kd, Partitioner::Columns] {
+        let plan = plan_of(&graph, &plan_options(partitioner));
+        for (name, launches) in schedules(&plan) {
+            let mut got = vec![u32::MAX; n];
+            let k = spmv_u32::Kernel {
+                row_ptr: ptr,
+                col,
+                val: &val,
+                x: &xu,
+                y: SharedOut::new(&mut got),
+            };
+            run_plan(&PlanOrder::new(&k, &plan), &plan, &launches).unwrap();
+            assert_eq!(got, want, "spmv_u32, {partitioner}, {name}");
+        }
+    }
 
     let w = weights(a.nnz());
     let dist = quarters(m, 7);
-    let mut want = vec![0f32; n];
-    relax::launch(&dev, n, a.row_ptr(), a.col_idx(), &w, &dist, &mut want[..]).unwrap();
+    // One Bellman-Ford step over (min, +) by a plain loop: exact in any
+    // order, the sums being the same.
+    let want: Vec<f32> = (0..n)
+        .map(|v| {
+            (ptr[v] as usize..ptr[v + 1] as usize)
+                .fold(dist[v], |d, e| d.min(dist[col[e] as usize] + w[e]))
+        })
+        .collect();
     let mut t = relax::throttle(
         &dev,
         &relax::throttle_options().unwrap(),
         n,
         m,
-        a.row_ptr(),
-        a.col_idx(),
+        ptr,
+        col,
         &w,
     )
     .unwrap();
     let mut got = vec![0f32; n];
     t.launch(&dist, &mut got[..]).unwrap();
     assert_eq!(got, want);
+    let graph = relax::work_graph(n, ptr, col, &w, &dist).unwrap();
+    // The kernel's own partitioner (columns) and kd tiling, each with a
+    // cache a fraction of `dist`.
+    for opts in [
+        relax::throttle_options()
+            .unwrap()
+            .with_cache(CacheSize::Bytes(512)),
+        plan_options(Partitioner::Kd),
+    ] {
+        let plan = plan_of(&graph, &opts);
+        assert!(
+            plan.len() > 1,
+            "{}: {} partitions",
+            opts.partitioner,
+            plan.len()
+        );
+        for (name, launches) in schedules(&plan) {
+            let mut got = vec![f32::NAN; n];
+            let k = relax::Kernel {
+                ptr,
+                src: col,
+                w: &w,
+                dist: &dist,
+                next: SharedOut::new(&mut got),
+            };
+            run_plan(&PlanOrder::new(&k, &plan), &plan, &launches).unwrap();
+            assert_eq!(got, want, "relax, {}, {name}", opts.partitioner);
+        }
+    }
 }
 
 #[test]
@@ -209,17 +374,7 @@ fn a_pipelined_handle_on_the_cpu_runs_the_twin_at_once() {
     let a = gen::rmat(9, 8, 2).unwrap();
     let (n, m) = (a.nrows(), a.ncols());
     let x = quarters(m, 3);
-    let mut want = vec![0f32; n];
-    spmv::launch(
-        &dev,
-        n,
-        a.row_ptr(),
-        a.col_idx(),
-        a.values(),
-        &x,
-        &mut want[..],
-    )
-    .unwrap();
+    let want = spmv_in_row_order(&a, &x);
     let opts = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
     let mut t = spmv::throttle_pipelined(
         &dev,
@@ -245,17 +400,7 @@ fn plan_order_and_enqueued_launches_on_the_cpu() {
     let a = gen::uniform(300, 5, 4).unwrap();
     let (n, m) = (a.nrows(), a.ncols());
     let x = quarters(m, 2);
-    let mut want = vec![0f32; n];
-    spmv::launch(
-        &dev,
-        n,
-        a.row_ptr(),
-        a.col_idx(),
-        a.values(),
-        &x,
-        &mut want[..],
-    )
-    .unwrap();
+    let want = spmv_in_row_order(&a, &x);
     let opts = ThrottleOptions::default()
         .with_policy(ThrottlePolicy::OrgR)
         .with_remap(true);
@@ -263,6 +408,7 @@ fn plan_order_and_enqueued_launches_on_the_cpu() {
     // The CPU runs the twin: there is no plan order, and asking is an error.
     let mut y = vec![0f32; n];
     t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want);
     assert!(t.plan_order().is_none());
     let e = t.launch_in_plan_order(&x, &mut y[..]).unwrap_err();
     assert!(e.to_string().contains("no plan order"), "{e}");
@@ -274,17 +420,181 @@ fn plan_order_and_enqueued_launches_on_the_cpu() {
     assert_eq!(yd.to_vec().unwrap(), want);
 }
 
+/// PageRank by power iteration in f64, by plain loops over the matrix's
+/// rows (`a(u, v)`: the edge `u → v`): from `1/n`, each iteration gives
+/// every vertex `(1 − d)/n + d·(dangling rank)/n + d·Σ rank(u)/outdeg(u)`
+/// over its in-edges, a vertex without out-edges being dangling.
+fn pagerank_reference(a: &Csr<f32>, damping: f64, iterations: usize) -> Vec<f64> {
+    let n = a.nrows();
+    let mut rank = vec![1.0 / n as f64; n];
+    for _ in 0..iterations {
+        let mut dangling = 0.0;
+        let mut pulled = vec![0.0; n];
+        for (u, &r) in rank.iter().enumerate() {
+            let (cols, _) = a.row(u);
+            if cols.is_empty() {
+                dangling += r;
+            }
+            for &v in cols {
+                pulled[v as usize] += r / cols.len() as f64;
+            }
+        }
+        let base = (1.0 - damping) / n as f64 + damping * dangling / n as f64;
+        rank = pulled.iter().map(|p| base + damping * p).collect();
+    }
+    rank
+}
+
+/// f32 ranks against the f64 reference: within `2e-6` of the largest rank
+/// (f32 rounding over a few iterations is about `1e-7` of it).
+fn assert_near_ranks(what: &str, got: &[f32], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let tol = 2e-6 * want.iter().fold(0.0f64, |m, &r| m.max(r));
+    for (v, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g as f64 - w).abs() <= tol,
+            "{what}: vertex {v}: {g} against {w} (tolerance {tol:e})"
+        );
+    }
+}
+
+/// PageRank whose pull runs through the CPU plan executor: the apps'
+/// per-vertex shares and dangling rank computed here, the throttled pull
+/// kernel run over `plan` under `launches` each iteration.
+fn pagerank_by_the_plan_executor(
+    g: &warpfit::apps::Graph,
+    damping: f32,
+    iterations: usize,
+    plan: &CacheFitPlan,
+    launches: &[Range<usize>],
+) -> Vec<f32> {
+    use warpfit::apps::pagerank_pull_resident;
+    let n = g.len();
+    let mut rank = vec![1.0 / n as f32; n];
+    let mut next = vec![f32::NAN; n];
+    for _ in 0..iterations {
+        let contrib: Vec<f32> = rank
+            .iter()
+            .zip(&g.out_degree)
+            .map(|(&r, &d)| if d == 0 { 0.0 } else { r / d as f32 })
+            .collect();
+        let dangling: f64 = rank
+            .iter()
+            .zip(&g.out_degree)
+            .filter(|&(_, &d)| d == 0)
+            .map(|(&r, _)| r as f64)
+            .sum();
+        let k = pagerank_pull_resident::Kernel {
+            ptr: g.incoming.row_ptr(),
+            src: g.incoming.col_idx(),
+            contrib: &contrib,
+            dangling: &[dangling],
+            damping,
+            n: n as f64,
+            next: SharedOut::new(&mut next),
+        };
+        run_plan(&PlanOrder::new(&k, plan), plan, launches).unwrap();
+        std::mem::swap(&mut rank, &mut next);
+    }
+    rank
+}
+
+/// Unpreconditioned CG in f64 by plain loops, from `x = 0`, until
+/// `‖r‖ ≤ tol·‖b‖`: the solution and the iterations it took.
+fn cg_reference(a: &Csr<f64>, b: &[f64], tol: f64, max_iters: usize) -> (Vec<f64>, usize) {
+    let dot = |u: &[f64], v: &[f64]| u.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
+    let times = |p: &[f64]| -> Vec<f64> {
+        (0..a.nrows())
+            .map(|r| {
+                let (cols, vals) = a.row(r);
+                cols.iter()
+                    .zip(vals)
+                    .map(|(&c, &v)| v * p[c as usize])
+                    .sum()
+            })
+            .collect()
+    };
+    let n = a.nrows();
+    let (mut x, mut r, mut p) = (vec![0.0; n], b.to_vec(), b.to_vec());
+    let b_norm = dot(b, b).sqrt();
+    let mut rr = dot(&r, &r);
+    let mut k = 0;
+    while rr.sqrt() > tol * b_norm && k < max_iters {
+        let q = times(&p);
+        let alpha = rr / dot(&p, &q);
+        for i in 0..n {
+            x[i] += alpha * p[i];
+            r[i] -= alpha * q[i];
+        }
+        let next = dot(&r, &r);
+        let beta = next / rr;
+        for i in 0..n {
+            p[i] = r[i] + beta * p[i];
+        }
+        rr = next;
+        k += 1;
+    }
+    (x, k)
+}
+
 #[test]
-fn throttled_pagerank_and_cg_on_the_cpu_equal_the_unthrottled_runs() {
+fn throttled_pagerank_and_cg_on_the_cpu_equal_plain_loops() {
     use warpfit::apps::{self, CgOptions, Graph, PageRankOptions};
     let dev = Device::cpu();
     let config = LaunchConfig::default();
-    let g = Graph::from_matrix(&gen::rmat(10, 8, 3).unwrap()).unwrap();
+    let matrix = gen::rmat(10, 8, 3).unwrap();
+    let g = Graph::from_matrix(&matrix).unwrap();
     let plain = PageRankOptions {
         iterations: 7,
         ..PageRankOptions::default()
     };
+    let reference = pagerank_reference(&matrix, plain.damping as f64, plain.iterations);
     let want = apps::pagerank(&dev, &config, &g, plain).unwrap();
+    assert_near_ranks("pagerank", &want, &reference);
+    // The throttled pull through its plans on the CPU: the kernel's own
+    // partitioner (columns) and kd, every schedule.
+    let n = g.len();
+    let graph = {
+        let zeros = vec![0f32; n];
+        let k = apps::pagerank_pull_resident::Kernel {
+            ptr: g.incoming.row_ptr(),
+            src: g.incoming.col_idx(),
+            contrib: &zeros,
+            dangling: &[0.0],
+            damping: plain.damping,
+            n: n as f64,
+            next: SharedOut::new(&mut []),
+        };
+        WorkGraph::from_kernel(&k, n).unwrap()
+    };
+    for opts in [
+        apps::pagerank_pull_resident::throttle_options()
+            .unwrap()
+            .with_cache(CacheSize::Bytes(1024)),
+        plan_options(Partitioner::Kd),
+    ] {
+        let plan = plan_of(&graph, &opts);
+        assert!(
+            plan.len() > 1,
+            "{}: {} partitions",
+            opts.partitioner,
+            plan.len()
+        );
+        for (name, launches) in schedules(&plan) {
+            let rank = pagerank_by_the_plan_executor(
+                &g,
+                plain.damping,
+                plain.iterations,
+                &plan,
+                &launches,
+            );
+            assert_near_ranks(
+                &format!("pagerank, {}, {name}", opts.partitioner),
+                &rank,
+                &reference,
+            );
+        }
+    }
     let spd: warpfit::runtime::Csr<f64> = "poisson3d:side=7,order=random,seed=2"
         .parse::<gen::GenSpec>()
         .unwrap()
@@ -292,7 +602,25 @@ fn throttled_pagerank_and_cg_on_the_cpu_equal_the_unthrottled_runs() {
         .unwrap()
         .map_values(|&v| v as f64);
     let b = apps::rhs_for_ones(&spd).unwrap();
-    let cg_want = apps::cg(&dev, &config, &spd, &b, &CgOptions::default()).unwrap();
+    let cg_defaults = CgOptions::default();
+    let (x_ref, iters_ref) = cg_reference(&spd, &b, cg_defaults.tol, cg_defaults.max_iters);
+    // A CG result against the plain CG: the same iterations give the same
+    // solution up to rounding, and the solution of `A·x = A·1` is 1.
+    let check_cg = |what: &str, x: &[f64], iterations: usize, converged: bool| {
+        assert!(converged, "{what}");
+        assert!(
+            iterations.abs_diff(iters_ref) <= 1,
+            "{what}: {iterations} iterations, the plain loop {iters_ref}"
+        );
+        for (i, (&got, &want)) in x.iter().zip(&x_ref).enumerate() {
+            assert!(
+                (got - want).abs() <= 1e-6 && (got - 1.0).abs() <= 1e-4,
+                "{what}: x[{i}] = {got}, the plain loop {want}"
+            );
+        }
+    };
+    let cg_want = apps::cg(&dev, &config, &spd, &b, &cg_defaults).unwrap();
+    check_cg("cg", &cg_want.x, cg_want.iterations, cg_want.converged);
     for policy in [ThrottlePolicy::Cf, ThrottlePolicy::Auto] {
         for plan_first in [false, true] {
             let what = format!("{policy}, plan first {plan_first}");
@@ -307,6 +635,7 @@ fn throttled_pagerank_and_cg_on_the_cpu_equal_the_unthrottled_runs() {
             };
             let (rank, timings, run) =
                 apps::pagerank_throttled(&dev, &config, &g, opts, &mut |_| {}).unwrap();
+            assert_near_ranks(&format!("pagerank {what}"), &rank, &reference);
             assert_eq!(rank, want, "pagerank {what}");
             let run = run.expect("a throttled run reports");
             assert_eq!(timings.iterations.len(), opts.iterations, "{what}");
@@ -331,6 +660,7 @@ fn throttled_pagerank_and_cg_on_the_cpu_equal_the_unthrottled_runs() {
                 ..CgOptions::default()
             };
             let got = apps::cg(&dev, &config, &spd, &b, &cg_opts).unwrap();
+            check_cg(&format!("cg {what}"), &got.x, got.iterations, got.converged);
             assert_eq!(got.x, cg_want.x, "cg {what}");
             assert_eq!(got.iterations, cg_want.iterations, "cg {what}");
             assert!(

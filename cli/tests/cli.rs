@@ -35,16 +35,127 @@ fn spmv_writes_one_value_per_row() {
 
 #[test]
 fn throttled_apps_write_what_the_unthrottled_runs_write() {
+    // On the CPU backend a throttled run computes what the unthrottled one
+    // does, so the output each writes is also checked against plain loops
+    // over the matrix the spec generates.
     for (app, gen, iters) in [
         ("spmv", "rmat:scale=9", Some("3")),
         ("pagerank", "rmat:scale=9", Some("5")),
         ("cg", "poisson3d:side=6,order=random", None),
     ] {
-        throttled_run_writes_what_the_unthrottled_run_writes(app, gen, iters);
+        let written = throttled_run_writes_what_the_unthrottled_run_writes(app, gen, iters);
+        let values: Vec<f64> = written
+            .lines()
+            .map(|l| l.parse().unwrap_or_else(|e| panic!("{app}: `{l}`: {e}")))
+            .collect();
+        let a = gen
+            .parse::<warpfit::runtime::gen::GenSpec>()
+            .unwrap()
+            .generate()
+            .unwrap();
+        match app {
+            "spmv" => assert_near_spmv(&values, &a),
+            "pagerank" => assert_near_pagerank(&values, &a, 5),
+            _ => assert_solves_for_ones(&values, &a),
+        }
     }
 }
 
-fn throttled_run_writes_what_the_unthrottled_run_writes(app: &str, gen: &str, iters: Option<&str>) {
+/// The matrix of a generator spec as rows of `(column, value)` in f64.
+fn rows_of(a: &warpfit::runtime::Csr<f32>) -> Vec<Vec<(usize, f64)>> {
+    (0..a.nrows())
+        .map(|r| {
+            let (cols, vals) = a.row(r);
+            cols.iter()
+                .zip(vals)
+                .map(|(&c, &v)| (c as usize, v as f64))
+                .collect()
+        })
+        .collect()
+}
+
+/// `run spmv`'s output against `A·x` summed in f64, with the input the CLI
+/// documents, `x[i] = 1 + (i mod 7)/7`: each f32 row sum within
+/// `len · ε(f32) · Σ|terms|`.
+fn assert_near_spmv(y: &[f64], a: &warpfit::runtime::Csr<f32>) {
+    assert_eq!(y.len(), a.nrows());
+    let x = |i: usize| (1.0 + (i % 7) as f32 / 7.0) as f64;
+    for (r, row) in rows_of(a).iter().enumerate() {
+        let (sum, size) = row
+            .iter()
+            .map(|&(c, v)| v * x(c))
+            .fold((0.0, 0.0), |(s, t), p| (s + p, t + p.abs()));
+        let tol = (row.len() as f64 + 2.0) * f32::EPSILON as f64 * size.max(1e-30);
+        assert!(
+            (y[r] - sum).abs() <= tol,
+            "spmv row {r}: wrote {}, A·x = {sum}",
+            y[r]
+        );
+    }
+}
+
+/// `run pagerank`'s output against power iteration in f64 (damping 0.85,
+/// from `1/n`, a vertex without out-edges spreading its rank over all),
+/// each rank within `2e-6` of the largest.
+fn assert_near_pagerank(rank: &[f64], a: &warpfit::runtime::Csr<f32>, iterations: usize) {
+    let n = a.nrows();
+    assert_eq!(rank.len(), n);
+    let rows = rows_of(a);
+    let d = 0.85;
+    let mut want = vec![1.0 / n as f64; n];
+    for _ in 0..iterations {
+        let mut pulled = vec![0.0; n];
+        let mut dangling = 0.0;
+        for (u, row) in rows.iter().enumerate() {
+            if row.is_empty() {
+                dangling += want[u];
+            }
+            for &(v, _) in row {
+                pulled[v] += want[u] / row.len() as f64;
+            }
+        }
+        let base = (1.0 - d) / n as f64 + d * dangling / n as f64;
+        want = pulled.iter().map(|p| base + d * p).collect();
+    }
+    let tol = 2e-6 * want.iter().fold(0.0f64, |m, &r| m.max(r));
+    for (v, (&got, &w)) in rank.iter().zip(&want).enumerate() {
+        assert!(
+            (got - w).abs() <= tol,
+            "pagerank vertex {v}: wrote {got}, power iteration {w}"
+        );
+    }
+}
+
+/// `run cg`'s output without `--rhs` solves `A·x = A·1` to its tolerance
+/// (1e-6): every entry near 1 and `‖b − A·x‖ ≤ 1e-5·‖b‖`, in f64.
+fn assert_solves_for_ones(x: &[f64], a: &warpfit::runtime::Csr<f32>) {
+    assert_eq!(x.len(), a.ncols());
+    let rows = rows_of(a);
+    let (mut rr, mut bb) = (0.0, 0.0);
+    for row in &rows {
+        let b: f64 = row.iter().map(|&(_, v)| v).sum();
+        let ax: f64 = row.iter().map(|&(c, v)| v * x[c]).sum();
+        rr += (b - ax) * (b - ax);
+        bb += b * b;
+    }
+    assert!(
+        rr.sqrt() <= 1e-5 * bb.sqrt(),
+        "cg: ‖b − A·x‖ = {} against ‖b‖ = {}",
+        rr.sqrt(),
+        bb.sqrt()
+    );
+    for (i, &xi) in x.iter().enumerate() {
+        assert!((xi - 1.0).abs() <= 1e-4, "cg: x[{i}] = {xi}");
+    }
+}
+
+/// Runs `app` plainly and under each throttling policy; every run must
+/// write the same output, which is returned.
+fn throttled_run_writes_what_the_unthrottled_run_writes(
+    app: &str,
+    gen: &str,
+    iters: Option<&str>,
+) -> String {
     let run = |name: &str, extra: &[&str]| {
         let out = tmp(&format!("{app}-{name}"));
         let mut args = vec!["run", app, "--gen", gen, "--backend", "cpu"];
@@ -67,6 +178,7 @@ fn throttled_run_writes_what_the_unthrottled_run_writes(app: &str, gen: &str, it
         assert_eq!(y, plain, "{app} --throttle {policy}");
         assert!(stdout.contains("throttle: "), "{stdout}");
     }
+    plain
 }
 
 #[test]

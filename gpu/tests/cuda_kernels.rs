@@ -21,7 +21,7 @@ fn device() -> Option<CudaDevice> {
             if std::env::var("WARPFIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("WARPFIT_REQUIRE_GPU=1 and no CUDA device: {e}");
             }
-            eprintln!("skipping: {e}");
+            common::skip::skipped(env!("CARGO_CRATE_NAME"), &e);
             None
         }
     }

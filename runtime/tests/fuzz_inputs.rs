@@ -11,16 +11,19 @@
 //! `cargo test` runs a short, deterministic round. `scripts/fuzz SECONDS`
 //! runs it for longer with fresh random inputs (`WARPFIT_FUZZ_SECONDS`,
 //! `WARPFIT_FUZZ_SEED`) and prints what was tried; `RELIABILITY.md` records
-//! such a run.
+//! such a run. The harness (mutations, rounds, the error check) is
+//! `fuzz_common`, shared with the option parsers' `tests/fuzz_options.rs`.
 
+mod fuzz_common;
+
+use fuzz_common::{check_error, fuzz, inputs, peak_rss_kib, settings};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use proptest::test_runner::TestCaseError;
 use std::io::Cursor;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use warpfit_runtime::gen::GenSpec;
 use warpfit_runtime::mem;
 use warpfit_runtime::sparse::mm;
-use warpfit_runtime::Error;
 
 /// Memory budget while fuzzing the reader: well above what a few KB of text
 /// can legitimately need, far below what a lying size line asks for.
@@ -132,66 +135,6 @@ const SPEC_TOKENS: &[&str] = &[
     "grid2d:",
 ];
 
-/// A mutation: (kind, position, token index, length).
-type Mutation = (u8, u16, u16, u8);
-
-fn apply(seed: &[u8], muts: &[Mutation], tokens: &[&str]) -> Vec<u8> {
-    let mut v = seed.to_vec();
-    for &(kind, pos, tok, len) in muts {
-        let at = if v.is_empty() {
-            0
-        } else {
-            pos as usize % (v.len() + 1)
-        };
-        let token = tokens[tok as usize % tokens.len()].as_bytes();
-        match kind % 6 {
-            0 => {
-                v.splice(at..at, token.iter().copied());
-            }
-            1 => {
-                let end = (at + len as usize % 8).min(v.len());
-                v.drain(at..end);
-            }
-            2 if at < v.len() => v[at] ^= 1 << (len % 8),
-            3 => {
-                let end = (at + len as usize % 8).min(v.len());
-                v.splice(at..end, token.iter().copied());
-            }
-            4 => {
-                // Duplicate a stretch (repeated lines, extra entries).
-                let end = (at + 1 + len as usize * 4).min(v.len());
-                let piece = v[at..end].to_vec();
-                v.splice(end..end, piece);
-            }
-            _ => v.truncate(at),
-        }
-    }
-    v
-}
-
-fn mutated(
-    seeds: &'static [&'static str],
-    tokens: &'static [&'static str],
-) -> BoxedStrategy<Vec<u8>> {
-    (
-        prop::sample::select(seeds),
-        prop::collection::vec(any::<Mutation>(), 0..10),
-    )
-        .prop_map(move |(seed, muts)| apply(seed.as_bytes(), &muts, tokens))
-        .boxed()
-}
-
-fn inputs(
-    seeds: &'static [&'static str],
-    tokens: &'static [&'static str],
-) -> BoxedStrategy<Vec<u8>> {
-    prop_oneof![
-        1 => prop::collection::vec(any::<u8>(), 0..600),
-        4 => mutated(seeds, tokens),
-    ]
-    .boxed()
-}
-
 /// Reads `bytes` as `T` and converts to CSR; whether the file was accepted.
 fn read_as<T: mm::MmValue>(bytes: &[u8]) -> Result<bool, TestCaseError> {
     match mm::read_from::<_, T>(Cursor::new(bytes), "fuzz.mtx") {
@@ -210,97 +153,9 @@ fn read_as<T: mm::MmValue>(bytes: &[u8]) -> Result<bool, TestCaseError> {
     }
 }
 
-/// Errors are short (an excerpt, never the input) and one line.
-fn check_error(e: &Error) -> Result<(), TestCaseError> {
-    let text = e.to_string();
-    prop_assert!(text.len() < 600, "{} bytes: {}", text.len(), text);
-    prop_assert!(!text.contains('\n'), "multi-line: {}", text);
-    prop_assert!(
-        !text.chars().any(|c| c.is_control()),
-        "control character in {:?}",
-        text
-    );
-    Ok(())
-}
-
-/// What one target did.
-struct Tally {
-    name: &'static str,
-    inputs: u64,
-    accepted: u64,
-    elapsed: Duration,
-}
-
-/// Runs `check` on inputs from `strategy` for `budget`, in rounds of
-/// `round` cases with a fresh seed each (the first round's seed is `seed`).
-fn fuzz(
-    name: &'static str,
-    strategy: BoxedStrategy<Vec<u8>>,
-    budget: Duration,
-    seed: u64,
-    check: impl Fn(&[u8]) -> Result<bool, TestCaseError>,
-) -> Tally {
-    let start = Instant::now();
-    let round = 256;
-    let accepted = std::cell::Cell::new(0u64);
-    let mut inputs = 0u64;
-    let mut r = 0u64;
-    loop {
-        let mut key = [0u8; 32];
-        key[..8].copy_from_slice(&seed.to_le_bytes());
-        key[8..16].copy_from_slice(&r.to_le_bytes());
-        let config = Config {
-            cases: round,
-            failure_persistence: None,
-            ..Config::default()
-        };
-        let mut runner =
-            TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &key));
-        let result = runner.run(&strategy, |bytes| {
-            if check(&bytes)? {
-                accepted.set(accepted.get() + 1);
-            }
-            Ok(())
-        });
-        if let Err(e) = result {
-            panic!("{name}: round {r} (seed {seed}): {e}");
-        }
-        inputs += u64::from(round);
-        r += 1;
-        if start.elapsed() >= budget {
-            break;
-        }
-    }
-    Tally {
-        name,
-        inputs,
-        accepted: accepted.get(),
-        elapsed: start.elapsed(),
-    }
-}
-
-/// Peak resident memory of this process (`VmHWM`), in kiB.
-fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_ascii_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 #[test]
 fn parsers_answer_every_input_with_ok_or_err() {
-    let seconds: f64 = std::env::var("WARPFIT_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    let seed: u64 = std::env::var("WARPFIT_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let (seconds, seed) = settings(3.0);
     let share = Duration::from_secs_f64(seconds / 3.0);
 
     mem::set_limit(Some(READER_BUDGET));

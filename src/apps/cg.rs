@@ -77,7 +77,8 @@ impl std::str::FromStr for CgOrder {
             "given" => Ok(CgOrder::Given),
             "levels" => Ok(CgOrder::Levels),
             _ => Err(Error::invalid(format!(
-                "unknown order `{s}`: expected `given` or `levels`"
+                "unknown order `{}`: expected `given` or `levels`",
+                crate::runtime::error::excerpt(s.as_bytes())
             ))),
         }
     }

@@ -95,11 +95,13 @@ impl FromStr for DriverChoice {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
+        use crate::runtime::error::excerpt;
+        // The input as messages quote it: a short escaped excerpt.
+        let shown = excerpt(s.as_bytes());
         let bad = || {
             Error::invalid(format!(
-                "unknown driver `{}`: expected topo, topo:rounds, data, data:fifo, \
-                 data:nearfar[:DELTA], hybrid[:UP[:DOWN]] or auto",
-                crate::runtime::error::excerpt(s.as_bytes())
+                "unknown driver `{shown}`: expected topo, topo:rounds, data, data:fifo, \
+                 data:nearfar[:DELTA], hybrid[:UP[:DOWN]] or auto"
             ))
         };
         let fraction = |v: &str| -> Result<f64> {
@@ -108,7 +110,8 @@ impl FromStr for DriverChoice {
                 .filter(|f| (0.0..=1.0).contains(f))
                 .ok_or_else(|| {
                     Error::invalid(format!(
-                        "driver `{s}`: `{v}` is not a fraction of the vertices (a number from 0 to 1)"
+                        "driver `{shown}`: `{}` is not a fraction of the vertices (a number from 0 to 1)",
+                        excerpt(v.as_bytes())
                     ))
                 })
         };
@@ -128,8 +131,9 @@ impl FromStr for DriverChoice {
                     .filter(|d| d.is_finite() && *d > 0.0)
                     .ok_or_else(|| {
                         Error::invalid(format!(
-                            "driver `{s}`: the near-far bucket width must be a positive number, \
-                             got `{d}`"
+                            "driver `{shown}`: the near-far bucket width must be a positive number, \
+                             got `{}`",
+                            excerpt(d.as_bytes())
                         ))
                     })?;
                 DriverChoice::Data(Some(OrderChoice::NearFar(Some(delta))))
@@ -146,7 +150,7 @@ impl FromStr for DriverChoice {
                 let (up, down) = (fraction(up)?, fraction(down)?);
                 if down > up {
                     return Err(Error::invalid(format!(
-                        "driver `{s}`: DOWN ({down}) must not exceed UP ({up}): the hybrid returns \
+                        "driver `{shown}`: DOWN ({down}) must not exceed UP ({up}): the hybrid returns \
                          to data-driven rounds below DOWN after leaving them above UP"
                     )));
                 }

@@ -1,6 +1,9 @@
-//! The GPU the root crate's GPU suites run on: `None` (the test skips) when
-//! there is none, unless `WARPFIT_REQUIRE_GPU=1` (set by
-//! `scripts/gpu-check`), where a missing GPU fails the test.
+//! The GPU the root crate's GPU suites run on: `None` (the test skips,
+//! recorded by [`skip::skipped`]) when there is none, unless
+//! `WARPFIT_REQUIRE_GPU=1` (set by `scripts/gpu-check`), where a missing GPU
+//! fails the test.
+
+pub mod skip;
 
 use warpfit::Device;
 
@@ -12,7 +15,7 @@ pub fn gpu() -> Option<Device> {
             if std::env::var("WARPFIT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("WARPFIT_REQUIRE_GPU=1 and no CUDA device: {e}");
             }
-            eprintln!("skipping: {e}");
+            skip::skipped(env!("CARGO_CRATE_NAME"), &e);
             None
         }
     }

@@ -5,6 +5,11 @@
 
 use warpfit_gpu::__private::{KernelSpec, ParamKind, ParamSpec, ScalarType};
 
+// How a test that returns early for want of a GPU says so (shared with the
+// root crate's GPU suites).
+#[path = "../../../tests/gpu_common/skip.rs"]
+pub mod skip;
+
 const fn p(name: &'static str, ty: ScalarType, kind: ParamKind) -> ParamSpec {
     ParamSpec { name, ty, kind }
 }

@@ -45,8 +45,9 @@ pub(in crate::throttle) const MAX_LEVEL_ROUNDS: usize = 4096;
 
 /// What [`Throttled::levels_layout`] made.
 pub(in crate::throttle) enum LevelsLayout {
-    /// The renumbered layout and its permutations.
-    Built(Box<(DeviceLayout, RemapTables)>),
+    /// The renumbered layout and its permutations, and the time the
+    /// order itself took (the rest is the layout's).
+    Built(Box<(DeviceLayout, RemapTables)>, std::time::Duration),
     /// The order was given up: too many levels, or one too wide.
     GivenUp(LevelRun),
 }
@@ -210,10 +211,13 @@ impl Throttled {
             n,
             nnz: shape.nnz,
         };
+        let started = std::time::Instant::now();
         let run = level_order_into(dev, pattern, 0, MAX_LEVEL_ROUNDS, width_limit, o, p)?;
         if !matches!(run, LevelRun::Done { .. }) {
             return Ok(LevelsLayout::GivenUp(run));
         }
+        // The order's own time (it waits for the device at its end).
+        let order_time = started.elapsed();
         let rows = plan_kernels(dev)?.row_order(dev, shape, o)?;
         let kernels = dev.extension::<LayoutKernels>()?;
         let mut fine = self.permuted_fine(dev, &kernels, rows.perm.device_ptr(dev), shape.nnz)?;
@@ -252,16 +256,19 @@ impl Throttled {
             task_inv: DeviceGather::Direct(position),
             scratch: None,
         };
-        Ok(LevelsLayout::Built(Box::new((
-            DeviceLayout {
-                space: Space::Remapped,
-                ptrs: vec![ptr],
-                fine,
-                cover: None,
-                delta: None,
-            },
-            tables,
-        ))))
+        Ok(LevelsLayout::Built(
+            Box::new((
+                DeviceLayout {
+                    space: Space::Remapped,
+                    ptrs: vec![ptr],
+                    fine,
+                    cover: None,
+                    delta: None,
+                },
+                tables,
+            )),
+            order_time,
+        ))
     }
 
     /// The schedule of `plan` over its layout: the one kept from an
@@ -286,7 +293,7 @@ impl Throttled {
                 let l = match plan {
                     DevicePlan::ColumnBlocks { k } => self.column_blocks_layout(dev, shape, k)?,
                     DevicePlan::Levels => {
-                        let LevelsLayout::Built(built) =
+                        let LevelsLayout::Built(built, _) =
                             self.levels_layout(dev, shape, u64::MAX)?
                         else {
                             return Err(Error::invalid(format!(

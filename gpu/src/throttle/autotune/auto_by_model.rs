@@ -147,9 +147,12 @@ impl Throttled {
                     report.steps.push((what, step.elapsed()));
                     step = Instant::now();
                 }
-                LevelsLayout::Built(built_layout) => {
+                LevelsLayout::Built(built_layout, order_time) => {
                     let (layout, tables) = *built_layout;
-                    report.steps.push(("levels built", step.elapsed()));
+                    report.steps.push(("level order", order_time));
+                    report
+                        .steps
+                        .push(("levels layout", step.elapsed().saturating_sub(order_time)));
                     step = Instant::now();
                     let renumbered = DeviceShape {
                         ptr: layout.ptrs[0].device_ptr()?,

@@ -314,7 +314,6 @@ __device__ __forceinline__ void grid_barrier(uint32_t* ctl) {
             atomicAdd(&ctl[BARRIER_GENERATION], 1u);
         } else {
             while (*generation == g) {
-                __nanosleep(64);
             }
         }
         __threadfence();

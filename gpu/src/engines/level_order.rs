@@ -7,9 +7,9 @@
 //! component after the other, each rooted at its smallest unnumbered
 //! vertex. On the host every edge of a randomly numbered mesh is a cache
 //! miss; here a level is four phases over the frontier, separated by grid
-//! barriers inside one cooperative launch of as many blocks as stay
-//! resident (a few microseconds a level), or, where the device cannot keep
-//! such a grid, four launches with the host reading the frontier's end every
+//! barriers inside one cooperative launch of a block per SM, or (where the
+//! device cannot keep such a grid, or with `WARPFIT_LEVELS_PHASED=1`) four
+//! launches with the host reading the frontier's end every
 //! [`ROUNDS_PER_CHECK`] levels; the time follows the number of levels: tens
 //! to a few thousand for meshes and grids. One level per round makes a graph of long diameter (a path, a
 //! long chain of small components) slow here: [`level_order_within`] gives
@@ -141,13 +141,19 @@ impl DeviceExtension for LevelKernels {
         let module = load_unit(dev, "levels", &levels_unit())?;
         let f = |entry: &str| load_function(&module, "levels", entry);
         let run = f("wf_levels_run")?;
-        // As many blocks as stay resident together, at most 4 an SM: a
-        // cooperative launch refuses more, and a level of a few thousand
-        // rows needs no more.
-        let per_sm = run
-            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
-            .unwrap_or(0)
-            .min(4);
+        // One block an SM, where one stays resident: a grid barrier costs
+        // an atomic per block, and a level of a few thousand rows needs no
+        // more threads. `WARPFIT_LEVELS_PHASED=1` launches the rounds phase
+        // by phase instead (the sanitizers' race and sync checks, which do
+        // not keep a spinning grid running).
+        let phased = std::env::var("WARPFIT_LEVELS_PHASED").is_ok_and(|v| v == "1");
+        let per_sm = match phased {
+            true => 0,
+            false => run
+                .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
+                .unwrap_or(0)
+                .min(1),
+        };
         Ok(LevelKernels {
             reset: f("wf_levels_reset")?,
             start: f("wf_levels_start")?,

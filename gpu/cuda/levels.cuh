@@ -58,21 +58,9 @@ enum Ctl : int {
     NEXT_ROOT = 4,
     BAD = 5,
     WIDEST = 6,
-    WIDTH_LIMIT = 7,
-    ROUNDS = 8,
-    BARRIER_COUNT = 9,
-    BARRIER_GENERATION = 10
+    WIDTH_LIMIT = 7
 };
-constexpr int CTL_WORDS = 16;
-
-/// A word another block may have written since this one last read it:
-/// loaded from L2 (`ld.global.cg`), never from this SM's L1, so that the
-/// persistent order (`run`) reads what the grid barrier published. The
-/// launch-per-phase kernels read the same way.
-template <typename T>
-__device__ __forceinline__ T fresh(const T* p) {
-    return __ldcg(p);
-}
+constexpr int CTL_WORDS = 8;
 
 __device__ __forceinline__ unsigned long long key(uint64_t parent, uint32_t k) {
     return (static_cast<unsigned long long>(parent) << 32) | k;
@@ -115,9 +103,6 @@ __device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* 
         ctl[BAD] = 0;
         ctl[WIDEST] = 1;
         ctl[WIDTH_LIMIT] = uint32_t(width_limit < NONE ? width_limit : NONE);
-        ctl[ROUNDS] = 0;
-        ctl[BARRIER_COUNT] = 0;
-        ctl[BARRIER_GENERATION] = 0;
     }
 }
 
@@ -125,18 +110,18 @@ __device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* 
 __device__ __forceinline__ void claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       const uint32_t* order, const uint32_t* pos, unsigned long long* claims,
                                       uint32_t* ctl) {
-    const uint64_t s = fresh(&ctl[START]), e = fresh(&ctl[END]);
+    const uint64_t s = ctl[START], e = ctl[END];
     const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
     for (uint64_t p = s + uint64_t(blockIdx.x) * BLOCK + threadIdx.x; p < e; p += stride) {
         uint32_t lo, hi;
-        if (!row_of(ptr, fresh(&order[p]), nnz, &ctl[BAD], &lo, &hi)) {
+        if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
             continue;
         }
         for (uint32_t j = lo; j < hi; ++j) {
             const uint32_t w = col[j];
             if (w >= n) {
                 ctl[BAD] = 1;
-            } else if (fresh(&pos[w]) == NONE) {
+            } else if (pos[w] == NONE) {
                 atomicMin(&claims[w], key(p, j - lo));
             }
         }
@@ -148,10 +133,10 @@ __device__ __forceinline__ uint32_t won(const uint32_t* ptr, const uint32_t* col
                                         const uint32_t* order, const unsigned long long* claims, uint32_t* bad,
                                         uint64_t p) {
     uint32_t lo, hi, c = 0;
-    if (row_of(ptr, fresh(&order[p]), nnz, bad, &lo, &hi)) {
+    if (row_of(ptr, order[p], nnz, bad, &lo, &hi)) {
         for (uint32_t j = lo; j < hi; ++j) {
             const uint32_t w = col[j];
-            c += (w < n && fresh(&claims[w]) == key(p, j - lo)) ? 1 : 0;
+            c += (w < n && claims[w] == key(p, j - lo)) ? 1 : 0;
         }
     }
     return c;
@@ -162,7 +147,7 @@ __device__ __forceinline__ uint32_t won(const uint32_t* ptr, const uint32_t* col
 __device__ __forceinline__ void count(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       const uint32_t* order, const unsigned long long* claims, uint32_t* counts,
                                       uint32_t* tile_sums, uint32_t* ctl) {
-    const uint64_t s = fresh(&ctl[START]), m = fresh(&ctl[END]) - s;
+    const uint64_t s = ctl[START], m = ctl[END] - s;
     for (uint64_t t = blockIdx.x; t * BLOCK < m; t += gridDim.x) {
         const uint64_t i = t * BLOCK + threadIdx.x;
         uint32_t c = 0;
@@ -185,20 +170,20 @@ __device__ __forceinline__ void count(const uint32_t* ptr, const uint32_t* col, 
 __device__ __forceinline__ void next_root(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                           uint32_t* order, uint32_t* pos, uint32_t* ctl, uint32_t end) {
     __shared__ uint32_t first_root;
-    uint64_t next = fresh(&ctl[NEXT_ROOT]);
+    uint64_t next = ctl[NEXT_ROOT];
     for (;;) {
         if (threadIdx.x == 0) {
             first_root = NONE;
         }
         __syncthreads();
         const uint64_t v = next + threadIdx.x;
-        const bool unnumbered = v < n && fresh(&pos[v]) == NONE;
+        const bool unnumbered = v < n && pos[v] == NONE;
         if (unnumbered) {
             uint32_t lo, hi;
             bool alone = row_of(ptr, v, nnz, &ctl[BAD], &lo, &hi);
             for (uint32_t j = lo; alone && j < hi; ++j) {
                 const uint32_t w = col[j];
-                alone = w == v || (w < n && fresh(&pos[w]) != NONE);
+                alone = w == v || (w < n && pos[w] != NONE);
             }
             if (!alone) {
                 atomicMin(&first_root, uint32_t(v));
@@ -230,7 +215,7 @@ __device__ __forceinline__ void next_root(const uint32_t* ptr, const uint32_t* c
 /// One block: the round's offsets and the next frontier (or root).
 __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       uint32_t* order, uint32_t* pos, uint32_t* tile_sums, uint32_t* ctl) {
-    const uint32_t s = fresh(&ctl[START]), e = fresh(&ctl[END]);
+    const uint32_t s = ctl[START], e = ctl[END];
     const uint32_t children = scan_tiles(tile_sums, (uint64_t(e - s) + BLOCK - 1) / BLOCK);
     // Every thread has read `ctl` before it changes.
     __syncthreads();
@@ -238,8 +223,8 @@ __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, 
         if (threadIdx.x == 0) {
             ctl[PARENT_START] = s;
             ctl[PARENT_END] = e;
-            ctl[WIDEST] = max(fresh(&ctl[WIDEST]), children);
-            if (children > fresh(&ctl[WIDTH_LIMIT])) {
+            ctl[WIDEST] = max(ctl[WIDEST], children);
+            if (children > ctl[WIDTH_LIMIT]) {
                 // Given up: this round's write lists the children, every
                 // later round finds nothing to expand and no root.
                 ctl[START] = uint32_t(n);
@@ -267,24 +252,24 @@ __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, 
 __device__ __forceinline__ void write(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       uint32_t* order, uint32_t* pos, const unsigned long long* claims,
                                       const uint32_t* counts, const uint32_t* tile_sums, uint32_t* ctl) {
-    const uint64_t ps = fresh(&ctl[PARENT_START]), pe = fresh(&ctl[PARENT_END]), m = pe - ps;
+    const uint64_t ps = ctl[PARENT_START], pe = ctl[PARENT_END], m = pe - ps;
     for (uint64_t t = blockIdx.x; t * BLOCK < m; t += gridDim.x) {
         const uint64_t i = t * BLOCK + threadIdx.x;
-        const uint32_t c = i < m ? fresh(&counts[i]) : 0;
+        const uint32_t c = i < m ? counts[i] : 0;
         uint32_t total;
         const uint32_t ex = block_exclusive_scan(c, &total);
         if (c == 0) {
             continue;
         }
         const uint64_t p = ps + i;
-        uint64_t at = pe + fresh(&tile_sums[t]) + ex;
+        uint64_t at = pe + tile_sums[t] + ex;
         uint32_t lo, hi;
-        if (!row_of(ptr, fresh(&order[p]), nnz, &ctl[BAD], &lo, &hi)) {
+        if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
             continue;
         }
         for (uint32_t j = lo; j < hi; ++j) {
             const uint32_t w = col[j];
-            if (w < n && fresh(&claims[w]) == key(p, j - lo)) {
+            if (w < n && claims[w] == key(p, j - lo)) {
                 if (at < n) {
                     order[at] = w;
                     pos[w] = uint32_t(at);
@@ -294,64 +279,6 @@ __device__ __forceinline__ void write(const uint32_t* ptr, const uint32_t* col, 
                 ++at;
             }
         }
-    }
-}
-
-/// Every block of a cooperative launch waits here until all have come: the
-/// last to arrive resets the count and advances the generation the others
-/// spin on. The fences publish each block's writes before its arrival and
-/// order the reads after the release; the phases read what others wrote
-/// through `fresh` (L2), so no stale L1 line is read.
-__device__ __forceinline__ void grid_barrier(uint32_t* ctl) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        volatile uint32_t* generation = &ctl[BARRIER_GENERATION];
-        const uint32_t g = *generation;
-        __threadfence();
-        if (atomicAdd(&ctl[BARRIER_COUNT], 1u) == gridDim.x - 1) {
-            ctl[BARRIER_COUNT] = 0;
-            __threadfence();
-            atomicAdd(&ctl[BARRIER_GENERATION], 1u);
-        } else {
-            while (*generation == g) {
-            }
-        }
-        __threadfence();
-    }
-    __syncthreads();
-}
-
-/// The whole order in one cooperative launch (every block resident): the
-/// rounds of `claim`, `count`, `carry` and `write` separated by grid
-/// barriers instead of kernel boundaries, up to `max_rounds` rounds or
-/// until every row is numbered (or the order is given up: `carry` empties
-/// the frontier). A level then costs four barriers, not four launches.
-/// `ctl[ROUNDS]` counts the rounds run. A corrupt pattern sets `BAD` and
-/// runs on to the end or the bound, which the host reports.
-__device__ __forceinline__ void run(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
-                                    uint32_t* order, uint32_t* pos, unsigned long long* claims, uint32_t* counts,
-                                    uint32_t* tile_sums, uint32_t* ctl, uint64_t max_rounds) {
-    uint64_t r = 0;
-    while (r < max_rounds) {
-        claim(ptr, col, n, nnz, order, pos, claims, ctl);
-        grid_barrier(ctl);
-        count(ptr, col, n, nnz, order, claims, counts, tile_sums, ctl);
-        grid_barrier(ctl);
-        if (blockIdx.x == 0) {
-            carry(ptr, col, n, nnz, order, pos, tile_sums, ctl);
-        }
-        grid_barrier(ctl);
-        write(ptr, col, n, nnz, order, pos, claims, counts, tile_sums, ctl);
-        grid_barrier(ctl);
-        ++r;
-        // START and END change only in `carry`, two barriers from here:
-        // every block reads the same values and leaves together.
-        if (fresh(&ctl[START]) >= n && fresh(&ctl[END]) >= n) {
-            break;
-        }
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        ctl[ROUNDS] = fresh(&ctl[ROUNDS]) + uint32_t(r);
     }
 }
 
@@ -443,12 +370,6 @@ __device__ __forceinline__ void renumber_rows(const uint32_t* ptr, const uint32_
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
         wf_levels_start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root, uint64_t width_limit) {  \
         warpfit::levels::start(order, pos, ctl, root, width_limit);                                            \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
-        wf_levels_run(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz, uint32_t* order,     \
-                      uint32_t* pos, unsigned long long* claims, uint32_t* counts, uint32_t* tile_sums,        \
-                      uint32_t* ctl, uint64_t max_rounds) {                                                    \
-        warpfit::levels::run(ptr, col, n, nnz, order, pos, claims, counts, tile_sums, ctl, max_rounds);        \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
         wf_levels_claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,                    \

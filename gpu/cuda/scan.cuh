@@ -41,9 +41,7 @@ __device__ __forceinline__ uint32_t scan_tiles(uint32_t* tile_sums, uint64_t til
     uint32_t carry = 0;
     for (uint64_t base = 0; base < tiles; base += BLOCK) {
         const uint64_t t = base + threadIdx.x;
-        // From L2: other blocks wrote the sums, possibly in this kernel
-        // (the level order's persistent grid).
-        const uint32_t v = t < tiles ? __ldcg(&tile_sums[t]) : 0;
+        const uint32_t v = t < tiles ? tile_sums[t] : 0;
         uint32_t total;
         const uint32_t ex = block_exclusive_scan(v, &total);
         if (t < tiles) {

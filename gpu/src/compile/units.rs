@@ -100,7 +100,6 @@ pub fn layout_unit() -> String {
 pub const LEVELS_ENTRY_POINTS: &[&str] = &[
     "wf_levels_reset",
     "wf_levels_start",
-    "wf_levels_run",
     "wf_levels_claim",
     "wf_levels_count",
     "wf_levels_carry",

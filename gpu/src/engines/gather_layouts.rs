@@ -301,35 +301,6 @@ pub(crate) unsafe fn launch_words(
     Ok(())
 }
 
-/// Enqueues `function` as a cooperative launch of `blocks` blocks.
-///
-/// # Safety
-/// As [`launch_words`]; every block of the grid must fit on the device at
-/// once (the driver refuses the launch otherwise).
-pub(crate) unsafe fn launch_words_cooperative(
-    dev: &CudaDevice,
-    function: &CudaFunction,
-    blocks: u32,
-    what: &str,
-    args: &[u64],
-) -> Result<()> {
-    let cfg = CuLaunch {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = dev.stream().launch_builder(function);
-    for a in args {
-        b.arg(a);
-    }
-    // SAFETY: the caller's contract above.
-    unsafe { b.launch_cooperative(cfg) }
-        .map(|_| ())
-        .map_err(cuda_err(format!(
-            "a cooperative launch of the library kernel {what}"
-        )))
-}
-
 impl DeviceExtension for LayoutKernels {
     /// Compiles (or reads from the kernel cache) and loads the library.
     fn load(dev: &CudaDevice) -> Result<Self> {

@@ -6,12 +6,10 @@
 //! first parent, each parent's children in the order of its row, one
 //! component after the other, each rooted at its smallest unnumbered
 //! vertex. On the host every edge of a randomly numbered mesh is a cache
-//! miss; here a level is four phases over the frontier, separated by grid
-//! barriers inside one cooperative launch of a block per SM, or (where the
-//! device cannot keep such a grid, or with `WARPFIT_LEVELS_PHASED=1`) four
-//! launches with the host reading the frontier's end every
-//! [`ROUNDS_PER_CHECK`] levels; the time follows the number of levels: tens
-//! to a few thousand for meshes and grids. One level per round makes a graph of long diameter (a path, a
+//! miss; here a level is four launches over the frontier and the host only
+//! reads the frontier's end every [`ROUNDS_PER_CHECK`] levels, so the time
+//! follows the number of levels: tens to a few thousand for meshes and
+//! grids. One level per round makes a graph of long diameter (a path, a
 //! long chain of small components) slow here: [`level_order_within`] gives
 //! up after a number of rounds, for a caller that can order on the host
 //! instead.
@@ -44,7 +42,7 @@ use crate::compile::units::levels_unit;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
 use crate::driver::device::Device;
-use crate::engines::gather_layouts::{fill_blocks, launch_words, launch_words_cooperative};
+use crate::engines::gather_layouts::{fill_blocks, launch_words};
 use crate::launch::device_vec::DeviceVec;
 use crate::spec::Scalar;
 use cudarc::driver::{CudaFunction, CudaModule};
@@ -61,8 +59,7 @@ const CTL_START: usize = 2;
 const CTL_END: usize = 3;
 const CTL_BAD: usize = 5;
 const CTL_WIDEST: usize = 6;
-const CTL_ROUNDS: usize = 8;
-const CTL_WORDS: usize = 16;
+const CTL_WORDS: usize = 8;
 
 /// How a level order made by [`level_order_into`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,9 +80,8 @@ pub struct DeviceLevelOrder {
     pub order: DeviceVec<u32>,
     /// `position[old] = new`, the inverse of `order`.
     pub position: DeviceVec<u32>,
-    /// Rounds run: one per level and per component root (and up to
-    /// [`ROUNDS_PER_CHECK`] that found nothing left to do where the rounds
-    /// are launched phase by phase).
+    /// Rounds enqueued: one per level and per component root, and up to
+    /// [`ROUNDS_PER_CHECK`] that found nothing left to do.
     pub rounds: usize,
 }
 
@@ -119,11 +115,6 @@ pub(crate) struct LevelKernels {
     _module: Arc<CudaModule>,
     reset: CudaFunction,
     start: CudaFunction,
-    /// Every round in one cooperative launch of `run_blocks` blocks (all
-    /// resident); 0 where the device cannot keep a block of it resident,
-    /// and the rounds are launched phase by phase.
-    run: CudaFunction,
-    run_blocks: u32,
     claim: CudaFunction,
     count: CudaFunction,
     carry: CudaFunction,
@@ -140,25 +131,9 @@ impl DeviceExtension for LevelKernels {
     fn load(dev: &CudaDevice) -> Result<Self> {
         let module = load_unit(dev, "levels", &levels_unit())?;
         let f = |entry: &str| load_function(&module, "levels", entry);
-        let run = f("wf_levels_run")?;
-        // One block an SM, where one stays resident: a grid barrier costs
-        // an atomic per block, and a level of a few thousand rows needs no
-        // more threads. `WARPFIT_LEVELS_PHASED=1` launches the rounds phase
-        // by phase instead (the sanitizers' race and sync checks, which do
-        // not keep a spinning grid running).
-        let phased = std::env::var("WARPFIT_LEVELS_PHASED").is_ok_and(|v| v == "1");
-        let per_sm = match phased {
-            true => 0,
-            false => run
-                .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
-                .unwrap_or(0)
-                .min(1),
-        };
         Ok(LevelKernels {
             reset: f("wf_levels_reset")?,
             start: f("wf_levels_start")?,
-            run_blocks: per_sm * dev.sm_count(),
-            run,
             claim: f("wf_levels_claim")?,
             count: f("wf_levels_count")?,
             carry: f("wf_levels_carry")?,
@@ -362,21 +337,6 @@ pub(crate) fn level_order_into(
         "start",
         &[o, p, cl, root as u64, width_limit],
     )?;
-    // Past this many rounds without every row numbered the invariant
-    // (one vertex numbered a round at least) is broken.
-    let bound = max_rounds.min(n + ROUNDS_PER_CHECK + 1);
-    if k.run_blocks > 0 {
-        let args = [ptr, col, n64, nnz64, o, p, c, cnt, ts, cl, bound as u64];
-        // SAFETY: `wf_levels_run` takes the pointers and counts in this
-        // order (the contract of `launch` below); a cooperative launch
-        // of `run_blocks` blocks keeps all of them resident, which its
-        // grid barrier needs. A refused launch runs nothing: the rounds
-        // below run instead.
-        if unsafe { launch_words_cooperative(dev, &k.run, k.run_blocks, "run", &args) }.is_ok() {
-            let state = ctl.to_vec(dev)?;
-            return finished(&state, n, width_limit, bound, max_rounds);
-        }
-    }
     let mut rounds = 0usize;
     loop {
         for _ in 0..ROUNDS_PER_CHECK {
@@ -435,37 +395,6 @@ pub(crate) fn level_order_into(
             )));
         }
     }
-}
-
-/// How the persistent order ended, from its control block: `bound` rounds
-/// were allowed (`max_rounds`, or the invariant's bound below it).
-fn finished(
-    state: &[u32],
-    n: usize,
-    width_limit: u64,
-    bound: usize,
-    max_rounds: usize,
-) -> Result<LevelRun> {
-    if state[CTL_BAD] != 0 {
-        return Err(Error::invalid(
-            "level order: an offset of row_ptr or a column of col_idx is out of range",
-        ));
-    }
-    let widest = state[CTL_WIDEST] as usize;
-    if widest as u64 > width_limit {
-        return Ok(LevelRun::TooWide { widest });
-    }
-    let rounds = state[CTL_ROUNDS] as usize;
-    if state[CTL_START] as usize >= n && state[CTL_END] as usize >= n {
-        return Ok(LevelRun::Done { rounds, widest });
-    }
-    if bound < max_rounds {
-        return Err(Error::invalid(format!(
-            "level order: {rounds} rounds numbered only {} of {n} rows",
-            state[CTL_END]
-        )));
-    }
-    Ok(LevelRun::TooManyRounds)
 }
 
 /// The square matrix `a` renumbered on both sides (`B = P·A·Pᵀ`) by the

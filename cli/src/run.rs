@@ -652,25 +652,20 @@ impl AppRun<'_> {
         let (device, config) = (&self.device, &self.config);
         let source = args.source.unwrap_or(0);
         let backend = device.backend_name();
+        let app = format!("{:?}", args.app).to_lowercase();
+        let mut steps = Steps::new(&app, None);
+        let on_round = &mut |r| steps.reach(r);
         let (summary, report, values): (String, DrivenReport, Vec<String>) = match args.app {
             App::Sssp => {
-                let mut steps = Steps::new("sssp", None);
                 let (dist, r) =
-                    apps::sssp_driven_observed(device, config, a, source, &options, &mut |r| {
-                        steps.reach(r)
-                    })?;
-                drop(steps);
+                    apps::sssp_driven_observed(device, config, a, source, &options, on_round)?;
                 let reached = dist.iter().filter(|d| d.is_finite()).count();
                 let s = format!("{reached} of {} vertices reached", dist.len());
                 (s, r, dist.iter().map(|v| v.to_string()).collect())
             }
             App::Bfs => {
-                let mut steps = Steps::new("bfs", None);
                 let (level, r) =
-                    apps::bfs_driven_observed(device, config, a, source, &options, &mut |r| {
-                        steps.reach(r)
-                    })?;
-                drop(steps);
+                    apps::bfs_driven_observed(device, config, a, source, &options, on_round)?;
                 let reached = level.iter().filter(|&&l| l >= 0).count();
                 let depth = level.iter().copied().max().unwrap_or(-1);
                 let s = format!(
@@ -680,10 +675,7 @@ impl AppRun<'_> {
                 (s, r, level.iter().map(|v| v.to_string()).collect())
             }
             App::Cc => {
-                let mut steps = Steps::new("cc", None);
-                let (label, r) =
-                    apps::cc_driven_observed(device, config, a, &options, &mut |r| steps.reach(r))?;
-                drop(steps);
+                let (label, r) = apps::cc_driven_observed(device, config, a, &options, on_round)?;
                 let components = label
                     .iter()
                     .enumerate()
@@ -698,7 +690,7 @@ impl AppRun<'_> {
             }
             _ => unreachable!("not a driven app"),
         };
-        let app = format!("{:?}", args.app).to_lowercase();
+        drop(steps);
         if let Some(note) = &report.note {
             say!("{app}: {note}");
         }

@@ -681,6 +681,15 @@ fn refine<T: CgScalar>(
     Ok(result)
 }
 
+/// Row `r` of `A` times `x`, in f64.
+fn row_times<T: CgScalar>(a: &Csr<T>, r: usize, x: &[T]) -> f64 {
+    let (cols, vals) = a.row(r);
+    cols.iter()
+        .zip(vals)
+        .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
+        .sum()
+}
+
 /// `b − A·x` on the host in f64, rounded to `T`.
 fn residual_vector<T: CgScalar>(a: &Csr<T>, x: &[T], b: &[T]) -> Result<Vec<T>> {
     use rayon::prelude::*;
@@ -688,15 +697,7 @@ fn residual_vector<T: CgScalar>(a: &Csr<T>, x: &[T], b: &[T]) -> Result<Vec<T>> 
     mem::try_reserve(&mut r, b.len(), "the cg residual for a restart")?;
     b.par_iter()
         .enumerate()
-        .map(|(i, &bi)| {
-            let (cols, vals) = a.row(i);
-            let ax: f64 = cols
-                .iter()
-                .zip(vals)
-                .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
-                .sum();
-            T::from_f64(bi.to_f64() - ax)
-        })
+        .map(|(i, &bi)| T::from_f64(bi.to_f64() - row_times(a, i, x)))
         .collect_into_vec(&mut r);
     Ok(r)
 }
@@ -1316,13 +1317,7 @@ pub fn relative_residual<T: CgScalar>(a: &Csr<T>, x: &[T], b: &[T]) -> Result<f6
         .par_iter()
         .enumerate()
         .map(|(r, &bi)| {
-            let (cols, vals) = a.row(r);
-            let ax: f64 = cols
-                .iter()
-                .zip(vals)
-                .map(|(&c, v)| v.to_f64() * x[c as usize].to_f64())
-                .sum();
-            let d = bi.to_f64() - ax;
+            let d = bi.to_f64() - row_times(a, r, x);
             (d * d, bi.to_f64() * bi.to_f64())
         })
         .reduce(|| (0.0, 0.0), |p, q| (p.0 + q.0, p.1 + q.1));

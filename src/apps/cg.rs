@@ -1048,28 +1048,11 @@ fn solve<T: CgScalar>(
                     t.enqueue(&v.p, &v.q)?;
                     let planned = t.report().launches_before_plan == before;
                     ThrottledRun::note(&mut planned_from, k - 1, planned);
-                    // `auto` by the model chose the level order: the whole
-                    // solve switches to it from the next iteration, as with
-                    // `CgOrder::Levels` (the vectors renumbered once, not
-                    // permuted around every SpMV).
-                    let r = t.report();
-                    if !throttled_choice_made
-                        && r.model.is_some()
-                        && r.remap_order == Some(crate::RemapOrder::Levels)
-                        && device.cuda().is_some()
-                    {
-                        throttled_choice_made = true;
-                        t.check()?;
-                        // The handle's own order, copied on the device: not
-                        // made a second time.
-                        let started = Instant::now();
-                        levels.ready = Some(match t.device_level_order()? {
-                            Some(order) => LevelPlan {
-                                order: LevelOrder::Device(order),
-                                planning: started.elapsed(),
-                            },
-                            None => LevelPlan::on_device(device, a, &matrix)?,
-                        });
+                    if !throttled_choice_made {
+                        if let Some(plan) = chosen_level_order(device, a, &matrix, t.as_ref())? {
+                            throttled_choice_made = true;
+                            levels.ready = Some(plan);
+                        }
                     }
                 }
             }
@@ -1111,6 +1094,35 @@ fn solve<T: CgScalar>(
         }),
         renumbered: report,
     })
+}
+
+/// When `auto` by the model chose the level order for the throttled SpMV
+/// `t`, that order as CG's plan: the whole solve switches to it from the
+/// next iteration, as with `CgOrder::Levels` (the vectors renumbered once,
+/// not permuted around every SpMV). The handle's own order is copied on the
+/// device, not made a second time.
+fn chosen_level_order<T: CgScalar>(
+    device: &Device,
+    a: &Csr<T>,
+    matrix: &DeviceCsr<T>,
+    t: &dyn SpmvThrottle<T>,
+) -> Result<Option<LevelPlan>> {
+    let r = t.report();
+    if r.model.is_none()
+        || r.remap_order != Some(crate::RemapOrder::Levels)
+        || device.cuda().is_none()
+    {
+        return Ok(None);
+    }
+    t.check()?;
+    let started = Instant::now();
+    Ok(Some(match t.device_level_order()? {
+        Some(order) => LevelPlan {
+            order: LevelOrder::Device(order),
+            planning: started.elapsed(),
+        },
+        None => LevelPlan::on_device(device, a, matrix)?,
+    }))
 }
 
 /// The matrix uploaded, and the throttled SpMV `throttle` asks for. A

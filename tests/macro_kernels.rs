@@ -5,7 +5,7 @@
 mod macro_common;
 
 use macro_common::*;
-use warpfit::__private::{GatherKernel, NestedKernel, ScalarType, SharedOut};
+use warpfit::__private::{AccType, GatherKernel, NestedKernel, ScalarType, SharedOut};
 use warpfit::prelude::*;
 
 #[test]
@@ -33,7 +33,7 @@ fn spmv_matches_reference_and_plain_function() {
         spmv::launch(&Device::cpu(), &list, &ptr, &col, &val, &x, &mut y).unwrap();
         assert_eq!(y, want, "{list:?}");
     }
-    assert_eq!(spmv::SPEC.acc, ScalarType::F32);
+    assert_eq!(spmv::SPEC.acc, AccType::Scalar(ScalarType::F32));
     assert_eq!(spmv::SPEC.params.len(), 5);
     assert_eq!(spmv::GATHERED, Some("x"));
 }
@@ -488,7 +488,7 @@ fn usize_index_arithmetic_folds_into_u64() {
     )
     .unwrap();
     assert_eq!(y, [3, 0, 2000 + 2000 + 3 + 4]);
-    assert_eq!(index_sum::SPEC.acc, ScalarType::U64);
+    assert_eq!(index_sum::SPEC.acc, AccType::Scalar(ScalarType::U64));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! NVRTC cannot be loaded, except under `CI=true`, where that fails.
 
 mod push_common;
+mod tuple_common;
 
 use warpfit::__private::compile::{
     compile_uncached, entry_point_unit, translation_unit, worklist_unit, Arch,
@@ -554,4 +555,37 @@ fn every_form_has_no_double_where_the_ir_says_f32() {
         "{}",
         ctx_use::CUDA_SOURCE
     );
+}
+
+/// Kernels whose folds carry tuples compile for every entry point, and the
+/// tuple stays in registers: ptxas reports no spill anywhere (the scalar
+/// SpMV beside them for comparison).
+#[test]
+fn tuple_kernels_compile_with_nvrtc_without_spilling() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let entries = warpfit::__private::ENTRY_POINTS;
+    for spec in [
+        &tuple_common::lightest::SPEC,
+        &tuple_common::lightest_fn::SPEC,
+        &tuple_common::moments::SPEC,
+        &tuple_common::spmv_1::SPEC,
+        &tuple_common::eight::SPEC,
+        &tuple_common::carried::SPEC,
+        &spmv::SPEC,
+    ] {
+        let tu = translation_unit(spec);
+        let c = compile_uncached(spec.name, &tu, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        let spilled: Vec<_> = reported_spills(spec.name, &c.log, entries)
+            .into_iter()
+            .filter(|&(_, bytes)| bytes > 0)
+            .collect();
+        assert!(
+            spilled.is_empty(),
+            "{}: spills {spilled:?}\n{}",
+            spec.name,
+            c.log
+        );
+    }
 }

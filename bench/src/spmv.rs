@@ -13,7 +13,7 @@ use crate::baseline::{CusparseSpmv, CusparseSpmvOn, SpmvAlg};
 use crate::input::{gens, MatrixSource, SpmvReference, TOLERANCE};
 use std::time::Instant;
 use warpfit::__private::EventTimer;
-use warpfit::__private::{cuda_err, Arg, CudaLaunch, KernelSpec, ParamKind, ScalarType};
+use warpfit::__private::{cuda_err, AccType, Arg, CudaLaunch, KernelSpec, ParamKind, ScalarType};
 use warpfit::runtime::{Csr, Error, Result, Tasks};
 use warpfit::{CudaDevice, DeviceBuffer};
 use warpfit::{Decomposition, LaunchConfig, Split};
@@ -247,7 +247,7 @@ pub fn run_spmv(
     }
     let shape: Vec<(ScalarType, ParamKind)> =
         opts.kernel.params.iter().map(|p| (p.ty, p.kind)).collect();
-    if shape != SPMV_SIGNATURE || opts.kernel.acc != ScalarType::F32 {
+    if shape != SPMV_SIGNATURE || opts.kernel.acc != AccType::Scalar(ScalarType::F32) {
         return Err(Error::invalid(format!(
             "kernel `{}` does not have the SpMV signature (row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32])",
             opts.kernel.name

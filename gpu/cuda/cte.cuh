@@ -106,7 +106,7 @@ struct Cte {
     /// run starts after them.
     ///
     /// Items whose rank is set in `settled` (short-circuiting folds) are not
-    /// mapped: their lanes yield `acc_t(0)`, which the settled accumulator
+    /// mapped: their lanes yield `acc_t()` (zero), which the settled accumulator
     /// absorbs.
     template <class K, class Off, class F>
     static __device__ __forceinline__ Round<K> map_round(const typename K::params_t& p, const CteShared<K>& sh,
@@ -125,7 +125,7 @@ struct Cte {
         const Off pos = base + Off(lane);
         r.active = pos >= lead && pos < total;
         r.ends = end_mask;
-        r.v = acc_t(0);
+        r.v = acc_t();
         const int owner = ended + __popc(below);
         if (r.active && !((settled >> owner) & 1u)) {
             const CteSlot<K>& sl = sh.slot[owner];

@@ -14,6 +14,7 @@
 #include "warpfit/rust_ops.cuh"
 #include "warpfit/index.cuh"
 #include "warpfit/warp.cuh"
+#include "warpfit/tuple.cuh"
 #include "warpfit/pdl.cuh"
 #include "warpfit/task_source.cuh"
 #include "warpfit/thread.cuh"

@@ -2,7 +2,8 @@
 //
 // The accumulator of a kernel is one of the language's scalar types, some of
 // which (`bool`, `uint8_t`) the shuffle intrinsics do not take; these
-// wrappers widen them. Every primitive is a `*_sync` intrinsic over an
+// wrappers widen them. A tuple accumulator is shuffled element by element
+// (tuple.cuh). Every primitive is a `*_sync` intrinsic over an
 // explicit mask: nothing relies on implicit warp-synchronous execution.
 #pragma once
 #include "warpfit/types.cuh"
@@ -39,7 +40,7 @@ template <class T> struct Partial {
     T value;
     bool has;
 
-    __device__ __forceinline__ Partial() : value(T(0)), has(false) {}
+    __device__ __forceinline__ Partial() : value(), has(false) {}
 
     /// Folds `v` on the right: `self = self ⊕ v`.
     template <class K, class F> __device__ __forceinline__ void push(T v, F& f) {

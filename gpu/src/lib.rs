@@ -95,7 +95,8 @@ pub mod __private {
     pub use crate::launch::prepared_launch::CpuRun;
     pub use crate::launch::worklist_arg::{check_frontier, host_worklist, ListArg, WorklistArg};
     pub use crate::spec::{
-        DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, ScalarType, ScalarValue,
+        AccType, DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, ScalarType,
+        ScalarValue,
     };
     pub use crate::throttle::{CpuRunFn, HostArray, ThrottleRoles};
 

@@ -57,6 +57,54 @@ impl ScalarType {
     }
 }
 
+/// The type of a kernel's folded value: one scalar, or a Rust tuple of 1
+/// to 8 of them, which the device holds as a `warpfit::tuple`
+/// (gpu/cuda/tuple.cuh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccType {
+    Scalar(ScalarType),
+    Tuple(&'static [ScalarType]),
+}
+
+impl AccType {
+    /// `sizeof` of the device's value: a split task's partial in scratch.
+    /// A `warpfit::tuple` is its head, then the tuple of the rest at that
+    /// tuple's alignment, the whole padded to the largest alignment (each
+    /// scalar is aligned to its size). The generated kernel checks the same
+    /// figure with a `static_assert`.
+    pub fn size(self) -> usize {
+        /// (size, alignment) of the tuple of `elems`.
+        fn nested(elems: &[ScalarType]) -> (usize, usize) {
+            match elems {
+                [] => (0, 1),
+                [one] => (one.size(), one.size()),
+                [head, rest @ ..] => {
+                    let (tail, tail_align) = nested(rest);
+                    let align = head.size().max(tail_align);
+                    let end = head.size().div_ceil(tail_align) * tail_align + tail;
+                    (end.div_ceil(align) * align, align)
+                }
+            }
+        }
+        match self {
+            AccType::Scalar(t) => t.size(),
+            AccType::Tuple(elems) => nested(elems).0,
+        }
+    }
+
+    /// The Rust spelling (`f32`, `(f32, u32)`).
+    pub fn rust_name(self) -> String {
+        match self {
+            AccType::Scalar(t) => t.rust_name().to_string(),
+            AccType::Tuple(elems) => {
+                let names: Vec<_> = elems.iter().map(|t| t.rust_name()).collect();
+                let comma = if elems.len() == 1 { "," } else { "" };
+                format!("({}{comma})", names.join(", "))
+            }
+        }
+    }
+}
+
 /// A Rust type usable as a kernel element or scalar.
 ///
 /// # Safety
@@ -194,7 +242,7 @@ pub struct KernelSpec {
     pub device_fns: &'static [&'static DeviceFnSource],
     pub params: &'static [ParamSpec],
     /// Type of the folded value.
-    pub acc: ScalarType,
+    pub acc: AccType,
     /// A per-task map (a body without a nested pattern): every task's
     /// fine-task range is empty, so there is no work to spread and the
     /// CUDA launch runs one thread per task whatever the configured
@@ -297,7 +345,7 @@ pub(crate) static X_TO_Y: KernelSpec = KernelSpec {
             kind: ParamKind::Output,
         },
     ],
-    acc: ScalarType::F32,
+    acc: AccType::Scalar(ScalarType::F32),
     elementwise: false,
     donates: false,
     index_encoding: IndexEncoding::Plain,
@@ -313,11 +361,29 @@ mod tests {
             cuda_source: "",
             device_fns: &[],
             params: &[],
-            acc: ScalarType::U8,
+            acc: AccType::Scalar(ScalarType::U8),
             elementwise,
             donates: false,
             index_encoding: IndexEncoding::Plain,
         }
+    }
+
+    #[test]
+    fn tuple_sizes_follow_the_device_layout() {
+        use ScalarType::*;
+        let size = |e: &'static [ScalarType]| AccType::Tuple(e).size();
+        assert_eq!(size(&[F32]), 4);
+        assert_eq!(size(&[F32, U32]), 8);
+        assert_eq!(size(&[F64, U32]), 16);
+        // u8, then the tuple (f32, u8) of size 8 at 4: 12.
+        assert_eq!(size(&[U8, F32, U8]), 12);
+        // bool, then (f64,) at 8: 16.
+        assert_eq!(size(&[Bool, F64]), 16);
+        assert_eq!(size(&[F64, F64, F64, F64, F64]), 40);
+        assert_eq!(size(&[U8, U8, U8]), 3);
+        assert_eq!(AccType::Scalar(F64).size(), 8);
+        assert_eq!(AccType::Tuple(&[F32, U32]).rust_name(), "(f32, u32)");
+        assert_eq!(AccType::Tuple(&[F64]).rust_name(), "(f64,)");
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod common;
 
 use common::SPMV_F32;
 use warpfit_gpu::__private::compile::CACHE_DIR_ENV;
-use warpfit_gpu::__private::{KernelSpec, ScalarType};
+use warpfit_gpu::__private::{AccType, KernelSpec, ScalarType};
 use warpfit_gpu::CudaDevice;
 use warpfit_gpu::DeviceBuffer;
 use warpfit_runtime::Error;
@@ -35,7 +35,7 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     cuda_source: "this is not CUDA C++ {",
     device_fns: &[],
     params: &[],
-    acc: ScalarType::F32,
+    acc: AccType::Scalar(ScalarType::F32),
     elementwise: false,
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,

@@ -36,6 +36,8 @@ fn int_lit(v: i128, t: Ty) -> String {
         Ty::Bool => (if v != 0 { "true" } else { "false" }).into(),
         Ty::F32 => format!("{:?}f", v as f32),
         Ty::F64 => format!("{:?}", v as f64),
+        // Lowering types every literal as a scalar.
+        Ty::Tuple(_) => format!("{v}"),
     }
 }
 
@@ -244,6 +246,11 @@ impl Emitter<'_> {
                 a.push("wf_f".into());
                 format!("warpfit_user::{name}({})", a.join(", "))
             }
+            ExprKind::Tuple(elems) => {
+                let e: Vec<String> = elems.iter().map(|e| self.expr(e)).collect();
+                format!("{tn}({})", e.join(", "))
+            }
+            ExprKind::Field(a, i) => format!("warpfit::get<{i}>({})", self.expr(a)),
         }
     }
 
@@ -429,6 +436,14 @@ impl<'a> FunctorEmitter<'a> {
         let mut s = String::new();
         let _ = writeln!(s, "    typedef Params params_t;");
         let _ = writeln!(s, "    typedef {} acc_t;", k.acc.cuda_name());
+        if let Some(t) = k.acc.tuple() {
+            // The host sizes split tasks' partials by the same layout.
+            let _ = writeln!(
+                s,
+                "    static_assert(sizeof(acc_t) == {}, \"tuple layout differs from the host's\");",
+                t.size()
+            );
+        }
         if k.for_each.is_some() {
             // CTE runs the expansion without the reduction (`CteForEach`).
             let _ = writeln!(s, "    static constexpr bool is_for_each = true;");

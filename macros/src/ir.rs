@@ -5,6 +5,7 @@
 //! see shadowing, untyped literals or the token stream.
 
 use proc_macro2::Span;
+use std::borrow::Cow;
 
 /// The value types of the kernel language: the element/scalar types plus
 /// `usize` (task and fine-task indices, range bounds, index arithmetic).
@@ -19,6 +20,77 @@ pub enum Ty {
     U8,
     Bool,
     Usize,
+    /// A tuple of 1 to 8 of the types above (a fold value of several
+    /// elements); no tuple nests in another.
+    Tuple(TupleTy),
+}
+
+/// The scalar types, in the order [`TupleTy`] codes them.
+const SCALARS: [Ty; 9] = [
+    Ty::F32,
+    Ty::F64,
+    Ty::I32,
+    Ty::U32,
+    Ty::I64,
+    Ty::U64,
+    Ty::U8,
+    Ty::Bool,
+    Ty::Usize,
+];
+
+/// The most elements a tuple may have.
+pub const TUPLE_MAX: usize = 8;
+
+/// A tuple type's element types, packed (one code per element) so that
+/// [`Ty`] stays `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TupleTy {
+    len: u8,
+    codes: [u8; TUPLE_MAX],
+}
+
+impl TupleTy {
+    /// The tuple of `elems`: `None` when there are none, more than
+    /// [`TUPLE_MAX`], or one of them is a tuple.
+    pub fn new(elems: &[Ty]) -> Option<TupleTy> {
+        if elems.is_empty() || elems.len() > TUPLE_MAX {
+            return None;
+        }
+        let mut codes = [0u8; TUPLE_MAX];
+        for (c, t) in codes.iter_mut().zip(elems) {
+            *c = SCALARS.iter().position(|s| s == t)? as u8;
+        }
+        Some(TupleTy {
+            len: elems.len() as u8,
+            codes,
+        })
+    }
+
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+
+    /// The element types, in order.
+    pub fn elems(self) -> impl Iterator<Item = Ty> {
+        (0..self.len as usize).map(move |i| SCALARS[self.codes[i] as usize])
+    }
+
+    /// `sizeof` of the device's `warpfit::tuple`: the head, then the tail
+    /// tuple at its alignment, the whole padded to the largest alignment.
+    pub fn size(self) -> usize {
+        let elems: Vec<Ty> = self.elems().collect();
+        fn nested(elems: &[Ty]) -> (usize, usize) {
+            let head = elems[0].size();
+            if elems.len() == 1 {
+                return (head, head);
+            }
+            let (tail_size, tail_align) = nested(&elems[1..]);
+            let align = head.max(tail_align);
+            let end = head.div_ceil(tail_align) * tail_align + tail_size;
+            (end.div_ceil(align) * align, align)
+        }
+        nested(&elems).0
+    }
 }
 
 impl Ty {
@@ -38,8 +110,9 @@ impl Ty {
         })
     }
 
-    pub fn rust_name(self) -> &'static str {
-        match self {
+    /// The Rust spelling (`f32`, `(f32, u32)`, `(f64,)`).
+    pub fn rust_name(self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
             Ty::F32 => "f32",
             Ty::F64 => "f64",
             Ty::I32 => "i32",
@@ -49,12 +122,18 @@ impl Ty {
             Ty::U8 => "u8",
             Ty::Bool => "bool",
             Ty::Usize => "usize",
-        }
+            Ty::Tuple(t) => {
+                let names: Vec<_> = t.elems().map(Ty::rust_name).collect();
+                let comma = if t.len() == 1 { "," } else { "" };
+                return Cow::Owned(format!("({}{comma})", names.join(", ")));
+            }
+        })
     }
 
-    /// CUDA spelling; `usize` is 64-bit on every host CUDA supports.
-    pub fn cuda_name(self) -> &'static str {
-        match self {
+    /// CUDA spelling; `usize` is 64-bit on every host CUDA supports; a
+    /// tuple is the device library's `warpfit::tuple<..>`.
+    pub fn cuda_name(self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
             Ty::F32 => "float",
             Ty::F64 => "double",
             Ty::I32 => "int32_t",
@@ -63,6 +142,18 @@ impl Ty {
             Ty::U64 | Ty::Usize => "uint64_t",
             Ty::U8 => "uint8_t",
             Ty::Bool => "bool",
+            Ty::Tuple(t) => {
+                let names: Vec<_> = t.elems().map(Ty::cuda_name).collect();
+                return Cow::Owned(format!("warpfit::tuple<{}>", names.join(", ")));
+            }
+        })
+    }
+
+    /// The tuple type, when this is one.
+    pub fn tuple(self) -> Option<TupleTy> {
+        match self {
+            Ty::Tuple(t) => Some(t),
+            _ => None,
         }
     }
 
@@ -77,7 +168,7 @@ impl Ty {
             Ty::U64 => "U64",
             Ty::U8 => "U8",
             Ty::Bool => "Bool",
-            Ty::Usize => return None,
+            Ty::Usize | Ty::Tuple(_) => return None,
         })
     }
 
@@ -101,6 +192,7 @@ impl Ty {
             Ty::F64 | Ty::I64 | Ty::U64 | Ty::Usize => 8,
             Ty::F32 | Ty::I32 | Ty::U32 => 4,
             Ty::U8 | Ty::Bool => 1,
+            Ty::Tuple(t) => t.size(),
         }
     }
 
@@ -116,8 +208,10 @@ impl Ty {
         }
     }
 
-    pub fn ident(self) -> proc_macro2::Ident {
-        proc_macro2::Ident::new(self.rust_name(), Span::call_site())
+    /// The type's name as an identifier; `None` for a tuple.
+    pub fn ident(self) -> Option<proc_macro2::Ident> {
+        (!matches!(self, Ty::Tuple(_)))
+            .then(|| proc_macro2::Ident::new(&self.rust_name(), Span::call_site()))
     }
 }
 
@@ -469,6 +563,10 @@ pub enum ExprKind {
         lit: Lit,
         span: proc_macro2::Span,
     },
+    /// A tuple literal `(a, b, ..)` (its type is a [`Ty::Tuple`]).
+    Tuple(Vec<Expr>),
+    /// Element `.i` of a tuple.
+    Field(Box<Expr>, usize),
 }
 
 /// The one traversal of the IR: every pass that looks inside expressions
@@ -488,7 +586,8 @@ impl Expr {
             ExprKind::Unary(_, a)
             | ExprKind::Cast(a)
             | ExprKind::Load(_, a)
-            | ExprKind::LoadShared(_, a) => vec![&**a],
+            | ExprKind::LoadShared(_, a)
+            | ExprKind::Field(a, _) => vec![&**a],
             ExprKind::Binary(_, a, b) => vec![&**a, &**b],
             ExprKind::If(a, b, c) => vec![&**a, &**b, &**c],
             ExprKind::Block(lets, tail) => lets
@@ -496,7 +595,9 @@ impl Expr {
                 .map(|(_, v)| v)
                 .chain(std::iter::once(&**tail))
                 .collect(),
-            ExprKind::Method(_, args) | ExprKind::Call(_, args) => args.iter().collect(),
+            ExprKind::Method(_, args) | ExprKind::Call(_, args) | ExprKind::Tuple(args) => {
+                args.iter().collect()
+            }
             ExprKind::Atomic { index, args, .. } => {
                 std::iter::once(&**index).chain(args.iter()).collect()
             }
@@ -516,7 +617,8 @@ impl Expr {
             ExprKind::Unary(_, a)
             | ExprKind::Cast(a)
             | ExprKind::Load(_, a)
-            | ExprKind::LoadShared(_, a) => vec![&mut **a],
+            | ExprKind::LoadShared(_, a)
+            | ExprKind::Field(a, _) => vec![&mut **a],
             ExprKind::Binary(_, a, b) => vec![&mut **a, &mut **b],
             ExprKind::If(a, b, c) => vec![&mut **a, &mut **b, &mut **c],
             ExprKind::Block(lets, tail) => lets
@@ -524,7 +626,9 @@ impl Expr {
                 .map(|(_, v)| v)
                 .chain(std::iter::once(&mut **tail))
                 .collect(),
-            ExprKind::Method(_, args) | ExprKind::Call(_, args) => args.iter_mut().collect(),
+            ExprKind::Method(_, args) | ExprKind::Call(_, args) | ExprKind::Tuple(args) => {
+                args.iter_mut().collect()
+            }
             ExprKind::Atomic { index, args, .. } => std::iter::once(&mut **index)
                 .chain(args.iter_mut())
                 .collect(),
@@ -566,7 +670,11 @@ impl Expr {
                 | (K::Load(a, _), K::Load(b, _))
                 | (K::LoadShared(a, _), K::LoadShared(b, _))
                 | (K::Call(a, _), K::Call(b, _)) => a == b,
-                (K::Acc, K::Acc) | (K::Cast(_), K::Cast(_)) | (K::If(..), K::If(..)) => true,
+                (K::Acc, K::Acc)
+                | (K::Cast(_), K::Cast(_))
+                | (K::If(..), K::If(..))
+                | (K::Tuple(_), K::Tuple(_)) => true,
+                (K::Field(_, a), K::Field(_, b)) => a == b,
                 (K::Const(a), K::Const(b)) => a == b,
                 (K::Unary(a, _), K::Unary(b, _)) => a == b,
                 (K::Binary(a, ..), K::Binary(b, ..)) => a == b,
@@ -662,7 +770,8 @@ impl Reduce {
     /// Whether the operator commutes and associates as the language defines
     /// it, so that a decomposition may fold fine tasks out of their order:
     /// `min`/`max`, `any`/`all`, and a closure that applies one of `+ * & |
-    /// ^` (wrapping on integers) or `min`/`max` to its two parameters. Float
+    /// ^` (wrapping on integers) or `min`/`max` to its two parameters, or a
+    /// tuple literal whose element `i` does so to `a.i` and `b.i`. Float
     /// `+` and `*` commute exactly and associate within rounding, as every
     /// parallel fold assumes. A `#[device_fn]` operator is opaque: `false`.
     pub fn commutes(&self) -> bool {
@@ -670,22 +779,37 @@ impl Reduce {
             Reduce::MinMax { .. } | Reduce::Logic { .. } => true,
             Reduce::DeviceFn(_) => false,
             Reduce::Closure { a, b, body } => {
-                let of_params = |x: &Expr, y: &Expr| match (&x.kind, &y.kind) {
-                    (ExprKind::Local(x), ExprKind::Local(y)) => {
-                        (x, y) == (a, b) || (x, y) == (b, a)
+                // `p`, or `p.i` when folding element `i` of a tuple.
+                let is = |x: &Expr, p: LocalId, field: Option<usize>| match (&x.kind, field) {
+                    (ExprKind::Local(l), None) => *l == p,
+                    (ExprKind::Field(inner, i), Some(f)) => {
+                        *i == f && matches!(inner.kind, ExprKind::Local(l) if l == p)
                     }
                     _ => false,
                 };
-                match &body.kind {
-                    ExprKind::Binary(
-                        BinOp::Add | BinOp::Mul | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor,
-                        x,
-                        y,
-                    ) => of_params(x, y),
-                    ExprKind::Method(Method::Min | Method::Max, args) => {
-                        args.len() == 2 && of_params(&args[0], &args[1])
+                let commuting = |e: &Expr, field: Option<usize>| {
+                    let of_params = |x: &Expr, y: &Expr| {
+                        (is(x, *a, field) && is(y, *b, field))
+                            || (is(x, *b, field) && is(y, *a, field))
+                    };
+                    match &e.kind {
+                        ExprKind::Binary(
+                            BinOp::Add | BinOp::Mul | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor,
+                            x,
+                            y,
+                        ) => of_params(x, y),
+                        ExprKind::Method(Method::Min | Method::Max, args) => {
+                            args.len() == 2 && of_params(&args[0], &args[1])
+                        }
+                        _ => false,
                     }
-                    _ => false,
+                };
+                // A tuple folds element by element when each element does.
+                match &body.kind {
+                    ExprKind::Tuple(elems) => {
+                        elems.iter().enumerate().all(|(i, e)| commuting(e, Some(i)))
+                    }
+                    _ => commuting(body, None),
                 }
             }
         }

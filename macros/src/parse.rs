@@ -5,7 +5,7 @@
 //! nothing is typed yet: that is `lower`'s job.
 
 use crate::diag::{Errors, SourceRange};
-use crate::ir::{BinOp, ParamKind, Ty, UnOp};
+use crate::ir::{BinOp, ParamKind, TupleTy, Ty, UnOp, TUPLE_MAX};
 use syn::{Expr as SExpr, FnArg, Pat, ReturnType, Type};
 
 pub const KERNEL: &str = "a #[nested_reduce] kernel";
@@ -19,7 +19,11 @@ pub struct Param {
 
 #[derive(Debug, Clone)]
 pub struct Let {
+    /// The bound name; for a destructuring `let (a, b) = ..;`, the
+    /// pattern's span under a name the kernel cannot see.
     pub name: syn::Ident,
+    /// `let (a, _, c) = ..;`: the element bindings (`None` for `_`).
+    pub parts: Option<Vec<Option<syn::Ident>>>,
     pub ty: Option<(Ty, SourceRange)>,
     pub init: Expr,
 }
@@ -116,6 +120,10 @@ pub enum ExprKind {
     },
     /// `array[index].load()`.
     LoadShared(syn::Ident, Box<Expr>),
+    /// A tuple literal `(a, b, ..)`.
+    Tuple(Vec<Expr>),
+    /// `value.i`, element `i` of a tuple.
+    Field(Box<Expr>, usize),
 }
 
 /// Which atomic intrinsic a call names.
@@ -173,7 +181,8 @@ impl Expr {
             ExprKind::Unary(_, x)
             | ExprKind::Cast(x, _)
             | ExprKind::Index(_, x)
-            | ExprKind::LoadShared(_, x) => vec![&**x],
+            | ExprKind::LoadShared(_, x)
+            | ExprKind::Field(x, _) => vec![&**x],
             ExprKind::Atomic { index, args, .. } => {
                 std::iter::once(&**index).chain(args.iter()).collect()
             }
@@ -184,7 +193,7 @@ impl Expr {
                 .collect(),
             ExprKind::Block(b) => block(b).collect(),
             ExprKind::Method { recv, args, .. } => std::iter::once(&**recv).chain(args).collect(),
-            ExprKind::Call { args, .. } => args.iter().collect(),
+            ExprKind::Call { args, .. } | ExprKind::Tuple(args) => args.iter().collect(),
             ExprKind::Nested(n) => {
                 let mut out = vec![&n.lo, &n.hi, &n.init, &n.map];
                 if let Reduce::Closure { body, .. } = &n.reduce {
@@ -329,7 +338,58 @@ pub fn scalar_type(ty: &Type) -> Option<Ty> {
     }
 }
 
+/// A scalar type or a tuple of 1 to 8 of them: the types a `let`, a
+/// closure parameter or a `#[device_fn]` may be annotated with.
+pub fn value_type(ty: &Type) -> syn::Result<Ty> {
+    match ty {
+        Type::Tuple(t) => {
+            let mut elems = Vec::new();
+            for e in &t.elems {
+                if matches!(e, Type::Tuple(_)) {
+                    return Err(err(e, NESTED_TUPLE));
+                }
+                elems.push(scalar_type(e).ok_or_else(|| {
+                    err(e, format!("unsupported tuple element type: supported are {TYPES}, usize"))
+                })?);
+            }
+            tuple_type(&elems, ty)
+        }
+        Type::Paren(p) => value_type(&p.elem),
+        Type::Group(g) => value_type(&g.elem),
+        _ => scalar_type(ty).ok_or_else(|| {
+            err(
+                ty,
+                format!("unsupported type: supported are {TYPES}, usize, and tuples of up to {TUPLE_MAX} of them"),
+            )
+        }),
+    }
+}
+
+/// The tuple of `elems` (1 to 8 of them), spanned on `node` when not.
+fn tuple_type(elems: &[Ty], node: &impl quote::ToTokens) -> syn::Result<Ty> {
+    if elems.is_empty() {
+        return Err(err(node, UNIT));
+    }
+    TupleTy::new(elems).map(Ty::Tuple).ok_or_else(|| {
+        err(
+            node,
+            format!(
+                "a tuple has at most {TUPLE_MAX} elements, found {}: fold fewer values per task, or split the kernel",
+                elems.len()
+            ),
+        )
+    })
+}
+
+const NESTED_TUPLE: &str =
+    "nested tuples are not supported: a tuple's elements are scalars; flatten it, `(a, b, c)`";
+const UNIT: &str = "the unit type `()` is not supported: a value has at least one element";
+const TUPLE_ARRAY: &str = "arrays of tuples are not supported: pass one array per element (struct of arrays), e.g. `w: &[f32], id: &[u32]`";
+
 fn element_type(ty: &Type) -> syn::Result<Ty> {
+    if matches!(ty, Type::Tuple(_)) {
+        return Err(err(ty, TUPLE_ARRAY));
+    }
     match scalar_type(ty) {
         Some(Ty::Usize) => Err(err(
             ty,
@@ -413,6 +473,10 @@ fn param_type(ty: &Type) -> syn::Result<(Ty, ParamKind)> {
                 )),
             }
         }
+        Type::Tuple(_) => Err(err(
+            ty,
+            "tuple parameters are not supported in a kernel: pass the elements as separate scalars",
+        )),
         other => match scalar_type(other) {
             Some(_) => Ok((element_type(other)?, ParamKind::Scalar)),
             None => Err(err(
@@ -512,15 +576,12 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
         match arg {
             FnArg::Typed(pt) => {
                 let name = errs.ok(plain_ident(&pt.pat, WHAT));
-                let ty = scalar_type(&pt.ty);
-                if ty.is_none() {
-                    errs.push(err(
-                        &pt.ty,
-                        format!(
-                            "unsupported parameter type in {WHAT}: scalars only ({TYPES}, usize)"
-                        ),
-                    ));
-                }
+                let ty = errs.ok(value_type(&pt.ty).map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        format!("unsupported parameter type in {WHAT}: {e}"),
+                    )
+                }));
                 if let (Some(n), Some(t)) = (name, ty) {
                     params.push((n, t));
                 }
@@ -529,20 +590,13 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
         }
     }
     let ret = match &sig.output {
-        ReturnType::Type(_, ty) => {
-            let t = scalar_type(ty);
-            if t.is_none() {
-                errs.push(err(
-                    ty,
-                    format!("unsupported return type in {WHAT}: scalars only ({TYPES}, usize)"),
-                ));
-            }
-            t
-        }
+        ReturnType::Type(_, ty) => errs.ok(value_type(ty).map_err(|e| {
+            syn::Error::new(e.span(), format!("unsupported return type in {WHAT}: {e}"))
+        })),
         ReturnType::Default => {
             errs.push(err(
                 &sig.ident,
-                format!("{WHAT} returns a scalar: add `-> T` with T one of {TYPES}, usize"),
+                format!("{WHAT} returns a value: add `-> T` with T one of {TYPES}, usize, or a tuple of them"),
             ));
             None
         }
@@ -566,18 +620,31 @@ fn let_stmt(l: &syn::Local) -> syn::Result<Let> {
         return Err(err(a, format!("attributes are not supported in {KERNEL}")));
     }
     let (pat, ty) = match &l.pat {
-        Pat::Type(pt) => {
-            let t = scalar_type(&pt.ty).ok_or_else(|| {
-                err(
-                    &pt.ty,
-                    format!("unsupported type annotation: supported are {TYPES}, usize"),
-                )
-            })?;
-            (&*pt.pat, Some((t, SourceRange::of(&pt.ty))))
-        }
+        Pat::Type(pt) => (
+            &*pt.pat,
+            Some((value_type(&pt.ty)?, SourceRange::of(&pt.ty))),
+        ),
         p => (p, None),
     };
-    let name = plain_ident(pat, KERNEL)?;
+    let (name, parts) = match strip_pat(pat) {
+        Pat::Tuple(t) => {
+            let parts = t
+                .elems
+                .iter()
+                .map(|p| match strip_pat(p) {
+                    Pat::Wild(_) => Ok(None),
+                    Pat::Tuple(_) => Err(err(p, NESTED_TUPLE)),
+                    p => plain_ident(p, KERNEL).map(Some),
+                })
+                .collect::<syn::Result<Vec<_>>>()?;
+            if parts.is_empty() {
+                return Err(err(t, UNIT));
+            }
+            let span = t.paren_token.span.join();
+            (syn::Ident::new("tuple", span), Some(parts))
+        }
+        p => (plain_ident(p, KERNEL)?, None),
+    };
     let init = l.init.as_ref().ok_or_else(|| {
         err(
             l,
@@ -592,9 +659,18 @@ fn let_stmt(l: &syn::Local) -> syn::Result<Let> {
     }
     Ok(Let {
         name,
+        parts,
         ty,
         init: expr(&init.expr)?,
     })
+}
+
+/// A pattern without its parentheses.
+fn strip_pat(p: &Pat) -> &Pat {
+    match p {
+        Pat::Paren(p) => strip_pat(&p.pat),
+        other => other,
+    }
 }
 
 fn compound_op(op: &syn::BinOp) -> Option<BinOp> {
@@ -988,7 +1064,7 @@ fn lit_suffix(suffix: &str, node: &impl quote::ToTokens) -> syn::Result<Option<T
     }
 }
 
-const EXPRS: &str = "literals, locals, arithmetic, comparisons, `as` casts, indexing, `if`/`else`, blocks, whitelisted methods and #[device_fn] calls";
+const EXPRS: &str = "literals, locals, arithmetic, comparisons, `as` casts, indexing, `if`/`else`, blocks, tuples and their `.0`, `.1`, .., whitelisted methods and #[device_fn] calls";
 
 pub fn expr(e: &SExpr) -> syn::Result<Expr> {
     let sp = SourceRange::of(e);
@@ -1121,9 +1197,26 @@ pub fn expr(e: &SExpr) -> syn::Result<Expr> {
         SExpr::Unsafe(u) => return Err(err(&u.unsafe_token, format!("`unsafe` is not supported in {KERNEL}"))),
         SExpr::Try(t) => return Err(err(&t.question_token, format!("`?` is not supported in {KERNEL}: faults (bad index, division by zero) are reported by the launch"))),
         SExpr::Match(m) => return Err(err(&m.match_token, format!("`match` is not supported in {KERNEL}: use `if`/`else`"))),
-        SExpr::Field(f) => return Err(err(f, format!("field access is not supported in {KERNEL}: there are no structs or tuples"))),
-        SExpr::Struct(_) | SExpr::Tuple(_) | SExpr::Array(_) | SExpr::Repeat(_) => {
-            return Err(err(e, format!("struct, tuple and array expressions are not supported in {KERNEL}: values are scalars")))
+        SExpr::Field(f) => match &f.member {
+            syn::Member::Unnamed(i) => ExprKind::Field(Box::new(expr(&f.base)?), i.index as usize),
+            syn::Member::Named(n) => {
+                return Err(err(n, format!("named fields are not supported in {KERNEL}: there are no structs; a tuple's elements are `.0`, `.1`, ..")))
+            }
+        },
+        SExpr::Tuple(t) => {
+            if t.elems.is_empty() {
+                return Err(err(t, UNIT));
+            }
+            if t.elems.len() > TUPLE_MAX {
+                return Err(err(t, format!("a tuple has at most {TUPLE_MAX} elements, found {}", t.elems.len())));
+            }
+            if let Some(inner) = t.elems.iter().find(|x| matches!(strip(x), SExpr::Tuple(_))) {
+                return Err(err(inner, NESTED_TUPLE));
+            }
+            ExprKind::Tuple(t.elems.iter().map(expr).collect::<syn::Result<_>>()?)
+        }
+        SExpr::Struct(_) | SExpr::Array(_) | SExpr::Repeat(_) => {
+            return Err(err(e, format!("struct and array expressions are not supported in {KERNEL}: values are scalars or tuples of them")))
         }
         SExpr::Assign(a) => return Err(err(&a.eq_token, "assignment is a statement, not a value: write `out[task] = value;` in the epilogue")),
         SExpr::Let(l) => return Err(err(l, format!("`let` expressions are not supported in {KERNEL}"))),
@@ -1348,21 +1441,13 @@ fn closure_checks(c: &syn::ExprClosure, n: usize, what: &str) -> syn::Result<()>
     Ok(())
 }
 
-/// A closure parameter: identifier with an optional scalar annotation.
+/// A closure parameter: identifier with an optional type annotation.
 fn closure_param(p: &Pat) -> syn::Result<(syn::Ident, Option<(Ty, SourceRange)>)> {
     match p {
-        Pat::Type(pt) => {
-            let t = scalar_type(&pt.ty).ok_or_else(|| {
-                err(
-                    &pt.ty,
-                    format!("unsupported type annotation: supported are {TYPES}, usize"),
-                )
-            })?;
-            Ok((
-                plain_ident(&pt.pat, KERNEL)?,
-                Some((t, SourceRange::of(&pt.ty))),
-            ))
-        }
+        Pat::Type(pt) => Ok((
+            plain_ident(&pt.pat, KERNEL)?,
+            Some((value_type(&pt.ty)?, SourceRange::of(&pt.ty))),
+        )),
         p => Ok((plain_ident(p, KERNEL)?, None)),
     }
 }

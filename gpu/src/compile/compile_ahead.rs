@@ -161,7 +161,7 @@ mod tests {
         cuda_source: "namespace wf_k {}",
         device_fns: &[],
         params: &[],
-        acc: crate::spec::ScalarType::F32,
+        acc: crate::spec::AccType::Scalar(crate::spec::ScalarType::F32),
         elementwise: false,
         donates: false,
         index_encoding: crate::spec::IndexEncoding::Plain,

@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_push_outside_the_universe_is_the_twins_error() {
-        use crate::spec::{ParamKind, ParamSpec, ScalarType};
+        use crate::spec::{AccType, ParamKind, ParamSpec, ScalarType};
         static PUSHES: KernelSpec = KernelSpec {
             name: "k",
             cuda_source: "",
@@ -148,7 +148,7 @@ mod tests {
                     kind: ParamKind::Worklist,
                 },
             ],
-            acc: ScalarType::U8,
+            acc: AccType::Scalar(ScalarType::U8),
             elementwise: false,
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,

@@ -113,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_launch_may_not_push_to_its_own_frontier() {
-        use crate::spec::{ParamSpec, ScalarType};
+        use crate::spec::{AccType, ParamSpec, ScalarType};
         static SPEC: KernelSpec = KernelSpec {
             name: "k",
             cuda_source: "",
@@ -123,7 +123,7 @@ mod tests {
                 ty: ScalarType::U32,
                 kind: ParamKind::Worklist,
             }],
-            acc: ScalarType::U8,
+            acc: AccType::Scalar(ScalarType::U8),
             elementwise: false,
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,

@@ -160,7 +160,7 @@ pub(in crate::throttle) type PendingPlan = std::thread::JoinHandle<Result<HostPl
 #[cfg(test)]
 pub(in crate::throttle) mod tests {
     use super::*;
-    use crate::spec::{ParamKind, ParamSpec};
+    use crate::spec::{AccType, ParamKind, ParamSpec};
     use warpfit_runtime::schedule::ThrottlePolicy;
     use warpfit_runtime::{gen, Csr};
 
@@ -180,7 +180,7 @@ pub(in crate::throttle) mod tests {
             param("x", ScalarType::F32, ParamKind::Input),
             param("y", ScalarType::F32, ParamKind::Output),
         ],
-        acc: ScalarType::F32,
+        acc: AccType::Scalar(ScalarType::F32),
         elementwise: false,
         donates: false,
         index_encoding: crate::spec::IndexEncoding::Plain,

@@ -3,7 +3,7 @@
 //! for generated kernels in the device layer's tests.
 #![allow(dead_code)]
 
-use warpfit_gpu::__private::{KernelSpec, ParamKind, ParamSpec, ScalarType};
+use warpfit_gpu::__private::{AccType, KernelSpec, ParamKind, ParamSpec, ScalarType};
 
 // How a test that returns early for want of a GPU says so (shared with the
 // root crate's GPU suites).
@@ -34,7 +34,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
         p("x", ScalarType::F64, ParamKind::Input),
         p("y", ScalarType::F64, ParamKind::Output),
     ],
-    acc: ScalarType::F64,
+    acc: AccType::Scalar(ScalarType::F64),
     elementwise: false,
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
@@ -52,7 +52,7 @@ pub static RELAX: KernelSpec = KernelSpec {
         p("scale", ScalarType::U32, ParamKind::Scalar),
         p("next", ScalarType::F32, ParamKind::Output),
     ],
-    acc: ScalarType::F32,
+    acc: AccType::Scalar(ScalarType::F32),
     elementwise: false,
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,

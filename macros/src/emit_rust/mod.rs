@@ -30,14 +30,28 @@ pub fn fault() -> TokenStream {
     quote!(::warpfit::__private::Fault)
 }
 
+/// A type by its absolute path (`::core::primitive::f32`, a tuple of them).
 pub fn prim(t: Ty) -> TokenStream {
-    let i = t.ident();
-    quote!(::core::primitive::#i)
+    match (t.ident(), t.tuple()) {
+        (Some(i), _) => quote!(::core::primitive::#i),
+        (None, Some(tu)) => {
+            let elems = tu.elems().map(prim);
+            quote!((#(#elems,)*))
+        }
+        (None, None) => unreachable!("a type without a name is a tuple"),
+    }
 }
 
+/// A type as the user writes it (`f32`, `(f32, u32)`).
 pub(crate) fn ty(t: Ty) -> TokenStream {
-    let i = t.ident();
-    quote!(#i)
+    match (t.ident(), t.tuple()) {
+        (Some(i), _) => quote!(#i),
+        (None, Some(tu)) => {
+            let elems = tu.elems().map(ty);
+            quote!((#(#elems,)*))
+        }
+        (None, None) => unreachable!("a type without a name is a tuple"),
+    }
 }
 
 /// A device function's path as seen from a generated module (one level below
@@ -372,6 +386,15 @@ impl Emitter<'_> {
                 index,
                 args,
             } => self.atomic(op, *param, index, args),
+            ExprKind::Tuple(elems) => {
+                let elems = elems.iter().map(|e| self.expr(e));
+                quote!((#(#elems,)*))
+            }
+            ExprKind::Field(a, i) => {
+                let a = self.expr(a);
+                let i = syn::Index::from(*i);
+                quote!((#a).#i)
+            }
             ExprKind::LoadShared(i, idx) => {
                 let (iv, a) = (plumbing("__i"), plumbing("__a"));
                 let element = self.shared_element(*i, idx, &iv);

@@ -8,7 +8,7 @@ use super::{
     uses, Emitter,
 };
 use crate::analyse::Access;
-use crate::ir::{Kernel, LocalId, Param, ParamKind, Reduce};
+use crate::ir::{Kernel, LocalId, Param, ParamKind, Reduce, Ty};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::BTreeSet;
@@ -179,7 +179,20 @@ impl ModuleEmitter<'_> {
                 kind: ::warpfit::__private::ParamKind::#kind,
             })
         });
-        let acc = format_ident!("{}", k.acc.scalar_variant().expect("checked in lower"));
+        let scalar = |t: Ty| {
+            let v = format_ident!("{}", t.scalar_variant().expect("checked in lower"));
+            quote!(::warpfit::__private::ScalarType::#v)
+        };
+        let acc = match k.acc.tuple() {
+            Some(t) => {
+                let elems = t.elems().map(scalar);
+                quote!(::warpfit::__private::AccType::Tuple(&[#(#elems),*]))
+            }
+            None => {
+                let t = scalar(k.acc);
+                quote!(::warpfit::__private::AccType::Scalar(#t))
+            }
+        };
         let elementwise = k.elementwise;
         let donates = k.donates();
         quote! {
@@ -189,7 +202,7 @@ impl ModuleEmitter<'_> {
                 cuda_source: CUDA_SOURCE,
                 device_fns: &[#(#device_fns),*],
                 params: &[#(#params),*],
-                acc: ::warpfit::__private::ScalarType::#acc,
+                acc: #acc,
                 elementwise: #elementwise,
                 donates: #donates,
                 index_encoding: ::warpfit::__private::IndexEncoding::Plain,

@@ -34,7 +34,15 @@ enum DeferredCheck {
     FloatLit(TypeVar, String, SourceRange),
     /// The type must be known (a device function's result).
     Known(TypeVar, SourceRange, String),
+    /// The value must not be a tuple; the message says what needs a scalar.
+    Scalar(TypeVar, SourceRange, &'static str),
 }
+
+const SCALAR_OPS: &str = "operators, casts and methods apply to scalars, not tuples: apply them to the elements, e.g. `a.0 < b.0`";
+
+/// What a tuple element may not be.
+const NESTED: &str =
+    "nested tuples are not supported: a tuple's elements are scalars; flatten it, `(a, b, c)`";
 
 #[derive(Clone, Copy, PartialEq)]
 enum Phase {
@@ -145,6 +153,16 @@ impl<'a> Lowering<'a> {
         id
     }
 
+    /// A local the kernel's code cannot name (a destructured tuple).
+    fn declare_hidden(&mut self, ident: &syn::Ident, tv: TypeVar) -> LocalId {
+        self.vars.push(Var {
+            ident: ident.clone(),
+            tv,
+            phase: self.phase,
+        });
+        self.vars.len() - 1
+    }
+
     fn lookup(&self, name: &str) -> Option<LocalId> {
         self.scopes
             .iter()
@@ -164,31 +182,55 @@ impl<'a> Lowering<'a> {
         }
     }
 
-    fn let_(&mut self, l: &parse::Let) -> (LocalId, ir::Expr) {
+    /// A `let`'s bindings: one, or for `let (a, b) = v;` a hidden local
+    /// holding `v` and then `a = tuple.0`, `b = tuple.1`.
+    fn let_(&mut self, l: &parse::Let) -> Vec<(LocalId, ir::Expr)> {
         let init = self.expr(&l.init);
         if let Some((t, _)) = l.ty {
             let want = self.is(t);
             let sp = l.init.sp;
+            let shown = l
+                .parts
+                .as_ref()
+                .map_or_else(|| l.name.to_string(), |_| "the pattern".to_string());
             self.unify_or(init.tv, want, sp, |found, _| {
                 format!(
-                    "mismatched types: `{}` is annotated `{}`, the value is {found}{}",
-                    l.name,
+                    "mismatched types: `{shown}` is annotated `{}`, the value is {found}{}",
                     t.rust_name(),
                     cast_hint(&found)
                 )
             });
         }
-        let copies_task = self.is_task(&l.init);
-        let id = self.declare(&l.name, init.tv);
-        if copies_task {
-            self.task_copies.insert(id);
+        let Some(parts) = &l.parts else {
+            let copies_task = self.is_task(&l.init);
+            let id = self.declare(&l.name, init.tv);
+            if copies_task {
+                self.task_copies.insert(id);
+            }
+            return vec![(id, init)];
+        };
+        // The pattern fixes the arity; the elements' types come from the value.
+        let elems: Vec<TypeVar> = parts.iter().map(|_| self.s.fresh(Bound::Any)).collect();
+        let pattern = self.s.tuple(elems.clone());
+        let n = parts.len();
+        self.unify_or(init.tv, pattern, l.init.sp, |found, _| {
+            format!("mismatched types: the pattern binds a tuple of {n} element{}, the value is {found}", if n == 1 { "" } else { "s" })
+        });
+        let whole = self.declare_hidden(&l.name, init.tv);
+        let mut out = vec![(whole, init)];
+        for (i, (part, tv)) in parts.iter().zip(elems).enumerate() {
+            if let Some(name) = part {
+                let id = self.declare(name, tv);
+                let read = typed(ir::ExprKind::Local(whole), pattern);
+                out.push((id, typed(ir::ExprKind::Field(Box::new(read), i), tv)));
+            }
         }
-        (id, init)
+        out
     }
 
     fn block(&mut self, b: &parse::Block) -> ir::Expr {
         self.scopes.push(Vec::new());
-        let lets: Vec<_> = b.lets.iter().map(|l| self.let_(l)).collect();
+        let lets: Vec<_> = b.lets.iter().flat_map(|l| self.let_(l)).collect();
         let tail = self.expr(&b.tail);
         self.scopes.pop();
         let tv = tail.tv;
@@ -196,6 +238,51 @@ impl<'a> Lowering<'a> {
             return tail;
         }
         typed(ir::ExprKind::Block(lets, Box::new(tail)), tv)
+    }
+
+    /// A tuple literal: its elements are scalars.
+    fn tuple(&mut self, elems: &[parse::Expr]) -> ir::Expr {
+        let elems: Vec<ir::Expr> = elems
+            .iter()
+            .map(|e| {
+                let v = self.expr(e);
+                self.deferred
+                    .push(DeferredCheck::Scalar(v.tv, e.sp, NESTED));
+                v
+            })
+            .collect();
+        let tv = self.s.tuple(elems.iter().map(|e| e.tv).collect());
+        typed(ir::ExprKind::Tuple(elems), tv)
+    }
+
+    /// `value.i`: the value's type must be a tuple known by here.
+    fn field(&mut self, inner: &parse::Expr, i: usize, sp: SourceRange) -> ir::Expr {
+        let v = self.expr(inner);
+        match self.s.tuple_elems(v.tv) {
+            Some(elems) if i < elems.len() => {
+                let tv = elems[i];
+                typed(ir::ExprKind::Field(Box::new(v), i), tv)
+            }
+            Some(elems) => {
+                let found = self.s.describe(v.tv);
+                self.error_expr(sp.error(format!(
+                    "no element `.{i}` in {found}: its elements are `.0` to `.{}`",
+                    elems.len() - 1
+                )))
+            }
+            None => match self.s.get(v.tv) {
+                Bound::Error => self.failed(),
+                Bound::Any => self.error_expr(sp.error(format!(
+                    "the type of this value must be known to read `.{i}`: annotate its binding, e.g. `let p: (f32, u32) = ..;`"
+                ))),
+                _ => {
+                    let found = self.s.describe(v.tv);
+                    self.error_expr(sp.error(format!(
+                        "`.{i}` reads an element of a tuple, but this is {found}"
+                    )))
+                }
+            },
+        }
     }
 
     fn expect_bool(&mut self, x: &ir::Expr, sp: SourceRange, what: &str) {
@@ -254,6 +341,8 @@ impl<'a> Lowering<'a> {
             Ast::Unary(UnOp::Not, inner) => {
                 let v = self.expr(inner);
                 self.deferred.push(DeferredCheck::Not(v.tv, sp));
+                self.deferred
+                    .push(DeferredCheck::Scalar(v.tv, sp, SCALAR_OPS));
                 let tv = v.tv;
                 typed(ir::ExprKind::Unary(UnOp::Not, Box::new(v)), tv)
             }
@@ -261,6 +350,8 @@ impl<'a> Lowering<'a> {
             Ast::Cast(inner, to) => {
                 let v = self.expr(inner);
                 self.deferred.push(DeferredCheck::Cast(v.tv, *to, sp));
+                self.deferred
+                    .push(DeferredCheck::Scalar(v.tv, sp, SCALAR_OPS));
                 let tv = self.is(*to);
                 typed(ir::ExprKind::Cast(Box::new(v)), tv)
             }
@@ -323,6 +414,8 @@ impl<'a> Lowering<'a> {
                 args,
             } => self.atomic(op, array, index, args, sp),
             Ast::LoadShared(array, idx) => self.load_shared(array, idx, sp),
+            Ast::Tuple(elems) => self.tuple(elems),
+            Ast::Field(inner, i) => self.field(inner, *i, sp),
             Ast::Nested(n) => match self.folded {
                 Some((folded, acc)) if std::ptr::eq(&**n, folded) => typed(ir::ExprKind::Acc, acc),
                 // Misplaced or extra patterns were reported by `check`.
@@ -729,6 +822,8 @@ impl<'a> Lowering<'a> {
                 self.unify_or(a.tv, b.tv, op_sp, |x, y| {
                     format!("mismatched types {x} and {y} in `{sym}`: add an `as` cast")
                 });
+                self.deferred
+                    .push(DeferredCheck::Scalar(a.tv, op_sp, SCALAR_OPS));
                 if op.is_comparison() {
                     self.is(Ty::Bool)
                 } else {
@@ -817,7 +912,7 @@ impl<'a> Lowering<'a> {
                         sp.error(format!(
                             "`{}` is not defined for `{}`",
                             op.symbol(),
-                            t.map_or("_", |t| t.rust_name())
+                            t.map_or("_".into(), |t| t.rust_name())
                         ))
                     })
                 }
@@ -921,6 +1016,10 @@ impl<'a> Lowering<'a> {
                 DeferredCheck::Known(tv, sp, msg) => {
                     (self.s.get(tv) == Bound::Any).then(|| sp.error(msg))
                 }
+                DeferredCheck::Scalar(tv, sp, msg) => {
+                    let tuple = matches!(self.s.get(tv), Bound::Tuple(_) | Bound::Is(Ty::Tuple(_)));
+                    tuple.then(|| sp.error(msg))
+                }
             };
             if let Some(err) = err {
                 self.errs.push(err);
@@ -990,12 +1089,20 @@ impl<'a> Lowering<'a> {
     }
 
     /// Lowers the epilogue statements; `nested` is replaced by the folded value.
-    fn stmt(&mut self, s: &parse::Stmt) -> Option<Stmt> {
+    fn stmt(&mut self, s: &parse::Stmt) -> Vec<Stmt> {
         match s {
-            parse::Stmt::Let(l) => {
-                let (id, v) = self.let_(l);
-                Some(Stmt::Let(id, v))
-            }
+            parse::Stmt::Let(l) => self
+                .let_(l)
+                .into_iter()
+                .map(|(id, v)| Stmt::Let(id, v))
+                .collect(),
+            s => self.stmt_one(s).into_iter().collect(),
+        }
+    }
+
+    fn stmt_one(&mut self, s: &parse::Stmt) -> Option<Stmt> {
+        match s {
+            parse::Stmt::Let(_) => unreachable!("lowered by `stmt`"),
             parse::Stmt::Assign {
                 array,
                 index,
@@ -1096,10 +1203,10 @@ impl<'a> Lowering<'a> {
                 let c = self.expr(cond);
                 self.expect_bool(&c, cond.sp, "an `if` condition");
                 self.scopes.push(Vec::new());
-                let t = then.iter().filter_map(|s| self.stmt(s)).collect();
+                let t = then.iter().flat_map(|s| self.stmt(s)).collect();
                 self.scopes.pop();
                 self.scopes.push(Vec::new());
-                let f = els.iter().filter_map(|s| self.stmt(s)).collect();
+                let f = els.iter().flat_map(|s| self.stmt(s)).collect();
                 self.scopes.pop();
                 Some(Stmt::If(c, t, f))
             }
@@ -1247,7 +1354,7 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
     // Prologue.
     let mut prologue: Vec<(LocalId, ir::Expr)> = Vec::new();
     for l in &shape.prologue {
-        prologue.push(lowering.let_(l));
+        prologue.extend(lowering.let_(l));
     }
     if let Some(fe) = shape.for_each {
         return for_each(k, shape, lowering, task, prologue, fe);
@@ -1282,9 +1389,7 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
     lowering.folded = Some((nested, acc));
     let mut epilogue = Vec::new();
     for s in shape.epilogue {
-        if let Some(s) = lowering.stmt(s) {
-            epilogue.push(s);
-        }
+        epilogue.extend(lowering.stmt(s));
     }
 
     lowering.finish();
@@ -1292,6 +1397,9 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
     match acc_ty {
         Some(Ty::Usize) => lowering.errs.push(nested.init.sp.error(
             "the fold's accumulator cannot be `usize` (its size differs between host and device): fold `u64` or `u32` values, e.g. `(k as u64)`",
+        )),
+        Some(Ty::Tuple(t)) if t.elems().any(|e| e == Ty::Usize) => lowering.errs.push(nested.init.sp.error(
+            "the fold's accumulator cannot hold `usize` (its size differs between host and device): fold `u64` or `u32` elements, e.g. `(w[k], k as u32)`",
         )),
         None if lowering.s.get(acc) == Bound::Any => lowering.errs.push(nested.init.sp.error("cannot infer the fold's accumulator type: add a suffix to the initial value, e.g. `0.0f32`")),
         _ => {}
@@ -1391,15 +1499,13 @@ fn for_each<'a>(
     lowering.scopes.push(Vec::new());
     let ku = lowering.is(Ty::Usize);
     let kid = lowering.declare(&fe.k, ku);
-    let mut body: Vec<Stmt> = fe.body.iter().filter_map(|s| lowering.stmt(s)).collect();
+    let mut body: Vec<Stmt> = fe.body.iter().flat_map(|s| lowering.stmt(s)).collect();
     lowering.scopes.pop();
 
     lowering.phase = Phase::Epilogue;
     let mut epilogue = Vec::new();
     for s in shape.epilogue {
-        if let Some(s) = lowering.stmt(s) {
-            epilogue.push(s);
-        }
+        epilogue.extend(lowering.stmt(s));
     }
     lowering.finish();
     let errs = std::mem::take(&mut lowering.errs);
@@ -1477,9 +1583,7 @@ fn elementwise<'a>(
     lowering.phase = Phase::Epilogue;
     let mut epilogue = Vec::new();
     for s in shape.epilogue {
-        if let Some(s) = lowering.stmt(s) {
-            epilogue.push(s);
-        }
+        epilogue.extend(lowering.stmt(s));
     }
     lowering.finish();
     let errs = std::mem::take(&mut lowering.errs);
@@ -1531,7 +1635,7 @@ pub fn device_fn(f: &parse::DeviceFnAst) -> syn::Result<ir::DeviceFn> {
             lowering.declare(n, tv)
         })
         .collect();
-    let mut lets: Vec<_> = f.block.lets.iter().map(|l| lowering.let_(l)).collect();
+    let mut lets: Vec<_> = f.block.lets.iter().flat_map(|l| lowering.let_(l)).collect();
     let mut body = lowering.expr(&f.block.tail);
     let ret = lowering.is(f.ret);
     lowering.unify_or(body.tv, ret, f.block.tail.sp, |found, want| {

@@ -1,5 +1,7 @@
 //! Folds of several values: the CPU twin of tuple kernels against plain
 //! loops, whole and over split tasks.
+// The plain loops index by task and edge as the kernels do.
+#![allow(clippy::needless_range_loop)]
 
 mod macro_common;
 mod tuple_common;
@@ -120,7 +122,7 @@ fn eight_mixed_elements_fold_each_by_its_own_operator() {
                     a.4 + f[e],
                     a.5 ^ x[s] as u64,
                     a.6.min((s % 200) as u8),
-                    a.7 * (1.0 + f[e] as f64 / 8.0),
+                    a.7 * if f[e] > 0.5 { 2.0 } else { 0.5 },
                 );
             }
             a
@@ -189,4 +191,44 @@ fn tuple_accumulators_are_described_to_the_device_layer() {
     assert_eq!(eight::SPEC.acc.size(), 64);
     assert!(lightest::CUDA_SOURCE.contains("typedef warpfit::tuple<float, uint32_t> acc_t;"));
     assert!(lightest::CUDA_SOURCE.contains("static_assert(sizeof(acc_t) == 8"));
+}
+
+#[test]
+fn throttled_tuple_handles_equal_plain_loops_on_the_cpu() {
+    use warpfit::runtime::gen;
+    let dev = Device::cpu();
+    let a = gen::rmat(9, 8, 2).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let (ptr, col) = (a.row_ptr(), a.col_idx());
+    let val = macro_common::quarters(a.nnz(), 3);
+    let x = macro_common::quarters(m, 9);
+    let mut want = (
+        vec![0f32; n],
+        vec![0f32; n],
+        vec![f32::INFINITY; n],
+        vec![u32::MAX; n],
+    );
+    for r in 0..n {
+        for k in ptr[r] as usize..ptr[r + 1] as usize {
+            let c = col[k] as usize;
+            want.0[r] += val[k] * x[c];
+            want.1[r] += val[k];
+            let d = x[c] + val[k];
+            if d < want.2[r] || (d == want.2[r] && (c as u32) < want.3[r]) {
+                want.2[r] = d;
+                want.3[r] = c as u32;
+            }
+        }
+    }
+    for policy in ThrottlePolicy::ALL {
+        let opts = ThrottleOptions::default().with_policy(policy);
+        let mut t = gather_pair::throttle(&dev, &opts, n, m, ptr, col, &val).unwrap();
+        let (mut y, mut s) = (vec![f32::NAN; n], vec![f32::NAN; n]);
+        t.launch(&x, &mut y[..], &mut s[..]).unwrap();
+        assert_eq!((&y, &s), (&want.0, &want.1), "{policy}");
+        let mut t = nearest::throttle(&dev, &opts, n, m, ptr, col, &val).unwrap();
+        let (mut d, mut at) = (vec![f32::NAN; n], vec![0u32; n]);
+        t.launch(&x, &mut d[..], &mut at[..]).unwrap();
+        assert_eq!((&d, &at), (&want.2, &want.3), "{policy}");
+    }
 }

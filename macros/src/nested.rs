@@ -44,10 +44,12 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let module = emit_rust::module(&kernel, &access, &item.vis, &cuda, throttle_items);
     // The language spells reductions as an explicit fold (it becomes a warp
     // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
-    // the language does not accept. The function is otherwise kept verbatim.
+    // the language does not accept. A kernel is often used only through its
+    // companion (`k::launch`), which runs the twin, not the function: that
+    // is not dead code. The function is otherwise kept verbatim.
     let cfgs = cfg_attrs(item);
     Ok(quote! {
-        #[allow(clippy::unnecessary_fold)]
+        #[allow(clippy::unnecessary_fold, dead_code)]
         #item
         #(#cfgs)*
         #module

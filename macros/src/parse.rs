@@ -576,12 +576,8 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
         match arg {
             FnArg::Typed(pt) => {
                 let name = errs.ok(plain_ident(&pt.pat, WHAT));
-                let ty = errs.ok(value_type(&pt.ty).map_err(|e| {
-                    syn::Error::new(
-                        e.span(),
-                        format!("unsupported parameter type in {WHAT}: {e}"),
-                    )
-                }));
+                let ty = errs
+                    .ok(value_type(&pt.ty).map_err(|e| in_signature(e, &pt.ty, "parameter type")));
                 if let (Some(n), Some(t)) = (name, ty) {
                     params.push((n, t));
                 }
@@ -590,9 +586,9 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
         }
     }
     let ret = match &sig.output {
-        ReturnType::Type(_, ty) => errs.ok(value_type(ty).map_err(|e| {
-            syn::Error::new(e.span(), format!("unsupported return type in {WHAT}: {e}"))
-        })),
+        ReturnType::Type(_, ty) => {
+            errs.ok(value_type(ty).map_err(|e| in_signature(e, ty, "return type")))
+        }
         ReturnType::Default => {
             errs.push(err(
                 &sig.ident,
@@ -609,6 +605,14 @@ pub fn device_fn(item: &syn::ItemFn) -> syn::Result<DeviceFnAst> {
         ret: ret.expect("checked"),
         block: block.expect("checked"),
     })
+}
+
+/// A `#[device_fn]` signature's type error from [`value_type`], said as
+/// such and spanned on the whole type.
+fn in_signature(e: syn::Error, ty: &Type, what: &str) -> syn::Error {
+    let msg = e.to_string();
+    let why = msg.strip_prefix("unsupported type: ").unwrap_or(&msg);
+    err(ty, format!("unsupported {what} in a #[device_fn]: {why}"))
 }
 
 fn stmts(list: &[syn::Stmt], errs: &mut Errors) -> Vec<Stmt> {

@@ -480,6 +480,51 @@ fn k(t: usize, p: &[u32], y: &mut [i32]) {
     assert!(c.contains("wf_c.int_"), "{c}");
 }
 
+/// A tuple fold commutes when each element of its body's tuple literal
+/// applies a commuting operator to the same element of both parameters.
+#[test]
+fn commuting_tuple_operators_are_recognised() {
+    let fold = |op: &str| {
+        let src = format!(
+            "
+fn k(t: usize, p: &[u32], v: &[f32], y: &mut [f32], z: &mut [u32]) {{
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    let (s, c) = (lo..hi).map(|e| (v[e], e as u32)).fold((0.0, 0), {op});
+    y[t] = s;
+    z[t] = c;
+}}"
+        );
+        let (k, _) = access_of(&src);
+        let c = cuda(&src);
+        assert!(
+            c.contains("typedef warpfit::tuple<float, uint32_t> acc_t;"),
+            "{c}"
+        );
+        assert!(c.contains("static_assert(sizeof(acc_t) == 8,"), "{c}");
+        let flagged = c.contains("static constexpr bool commutative = true;");
+        assert_eq!(flagged, k.reduce.commutes(), "{op}");
+        k.reduce.commutes()
+    };
+    for op in [
+        "|a, b| (a.0 + b.0, a.1 + b.1)",
+        "|a, b| (b.0 * a.0, a.1.max(b.1))",
+        "|a, b| (a.0.min(b.0), b.1 ^ a.1)",
+    ] {
+        assert!(fold(op), "{op}");
+    }
+    for op in [
+        // Elements crossed, one element not folded, a branch, a subtraction.
+        "|a, b| (a.0 + b.0, a.1 + b.0 as u32)",
+        "|a, b| (a.0 + b.0, a.1)",
+        "|a, b| if b.0 < a.0 { b } else { a }",
+        "|a, b| (a.0 - b.0, a.1 + b.1)",
+        "|a, b| (a.0 + b.0, b.1 + b.1)",
+    ] {
+        assert!(!fold(op), "{op}");
+    }
+}
+
 mod random {
     use super::*;
     use proptest::prelude::*;
@@ -654,6 +699,41 @@ mod random {
             prop_assert!(balanced(&c), "unbalanced:\n{c}");
             prop_assert!(!c.contains("double"));
             prop_assert!(!c.contains(" + ") && !c.contains(" * "), "raw arithmetic:\n{c}");
+        }
+
+        /// A fold of a random pair of expressions (an f32 and an i32) as a
+        /// tuple, with a random element-wise operator, lowers to a tuple
+        /// accumulator whose elements keep their types, on both backends.
+        #[test]
+        fn tuple_folds_of_random_elements_emit_well_formed_cuda(
+            x in expr(T::F, 3),
+            i in expr(T::I, 3),
+            op in prop::sample::select(vec!["+", "*", "&", "|", "^"]),
+        ) {
+            let fop = if matches!(op, "+" | "*") { op } else { "+" };
+            let src = format!(
+                "fn k(t: usize, p: &[u32], fa: &[f32], ia: &[i32], y: &mut [f32], z: &mut [i32]) {{
+                    let lo = p[t] as usize;
+                    let hi = p[t + 1] as usize;
+                    let (s, q) = (lo..hi).map(|e| {{
+                        let a = fa[e];
+                        let b = fa[e + 1];
+                        let i = ia[e];
+                        let u = ia[e] as u32;
+                        ({x}, {i})
+                    }}).fold((0.0, 0), |m, n| (m.0 {fop} n.0, m.1 {op} n.1));
+                    y[t] = s;
+                    z[t] = q;
+                }}"
+            );
+            let c = cuda_of(&src).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+            prop_assert!(balanced(&c), "unbalanced:\n{c}");
+            prop_assert!(!c.contains("double"), "double in an f32/i32 kernel:\n{c}");
+            prop_assert!(c.contains("typedef warpfit::tuple<float, int32_t> acc_t;"), "{c}");
+            prop_assert!(c.contains("static constexpr bool commutative = true;"), "{c}");
+            let file: syn::File = syn::parse_str(&src).expect("valid Rust");
+            let syn::Item::Fn(item) = &file.items[0] else { unreachable!() };
+            crate::nested::expand(item).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
         }
 
         /// Mixing f32 and f64 operands is always a typing error, never a panic.

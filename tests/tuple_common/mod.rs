@@ -1,6 +1,7 @@
 //! Kernels whose folds carry tuples, shared by the CPU, NVRTC and GPU
 //! suites, and the plain loops they are checked against.
-#![allow(dead_code)]
+// The plain loops index by task and edge as the kernels do.
+#![allow(dead_code, clippy::needless_range_loop)]
 
 use warpfit::prelude::*;
 
@@ -85,7 +86,8 @@ pub fn spmv_1(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], 
 }
 
 /// Eight elements of mixed types, every element its own operator: the
-/// widest tuple the language allows.
+/// widest tuple the language allows (its product of powers of two is exact
+/// in every order).
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]
 pub fn eight(
@@ -116,7 +118,7 @@ pub fn eight(
                 f[e],
                 x[s] as u64,
                 (s % 200) as u8,
-                1.0 + f[e] as f64 / 8.0,
+                if f[e] > 0.5 { 2.0 } else { 0.5 },
             )
         })
         .fold(
@@ -188,4 +190,55 @@ pub fn lightest_reference(ptr: &[u32], w: &[f32]) -> (Vec<f32>, Vec<u32>) {
 /// decides.
 pub fn tied_weights(n: usize) -> Vec<f32> {
     (0..n).map(|i| ((i * 7919) % 4) as f32 * 0.5).collect()
+}
+
+/// A gather with two sums (`Σ a·x` and `Σ a`), throttled: its fold
+/// commutes element by element.
+#[nested_reduce]
+#[throttled]
+pub fn gather_pair(
+    row: usize,
+    ptr: &[u32],
+    col: &[u32],
+    val: &[f32],
+    x: &[f32],
+    y: &mut [f32],
+    s: &mut [f32],
+) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    let (ax, a) = (lo..hi)
+        .map(|k| (val[k] * x[col[k] as usize], val[k]))
+        .fold((0.0, 0.0), |p, q| (p.0 + q.0, p.1 + q.1));
+    y[row] = ax;
+    s[row] = a;
+}
+
+/// The nearest neighbour through a gather, `argmin (x[col] + val)` with
+/// ties to the lowest column, throttled: the tie-break does not commute
+/// syntactically, so only order-keeping schedules fold it.
+#[nested_reduce]
+#[throttled]
+pub fn nearest(
+    row: usize,
+    ptr: &[u32],
+    col: &[u32],
+    val: &[f32],
+    x: &[f32],
+    d: &mut [f32],
+    at: &mut [u32],
+) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    let (best, arg) = (lo..hi)
+        .map(|k| (x[col[k] as usize] + val[k], col[k]))
+        .fold((f32::INFINITY, u32::MAX), |a, b| {
+            if b.0 < a.0 || (b.0 == a.0 && b.1 < a.1) {
+                b
+            } else {
+                a
+            }
+        });
+    d[row] = best;
+    at[row] = arg;
 }

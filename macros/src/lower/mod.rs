@@ -1252,7 +1252,8 @@ fn rust_param_type(p: &parse::Param) -> String {
 }
 
 fn cast_hint(found: &str) -> &'static str {
-    if found.starts_with('`') {
+    // A known scalar type (a tuple does not cast).
+    if found.starts_with('`') && !found.starts_with("`(") {
         ": add an `as` cast"
     } else {
         ""

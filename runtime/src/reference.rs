@@ -156,9 +156,87 @@ pub fn components<T>(a: &Csr<T>) -> Result<Vec<u32>> {
     Ok((0..n).map(|v| find(&mut parent, v)).collect())
 }
 
+/// A minimum spanning forest by Kruskal's algorithm: the undirected edges
+/// `{u, v}` (entries above the diagonal; the matrix must be symmetric, as
+/// the caller checks) of weight `|a(u, v)|` in increasing order of
+/// `(weight, u, v)`, each kept when it joins two trees of a union-find.
+/// Returns the forest's edges `(u, v, weight)` with `u < v`, in that order.
+///
+/// Ordering ties by the endpoints makes the forest unique: it is the one
+/// every algorithm that breaks ties by the same order finds (Borůvka's
+/// rounds included), so results compare edge for edge.
+pub fn kruskal(a: &Csr<f32>) -> Result<Vec<(u32, u32, f32)>> {
+    check_square("a minimum spanning forest", a)?;
+    let n = crate::error::to_u32("spanning forest vertices", a.nrows())?;
+    let mut edges: Vec<(f32, u32, u32)> = Vec::new();
+    for u in 0..n {
+        let (cols, vals) = a.row(u as usize);
+        for (&v, &w) in cols.iter().zip(vals) {
+            if u < v {
+                edges.push((w.abs(), u, v));
+            }
+        }
+    }
+    edges.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then((x.1, x.2).cmp(&(y.1, y.2))));
+    let mut parent: Vec<u32> = (0..n).collect();
+    fn find(parent: &mut [u32], mut x: u32) -> u32 {
+        while parent[x as usize] != x {
+            let up = parent[parent[x as usize] as usize];
+            parent[x as usize] = up;
+            x = up;
+        }
+        x
+    }
+    let mut forest = Vec::new();
+    for (w, u, v) in edges {
+        let (ru, rv) = (find(&mut parent, u), find(&mut parent, v));
+        if ru != rv {
+            parent[ru.max(rv) as usize] = ru.min(rv);
+            forest.push((u, v, w));
+        }
+    }
+    Ok(forest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kruskal_keeps_the_lightest_edges_that_join_trees() {
+        // A square 0-1-2-3-0 with a diagonal 0-2; weights 1, 2, 3, 4 and 1.5;
+        // 4-5 apart (a forest of two trees); negative values weigh |a|.
+        let mut t = Vec::new();
+        for (u, v, w) in [
+            (0, 1, 1.0f32),
+            (1, 2, 2.0),
+            (2, 3, 3.0),
+            (3, 0, 4.0),
+            (0, 2, 1.5),
+            (4, 5, -0.5),
+        ] {
+            t.push((u, v, w));
+            t.push((v, u, w));
+        }
+        let a = Csr::from_triplets(6, 6, t).unwrap();
+        let f = kruskal(&a).unwrap();
+        assert_eq!(f, [(4, 5, 0.5), (0, 1, 1.0), (0, 2, 1.5), (2, 3, 3.0)]);
+        // Equal weights: ties go to the lower endpoints.
+        let tri = Csr::from_triplets(
+            3,
+            3,
+            [
+                (0, 1, 1.0f32),
+                (1, 0, 1.0),
+                (1, 2, 1.0),
+                (2, 1, 1.0),
+                (0, 2, 1.0),
+                (2, 0, 1.0),
+            ],
+        )
+        .unwrap();
+        assert_eq!(kruskal(&tri).unwrap(), [(0, 1, 1.0), (0, 2, 1.0)]);
+    }
 
     fn path(n: usize, w: f32) -> Csr<f32> {
         // i → i + 1 for i < n - 1.

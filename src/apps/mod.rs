@@ -1,6 +1,6 @@
 //! Ready-made kernels and their drivers: SpMV, PageRank, SSSP (Bellman-Ford,
-//! and under the worklist drivers), BFS, connected components and conjugate
-//! gradient, each built from `#[nested_reduce]` kernels (or, for the
+//! and under the worklist drivers), BFS, connected components, minimum
+//! spanning forests (Borůvka) and conjugate gradient, each built from `#[nested_reduce]` kernels (or, for the
 //! worklist drivers, the push-form steps of [`push_kernels`]) over a CSR
 //! matrix, the iterative ones with their data on the device. The
 //! `warpfit` CLI and the examples run these; they double as worked examples
@@ -10,6 +10,7 @@ mod cg;
 mod driven;
 mod graph;
 mod kernels;
+mod mst;
 mod pipelined;
 pub mod push_kernels;
 mod throttled;
@@ -18,6 +19,10 @@ mod timing;
 pub use cg::{
     cg, cg_observed, relative_residual, rhs_for_ones, smallest_tol, CgOptions, CgOrder, CgResult,
     CgScalar, Preconditioner, RenumberedRun, MAX_RESTARTS,
+};
+pub use mst::{
+    mst, mst_break, mst_hook, mst_jump, mst_lightest, mst_moved, mst_of, mst_relabel, MstGraph,
+    SpanningForest,
 };
 pub use timing::{IterationTimes, Timings, KEPT_ITERATIONS};
 

@@ -15,6 +15,7 @@ macro_rules! say {
 mod bench;
 mod bench_apps;
 mod bench_throttle;
+mod bench_tuple;
 mod gen;
 mod info;
 mod input;
@@ -48,13 +49,14 @@ enum Command {
     Info,
     /// Writes a generated matrix as Matrix Market.
     Gen(gen::GenArgs),
-    /// Runs an app (spmv, pagerank, sssp, bfs, cc, cg) on a matrix.
+    /// Runs an app (spmv, pagerank, sssp, bfs, cc, cg, mst) on a matrix.
     Run(run::RunArgs),
     /// Partitions a matrix's work graph into cache-sized pieces (DBWP).
     Partition(partition::PartitionArgs),
     /// Times the GPU SpMV variants against cuSPARSE (`spmv`), every app's
     /// iterations against its kernels and CG against cuSPARSE CG (`apps`),
-    /// or the throttled SpMV under every policy (`throttle`).
+    /// the throttled SpMV under every policy (`throttle`), or tuple folds
+    /// against scalar folds (`tuple`).
     Bench(bench::BenchArgs),
 }
 
@@ -80,6 +82,10 @@ fn main() -> ExitCode {
             // The output was written; the status says it is no answer.
             Ok(run::Outcome::NotConverged(why)) => {
                 eprintln!("warning: cg did not converge: {why}");
+                return ExitCode::from(1);
+            }
+            Ok(run::Outcome::Mismatch(why)) => {
+                eprintln!("error: mst --check: {why}");
                 return ExitCode::from(1);
             }
             Err(e) => Err(e),

@@ -35,6 +35,10 @@ pub enum App {
     /// Conjugate gradient on a symmetric positive definite matrix: solves
     /// A·x = b (b = A·1 without `--rhs`, so that x is all ones).
     Cg,
+    /// Minimum spanning forest of a symmetric matrix read as an undirected
+    /// graph (weights |a(i, j)|) by Borůvka's rounds: its total weight and
+    /// edge count; `--output` writes one `u v w` line per forest edge.
+    Mst,
 }
 
 /// The precision `cg` computes in.
@@ -68,8 +72,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub decomp: Option<String>,
     /// Iterations: SpMV repetitions (default 10), PageRank power iterations
-    /// (default 20); at least 1. Not for sssp, bfs and cc, which run to a
-    /// fixed point, nor cg, which stops at --tol or --max-iters.
+    /// (default 20), mst repetitions of the whole forest (default 3, the
+    /// first compiles the kernels); at least 1. Not for sssp, bfs and cc,
+    /// which run to a fixed point, nor cg, which stops at --tol or
+    /// --max-iters.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: Option<u64>,
     /// Source vertex of sssp and bfs (default 0); not for the other apps.
@@ -147,6 +153,11 @@ pub struct RunArgs {
     /// written in the matrix's own order either way.
     #[arg(long, value_name = "ORDER")]
     pub order: Option<String>,
+    /// mst: also runs Kruskal's algorithm (the sequential reference) on one
+    /// CPU thread, times it, and checks that the forest is the same, edge
+    /// for edge (a mismatch exits with status 1).
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
@@ -175,14 +186,17 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
             ));
         }
     }
+    if args.check && args.app != App::Mst {
+        return Err(Error::invalid("--check applies to mst only"));
+    }
     if args.app == App::Cg && args.iters.is_some() {
         return Err(Error::invalid(
-            "--iters applies to spmv and pagerank only: cg stops at --tol or --max-iters",
+            "--iters applies to spmv, pagerank and mst only: cg stops at --tol or --max-iters",
         ));
     }
     if fixed_point && args.iters.is_some() {
         return Err(Error::invalid(
-            "--iters applies to spmv and pagerank only: sssp, bfs and cc run to a fixed point",
+            "--iters applies to spmv, pagerank and mst only: sssp, bfs and cc run to a fixed point",
         ));
     }
     if args.throttle.is_some() && !matches!(args.app, App::Spmv | App::Pagerank | App::Cg) {
@@ -269,6 +283,9 @@ pub enum Outcome {
     /// cg stopped without converging (why, in CLI terms); `x` was still
     /// written. The command exits with status 1.
     NotConverged(String),
+    /// `mst --check`: the forest differs from Kruskal's (where). The
+    /// command exits with status 1.
+    Mismatch(String),
 }
 
 pub fn run(args: &RunArgs) -> Result<Outcome> {
@@ -363,6 +380,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         },
         App::Pagerank => run.graph_app(&a, read),
         App::Sssp | App::Bfs | App::Cc => run.driven_app(&a, read),
+        App::Mst => return run.mst(&a, read),
         App::Cg => unreachable!("cg returned above"),
     }
     .map(|()| Outcome::Done)
@@ -571,6 +589,75 @@ impl AppRun<'_> {
         write_output(self.output, y.iter().map(|v| v.to_string()))
     }
 
+    /// Borůvka's minimum spanning forest, `--iters` times (the median
+    /// reported); with `--check` against Kruskal's on one CPU thread.
+    fn mst(self, a: &Csr<f32>, read: Duration) -> Result<Outcome> {
+        let device = &self.device;
+        let backend = device.backend_name();
+        let graph_start = Instant::now();
+        let g = apps::MstGraph::from_matrix(a)?;
+        let graph = graph_start.elapsed();
+        let repeats = self.iters.unwrap_or(MST_ITERS);
+        let mut times = IterationTimes::default();
+        let mut setup = graph;
+        let mut forest = None;
+        for _ in 0..repeats {
+            let f = apps::mst_of(device, &self.config, &g)?;
+            times.push(f.solve);
+            setup += f.setup;
+            forest = Some(f);
+        }
+        let f = forest.expect("at least one repetition");
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let median = times.median().unwrap_or_default();
+        say!(
+            "mst: {} edges of total weight {}, {} trees, {} rounds; solve median {:.3} ms over {repeats} runs, first {:.3} ms ({backend})",
+            f.edges.len(),
+            f.weight,
+            f.trees,
+            f.rounds,
+            ms(median),
+            ms(times.first().unwrap_or_default())
+        );
+        say!(
+            "timing: read {:.1} ms; graph and set-up {:.1} ms",
+            ms(read),
+            ms(setup)
+        );
+        let mut outcome = Outcome::Done;
+        if self.args.check {
+            let start = Instant::now();
+            let mut want = warpfit::runtime::reference::kruskal(a)?;
+            let kruskal = start.elapsed();
+            want.sort_unstable_by_key(|&(u, v, _)| (u, v));
+            let same = want == f.edges;
+            say!(
+                "check: Kruskal's forest (one CPU thread) in {:.1} ms, {:.1}x the median solve; {}",
+                ms(kruskal),
+                kruskal.as_secs_f64() / median.as_secs_f64().max(1e-9),
+                if same {
+                    "the same edges"
+                } else {
+                    "DIFFERENT edges"
+                }
+            );
+            if !same {
+                let first = want.iter().zip(&f.edges).position(|(x, y)| x != y);
+                outcome = Outcome::Mismatch(format!(
+                    "the forest has {} edges, Kruskal's {}; first difference at edge {}",
+                    f.edges.len(),
+                    want.len(),
+                    first.unwrap_or(want.len().min(f.edges.len()))
+                ));
+            }
+        }
+        write_output(
+            self.output,
+            f.edges.iter().map(|&(u, v, w)| format!("{u} {v} {w}")),
+        )?;
+        Ok(outcome)
+    }
+
     fn graph_app(self, a: &Csr<f32>, read: Duration) -> Result<()> {
         let device = &self.device;
         let config = &self.config;
@@ -618,7 +705,7 @@ impl AppRun<'_> {
                 print_timing(read, &timings, "iterations");
                 write_output(self.output, rank.iter().map(|v| v.to_string()))
             }
-            App::Spmv | App::Cg | App::Sssp | App::Bfs | App::Cc => {
+            App::Spmv | App::Cg | App::Sssp | App::Bfs | App::Cc | App::Mst => {
                 unreachable!("not run by graph_app")
             }
         }
@@ -1121,12 +1208,20 @@ fn check_app_memory(
             "the matrix, its undirected graph, its labels and worklists",
             48 * nnz + 4 * (rows + 1) + 12 * rows + lists,
         ),
+        // The graph's weights, weight bits, canonical ids and rows on the
+        // host; its pattern, those arrays and eight vectors on the device.
+        App::Mst => (
+            "the matrix, its spanning-forest graph and vectors",
+            4 * (rows + 1) + 36 * nnz + 40 * rows,
+        ),
         // Checked with the matrix's precision (`check_cg_memory`).
         App::Cg => return Ok(()),
     };
     mem::check(what, matrix.saturating_add(bytes))
 }
 
+/// mst repetitions without `--iters`.
+const MST_ITERS: usize = 3;
 /// SpMV repetitions without `--iters`.
 const SPMV_ITERS: usize = 10;
 /// PageRank iterations without `--iters`.

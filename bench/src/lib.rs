@@ -1,4 +1,4 @@
-//! warpfit's benchmarks: the harnesses behind `warpfit bench spmv|apps|throttle`,
+//! warpfit's benchmarks: the harnesses behind `warpfit bench spmv|apps|throttle|tuple`,
 //! the cuSPARSE baseline they compare against, and their Markdown and SVG
 //! reports. Benchmarks are not library code: they live here so that a crate
 //! that depends on `warpfit` builds only what kernels need.
@@ -8,6 +8,8 @@
 //!   time, CG against a CG whose SpMV is cuSPARSE's;
 //! - [`throttle`]: the generated `spmv` kernel through its throttled handle
 //!   under every policy, with its chart (`throttle_chart`);
+//! - [`tuple`](mod@tuple): folds that carry tuples against the same folds on scalars
+//!   (SpMV as a 1-tuple, min-plus with its argmin as a 2-tuple);
 //! - [`baseline`]: `cusparseSpMV` on a CSR matrix;
 //! - [`input`]: what every harness shares: the matrix sources and the
 //!   default suite, the f64 reference results are checked against, timed
@@ -20,5 +22,6 @@ pub mod input;
 pub mod spmv;
 pub mod throttle;
 mod throttle_chart;
+pub mod tuple;
 
 pub use input::{default_suite, MatrixSource};

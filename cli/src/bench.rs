@@ -3,7 +3,8 @@
 //! its kernels' time, CG against cuSPARSE CG, PageRank end to end;
 //! `warpfit bench throttle` (in `bench_throttle`): the throttled SpMV under
 //! every policy against cuSPARSE (or, on the CPU, against `org`), with a
-//! chart.
+//! chart; `warpfit bench tuple` (in `bench_tuple`): folds that carry tuples
+//! against the same folds on scalars.
 //!
 //! The protocol lives in `warpfit_bench::spmv` (CPU check first, CUDA events,
 //! L2 flushed before every run, median of at least 20 runs, copy bandwidth
@@ -24,13 +25,16 @@ pub struct BenchArgs {
     /// `apps` (every app's iterations against its kernels, CG against a
     /// cuSPARSE CG, PageRank end to end against the CPU backend) or
     /// `throttle` (the throttled SpMV under every policy against cuSPARSE,
-    /// on the original and the remapped matrix; `--svg` draws the chart).
-    #[arg(value_parser = lowercase(&["spmv", "apps", "throttle"]), ignore_case = true)]
+    /// on the original and the remapped matrix; `--svg` draws the chart) or
+    /// `tuple` (SpMV as a 1-tuple fold and min-plus with its argmin as a
+    /// 2-tuple fold, against the same folds on scalars).
+    #[arg(value_parser = lowercase(&["spmv", "apps", "throttle", "tuple"]), ignore_case = true)]
     pub kernel: String,
     /// Matrix suite: `default` (RMAT 20/22/24, uniform 2^22/2^24, rgg 2^22
     /// random and spatial, grid 4096²), `small` (a smoke run) or, for
     /// `throttle`, `large` (RMAT 24/25, uniform 2^24/2^25, rgg 2^24 random,
-    /// grid 4096²: x larger than a GPU's L2).
+    /// grid 4096²: x larger than a GPU's L2). For `tuple`, `default` is
+    /// RMAT 22 and uniform 2^22, `small` RMAT 16 and uniform 2^18.
     #[arg(long, default_value = "default", ignore_case = true,
           value_parser = lowercase(&["default", "small", "large"]))]
     pub suite: String,
@@ -52,6 +56,8 @@ pub struct BenchArgs {
     /// `cte:cf`, `cte:cf-slices`, ...); cuSPARSE always runs. Default: all of them.
     /// throttle: `baseline`, `remapped`, policies (`org`, `cf`, ...) and `carried` (the
     /// CPU plan executor); the reference (cuSPARSE, or `org` on the CPU) always runs.
+    /// tuple: decompositions (`cte`, the default configuration; `thread`; `subwarp:W`),
+    /// default `cte,thread`.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub variants: Vec<String>,
     /// Fixed CTE segment lengths timed besides the automatic split.
@@ -67,14 +73,15 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub device: usize,
     /// Replace the `## GPU SpMV` section of this Markdown file with the report
-    /// (throttle: the `## Throttled SpMV, every policy (…)` section of the backend).
+    /// (throttle: the `## Throttled SpMV, every policy (…)` section of the backend;
+    /// tuple: the ``## Tuple folds against scalar folds (GPU, `warpfit bench tuple`)`` section).
     #[arg(long, value_name = "FILE")]
     pub write: Option<PathBuf>,
-    /// Small inputs, for a quick run (`spmv`, `throttle`: the small suite).
+    /// Small inputs, for a quick run (`spmv`, `throttle`, `tuple`: the small suite).
     #[arg(long)]
     pub small: bool,
-    /// apps, throttle: write the Markdown report to this file (it is always
-    /// printed).
+    /// apps, throttle, tuple: write the Markdown report to this file (it is
+    /// always printed).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// apps: CG inputs instead of poisson2d side 2048 and poisson3d side
@@ -143,7 +150,7 @@ fn check_options(args: &BenchArgs) -> Result<()> {
         (
             "--variants",
             !args.variants.is_empty(),
-            &["spmv", "throttle"],
+            &["spmv", "throttle", "tuple"],
         ),
         (
             "--segment-lens",
@@ -151,8 +158,12 @@ fn check_options(args: &BenchArgs) -> Result<()> {
             &["spmv"],
         ),
         ("--budgets", args.budgets != BUDGETS, &["spmv"]),
-        ("--write", args.write.is_some(), &["spmv", "throttle"]),
-        ("--out", args.out.is_some(), &["apps", "throttle"]),
+        (
+            "--write",
+            args.write.is_some(),
+            &["spmv", "throttle", "tuple"],
+        ),
+        ("--out", args.out.is_some(), &["apps", "throttle", "tuple"]),
         ("--cg-gen", !args.cg_gens.is_empty(), &["apps"]),
         ("--cg-tol", args.cg_tol.is_some(), &["apps"]),
         ("--cg-max-iters", args.cg_max_iters.is_some(), &["apps"]),
@@ -167,7 +178,11 @@ fn check_options(args: &BenchArgs) -> Result<()> {
         ("--remap-order", args.remap_order.is_some(), &["throttle"]),
         ("--plain-index", args.plain_index, &["throttle"]),
         ("--suite large", args.suite == "large", &["throttle"]),
-        ("--suite", args.suite != "default", &["spmv", "throttle"]),
+        (
+            "--suite",
+            args.suite != "default",
+            &["spmv", "throttle", "tuple"],
+        ),
     ];
     for (name, set, kinds) in given {
         if set && !kinds.contains(&args.kernel.as_str()) {
@@ -197,6 +212,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     match args.kernel.as_str() {
         "apps" => return super::bench_apps::run(args),
         "throttle" => return super::bench_throttle::run(args),
+        "tuple" => return super::bench_tuple::run(args),
         _ => {}
     }
     super::bench_apps::refuse_apps_options(args)?;

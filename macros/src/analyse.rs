@@ -411,6 +411,28 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     if let Some(why) = why {
         return Err(why);
     }
+    // The index array's values are gathered element ids, which a remapped
+    // plan renames: read anywhere but inside the gather's index (an argmin
+    // that returns `col[k]`), they would reach the result renamed.
+    let (mut index_reads, mut gather_reads) = (0usize, 0usize);
+    k.visit_parts(&mut |e| {
+        e.visit(&mut |x| match &x.kind {
+            ExprKind::Load(a, _) if *a == index => index_reads += 1,
+            ExprKind::Load(a, i) if *a == g && i.same_as(&gather.index) => i.visit(&mut |y| {
+                if matches!(y.kind, ExprKind::Load(b, _) if b == index) {
+                    gather_reads += 1;
+                }
+            }),
+            _ => {}
+        })
+    });
+    if index_reads > gather_reads {
+        return Err(format!(
+            "it uses the values of `{}` other than to gather `{}`; a remapped plan renames them",
+            name(index),
+            name(g)
+        ));
+    }
     if let Some(&a) = at_constant
         .iter()
         .find(|&&a| at_task.contains(&a) || params[a].kind != ParamKind::Input)

@@ -746,6 +746,29 @@ mod random {
     }
 }
 
+/// A kernel whose result holds the index array's values (an argmin that
+/// returns the column) cannot be remapped: the plan renames those values.
+#[test]
+fn index_values_in_the_result_rule_out_remapping() {
+    let src = "
+fn nearest(row: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], d: &mut [f32], at: &mut [u32]) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    let (best, arg) = (lo..hi)
+        .map(|k| (x[col[k] as usize] + val[k], col[k]))
+        .fold((f32::INFINITY, u32::MAX), |a, b| if b.0 < a.0 { b } else { a });
+    d[row] = best;
+    at[row] = arg;
+}";
+    let (k, access) = access_of(src);
+    let roles = crate::analyse::roles(&k, &access).unwrap_or_else(|e| panic!("{e}"));
+    let why = roles.remap.err().expect("not remappable");
+    assert!(why.contains("uses the values of `col`"), "{why}");
+    // SpMV reads `col` only to gather: remappable.
+    let (k, access) = access_of(SPMV);
+    assert!(crate::analyse::roles(&k, &access).unwrap().remap.is_ok());
+}
+
 #[test]
 fn throttling_roles_of_spmv() {
     let (k, access) = access_of(SPMV);

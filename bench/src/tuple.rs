@@ -7,7 +7,8 @@
 //! - min-plus, `d = min over k of x[col[k]] + val[k]`: [`min_plus()`] (a
 //!   scalar fold by `f32::min`) against [`argmin_plus()`], which also carries
 //!   the column of the minimum in a 2-tuple `(d, column)`, ties to the lower
-//!   column (a fold that does not commute as the macro sees it).
+//!   column (an `if` picking by a strict lexicographic order, which the macro
+//!   sees commute, as it does `f32::min`).
 //!
 //! Protocol, per matrix: generate or read it, run the four kernels' CPU
 //! twins (`Device::cpu()`), upload the matrix and `x` once (device-resident

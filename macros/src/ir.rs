@@ -770,8 +770,10 @@ impl Reduce {
     /// Whether the operator commutes and associates as the language defines
     /// it, so that a decomposition may fold fine tasks out of their order:
     /// `min`/`max`, `any`/`all`, and a closure that applies one of `+ * & |
-    /// ^` (wrapping on integers) or `min`/`max` to its two parameters, or a
-    /// tuple literal whose element `i` does so to `a.i` and `b.i`. Float
+    /// ^` (wrapping on integers) or `min`/`max` to its two parameters, a
+    /// tuple literal whose element `i` does so to `a.i` and `b.i`, or an
+    /// `if` that picks one parameter by a strict lexicographic order over
+    /// all elements (`selects_by_order`: an argmin). Float
     /// `+` and `*` commute exactly and associate within rounding, as every
     /// parallel fold assumes. A `#[device_fn]` operator is opaque: `false`.
     pub fn commutes(&self) -> bool {
@@ -809,11 +811,72 @@ impl Reduce {
                     ExprKind::Tuple(elems) => {
                         elems.iter().enumerate().all(|(i, e)| commuting(e, Some(i)))
                     }
+                    ExprKind::If(cond, then, els) => selects_by_order(cond, then, els, *a, *b),
                     _ => commuting(body, None),
                 }
             }
         }
     }
+}
+
+/// Whether `if cond { then } else { els }` picks the least (or greatest) of
+/// the reduce's parameters `a` and `b` by a strict order over all of their
+/// elements: `then` and `els` are the two parameters, and `cond` compares
+/// the one it picks with the other, lexicographically, as in
+/// `if b.0 < a.0 || (b.0 == a.0 && b.1 < a.1) { b } else { a }` (or, on a
+/// scalar, `if b < a { b } else { a }`). Such a pick is a `min` (`max`)
+/// of a total order: it commutes and associates. On floats that holds
+/// for numbers; with a NaN element the pick depends on the order, as a
+/// float sum's rounding does.
+fn selects_by_order(cond: &Expr, then: &Expr, els: &Expr, a: LocalId, b: LocalId) -> bool {
+    let (x, y) = match (&then.kind, &els.kind) {
+        (ExprKind::Local(x), ExprKind::Local(y)) if (*x, *y) == (a, b) || (*x, *y) == (b, a) => {
+            (*x, *y)
+        }
+        _ => return false,
+    };
+    let tuple = then.ty.tuple();
+    let n = tuple.map_or(1, |t| t.len());
+    // `p.i`, or `p` itself for a scalar.
+    let is = |e: &Expr, p: LocalId, i: usize| match (&e.kind, tuple) {
+        (ExprKind::Local(l), None) => *l == p,
+        (ExprKind::Field(inner, f), Some(_)) => {
+            *f == i && matches!(inner.kind, ExprKind::Local(l) if l == p)
+        }
+        _ => false,
+    };
+    // `x.i OP y.i`, or the same comparison mirrored.
+    let compares = |e: &Expr, op: BinOp, i: usize| {
+        let mirrored = match op {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::Gt => BinOp::Lt,
+            other => other,
+        };
+        match &e.kind {
+            ExprKind::Binary(o, l, r) => {
+                (*o == op && is(l, x, i) && is(r, y, i))
+                    || (*o == mirrored && is(l, y, i) && is(r, x, i))
+            }
+            _ => false,
+        }
+    };
+    type Compares<'c> = &'c dyn Fn(&Expr, BinOp, usize) -> bool;
+    fn lex(e: &Expr, op: BinOp, i: usize, n: usize, compares: Compares<'_>) -> bool {
+        if i + 1 == n {
+            return compares(e, op, i);
+        }
+        match &e.kind {
+            ExprKind::Binary(BinOp::Or, first, rest) => {
+                compares(first, op, i)
+                    && matches!(&rest.kind, ExprKind::Binary(BinOp::And, eq, next)
+                        if compares(eq, BinOp::Eq, i) && lex(next, op, i + 1, n, compares))
+            }
+            _ => false,
+        }
+    }
+    [BinOp::Lt, BinOp::Gt]
+        .into_iter()
+        .any(|op| lex(cond, op, 0, n, &compares))
 }
 
 /// A lowered `#[nested_reduce]` kernel.

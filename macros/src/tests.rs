@@ -368,12 +368,20 @@ fn k(t: usize, p: &[u32], v: &[{ty}], y: &mut [{ty}]) {{
         "|a, b| a + b + 1.0",
         "|a, b| a + a",
     ];
-    let branches = ["|a, b| if a > b { a } else { b }", "|a, _b| a"];
+    // A pick by a strict order is a min or max; a constant pick is not.
+    let picks = [
+        "|a, b| if a > b { a } else { b }",
+        "|a, b| if b < a { b } else { a }",
+        "|a, b| if a < b { b } else { a }",
+    ];
+    let branches = ["|a, _b| a", "|a, b| if a > b { b } else { b }"];
     for (ty, init, ops, commutes) in [
         ("f32", "0.0", &floats[..], true),
         ("u32", "0", &ints[..], true),
         ("f32", "0.0", &methods[..], true),
         ("f32", "0.0", &others[..], false),
+        ("f32", "0.0", &picks[..], true),
+        ("u32", "0", &picks[..], true),
         ("f32", "0.0", &branches[..], false),
     ] {
         for op in ops {
@@ -510,6 +518,10 @@ fn k(t: usize, p: &[u32], v: &[f32], y: &mut [f32], z: &mut [u32]) {{
         "|a, b| (a.0 + b.0, a.1 + b.1)",
         "|a, b| (b.0 * a.0, a.1.max(b.1))",
         "|a, b| (a.0.min(b.0), b.1 ^ a.1)",
+        // An argmin and an argmax by the whole tuple, written either way.
+        "|a, b| if b.0 < a.0 || (b.0 == a.0 && b.1 < a.1) { b } else { a }",
+        "|a, b| if a.0 > b.0 || (a.0 == b.0 && a.1 > b.1) { a } else { b }",
+        "|a, b| if a.0 < b.0 || (b.0 == a.0 && b.1 > a.1) { a } else { b }",
     ] {
         assert!(fold(op), "{op}");
     }
@@ -518,6 +530,7 @@ fn k(t: usize, p: &[u32], v: &[f32], y: &mut [f32], z: &mut [u32]) {{
         "|a, b| (a.0 + b.0, a.1 + b.0 as u32)",
         "|a, b| (a.0 + b.0, a.1)",
         "|a, b| if b.0 < a.0 { b } else { a }",
+        "|a, b| if b.0 < a.0 || (b.0 == a.0 && b.1 > a.1) { b } else { a }",
         "|a, b| (a.0 - b.0, a.1 + b.1)",
         "|a, b| (a.0 + b.0, b.1 + b.1)",
     ] {

@@ -23,7 +23,9 @@
 use crate::prelude::*;
 use crate::runtime::error::to_u32;
 use crate::runtime::{mem, Csr};
-use crate::{split_one_task, Device, DeviceVec, Error, LaunchConfig, Result};
+use crate::{
+    split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
+};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -58,8 +60,11 @@ pub fn mst_lightest(
                 a
             }
         });
-    if e != u32::MAX {
-        atomic_min(&best[cv as usize], ((w as u64) << 32) | e as u64);
+    // Most vertices of a large component lose to a lighter candidate
+    // already there: read before contending for the one address.
+    let key = ((w as u64) << 32) | e as u64;
+    if e != u32::MAX && key < best[cv as usize].load() {
+        atomic_min(&best[cv as usize], key);
     }
 }
 
@@ -316,61 +321,112 @@ pub fn mst(device: &Device, config: &LaunchConfig, a: &Csr<f32>) -> Result<Spann
     mst_of(device, config, &g)
 }
 
+/// The launches of one run, prepared once (the edge scan's split of long
+/// rows is planned at preparation, not per round): index `i` of a pair
+/// reads `comp[i]` (or, for the jumps and relabelling, `parent[i]`).
+struct Launches<'a> {
+    lightest: [PreparedLaunch<'a>; 2],
+    hook: [PreparedLaunch<'a>; 2],
+    brk: PreparedLaunch<'a>,
+    jump: [PreparedLaunch<'a>; 2],
+    moved: [PreparedLaunch<'a>; 2],
+    /// `[comp][parent]`.
+    relabel: [[PreparedLaunch<'a>; 2]; 2],
+}
+
+impl<'a> Launches<'a> {
+    fn prepare(
+        device: &Device,
+        config: &LaunchConfig,
+        d: &'a Arrays,
+        count_split: &'a OneTaskSplit,
+    ) -> Result<Self> {
+        let n = d.hook.len();
+        let n32 = to_u32("spanning forest vertices", n)?;
+        let [c0, c1] = &d.comp;
+        let [p0, p1] = &d.parent;
+        let lightest = |c| {
+            mst_lightest::prepare(
+                device, config, n, &d.ptr, &d.col, &d.wbits, &d.canon, c, &d.best,
+            )
+        };
+        let hook = |c| {
+            mst_hook::prepare(
+                device,
+                &LaunchConfig::default(),
+                n,
+                c,
+                &d.best,
+                &d.row_of,
+                &d.col,
+                &d.hook,
+            )
+        };
+        let jump = |from, to| mst_jump::prepare(device, &LaunchConfig::default(), n, from, to);
+        let (cfg, tasks) = (&count_split.config, &count_split.tasks);
+        let moved = |from, to| mst_moved::prepare(device, cfg, tasks, n32, from, to, &d.moved);
+        let relabel =
+            |c, p, to| mst_relabel::prepare(device, &LaunchConfig::default(), n, c, p, to, &d.best);
+        Ok(Launches {
+            lightest: [lightest(c0)?, lightest(c1)?],
+            hook: [hook(c0)?, hook(c1)?],
+            brk: mst_break::prepare(
+                device,
+                &LaunchConfig::default(),
+                n,
+                &d.hook,
+                &d.best,
+                p0,
+                &d.forest,
+                &d.count,
+            )?,
+            jump: [jump(p0, p1)?, jump(p1, p0)?],
+            moved: [moved(p0, p1)?, moved(p1, p0)?],
+            relabel: [
+                [relabel(c0, p0, c1)?, relabel(c0, p1, c1)?],
+                [relabel(c1, p0, c0)?, relabel(c1, p1, c0)?],
+            ],
+        })
+    }
+}
+
 /// [`mst`] of a graph already read.
 pub fn mst_of(device: &Device, config: &LaunchConfig, g: &MstGraph) -> Result<SpanningForest> {
     let setup_start = Instant::now();
     let n = g.len();
-    let n32 = to_u32("spanning forest vertices", n)?;
-    let mut d = Arrays::upload(device, g)?;
+    let d = Arrays::upload(device, g)?;
     let count_split = split_one_task(device, 0, 0..n)?;
+    let l = Launches::prepare(device, config, &d, &count_split)?;
     let setup = setup_start.elapsed();
     let solve_start = Instant::now();
-    let (mut found, mut rounds) = (0u32, 0usize);
+    let (mut found, mut rounds, mut c) = (0u32, 0usize, 0usize);
     loop {
         rounds += 1;
-        let [comp, next_comp] = &mut d.comp;
-        mst_lightest::launch_with(
-            device,
-            config,
-            n,
-            &d.ptr,
-            &d.col,
-            &d.wbits,
-            &d.canon,
-            &*comp,
-            &mut d.best,
-        )?;
-        mst_hook::launch(device, n, &*comp, &d.best, &d.row_of, &d.col, &mut d.hook)?;
-        let [parent, jumped] = &mut d.parent;
-        mst_break::launch(
-            device,
-            n,
-            &d.hook,
-            &d.best,
-            &mut *parent,
-            &mut d.forest,
-            &mut d.count,
-        )?;
+        l.lightest[c].run()?;
+        l.hook[c].run()?;
+        l.brk.run()?;
         let now = d.count.to_vec()?[0];
         if now == found {
             break;
         }
         found = now;
-        // Jump until no pointer moves; the result ends in `parent`.
+        // Jump until no pointer moves; `p` ends at the array holding the
+        // stars (`parent[0]` is where the hooks are).
+        let mut p = 0;
         loop {
-            mst_jump::launch(device, n, &*parent, &mut *jumped)?;
-            let (cfg, tasks) = (&count_split.config, &count_split.tasks);
-            mst_moved::launch_with(device, cfg, tasks, n32, &*parent, &*jumped, &mut d.moved)?;
-            std::mem::swap(parent, jumped);
+            l.jump[p].run()?;
+            l.moved[p].run()?;
+            p = 1 - p;
             if d.moved.to_vec()?[0] == 0 {
                 break;
             }
         }
-        mst_relabel::launch(device, n, &*comp, &*parent, &mut *next_comp, &mut d.best)?;
-        d.comp.swap(0, 1);
+        l.relabel[c][p].run()?;
+        c = 1 - c;
     }
     let slots = d.forest.to_vec()?;
     let solve = solve_start.elapsed();
+    drop(l);
     let mut edges: Vec<(u32, u32, f32)> = slots[..found as usize]
         .iter()
         .map(|&e| {

@@ -737,6 +737,39 @@ fn app_kernels_compile_with_nvrtc() {
             .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
         assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
     }
+    // The spanning forest's and the CFD solver's kernels, for the entry
+    // points their launches use (the per-cell and per-vertex maps run
+    // one thread per task; the folds every decomposition over all tasks,
+    // and the one-task count its split list and merges): each entry point
+    // costs NVRTC 50 to 200 ms.
+    let folds = [
+        "wf_thread_all",
+        "wf_sub4_all",
+        "wf_cte_all",
+        "wf_cte_list",
+        "wf_sizes",
+        "wf_merge",
+        "wf_merge_wide",
+    ];
+    let maps = ["wf_thread_all"];
+    let forms: &[(&warpfit::__private::KernelSpec, &[&str])] = &[
+        (&apps::mst_lightest::SPEC, &folds),
+        (&apps::mst_moved::SPEC, &folds),
+        (&apps::cfd_flux::SPEC, &folds),
+        (&apps::mst_hook::SPEC, &maps),
+        (&apps::mst_break::SPEC, &maps),
+        (&apps::mst_jump::SPEC, &maps),
+        (&apps::mst_relabel::SPEC, &maps),
+        (&apps::cfd_step_factor::SPEC, &maps),
+        (&apps::cfd_time_step::SPEC, &maps),
+        (&apps::cfd_save::SPEC, &maps),
+    ];
+    for (spec, entries) in forms {
+        let tu = warpfit::__private::compile::entry_point_unit(spec, entries).unwrap();
+        let c = compile_uncached(spec.name, &tu, Arch::new(9, 0))
+            .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+        assert_eq!(&c.cubin[..4], b"\x7fELF", "{}", spec.name);
+    }
 }
 
 /// CG renumbered by levels (planned first, and pipelined: switching

@@ -11,6 +11,7 @@ use warpfit::apps::{
     self, CgOptions, CgOrder, CgScalar, DriveOptions, DrivenReport, DriverChoice, Graph,
     IterationTimes, PageRankOptions, Preconditioner, Timings,
 };
+use warpfit::runtime::gen::{MeshOrder, TetMesh, TetMeshSpec};
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
 use warpfit::RemapOrder;
@@ -39,6 +40,11 @@ pub enum App {
     /// graph (weights |a(i, j)|) by Borůvka's rounds: its total weight and
     /// edge count; `--output` writes one `u v w` line per forest edge.
     Mst,
+    /// Rodinia's euler3d: compressible flow on a tetrahedral mesh
+    /// (`--gen tetmesh:side=S,order=natural|random,seed=N` or `--mesh
+    /// FILE.domn`) from the free stream, `--iters` iterations (default
+    /// 2000); `--output` writes each cell's five conserved variables.
+    Cfd,
 }
 
 /// The precision `cg` computes in.
@@ -73,7 +79,8 @@ pub struct RunArgs {
     pub decomp: Option<String>,
     /// Iterations: SpMV repetitions (default 10), PageRank power iterations
     /// (default 20), mst repetitions of the whole forest (default 3, the
-    /// first compiles the kernels); at least 1. Not for sssp, bfs and cc,
+    /// first compiles the kernels), cfd time steps (default 2000); at
+    /// least 1. Not for sssp, bfs and cc,
     /// which run to a fixed point, nor cg, which stops at --tol or
     /// --max-iters.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -153,6 +160,11 @@ pub struct RunArgs {
     /// written in the matrix's own order either way.
     #[arg(long, value_name = "ORDER")]
     pub order: Option<String>,
+    /// cfd: a mesh in Rodinia's `.domn` format (instead of `--gen
+    /// tetmesh:..`).
+    // In `MatrixInput`'s group: one of --matrix, --gen and --mesh.
+    #[arg(long, value_name = "FILE.domn", group = "MatrixInput")]
+    pub mesh: Option<PathBuf>,
     /// mst: also runs Kruskal's algorithm (the sequential reference) on one
     /// CPU thread, times it, and checks that the forest is the same, edge
     /// for edge (a mismatch exits with status 1).
@@ -186,17 +198,46 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
             ));
         }
     }
+    if args.mesh.is_some() && args.app != App::Cfd {
+        return Err(Error::invalid("--mesh applies to cfd only"));
+    }
+    if args.app == App::Cfd {
+        let mesh_spec = args
+            .input
+            .gen
+            .as_deref()
+            .is_some_and(|g| g.trim().to_ascii_lowercase().starts_with("tetmesh"));
+        if args.input.matrix.is_some() || (args.input.gen.is_some() && !mesh_spec) {
+            return Err(Error::invalid(
+                "cfd runs on a mesh: give --gen tetmesh:side=S,order=natural|random,seed=N or --mesh FILE.domn",
+            ));
+        }
+        if args.input.gen.is_some() == args.mesh.is_some() {
+            return Err(Error::invalid(
+                "cfd needs exactly one of --gen tetmesh:.. or --mesh FILE.domn",
+            ));
+        }
+    } else if args
+        .input
+        .gen
+        .as_deref()
+        .is_some_and(|g| g.trim().to_ascii_lowercase().starts_with("tetmesh"))
+    {
+        return Err(Error::invalid(
+            "a tetmesh is a mesh, not a matrix: only cfd runs on it",
+        ));
+    }
     if args.check && args.app != App::Mst {
         return Err(Error::invalid("--check applies to mst only"));
     }
     if args.app == App::Cg && args.iters.is_some() {
         return Err(Error::invalid(
-            "--iters applies to spmv, pagerank and mst only: cg stops at --tol or --max-iters",
+            "--iters applies to spmv, pagerank, mst and cfd only: cg stops at --tol or --max-iters",
         ));
     }
     if fixed_point && args.iters.is_some() {
         return Err(Error::invalid(
-            "--iters applies to spmv, pagerank and mst only: sssp, bfs and cc run to a fixed point",
+            "--iters applies to spmv, pagerank, mst and cfd only: sssp, bfs and cc run to a fixed point",
         ));
     }
     if args.throttle.is_some() && !matches!(args.app, App::Spmv | App::Pagerank | App::Cg) {
@@ -326,7 +367,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         .transpose()?;
     // The matrix is read before the device is opened, so that the first
     // SpMV's kernels compile beside the context's creation.
-    let (a, read) = if args.app == App::Cg {
+    let (a, read) = if matches!(args.app, App::Cg | App::Cfd) {
         (None, Duration::ZERO)
     } else {
         let read_start = Instant::now();
@@ -367,6 +408,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         iters,
     };
     let Some(a) = a else {
+        if args.app == App::Cfd {
+            return run.cfd().map(|()| Outcome::Done);
+        }
         return match args.precision.unwrap_or(Precision::F64) {
             Precision::F32 => run.cg::<f32>(),
             Precision::F64 => run.cg::<f64>(),
@@ -381,7 +425,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         App::Pagerank => run.graph_app(&a, read),
         App::Sssp | App::Bfs | App::Cc => run.driven_app(&a, read),
         App::Mst => return run.mst(&a, read),
-        App::Cg => unreachable!("cg returned above"),
+        App::Cg | App::Cfd => unreachable!("cg and cfd returned above"),
     }
     .map(|()| Outcome::Done)
 }
@@ -589,6 +633,77 @@ impl AppRun<'_> {
         write_output(self.output, y.iter().map(|v| v.to_string()))
     }
 
+    /// Rodinia's euler3d on the mesh of `--gen tetmesh:..` or `--mesh`.
+    fn cfd(self) -> Result<()> {
+        let args = self.args;
+        let device = &self.device;
+        let iterations = self.iters.unwrap_or(apps::CFD_ITERATIONS);
+        let read_start = Instant::now();
+        let (label, mesh) = match (&args.mesh, &args.input.gen) {
+            (Some(path), _) => {
+                let file = std::fs::File::open(path)
+                    .map_err(|e| Error::invalid(format!("--mesh {}: {e}", path.display())))?;
+                let mesh = TetMesh::read_domn(std::io::BufReader::new(file))
+                    .map_err(|e| Error::invalid(format!("--mesh {}: {e}", path.display())))?;
+                (path.display().to_string(), mesh)
+            }
+            (None, Some(spec)) => {
+                let spec: TetMeshSpec = spec.parse()?;
+                // Six cells a cube, 17 numbers a cell on the host and on
+                // the device, and 20 more of state on the device.
+                let cubes = (spec.side as u128).pow(3);
+                let bytes = cubes.saturating_mul(6 * 4 * (17 + 17 + 20));
+                mem::check(
+                    "the cfd mesh and its state",
+                    u64::try_from(bytes).unwrap_or(u64::MAX),
+                )?;
+                let s = format!(
+                    "tetmesh:side={},order={},seed={}",
+                    spec.side,
+                    match spec.order {
+                        MeshOrder::Natural => "natural",
+                        MeshOrder::Random => "random",
+                    },
+                    spec.seed
+                );
+                (s, spec.generate()?)
+            }
+            (None, None) => unreachable!("checked in check_options"),
+        };
+        let read = read_start.elapsed();
+        let backend = device.backend_name();
+        say!("{label}: {} cells; backend {backend}", mesh.cells());
+        let mut steps = Steps::new("cfd", Some(iterations as u64));
+        let r = apps::cfd_observed(device, &self.config, &mesh, iterations, &mut |_| {
+            steps.step()
+        })?;
+        drop(steps);
+        apps::check_finite(&r)?;
+        let per = r
+            .timings
+            .median_iteration()
+            .unwrap_or_default()
+            .as_secs_f64();
+        let mass: f64 = r.variables[0]
+            .iter()
+            .zip(&mesh.volume)
+            .map(|(&d, &v)| d as f64 * v as f64)
+            .sum();
+        say!(
+            "cfd: {iterations} iterations ({} RK stages each), {:.3} ms/iter, {:.1} M cells/s, mass {:.6} ({backend})",
+            apps::RK,
+            per * 1e3,
+            mesh.cells() as f64 / per.max(1e-12) / 1e6,
+            mass
+        );
+        print_timing(read, &r.timings, "iterations");
+        let [d, mx, my, mz, e] = &r.variables;
+        write_output(
+            self.output,
+            (0..mesh.cells()).map(|c| format!("{} {} {} {} {}", d[c], mx[c], my[c], mz[c], e[c])),
+        )
+    }
+
     /// Borůvka's minimum spanning forest, `--iters` times (the median
     /// reported); with `--check` against Kruskal's on one CPU thread.
     fn mst(self, a: &Csr<f32>, read: Duration) -> Result<Outcome> {
@@ -705,7 +820,7 @@ impl AppRun<'_> {
                 print_timing(read, &timings, "iterations");
                 write_output(self.output, rank.iter().map(|v| v.to_string()))
             }
-            App::Spmv | App::Cg | App::Sssp | App::Bfs | App::Cc | App::Mst => {
+            App::Spmv | App::Cg | App::Sssp | App::Bfs | App::Cc | App::Mst | App::Cfd => {
                 unreachable!("not run by graph_app")
             }
         }
@@ -1214,8 +1329,9 @@ fn check_app_memory(
             "the matrix, its spanning-forest graph and vectors",
             4 * (rows + 1) + 36 * nnz + 40 * rows,
         ),
-        // Checked with the matrix's precision (`check_cg_memory`).
-        App::Cg => return Ok(()),
+        // Checked with the matrix's precision (`check_cg_memory`); a
+        // mesh is no matrix (`check_cfd_memory`).
+        App::Cg | App::Cfd => return Ok(()),
     };
     mem::check(what, matrix.saturating_add(bytes))
 }

@@ -6,6 +6,7 @@
 //! `warpfit` CLI and the examples run these; they double as worked examples
 //! of the kernel language. Their benchmarks are the `warpfit-bench` crate.
 
+mod cfd;
 mod cg;
 mod driven;
 mod graph;
@@ -16,6 +17,10 @@ pub mod push_kernels;
 mod throttled;
 mod timing;
 
+pub use cfd::{
+    cfd, cfd_flux, cfd_from, cfd_observed, cfd_save, cfd_step_factor, cfd_time_step, check_finite,
+    first_non_finite, free_stream, CfdResult, DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA, RK,
+};
 pub use cg::{
     cg, cg_observed, relative_residual, rhs_for_ones, smallest_tol, CgOptions, CgOrder, CgResult,
     CgScalar, Preconditioner, RenumberedRun, MAX_RESTARTS,

@@ -17,6 +17,7 @@ mod poisson;
 mod rgg;
 mod rmat;
 mod road;
+mod tetmesh;
 mod uniform;
 mod values;
 
@@ -25,6 +26,7 @@ pub use poisson::{poisson2d, poisson3d, Poisson3dOrder};
 pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
 pub use rmat::{rmat, rmat_symmetric};
 pub use road::{road, RoadOrder};
+pub use tetmesh::{tetmesh, MeshOrder, TetMesh, TetMeshSpec, FAR_FIELD, WALL};
 pub use uniform::uniform;
 pub use values::random_values;
 

@@ -100,7 +100,7 @@ fn natural3d(side: usize, n: usize, nnz: usize) -> Csr<f32> {
 
 /// A uniformly random permutation of `0..n` (Fisher-Yates on one stream of
 /// the runtime's generator): `perm[old] = new`.
-fn random_permutation(n: usize, seed: u64) -> Vec<u32> {
+pub(crate) fn random_permutation(n: usize, seed: u64) -> Vec<u32> {
     let mut perm: Vec<u32> = (0..n as u32).collect();
     let mut rng = chunk_rng(seed, PERMUTATION, 0);
     for i in (1..n).rev() {

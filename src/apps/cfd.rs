@@ -1,0 +1,391 @@
+//! The seeds' CFD solver: Rodinia's `euler3d`, a cell-centred finite-volume
+//! solver of the compressible Euler equations on an unstructured
+//! tetrahedral mesh ([`TetMesh`]), in the kernel language.
+//!
+//! Each cell holds five conserved variables: density, momentum (x, y, z)
+//! and energy density, one array each. An iteration saves them, computes
+//! each cell's time step ([`fn@cfd_step_factor`]) and takes three
+//! Runge-Kutta stages, each [`fn@cfd_flux`] then [`fn@cfd_time_step`].
+//! The flux of a cell is a fold of a 5-tuple over its four faces: the
+//! centred flux through each face (of the neighbour, or of the free stream
+//! on a far-field face) with a scalar artificial viscosity, and the
+//! pressure alone on a wall. The state starts as the free stream: Mach
+//! 1.2, angle of attack 0, γ = 1.4, density 1.4, pressure 1 (Rodinia's
+//! constants, its formulas, its f32 arithmetic and its time step).
+
+use super::timing::{IterationTimes, Timings};
+use crate::prelude::*;
+use crate::runtime::gen::TetMesh;
+use crate::{Device, DeviceVec, Error, LaunchConfig, PreparedLaunch, Result};
+use std::time::Instant;
+
+/// The ratio of specific heats.
+pub const GAMMA: f32 = 1.4;
+/// Runge-Kutta stages per iteration.
+pub const RK: usize = 3;
+/// Rodinia's iteration count.
+pub const DEFAULT_ITERATIONS: usize = 2000;
+
+/// The free stream: Mach 1.2 along x, density 1.4, pressure 1, as the
+/// conserved variables `[ρ, ρu, ρv, ρw, ρE]` followed by the flux
+/// contributions a far-field face reads (`F_x`, `F_y`, `F_z` of the x, y
+/// and z momentum, then of the energy: 12 values).
+pub fn free_stream() -> [f32; 17] {
+    let (density, pressure, mach) = (1.4f32, 1.0f32, 1.2f32);
+    let sound = (GAMMA * pressure / density).sqrt();
+    let speed = mach * sound;
+    let (vx, vy, vz) = (speed, 0.0f32, 0.0f32);
+    let (mx, my, mz) = (density * vx, density * vy, density * vz);
+    let energy = density * (0.5 * (speed * speed)) + pressure / (GAMMA - 1.0);
+    let de_p = energy + pressure;
+    [
+        density,
+        mx,
+        my,
+        mz,
+        energy,
+        vx * mx + pressure,
+        vx * my,
+        vx * mz,
+        vx * my,
+        vy * my + pressure,
+        vy * mz,
+        vx * mz,
+        vy * mz,
+        vz * mz + pressure,
+        vx * de_p,
+        vy * de_p,
+        vz * de_p,
+    ]
+}
+
+/// Each cell's time step: `0.5 / (√volume · (|v| + c))`.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn cfd_step_factor(
+    c: usize,
+    volume: &[f32],
+    density: &[f32],
+    mx: &[f32],
+    my: &[f32],
+    mz: &[f32],
+    energy: &[f32],
+    step: &mut [f32],
+) {
+    let d = density[c];
+    let (vx, vy, vz) = (mx[c] / d, my[c] / d, mz[c] / d);
+    let ss = vx * vx + vy * vy + vz * vz;
+    let p = (1.4f32 - 1.0) * (energy[c] - 0.5 * d * ss);
+    let sound = (1.4f32 * p / d).sqrt();
+    step[c] = 0.5 / (volume[c].sqrt() * (ss.sqrt() + sound));
+}
+
+/// The flux of cell `c` through its faces `ptr[c]..ptr[c + 1]`, a fold of
+/// `(ρ, ρu, ρv, ρw, ρE)` contributions. `ff` is [`free_stream`].
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn cfd_flux(
+    c: usize,
+    ptr: &[u32],
+    nbr: &[i32],
+    nx: &[f32],
+    ny: &[f32],
+    nz: &[f32],
+    density: &[f32],
+    mx: &[f32],
+    my: &[f32],
+    mz: &[f32],
+    energy: &[f32],
+    ff: &[f32],
+    flux_d: &mut [f32],
+    flux_mx: &mut [f32],
+    flux_my: &mut [f32],
+    flux_mz: &mut [f32],
+    flux_e: &mut [f32],
+) {
+    let lo = ptr[c] as usize;
+    let hi = ptr[c + 1] as usize;
+    let di = density[c];
+    let (mxi, myi, mzi, ei) = (mx[c], my[c], mz[c], energy[c]);
+    let (vxi, vyi, vzi) = (mxi / di, myi / di, mzi / di);
+    let ssi = vxi * vxi + vyi * vyi + vzi * vzi;
+    let pi = (1.4f32 - 1.0) * (ei - 0.5 * di * ssi);
+    let ci = (1.4f32 * pi / di).sqrt();
+    let speed_i = ssi.sqrt();
+    let dep_i = ei + pi;
+    let (fd, fmx, fmy, fmz, fe) = (lo..hi)
+        .map(|k| {
+            let nb = nbr[k];
+            let (ax, ay, az) = (nx[k], ny[k], nz[k]);
+            let (hx, hy, hz) = (0.5 * ax, 0.5 * ay, 0.5 * az);
+            if nb >= 0 {
+                let j = nb as usize;
+                let dn = density[j];
+                let (mxn, myn, mzn, en) = (mx[j], my[j], mz[j], energy[j]);
+                let (vxn, vyn, vzn) = (mxn / dn, myn / dn, mzn / dn);
+                let ssn = vxn * vxn + vyn * vyn + vzn * vzn;
+                let pn = (1.4f32 - 1.0) * (en - 0.5 * dn * ssn);
+                let cn = (1.4f32 * pn / dn).sqrt();
+                let dep_n = en + pn;
+                let len = (ax * ax + ay * ay + az * az).sqrt();
+                let visc = -len * 0.2 * 0.5 * (speed_i + ssn.sqrt() + ci + cn);
+                (
+                    visc * (di - dn) + hx * (mxn + mxi) + hy * (myn + myi) + hz * (mzn + mzi),
+                    visc * (mxi - mxn)
+                        + hx * (vxn * mxn + pn + vxi * mxi + pi)
+                        + hy * (vxn * myn + vxi * myi)
+                        + hz * (vxn * mzn + vxi * mzi),
+                    visc * (myi - myn)
+                        + hx * (vxn * myn + vxi * myi)
+                        + hy * (vyn * myn + pn + vyi * myi + pi)
+                        + hz * (vyn * mzn + vyi * mzi),
+                    visc * (mzi - mzn)
+                        + hx * (vxn * mzn + vxi * mzi)
+                        + hy * (vyn * mzn + vyi * mzi)
+                        + hz * (vzn * mzn + pn + vzi * mzi + pi),
+                    visc * (ei - en)
+                        + hx * (vxn * dep_n + vxi * dep_i)
+                        + hy * (vyn * dep_n + vyi * dep_i)
+                        + hz * (vzn * dep_n + vzi * dep_i),
+                )
+            } else if nb == -1 {
+                (0.0, ax * pi, ay * pi, az * pi, 0.0)
+            } else {
+                (
+                    hx * (ff[1] + mxi) + hy * (ff[2] + myi) + hz * (ff[3] + mzi),
+                    hx * (ff[5] + vxi * mxi + pi)
+                        + hy * (ff[6] + vxi * myi)
+                        + hz * (ff[7] + vxi * mzi),
+                    hx * (ff[8] + vxi * myi)
+                        + hy * (ff[9] + vyi * myi + pi)
+                        + hz * (ff[10] + vyi * mzi),
+                    hx * (ff[11] + vxi * mzi)
+                        + hy * (ff[12] + vyi * mzi)
+                        + hz * (ff[13] + vzi * mzi + pi),
+                    hx * (ff[14] + vxi * dep_i)
+                        + hy * (ff[15] + vyi * dep_i)
+                        + hz * (ff[16] + vzi * dep_i),
+                )
+            }
+        })
+        .fold((0.0, 0.0, 0.0, 0.0, 0.0), |a, b| {
+            (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4 + b.4)
+        });
+    flux_d[c] = fd;
+    flux_mx[c] = fmx;
+    flux_my[c] = fmy;
+    flux_mz[c] = fmz;
+    flux_e[c] = fe;
+}
+
+/// One Runge-Kutta stage: `U = U_old + step / stages_left · flux`, the
+/// five variables at once.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn cfd_time_step(
+    c: usize,
+    stages_left: f32,
+    step: &[f32],
+    od: &[f32],
+    omx: &[f32],
+    omy: &[f32],
+    omz: &[f32],
+    oe: &[f32],
+    fd: &[f32],
+    fmx: &[f32],
+    fmy: &[f32],
+    fmz: &[f32],
+    fe: &[f32],
+    d: &mut [f32],
+    mx: &mut [f32],
+    my: &mut [f32],
+    mz: &mut [f32],
+    e: &mut [f32],
+) {
+    let f = step[c] / stages_left;
+    d[c] = od[c] + f * fd[c];
+    mx[c] = omx[c] + f * fmx[c];
+    my[c] = omy[c] + f * fmy[c];
+    mz[c] = omz[c] + f * fmz[c];
+    e[c] = oe[c] + f * fe[c];
+}
+
+/// Saves the five variables: `o* = *`.
+#[nested_reduce]
+#[allow(clippy::too_many_arguments)]
+pub fn cfd_save(
+    c: usize,
+    d: &[f32],
+    mx: &[f32],
+    my: &[f32],
+    mz: &[f32],
+    e: &[f32],
+    od: &mut [f32],
+    omx: &mut [f32],
+    omy: &mut [f32],
+    omz: &mut [f32],
+    oe: &mut [f32],
+) {
+    od[c] = d[c];
+    omx[c] = mx[c];
+    omy[c] = my[c];
+    omz[c] = mz[c];
+    oe[c] = e[c];
+}
+
+/// The solver's state after [`cfd`].
+#[derive(Debug, Clone)]
+pub struct CfdResult {
+    /// Per cell `[ρ, ρu, ρv, ρw, ρE]`, one vector per variable.
+    pub variables: [Vec<f32>; 5],
+    /// Upload and preparation; one time per iteration.
+    pub timings: Timings,
+}
+
+/// Runs `iterations` iterations of the solver on `mesh` from the free
+/// stream, on `device`; `config` runs the flux (the other steps are
+/// per-cell maps).
+///
+/// # Errors
+/// A mesh [`TetMesh::check`] refuses or of more slots than u32 holds;
+/// device errors and faults.
+pub fn cfd(
+    device: &Device,
+    config: &LaunchConfig,
+    mesh: &TetMesh,
+    iterations: usize,
+) -> Result<CfdResult> {
+    cfd_observed(device, config, mesh, iterations, &mut |_| {})
+}
+
+/// [`cfd`], calling `on_iteration(i)` after each iteration.
+pub fn cfd_observed(
+    device: &Device,
+    config: &LaunchConfig,
+    mesh: &TetMesh,
+    iterations: usize,
+    on_iteration: &mut dyn FnMut(usize),
+) -> Result<CfdResult> {
+    let ff = free_stream();
+    let initial: [Vec<f32>; 5] = std::array::from_fn(|v| vec![ff[v]; mesh.cells()]);
+    cfd_from(device, config, mesh, &initial, iterations, on_iteration)
+}
+
+/// [`cfd_observed`] from the state `initial` (`[ρ, ρu, ρv, ρw, ρE]` per
+/// cell) instead of the free stream; the far field is the free stream.
+///
+/// # Errors
+/// Those of [`cfd`], and an initial state whose vectors are not one value
+/// per cell.
+pub fn cfd_from(
+    device: &Device,
+    config: &LaunchConfig,
+    mesh: &TetMesh,
+    initial: &[Vec<f32>; 5],
+    iterations: usize,
+    on_iteration: &mut dyn FnMut(usize),
+) -> Result<CfdResult> {
+    let setup_start = Instant::now();
+    mesh.check()?;
+    let n = mesh.cells();
+    if let Some(v) = initial.iter().position(|v| v.len() != n) {
+        return Err(Error::invalid(format!(
+            "cfd: initial variable {v} has {} values for {n} cells",
+            initial[v].len()
+        )));
+    }
+    crate::runtime::error::to_u32("cfd face slots", 4 * n)?;
+    let ptr: Vec<u32> = (0..=n as u32).map(|c| 4 * c).collect();
+    let ff = free_stream();
+    let up = |a: &[f32]| device.upload(a);
+    let (ptr, nbr) = (device.upload(&ptr)?, device.upload(&mesh.neighbour)?);
+    let [nx, ny, nz] = [
+        up(&mesh.normal[0])?,
+        up(&mesh.normal[1])?,
+        up(&mesh.normal[2])?,
+    ];
+    let (volume, ffd) = (up(&mesh.volume)?, up(&ff)?);
+    // The state (from the free stream), its saved copy and the fluxes.
+    let mut state = Vec::with_capacity(5);
+    for v in initial {
+        state.push(up(v)?);
+    }
+    let [d, mx, my, mz, e]: [DeviceVec<f32>; 5] = state.try_into().expect("five");
+    let alloc5 = || -> Result<[DeviceVec<f32>; 5]> {
+        Ok([
+            device.alloc(n)?,
+            device.alloc(n)?,
+            device.alloc(n)?,
+            device.alloc(n)?,
+            device.alloc(n)?,
+        ])
+    };
+    let [od, omx, omy, omz, oe] = alloc5()?;
+    let [fd, fmx, fmy, fmz, fe] = alloc5()?;
+    let step = device.alloc::<f32>(n)?;
+    let map = LaunchConfig::default();
+    let save = cfd_save::prepare(
+        device, &map, n, &d, &mx, &my, &mz, &e, &od, &omx, &omy, &omz, &oe,
+    )?;
+    let steps = cfd_step_factor::prepare(device, &map, n, &volume, &d, &mx, &my, &mz, &e, &step)?;
+    let fluxes = cfd_flux::prepare(
+        device, config, n, &ptr, &nbr, &nx, &ny, &nz, &d, &mx, &my, &mz, &e, &ffd, &fd, &fmx, &fmy,
+        &fmz, &fe,
+    )?;
+    let stages: Vec<PreparedLaunch<'_>> = (0..RK)
+        .map(|j| {
+            let left = (RK + 1 - j) as f32;
+            cfd_time_step::prepare(
+                device, &map, n, left, &step, &od, &omx, &omy, &omz, &oe, &fd, &fmx, &fmy, &fmz,
+                &fe, &d, &mx, &my, &mz, &e,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let setup = setup_start.elapsed();
+    let mut times = IterationTimes::new();
+    for i in 0..iterations {
+        let t = Instant::now();
+        save.run()?;
+        steps.run()?;
+        for stage in &stages {
+            fluxes.run()?;
+            stage.run()?;
+        }
+        device.synchronize()?;
+        times.push(t.elapsed());
+        on_iteration(i + 1);
+    }
+    let variables = [
+        d.to_vec()?,
+        mx.to_vec()?,
+        my.to_vec()?,
+        mz.to_vec()?,
+        e.to_vec()?,
+    ];
+    Ok(CfdResult {
+        variables,
+        timings: Timings {
+            setup,
+            iterations: times,
+        },
+    })
+}
+
+/// Checks that a mesh's variables are numbers: a solver that blew up (a
+/// mesh too coarse for its time step) says where.
+pub fn first_non_finite(r: &CfdResult) -> Option<(usize, usize)> {
+    r.variables
+        .iter()
+        .enumerate()
+        .find_map(|(v, a)| a.iter().position(|x| !x.is_finite()).map(|c| (c, v)))
+}
+
+/// An error for a solution that is not finite, naming the cell.
+pub fn check_finite(r: &CfdResult) -> Result<()> {
+    match first_non_finite(r) {
+        None => Ok(()),
+        Some((c, v)) => Err(Error::invalid(format!(
+            "cfd: variable {v} of cell {c} is not finite: the solution blew up"
+        ))),
+    }
+}

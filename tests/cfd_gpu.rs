@@ -40,9 +40,7 @@ fn cuda_follows_the_cpu() {
     let ff = free_stream();
     for (v, values) in r.variables.iter().enumerate() {
         assert!(
-            values
-                .iter()
-                .all(|x| (x - ff[v]).abs() <= 1e-5 * 8.0),
+            values.iter().all(|x| (x - ff[v]).abs() <= 1e-5 * 8.0),
             "variable {v} left the free stream"
         );
     }

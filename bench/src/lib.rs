@@ -10,6 +10,7 @@
 //!   under every policy, with its chart (`throttle_chart`);
 //! - [`tuple`](mod@tuple): folds that carry tuples against the same folds on scalars
 //!   (SpMV as a 1-tuple, min-plus with its argmin as a 2-tuple);
+//! - [`cfd`]: the CFD flux against a hand-written Rodinia-style CUDA kernel;
 //! - [`baseline`]: `cusparseSpMV` on a CSR matrix;
 //! - [`input`]: what every harness shares: the matrix sources and the
 //!   default suite, the f64 reference results are checked against, timed
@@ -18,6 +19,7 @@
 
 pub mod apps;
 pub mod baseline;
+pub mod cfd;
 pub mod input;
 pub mod spmv;
 pub mod throttle;

@@ -91,7 +91,11 @@ fn bumped_state(n: usize) -> [Vec<f32>; 5] {
     std::array::from_fn(|v| {
         (0..n)
             .map(|c| {
-                let bump = if c % 10 == 3 { 1.0 + 0.05 * (c % 7) as f32 } else { 1.0 };
+                let bump = if c % 10 == 3 {
+                    1.0 + 0.05 * (c % 7) as f32
+                } else {
+                    1.0
+                };
                 if v == 0 || v == 4 {
                     ff[v] * bump
                 } else {
@@ -120,9 +124,9 @@ pub fn run_cfd(
     warmup: usize,
     runs: usize,
 ) -> Result<Vec<CfdRow>> {
-    let cuda = device
-        .cuda()
-        .ok_or_else(|| Error::invalid("the cfd bench times CUDA kernels and needs an NVIDIA GPU"))?;
+    let cuda = device.cuda().ok_or_else(|| {
+        Error::invalid("the cfd bench times CUDA kernels and needs an NVIDIA GPU")
+    })?;
     let compiled = compile_uncached("rodinia_flux", BASELINE_CUDA, cuda.arch())?;
     let module = cuda
         .context()
@@ -137,9 +141,22 @@ pub fn run_cfd(
         let mesh = tetmesh(side, order, 1)?;
         let label = format!(
             "tetmesh:side={side},order={}",
-            if order == MeshOrder::Natural { "natural" } else { "random" }
+            if order == MeshOrder::Natural {
+                "natural"
+            } else {
+                "random"
+            }
         );
-        let row = time_mesh(device, cuda, &func, &timer, &mesh, decompositions, warmup, runs)?;
+        let row = time_mesh(
+            device,
+            cuda,
+            &func,
+            &timer,
+            &mesh,
+            decompositions,
+            warmup,
+            runs,
+        )?;
         rows.push(CfdRow { label, ..row });
     }
     Ok(rows)
@@ -166,9 +183,24 @@ fn time_mesh(
     {
         let [wd, wmx, wmy, wmz, we] = &mut want;
         cfd_flux::launch(
-            &cpu, n, &ptr, &mesh.neighbour, &mesh.normal[0], &mesh.normal[1], &mesh.normal[2],
-            &state[0], &state[1], &state[2], &state[3], &state[4], &ff, &mut wd[..], &mut wmx[..],
-            &mut wmy[..], &mut wmz[..], &mut we[..],
+            &cpu,
+            n,
+            &ptr,
+            &mesh.neighbour,
+            &mesh.normal[0],
+            &mesh.normal[1],
+            &mesh.normal[2],
+            &state[0],
+            &state[1],
+            &state[2],
+            &state[3],
+            &state[4],
+            &ff,
+            &mut wd[..],
+            &mut wmx[..],
+            &mut wmy[..],
+            &mut wmz[..],
+            &mut we[..],
         )?;
     }
     let up = |a: &[f32]| device.upload(a);
@@ -191,7 +223,11 @@ fn time_mesh(
         for (v, (o, w)) in out.iter().zip(&want).enumerate() {
             let got = o.to_vec()?;
             let scale = w.iter().fold(1e-6f32, |m, x| m.max(x.abs()));
-            if let Some(c) = got.iter().zip(w).position(|(g, w)| (g - w).abs() > 1e-4 * scale) {
+            if let Some(c) = got
+                .iter()
+                .zip(w)
+                .position(|(g, w)| (g - w).abs() > 1e-4 * scale)
+            {
                 return Err(Error::invalid(format!(
                     "cfd bench: {what}: variable {v} of cell {c} is {} against the CPU twin's {}",
                     got[c], w[c]
@@ -228,7 +264,8 @@ fn time_mesh(
         p(&out[3])?,
         p(&out[4])?,
     ];
-    let n_i32 = i32::try_from(n).map_err(|_| Error::invalid("cfd bench: more cells than i32 holds"))?;
+    let n_i32 =
+        i32::try_from(n).map_err(|_| Error::invalid("cfd bench: more cells than i32 holds"))?;
     let grid = Grid {
         grid_dim: ((n as u32).div_ceil(192).max(1), 1, 1),
         block_dim: (192, 1, 1),
@@ -250,16 +287,40 @@ fn time_mesh(
     check(&out, "the baseline")?;
     let baseline_ms = median(&timed_runs(Some(timer), warmup, runs, &mut baseline)?).unwrap_or(0.0);
     let (ptr_d, nbr_d2) = (device.upload(&ptr)?, device.upload(&mesh.neighbour)?);
-    let [nx, ny, nz] = [up(&mesh.normal[0])?, up(&mesh.normal[1])?, up(&mesh.normal[2])?];
+    let [nx, ny, nz] = [
+        up(&mesh.normal[0])?,
+        up(&mesh.normal[1])?,
+        up(&mesh.normal[2])?,
+    ];
     let mut generated = Vec::new();
     for &dec in decompositions {
         let launch = cfd_flux::prepare(
-            device, &LaunchConfig::new(dec), n, &ptr_d, &nbr_d2, &nx, &ny, &nz, &d, &mx, &my, &mz, &e,
-            &ffd, &out[0], &out[1], &out[2], &out[3], &out[4],
+            device,
+            &LaunchConfig::new(dec),
+            n,
+            &ptr_d,
+            &nbr_d2,
+            &nx,
+            &ny,
+            &nz,
+            &d,
+            &mx,
+            &my,
+            &mz,
+            &e,
+            &ffd,
+            &out[0],
+            &out[1],
+            &out[2],
+            &out[3],
+            &out[4],
         )?;
         launch.run()?;
         check(&out, &format!("the generated flux ({dec:?})"))?;
-        let ms = median(&timed_runs(Some(timer), warmup, runs, &mut || launch.run())?).unwrap_or(0.0);
+        let ms = median(&timed_runs(Some(timer), warmup, runs, &mut || {
+            launch.run()
+        })?)
+        .unwrap_or(0.0);
         generated.push((format!("{dec:?}").to_lowercase(), ms));
     }
     Ok(CfdRow {
@@ -275,7 +336,10 @@ fn time_mesh(
 pub fn to_markdown(rows: &[CfdRow], command: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Command: `{command}`. Median ms (CUDA events, L2 flushed before each run), results checked against the CPU twin first.\n");
-    let _ = writeln!(s, "| mesh | cells | baseline (Rodinia-style) | generated | ms | baseline / generated |");
+    let _ = writeln!(
+        s,
+        "| mesh | cells | baseline (Rodinia-style) | generated | ms | baseline / generated |"
+    );
     let _ = writeln!(s, "|---|---:|---:|---|---:|---:|");
     for r in rows {
         for (name, ms) in &r.generated {

@@ -251,8 +251,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         ))
     })?;
     let report = run_spmv(&dev, &opts, &mut |line| eprintln!("{line}"))?;
-    let command: Vec<String> = std::env::args().collect();
-    let md = report.to_markdown(&format!("warpfit {}", command[1..].join(" ")));
+    let md = report.to_markdown(&command_line());
     say!("{md}");
     if let Some(write) = write {
         let path = write.keep();
@@ -264,6 +263,25 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
 /// Refuses a report, chart or matrix output that names one of the `--mtx`
 /// inputs, before any work: it would replace the matrix it was measured on.
+/// CUDA device `args.device` for `warpfit bench KIND`, or an error that
+/// says the kind needs a GPU (`alternative`: what else it can run on).
+pub(crate) fn open_gpu(args: &BenchArgs, kind: &str, alternative: &str) -> Result<warpfit::Device> {
+    warpfit::Device::open_cuda(args.device).map_err(|e| {
+        Error::invalid(format!(
+            "warpfit bench {kind} times GPU kernels and needs an NVIDIA GPU with its driver{alternative}; \
+             device {} cannot be used: {}",
+            args.device,
+            e.to_string().replace('\n', " ")
+        ))
+    })
+}
+
+/// The command line as the reports quote it: `warpfit ARGS..`.
+pub(crate) fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("warpfit {}", args.join(" "))
+}
+
 fn refuse_inputs_as_outputs(args: &BenchArgs) -> Result<()> {
     let inputs: Vec<(&str, Option<&Path>)> = args
         .mtx

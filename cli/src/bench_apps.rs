@@ -5,7 +5,7 @@
 
 use super::bench::BenchArgs;
 use super::output::OutputFile;
-use warpfit::{Device, Error, Result};
+use warpfit::{Error, Result};
 use warpfit_bench::apps::{run_apps_bench, AppsBenchOptions};
 use warpfit_bench::MatrixSource;
 
@@ -86,16 +86,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         .as_deref()
         .map(|p| OutputFile::open(p, "--out"))
         .transpose()?;
-    let device = Device::open_cuda(args.device).map_err(|e| {
-        Error::invalid(format!(
-            "warpfit bench apps times GPU kernels and needs an NVIDIA GPU with its driver; \
-             device {} cannot be used: {}",
-            args.device,
-            e.to_string().replace('\n', " ")
-        ))
-    })?;
-    let command: Vec<String> = std::env::args().collect();
-    let command = format!("warpfit {}", command[1..].join(" "));
+    let device = super::bench::open_gpu(args, "apps", "")?;
+    let command = super::bench::command_line();
     let out = out.map(OutputFile::keep);
     let write = |md: &str| -> Result<()> {
         match &out {

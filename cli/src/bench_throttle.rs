@@ -55,14 +55,7 @@ pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
 fn device(args: &BenchArgs) -> Result<Device> {
     match args.backend.as_deref() {
         Some("cpu") => Ok(Device::cpu()),
-        _ => Device::open_cuda(args.device).map_err(|e| {
-            Error::invalid(format!(
-                "warpfit bench throttle times GPU kernels and needs an NVIDIA GPU with its driver \
-                 (or --backend cpu); device {} cannot be used: {}",
-                args.device,
-                e.to_string().replace('\n', " ")
-            ))
-        }),
+        _ => super::bench::open_gpu(args, "throttle", " (or --backend cpu)"),
     }
 }
 
@@ -156,8 +149,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         open(&args.write, "--write")?,
     );
     let device = device(args)?;
-    let command: Vec<String> = std::env::args().collect();
-    let command = format!("warpfit {}", command[1..].join(" "));
+    let command = super::bench::command_line();
     let outputs = Outputs {
         out: out.map(OutputFile::keep),
         svg: svg.map(OutputFile::keep),

@@ -8,7 +8,7 @@ use super::bench::{write_section, BenchArgs};
 use super::output::OutputFile;
 use std::io::Write as _;
 use std::time::Instant;
-use warpfit::{Device, Error, Result};
+use warpfit::{Error, Result};
 use warpfit_bench::tuple::{default_suite, run_tuple, small_suite, TupleBenchOptions};
 use warpfit_bench::MatrixSource;
 
@@ -51,16 +51,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         p.as_deref().map(|p| OutputFile::open(p, what)).transpose()
     };
     let (out, write) = (open(&args.out, "--out")?, open(&args.write, "--write")?);
-    let device = Device::open_cuda(args.device).map_err(|e| {
-        Error::invalid(format!(
-            "warpfit bench tuple times GPU kernels and needs an NVIDIA GPU with its driver; \
-             device {} cannot be used: {}",
-            args.device,
-            e.to_string().replace('\n', " ")
-        ))
-    })?;
-    let command: Vec<String> = std::env::args().collect();
-    let command = format!("warpfit {}", command[1..].join(" "));
+    let device = super::bench::open_gpu(args, "tuple", "")?;
+    let command = super::bench::command_line();
     let start = Instant::now();
     let report = run_tuple(&device, &opts, &command, &mut |line| {
         eprintln!("[{:7.1} s] {line}", start.elapsed().as_secs_f64())

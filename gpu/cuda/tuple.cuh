@@ -49,38 +49,22 @@ template <int I, class... T> __device__ __forceinline__ auto get(const tuple<T..
 
 // The shuffles of warp.cuh, element by element. Calls from the library's
 // templates find these by argument-dependent lookup when they instantiate
-// over a tuple, and partial ordering prefers them to the scalar ones.
-template <class H> __device__ __forceinline__ tuple<H> shfl(tuple<H> v, int src, int width = WARP) {
-    return tuple<H>(shfl(v.head, src, width));
-}
-template <class H, class H2, class... T>
-__device__ __forceinline__ tuple<H, H2, T...> shfl(tuple<H, H2, T...> v, int src, int width = WARP) {
-    tuple<H, H2, T...> o;
-    o.head = shfl(v.head, src, width);
-    o.tail = shfl(v.tail, src, width);
-    return o;
-}
-
-template <class H> __device__ __forceinline__ tuple<H> shfl_up(tuple<H> v, unsigned d, int width = WARP) {
-    return tuple<H>(shfl_up(v.head, d, width));
-}
-template <class H, class H2, class... T>
-__device__ __forceinline__ tuple<H, H2, T...> shfl_up(tuple<H, H2, T...> v, unsigned d, int width = WARP) {
-    tuple<H, H2, T...> o;
-    o.head = shfl_up(v.head, d, width);
-    o.tail = shfl_up(v.tail, d, width);
-    return o;
-}
-
-template <class H> __device__ __forceinline__ tuple<H> shfl_down(tuple<H> v, unsigned d, int width = WARP) {
-    return tuple<H>(shfl_down(v.head, d, width));
-}
-template <class H, class H2, class... T>
-__device__ __forceinline__ tuple<H, H2, T...> shfl_down(tuple<H, H2, T...> v, unsigned d, int width = WARP) {
-    tuple<H, H2, T...> o;
-    o.head = shfl_down(v.head, d, width);
-    o.tail = shfl_down(v.tail, d, width);
-    return o;
-}
+// over a tuple, and partial ordering prefers them to the scalar ones. One
+// definition per shuffle: `NAME` is the shuffle, `ARG` its lane argument.
+#define WARPFIT_TUPLE_SHUFFLE(NAME, ARG)                                                            \
+    template <class H> __device__ __forceinline__ tuple<H> NAME(tuple<H> v, ARG a, int width = WARP) { \
+        return tuple<H>(NAME(v.head, a, width));                                                      \
+    }                                                                                                 \
+    template <class H, class H2, class... T>                                                          \
+    __device__ __forceinline__ tuple<H, H2, T...> NAME(tuple<H, H2, T...> v, ARG a, int width = WARP) { \
+        tuple<H, H2, T...> o;                                                                         \
+        o.head = NAME(v.head, a, width);                                                              \
+        o.tail = NAME(v.tail, a, width);                                                              \
+        return o;                                                                                     \
+    }
+WARPFIT_TUPLE_SHUFFLE(shfl, int)
+WARPFIT_TUPLE_SHUFFLE(shfl_up, unsigned)
+WARPFIT_TUPLE_SHUFFLE(shfl_down, unsigned)
+#undef WARPFIT_TUPLE_SHUFFLE
 
 }  // namespace warpfit

@@ -133,14 +133,6 @@ pub fn components<T>(a: &Csr<T>) -> Result<Vec<u32>> {
     let n = crate::error::to_u32("connected components vertices", a.nrows())?;
     crate::mem::check_elems::<u32>("the union-find parents", a.nrows())?;
     let mut parent: Vec<u32> = (0..n).collect();
-    fn find(parent: &mut [u32], mut x: u32) -> u32 {
-        while parent[x as usize] != x {
-            let up = parent[parent[x as usize] as usize];
-            parent[x as usize] = up;
-            x = up;
-        }
-        x
-    }
     for u in 0..a.nrows() {
         for &v in a.row(u).0 {
             let (ru, rv) = (find(&mut parent, u as u32), find(&mut parent, v));
@@ -179,14 +171,6 @@ pub fn kruskal(a: &Csr<f32>) -> Result<Vec<(u32, u32, f32)>> {
     }
     edges.sort_unstable_by(|x, y| x.0.total_cmp(&y.0).then((x.1, x.2).cmp(&(y.1, y.2))));
     let mut parent: Vec<u32> = (0..n).collect();
-    fn find(parent: &mut [u32], mut x: u32) -> u32 {
-        while parent[x as usize] != x {
-            let up = parent[parent[x as usize] as usize];
-            parent[x as usize] = up;
-            x = up;
-        }
-        x
-    }
     let mut forest = Vec::new();
     for (w, u, v) in edges {
         let (ru, rv) = (find(&mut parent, u), find(&mut parent, v));
@@ -196,6 +180,17 @@ pub fn kruskal(a: &Csr<f32>) -> Result<Vec<(u32, u32, f32)>> {
         }
     }
     Ok(forest)
+}
+
+/// The root of `x`'s set in a union-find forest, halving the path on the
+/// way up.
+fn find(parent: &mut [u32], mut x: u32) -> u32 {
+    while parent[x as usize] != x {
+        let up = parent[parent[x as usize] as usize];
+        parent[x as usize] = up;
+        x = up;
+    }
+    x
 }
 
 #[cfg(test)]

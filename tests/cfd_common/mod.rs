@@ -127,3 +127,19 @@ pub fn max_relative_difference(a: &[Vec<f32>; 5], b: &[Vec<f32>; 5]) -> f32 {
     }
     worst
 }
+
+/// Asserts that every variable of every cell is the free stream's within
+/// `tol` of the largest conserved value.
+pub fn assert_free_stream(variables: &[Vec<f32>; 5], tol: f32) {
+    let ff = free_stream();
+    let scale = ff[..5].iter().fold(0f32, |m, x| m.max(x.abs()));
+    for (v, values) in variables.iter().enumerate() {
+        for (c, x) in values.iter().enumerate() {
+            assert!(
+                (x - ff[v]).abs() <= tol * scale,
+                "variable {v} of cell {c}: {x} against {}",
+                ff[v]
+            );
+        }
+    }
+}

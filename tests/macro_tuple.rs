@@ -238,3 +238,16 @@ fn throttled_tuple_handles_equal_plain_loops_on_the_cpu() {
         assert_eq!((&d, &at), (&want.2, &want.3), "{policy}");
     }
 }
+
+#[test]
+fn faults_in_tuple_folds_are_errors_naming_the_array() {
+    // `w` one short: the last row's last edge reads past it.
+    let (ptr, _) = graph();
+    let n = ptr.len() - 1;
+    let w = tied_weights(*ptr.last().unwrap() as usize - 1);
+    let (mut bw, mut be) = (vec![0.0f32; n], vec![0u32; n]);
+    let e = lightest::launch(&Device::cpu(), n, &ptr, &w, &mut bw, &mut be).unwrap_err();
+    assert!(e.to_string().contains("`w`"), "{e}");
+    let e = lightest_fn::launch(&Device::cpu(), n, &ptr, &w, &mut bw, &mut be).unwrap_err();
+    assert!(e.to_string().contains("`w`"), "{e}");
+}

@@ -203,3 +203,17 @@ fn throttled_tuple_folds_match_the_twin_under_every_policy() {
         }
     }
 }
+
+#[test]
+fn faults_in_tuple_folds_are_errors_on_the_gpu_too() {
+    let Some(dev) = gpu() else { return };
+    let (ptr, _) = skewed_graph(500, 3);
+    let n = ptr.len() - 1;
+    // `w` one short: the last edge's read is out of range.
+    let w = tied_weights(*ptr.last().unwrap() as usize - 1);
+    for cfg in configs() {
+        let (mut bw, mut be) = (vec![0.0f32; n], vec![0u32; n]);
+        let e = lightest::launch_with(&dev, &cfg, n, &ptr, &w, &mut bw, &mut be).unwrap_err();
+        assert!(e.to_string().contains("`w`"), "{cfg:?}: {e}");
+    }
+}

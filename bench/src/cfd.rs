@@ -1,5 +1,5 @@
 //! The CFD flux against a hand-written one: the generated
-//! [`cfd_flux`](warpfit::apps::cfd_flux) (a 5-tuple fold over each cell's
+//! [`cfd_flux`](fn@warpfit::apps::cfd_flux) (a 5-tuple fold over each cell's
 //! faces) against a CUDA kernel written the way Rodinia's `compute_flux`
 //! is: structure of arrays (`neighbour[j·n + c]`, `normal[(j + 4·axis)·n +
 //! c]`), one thread per cell, its four faces unrolled, the same

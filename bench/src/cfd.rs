@@ -14,7 +14,7 @@ use cudarc::driver::{LaunchConfig as Grid, PushKernelArg};
 use std::fmt::Write as _;
 use warpfit::__private::compile::compile_uncached;
 use warpfit::__private::EventTimer;
-use warpfit::apps::{cfd_flux, free_stream};
+use warpfit::apps::{cfd_flux, free_stream, perturbed_free_stream};
 use warpfit::runtime::gen::{tetmesh, MeshOrder, TetMesh};
 use warpfit::{CudaDevice, Decomposition, Device, DeviceVec, Error, LaunchConfig, Result};
 
@@ -84,26 +84,40 @@ pub struct CfdRow {
     pub generated: Vec<(String, f64)>,
 }
 
-/// The state the flux is timed on: the free stream, density and energy
-/// raised by up to 30% in every tenth cell.
-fn bumped_state(n: usize) -> [Vec<f32>; 5] {
-    let ff = free_stream();
-    std::array::from_fn(|v| {
-        (0..n)
-            .map(|c| {
-                let bump = if c % 10 == 3 {
-                    1.0 + 0.05 * (c % 7) as f32
-                } else {
-                    1.0
-                };
-                if v == 0 || v == 4 {
-                    ff[v] * bump
-                } else {
-                    ff[v]
-                }
-            })
-            .collect()
-    })
+/// `out` against the CPU twin's fluxes `want`, within 1e-4 of each
+/// variable's largest flux.
+fn check_against(out: &[DeviceVec<f32>; 5], want: &[Vec<f32>; 5], what: &str) -> Result<()> {
+    for (v, (o, w)) in out.iter().zip(want).enumerate() {
+        let got = o.to_vec()?;
+        let scale = w.iter().fold(1e-6f32, |m, x| m.max(x.abs()));
+        if let Some(c) = got
+            .iter()
+            .zip(w)
+            .position(|(g, w)| (g - w).abs() > 1e-4 * scale)
+        {
+            return Err(Error::invalid(format!(
+                "cfd bench: {what}: variable {v} of cell {c} is {} against the CPU twin's {}",
+                got[c], w[c]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The baseline's layout: neighbours and normals by face, then cell.
+fn by_face(mesh: &TetMesh) -> (Vec<i32>, Vec<f32>) {
+    let n = mesh.cells();
+    let mut nbr = vec![0i32; 4 * n];
+    let mut normals = vec![0f32; 12 * n];
+    for c in 0..n {
+        for j in 0..4 {
+            nbr[j * n + c] = mesh.neighbour[4 * c + j];
+            for a in 0..3 {
+                normals[(j + 4 * a) * n + c] = mesh.normal[a][4 * c + j];
+            }
+        }
+    }
+    (nbr, normals)
 }
 
 fn ptr_of(v: &DeviceVec<impl warpfit::Scalar>, what: &str) -> Result<u64> {
@@ -174,7 +188,7 @@ fn time_mesh(
     runs: usize,
 ) -> Result<CfdRow> {
     let n = mesh.cells();
-    let state = bumped_state(n);
+    let state = perturbed_free_stream(n);
     let ff = free_stream();
     let ptr: Vec<u32> = (0..=n as u32).map(|c| 4 * c).collect();
     // The CPU twin's fluxes: what both GPU kernels are checked against.
@@ -219,34 +233,8 @@ fn time_mesh(
         device.alloc(n)?,
     ];
     let ffd = up(&ff)?;
-    let check = |out: &[DeviceVec<f32>; 5], what: &str| -> Result<()> {
-        for (v, (o, w)) in out.iter().zip(&want).enumerate() {
-            let got = o.to_vec()?;
-            let scale = w.iter().fold(1e-6f32, |m, x| m.max(x.abs()));
-            if let Some(c) = got
-                .iter()
-                .zip(w)
-                .position(|(g, w)| (g - w).abs() > 1e-4 * scale)
-            {
-                return Err(Error::invalid(format!(
-                    "cfd bench: {what}: variable {v} of cell {c} is {} against the CPU twin's {}",
-                    got[c], w[c]
-                )));
-            }
-        }
-        Ok(())
-    };
-    // The baseline's layout: neighbours and normals by face, then cell.
-    let mut nbr_t = vec![0i32; 4 * n];
-    let mut normals_t = vec![0f32; 12 * n];
-    for c in 0..n {
-        for j in 0..4 {
-            nbr_t[j * n + c] = mesh.neighbour[4 * c + j];
-            for a in 0..3 {
-                normals_t[(j + 4 * a) * n + c] = mesh.normal[a][4 * c + j];
-            }
-        }
-    }
+    let check = |out: &[DeviceVec<f32>; 5], what: &str| check_against(out, &want, what);
+    let (nbr_t, normals_t) = by_face(mesh);
     let (nbr_d, normals_d) = (device.upload(&nbr_t)?, up(&normals_t)?);
     let p = |v: &DeviceVec<f32>| ptr_of(v, "an array");
     let args: [u64; 13] = [
@@ -365,7 +353,7 @@ mod tests {
         let e = run_cfd(&Device::cpu(), 2, &[Decomposition::Cte], 1, 1).unwrap_err();
         assert!(e.to_string().contains("needs an NVIDIA GPU"), "{e}");
         assert_eq!(BASELINE_CUDA.matches("__global__").count(), 1);
-        let s = bumped_state(20);
+        let s = perturbed_free_stream(20);
         assert_eq!(s[0][3], free_stream()[0] * 1.15);
         assert_eq!(s[1][3], free_stream()[1]);
     }

@@ -226,18 +226,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         add_kernel: Some(&warpfit::apps::spmv_add::SPEC),
         ..SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC)?
     };
-    opts.matrices = if !args.gens.is_empty() {
-        args.gens
-            .iter()
-            .map(|g| g.parse().map(MatrixSource::Gen))
-            .collect::<Result<Vec<_>>>()?
-    } else if args.suite == "small" || args.small {
-        small_suite()?
-    } else {
-        default_suite()?
-    };
-    opts.matrices
-        .extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
+    opts.matrices = matrices(args, default_suite, small_suite, None)?;
     let write = args
         .write
         .as_deref()
@@ -263,6 +252,31 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
 /// Refuses a report, chart or matrix output that names one of the `--mtx`
 /// inputs, before any work: it would replace the matrix it was measured on.
+/// The matrices a bench kind runs: `--gen`'s in place of the suite
+/// (`--small` or `--suite small`: `small`; `--suite large`: `large`, where
+/// the kind has one; else `default`), then the `--mtx` files.
+pub(crate) fn matrices(
+    args: &BenchArgs,
+    default: fn() -> Result<Vec<MatrixSource>>,
+    small: fn() -> Result<Vec<MatrixSource>>,
+    large: Option<fn() -> Result<Vec<MatrixSource>>>,
+) -> Result<Vec<MatrixSource>> {
+    let mut out = if !args.gens.is_empty() {
+        args.gens
+            .iter()
+            .map(|g| g.parse().map(MatrixSource::Gen))
+            .collect::<Result<Vec<_>>>()?
+    } else if args.small || args.suite == "small" {
+        small()?
+    } else if let (Some(large), "large") = (large, args.suite.as_str()) {
+        large()?
+    } else {
+        default()?
+    };
+    out.extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
+    Ok(out)
+}
+
 /// CUDA device `args.device` for `warpfit bench KIND`, or an error that
 /// says the kind needs a GPU (`alternative`: what else it can run on).
 pub(crate) fn open_gpu(args: &BenchArgs, kind: &str, alternative: &str) -> Result<warpfit::Device> {

@@ -11,27 +11,15 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 use warpfit::{Device, Error, Result};
+use warpfit_bench::default_suite;
 use warpfit_bench::throttle::{
     large_suite, run_throttle_bench, small_suite, ThrottleBenchOptions, ThrottleBenchReport,
 };
-use warpfit_bench::{default_suite, MatrixSource};
 
 /// The benchmark's options from the command line: `--gen` replaces the
 /// suite, `--mtx` files join it.
 pub fn options(args: &BenchArgs) -> Result<ThrottleBenchOptions> {
-    let mut matrices = if !args.gens.is_empty() {
-        args.gens
-            .iter()
-            .map(|s| s.parse().map(MatrixSource::Gen))
-            .collect::<Result<Vec<_>>>()?
-    } else if args.small || args.suite == "small" {
-        small_suite()?
-    } else if args.suite == "large" {
-        large_suite()?
-    } else {
-        default_suite()?
-    };
-    matrices.extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
+    let matrices = super::bench::matrices(args, default_suite, small_suite, Some(large_suite))?;
     let mut opts = ThrottleBenchOptions::new(matrices);
     opts.runs = args.runs as usize;
     opts.warmup = args.warmup as usize;
@@ -191,6 +179,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 mod tests {
     use super::*;
     use warpfit::{CacheSize, Partitioner};
+    use warpfit_bench::MatrixSource;
 
     use crate::bench::{parse_for_test as parse, try_parse_for_test as try_parse};
 

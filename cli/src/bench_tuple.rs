@@ -10,7 +10,6 @@ use std::io::Write as _;
 use std::time::Instant;
 use warpfit::{Error, Result};
 use warpfit_bench::tuple::{default_suite, run_tuple, small_suite, TupleBenchOptions};
-use warpfit_bench::MatrixSource;
 
 /// The section of a Markdown file that `--write` replaces.
 pub const SECTION: &str = "## Tuple folds against scalar folds (GPU, `warpfit bench tuple`)";
@@ -20,17 +19,7 @@ pub const SECTION: &str = "## Tuple folds against scalar folds (GPU, `warpfit be
 /// and uniform 2^18), `--mtx` files join it, `--variants` names the
 /// decompositions (default `cte,thread`).
 pub fn options(args: &BenchArgs) -> Result<TupleBenchOptions> {
-    let mut matrices = if !args.gens.is_empty() {
-        args.gens
-            .iter()
-            .map(|s| s.parse().map(MatrixSource::Gen))
-            .collect::<Result<Vec<_>>>()?
-    } else if args.small || args.suite == "small" {
-        small_suite()?
-    } else {
-        default_suite()?
-    };
-    matrices.extend(args.mtx.iter().cloned().map(MatrixSource::Mtx));
+    let matrices = super::bench::matrices(args, default_suite, small_suite, None)?;
     let mut opts = TupleBenchOptions::new(matrices);
     opts.runs = args.runs as usize;
     opts.warmup = args.warmup as usize;
@@ -82,6 +71,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use warpfit_bench::MatrixSource;
 
     use crate::bench::{parse_for_test as parse, try_parse_for_test as try_parse};
 

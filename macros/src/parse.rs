@@ -1201,24 +1201,8 @@ pub fn expr(e: &SExpr) -> syn::Result<Expr> {
         SExpr::Unsafe(u) => return Err(err(&u.unsafe_token, format!("`unsafe` is not supported in {KERNEL}"))),
         SExpr::Try(t) => return Err(err(&t.question_token, format!("`?` is not supported in {KERNEL}: faults (bad index, division by zero) are reported by the launch"))),
         SExpr::Match(m) => return Err(err(&m.match_token, format!("`match` is not supported in {KERNEL}: use `if`/`else`"))),
-        SExpr::Field(f) => match &f.member {
-            syn::Member::Unnamed(i) => ExprKind::Field(Box::new(expr(&f.base)?), i.index as usize),
-            syn::Member::Named(n) => {
-                return Err(err(n, format!("named fields are not supported in {KERNEL}: there are no structs; a tuple's elements are `.0`, `.1`, ..")))
-            }
-        },
-        SExpr::Tuple(t) => {
-            if t.elems.is_empty() {
-                return Err(err(t, UNIT));
-            }
-            if t.elems.len() > TUPLE_MAX {
-                return Err(err(t, format!("a tuple has at most {TUPLE_MAX} elements, found {}", t.elems.len())));
-            }
-            if let Some(inner) = t.elems.iter().find(|x| matches!(strip(x), SExpr::Tuple(_))) {
-                return Err(err(inner, NESTED_TUPLE));
-            }
-            ExprKind::Tuple(t.elems.iter().map(expr).collect::<syn::Result<_>>()?)
-        }
+        SExpr::Field(f) => field(f)?,
+        SExpr::Tuple(t) => tuple(t)?,
         SExpr::Struct(_) | SExpr::Array(_) | SExpr::Repeat(_) => {
             return Err(err(e, format!("struct and array expressions are not supported in {KERNEL}: values are scalars or tuples of them")))
         }
@@ -1231,6 +1215,39 @@ pub fn expr(e: &SExpr) -> syn::Result<Expr> {
 }
 
 use syn::ExprForLoop as SynFor;
+
+/// `value.i`: element `i` of a tuple (named fields are refused).
+fn field(f: &syn::ExprField) -> syn::Result<ExprKind> {
+    match &f.member {
+        syn::Member::Unnamed(i) => Ok(ExprKind::Field(Box::new(expr(&f.base)?), i.index as usize)),
+        syn::Member::Named(n) => Err(err(
+            n,
+            format!("named fields are not supported in {KERNEL}: there are no structs; a tuple's elements are `.0`, `.1`, .."),
+        )),
+    }
+}
+
+/// A tuple literal of 1 to [`TUPLE_MAX`] scalars.
+fn tuple(t: &syn::ExprTuple) -> syn::Result<ExprKind> {
+    if t.elems.is_empty() {
+        return Err(err(t, UNIT));
+    }
+    if t.elems.len() > TUPLE_MAX {
+        return Err(err(
+            t,
+            format!(
+                "a tuple has at most {TUPLE_MAX} elements, found {}",
+                t.elems.len()
+            ),
+        ));
+    }
+    if let Some(inner) = t.elems.iter().find(|x| matches!(strip(x), SExpr::Tuple(_))) {
+        return Err(err(inner, NESTED_TUPLE));
+    }
+    Ok(ExprKind::Tuple(
+        t.elems.iter().map(expr).collect::<syn::Result<_>>()?,
+    ))
+}
 
 fn loop_err(tok: &impl quote::ToTokens) -> syn::Error {
     err(

@@ -19,7 +19,8 @@ mod timing;
 
 pub use cfd::{
     cfd, cfd_flux, cfd_from, cfd_observed, cfd_save, cfd_step_factor, cfd_time_step, check_finite,
-    first_non_finite, free_stream, CfdResult, DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA, RK,
+    first_non_finite, free_stream, perturbed_free_stream, CfdResult,
+    DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA, RK,
 };
 pub use cg::{
     cg, cg_observed, relative_residual, rhs_for_ones, smallest_tol, CgOptions, CgOrder, CgResult,

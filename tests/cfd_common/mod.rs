@@ -93,27 +93,9 @@ pub fn euler3d(mesh: &TetMesh, initial: &[Vec<f32>; 5], iterations: usize) -> [V
     std::array::from_fn(|v| u.iter().map(|x| x[v]).collect())
 }
 
-/// The free stream with a smooth bump of density and energy over a tenth
-/// of the cells (by index), so that the flow moves.
-pub fn perturbed(n: usize) -> [Vec<f32>; 5] {
-    let ff = free_stream();
-    std::array::from_fn(|v| {
-        (0..n)
-            .map(|c| {
-                let bump = if c % 10 == 3 {
-                    1.0 + 0.05 * ((c % 7) as f32)
-                } else {
-                    1.0
-                };
-                if v == 0 || v == 4 {
-                    ff[v] * bump
-                } else {
-                    ff[v]
-                }
-            })
-            .collect()
-    })
-}
+/// The free stream with a bump of density and energy, so that the flow
+/// moves.
+pub use warpfit::apps::perturbed_free_stream as perturbed;
 
 /// The largest difference between two states, relative to each variable's
 /// largest magnitude.

@@ -253,6 +253,22 @@ impl Emitter<'_> {
         }
     }
 
+    /// A tuple literal or an element of a tuple.
+    fn tuple_expr(&self, x: &Expr) -> TokenStream {
+        match &x.kind {
+            ExprKind::Tuple(elems) => {
+                let elems = elems.iter().map(|e| self.expr(e));
+                quote!((#(#elems,)*))
+            }
+            ExprKind::Field(a, i) => {
+                let a = self.expr(a);
+                let i = syn::Index::from(*i);
+                quote!((#a).#i)
+            }
+            _ => unreachable!("called on tuples only"),
+        }
+    }
+
     pub fn expr(&self, x: &Expr) -> TokenStream {
         let t = x.ty;
         let f = fault();
@@ -386,15 +402,7 @@ impl Emitter<'_> {
                 index,
                 args,
             } => self.atomic(op, *param, index, args),
-            ExprKind::Tuple(elems) => {
-                let elems = elems.iter().map(|e| self.expr(e));
-                quote!((#(#elems,)*))
-            }
-            ExprKind::Field(a, i) => {
-                let a = self.expr(a);
-                let i = syn::Index::from(*i);
-                quote!((#a).#i)
-            }
+            ExprKind::Tuple(_) | ExprKind::Field(..) => self.tuple_expr(x),
             ExprKind::LoadShared(i, idx) => {
                 let (iv, a) = (plumbing("__i"), plumbing("__a"));
                 let element = self.shared_element(*i, idx, &iv);

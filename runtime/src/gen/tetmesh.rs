@@ -278,7 +278,13 @@ pub fn tetmesh(side: usize, order: MeshOrder, seed: u64) -> Result<TetMesh> {
                 i32::MAX / 4
             ))
         })?;
-    crate::mem::check_elems::<[f32; 17]>("the mesh's cells", cells)?;
+    // Per cell: the mesh (17 numbers), its vertices (4 indices), at most
+    // two faces waiting in the face map, and the renumbered copy: 256
+    // bytes covers them, checked before anything is allocated.
+    crate::mem::check_elems::<[u64; 32]>(
+        "the mesh's cells and the generator's working memory",
+        cells,
+    )?;
     let s = side + 1;
     let h = 1.0 / side as f64;
     let point = |v: usize| {

@@ -21,23 +21,42 @@ pub struct Access {
     pub throttle: Result<Throttle, NotThrottled>,
 }
 
-/// The one gather of a throttleable kernel.
+/// The gather of a throttleable kernel: one index, one or more arrays read
+/// at it (the conserved variables of a cell's neighbour, a PageRank's rank
+/// and degree), which a cache-fit partition holds together.
 pub struct Throttle {
-    /// The array the map reads through an index array.
-    pub gathered: usize,
-    /// The index it reads it at (the `usize` inside `gathered[..]`), in the
-    /// map's scope.
+    /// The arrays the map reads through an index array, sorted; all read at
+    /// `index`.
+    pub gathered: Vec<usize>,
+    /// The index they are read at (the `usize` inside `gathered[..]`), in
+    /// the map's scope.
     pub index: Expr,
+}
+
+impl Throttle {
+    /// The first gathered array, whose length sizes the plan (the others
+    /// must have the same length).
+    pub fn first(&self) -> usize {
+        self.gathered[0]
+    }
+
+    /// The gathered arrays' names, as errors and documentation list them.
+    pub fn names(&self, params: &[Param]) -> String {
+        self.gathered
+            .iter()
+            .map(|&i| format!("`{}`", params[i].name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Why a kernel has no work graph.
 pub enum NotThrottled {
     /// The map reads no array through an index array.
     NoGather,
-    /// The map gathers from several arrays (sorted parameter indices).
-    SeveralArrays(Vec<usize>),
-    /// The map reads its one gathered array at several different indices.
-    SeveralIndices(usize),
+    /// The map gathers at several different index expressions (the arrays
+    /// read at them, sorted parameter indices).
+    SeveralIndices(Vec<usize>),
     /// A push kernel's `for_each`: there is no fold to carry between the
     /// cache-fit launches.
     ForEach,
@@ -53,17 +72,19 @@ impl NotThrottled {
             NotThrottled::NoGather => {
                 "its map reads no array through an index array (like `x[col[k] as usize]`)".into()
             }
-            NotThrottled::SeveralArrays(arrays) => {
+            NotThrottled::SeveralIndices(arrays) => {
                 let names: Vec<_> = arrays
                     .iter()
                     .map(|&i| format!("`{}`", params[i].name))
                     .collect();
-                format!("its map gathers from several arrays ({})", names.join(", "))
+                match names.as_slice() {
+                    [one] => format!("its map reads {one} through several different index expressions"),
+                    _ => format!(
+                        "its map gathers {} through different index expressions; a cache-fit partition holds the elements of one index",
+                        names.join(", ")
+                    ),
+                }
             }
-            NotThrottled::SeveralIndices(array) => format!(
-                "its map reads `{}` through several different index expressions",
-                params[*array].name
-            ),
             NotThrottled::ForEach => "it is a `for_each` kernel, and throttling needs a fold (each task's fold is carried between the cache-fit launches)".into(),
             NotThrottled::Scatters => "it updates shared arrays or pushes to worklists, which the throttled handle does not hold".into(),
         }
@@ -153,18 +174,16 @@ pub fn kernel(k: &Kernel) -> Access {
     }
 }
 
-/// A work graph needs exactly one gathered array, read at one index.
+/// A work graph needs one gathered index: every gather reads its array at
+/// the same index expression (several arrays may be read at it).
 fn throttle(gathers: &[(usize, &Expr)]) -> Result<Throttle, NotThrottled> {
     let arrays: BTreeSet<usize> = gathers.iter().map(|&(a, _)| a).collect();
-    let (&(gathered, index), rest) = gathers.split_first().ok_or(NotThrottled::NoGather)?;
-    if arrays.len() > 1 {
-        return Err(NotThrottled::SeveralArrays(arrays.into_iter().collect()));
-    }
+    let (&(_, index), rest) = gathers.split_first().ok_or(NotThrottled::NoGather)?;
     if !rest.iter().all(|(_, other)| other.same_as(index)) {
-        return Err(NotThrottled::SeveralIndices(gathered));
+        return Err(NotThrottled::SeveralIndices(arrays.into_iter().collect()));
     }
     Ok(Throttle {
-        gathered,
+        gathered: arrays.into_iter().collect(),
         index: index.clone(),
     })
 }
@@ -192,9 +211,9 @@ pub struct Roles {
     pub range: usize,
     /// Arrays read only at the fine-task index, sorted.
     pub fine: Vec<usize>,
-    /// The array the map gathers from.
-    pub gathered: usize,
-    /// The `u32` fine array the gathered array is read through (`col` in
+    /// The arrays the map gathers, sorted.
+    pub gathered: Vec<usize>,
+    /// The `u32` fine array the gathered arrays are read through (`col` in
     /// `x[col[k] as usize]`), whether or not the kernel can be remapped:
     /// what a plan made on the device groups fine tasks by.
     pub through: Option<usize>,
@@ -217,6 +236,10 @@ pub struct Remap {
     /// (a store at the epilogue's top level, no read anywhere): a remapped
     /// launch need not bring their old values into the plan's order.
     pub overwritten: Vec<usize>,
+    /// Whether a gathered array is also read at the task index (a cell's
+    /// own state beside its neighbours'): a remapped plan then needs one
+    /// permutation for tasks and gathered elements, so as many of each.
+    pub gathered_at_task: bool,
 }
 
 /// The roles of a kernel's parameters under throttling, or why it cannot
@@ -348,7 +371,7 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
     Ok(Roles {
         range,
         fine,
-        gathered: gather.gathered,
+        gathered: gather.gathered.clone(),
         through,
         remap,
     })
@@ -362,13 +385,14 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
 fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<Remap, String> {
     let params = &k.params;
     let name = |i: usize| params[i].name.to_string();
-    let g = gather.gathered;
+    let gs = &gather.gathered;
+    let g = gather.first();
     let index = match gather_index(&gather.index, k.k, params) {
         Some(c) if params[c].ty == Ty::U32 && fine.contains(&c) => c,
         _ => {
             return Err(format!(
-                "it gathers `{}` at an index other than a `u32` index array read at the fine-task index (`{}[col[k] as usize]`)",
-                name(g),
+                "it gathers {} at an index other than a `u32` index array read at the fine-task index (`{}[col[k] as usize]`)",
+                gather.names(params),
                 name(g)
             ))
         }
@@ -381,6 +405,7 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     // in any numbering, so a remapped launch passes them as they are.
     let mut at_constant = BTreeSet::new();
     let mut at_task = BTreeSet::new();
+    let mut gathered_at_task = false;
     let mut check = |e: &Expr| {
         e.visit(&mut |x| {
             let ExprKind::Load(a, i) = &x.kind else {
@@ -389,20 +414,23 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
             if why.is_some() || *a == range || fine.contains(a) {
                 return;
             }
-            if *a == g && !i.same_as(&gather.index) {
+            let gathered = gs.contains(a);
+            if gathered && is_task(i) {
+                gathered_at_task = true;
+            } else if gathered && !i.same_as(&gather.index) {
                 why = Some(format!(
-                    "it reads `{}` other than through `{}`; a remapped plan renames its elements",
-                    name(g),
+                    "it reads `{}` other than through `{}` or at the task index; a remapped plan renames its elements",
+                    name(*a),
                     name(index)
                 ));
-            } else if *a != g && is_constant(i) {
+            } else if !gathered && is_constant(i) {
                 at_constant.insert(*a);
-            } else if *a != g && !is_task(i) {
+            } else if !gathered && !is_task(i) {
                 why = Some(format!(
                     "it reads `{}` at an index other than the task's or a constant; a remapped plan renames tasks",
                     name(*a)
                 ));
-            } else if *a != g {
+            } else if !gathered {
                 at_task.insert(*a);
             }
         })
@@ -418,7 +446,7 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     k.visit_parts(&mut |e| {
         e.visit(&mut |x| match &x.kind {
             ExprKind::Load(a, _) if *a == index => index_reads += 1,
-            ExprKind::Load(a, i) if *a == g && i.same_as(&gather.index) => i.visit(&mut |y| {
+            ExprKind::Load(a, i) if gs.contains(a) && i.same_as(&gather.index) => i.visit(&mut |y| {
                 if matches!(y.kind, ExprKind::Load(b, _) if b == index) {
                     gather_reads += 1;
                 }
@@ -428,9 +456,9 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     });
     if index_reads > gather_reads {
         return Err(format!(
-            "it uses the values of `{}` other than to gather `{}`; a remapped plan renames them",
+            "it uses the values of `{}` other than to gather {}; a remapped plan renames them",
             name(index),
-            name(g)
+            gather.names(params)
         ));
     }
     if let Some(&a) = at_constant
@@ -444,7 +472,7 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     }
     let task_indexed: Vec<usize> = (0..params.len())
         .filter(|&i| {
-            i != g
+            !gs.contains(&i)
                 && i != range
                 && !fine.contains(&i)
                 && !at_constant.contains(&i)
@@ -460,6 +488,7 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
         index,
         task_indexed,
         overwritten,
+        gathered_at_task,
     })
 }
 

@@ -86,8 +86,9 @@ pub fn nested_reduce(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `org`, `org_r`), `cache` (`l2` or a size such as `"8MiB"`),
 /// `partitioner` (`kd`, `bisect`, `columns`). The kernel must have the
 /// throttling shape (checked at compile time): a CSR range
-/// `a[task] as usize .. a[task + 1] as usize`, one gathered array read
-/// through arrays read at the fine-task index, and a commutative reduce.
+/// `a[task] as usize .. a[task + 1] as usize`, gathers at one index read
+/// through arrays read at the fine-task index (one gathered array, or
+/// several of one length read at that index), and a commutative reduce.
 /// Written alone or above `#[nested_reduce]`, it is an error saying so.
 #[proc_macro_attribute]
 pub fn throttled(_attr: TokenStream, item: TokenStream) -> TokenStream {

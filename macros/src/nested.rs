@@ -36,8 +36,7 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
                     format!("`{}` cannot be throttled: {why}", kernel.name),
                 )
             })?;
-            let gathered = access.throttle.as_ref().map_or(0, |t| t.gathered);
-            emit_rust::throttle_items(&kernel, &roles, gathered, attr)
+            emit_rust::throttle_items(&kernel, &roles, attr)
         }
     };
     let cuda = emit_cuda::kernel(&kernel, &access);

@@ -288,16 +288,31 @@ fn access_facts_of_spmv() {
     );
     assert_eq!(access.probe(), Some(col));
     let throttle = access.throttle.as_ref().ok().expect("one gather");
-    assert_eq!(throttle.gathered, x);
+    assert_eq!(throttle.gathered, vec![x]);
 }
 
 #[test]
 fn throttling_reasons_name_the_arrays() {
+    // Two arrays at one index: one gather, a partition holds both.
     let (k, access) = access_of(PAGERANK);
-    let reason = access.throttle.as_ref().err().expect("two gathered arrays");
+    let throttle = access.throttle.as_ref().ok().expect("one gathered index");
+    assert_eq!(
+        throttle.gathered,
+        vec![param_index(&k, "rank"), param_index(&k, "inv_deg")]
+    );
+    // Two arrays at different indices.
+    let (k, access) = access_of(
+        "
+fn k(t: usize, p: &[u32], c: &[u32], d: &[u32], x: &[f32], w: &[f32], y: &mut [f32]) {
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    y[t] = (lo..hi).map(|e| x[c[e] as usize] * w[d[e] as usize]).fold(0.0, |a, b| a + b);
+}",
+    );
+    let reason = access.throttle.as_ref().err().expect("two indices");
     assert_eq!(
         reason.reason(&k.params),
-        "its map gathers from several arrays (`rank`, `inv_deg`)"
+        "its map gathers `x`, `w` through different index expressions; a cache-fit partition holds the elements of one index"
     );
     let (k, access) = access_of(
         "
@@ -790,10 +805,45 @@ fn throttling_roles_of_spmv() {
     let mut fine = vec![param_index(&k, "col"), param_index(&k, "val")];
     fine.sort_unstable();
     assert_eq!(roles.fine, fine);
-    // Two gathered arrays: the work-graph reason comes first.
+    assert_eq!(roles.gathered, vec![param_index(&k, "x")]);
+    // Two gathered arrays at one index: both gathered, remappable.
     let (k, access) = access_of(PAGERANK);
-    let why = crate::analyse::roles(&k, &access)
-        .err()
-        .expect("not throttleable");
-    assert!(why.contains("several arrays"), "{why}");
+    let roles = crate::analyse::roles(&k, &access).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        roles.gathered,
+        vec![param_index(&k, "rank"), param_index(&k, "inv_deg")]
+    );
+    let remap = roles.remap.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(!remap.gathered_at_task);
+    assert_eq!(remap.task_indexed, vec![param_index(&k, "next")]);
+}
+
+#[test]
+fn a_gathered_array_read_at_the_task_index_is_remapped_square() {
+    // A cell's own value beside its neighbours' (the CFD flux's shape).
+    let (k, access) = access_of(
+        "
+fn k(c: usize, p: &[u32], nb: &[u32], s: &[f32], y: &mut [f32]) {
+    let lo = p[c] as usize;
+    let hi = p[c + 1] as usize;
+    y[c] = (lo..hi).map(|e| s[nb[e] as usize] - s[c]).fold(0.0, |a, b| a + b);
+}",
+    );
+    let roles = crate::analyse::roles(&k, &access).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(roles.gathered, vec![param_index(&k, "s")]);
+    let remap = roles.remap.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(remap.gathered_at_task);
+    assert_eq!(remap.task_indexed, vec![param_index(&k, "y")]);
+    // At another index it is refused, naming the array.
+    let (k, access) = access_of(
+        "
+fn k(c: usize, p: &[u32], nb: &[u32], s: &[f32], y: &mut [f32]) {
+    let lo = p[c] as usize;
+    let hi = p[c + 1] as usize;
+    y[c] = (lo..hi).map(|e| s[nb[e] as usize] - s[0]).fold(0.0, |a, b| a + b);
+}",
+    );
+    let roles = crate::analyse::roles(&k, &access).unwrap_or_else(|e| panic!("{e}"));
+    let why = roles.remap.err().expect("refused");
+    assert!(why.contains("reads `s` other than through `nb`"), "{why}");
 }

@@ -18,9 +18,10 @@ mod throttled;
 mod timing;
 
 pub use cfd::{
-    cfd, cfd_flux, cfd_from, cfd_observed, cfd_save, cfd_step_factor, cfd_time_step, check_finite,
-    first_non_finite, free_stream, perturbed_free_stream, CfdResult,
-    DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA, RK,
+    cfd, cfd_flux, cfd_flux_faces, cfd_from, cfd_observed, cfd_save, cfd_step_factor,
+    cfd_throttled, cfd_time_step, check_finite, faces, first_non_finite, free_stream,
+    perturbed_free_stream, CfdResult, CfdThrottled, DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA,
+    RK, SIDE_FAR_FIELD, SIDE_INTERIOR, SIDE_WALL,
 };
 pub use cg::{
     cg, cg_observed, relative_residual, rhs_for_ones, smallest_tol, CgOptions, CgOrder, CgResult,

@@ -185,7 +185,7 @@ impl Throttled {
         let kernels = dev.extension::<LayoutKernels>()?;
         for (i, r) in &self.staged_r {
             let (ptr, len) = self.staged_ptr(*i)?;
-            let perm = if *i == self.roles.gathered {
+            let perm = if self.roles.gathered.contains(i) {
                 &tables.gathered_perm
             } else {
                 &tables.task_perm

@@ -98,7 +98,7 @@ impl Throttled {
         let index = self.roles.gather_index.ok_or_else(|| {
             format!(
                 "the gathered array `{}` is not read through a u32 index array at the fine-task index",
-                self.spec.params[self.roles.gathered].name
+                self.spec.params[self.roles.first_gathered()].name
             )
         })?;
         let (ptr, ptr_len) = array(self.roles.range)?;

@@ -186,7 +186,7 @@ impl Throttled {
         shape: &[Option<Arg<'_>>],
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        check_policy(spec, roles, options)?;
+        check_policy(spec, roles, options, n_tasks, gathered_len)?;
         let shape = shape
             .iter()
             .map(|a| match a {
@@ -250,7 +250,7 @@ impl Throttled {
         shape: Vec<Option<Box<dyn HostArray>>>,
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        check_policy(spec, roles, options)?;
+        check_policy(spec, roles, options, n_tasks, gathered_len)?;
         let borrowed = shape
             .iter()
             .map(|a| a.as_ref().map(|a| (a.bytes(), a.ty())))
@@ -370,7 +370,7 @@ impl Throttled {
         shape: &[Option<Arg<'_>>],
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        check_policy(spec, roles, options)?;
+        check_policy(spec, roles, options, n_tasks, gathered_len)?;
         let Some(dev) = device.cuda() else {
             return Err(Error::invalid(format!(
                 "kernel `{}`: throttle_resident takes arrays on a CUDA device; on the CPU use throttle",

@@ -49,8 +49,8 @@ pub(super) fn remap_orders(
     square: bool,
 ) -> Vec<RemapOrder> {
     match roles.index {
-        Some(_) => options.remap_orders_to_time(square),
-        None => Vec::new(),
+        Some(_) if !roles.gathered_at_task || square => options.remap_orders_to_time(square),
+        _ => Vec::new(),
     }
 }
 

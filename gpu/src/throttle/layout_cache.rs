@@ -195,13 +195,13 @@ impl Throttled {
                 continue;
             }
             let (_, len) = self.staged_ptr(i)?;
-            if i == self.roles.gathered && len != self.gathered_len {
+            if self.roles.gathered.contains(&i) && len != self.gathered_len {
                 return Err(Error::invalid(format!(
                     "kernel `{}`: `{}` has {len} elements; the remapped plan was made for {}",
                     self.spec.name, self.spec.params[i].name, self.gathered_len
                 )));
             }
-            if i != self.roles.gathered && len < self.n_tasks {
+            if !self.roles.gathered.contains(&i) && len < self.n_tasks {
                 return Err(Error::invalid(format!(
                     "kernel `{}`: `{}` has {len} elements, fewer than the {} tasks",
                     self.spec.name, self.spec.params[i].name, self.n_tasks
@@ -224,7 +224,7 @@ impl Throttled {
                 .iter()
                 .map(|(i, v)| {
                     let w = v.ty().size();
-                    if *i == self.roles.gathered {
+                    if self.roles.gathered.contains(i) {
                         t.gathered_perm.scratch_bytes(w)
                     } else {
                         t.task_perm

@@ -8,9 +8,15 @@ pub struct ThrottleRoles {
     pub range: usize,
     /// The arrays read only at the fine-task index, sorted.
     pub fine: &'static [usize],
-    /// The array the map gathers from (passed to each launch).
-    pub gathered: usize,
-    /// The fine array the gathered array is read through, when a remapped
+    /// The arrays the map gathers from, all at one index and of one length
+    /// (passed to each launch; a cache-fit partition holds an element of
+    /// each), sorted and never empty.
+    pub gathered: &'static [usize],
+    /// Whether a gathered array is also read at the task index: a remapped
+    /// plan then needs tasks and gathered elements renumbered by one
+    /// permutation, so as many of each.
+    pub gathered_at_task: bool,
+    /// The fine array the gathered arrays are read through, when a remapped
     /// plan can run the kernel (`None`: see `remap_refused`).
     pub index: Option<usize>,
     /// The `u32` fine array the gathered array is read through, remappable
@@ -37,7 +43,12 @@ impl ThrottleRoles {
 
     /// Whether a remapped schedule permutes per-launch parameter `i`.
     pub(crate) fn permuted(&self, i: usize) -> bool {
-        i == self.gathered || self.task_indexed.contains(&i)
+        self.gathered.contains(&i) || self.task_indexed.contains(&i)
+    }
+
+    /// The first gathered array, whose length the handle is given.
+    pub(crate) fn first_gathered(&self) -> usize {
+        self.gathered[0]
     }
 }
 
@@ -48,7 +59,8 @@ impl ThrottleRoles {
 pub(crate) const SPMV_ROLES: ThrottleRoles = ThrottleRoles {
     range: 0,
     fine: &[1, 2],
-    gathered: 3,
+    gathered: &[3],
+    gathered_at_task: false,
     index: Some(1),
     gather_index: Some(1),
     task_indexed: &[4],

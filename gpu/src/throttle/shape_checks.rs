@@ -63,24 +63,50 @@ pub(in crate::throttle) fn misplaced(
     ))
 }
 
-/// Checks what the handle is asked to run.
+/// Checks what the handle is asked to run over `n_tasks` tasks and
+/// `gathered_len` gathered elements.
 pub(in crate::throttle) fn check_policy(
     spec: &KernelSpec,
     roles: ThrottleRoles,
     options: &ThrottleOptions,
+    n_tasks: usize,
+    gathered_len: usize,
 ) -> Result<()> {
     options.validate()?;
     let remapped = options.remap || options.policy == ThrottlePolicy::OrgR;
-    if remapped && roles.index.is_none() {
-        return Err(Error::invalid(format!(
-            "kernel `{}`: a remapped plan (policy {}{}) cannot run it: {}",
+    let what = || {
+        format!(
+            "kernel `{}`: a remapped plan (policy {}{}) cannot run it",
             spec.name,
             options.policy,
             if options.remap { ", remap" } else { "" },
+        )
+    };
+    if remapped && roles.index.is_none() {
+        return Err(Error::invalid(format!(
+            "{}: {}",
+            what(),
             roles.remap_refused
         )));
     }
+    if remapped && !remappable_sizes(roles, n_tasks, gathered_len) {
+        return Err(Error::invalid(format!(
+            "{}: it reads a gathered array at the task index, so tasks and gathered elements must be renumbered alike, and there are {n_tasks} tasks but {gathered_len} gathered elements",
+            what()
+        )));
+    }
     Ok(())
+}
+
+/// Whether a remapped plan can renumber `n_tasks` tasks and `gathered_len`
+/// gathered elements: any sizes, unless a gathered array is also read at
+/// the task index (then one permutation for both, so as many of each).
+pub(in crate::throttle) fn remappable_sizes(
+    roles: ThrottleRoles,
+    n_tasks: usize,
+    gathered_len: usize,
+) -> bool {
+    !roles.gathered_at_task || n_tasks == gathered_len
 }
 
 #[cfg(test)]
@@ -131,13 +157,13 @@ mod tests {
     #[test]
     fn a_remapped_policy_needs_an_index_array() {
         let org_r = ThrottleOptions::default().with_policy(ThrottlePolicy::OrgR);
-        assert!(check_policy(&SPMV, SPMV_ROLES, &org_r).is_ok());
+        assert!(check_policy(&SPMV, SPMV_ROLES, &org_r, 8, 8).is_ok());
         let refused = ThrottleRoles {
             index: None,
             remap_refused: "the gather is not through a fine array",
             ..SPMV_ROLES
         };
-        let e = check_policy(&SPMV, refused, &org_r)
+        let e = check_policy(&SPMV, refused, &org_r, 8, 8)
             .unwrap_err()
             .to_string();
         assert!(
@@ -147,11 +173,34 @@ mod tests {
         let cf_remapped = ThrottleOptions::default()
             .with_policy(ThrottlePolicy::Cf)
             .with_remap(true);
-        let e = check_policy(&SPMV, refused, &cf_remapped)
+        let e = check_policy(&SPMV, refused, &cf_remapped, 8, 8)
             .unwrap_err()
             .to_string();
         assert!(e.contains("policy cf, remap"), "{e}");
         let cf = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
-        assert!(check_policy(&SPMV, refused, &cf).is_ok());
+        assert!(check_policy(&SPMV, refused, &cf, 8, 8).is_ok());
+    }
+
+    #[test]
+    fn a_gathered_array_read_at_the_task_index_is_remapped_only_when_square() {
+        // A cell's own state beside its neighbours': one permutation for both.
+        let own = ThrottleRoles {
+            gathered_at_task: true,
+            ..SPMV_ROLES
+        };
+        let org_r = ThrottleOptions::default().with_policy(ThrottlePolicy::OrgR);
+        assert!(check_policy(&SPMV, own, &org_r, 8, 8).is_ok());
+        let e = check_policy(&SPMV, own, &org_r, 8, 16)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("8 tasks but 16 gathered elements") && e.contains("policy org_r"),
+            "{e}"
+        );
+        // Not remapped: any sizes.
+        let cf = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
+        assert!(check_policy(&SPMV, own, &cf, 8, 16).is_ok());
+        assert!(crate::throttle::host_plan::remap_orders(&own, &cf.clone().with_remap(true), false).is_empty());
+        assert!(remappable_sizes(SPMV_ROLES, 8, 16));
     }
 }

@@ -134,17 +134,18 @@ impl ModuleEmitter<'_> {
         }
     }
 
-    /// `GATHERED`: the array throttling reads through an index array.
+    /// `GATHERED`: the arrays throttling reads through an index array.
     fn gathered_const(&self) -> TokenStream {
         let value = match &self.access.throttle {
             Ok(t) => {
-                let name = self.k.params[t.gathered].name.to_string();
-                quote!(::core::option::Option::Some(#name))
+                let names = gathered_names(self.k, t);
+                quote!(::core::option::Option::Some(#names))
             }
             Err(_) => quote!(::core::option::Option::None),
         };
         quote! {
-            /// The array the map reads through an index array, when there is exactly one.
+            /// The arrays the map reads through its one gathered index (`"x"`; `"rank, inv_deg"`
+            /// for several), when a work graph can describe it.
             pub const GATHERED: ::core::option::Option<&'static str> = #value;
         }
     }
@@ -586,10 +587,10 @@ impl ModuleEmitter<'_> {
         let k = self.k;
         let names = plumbing_names();
         let (task_h, ctx_h, fine_h) = (&names.task, &names.ctx, &names.fine);
-        let gathered = &k.params[throttle.gathered];
-        let gathered_name = gathered.name.to_string();
-        let gathered_field = &gathered.name;
-        let gathered_bytes = gathered.ty.size();
+        let gathered_name = gathered_names(k, throttle);
+        let gathered_field = &k.params[throttle.first()].name;
+        // A cache-fit partition holds one element of each gathered array.
+        let gathered_bytes: usize = throttle.gathered.iter().map(|&i| k.params[i].ty.size()).sum();
         let out_bytes: usize = k
             .params
             .iter()
@@ -890,7 +891,7 @@ impl ModuleEmitter<'_> {
             }
             Err(why) => {
                 let msg = format!(
-                    "kernel `{name}` cannot be throttled: {}; a work graph needs exactly one gathered array with one index expression",
+                    "kernel `{name}` cannot be throttled: {}; a work graph needs gathers at one index expression",
                     why.reason(&k.params)
                 );
                 let unused = inputs.iter().map(|p| &p.name);
@@ -960,4 +961,13 @@ fn prepare_param_doc(p: &Param) -> String {
         ),
         ParamKind::Scalar => format!("- `{}: {}`: scalar", p.name, p.ty.rust_name()),
     }
+}
+
+/// The gathered arrays' names joined by `", "` (`"x"`, `"rank, inv_deg"`).
+fn gathered_names(k: &Kernel, t: &crate::analyse::Throttle) -> String {
+    t.gathered
+        .iter()
+        .map(|&i| k.params[i].name.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

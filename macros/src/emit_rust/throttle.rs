@@ -13,15 +13,9 @@ use quote::quote;
 /// rejects the attribute on such kernels before these items are emitted.
 const SCATTERS: &str = "a throttled kernel has no shared arrays or worklists";
 
-/// The throttled items of `k`, whose gathered array is parameter
-/// `gathered`.
-pub fn items(k: &Kernel, roles: &Roles, gathered: usize, attr: &ThrottleAttr) -> TokenStream {
-    let e = ThrottleEmitter {
-        k,
-        roles,
-        gathered,
-        attr,
-    };
+/// The throttled items of `k`.
+pub fn items(k: &Kernel, roles: &Roles, attr: &ThrottleAttr) -> TokenStream {
+    let e = ThrottleEmitter { k, roles, attr };
     let (consts, options, build, handle) = (e.roles(), e.options(), e.build(), e.handle());
     quote! {
         #consts
@@ -34,7 +28,6 @@ pub fn items(k: &Kernel, roles: &Roles, gathered: usize, attr: &ThrottleAttr) ->
 struct ThrottleEmitter<'a> {
     k: &'a Kernel,
     roles: &'a Roles,
-    gathered: usize,
     attr: &'a ThrottleAttr,
 }
 
@@ -65,12 +58,12 @@ impl ThrottleEmitter<'_> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let gathered = self.roles.gathered;
+        let gathered = &self.roles.gathered;
         let through = match self.roles.through {
             Some(i) => quote!(::core::option::Option::Some(#i)),
             None => quote!(::core::option::Option::None),
         };
-        let (index, task_indexed, overwritten, refused) = match &self.roles.remap {
+        let (index, task_indexed, overwritten, refused, at_task) = match &self.roles.remap {
             Ok(r) => {
                 let i = r.index;
                 (
@@ -78,6 +71,7 @@ impl ThrottleEmitter<'_> {
                     r.task_indexed.clone(),
                     r.overwritten.clone(),
                     String::new(),
+                    r.gathered_at_task,
                 )
             }
             Err(why) => (
@@ -85,6 +79,7 @@ impl ThrottleEmitter<'_> {
                 Vec::new(),
                 Vec::new(),
                 why.clone(),
+                false,
             ),
         };
         quote! {
@@ -93,7 +88,8 @@ impl ThrottleEmitter<'_> {
                 ::warpfit::__private::ThrottleRoles {
                     range: #range,
                     fine: &[#(#fine),*],
-                    gathered: #gathered,
+                    gathered: &[#(#gathered),*],
+                    gathered_at_task: #at_task,
                     index: #index,
                     gather_index: #through,
                     task_indexed: &[#(#task_indexed),*],
@@ -140,24 +136,51 @@ impl ThrottleEmitter<'_> {
             .filter(|(i, _)| self.shapes(*i))
     }
 
-    /// `<gathered>_len`, the parameter that sizes the plan's stand-in.
+    /// The first gathered array, whose name sizes the plan (the others
+    /// have its length).
+    fn first_gathered(&self) -> usize {
+        self.roles.gathered[0]
+    }
+
+    /// `<gathered>_len`, the parameter that sizes the plan's stand-ins.
     fn gathered_len(&self) -> proc_macro2::Ident {
-        quote::format_ident!("{}_len", self.k.params[self.gathered].name)
+        quote::format_ident!("{}_len", self.k.params[self.first_gathered()].name)
+    }
+
+    /// The gathered arrays' names, as the documentation lists them.
+    fn gathered_names(&self) -> String {
+        self.roles
+            .gathered
+            .iter()
+            .map(|&i| format!("`{}`", self.k.params[i].name))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The hidden helpers both builders call: the work graph (the twin over
-    /// the shape arrays, a zeroed stand-in for the gathered array, the other
+    /// the shape arrays, zeroed stand-ins for the gathered arrays, the other
     /// per-launch arrays empty: the roles guarantee the prologue and the
     /// gathered index read none of them) and the handle's CPU run.
     fn helpers(&self) -> TokenStream {
         let k = self.k;
         let (n, glen) = (plumbing("n_tasks"), self.gathered_len());
-        let (graph_k, zeros, a) = (
-            plumbing("__kernel"),
-            plumbing("__gathered"),
-            plumbing("__args"),
-        );
-        let gt = ty(k.params[self.gathered].ty);
+        let (graph_k, a) = (plumbing("__kernel"), plumbing("__args"));
+        // One zeroed stand-in per element type of the gathered arrays (they
+        // are scalars: tuple arrays do not exist).
+        let stand_in = |t: crate::ir::Ty| plumbing(&format!("__gathered_{}", t.rust_name()));
+        let mut types: Vec<crate::ir::Ty> = Vec::new();
+        for &i in &self.roles.gathered {
+            if !types.contains(&k.params[i].ty) {
+                types.push(k.params[i].ty);
+            }
+        }
+        let stand_ins = types.iter().map(|&t| {
+            let (v, gt) = (stand_in(t), ty(t));
+            quote! {
+                ::warpfit::__private::mem_check_elems::<#gt>("the gathered arrays' stand-ins for planning", #glen)?;
+                let #v: ::std::vec::Vec<#gt> = ::std::vec![::core::default::Default::default(); #glen];
+            }
+        });
         let shape_params = self.shape_params().map(|(_, p)| {
             let (n, t) = (&p.name, ty(p.ty));
             quote!(#n: &[#t])
@@ -165,7 +188,10 @@ impl ThrottleEmitter<'_> {
         let twin_fields = k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             match p.kind {
-                _ if i == self.gathered => quote!(#n: &#zeros),
+                _ if self.roles.gathered.contains(&i) => {
+                    let v = stand_in(p.ty);
+                    quote!(#n: &#v)
+                }
                 _ if self.shapes(i) => quote!(#n),
                 ParamKind::Input => quote!(#n: &[]),
                 ParamKind::Output => quote!(#n: ::warpfit::__private::SharedOut::new(&mut [])),
@@ -191,8 +217,7 @@ impl ThrottleEmitter<'_> {
                 #glen: usize,
                 #(#shape_params),*
             ) -> ::warpfit::__private::Result<::warpfit::__private::WorkGraph> {
-                ::warpfit::__private::mem_check_elems::<#gt>("the gathered array's stand-in for planning", #glen)?;
-                let #zeros: ::std::vec::Vec<#gt> = ::std::vec![::core::default::Default::default(); #glen];
+                #(#stand_ins)*
                 let #graph_k = Kernel { #(#twin_fields),* };
                 ::warpfit::__private::WorkGraph::from_kernel(&#graph_k, #n)
             }
@@ -228,7 +253,7 @@ impl ThrottleEmitter<'_> {
              # Parameters\n- `device`: where to run (on the CPU backend every policy runs the CPU twin)\n\
              - `options`: the schedule, cache and partitioner ([`throttle_options`] gives the attribute's defaults)\n\
              - `n_tasks`: the launches run tasks `0..n_tasks`\n\
-             - `{}`: the length of `{}`, the array the kernel gathers (it is passed at each launch)\n{}\n\n\
+             - `{}`: the length of {}, the gathered arrays (passed at each launch, all of this length)\n{}\n\n\
              The handle keeps its own device copies of these arrays (the fine ones reordered part by part for `cf`); \
              everything else is passed to each launch. Throttling reorders each task's fine tasks: `{name}`'s reduce \
              operator must be commutative and associative.\n\n\
@@ -236,7 +261,7 @@ impl ThrottleEmitter<'_> {
              an index fault of the prologue or the gathered index, a range array that does not start at 0 and increase \
              (`cf` needs that), and device errors.",
             self.gathered_len(),
-            k.params[self.gathered].name,
+            self.gathered_names(),
             arrays.join("\n")
         )
     }

@@ -236,17 +236,21 @@ impl<'k, K: NestedKernel + ?Sized> Prechecked<'k, K> {
     }
 }
 
-/// A kernel whose map reads one array through an index array (`x[col[k]]`):
-/// the shape throttling partitions. `#[nested_reduce]` implements it when the
-/// kernel IR shows exactly one such gathered array.
+/// A kernel whose map reads arrays through one index (`x[col[k]]`, or a
+/// cell's neighbour's `density[nbr[k]]` and `energy[nbr[k]]`): the shape
+/// throttling partitions. `#[nested_reduce]` implements it when every gather
+/// of the kernel IR reads at one index expression.
 pub trait GatherKernel: NestedKernel {
-    /// Name of the gathered array (`x` in `x[col[k] as usize]`).
+    /// Names of the gathered arrays, joined by `", "` (`x` in
+    /// `x[col[k] as usize]`).
     const GATHERED: &'static str;
-    /// Size in bytes of one gathered element.
+    /// Size in bytes of one gathered element: one element of each gathered
+    /// array, which a cache-fit partition holds together.
     const GATHERED_ELEM_BYTES: usize;
     /// Size in bytes of one output element per task (summed over outputs).
     const OUTPUT_ELEM_BYTES: usize;
-    /// Length of the gathered array: the data elements fine tasks can touch.
+    /// Length of the (first) gathered array: the data elements fine tasks can
+    /// touch.
     fn gathered_len(&self) -> usize;
     /// The gathered index that fine task `k` of `task` reads.
     fn gathered_index(&self, task: usize, ctx: &Self::Ctx, k: usize) -> Result<usize, Fault>;

@@ -78,8 +78,15 @@ impl Throttled {
         };
         let mut step = Instant::now();
         let pk = plan_kernels(dev)?;
-        let elem = self.spec.params[self.roles.gathered].ty.size();
-        let line = (128 / elem).max(1);
+        // A line holds elements of one array; a partition holds an element
+        // of each gathered array.
+        let line = (128 / self.spec.params[self.roles.first_gathered()].ty.size()).max(1);
+        let elem: usize = self
+            .roles
+            .gathered
+            .iter()
+            .map(|&i| self.spec.params[i].ty.size())
+            .sum();
         let (gathers, lines) = pk.locality(dev, shape, SAMPLED_WARPS, line)?;
         report.steps.push(("sample", step.elapsed()));
         step = Instant::now();

@@ -6,7 +6,9 @@
 mod cfd_common;
 
 use cfd_common::{assert_free_stream, euler3d, max_relative_difference, perturbed};
-use warpfit::apps::{cfd, cfd_flux_faces, cfd_from, cfd_throttled, check_finite, faces, free_stream};
+use warpfit::apps::{
+    cfd, cfd_flux_faces, cfd_from, cfd_throttled, check_finite, faces, free_stream,
+};
 use warpfit::runtime::gen::{tetmesh, MeshOrder, TetMesh, FAR_FIELD, WALL};
 use warpfit::{CacheSize, Device, LaunchConfig, ThrottlePolicy};
 
@@ -112,17 +114,26 @@ fn the_throttled_solver_follows_the_sequential_reference() {
 fn faces_name_their_cell_on_the_boundary() {
     let mesh = tetmesh(2, MeshOrder::Random, 4).unwrap();
     let (nbr, side) = faces(&mesh).unwrap();
-    assert_eq!((nbr.len(), side.len()), (mesh.neighbour.len(), mesh.neighbour.len()));
+    assert_eq!(
+        (nbr.len(), side.len()),
+        (mesh.neighbour.len(), mesh.neighbour.len())
+    );
     for (slot, &nb) in mesh.neighbour.iter().enumerate() {
         let (want_nbr, want_side) = match nb {
             WALL => ((slot / 4) as u32, warpfit::apps::SIDE_WALL),
             FAR_FIELD => ((slot / 4) as u32, warpfit::apps::SIDE_FAR_FIELD),
             nb => (nb as u32, warpfit::apps::SIDE_INTERIOR),
         };
-        assert_eq!((nbr[slot], side[slot]), (want_nbr, want_side), "slot {slot}");
+        assert_eq!(
+            (nbr[slot], side[slot]),
+            (want_nbr, want_side),
+            "slot {slot}"
+        );
     }
     // Both kinds of boundary occur in the channel.
-    assert!(side.contains(&warpfit::apps::SIDE_WALL) && side.contains(&warpfit::apps::SIDE_FAR_FIELD));
+    assert!(
+        side.contains(&warpfit::apps::SIDE_WALL) && side.contains(&warpfit::apps::SIDE_FAR_FIELD)
+    );
     let mut bad = mesh.clone();
     bad.neighbour[5] = -7;
     let e = faces(&bad).unwrap_err().to_string();

@@ -96,7 +96,15 @@ fn auto_renumbers_a_random_mesh_by_levels() {
     let small = std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1");
     let mesh = tetmesh(if small { 8 } else { 24 }, MeshOrder::Random, 2).unwrap();
     let initial = perturbed(mesh.cells());
-    let want = cfd_from(&dev, &LaunchConfig::default(), &mesh, &initial, 6, &mut |_| {}).unwrap();
+    let want = cfd_from(
+        &dev,
+        &LaunchConfig::default(),
+        &mesh,
+        &initial,
+        6,
+        &mut |_| {},
+    )
+    .unwrap();
     // A cache far smaller than the five variables: the model times its
     // candidates, the level order among them.
     let options = cfd_flux_faces::throttle_options()

@@ -271,7 +271,7 @@ fn the_attribute_sets_the_default_options() {
     assert_eq!(spmv::THROTTLE_ROLES.range, 0);
     assert_eq!(spmv::THROTTLE_ROLES.fine, &[1, 2]);
     // Remapping renames `col`'s values and permutes `y` by task.
-    assert_eq!(spmv::THROTTLE_ROLES.gathered, 3);
+    assert_eq!(spmv::THROTTLE_ROLES.gathered, [3]);
     assert_eq!(spmv::THROTTLE_ROLES.index, Some(1));
     assert_eq!(spmv::THROTTLE_ROLES.task_indexed, &[4]);
     assert_eq!(spmv::THROTTLE_ROLES.overwritten, &[4]);

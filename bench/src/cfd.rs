@@ -7,14 +7,17 @@
 //! density and energy in a tenth of the cells, so that no flux is zero);
 //! the baseline's fluxes are checked against the generated kernel's CPU
 //! twin first, then each kernel is timed with CUDA events (L2 flushed
-//! before each run).
+//! before each run). Beside them: the flux in the throttling shape
+//! ([`cfd_flux_faces`](fn@warpfit::apps::cfd_flux_faces)) unthrottled, and
+//! throttled by `auto`'s choice, timed as the solver runs it (in the plan's
+//! numbering when the plan renumbers cells: the state renumbered once).
 
 use crate::input::{median, timed_runs};
 use cudarc::driver::{LaunchConfig as Grid, PushKernelArg};
 use std::fmt::Write as _;
 use warpfit::__private::compile::compile_uncached;
 use warpfit::__private::EventTimer;
-use warpfit::apps::{cfd_flux, free_stream, perturbed_free_stream};
+use warpfit::apps::{cfd_flux, cfd_flux_faces, faces, free_stream, perturbed_free_stream};
 use warpfit::runtime::gen::{tetmesh, MeshOrder, TetMesh};
 use warpfit::{CudaDevice, Decomposition, Device, DeviceVec, Error, LaunchConfig, Result};
 
@@ -82,6 +85,18 @@ pub struct CfdRow {
     pub baseline_ms: f64,
     /// `(decomposition name, median ms)` of the generated flux.
     pub generated: Vec<(String, f64)>,
+    /// `auto`'s choice for the throttled flux: the schedule, its planning
+    /// and first-launch time (ms), and what the model said.
+    pub throttled: Option<ThrottledChoice>,
+}
+
+/// What `auto` chose for the throttled flux and what the choice cost.
+#[derive(Debug, Clone)]
+pub struct ThrottledChoice {
+    pub schedule: String,
+    pub planning_ms: f64,
+    pub first_launch_ms: f64,
+    pub reason: String,
 }
 
 /// `out` against the CPU twin's fluxes `want`, within 1e-4 of each
@@ -311,12 +326,156 @@ fn time_mesh(
         .unwrap_or(0.0);
         generated.push((format!("{dec:?}").to_lowercase(), ms));
     }
+    let (nbr_u, side) = faces(mesh)?;
+    let (nbr_u, side) = (device.upload(&nbr_u)?, device.upload(&side)?);
+    for &dec in decompositions {
+        let launch = cfd_flux_faces::prepare(
+            device,
+            &LaunchConfig::new(dec),
+            n,
+            &ptr_d,
+            &nbr_u,
+            &side,
+            &nx,
+            &ny,
+            &nz,
+            &d,
+            &mx,
+            &my,
+            &mz,
+            &e,
+            &ffd,
+            &out[0],
+            &out[1],
+            &out[2],
+            &out[3],
+            &out[4],
+        )?;
+        launch.run()?;
+        let what = format!("faces, {dec:?}").to_lowercase();
+        check(&out, &format!("the generated flux ({what})"))?;
+        let ms = median(&timed_runs(Some(timer), warmup, runs, &mut || {
+            launch.run()
+        })?)
+        .unwrap_or(0.0);
+        generated.push((what, ms));
+    }
+    let state_d = [&d, &mx, &my, &mz, &e];
+    let (ms, choice) = time_throttled(
+        device,
+        timer,
+        [&ptr_d, &nbr_u],
+        &side,
+        [&nx, &ny, &nz],
+        (&state, state_d),
+        &ffd,
+        &out,
+        &want,
+        (warmup, runs),
+    )?;
+    generated.push((format!("throttled auto: {}", choice.schedule), ms));
     Ok(CfdRow {
         label: String::new(),
         cells: n,
         baseline_ms,
         generated,
+        throttled: Some(choice),
     })
+}
+
+/// The flux throttled by `auto` (L2, the model's choice), checked, then
+/// timed as [`cfd_throttled`](warpfit::apps::cfd_throttled) runs it: in the
+/// plan's numbering over the state renumbered once where the plan
+/// renumbers cells, else in the mesh's.
+#[allow(clippy::too_many_arguments)]
+fn time_throttled(
+    device: &Device,
+    timer: &EventTimer,
+    [ptr, nbr]: [&DeviceVec<u32>; 2],
+    side: &DeviceVec<u8>,
+    [nx, ny, nz]: [&DeviceVec<f32>; 3],
+    (state, [d, mx, my, mz, e]): (&[Vec<f32>; 5], [&DeviceVec<f32>; 5]),
+    ffd: &DeviceVec<f32>,
+    out: &[DeviceVec<f32>; 5],
+    want: &[Vec<f32>; 5],
+    (warmup, runs): (usize, usize),
+) -> Result<(f64, ThrottledChoice)> {
+    let n = state[0].len();
+    let options = cfd_flux_faces::throttle_options()?;
+    let planned = std::time::Instant::now();
+    let mut t =
+        cfd_flux_faces::throttle_resident(device, &options, n, n, ptr, nbr, side, nx, ny, nz)?;
+    let planning_ms = planned.elapsed().as_secs_f64() * 1e3;
+    let first = std::time::Instant::now();
+    let [o0, o1, o2, o3, o4] = out;
+    t.enqueue(d, mx, my, mz, e, ffd, o0, o1, o2, o3, o4)?;
+    t.check()?;
+    let first_launch_ms = first.elapsed().as_secs_f64() * 1e3;
+    check_against(out, want, "the throttled flux (first launch)")?;
+    let report = t.report().clone();
+    let reason = report
+        .model
+        .as_ref()
+        .map(|m| m.reason.clone())
+        .unwrap_or_default();
+    let mut schedule = report.chosen.to_string();
+    if let Some(o) = report.remap_order {
+        schedule = format!("{schedule} ({o})");
+    }
+    let order = t.plan_order().map(|p| p.tasks.to_vec());
+    let ms = match order {
+        None => {
+            let ms = median(&timed_runs(Some(timer), warmup, runs, &mut || {
+                t.enqueue(d, mx, my, mz, e, ffd, o0, o1, o2, o3, o4)
+            })?);
+            check_against(out, want, "the throttled flux")?;
+            ms
+        }
+        Some(order) => {
+            // The state in the plan's numbering (`order[new] = old`).
+            let renumbered =
+                |v: &[f32]| -> Vec<f32> { order.iter().map(|&o| v[o as usize]).collect() };
+            let up = |v: &[f32]| device.upload(&renumbered(v));
+            let [pd, pmx, pmy, pmz, pe] = [
+                up(&state[0])?,
+                up(&state[1])?,
+                up(&state[2])?,
+                up(&state[3])?,
+                up(&state[4])?,
+            ];
+            let ms = median(&timed_runs(Some(timer), warmup, runs, &mut || {
+                t.enqueue_in_plan_order(&pd, &pmx, &pmy, &pmz, &pe, ffd, o0, o1, o2, o3, o4)
+            })?);
+            t.check()?;
+            // Numbered back: out[new] is cell order[new]'s flux.
+            let mut back: [Vec<f32>; 5] = Default::default();
+            for (v, slot) in back.iter_mut().enumerate() {
+                let got = out[v].to_vec()?;
+                let mut b = vec![0f32; n];
+                for (new, &old) in order.iter().enumerate() {
+                    b[old as usize] = got[new];
+                }
+                *slot = b;
+            }
+            let back = back.map(|b| device.upload(&b));
+            let [b0, b1, b2, b3, b4] = back;
+            check_against(
+                &[b0?, b1?, b2?, b3?, b4?],
+                want,
+                "the throttled flux in plan order",
+            )?;
+            ms
+        }
+    };
+    Ok((
+        ms.unwrap_or(0.0),
+        ThrottledChoice {
+            schedule,
+            planning_ms,
+            first_launch_ms,
+            reason,
+        },
+    ))
 }
 
 /// The rows as a Markdown table: each generated kernel's time and the
@@ -338,6 +497,15 @@ pub fn to_markdown(rows: &[CfdRow], command: &str) -> String {
                 r.cells,
                 r.baseline_ms,
                 r.baseline_ms / ms.max(1e-12)
+            );
+        }
+    }
+    for r in rows {
+        if let Some(c) = &r.throttled {
+            let _ = writeln!(
+                s,
+                "\n{}: `auto` chose {} (handle made in {:.1} ms, first launch with the model's decision {:.1} ms): {}",
+                r.label, c.schedule, c.planning_ms, c.first_launch_ms, c.reason
             );
         }
     }

@@ -1,5 +1,8 @@
 //! `warpfit run APP`: runs one of the built-in apps and prints a summary.
 
+mod cfd;
+mod mst;
+
 use super::input::MatrixInput;
 use super::output::{refuse_input_as_output, OutputFile};
 use super::progress::Steps;
@@ -11,7 +14,6 @@ use warpfit::apps::{
     self, CgOptions, CgOrder, CgScalar, DriveOptions, DrivenReport, DriverChoice, Graph,
     IterationTimes, PageRankOptions, Preconditioner, Timings,
 };
-use warpfit::runtime::gen::{MeshOrder, TetMesh, TetMeshSpec};
 use warpfit::runtime::mem;
 use warpfit::runtime::Csr;
 use warpfit::RemapOrder;
@@ -125,8 +127,9 @@ pub struct RunArgs {
     /// cg: none or jacobi (default none).
     #[arg(long, value_enum, ignore_case = true)]
     pub precond: Option<PrecondArg>,
-    /// spmv, pagerank, cg: cache-fit throttling of the SpMV-shaped kernel
-    /// (`org`, `org_r`, `cf`, `cfq`, `sj`, `sjq` or `auto`). `auto` decides
+    /// spmv, pagerank, cg, cfd: cache-fit throttling of the SpMV-shaped
+    /// kernel, or of cfd's flux, whose gathered arrays are the five
+    /// variables (`org`, `org_r`, `cf`, `cfq`, `sj`, `sjq` or `auto`). `auto` decides
     /// by a cost model on the first iteration, with its plan made on the
     /// GPU and cached on disk for the next run over the same matrix; the
     /// other policies (and `auto` with --throttle-exhaustive) plan on a CPU
@@ -240,9 +243,11 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
             "--iters applies to spmv, pagerank, mst and cfd only: sssp, bfs and cc run to a fixed point",
         ));
     }
-    if args.throttle.is_some() && !matches!(args.app, App::Spmv | App::Pagerank | App::Cg) {
+    if args.throttle.is_some()
+        && !matches!(args.app, App::Spmv | App::Pagerank | App::Cg | App::Cfd)
+    {
         return Err(Error::invalid(
-            "--throttle applies to spmv, pagerank and cg (sssp, bfs and cc take --driver)",
+            "--throttle applies to spmv, pagerank, cg and cfd (sssp, bfs and cc take --driver)",
         ));
     }
     if let Some(policy) = &args.throttle {
@@ -631,146 +636,6 @@ impl AppRun<'_> {
         print_timing(read, &timings, "repetitions");
         let y = yd.to_vec()?;
         write_output(self.output, y.iter().map(|v| v.to_string()))
-    }
-
-    /// Rodinia's euler3d on the mesh of `--gen tetmesh:..` or `--mesh`.
-    fn cfd(self) -> Result<()> {
-        let args = self.args;
-        let device = &self.device;
-        let iterations = self.iters.unwrap_or(apps::CFD_ITERATIONS);
-        let read_start = Instant::now();
-        let (label, mesh) = match (&args.mesh, &args.input.gen) {
-            (Some(path), _) => {
-                let file = std::fs::File::open(path)
-                    .map_err(|e| Error::invalid(format!("--mesh {}: {e}", path.display())))?;
-                let mesh = TetMesh::read_domn(std::io::BufReader::new(file))
-                    .map_err(|e| Error::invalid(format!("--mesh {}: {e}", path.display())))?;
-                (path.display().to_string(), mesh)
-            }
-            (None, Some(spec)) => {
-                let spec: TetMeshSpec = spec.parse()?;
-                // Six cells a cube, 17 numbers a cell on the host and on
-                // the device, and 20 more of state on the device.
-                let cubes = (spec.side as u128).pow(3);
-                let bytes = cubes.saturating_mul(6 * 4 * (17 + 17 + 20));
-                mem::check(
-                    "the cfd mesh and its state",
-                    u64::try_from(bytes).unwrap_or(u64::MAX),
-                )?;
-                let s = format!(
-                    "tetmesh:side={},order={},seed={}",
-                    spec.side,
-                    match spec.order {
-                        MeshOrder::Natural => "natural",
-                        MeshOrder::Random => "random",
-                    },
-                    spec.seed
-                );
-                (s, spec.generate()?)
-            }
-            (None, None) => unreachable!("checked in check_options"),
-        };
-        let read = read_start.elapsed();
-        let backend = device.backend_name();
-        say!("{label}: {} cells; backend {backend}", mesh.cells());
-        let mut steps = Steps::new("cfd", Some(iterations as u64));
-        let r = apps::cfd_observed(device, &self.config, &mesh, iterations, &mut |_| {
-            steps.step()
-        })?;
-        drop(steps);
-        apps::check_finite(&r)?;
-        let per = r
-            .timings
-            .median_iteration()
-            .unwrap_or_default()
-            .as_secs_f64();
-        let mass: f64 = r.variables[0]
-            .iter()
-            .zip(&mesh.volume)
-            .map(|(&d, &v)| d as f64 * v as f64)
-            .sum();
-        say!(
-            "cfd: {iterations} iterations ({} RK stages each), {:.3} ms/iter, {:.1} M cells/s, mass {:.6} ({backend})",
-            apps::RK,
-            per * 1e3,
-            mesh.cells() as f64 / per.max(1e-12) / 1e6,
-            mass
-        );
-        print_timing(read, &r.timings, "iterations");
-        let [d, mx, my, mz, e] = &r.variables;
-        write_output(
-            self.output,
-            (0..mesh.cells()).map(|c| format!("{} {} {} {} {}", d[c], mx[c], my[c], mz[c], e[c])),
-        )
-    }
-
-    /// Borůvka's minimum spanning forest, `--iters` times (the median
-    /// reported); with `--check` against Kruskal's on one CPU thread.
-    fn mst(self, a: &Csr<f32>, read: Duration) -> Result<Outcome> {
-        let device = &self.device;
-        let backend = device.backend_name();
-        let graph_start = Instant::now();
-        let g = apps::MstGraph::from_matrix(a)?;
-        let graph = graph_start.elapsed();
-        let repeats = self.iters.unwrap_or(MST_ITERS);
-        let mut times = IterationTimes::default();
-        let mut setup = graph;
-        let mut forest = None;
-        for _ in 0..repeats {
-            let f = apps::mst_of(device, &self.config, &g)?;
-            times.push(f.solve);
-            setup += f.setup;
-            forest = Some(f);
-        }
-        let f = forest.expect("at least one repetition");
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let median = times.median().unwrap_or_default();
-        say!(
-            "mst: {} edges of total weight {}, {} trees, {} rounds; solve median {:.3} ms over {repeats} runs, first {:.3} ms ({backend})",
-            f.edges.len(),
-            f.weight,
-            f.trees,
-            f.rounds,
-            ms(median),
-            ms(times.first().unwrap_or_default())
-        );
-        say!(
-            "timing: read {:.1} ms; graph and set-up {:.1} ms",
-            ms(read),
-            ms(setup)
-        );
-        let mut outcome = Outcome::Done;
-        if self.args.check {
-            let start = Instant::now();
-            let mut want = warpfit::runtime::reference::kruskal(a)?;
-            let kruskal = start.elapsed();
-            want.sort_unstable_by_key(|&(u, v, _)| (u, v));
-            let same = want == f.edges;
-            say!(
-                "check: Kruskal's forest (one CPU thread) in {:.1} ms, {:.1}x the median solve; {}",
-                ms(kruskal),
-                kruskal.as_secs_f64() / median.as_secs_f64().max(1e-9),
-                if same {
-                    "the same edges"
-                } else {
-                    "DIFFERENT edges"
-                }
-            );
-            if !same {
-                let first = want.iter().zip(&f.edges).position(|(x, y)| x != y);
-                outcome = Outcome::Mismatch(format!(
-                    "the forest has {} edges, Kruskal's {}; first difference at edge {}",
-                    f.edges.len(),
-                    want.len(),
-                    first.unwrap_or(want.len().min(f.edges.len()))
-                ));
-            }
-        }
-        write_output(
-            self.output,
-            f.edges.iter().map(|&(u, v, w)| format!("{u} {v} {w}")),
-        )?;
-        Ok(outcome)
     }
 
     fn graph_app(self, a: &Csr<f32>, read: Duration) -> Result<()> {
@@ -1336,8 +1201,6 @@ fn check_app_memory(
     mem::check(what, matrix.saturating_add(bytes))
 }
 
-/// mst repetitions without `--iters`.
-const MST_ITERS: usize = 3;
 /// SpMV repetitions without `--iters`.
 const SPMV_ITERS: usize = 10;
 /// PageRank iterations without `--iters`.

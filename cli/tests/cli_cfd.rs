@@ -95,3 +95,47 @@ fn cfd_refuses_matrices_and_others_refuse_meshes() {
         assert_one_line_error(&warpfit(args), args, needle);
     }
 }
+
+#[test]
+fn cfd_throttles_its_flux() {
+    let out = tmp("cfd_throttled.txt");
+    let o = warpfit(&[
+        "run",
+        "cfd",
+        "--gen",
+        "tetmesh:side=3,order=random,seed=2",
+        "--backend",
+        "cpu",
+        "--iters",
+        "4",
+        "--throttle",
+        "cf",
+        "--throttle-cache",
+        "4KiB",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("throttle: cf asked"), "{stdout}");
+    let rows = std::fs::read_to_string(&out).unwrap().lines().count();
+    assert_eq!(rows, 162);
+    // A decomposition is the throttled handle's to choose.
+    let args = [
+        "run",
+        "cfd",
+        "--gen",
+        "tetmesh:side=3",
+        "--backend",
+        "cpu",
+        "--throttle",
+        "auto",
+        "--decomp",
+        "thread",
+    ];
+    assert_one_line_error(
+        &warpfit(&args),
+        &args,
+        "--decomp does not apply with --throttle",
+    );
+}

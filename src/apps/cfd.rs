@@ -439,9 +439,14 @@ pub fn cfd_observed(
     iterations: usize,
     on_iteration: &mut dyn FnMut(usize),
 ) -> Result<CfdResult> {
-    let ff = free_stream();
-    let initial: [Vec<f32>; 5] = std::array::from_fn(|v| vec![ff[v]; mesh.cells()]);
+    let initial = free_stream_state(mesh.cells());
     cfd_from(device, config, mesh, &initial, iterations, on_iteration)
+}
+
+/// The free stream in each of `cells` cells: the solver's initial state.
+pub fn free_stream_state(cells: usize) -> [Vec<f32>; 5] {
+    let ff = free_stream();
+    std::array::from_fn(|v| vec![ff[v]; cells])
 }
 
 /// The device state of a run: the variables, their saved copy, the
@@ -495,9 +500,7 @@ impl Fields {
         let [d, mx, my, mz, e] = &self.u;
         let [od, omx, omy, omz, oe] = &self.old;
         let [fd, fmx, fmy, fmz, fe] = &self.flux;
-        let save = cfd_save::prepare(
-            device, &map, n, d, mx, my, mz, e, od, omx, omy, omz, oe,
-        )?;
+        let save = cfd_save::prepare(device, &map, n, d, mx, my, mz, e, od, omx, omy, omz, oe)?;
         let steps =
             cfd_step_factor::prepare(device, &map, n, &self.volume, d, mx, my, mz, e, &self.step)?;
         let stages = (0..RK)
@@ -529,7 +532,13 @@ impl Fields {
                 None => self.u[v].to_vec()?,
                 Some(p) => {
                     let n = p.len();
-                    super::kernels::permute_f32::launch(device, n, p, &self.u[v], &mut self.flux[v])?;
+                    super::kernels::permute_f32::launch(
+                        device,
+                        n,
+                        p,
+                        &self.u[v],
+                        &mut self.flux[v],
+                    )?;
                     self.flux[v].to_vec()?
                 }
             };

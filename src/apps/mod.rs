@@ -19,7 +19,7 @@ mod timing;
 
 pub use cfd::{
     cfd, cfd_flux, cfd_flux_faces, cfd_from, cfd_observed, cfd_save, cfd_step_factor,
-    cfd_throttled, cfd_time_step, check_finite, faces, first_non_finite, free_stream,
+    cfd_throttled, cfd_time_step, check_finite, faces, first_non_finite, free_stream, free_stream_state,
     perturbed_free_stream, CfdResult, CfdThrottled, DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA,
     RK, SIDE_FAR_FIELD, SIDE_INTERIOR, SIDE_WALL,
 };

@@ -122,3 +122,22 @@ fn every_decomposition_gives_the_same_forest() {
         assert_eq!(got.edges, want.edges, "{d:?}");
     }
 }
+
+#[test]
+fn later_rounds_scan_only_vertices_with_edges_leaving_their_component() {
+    let a = symmetric(&gen::road(32, 0.2, 5, RoadOrder::Random).unwrap());
+    let f = mst(&Device::cpu(), &LaunchConfig::default(), &a).unwrap();
+    assert_eq!(f.scanned.len(), f.rounds);
+    assert_eq!(f.scanned[0], a.nrows());
+    // Each round scans at most the vertices the round before did, and
+    // components grow: the interior of each drops out.
+    assert!(
+        f.scanned.windows(2).all(|w| w[1] <= w[0]),
+        "{:?}",
+        f.scanned
+    );
+    assert!(f.scanned[f.rounds - 1] < a.nrows() / 2, "{:?}", f.scanned);
+    let mut want = reference::kruskal(&a).unwrap();
+    want.sort_unstable_by_key(|&(u, v, _)| (u, v));
+    assert_eq!(want, f.edges);
+}

@@ -282,11 +282,16 @@ fn the_attribute_sets_the_default_options() {
     assert_eq!(spmv_nonzero_u32::THROTTLE_ROLES.task_indexed, &[4]);
     assert!(spmv_nonzero_u32::THROTTLE_ROLES.overwritten.is_empty());
     assert_eq!(spmv::THROTTLE_ROLES.remap_refused, "");
-    // `relax` folds from `dist[v]`: the gathered array read at the task.
-    assert_eq!(relax::THROTTLE_ROLES.index, None);
-    // Its gather still goes through `src`: plans made on the device group
-    // each task's fine tasks by it.
-    assert_eq!(relax::THROTTLE_ROLES.gather_index, Some(1));
+    // `relax` folds from `dist[v]`: the gathered array read at the task,
+    // remapped with one permutation for tasks and gathered elements.
+    assert_eq!(relax::THROTTLE_ROLES.index, Some(1));
+    assert!(relax::THROTTLE_ROLES.gathered_at_task);
+    assert!(!spmv::THROTTLE_ROLES.gathered_at_task);
+    // `relax_anchored` reads `dist[0]`: not remapped, but its gather still
+    // goes through `src`, which plans made on the device group each task's
+    // fine tasks by.
+    assert_eq!(relax_anchored::THROTTLE_ROLES.index, None);
+    assert_eq!(relax_anchored::THROTTLE_ROLES.gather_index, Some(1));
     assert_eq!(spmv::THROTTLE_ROLES.gather_index, Some(1));
     // PageRank reads `dangling[0]`: the same element in any numbering, so
     // it can be remapped, with `dangling` passed as it is.
@@ -294,9 +299,11 @@ fn the_attribute_sets_the_default_options() {
     assert_eq!(pr.index, Some(1), "{}", pr.remap_refused);
     assert_eq!(pr.task_indexed, &[6]);
     assert!(
-        relax::THROTTLE_ROLES.remap_refused.contains("`dist`"),
+        relax_anchored::THROTTLE_ROLES
+            .remap_refused
+            .contains("reads `dist` other than through `src`"),
         "{}",
-        relax::THROTTLE_ROLES.remap_refused
+        relax_anchored::THROTTLE_ROLES.remap_refused
     );
 }
 
@@ -327,10 +334,19 @@ fn remapping_an_unfit_kernel_and_unfit_arguments_are_errors() {
             .with_policy(ThrottlePolicy::Cf)
             .with_remap(true),
     ] {
-        let e = relax::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
+        let e = relax_anchored::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values())
             .unwrap_err()
             .to_string();
         assert!(e.contains("a remapped plan") && e.contains("`dist`"), "{e}");
+        // `relax` is remapped with as many tasks as gathered elements only.
+        assert!(relax::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), a.values()).is_ok());
+        let e = relax::throttle(&dev, &opts, n, m + 1, a.row_ptr(), a.col_idx(), a.values())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{n} tasks but {} gathered elements", m + 1)),
+            "{e}"
+        );
     }
     let bad = ThrottleOptions::default().with_safety(0.0);
     let e = spmv::throttle(&dev, &bad, n, m, a.row_ptr(), a.col_idx(), a.values()).unwrap_err();

@@ -1,10 +1,11 @@
 //! Minimum spanning forests by Borůvka's rounds (seed 003's LonestarGPU
 //! study), every step a kernel of the language:
 //!
-//! 1. [`fn@mst_lightest`]: each vertex folds its edges to other components
-//!    into the lightest one, a tuple argmin `(weight, edge)` whose ties go
-//!    to the lower edge id, and lowers its component's candidate to it
-//!    with an `atomic_min` on the pair packed into a `u64`;
+//! 1. [`fn@mst_lightest`]: each active vertex folds its edges to other
+//!    components into the lightest one, a tuple argmin `(weight, edge)`
+//!    whose ties go to the lower edge id, lowers its component's candidate
+//!    to it with an `atomic_min` on the pair packed into a `u64`, and pushes
+//!    itself to the next round's worklist when it has such an edge;
 //! 2. [`fn@mst_hook`]: each component hooks onto the component at the
 //!    other end of its lightest edge;
 //! 3. [`fn@mst_break`]: two components that chose each other chose the same
@@ -13,7 +14,11 @@
 //! 4. [`fn@mst_jump`] until no pointer moves: the hooked trees become stars;
 //! 5. [`fn@mst_relabel`]: every vertex takes its component's root.
 //!
-//! Rounds repeat until no component has an edge leaving it. Weights are
+//! Rounds repeat until no component has an edge leaving it. They are
+//! data-driven: the first scans every vertex, each later one only the
+//! vertices the previous round found an edge leaving their component from
+//! (a vertex whose edges all stay inside its component keeps them there:
+//! components only merge), a worklist the scan fills on the device. Weights are
 //! `|a(u, v)|`; an edge is ordered by `(weight, u, v)` with `u < v`, through
 //! its *canonical id*, the position of `(u, v)` in row `u`: the same order
 //! as [`crate::runtime::reference::kruskal`]'s, so the forest is the one
@@ -24,13 +29,15 @@ use crate::prelude::*;
 use crate::runtime::error::to_u32;
 use crate::runtime::{mem, Csr};
 use crate::{
-    split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
+    split_one_task, Device, DeviceVec, DeviceWorklist, Error, LaunchConfig, OneTaskSplit,
+    PreparedLaunch, Result,
 };
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
 /// Step 1: the lightest edge from `v` to another component, folded into
-/// its component's candidate `best[comp[v]]` (`weight bits << 32 | edge`).
+/// its component's candidate `best[comp[v]]` (`weight bits << 32 | edge`);
+/// `v` goes to `active`, the next round's vertices, when it has one.
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]
 pub fn mst_lightest(
@@ -41,6 +48,7 @@ pub fn mst_lightest(
     canon: &[u32],
     comp: &[u32],
     best: &[Atomic<u64>],
+    active: &Worklist,
 ) {
     let lo = ptr[v] as usize;
     let hi = ptr[v + 1] as usize;
@@ -65,6 +73,9 @@ pub fn mst_lightest(
     let key = ((w as u64) << 32) | e as u64;
     if e != u32::MAX && key < best[cv as usize].load() {
         atomic_min(&best[cv as usize], key);
+    }
+    if e != u32::MAX {
+        push(active, v as u32);
     }
 }
 
@@ -260,6 +271,9 @@ pub struct SpanningForest {
     pub trees: usize,
     /// Borůvka rounds run (the last one finds no edge).
     pub rounds: usize,
+    /// Vertices each round scanned: all of them, then those with an edge
+    /// leaving their component at the round before.
+    pub scanned: Vec<usize>,
     /// Uploading the graph and allocating the vectors.
     pub setup: Duration,
     /// The rounds, from the first launch to the forest downloaded.
@@ -280,6 +294,8 @@ struct Arrays {
     forest: DeviceVec<u32>,
     count: DeviceVec<u32>,
     moved: DeviceVec<u32>,
+    /// The rounds' vertices: one list a round fills, the other it scans.
+    active: [DeviceWorklist; 2],
 }
 
 impl Arrays {
@@ -305,6 +321,7 @@ impl Arrays {
             forest,
             count,
             moved: device.alloc::<u32>(1)?,
+            active: [device.worklist(n, n)?, device.worklist(n, n)?],
         })
     }
 }
@@ -325,7 +342,11 @@ pub fn mst(device: &Device, config: &LaunchConfig, a: &Csr<f32>) -> Result<Spann
 /// rows is planned at preparation, not per round): index `i` of a pair
 /// reads `comp[i]` (or, for the jumps and relabelling, `parent[i]`).
 struct Launches<'a> {
-    lightest: [PreparedLaunch<'a>; 2],
+    /// `[comp]`: the first round, over every vertex, filling `active[0]`.
+    first: [PreparedLaunch<'a>; 2],
+    /// `[comp][list]`: a later round over `active[list]`, filling the
+    /// other list.
+    lightest: [[PreparedLaunch<'a>; 2]; 2],
     hook: [PreparedLaunch<'a>; 2],
     brk: PreparedLaunch<'a>,
     jump: [PreparedLaunch<'a>; 2],
@@ -345,9 +366,15 @@ impl<'a> Launches<'a> {
         let n32 = to_u32("spanning forest vertices", n)?;
         let [c0, c1] = &d.comp;
         let [p0, p1] = &d.parent;
-        let lightest = |c| {
+        let [a0, a1] = &d.active;
+        let first = |c| {
             mst_lightest::prepare(
-                device, config, n, &d.ptr, &d.col, &d.wbits, &d.canon, c, &d.best,
+                device, config, n, &d.ptr, &d.col, &d.wbits, &d.canon, c, &d.best, a0,
+            )
+        };
+        let lightest = |c, from: &'a DeviceWorklist, to| {
+            mst_lightest::prepare(
+                device, config, from, &d.ptr, &d.col, &d.wbits, &d.canon, c, &d.best, to,
             )
         };
         let hook = |c| {
@@ -368,7 +395,11 @@ impl<'a> Launches<'a> {
         let relabel =
             |c, p, to| mst_relabel::prepare(device, &LaunchConfig::default(), n, c, p, to, &d.best);
         Ok(Launches {
-            lightest: [lightest(c0)?, lightest(c1)?],
+            first: [first(c0)?, first(c1)?],
+            lightest: [
+                [lightest(c0, a0, a1)?, lightest(c0, a1, a0)?],
+                [lightest(c1, a0, a1)?, lightest(c1, a1, a0)?],
+            ],
             hook: [hook(c0)?, hook(c1)?],
             brk: mst_break::prepare(
                 device,
@@ -400,9 +431,20 @@ pub fn mst_of(device: &Device, config: &LaunchConfig, g: &MstGraph) -> Result<Sp
     let setup = setup_start.elapsed();
     let solve_start = Instant::now();
     let (mut found, mut rounds, mut c) = (0u32, 0usize, 0usize);
+    let mut scanned = Vec::new();
     loop {
+        // Round `r` fills `active[r % 2]`, cleared first, and scans every
+        // vertex (the first round) or the list the round before filled.
+        d.active[rounds % 2].clear()?;
+        if rounds == 0 {
+            scanned.push(n);
+            l.first[c].run()?;
+        } else {
+            let from = (rounds + 1) % 2;
+            scanned.push(d.active[from].len()?);
+            l.lightest[c][from].run()?;
+        }
         rounds += 1;
-        l.lightest[c].run()?;
         l.hook[c].run()?;
         l.brk.run()?;
         let now = d.count.to_vec()?[0];
@@ -444,6 +486,7 @@ pub fn mst_of(device: &Device, config: &LaunchConfig, g: &MstGraph) -> Result<Sp
         edges,
         weight,
         rounds,
+        scanned,
         setup,
         solve,
     })

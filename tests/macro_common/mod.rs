@@ -25,6 +25,26 @@ pub fn relax(v: usize, ptr: &[u32], src: &[u32], w: &[f32], dist: &[f32], next: 
         .fold(dist[v], f32::min);
 }
 
+/// A Bellman-Ford step anchored at vertex 0's distance: `dist` read at a
+/// constant index beside its gathers, which no renumbering keeps, so a
+/// remapped plan cannot run it.
+#[nested_reduce]
+#[throttled(policy = cf, cache = "4KiB", partitioner = columns)]
+pub fn relax_anchored(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    w: &[f32],
+    dist: &[f32],
+    next: &mut [f32],
+) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    next[v] = (lo..hi)
+        .map(|e| dist[src[e] as usize] + w[e])
+        .fold(dist[0], f32::min);
+}
+
 /// PageRank pull step.
 #[nested_reduce]
 #[allow(clippy::too_many_arguments)]

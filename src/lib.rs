@@ -79,7 +79,7 @@ pub mod __private {
     pub use warpfit_runtime::schedule::ThrottleOptions;
     pub use warpfit_runtime::worklist::{
         atomic_add, atomic_cas, atomic_max, atomic_min, atomic_or, try_atomic_apply, Atomic,
-        Worklist,
+        AtomicScalar, Worklist,
     };
     pub use warpfit_runtime::{Error, Result, Tasks};
 }

@@ -3,6 +3,7 @@
 //! method of the kernel language. Needs only NVRTC, no GPU: skipped when
 //! NVRTC cannot be loaded, except under `CI=true`, where that fails.
 
+mod generic_common;
 mod push_common;
 mod tuple_common;
 
@@ -382,6 +383,12 @@ const SPECS: &[&KernelSpec] = &[
     &push_common::sssp_push::SPEC,
     &push_common::seed::SPEC,
     &push_common::relax_changed::SPEC,
+    // A generic kernel's instances: one module each, of one functor.
+    &generic_common::spmv::f32::SPEC,
+    &generic_common::spmv::f64::SPEC,
+    &generic_common::min_plus::u32::SPEC,
+    &generic_common::gather::f64_u64::SPEC,
+    &generic_common::scaled::scale::f32::SPEC,
 ];
 
 /// Push kernels whose forms the kernels above cover: compiled for the
@@ -397,6 +404,7 @@ const PUSH_SPECS: &[&KernelSpec] = &[
     &push_common::scatter_add::SPEC,
     &push_common::degree_push::SPEC,
     &push_common::pull_min::SPEC,
+    &generic_common::lower_heads::f32::SPEC,
 ];
 
 /// Spill-store bytes per entry point, from NVRTC's ptxas report

@@ -285,8 +285,8 @@ fn the_attribute_sets_the_default_options() {
     // `relax` folds from `dist[v]`: the gathered array read at the task,
     // remapped with one permutation for tasks and gathered elements.
     assert_eq!(relax::THROTTLE_ROLES.index, Some(1));
-    assert!(relax::THROTTLE_ROLES.gathered_at_task);
-    assert!(!spmv::THROTTLE_ROLES.gathered_at_task);
+    const { assert!(relax::THROTTLE_ROLES.gathered_at_task) };
+    const { assert!(!spmv::THROTTLE_ROLES.gathered_at_task) };
     // `relax_anchored` reads `dist[0]`: not remapped, but its gather still
     // goes through `src`, which plans made on the device group each task's
     // fine tasks by.

@@ -31,10 +31,9 @@ use warpfit::apps::bench_support::{
     pipelined, slot_of, CgIteration, CgLists, Probe, Vectors, DEPTH, PAP, RZ,
 };
 use warpfit::apps::{
-    bfs_observed, bfs_pull, cg_observed, count_changed_f32, count_changed_i32, dangling_rank,
-    pagerank, pagerank_contrib, pagerank_observed, pagerank_pull_resident, relax, rhs_for_ones,
-    spmv, spmv_input, sssp_observed, CgOptions, CgOrder, CgScalar, Graph, PageRankOptions,
-    Preconditioner, Timings,
+    bfs_observed, bfs_pull, cg_observed, count_changed, dangling_rank, pagerank, pagerank_contrib,
+    pagerank_observed, pagerank_pull_resident, relax, rhs_for_ones, spmv, spmv_input,
+    sssp_observed, CgOptions, CgOrder, CgScalar, Graph, PageRankOptions, Preconditioner, Timings,
 };
 use warpfit::gpu::levels::DeviceCsr;
 use warpfit::runtime::Csr;
@@ -749,7 +748,7 @@ impl<'a> Bench<'a> {
         let changed = d.alloc_mapped::<u32>(1)?;
         let split = split_one_task(d, 0, 0..n)?;
         let l1 = relax::prepare(d, &self.config, n, &ptr, &src, &w, &dist, &next)?;
-        let l2 = count_changed_f32::prepare(
+        let l2 = count_changed::f32::prepare(
             d,
             &split.config,
             &split.tasks,
@@ -780,7 +779,7 @@ impl<'a> Bench<'a> {
         let changed = d.alloc_mapped::<u32>(1)?;
         let split = split_one_task(d, 0, 0..n)?;
         let l1 = bfs_pull::prepare(d, &self.config, n, &ptr, &src, &level, &next)?;
-        let l2 = count_changed_i32::prepare(
+        let l2 = count_changed::i32::prepare(
             d,
             &split.config,
             &split.tasks,

@@ -446,11 +446,13 @@ fn remap(k: &Kernel, gather: &Throttle, range: usize, fine: &[usize]) -> Result<
     k.visit_parts(&mut |e| {
         e.visit(&mut |x| match &x.kind {
             ExprKind::Load(a, _) if *a == index => index_reads += 1,
-            ExprKind::Load(a, i) if gs.contains(a) && i.same_as(&gather.index) => i.visit(&mut |y| {
-                if matches!(y.kind, ExprKind::Load(b, _) if b == index) {
-                    gather_reads += 1;
-                }
-            }),
+            ExprKind::Load(a, i) if gs.contains(a) && i.same_as(&gather.index) => {
+                i.visit(&mut |y| {
+                    if matches!(y.kind, ExprKind::Load(b, _) if b == index) {
+                        gather_reads += 1;
+                    }
+                })
+            }
             _ => {}
         })
     });

@@ -6,7 +6,9 @@
 //! owner-computes, types → the typed `ir`) → `analyse` (the map's access
 //! facts: direct loads, gathers, throttling) → `emit_cuda` (the CUDA
 //! functor) and `emit_rust` (CPU twin and launch API, one emitter per
-//! generated item). `device_fn` runs parse → lower → emit for
+//! generated item). `generic` is the front end of generic kernels
+//! (`#[nested_reduce(T = [f32, f64])]`): it substitutes each listed type
+//! and runs the pipeline once per instance. `device_fn` runs parse → lower → emit for
 //! `#[device_fn]`; `diag` holds the diagnostics helpers. The contract with
 //! the runtime and the device library is `docs/codegen.md`; user
 //! documentation lives in the `warpfit` crate.
@@ -19,6 +21,7 @@ mod device_fn;
 mod diag;
 mod emit_cuda;
 mod emit_rust;
+mod generic;
 mod ir;
 mod lower;
 mod nested;
@@ -43,11 +46,30 @@ mod throttled;
 /// name holds `CUDA_SOURCE`, `SPEC`, the CPU twin `Kernel`, `launch`,
 /// `launch_with`, `GATHERED` and `work_graph` (see `docs/codegen.md`).
 ///
+/// A generic kernel lists the element types each type parameter stands for,
+/// and is instantiated once per type (per combination, with several
+/// parameters): the CUDA code is generated for concrete types.
+///
+/// ```text
+/// #[nested_reduce(T = [f32, f64])]
+/// pub fn spmv<T>(row: usize, row_ptr: &[u32], col: &[u32], val: &[T], x: &[T], y: &mut [T]) { .. }
+/// // spmv::f64::launch(&device, n_rows, &row_ptr, ..) runs the f64 instance;
+/// // spmv(row, ..) stays callable for either type.
+/// ```
+///
+/// Each instance's module, `spmv::f32` and `spmv::f64` (types joined by `_`
+/// with several parameters: `spmv::f32_u64`), holds what a non-generic
+/// kernel's module holds; the kernel is named `spmv_f32` in `SPEC` and in
+/// launch errors. The listed types are scalar types of the language; the
+/// function declares exactly the listed parameters, without bounds. A
+/// diagnostic that only some instances raise names them.
+///
 /// The kernel language, checked at compile time with errors on the offending
 /// token:
 /// - signature `fn name(task: usize, ...)`; other parameters `&[T]` (input),
 ///   `&mut [T]` (output, at least one), `T` (scalar), with T one of f32, f64,
-///   i32, u32, i64, u64, u8, bool; no generics, return type or patterns;
+///   i32, u32, i64, u64, u8, bool; no return type or patterns, and type
+///   parameters only with their types listed in the attribute;
 /// - body: `let`s (prologue), exactly one `(lo..hi).map(|k| e).fold(init, op)`
 ///   at statement level, then `let`s, `out[task] = e`, `out[task] op= e` and
 ///   `if`/`else` (epilogue); `op` is `|a, b| e`, `T::min`/`T::max` or a
@@ -67,7 +89,13 @@ mod throttled;
 ///   indices are checked, float-to-int casts saturate.
 #[proc_macro_attribute]
 pub fn nested_reduce(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand(attr.into(), item.into(), nested::expand).into()
+    let func: syn::ItemFn = match syn::parse(item) {
+        Ok(func) => func,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    generic::expand(attr.into(), &func)
+        .unwrap_or_else(|errors| nested::fallback_with(&func, errors))
+        .into()
 }
 
 /// Cache-fit throttling for a `#[nested_reduce]` kernel: written *below*
@@ -119,27 +147,18 @@ pub fn throttled(_attr: TokenStream, item: TokenStream) -> TokenStream {
 /// functions, and call chains deeper than 16 are rejected at compile time.
 #[proc_macro_attribute]
 pub fn device_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand(attr.into(), item.into(), device_fn::expand).into()
-}
-
-type Expand = fn(&syn::ItemFn) -> syn::Result<proc_macro2::TokenStream>;
-
-fn expand(
-    attr: proc_macro2::TokenStream,
-    item: proc_macro2::TokenStream,
-    f: Expand,
-) -> proc_macro2::TokenStream {
-    let func: syn::ItemFn = match syn::parse2(item) {
+    let attr = proc_macro2::TokenStream::from(attr);
+    let func: syn::ItemFn = match syn::parse(item) {
         Ok(func) => func,
-        Err(e) => return e.to_compile_error(),
+        Err(e) => return e.to_compile_error().into(),
     };
     let result = if attr.is_empty() {
-        f(&func)
+        device_fn::expand(&func)
     } else {
         Err(syn::Error::new_spanned(
             attr,
             "this attribute takes no arguments",
         ))
     };
-    result.unwrap_or_else(|e| nested::fallback(&func, e))
+    result.unwrap_or_else(|e| nested::fallback(&func, e)).into()
 }

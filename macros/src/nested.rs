@@ -12,12 +12,37 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
     let mut item = item.clone();
     let throttled = throttled::take(&mut item)?;
     let item = &item;
+    let module = companion(item, throttled.as_ref(), None)?;
+    // The language spells reductions as an explicit fold (it becomes a warp
+    // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
+    // the language does not accept. A kernel is often used only through its
+    // companion (`k::launch`), which runs the twin, not the function: that
+    // is not dead code. The function is otherwise kept verbatim.
+    let cfgs = cfg_attrs(item);
+    Ok(quote! {
+        #[allow(clippy::unnecessary_fold, dead_code)]
+        #item
+        #(#cfgs)*
+        #module
+    })
+}
+
+/// The companion module of `item` (whose `#[throttled]`, if any, the caller
+/// took off and passes as `throttled`): the whole pipeline. `name` renames
+/// the kernel after every check, for the module, `SPEC`, the CUDA namespace
+/// and the launch errors (a generic kernel's instance, `spmv_f32`): the
+/// diagnostics still name the function as written.
+pub fn companion(
+    item: &syn::ItemFn,
+    throttled: Option<&throttled::ThrottleAttr>,
+    name: Option<&syn::Ident>,
+) -> syn::Result<TokenStream> {
     let ast = parse::kernel(item)?;
     let shape = check::kernel(&ast)?;
-    let kernel = lower::kernel(&ast, &shape)?;
+    let mut kernel = lower::kernel(&ast, &shape)?;
     let access = analyse::kernel(&kernel);
-    let throttle_items = match &throttled {
-        None => TokenStream::new(),
+    let roles = match throttled {
+        None => None,
         Some(attr) => {
             if kernel.for_each.is_some() || kernel.scatters() {
                 let why = if kernel.for_each.is_some() {
@@ -36,23 +61,24 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
                     format!("`{}` cannot be throttled: {why}", kernel.name),
                 )
             })?;
-            emit_rust::throttle_items(&kernel, &roles, attr)
+            Some((attr, roles))
         }
     };
+    if let Some(name) = name {
+        kernel.name = name.clone();
+    }
+    let throttle_items = match roles {
+        None => TokenStream::new(),
+        Some((attr, roles)) => emit_rust::throttle_items(&kernel, &roles, attr),
+    };
     let cuda = emit_cuda::kernel(&kernel, &access);
-    let module = emit_rust::module(&kernel, &access, &item.vis, &cuda, throttle_items);
-    // The language spells reductions as an explicit fold (it becomes a warp
-    // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
-    // the language does not accept. A kernel is often used only through its
-    // companion (`k::launch`), which runs the twin, not the function: that
-    // is not dead code. The function is otherwise kept verbatim.
-    let cfgs = cfg_attrs(item);
-    Ok(quote! {
-        #[allow(clippy::unnecessary_fold, dead_code)]
-        #item
-        #(#cfgs)*
-        #module
-    })
+    Ok(emit_rust::module(
+        &kernel,
+        &access,
+        &item.vis,
+        &cuda,
+        throttle_items,
+    ))
 }
 
 /// The function's `#[cfg(..)]`s: the generated companion exists exactly when
@@ -68,7 +94,11 @@ pub fn cfg_attrs(item: &syn::ItemFn) -> Vec<&syn::Attribute> {
 /// with its signature but an empty body, so that callers still resolve and
 /// rustc does not repeat our diagnostics with its own on the original body.
 pub fn fallback(item: &syn::ItemFn, err: syn::Error) -> TokenStream {
-    let errors = err.to_compile_error();
+    fallback_with(item, err.to_compile_error())
+}
+
+/// [`fallback`] with the errors already as tokens (`compile_error!`s).
+pub fn fallback_with(item: &syn::ItemFn, errors: TokenStream) -> TokenStream {
     // Without `#[throttled]`, which `expand` reads and which would only
     // repeat an error about its place.
     let attrs: Vec<_> = item

@@ -847,3 +847,448 @@ fn k(c: usize, p: &[u32], nb: &[u32], s: &[f32], y: &mut [f32]) {
     let why = roles.remap.err().expect("refused");
     assert!(why.contains("reads `s` other than through `nb`"), "{why}");
 }
+
+// Generic kernels: the front end's substitution, rules and diagnostics.
+
+const GENERIC_AXPY: &str = "
+pub fn axpy<T>(i: usize, a: T, x: &[T], y: &mut [T]) {
+    y[i] = a * x[i] + y[i];
+}";
+
+/// The expansion of a generic kernel, the instances' modules cut to their
+/// documentation and imports: the rest is a non-generic kernel's module
+/// (`snapshot_rust_axpy_map`), which `each_instance_is_the_hand_written_kernel`
+/// compares item by item.
+#[test]
+fn snapshot_rust_generic_axpy() {
+    let out =
+        crate::generic::rust_of("T = [f32, f64]", GENERIC_AXPY).unwrap_or_else(|e| panic!("{e:?}"));
+    let mut file: syn::File = syn::parse_str(&out).unwrap();
+    for item in &mut file.items {
+        let syn::Item::Mod(m) = item else { continue };
+        for inner in &mut m.content.as_mut().unwrap().1 {
+            match inner {
+                syn::Item::Mod(instance) if instance.ident != "sealed" => {
+                    let items = &mut instance.content.as_mut().unwrap().1;
+                    items.retain(|i| matches!(i, syn::Item::Use(_)));
+                }
+                _ => {}
+            }
+        }
+    }
+    insta::assert_snapshot!(prettyplease::unparse(&file));
+}
+
+/// Each instance's module is the module of the kernel written by hand for
+/// its types, named after the instance (`axpy_f64`), but for the paths that
+/// leave it (one `super` more) and its documentation's first line.
+#[test]
+fn each_instance_is_the_hand_written_kernel() {
+    /// The items of module `name` among `items`, as token text.
+    fn module_items(items: &[syn::Item], name: &str) -> Vec<String> {
+        let m = items
+            .iter()
+            .find_map(|i| match i {
+                syn::Item::Mod(m) if m.ident == name => Some(m),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no module {name}"));
+        let items = &m.content.as_ref().expect("inline").1;
+        items
+            .iter()
+            .map(|i| quote::quote!(#i).to_string())
+            .collect()
+    }
+    // Token for token, before any pretty-printing (whose line breaks
+    // depend on the nesting).
+    let item: syn::ItemFn = syn::parse_str(GENERIC_AXPY).unwrap();
+    let out = crate::generic::expand(quote::quote!(T = [f32, f64]), &item)
+        .unwrap_or_else(|e| panic!("{:?}", crate::generic::messages(&e)));
+    let file: syn::File = syn::parse2(out).unwrap();
+    let parent = file
+        .items
+        .iter()
+        .find_map(|i| match i {
+            syn::Item::Mod(m) if m.ident == "axpy" => Some(&m.content.as_ref().unwrap().1),
+            _ => None,
+        })
+        .expect("the generic kernel's module");
+    for t in ["f32", "f64"] {
+        let instance: Vec<String> = module_items(parent, t)
+            .into_iter()
+            .map(|i| i.replace("use super :: super :: *", "use super :: *"))
+            .collect();
+        let name = format!("axpy_{t}");
+        let src = GENERIC_AXPY
+            .replace("<T>", "")
+            .replace('T', t)
+            .replace("axpy", &name);
+        let hand = crate::nested::expand(&syn::parse_str(&src).unwrap()).unwrap();
+        let hand: syn::File = syn::parse2(hand).unwrap();
+        let hand = module_items(&hand.items, &name);
+        assert_eq!(instance.len(), hand.len(), "{t}");
+        for (i, h) in instance.iter().zip(&hand) {
+            assert_eq!(i, h, "{t}");
+        }
+    }
+}
+
+/// The instances of a generic kernel's function, as source text.
+fn instance_texts(attr: &str, src: &str) -> Vec<(String, String)> {
+    crate::generic::instances_of(attr, src)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|(label, item)| (label, quote::quote!(#item).to_string()))
+        .collect()
+}
+
+#[test]
+fn generic_parameters_are_substituted_as_types_paths_and_casts() {
+    let src = "
+fn k<T>(t: usize, p: &[u32], x: &[T], s: T, y: &mut [T], n: &mut [u32]) {
+    let lo = p[t] as usize;
+    let hi = p[t + 1] as usize;
+    let m: T = T::MAX;
+    y[t] = (lo..hi).map(|k| x[k].min(m) * (k as T)).fold(s, T::max);
+    n[t] = (hi - lo) as u32;
+}";
+    let inst = instance_texts("T = [f64, u8]", src);
+    assert_eq!(inst.len(), 2);
+    assert_eq!(inst[0].0, "T = f64");
+    let f64 = &inst[0].1;
+    for want in [
+        "x : & [f64]",
+        "s : f64",
+        "y : & mut [f64]",
+        "let m : f64 = f64 :: MAX",
+        "(k as f64)",
+        "fold (s , f64 :: max)",
+        "n : & mut [u32]",
+    ] {
+        assert!(f64.contains(want), "{want}: {f64}");
+    }
+    assert!(
+        !f64.contains('<'),
+        "the generics stay on the function: {f64}"
+    );
+    assert!(
+        !f64.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .any(|w| w == "T"),
+        "{f64}"
+    );
+    assert_eq!(inst[1].0, "T = u8");
+    assert!(inst[1].1.contains("u8 :: MAX"), "{}", inst[1].1);
+    // Several parameters: every combination, the first parameter's types
+    // outermost.
+    let src = "fn g<T, I>(t: usize, c: &[I], x: &[T], y: &mut [T]) { y[t] = x[c[t] as usize]; }";
+    let labels: Vec<String> = instance_texts("I = [u32, u64], T = [f32, f64]", src)
+        .into_iter()
+        .map(|(l, _)| l)
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "T = f32, I = u32",
+            "T = f32, I = u64",
+            "T = f64, I = u32",
+            "T = f64, I = u64"
+        ]
+    );
+}
+
+/// The generated items: one module per instance, named by its types, each
+/// kernel named after the function and its types, the function generic
+/// over the sealed `Elem`.
+#[test]
+fn generic_kernels_expand_to_a_module_per_instance() {
+    let src = "
+pub fn g<T, I>(t: usize, c: &[I], x: &[T], y: &mut [T]) {
+    let lo = c[t] as usize;
+    let hi = c[t + 1] as usize;
+    y[t] = (lo..hi).map(|k| x[k]).fold(0.0, |a, b| a + b);
+}";
+    let out = crate::generic::rust_of("T = [f32, f64], I = [u32, u64]", src)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    for want in [
+        "pub fn g<T: g::Elem<I>, I>(t: usize, c: &[I], x: &[T], y: &mut [T])",
+        "<T as g::Elem<I>>::__g(t, c, x, y)",
+        "pub trait Elem<I>: sealed::Sealed<I> + ::core::marker::Sized",
+        "impl sealed::Sealed<::core::primitive::u64> for ::core::primitive::f64 {}",
+        "impl g::Elem<::core::primitive::u32> for ::core::primitive::f32",
+        "pub mod f32_u32 {",
+        "pub mod f64_u64 {",
+        "use super::super::*;",
+        "name: \"g_f64_u32\"",
+        "namespace wf_g_f32_u64 {",
+        "kernel `fn g` for `T = f64, I = u64`",
+    ] {
+        assert!(out.contains(want), "{want}:\n{out}");
+    }
+    assert!(!out.contains("mod g_f32"), "{out}");
+}
+
+/// `Atomic<T>` is a type for `T: AtomicScalar` only: the generic function
+/// and the trait say so, as a supertrait for the first parameter and a
+/// bound of the trait's and the function's for the others.
+#[test]
+fn shared_arrays_of_a_type_parameter_carry_its_bound() {
+    let src = "
+pub fn k<T, C>(v: usize, ptr: &[u32], w: &[T], cut: T, count: &[Atomic<C>], best: &[Atomic<T>]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    (lo..hi).for_each(|e| {
+        if w[e] > cut {
+            atomic_add(&count[v], 1);
+            atomic_min(&best[v], w[e]);
+        }
+    });
+}";
+    let out = crate::generic::rust_of("T = [f32, u32], C = [u64]", src)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    // Without whitespace: the pretty-printer's line breaks are not the point.
+    let flat: String = out.split_whitespace().collect();
+    for want in [
+        "pub fn k<T: k::Elem<C>, C: ::warpfit::__private::AtomicScalar>(",
+        "pub trait Elem<C: ::warpfit::__private::AtomicScalar,>: sealed::Sealed<C> \
+         + ::core::marker::Sized + ::warpfit::__private::AtomicScalar {",
+        "best: &[Atomic<Self>]",
+    ] {
+        let want: String = want.split_whitespace().collect();
+        assert!(flat.contains(&want), "{want}:\n{out}");
+    }
+}
+
+/// A device function reached through `super::` from a generic kernel: the
+/// instance's module is one level further down, and its path one `super`
+/// longer than a non-generic kernel's.
+#[test]
+fn paths_out_of_an_instance_module_gain_a_super() {
+    let src = "
+pub fn s<T>(i: usize, x: &[T], y: &mut [T]) {
+    let h: f64 = super::half(1.0);
+    y[i] = x[i] * h as T;
+}";
+    let out = crate::generic::rust_of("T = [f32]", src).unwrap_or_else(|e| panic!("{e:?}"));
+    assert!(out.contains("super::super::super::half::cpu"), "{out}");
+    assert!(!out.contains(" super::super::half::cpu"), "{out}");
+    let plain = rust(&src.replace("<T>", "").replace('T', "f32"));
+    assert!(plain.contains("super::super::half::cpu"), "{plain}");
+}
+
+#[test]
+fn generic_errors_of_some_instances_name_them() {
+    // `2.0f32` is an f32: the f64 instance multiplies an f64 by it.
+    let src = "
+fn k<T>(t: usize, x: &[T], y: &mut [T]) {
+    y[t] = x[t] * 2.0f32;
+}";
+    let errs = crate::generic::rust_of("T = [f32, f64]", src).expect_err("f64 fails");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("in the `T = f64` instance: mismatched types"),
+        "{errs:?}"
+    );
+    // An error of every instance is reported once, as it is.
+    let src = "
+fn k<T>(t: usize, x: &[T], y: &mut [T]) {
+    let mut v = x[t];
+    y[t] = v;
+}";
+    let errs = crate::generic::rust_of("T = [f32, f64, i32]", src).expect_err("`let mut`");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("`mut` bindings are not supported"),
+        "{errs:?}"
+    );
+    // Integer instances have no `sqrt`: each of their errors names its type
+    // and its instance.
+    let src = "
+fn k<T>(t: usize, x: &[T], y: &mut [T]) {
+    y[t] = x[t].sqrt();
+}";
+    let errs = crate::generic::rust_of("T = [f32, u32, i64]", src).expect_err("integer sqrt");
+    assert!(!errs.is_empty());
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with("in the `T = u32` instance: ")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with("in the `T = i64` instance: ")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().all(|e| e.starts_with("in the `T = ")),
+        "{errs:?}"
+    );
+    // The same error from some instances is reported once, naming them; one
+    // from all of them, as it is.
+    let span = proc_macro2::Span::call_site();
+    let e = |m: &str| syn::Error::new(span, m);
+    let mut both = e("common");
+    both.combine(e("some"));
+    let msgs = crate::generic::report_of(vec![
+        ("T = f32", Some(e("common"))),
+        ("T = u8", Some(both.clone())),
+        ("T = i32", Some(both)),
+    ]);
+    assert_eq!(
+        msgs,
+        ["common", "in the `T = u8` and `T = i32` instances: some"]
+    );
+    let msgs = crate::generic::report_of(vec![("T = f32", None), ("T = f64", Some(e("f64 only")))]);
+    assert_eq!(msgs, ["in the `T = f64` instance: f64 only"]);
+}
+
+#[test]
+fn generic_attribute_rules_are_enforced() {
+    let k = |generics: &str| {
+        format!("fn k{generics}(t: usize, x: &[f32], y: &mut [f32]) {{ y[t] = x[t]; }}")
+    };
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "cte",
+            k("<T>"),
+            "expected a type parameter and the element types",
+        ),
+        (
+            "T = f32",
+            k("<T>"),
+            "expected `T`'s element types in brackets",
+        ),
+        ("T = []", k("<T>"), "`T` lists no element type"),
+        ("T = [f32, f32]", k("<T>"), "`f32` is listed twice for `T`"),
+        (
+            "T = [f32, usize]",
+            k("<T>"),
+            "`usize` is not an element type",
+        ),
+        (
+            "T = [f32], T = [f64]",
+            k("<T>"),
+            "type parameter `T` is listed twice",
+        ),
+        (
+            "T = [f32]",
+            k("<T, U>"),
+            "type parameter `U` has no element types",
+        ),
+        ("", k("<T>"), "type parameter `T` has no element types"),
+        (
+            "T = [f32], I = [u32]",
+            k("<T>"),
+            "`I` is not a type parameter of `fn k`",
+        ),
+        ("T = [f32]", k(""), "`T` is not a type parameter of `fn k`"),
+        ("T = [f32]", k("<T: Copy>"), "bounds are not needed on `T`"),
+        (
+            "T = [f32]",
+            k("<'a, T>"),
+            "lifetime parameters are not supported",
+        ),
+        (
+            "T = [f32]",
+            k("<T, const N: usize>"),
+            "const generic parameters are not supported",
+        ),
+        (
+            "T = [f32]",
+            k("<T>").replace(") {", ") where T: Copy {"),
+            "a `where` clause",
+        ),
+        ("f32 = [f32]", k("<f32>"), "may not be named `f32`"),
+    ];
+    for (attr, src, want) in cases {
+        let errs = crate::generic::rust_of(attr, src).expect_err(src);
+        assert!(
+            errs.iter().any(|e| e.contains(want)),
+            "#[nested_reduce({attr})] {src}: {errs:?}"
+        );
+    }
+    // Without arguments or generics, the kernel is an ordinary one.
+    let src = k("");
+    let out = crate::generic::rust_of("", &src).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(out, rust(&src));
+}
+
+mod random_generic {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A map over `x: &[T]` whose body is `body` with `f32` spelled `T`.
+    fn kernel(body: &str, t: &str) -> String {
+        format!(
+            "fn k{g}(t: usize, p: &[u32], fa: &[{t}], ia: &[i32], y: &mut [{t}]) {{
+                let lo = p[t] as usize;
+                let hi = p[t + 1] as usize;
+                y[t] = (lo..hi).map(|e| {{
+                    let a = fa[e];
+                    let b = fa[e + 1];
+                    let i = ia[e];
+                    {body}
+                }}).fold(0.0, |x, z| x + z);
+            }}",
+            g = if t == "T" { "<T>" } else { "" },
+            body = body.replace("f32", t),
+        )
+    }
+
+    /// A kernel's CUDA, or its first error.
+    fn cuda_or_error(src: &str) -> Result<String, String> {
+        cuda_of(src).map_err(|e| e.to_string())
+    }
+
+    /// Random float expressions over `a`, `b` (f32 in the hand-written
+    /// kernel), `i` (i32).
+    fn float_expr() -> BoxedStrategy<String> {
+        let leaf = prop_oneof![
+            Just("a".to_string()),
+            Just("b".to_string()),
+            (0u32..100).prop_map(|v| format!("{v}.5")),
+            Just("f32::INFINITY".to_string()),
+            Just("f32::MAX".to_string()),
+            Just("(i as f32)".to_string()),
+        ];
+        leaf.prop_recursive(3, 24, 2, |inner| {
+            prop_oneof![
+                (
+                    inner.clone(),
+                    inner.clone(),
+                    prop::sample::select(vec!["+", "-", "*", "/"])
+                )
+                    .prop_map(|(x, y, op)| format!("({x} {op} {y})")),
+                (
+                    inner.clone(),
+                    prop::sample::select(vec!["sqrt", "abs", "floor"])
+                )
+                    .prop_map(|(x, m)| format!("({x}).{m}()")),
+                (inner.clone(), inner.clone()).prop_map(|(x, y)| format!("({x}).min({y})")),
+                (inner.clone(), inner.clone())
+                    .prop_map(|(x, y)| format!("(if {x} < {y} {{ {x} }} else {{ {y} }})")),
+                inner.prop_map(|x| format!("((({x}) as i32) as f32)")),
+            ]
+        })
+        .boxed()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Each instance of a generic kernel is the kernel written by hand
+        /// for its type: the same CUDA, or the same first error.
+        #[test]
+        fn instances_are_the_hand_written_kernels(body in float_expr()) {
+            let generic = kernel(&body, "T");
+            let instances = crate::generic::instances_of("T = [f32, f64]", &generic)
+                .map_err(|e| TestCaseError::fail(format!("{e}\n{generic}")))?;
+            for ((label, item), t) in instances.iter().zip(["f32", "f64"]) {
+                prop_assert_eq!(label, &format!("T = {t}"));
+                let inst = cuda_or_error(&quote::quote!(#item).to_string());
+                let hand = cuda_or_error(&kernel(&body, t));
+                prop_assert!(hand.is_ok(), "{:?}\n{}", hand, kernel(&body, t));
+                prop_assert_eq!(inst, hand, "{}", generic);
+            }
+        }
+    }
+}

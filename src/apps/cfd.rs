@@ -532,7 +532,7 @@ impl Fields {
                 None => self.u[v].to_vec()?,
                 Some(p) => {
                     let n = p.len();
-                    super::kernels::permute_f32::launch(
+                    super::kernels::permute::f32::launch(
                         device,
                         n,
                         p,
@@ -552,11 +552,11 @@ impl Fields {
     fn renumber(&mut self, device: &Device, order: &DeviceVec<u32>) -> Result<()> {
         let n = order.len();
         for v in 0..5 {
-            super::kernels::permute_f32::launch(device, n, order, &self.u[v], &mut self.flux[v])?;
-            super::kernels::copy_f32::launch(device, n, &self.flux[v], &mut self.u[v])?;
+            super::kernels::permute::f32::launch(device, n, order, &self.u[v], &mut self.flux[v])?;
+            super::kernels::copy::f32::launch(device, n, &self.flux[v], &mut self.u[v])?;
         }
-        super::kernels::permute_f32::launch(device, n, order, &self.volume, &mut self.step)?;
-        super::kernels::copy_f32::launch(device, n, &self.step, &mut self.volume)?;
+        super::kernels::permute::f32::launch(device, n, order, &self.volume, &mut self.step)?;
+        super::kernels::copy::f32::launch(device, n, &self.step, &mut self.volume)?;
         Ok(())
     }
 }

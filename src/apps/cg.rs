@@ -21,9 +21,7 @@
 //! into reads of a few levels' width.
 
 use super::kernels::{
-    cg_direction_f32, cg_direction_f64, cg_publish_f32, cg_publish_f64, cg_step_f32, cg_step_f64,
-    cg_step_jacobi_f32, cg_step_jacobi_f64, copy_f32, copy_f64, dot_f32, dot_f64, permute_f32,
-    permute_f64, spmv, spmv_f64,
+    cg_direction, cg_publish, cg_step, cg_step_jacobi, copy, dot, permute, spmv, spmv_f64,
 };
 use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::throttled::{SpmvThrottle, ThrottledRun};
@@ -395,9 +393,10 @@ pub const PAP: usize = 0;
 pub const RZ: usize = 1;
 pub(crate) const RR: usize = 2;
 
+/// `CgScalar` for `$t`: the `$t` instance of each generic kernel, and the
+/// SpMV `$spmv`.
 macro_rules! cg_scalar {
-    ($t:ty, $spmv:ident, $dot:ident, $step:ident, $step_jacobi:ident, $direction:ident, $publish:ident,
-     $permute:ident, $copy:ident) => {
+    ($t:ident, $spmv:ident) => {
         impl CgScalar for $t {
             fn to_f64(self) -> f64 {
                 self as f64
@@ -463,7 +462,7 @@ macro_rules! cg_scalar {
                 src: &'a DeviceVec<Self>,
                 out: &'a DeviceVec<Self>,
             ) -> Result<PreparedLaunch<'a>> {
-                $permute::prepare(device, config, perm.len(), perm, src, out)
+                permute::$t::prepare(device, config, perm.len(), perm, src, out)
             }
             fn prepare_copy<'a>(
                 device: &Device,
@@ -471,7 +470,7 @@ macro_rules! cg_scalar {
                 src: &'a DeviceVec<Self>,
                 out: &'a DeviceVec<Self>,
             ) -> Result<PreparedLaunch<'a>> {
-                $copy::prepare(device, config, src.len(), src, out)
+                copy::$t::prepare(device, config, src.len(), src, out)
             }
             fn prepare_dot<'a>(
                 device: &Device,
@@ -481,7 +480,7 @@ macro_rules! cg_scalar {
                 y: &'a DeviceVec<Self>,
                 out: &'a DeviceVec<Self>,
             ) -> Result<PreparedLaunch<'a>> {
-                $dot::prepare(device, &split.config, &split.tasks, n, x, y, out)
+                dot::$t::prepare(device, &split.config, &split.tasks, n, x, y, out)
             }
             fn prepare_step<'a>(
                 device: &Device,
@@ -491,10 +490,10 @@ macro_rules! cg_scalar {
             ) -> Result<PreparedLaunch<'a>> {
                 let (cur, prev) = v.cur_prev(parity);
                 match (&v.z, &v.inv_diag) {
-                    (Some(z), Some(inv_diag)) => $step_jacobi::prepare(
+                    (Some(z), Some(inv_diag)) => cg_step_jacobi::$t::prepare(
                         device, config, v.n, prev, cur, v.stop, inv_diag, &v.p, &v.q, &v.x, &v.r, z,
                     ),
-                    _ => $step::prepare(
+                    _ => cg_step::$t::prepare(
                         device, config, v.n, prev, cur, v.stop, &v.p, &v.q, &v.x, &v.r,
                     ),
                 }
@@ -506,7 +505,7 @@ macro_rules! cg_scalar {
                 parity: usize,
             ) -> Result<PreparedLaunch<'a>> {
                 let (cur, prev) = v.cur_prev(parity);
-                $direction::prepare(device, config, v.n, prev, cur, v.z(), &v.p)
+                cg_direction::$t::prepare(device, config, v.n, prev, cur, v.z(), &v.p)
             }
             fn prepare_publish<'a>(
                 device: &Device,
@@ -517,34 +516,14 @@ macro_rules! cg_scalar {
                 base: u32,
             ) -> Result<PreparedLaunch<'a>> {
                 let (cur, _) = v.cur_prev(parity);
-                $publish::prepare(device, config, slot, base, cur, &v.hist)
+                cg_publish::$t::prepare(device, config, slot, base, cur, &v.hist)
             }
         }
     };
 }
 
-cg_scalar!(
-    f32,
-    spmv,
-    dot_f32,
-    cg_step_f32,
-    cg_step_jacobi_f32,
-    cg_direction_f32,
-    cg_publish_f32,
-    permute_f32,
-    copy_f32
-);
-cg_scalar!(
-    f64,
-    spmv_f64,
-    dot_f64,
-    cg_step_f64,
-    cg_step_jacobi_f64,
-    cg_direction_f64,
-    cg_publish_f64,
-    permute_f64,
-    copy_f64
-);
+cg_scalar!(f32, spmv);
+cg_scalar!(f64, spmv_f64);
 
 /// Solves `A·x = b` by conjugate gradient from `x = 0`, for a symmetric
 /// positive definite `a`, on `device`.
@@ -1007,7 +986,7 @@ fn solve<T: CgScalar>(
     // Each iteration publishes its scalars into a host-mapped slot, read
     // `DEPTH` iterations behind the launches: the iterations enqueued past
     // the converged one find `rᵀr ≤ stop` and leave `x` as it is (see
-    // `cg_step_f32`), so the host's test below, made on the same values in
+    // `cg_step`), so the host's test below, made on the same values in
     // the same precision, agrees with the device's.
     let mut relative_residual = 1.0;
     let mut converged = opts.tol >= 1.0;

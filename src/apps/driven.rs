@@ -22,7 +22,7 @@
 //! path sum; see [`reference::dijkstra`](crate::runtime::reference::dijkstra)).
 
 use super::graph::{count_launches, count_slots, FixedPoint};
-use super::kernels::{cc_pull_min, count_changed_u32};
+use super::kernels::{cc_pull_min, count_changed};
 use super::push_kernels::{bfs_bottom_up, bfs_top_down, cc_pull, cc_push, sssp_pull, sssp_push};
 use super::Graph;
 use crate::runtime::worklist::drivers::{
@@ -861,7 +861,15 @@ fn cc_resident(
             cc_pull_min::prepare(device, config, n, &ptr, &adj, &next, &label)?,
         ],
         counts: count_launches(&splits, [&label, &next], |split, from, to| {
-            count_changed_u32::prepare(device, &split.config, &split.tasks, n32, from, to, &changed)
+            count_changed::u32::prepare(
+                device,
+                &split.config,
+                &split.tasks,
+                n32,
+                from,
+                to,
+                &changed,
+            )
         })?,
         changed: &changed,
     };

@@ -11,8 +11,7 @@
 //! for the host.
 
 use super::kernels::{
-    bfs_pull, count_changed_f32, count_changed_i32, dangling_rank, pagerank_contrib,
-    pagerank_pull_resident, relax,
+    bfs_pull, count_changed, dangling_rank, pagerank_contrib, pagerank_pull_resident, relax,
 };
 use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::throttled::ThrottledRun;
@@ -428,7 +427,15 @@ pub fn sssp_observed(
             relax::prepare(device, config, n, &ptr, &src, &weights, &next, &dist)?,
         ],
         counts: count_launches(&splits, [&dist, &next], |split, from, to| {
-            count_changed_f32::prepare(device, &split.config, &split.tasks, n32, from, to, &changed)
+            count_changed::f32::prepare(
+                device,
+                &split.config,
+                &split.tasks,
+                n32,
+                from,
+                to,
+                &changed,
+            )
         })?,
         changed: &changed,
     };
@@ -481,7 +488,15 @@ pub fn bfs_observed(
             bfs_pull::prepare(device, config, n, &ptr, &src, &next, &level)?,
         ],
         counts: count_launches(&splits, [&level, &next], |split, from, to| {
-            count_changed_i32::prepare(device, &split.config, &split.tasks, n32, from, to, &changed)
+            count_changed::i32::prepare(
+                device,
+                &split.config,
+                &split.tasks,
+                n32,
+                from,
+                to,
+                &changed,
+            )
         })?,
         changed: &changed,
     };

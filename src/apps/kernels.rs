@@ -75,14 +75,16 @@ pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], depth: i32, n
 }
 
 // ---------------------------------------------------------------------------
-// Conjugate gradient. The kernel language has no generics, so each kernel
-// comes in f32 and f64; the solver picks them through `CgScalar`. The
-// solver's scalars stay on the device: `dots` holds the reductions of the
-// current iteration (slot 0: pᵀq, 1: rᵀz, 2: rᵀr) and `rho` the rᵀz of the
-// previous one, and the updates read their coefficients from there, so that
-// an iteration downloads nothing but `dots`.
+// Conjugate gradient, in f32 and f64: the solver picks each kernel's
+// instance through `CgScalar`. The solver's scalars stay on the device:
+// `dots` holds the reductions of the current iteration (slot 0: pᵀq, 1: rᵀz,
+// 2: rᵀr) and `rho` the rᵀz of the previous one, and the updates read their
+// coefficients from there, so that an iteration downloads nothing but `dots`.
 
-/// `y = A·x` in f64 (the f32 solver uses [`fn@spmv`]).
+/// `y = A·x` in f64 (the f32 solver uses [`fn@spmv`]). Not an instance of a
+/// generic SpMV: the f32 kernel is `spmv`, by that name in the command
+/// line, the benchmarks and the plan cache, and one generic kernel would
+/// name it `spmv::f32` (`spmv_f32`) or compile a second f32 SpMV.
 #[nested_reduce]
 #[throttled(partitioner = columns)]
 pub fn spmv_f64(row: usize, row_ptr: &[u32], col: &[u32], val: &[f64], x: &[f64], y: &mut [f64]) {
@@ -96,14 +98,8 @@ pub fn spmv_f64(row: usize, row_ptr: &[u32], col: &[u32], val: &[f64], x: &[f64]
 /// `out[t] = Σ x[i]·y[i]` over `0..n`: a whole-array dot product, one task
 /// whose fold covers the arrays, launched split over the device
 /// (`split_one_task`) with `t` the slot of `out` it fills.
-#[nested_reduce]
-pub fn dot_f32(t: usize, n: u32, x: &[f32], y: &[f32], out: &mut [f32]) {
-    out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
-}
-
-/// [`fn@dot_f32`] in f64.
-#[nested_reduce]
-pub fn dot_f64(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
+#[nested_reduce(T = [f32, f64])]
+pub fn dot<T>(t: usize, n: u32, x: &[T], y: &[T], out: &mut [T]) {
     out[t] = (0..n as usize).map(|i| x[i] * y[i]).fold(0.0, |a, b| a + b);
 }
 
@@ -114,17 +110,17 @@ pub fn dot_f64(t: usize, n: u32, x: &[f64], y: &[f64], out: &mut [f64]) {
 /// most `stop` (`(tol·‖b‖)²`), or when `pᵀAp` is not positive: the
 /// iterations a driver enqueues past convergence, or past a breakdown it is
 /// about to report, leave `x` as it was.
-#[nested_reduce]
+#[nested_reduce(T = [f32, f64])]
 #[allow(clippy::too_many_arguments)]
-pub fn cg_step_f32(
+pub fn cg_step<T>(
     i: usize,
-    prev: &[f32],
-    cur: &[f32],
-    stop: f32,
-    p: &[f32],
-    q: &[f32],
-    x: &mut [f32],
-    r: &mut [f32],
+    prev: &[T],
+    cur: &[T],
+    stop: T,
+    p: &[T],
+    q: &[T],
+    x: &mut [T],
+    r: &mut [T],
 ) {
     if prev[1] > stop && cur[0] > 0.0 {
         let alpha = prev[1] / cur[0];
@@ -133,66 +129,22 @@ pub fn cg_step_f32(
     }
 }
 
-/// [`fn@cg_step_f32`] in f64.
-#[nested_reduce]
-#[allow(clippy::too_many_arguments)]
-pub fn cg_step_f64(
-    i: usize,
-    prev: &[f64],
-    cur: &[f64],
-    stop: f64,
-    p: &[f64],
-    q: &[f64],
-    x: &mut [f64],
-    r: &mut [f64],
-) {
-    if prev[1] > stop && cur[0] > 0.0 {
-        let alpha = prev[1] / cur[0];
-        x[i] += alpha * p[i];
-        r[i] -= alpha * q[i];
-    }
-}
-
-/// [`fn@cg_step_f32`] with the Jacobi preconditioner applied to the new
+/// [`fn@cg_step`] with the Jacobi preconditioner applied to the new
 /// residual: `z = r / diag(A)` (`inv_diag` holds `1 / a(i, i)`); `rᵀr` is
 /// `prev[2]`.
-#[nested_reduce]
+#[nested_reduce(T = [f32, f64])]
 #[allow(clippy::too_many_arguments)]
-pub fn cg_step_jacobi_f32(
+pub fn cg_step_jacobi<T>(
     i: usize,
-    prev: &[f32],
-    cur: &[f32],
-    stop: f32,
-    inv_diag: &[f32],
-    p: &[f32],
-    q: &[f32],
-    x: &mut [f32],
-    r: &mut [f32],
-    z: &mut [f32],
-) {
-    if prev[2] > stop && cur[0] > 0.0 {
-        let alpha = prev[1] / cur[0];
-        let r_new = r[i] - alpha * q[i];
-        x[i] += alpha * p[i];
-        r[i] = r_new;
-        z[i] = inv_diag[i] * r_new;
-    }
-}
-
-/// [`fn@cg_step_jacobi_f32`] in f64.
-#[nested_reduce]
-#[allow(clippy::too_many_arguments)]
-pub fn cg_step_jacobi_f64(
-    i: usize,
-    prev: &[f64],
-    cur: &[f64],
-    stop: f64,
-    inv_diag: &[f64],
-    p: &[f64],
-    q: &[f64],
-    x: &mut [f64],
-    r: &mut [f64],
-    z: &mut [f64],
+    prev: &[T],
+    cur: &[T],
+    stop: T,
+    inv_diag: &[T],
+    p: &[T],
+    q: &[T],
+    x: &mut [T],
+    r: &mut [T],
+    z: &mut [T],
 ) {
     if prev[2] > stop && cur[0] > 0.0 {
         let alpha = prev[1] / cur[0];
@@ -205,15 +157,8 @@ pub fn cg_step_jacobi_f64(
 
 /// CG's new search direction: `p = z + β·p` with `β = cur[1] / prev[1]`
 /// (this iteration's `rᵀz` over the previous one's).
-#[nested_reduce]
-pub fn cg_direction_f32(i: usize, prev: &[f32], cur: &[f32], z: &[f32], p: &mut [f32]) {
-    let beta = cur[1] / prev[1];
-    p[i] = z[i] + beta * p[i];
-}
-
-/// [`fn@cg_direction_f32`] in f64.
-#[nested_reduce]
-pub fn cg_direction_f64(i: usize, prev: &[f64], cur: &[f64], z: &[f64], p: &mut [f64]) {
+#[nested_reduce(T = [f32, f64])]
+pub fn cg_direction<T>(i: usize, prev: &[T], cur: &[T], z: &[T], p: &mut [T]) {
     let beta = cur[1] / prev[1];
     p[i] = z[i] + beta * p[i];
 }
@@ -221,14 +166,8 @@ pub fn cg_direction_f64(i: usize, prev: &[f64], cur: &[f64], z: &[f64], p: &mut 
 /// Publishes an iteration's three scalars where the host reads them: tasks
 /// `base..base + 3` copy `cur` into `hist[base..]`, a slot of a host-mapped
 /// array (launched over a task list of those three tasks).
-#[nested_reduce]
-pub fn cg_publish_f32(t: usize, base: u32, cur: &[f32], hist: &mut [f32]) {
-    hist[t] = cur[t - base as usize];
-}
-
-/// [`fn@cg_publish_f32`] in f64.
-#[nested_reduce]
-pub fn cg_publish_f64(t: usize, base: u32, cur: &[f64], hist: &mut [f64]) {
+#[nested_reduce(T = [f32, f64])]
+pub fn cg_publish<T>(t: usize, base: u32, cur: &[T], hist: &mut [T]) {
     hist[t] = cur[t - base as usize];
 }
 
@@ -236,26 +175,14 @@ pub fn cg_publish_f64(t: usize, base: u32, cur: &[f64], hist: &mut [f64]) {
 // Renumbering arrays already on the device (CG's level order).
 
 /// `out[i] = src[perm[i]]`: a vector into a renumbering (`perm[new] = old`).
-#[nested_reduce]
-pub fn permute_f32(i: usize, perm: &[u32], src: &[f32], out: &mut [f32]) {
-    out[i] = src[perm[i] as usize];
-}
-
-/// [`fn@permute_f32`] in f64.
-#[nested_reduce]
-pub fn permute_f64(i: usize, perm: &[u32], src: &[f64], out: &mut [f64]) {
+#[nested_reduce(T = [f32, f64])]
+pub fn permute<T>(i: usize, perm: &[u32], src: &[T], out: &mut [T]) {
     out[i] = src[perm[i] as usize];
 }
 
 /// `out[i] = src[i]`.
-#[nested_reduce]
-pub fn copy_f32(i: usize, src: &[f32], out: &mut [f32]) {
-    out[i] = src[i];
-}
-
-/// [`fn@copy_f32`] in f64.
-#[nested_reduce]
-pub fn copy_f64(i: usize, src: &[f64], out: &mut [f64]) {
+#[nested_reduce(T = [f32, f64])]
+pub fn copy<T>(i: usize, src: &[T], out: &mut [T]) {
     out[i] = src[i];
 }
 
@@ -316,18 +243,11 @@ pub fn pagerank_pull_resident(
     next[v] = base + damping * sum;
 }
 
-/// How many of the first `n` entries differ between two f32 arrays (one
-/// task `t`, launched split over the device): the fixed-point test of sssp.
-#[nested_reduce]
-pub fn count_changed_f32(t: usize, n: u32, old: &[f32], new: &[f32], out: &mut [u32]) {
-    out[t] = (0..n as usize)
-        .map(|i| if old[i] != new[i] { 1u32 } else { 0u32 })
-        .fold(0, |a, b| a + b);
-}
-
-/// [`fn@count_changed_f32`] for i32 arrays (bfs levels).
-#[nested_reduce]
-pub fn count_changed_i32(t: usize, n: u32, old: &[i32], new: &[i32], out: &mut [u32]) {
+/// How many of the first `n` entries differ between two arrays (one task
+/// `t`, launched split over the device): the fixed-point test of sssp (f32
+/// distances), bfs (i32 levels) and cc (u32 labels).
+#[nested_reduce(T = [f32, i32, u32])]
+pub fn count_changed<T>(t: usize, n: u32, old: &[T], new: &[T], out: &mut [u32]) {
     out[t] = (0..n as usize)
         .map(|i| if old[i] != new[i] { 1u32 } else { 0u32 })
         .fold(0, |a, b| a + b);
@@ -360,12 +280,4 @@ pub fn cc_pull_min(v: usize, ptr: &[u32], nbr: &[u32], label: &[u32], next: &mut
     next[v] = (lo..hi)
         .map(|e| label[nbr[e] as usize])
         .fold(label[v], u32::min);
-}
-
-/// [`fn@count_changed_f32`] for u32 arrays (cc labels).
-#[nested_reduce]
-pub fn count_changed_u32(t: usize, n: u32, old: &[u32], new: &[u32], out: &mut [u32]) {
-    out[t] = (0..n as usize)
-        .map(|i| if old[i] != new[i] { 1u32 } else { 0u32 })
-        .fold(0, |a, b| a + b);
 }

@@ -19,9 +19,9 @@ mod timing;
 
 pub use cfd::{
     cfd, cfd_flux, cfd_flux_faces, cfd_from, cfd_observed, cfd_save, cfd_step_factor,
-    cfd_throttled, cfd_time_step, check_finite, faces, first_non_finite, free_stream, free_stream_state,
-    perturbed_free_stream, CfdResult, CfdThrottled, DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA,
-    RK, SIDE_FAR_FIELD, SIDE_INTERIOR, SIDE_WALL,
+    cfd_throttled, cfd_time_step, check_finite, faces, first_non_finite, free_stream,
+    free_stream_state, perturbed_free_stream, CfdResult, CfdThrottled,
+    DEFAULT_ITERATIONS as CFD_ITERATIONS, GAMMA, RK, SIDE_FAR_FIELD, SIDE_INTERIOR, SIDE_WALL,
 };
 pub use cg::{
     cg, cg_observed, relative_residual, rhs_for_ones, smallest_tol, CgOptions, CgOrder, CgResult,
@@ -53,11 +53,9 @@ pub use graph::{
     PageRankOptions,
 };
 pub use kernels::{
-    bfs_pull, bfs_step, cc_pull_min, cg_direction_f32, cg_direction_f64, cg_publish_f32,
-    cg_publish_f64, cg_step_f32, cg_step_f64, cg_step_jacobi_f32, cg_step_jacobi_f64, copy_f32,
-    copy_f64, count_changed_f32, count_changed_i32, count_changed_u32, dangling_rank, dot_f32,
-    dot_f64, pagerank_contrib, pagerank_pull, pagerank_pull_resident, permute_f32, permute_f64,
-    relax, spmv, spmv_add, spmv_f64,
+    bfs_pull, bfs_step, cc_pull_min, cg_direction, cg_publish, cg_step, cg_step_jacobi, copy,
+    count_changed, dangling_rank, dot, pagerank_contrib, pagerank_pull, pagerank_pull_resident,
+    permute, relax, spmv, spmv_add, spmv_f64,
 };
 pub use throttled::ThrottledRun;
 

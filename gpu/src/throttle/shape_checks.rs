@@ -200,7 +200,9 @@ mod tests {
         // Not remapped: any sizes.
         let cf = ThrottleOptions::default().with_policy(ThrottlePolicy::Cf);
         assert!(check_policy(&SPMV, own, &cf, 8, 16).is_ok());
-        assert!(crate::throttle::host_plan::remap_orders(&own, &cf.clone().with_remap(true), false).is_empty());
+        assert!(
+            crate::throttle::host_plan::remap_orders(&own, &cf.with_remap(true), false).is_empty()
+        );
         assert!(remappable_sizes(SPMV_ROLES, 8, 16));
     }
 }

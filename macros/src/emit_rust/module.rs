@@ -590,7 +590,11 @@ impl ModuleEmitter<'_> {
         let gathered_name = gathered_names(k, throttle);
         let gathered_field = &k.params[throttle.first()].name;
         // A cache-fit partition holds one element of each gathered array.
-        let gathered_bytes: usize = throttle.gathered.iter().map(|&i| k.params[i].ty.size()).sum();
+        let gathered_bytes: usize = throttle
+            .gathered
+            .iter()
+            .map(|&i| k.params[i].ty.size())
+            .sum();
         let out_bytes: usize = k
             .params
             .iter()

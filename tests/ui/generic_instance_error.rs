@@ -1,0 +1,11 @@
+use warpfit::prelude::*;
+
+// `2.0f32` is an f32: only the f64 instance mixes widths.
+#[nested_reduce(T = [f32, f64])]
+fn k<T>(row: usize, ptr: &[u32], col: &[u32], x: &[T], y: &mut [T]) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row] = (lo..hi).map(|k| x[col[k] as usize] * 2.0f32).fold(0.0, |a, b| a + b);
+}
+
+fn main() {}

@@ -83,6 +83,8 @@ fn every_throttled_schedule_follows_the_cpu() {
                 "{policy} exhaustive {exhaustive}: {diff}; {:?}",
                 run.report
             );
+            // Where the schedule renumbers, the solver ran in its numbering.
+            assert_eq!(run.renumbered, run.report.remapped, "{policy}");
             if policy == ThrottlePolicy::OrgR {
                 assert!(run.renumbered, "org_r runs in the plan's numbering");
             }
@@ -123,6 +125,7 @@ fn auto_renumbers_a_random_mesh_by_levels() {
         "the level order was not measured: {}",
         model.reason
     );
+    assert_eq!(run.renumbered, run.report.remapped, "{:?}", run.report);
     let diff = max_relative_difference(&want.variables, &got.variables);
     assert!(diff < 1e-5, "{diff}; {:?}", run.report);
     // Throttled, renumbered or not, a closed channel stays uniform.

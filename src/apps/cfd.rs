@@ -13,6 +13,7 @@
 //! 1.2, angle of attack 0, γ = 1.4, density 1.4, pressure 1 (Rodinia's
 //! constants, its formulas, its f32 arithmetic and its time step).
 
+use super::throttled::plan_numbering;
 use super::timing::{IterationTimes, Timings};
 use crate::prelude::*;
 use crate::runtime::gen::{TetMesh, FAR_FIELD, WALL};
@@ -672,6 +673,7 @@ pub fn cfd_throttled(
     let mut times = IterationTimes::new();
     let mut setup = setup_start.elapsed();
     let mut done = 0;
+    let mut order = None;
     // The first iteration in the mesh's numbering: `auto` decides at its
     // first flux.
     if iterations > 0 {
@@ -683,20 +685,21 @@ pub fn cfd_throttled(
         steps.iteration(&mut || t.enqueue(d, mx, my, mz, e, &f.ff, fd, fmx, fmy, fmz, fe))?;
         device.synchronize()?;
         t.check()?;
+        drop(steps);
+        // A remapped schedule: the rest in the plan's numbering, the
+        // renumbering counted in this iteration.
+        if iterations > 1 {
+            order = plan_numbering(device, t.device_level_order()?, || {
+                t.plan_order().map(|p| p.tasks.to_vec())
+            })?;
+        }
+        if let Some((o, _)) = &order {
+            f.renumber(device, o)?;
+            device.synchronize()?;
+        }
         times.push(started.elapsed());
         done = 1;
         on_iteration(1);
-    }
-    // A remapped schedule: the rest in the plan's numbering.
-    let order = match t.plan_order() {
-        Some(p) if done < iterations => Some(renumbering(device, p.tasks)?),
-        _ => None,
-    };
-    if let Some((order, _)) = &order {
-        let started = Instant::now();
-        f.renumber(device, order)?;
-        device.synchronize()?;
-        setup += started.elapsed();
     }
     {
         let steps = f.steps(device)?;
@@ -726,22 +729,6 @@ pub fn cfd_throttled(
             renumbered: order.is_some(),
         }),
     })
-}
-
-/// A plan's cell order on the device: `order[new] = old` and its inverse
-/// `position[old] = new`.
-fn renumbering(device: &Device, order: &[u32]) -> Result<(DeviceVec<u32>, DeviceVec<u32>)> {
-    let mut position = vec![0u32; order.len()];
-    for (new, &old) in order.iter().enumerate() {
-        let slot = position.get_mut(old as usize).ok_or_else(|| {
-            Error::invalid(format!(
-                "cfd: the plan's order names cell {old} of {}",
-                order.len()
-            ))
-        })?;
-        *slot = new as u32;
-    }
-    Ok((device.upload(order)?, device.upload(&position)?))
 }
 
 /// Checks that a mesh's variables are numbers: a solver that blew up (a

@@ -1069,6 +1069,7 @@ fn solve<T: CgScalar>(
         throttle: throttled.map(|t| ThrottledRun {
             report: t.report().clone(),
             status: t.status(),
+            renumbered: false,
             planned_from,
         }),
         renumbered: report,

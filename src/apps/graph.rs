@@ -11,11 +11,12 @@
 //! for the host.
 
 use super::kernels::{
-    bfs_pull, count_changed, dangling_rank, pagerank_contrib, pagerank_pull_resident, relax,
+    bfs_pull, count_changed, dangling_rank, pagerank_contrib, pagerank_pull_resident, permute,
+    relax,
 };
 use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
-use super::throttled::ThrottledRun;
-use super::timing::Timings;
+use super::throttled::{plan_numbering, ThrottledRun};
+use super::timing::{IterationTimes, Timings};
 use crate::runtime::{mem, Csr};
 use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
@@ -178,6 +179,10 @@ pub fn pagerank_throttled(
     let setup_start = Instant::now();
     let n32 = g.len_u32()?;
     let (ptr, src) = g.upload_pattern(device)?;
+    let planned_on_device = opts
+        .throttle
+        .as_ref()
+        .is_some_and(|t| !crate::Throttled::needs_work_graph(device, t));
     let mut throttled = match &opts.throttle {
         None => None,
         // Planned on the device: the handle copies the pattern already
@@ -204,14 +209,58 @@ pub fn pagerank_throttled(
         t.wait_for_plan()?;
     }
     let mut planned_from = None;
-    let out_degree = device.upload(&g.out_degree)?;
+    let mut out_degree = device.upload(&g.out_degree)?;
     let uniform = vec![1.0 / n as f32; n];
     let rank = device.upload(&uniform)?;
     drop(uniform);
-    let next = device.alloc::<f32>(n)?;
-    let contrib = device.alloc::<f32>(n)?;
-    let dangling = device.alloc::<f64>(1)?;
+    let mut next = device.alloc::<f32>(n)?;
+    let mut contrib = device.alloc::<f32>(n)?;
+    let mut dangling = device.alloc::<f64>(1)?;
     let split = split_one_task(device, 0, 0..n)?;
+    // A plan made on the device decides at its first launch: that
+    // iteration runs first, and where the schedule renumbers vertices the
+    // rest of the run moves to its numbering (the vectors renumbered once,
+    // not permuted around every pull), as CG and CFD do.
+    let mut first = IterationTimes::new();
+    let mut numbering = None;
+    let done = match &mut throttled {
+        Some(t) if planned_on_device && opts.iterations > 0 => {
+            let started = Instant::now();
+            pagerank_contrib::launch(device, n, &rank, &out_degree, &mut contrib)?;
+            dangling_rank::launch_with(
+                device,
+                &split.config,
+                &split.tasks,
+                n32,
+                &rank,
+                &out_degree,
+                &mut dangling,
+            )?;
+            t.enqueue(&contrib, &dangling, opts.damping, n as f64, &next)?;
+            t.check()?;
+            ThrottledRun::note(&mut planned_from, 0, true);
+            if opts.iterations > 1 {
+                numbering = plan_numbering(device, t.device_level_order()?, || {
+                    t.plan_order().map(|p| p.tasks.to_vec())
+                })?;
+            }
+            if let Some((order, _)) = &numbering {
+                // `next` holds the first iteration's ranks; `rank` is
+                // written before it is read again.
+                let mut renumbered = device.alloc::<f32>(n)?;
+                permute::f32::launch(device, n, order, &next, &mut renumbered)?;
+                next = renumbered;
+                let mut degrees = device.alloc::<u32>(n)?;
+                permute::u32::launch(device, n, order, &out_degree, &mut degrees)?;
+                out_degree = degrees;
+                device.synchronize()?;
+            }
+            first.push(started.elapsed());
+            on_step(1);
+            1
+        }
+        _ => 0,
+    };
     // One set of launches per direction: `from` → `to`.
     let mut sets = Vec::with_capacity(2);
     for (from, to) in [(&rank, &next), (&next, &rank)] {
@@ -245,14 +294,16 @@ pub fn pagerank_throttled(
         sets.push(set);
     }
     let (forward, backward) = (&sets[0], &sets[1]);
-    let setup = setup_start.elapsed();
+    let setup = setup_start.elapsed().saturating_sub(first.total());
     // No value decides anything: markers pace the host behind the device.
+    let in_plan_order = numbering.is_some();
     let rounds = pipelined::<u8>(
         device,
         Probe::Marker,
         DEPTH,
-        opts.iterations,
-        &mut |iteration| {
+        opts.iterations - done,
+        &mut |round| {
+            let iteration = round + done;
             let (launches, to) = if iteration % 2 == 1 {
                 (forward, &next)
             } else {
@@ -263,15 +314,24 @@ pub fn pagerank_throttled(
                 Some(t) => {
                     launches[..2].iter().try_for_each(|l| l.run())?;
                     let before = t.report().launches_before_plan;
-                    t.enqueue(&contrib, &dangling, opts.damping, n as f64, to)?;
+                    match in_plan_order {
+                        true => t.enqueue_in_plan_order(
+                            &contrib,
+                            &dangling,
+                            opts.damping,
+                            n as f64,
+                            to,
+                        )?,
+                        false => t.enqueue(&contrib, &dangling, opts.damping, n as f64, to)?,
+                    }
                     let planned = t.report().launches_before_plan == before;
                     ThrottledRun::note(&mut planned_from, iteration - 1, planned);
                     Ok(())
                 }
             }
         },
-        &mut |iteration, _| {
-            on_step(iteration);
+        &mut |round, _| {
+            on_step(round + done);
             Ok(false)
         },
     )?;
@@ -284,13 +344,24 @@ pub fn pagerank_throttled(
     } else {
         &rank
     };
-    let iterations = rounds.times;
+    let mut iterations = first;
+    iterations.append(&rounds.times);
     let run = throttled.map(|t| ThrottledRun {
         report: t.report().clone(),
         status: t.status(),
+        renumbered: numbering.is_some(),
         planned_from,
     });
-    Ok((result.to_vec()?, Timings { setup, iterations }, run))
+    // In the caller's numbering: `out[old] = result[position[old]]`.
+    let ranks = match &numbering {
+        Some((_, position)) => {
+            drop(sets);
+            permute::f32::launch(device, n, position, result, &mut contrib)?;
+            contrib.to_vec()?
+        }
+        None => result.to_vec()?,
+    };
+    Ok((ranks, Timings { setup, iterations }, run))
 }
 
 /// Reports the first kernel fault of the launches run so far, if any.

@@ -1,7 +1,10 @@
 //! What cache-fit throttling did in an iterative app's run (`pagerank`,
-//! `cg`), and the throttled SpMV handles CG chooses between by scalar type.
+//! `cg`), the throttled SpMV handles CG chooses between by scalar type, and
+//! the numbering an app moves its run to when its throttled kernel's
+//! schedule renumbers (`pagerank`, `cfd`).
 
-use crate::{DeviceVec, Result, ThrottleReport, ThrottleStatus};
+use crate::gpu::levels::DeviceLevelOrder;
+use crate::{Device, DeviceVec, Error, Result, ThrottleReport, ThrottleStatus};
 
 /// What pipelined throttling did over an app's iterations: the handle's
 /// report (planning time, launches before the plan, the schedule chosen and
@@ -13,6 +16,11 @@ pub struct ThrottledRun {
     pub report: ThrottleReport,
     /// The handle's phase at the end of the run.
     pub status: ThrottleStatus,
+    /// Whether the run moved to the schedule's numbering after its first
+    /// iteration (a remapped schedule chosen by a plan made on the device):
+    /// its vectors renumbered once, the pulls run in plan order, the result
+    /// numbered back. CG says so in its own result (`CgResult::renumbered`).
+    pub renumbered: bool,
     /// The first iteration (counted from 0) that ran after the plan was in;
     /// `None` while it never was. Every later one ran it too: a handle
     /// does not go back to planning.
@@ -74,3 +82,38 @@ macro_rules! spmv_throttle {
 
 spmv_throttle!(f32, spmv);
 spmv_throttle!(f64, spmv_f64);
+
+/// The numbering of a remapped throttled schedule on the device, as an
+/// iterative app moves its run to it: `order[new] = old` and
+/// `position[old] = new`. `level` is the handle's
+/// `device_level_order()` (a plan made on the device, copied there); else
+/// `host` its `plan_order().tasks`, uploaded with its inverse. `None` for a
+/// schedule in the kernel's own numbering.
+///
+/// # Errors
+/// An order that is not a permutation of `0..n`; device errors.
+pub(super) fn plan_numbering(
+    device: &Device,
+    level: Option<DeviceLevelOrder>,
+    host: impl FnOnce() -> Option<Vec<u32>>,
+) -> Result<Option<(DeviceVec<u32>, DeviceVec<u32>)>> {
+    if let Some(o) = level {
+        return Ok(Some((o.order, o.position)));
+    }
+    let Some(order) = host() else {
+        return Ok(None);
+    };
+    let mut position = vec![u32::MAX; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        match position.get_mut(old as usize) {
+            Some(slot) if *slot == u32::MAX => *slot = new as u32,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "the plan's order is not a permutation of 0..{}: {old} at {new}",
+                    order.len()
+                )))
+            }
+        }
+    }
+    Ok(Some((device.upload(&order)?, device.upload(&position)?)))
+}

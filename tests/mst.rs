@@ -125,18 +125,28 @@ fn every_decomposition_gives_the_same_forest() {
 
 #[test]
 fn later_rounds_scan_only_vertices_with_edges_leaving_their_component() {
-    let a = symmetric(&gen::road(32, 0.2, 5, RoadOrder::Random).unwrap());
+    use warpfit::apps::MST_FRONTIER_SHARE as FRONTIER_SHARE;
+    let a = symmetric(&gen::road(64, 0.2, 5, RoadOrder::Random).unwrap());
+    let n = a.nrows();
     let f = mst(&Device::cpu(), &LaunchConfig::default(), &a).unwrap();
-    assert_eq!(f.scanned.len(), f.rounds);
-    assert_eq!(f.scanned[0], a.nrows());
-    // Each round scans at most the vertices the round before did, and
-    // components grow: the interior of each drops out.
+    assert_eq!((f.scanned.len(), f.active.len()), (f.rounds, f.rounds));
+    assert_eq!((f.scanned[0], f.active[0]), (n, n));
+    // Components grow and the interior of each drops out; a round scans
+    // the list once it is short, every vertex before.
+    assert!(f.active.windows(2).all(|w| w[1] <= w[0]), "{:?}", f.active);
+    for (r, (&s, &l)) in f.scanned.iter().zip(&f.active).enumerate() {
+        let want = if r > 0 && l <= n / FRONTIER_SHARE {
+            l
+        } else {
+            n
+        };
+        assert_eq!(s, want, "round {r}: {:?} {:?}", f.scanned, f.active);
+    }
     assert!(
-        f.scanned.windows(2).all(|w| w[1] <= w[0]),
-        "{:?}",
-        f.scanned
+        f.scanned.iter().any(|&s| s < n),
+        "no round over the list: {:?}",
+        f.active
     );
-    assert!(f.scanned[f.rounds - 1] < a.nrows() / 2, "{:?}", f.scanned);
     let mut want = reference::kruskal(&a).unwrap();
     want.sort_unstable_by_key(|&(u, v, _)| (u, v));
     assert_eq!(want, f.edges);

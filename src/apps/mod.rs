@@ -29,7 +29,7 @@ pub use cg::{
 };
 pub use mst::{
     mst, mst_break, mst_hook, mst_jump, mst_lightest, mst_moved, mst_of, mst_relabel, MstGraph,
-    SpanningForest,
+    SpanningForest, FRONTIER_SHARE as MST_FRONTIER_SHARE,
 };
 pub use timing::{IterationTimes, Timings, KEPT_ITERATIONS};
 

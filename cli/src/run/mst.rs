@@ -42,6 +42,11 @@ impl AppRun<'_> {
             ms(times.first().unwrap_or_default())
         );
         say!(
+            "rounds: vertices with an edge leaving their component {:?}; scanned {:?}",
+            f.active,
+            f.scanned
+        );
+        say!(
             "timing: read {:.1} ms; graph and set-up {:.1} ms",
             ms(read),
             ms(setup)

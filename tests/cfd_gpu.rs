@@ -93,7 +93,7 @@ fn every_throttled_schedule_follows_the_cpu() {
 }
 
 #[test]
-fn auto_renumbers_a_random_mesh_by_levels() {
+fn auto_by_the_model_follows_the_cpu() {
     let Some(dev) = gpu() else { return };
     let small = std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1");
     let mesh = tetmesh(if small { 8 } else { 24 }, MeshOrder::Random, 2).unwrap();
@@ -107,8 +107,8 @@ fn auto_renumbers_a_random_mesh_by_levels() {
         &mut |_| {},
     )
     .unwrap();
-    // A cache far smaller than the five variables: the model times its
-    // candidates, the level order among them.
+    // A cache far smaller than the five variables: the model weighs its
+    // candidates (`cfd_bench` shows its choice on a 2M-cell mesh).
     let options = cfd_flux_faces::throttle_options()
         .unwrap()
         .with_cache(CacheSize::Bytes(256 << 10))
@@ -119,12 +119,10 @@ fn auto_renumbers_a_random_mesh_by_levels() {
     cfd_throttled(&dev, &org, &mesh, &initial, 1, &mut |_| {}).unwrap();
     let got = cfd_throttled(&dev, &options, &mesh, &initial, 6, &mut |_| {}).unwrap();
     let run = got.throttle.as_ref().unwrap();
+    // The model decided (on a mesh this small, a candidate's preparation
+    // may not pay back: org), and said why.
     let model = run.report.model.as_ref().expect("auto by the model");
-    assert!(
-        model.sharing_levels.is_some(),
-        "the level order was not measured: {}",
-        model.reason
-    );
+    assert!(!model.reason.is_empty());
     assert_eq!(run.renumbered, run.report.remapped, "{:?}", run.report);
     let diff = max_relative_difference(&want.variables, &got.variables);
     assert!(diff < 1e-5, "{diff}; {:?}", run.report);

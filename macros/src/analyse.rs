@@ -248,8 +248,10 @@ pub struct Remap {
 /// over one unsigned input array, read nowhere else, whose bounds nothing
 /// after the prologue uses (they are per partition); the fine arrays are
 /// read only at the fine index, which the map uses for nothing else; and
-/// the work graph (the prologue and the gather's index) depends on those
-/// arrays only, so that the handle can be planned before any launch.
+/// the work graph (the range bounds, the gather's index and the prologue
+/// bindings they use) depends on those arrays only, so that the handle can
+/// be planned before any launch. Other prologue bindings may read the
+/// launch's arrays (a cell's own state).
 pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
     let params = &k.params;
     let gather = access.throttle.as_ref().map_err(|why| why.reason(params))?;
@@ -271,12 +273,24 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
         return Err(csr.into());
     }
     let name = |i: usize| params[i].name.to_string();
-    let mut prologue_loads = Vec::new();
-    for (_, e) in &k.prologue {
-        e.visit(&mut |x| {
-            if let ExprKind::Load(a, _) = &x.kind {
+    // The work graph runs only the prologue's bindings the range bounds and
+    // the gathered index need (`shape_lets`), over the shape arrays: those
+    // read nothing else. The other bindings (a cell's own state) run at
+    // each launch, with its arrays.
+    let shape = shape_lets(k, &gather.index);
+    let (mut shape_reads, mut prologue_loads) = (None, Vec::new());
+    for (id, e) in &k.prologue {
+        e.visit(&mut |x| match &x.kind {
+            ExprKind::Load(a, _) => {
                 prologue_loads.push(*a);
+                if shape.contains(id) && *a != range {
+                    shape_reads.get_or_insert(*a);
+                }
             }
+            ExprKind::Scalar(p) if shape.contains(id) => {
+                shape_reads.get_or_insert(*p);
+            }
+            _ => {}
         });
     }
     let mut later_loads = Vec::new();
@@ -299,9 +313,9 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
             }
         });
     }
-    if let Some(&a) = prologue_loads.iter().find(|&&a| a != range) {
+    if let Some(a) = shape_reads {
         return Err(format!(
-            "its prologue reads `{}`; a throttled kernel's prologue reads only its range array `{}`, so that the plan can be made before any launch",
+            "its range or gathered index depends on `{}`, read in the prologue; they may read only the range array `{}` and the arrays read at the fine-task index, so that the plan can be made before any launch",
             name(a),
             name(range)
         ));
@@ -327,6 +341,12 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
         ));
     }
     let fine: Vec<usize> = access.direct.iter().copied().collect();
+    if let Some(&a) = prologue_loads.iter().find(|a| fine.contains(a)) {
+        return Err(format!(
+            "its prologue reads `{}`, which the map reads at the fine-task index; throttling reorders those arrays, which must be read at it only",
+            name(a)
+        ));
+    }
     if let Some(&(a, _)) = later_loads
         .iter()
         .find(|&&(a, at_k)| fine.contains(&a) && !at_k)
@@ -375,6 +395,30 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
         through,
         remap,
     })
+}
+
+/// The prologue bindings a work graph needs: those the range bounds and the
+/// gathered index use, and those they use in turn (a binding uses only
+/// earlier ones, so one backward pass closes the set). The graph runs these
+/// alone; the others may read the launch's arrays.
+pub fn shape_lets(k: &Kernel, index: &Expr) -> BTreeSet<LocalId> {
+    let mut need = BTreeSet::new();
+    let add = |e: &Expr, need: &mut BTreeSet<LocalId>| {
+        e.visit(&mut |x| {
+            if let ExprKind::Local(id) = x.kind {
+                need.insert(id);
+            }
+        })
+    };
+    add(&k.lo, &mut need);
+    add(&k.hi, &mut need);
+    add(index, &mut need);
+    for (id, e) in k.prologue.iter().rev() {
+        if need.contains(id) {
+            add(e, &mut need);
+        }
+    }
+    need
 }
 
 /// Whether a remapped plan can run the kernel: its gathered array is read

@@ -206,8 +206,8 @@ pub fn cfd_flux(
 /// the same flux, with each face's neighbour a `u32` cell (a boundary face
 /// names its own cell) and the face's side apart (`side[k]`: [`SIDE_INTERIOR`],
 /// [`SIDE_WALL`] or [`SIDE_FAR_FIELD`]), so that every face gathers the
-/// five variables at one index, and the cell's own state read inside the
-/// map at the task index (a throttled prologue reads only the range).
+/// five variables at one index (the cell's own state, read in the prologue,
+/// is not part of the work graph).
 /// A cache-fit partition holds the five variables of its cells; a
 /// remapped plan renumbers cells and neighbours by one permutation.
 #[nested_reduce]
@@ -235,13 +235,15 @@ pub fn cfd_flux_faces(
 ) {
     let lo = ptr[c] as usize;
     let hi = ptr[c + 1] as usize;
+    let (di, mxi, myi, mzi, ei) = (density[c], mx[c], my[c], mz[c], energy[c]);
+    let (vxi, vyi, vzi) = (mxi / di, myi / di, mzi / di);
+    let ssi = vxi * vxi + vyi * vyi + vzi * vzi;
+    let pi = (1.4f32 - 1.0) * (ei - 0.5 * di * ssi);
+    let ci = (1.4f32 * pi / di).sqrt();
+    let speed_i = ssi.sqrt();
+    let dep_i = ei + pi;
     let (fd, fmx, fmy, fmz, fe) = (lo..hi)
         .map(|k| {
-            let (di, mxi, myi, mzi, ei) = (density[c], mx[c], my[c], mz[c], energy[c]);
-            let (vxi, vyi, vzi) = (mxi / di, myi / di, mzi / di);
-            let ssi = vxi * vxi + vyi * vyi + vzi * vzi;
-            let pi = (1.4f32 - 1.0) * (ei - 0.5 * di * ssi);
-            let dep_i = ei + pi;
             let (ax, ay, az) = (nx[k], ny[k], nz[k]);
             let (hx, hy, hz) = (0.5 * ax, 0.5 * ay, 0.5 * az);
             let s = side[k];
@@ -255,10 +257,9 @@ pub fn cfd_flux_faces(
                 let ssn = vxn * vxn + vyn * vyn + vzn * vzn;
                 let pn = (1.4f32 - 1.0) * (en - 0.5 * dn * ssn);
                 let cn = (1.4f32 * pn / dn).sqrt();
-                let ci = (1.4f32 * pi / di).sqrt();
                 let dep_n = en + pn;
                 let len = (ax * ax + ay * ay + az * az).sqrt();
-                let visc = -len * 0.2 * 0.5 * (ssi.sqrt() + ssn.sqrt() + ci + cn);
+                let visc = -len * 0.2 * 0.5 * (speed_i + ssn.sqrt() + ci + cn);
                 (
                     visc * (di - dn) + hx * (mxn + mxi) + hy * (myn + myi) + hz * (mzn + mzi),
                     visc * (mxi - mxn)

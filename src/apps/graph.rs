@@ -217,14 +217,16 @@ pub fn pagerank_throttled(
     let mut contrib = device.alloc::<f32>(n)?;
     let mut dangling = device.alloc::<f64>(1)?;
     let split = split_one_task(device, 0, 0..n)?;
-    // A plan made on the device decides at its first launch: that
-    // iteration runs first, and where the schedule renumbers vertices the
-    // rest of the run moves to its numbering (the vectors renumbered once,
-    // not permuted around every pull), as CG and CFD do.
+    // Where the first launch runs the plan (made on the device, deciding
+    // there, or waited for), that iteration runs first, and where the
+    // schedule renumbers vertices the rest of the run moves to its
+    // numbering (the vectors renumbered once, not permuted around every
+    // pull), as CG and CFD do. A plan still being made when the run starts
+    // comes in later and runs in the caller's numbering.
     let mut first = IterationTimes::new();
     let mut numbering = None;
     let done = match &mut throttled {
-        Some(t) if planned_on_device && opts.iterations > 0 => {
+        Some(t) if (planned_on_device || opts.plan_first) && opts.iterations > 0 => {
             let started = Instant::now();
             pagerank_contrib::launch(device, n, &rank, &out_degree, &mut contrib)?;
             dangling_rank::launch_with(

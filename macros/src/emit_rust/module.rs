@@ -607,8 +607,10 @@ impl ModuleEmitter<'_> {
         let idx = self.checked.expr(&throttle.index);
         let fine_local = self.checked.local(k.k);
         let res_usize = result(quote!(usize));
+        let shape = self.gather_shape(throttle);
         quote! {
             impl ::warpfit::__private::GatherKernel for Kernel<'_> {
+                #shape
                 const GATHERED: &'static str = #gathered_name;
                 const GATHERED_ELEM_BYTES: usize = #gathered_bytes;
                 const OUTPUT_ELEM_BYTES: usize = #out_bytes;
@@ -620,6 +622,52 @@ impl ModuleEmitter<'_> {
                     let #fine_local: ::core::primitive::usize = #fine_h;
                     ::core::result::Result::Ok(#idx)
                 }
+            }
+        }
+    }
+
+    /// `GatherKernel::shape`: the prologue's bindings the range bounds and
+    /// the gathered index need (`analyse::shape_lets`), the other context
+    /// fields default, so that the work graph reads only the shape arrays.
+    fn gather_shape(&self, throttle: &crate::analyse::Throttle) -> TokenStream {
+        let k = self.k;
+        let names = plumbing_names();
+        let (task_h, lo_h, hi_h) = (&names.task, &names.lo, &names.hi);
+        let need = crate::analyse::shape_lets(k, &throttle.index);
+        if k.prologue.iter().all(|(id, _)| need.contains(id)) {
+            // Every binding is needed: the prologue itself.
+            return TokenStream::new();
+        }
+        let mut used = BTreeSet::new();
+        k.prologue
+            .iter()
+            .filter(|(id, _)| need.contains(id))
+            .for_each(|(_, v)| uses(v, &mut used));
+        uses(&k.lo, &mut used);
+        uses(&k.hi, &mut used);
+        let bind = self.bind(&used, false);
+        let lets = k
+            .prologue
+            .iter()
+            .filter(|(id, _)| need.contains(id))
+            .map(|(id, v)| self.checked.let_(*id, v));
+        let (lo, hi) = (self.checked.expr(&k.lo), self.checked.expr(&k.hi));
+        let fields = k.ctx.iter().map(|id| {
+            let n = self.checked.local(*id);
+            match need.contains(id) {
+                true => quote!(#n),
+                false => quote!(#n: ::core::default::Default::default()),
+            }
+        });
+        let f = fault();
+        quote! {
+            #[inline]
+            fn shape(&self, #task_h: usize) -> ::core::result::Result<(Ctx, usize, usize), #f> {
+                #bind
+                #(#lets)*
+                let #lo_h: ::core::primitive::usize = #lo;
+                let #hi_h: ::core::primitive::usize = #hi;
+                ::core::result::Result::Ok((Ctx { #(#fields),* }, #lo_h, #hi_h))
             }
         }
     }

@@ -254,4 +254,11 @@ pub trait GatherKernel: NestedKernel {
     fn gathered_len(&self) -> usize;
     /// The gathered index that fine task `k` of `task` reads.
     fn gathered_index(&self, task: usize, ctx: &Self::Ctx, k: usize) -> Result<usize, Fault>;
+    /// The part of [`NestedKernel::prologue`] the work graph needs: the
+    /// range bounds and the context the gathered index reads, over the
+    /// shape arrays only (other context fields may be left at their
+    /// defaults). The whole prologue unless the kernel says otherwise.
+    fn shape(&self, task: usize) -> Result<(Self::Ctx, usize, usize), Fault> {
+        self.prologue(task)
+    }
 }

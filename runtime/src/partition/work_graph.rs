@@ -212,7 +212,7 @@ impl<'a> WorkGraphOf<'a> {
             .try_for_each(|(c, (lo, len))| {
                 for (i, (lo, len)) in lo.iter_mut().zip(len.iter_mut()).enumerate() {
                     let t = c * BUILD_GRAIN + i;
-                    let (_, a, b) = kernel.prologue(t).map_err(|f| f.into_error(K::NAME, t))?;
+                    let (_, a, b) = kernel.shape(t).map_err(|f| f.into_error(K::NAME, t))?;
                     *lo = to_u32("fine-task index", a)?;
                     *len = to_u32("work graph tuples", b.max(a) - a)?;
                 }
@@ -239,7 +239,7 @@ impl<'a> WorkGraphOf<'a> {
             let e = (b + BUILD_GRAIN).min(n_tasks);
             let mut w = 0;
             for t in b..e {
-                let (ctx, lo, hi) = kernel.prologue(t).map_err(|f| f.into_error(K::NAME, t))?;
+                let (ctx, lo, hi) = kernel.shape(t).map_err(|f| f.into_error(K::NAME, t))?;
                 for k in lo..hi.max(lo) {
                     let g = kernel
                         .gathered_index(t, &ctx, k)

@@ -681,6 +681,22 @@ impl AppRun<'_> {
                         "{}",
                         throttle_summary(&t.report, t.status, &timings.iterations, t.planned_from)
                     );
+                    if !t.first_steps.is_empty() {
+                        let steps: Vec<String> = t
+                            .first_steps
+                            .iter()
+                            .map(|(what, d)| format!("{what} {:.1}", d.as_secs_f64() * 1e3))
+                            .collect();
+                        say!(
+                            "throttle: the first iteration (ms): {}{}",
+                            steps.join(", "),
+                            if t.renumbered {
+                                "; the rest in the plan's numbering"
+                            } else {
+                                ""
+                            }
+                        );
+                    }
                 }
                 print_timing(read, &timings, "iterations");
                 write_output(self.output, rank.iter().map(|v| v.to_string()))

@@ -1070,6 +1070,7 @@ fn solve<T: CgScalar>(
             report: t.report().clone(),
             status: t.status(),
             renumbered: false,
+            first_steps: Vec::new(),
             planned_from,
         }),
         renumbered: report,

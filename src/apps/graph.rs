@@ -224,10 +224,11 @@ pub fn pagerank_throttled(
     // pull), as CG and CFD do. A plan still being made when the run starts
     // comes in later and runs in the caller's numbering.
     let mut first = IterationTimes::new();
-    let mut numbering = None;
+    let (mut numbering, mut first_steps) = (None, Vec::new());
     let done = match &mut throttled {
         Some(t) if (planned_on_device || opts.plan_first) && opts.iterations > 0 => {
             let started = Instant::now();
+            let mut step = Instant::now();
             pagerank_contrib::launch(device, n, &rank, &out_degree, &mut contrib)?;
             dangling_rank::launch_with(
                 device,
@@ -238,8 +239,13 @@ pub fn pagerank_throttled(
                 &out_degree,
                 &mut dangling,
             )?;
+            device.synchronize()?;
+            first_steps.push(("shares", step.elapsed()));
+            step = Instant::now();
             t.enqueue(&contrib, &dangling, opts.damping, n as f64, &next)?;
             t.check()?;
+            first_steps.push(("pull", step.elapsed()));
+            step = Instant::now();
             ThrottledRun::note(&mut planned_from, 0, true);
             if opts.iterations > 1 {
                 numbering = plan_numbering(device, t.device_level_order()?, || {
@@ -256,6 +262,7 @@ pub fn pagerank_throttled(
                 permute::u32::launch(device, n, order, &out_degree, &mut degrees)?;
                 out_degree = degrees;
                 device.synchronize()?;
+                first_steps.push(("renumbering", step.elapsed()));
             }
             first.push(started.elapsed());
             on_step(1);
@@ -352,6 +359,7 @@ pub fn pagerank_throttled(
         report: t.report().clone(),
         status: t.status(),
         renumbered: numbering.is_some(),
+        first_steps,
         planned_from,
     });
     // In the caller's numbering: `out[old] = result[position[old]]`.

@@ -31,7 +31,7 @@ use crate::runtime::error::to_u32;
 use crate::runtime::{mem, Csr};
 use crate::{
     split_one_task, Device, DeviceVec, DeviceWorklist, Error, LaunchConfig, OneTaskSplit,
-    PreparedLaunch, Result,
+    PreparedLaunch, PushVariant, Result,
 };
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -321,6 +321,14 @@ impl Arrays {
         forest.fill(0)?;
         let mut count = device.alloc::<u32>(1)?;
         count.fill(0)?;
+        // Every active vertex of a round over all of them pushes itself:
+        // block staging (one atomic per block, the items copied out
+        // coalesced) is the cheapest of the push variants under CTE
+        // (BENCHMARKS.md, "Push variants").
+        let mut active = [device.worklist(n, n)?, device.worklist(n, n)?];
+        for list in &mut active {
+            list.set_push_variant(PushVariant::Block);
+        }
         Ok(Arrays {
             ptr: device.upload(&g.ptr)?,
             col: device.upload(&g.col)?,
@@ -334,7 +342,7 @@ impl Arrays {
             forest,
             count,
             moved: device.alloc::<u32>(1)?,
-            active: [device.worklist(n, n)?, device.worklist(n, n)?],
+            active,
         })
     }
 }

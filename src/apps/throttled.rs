@@ -21,6 +21,10 @@ pub struct ThrottledRun {
     /// its vectors renumbered once, the pulls run in plan order, the result
     /// numbered back. CG says so in its own result (`CgResult::renumbered`).
     pub renumbered: bool,
+    /// Where the first iteration ran apart (its launch runs the plan, see
+    /// `renumbered`): its steps' wall times, each waited for (the shares,
+    /// the pull that decides, the renumbering). Empty otherwise.
+    pub first_steps: Vec<(&'static str, std::time::Duration)>,
     /// The first iteration (counted from 0) that ran after the plan was in;
     /// `None` while it never was. Every later one ran it too: a handle
     /// does not go back to planning.

@@ -679,6 +679,7 @@ fn pagerank_runs_in_a_renumbering_schedules_numbering() {
             let opts = PageRankOptions {
                 throttle: Some(options),
                 plan_first,
+                renumber_from: 1,
                 ..plain
             };
             let (rank, times, run) =

@@ -50,7 +50,7 @@ pub use driven::{
 };
 pub use graph::{
     bfs, bfs_observed, pagerank, pagerank_observed, pagerank_throttled, sssp, sssp_observed, Graph,
-    PageRankOptions,
+    PageRankOptions, RENUMBER_FROM_ITERATIONS,
 };
 pub use kernels::{
     bfs_pull, bfs_step, cc_pull_min, cg_direction, cg_publish, cg_step, cg_step_jacobi, copy,

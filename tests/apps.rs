@@ -106,7 +106,7 @@ fn split_task_lists_equal_whole_task_launches() {
     for (name, a) in all_matrices() {
         let x = apps::spmv_input(a.ncols());
         let mut whole = vec![0.0f32; a.nrows()];
-        apps::spmv::launch(
+        apps::spmv::f32::launch(
             &dev,
             a.nrows(),
             a.row_ptr(),
@@ -119,7 +119,7 @@ fn split_task_lists_equal_whole_task_launches() {
         for max_len in [1, 3, 32] {
             let list = TaskList::chunked(a.row_ptr(), max_len).unwrap();
             let mut split = vec![f32::NAN; a.nrows()];
-            apps::spmv::launch(
+            apps::spmv::f32::launch(
                 &dev,
                 &list,
                 a.row_ptr(),
@@ -381,8 +381,11 @@ fn the_gpu_benchmark_times_a_kernel_of_the_generated_shape() {
     let shape = |k: &warpfit::__private::KernelSpec| -> Vec<_> {
         k.params.iter().map(|p| (p.name, p.ty, p.kind)).collect()
     };
-    assert_eq!(shape(&apps::spmv::SPEC), shape(&spmv_fixture::SPMV_F32));
-    assert_eq!(apps::spmv::SPEC.acc, spmv_fixture::SPMV_F32.acc);
+    assert_eq!(
+        shape(&apps::spmv::f32::SPEC),
+        shape(&spmv_fixture::SPMV_F32)
+    );
+    assert_eq!(apps::spmv::f32::SPEC.acc, spmv_fixture::SPMV_F32.acc);
     let add = &spmv_add_fixture::SPMV_ADD_F32;
     assert_eq!(shape(&apps::spmv_add::SPEC), shape(add));
     assert_eq!(apps::spmv_add::SPEC.acc, add.acc);
@@ -390,7 +393,7 @@ fn the_gpu_benchmark_times_a_kernel_of_the_generated_shape() {
     for src in [apps::spmv_add::SPEC.cuda_source, add.cuda_source] {
         assert!(src.contains("ld_out("), "{src}");
     }
-    assert!(!apps::spmv::SPEC.cuda_source.contains("ld_out("));
+    assert!(!apps::spmv::f32::SPEC.cuda_source.contains("ld_out("));
 }
 
 /// Textbook preconditioned CG in f64 with a plain CSR loop: the reference
@@ -698,9 +701,9 @@ fn app_kernels_compile_with_nvrtc() {
         return;
     }
     let specs: &[&warpfit::__private::KernelSpec] = &[
-        &apps::spmv::SPEC,
+        &apps::spmv::f32::SPEC,
         &apps::spmv_add::SPEC,
-        &apps::spmv_f64::SPEC,
+        &apps::spmv::f64::SPEC,
         &apps::dot::f32::SPEC,
         &apps::dot::f64::SPEC,
         &apps::cg_step::f32::SPEC,
@@ -836,7 +839,7 @@ fn cg_renumbered_by_levels_solves_the_same_system() {
     }
     let both = apps::CgOptions {
         order: apps::CgOrder::Levels,
-        throttle: Some(apps::spmv_f64::throttle_options().unwrap()),
+        throttle: Some(apps::spmv::f64::throttle_options().unwrap()),
         ..Default::default()
     };
     let e = apps::cg(&dev, &config, &a, &b, &both)

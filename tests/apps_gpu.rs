@@ -347,7 +347,7 @@ fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
     for policy in policies {
         let opts = CgOptions {
             throttle: Some(
-                apps::spmv_f64::throttle_options()
+                apps::spmv::f64::throttle_options()
                     .unwrap()
                     .with_policy(policy)
                     .with_exhaustive(true)

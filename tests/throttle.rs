@@ -668,7 +668,7 @@ fn throttled_pagerank_and_cg_on_the_cpu_equal_plain_loops() {
             }
             let cg_opts = CgOptions {
                 throttle: Some(
-                    apps::spmv_f64::throttle_options()
+                    apps::spmv::f64::throttle_options()
                         .unwrap()
                         .with_policy(policy),
                 ),

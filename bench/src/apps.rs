@@ -32,8 +32,8 @@ use warpfit::apps::bench_support::{
 };
 use warpfit::apps::{
     bfs_observed, bfs_pull, cg_observed, count_changed, dangling_rank, pagerank, pagerank_contrib,
-    pagerank_observed, pagerank_pull_resident, relax, rhs_for_ones, spmv, spmv_input,
-    sssp_observed, CgOptions, CgOrder, CgScalar, Graph, PageRankOptions, Preconditioner, Timings,
+    pagerank_observed, pagerank_pull_resident, relax, rhs_for_ones, spmv_input, sssp_observed,
+    CgOptions, CgOrder, CgScalar, Graph, PageRankOptions, Preconditioner, Timings,
 };
 use warpfit::gpu::levels::DeviceCsr;
 use warpfit::runtime::Csr;
@@ -645,7 +645,16 @@ impl<'a> Bench<'a> {
         );
         let x = d.upload(&spmv_input(a.ncols()))?;
         let y = d.alloc::<f32>(a.nrows())?;
-        let l = spmv::prepare(d, &self.config, a.nrows(), &ptr, &col, &val, &x, &y)?;
+        let l = warpfit::apps::spmv::f32::prepare(
+            d,
+            &self.config,
+            a.nrows(),
+            &ptr,
+            &col,
+            &val,
+            &x,
+            &y,
+        )?;
         l.run()?;
         d.synchronize()?;
         l.check()?;

@@ -45,7 +45,7 @@ const SPMV_SIGNATURE: [(ScalarType, ParamKind); 5] = [
 pub struct SpmvBenchOptions {
     /// The kernel timed: a `(row_ptr: &[u32], col: &[u32], val: &[f32],
     /// x: &[f32], y: &mut [f32])` SpMV with an f32 accumulator. `warpfit
-    /// bench` passes the generated `warpfit::apps::spmv::SPEC`; the
+    /// bench` passes the generated `warpfit::apps::spmv::f32::SPEC`; the
     /// `spmv_bench` example the same functor written out
     /// (`gpu/tests/fixtures/spmv_f32.rs`).
     pub kernel: &'static KernelSpec,
@@ -765,7 +765,7 @@ impl<'a> OneMatrix<'a> {
         let mut t = warpfit::Throttled::new(
             &device,
             opts.kernel,
-            warpfit::apps::spmv::THROTTLE_ROLES,
+            warpfit::apps::spmv::f32::THROTTLE_ROLES,
             &options,
             &LaunchConfig::default(),
             a.nrows(),
@@ -1117,7 +1117,7 @@ mod tests {
     #[test]
     fn variants_are_listed_filtered_and_checked() {
         // The variants do not depend on the kernel.
-        let mut opts = SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC).unwrap();
+        let mut opts = SpmvBenchOptions::new(&warpfit::apps::spmv::f32::SPEC).unwrap();
         let all = variant_configs(&opts).unwrap();
         let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
         assert!(

@@ -6,7 +6,7 @@
 //! (scripts/gpu-check runs it so).
 
 use warpfit::__private::EventTimer;
-use warpfit::apps::spmv_f64;
+use warpfit::apps::spmv;
 use warpfit::runtime::gen::GenSpec;
 use warpfit::{Device, LaunchConfig};
 use warpfit_bench::apps::{run_apps_bench, AppsBenchOptions};
@@ -75,7 +75,7 @@ fn cusparse_on_device_vectors_equals_warpfit_spmv_and_checks_its_arrays() {
     let x = device.upload(&x_host).unwrap();
     let y_ours = device.alloc::<f64>(n).unwrap();
     let y_theirs = device.alloc::<f64>(n).unwrap();
-    let ours = spmv_f64::prepare(
+    let ours = spmv::f64::prepare(
         &device,
         &LaunchConfig::default(),
         n,

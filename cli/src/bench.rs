@@ -224,7 +224,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         budgets: args.budgets.clone(),
         // The generated kernel of the built-in spmv app, not a hand-written one.
         add_kernel: Some(&warpfit::apps::spmv_add::SPEC),
-        ..SpmvBenchOptions::new(&warpfit::apps::spmv::SPEC)?
+        ..SpmvBenchOptions::new(&warpfit::apps::spmv::f32::SPEC)?
     };
     opts.matrices = matrices(args, default_suite, small_suite, None)?;
     let write = args

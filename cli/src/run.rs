@@ -391,7 +391,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     };
     let expected: Vec<ExpectedLaunch<'_>> = match &a {
         Some(a) if args.app == App::Spmv => vec![ExpectedLaunch {
-            spec: &apps::spmv::SPEC,
+            spec: &apps::spmv::f32::SPEC,
             config,
             n_tasks: a.nrows(),
         }],
@@ -541,7 +541,7 @@ impl AppRun<'_> {
         let x = device.upload(&x)?;
         let y = device.alloc::<f32>(a.nrows())?;
         let launch =
-            apps::spmv::prepare(device, &self.config, a.nrows(), &ptr, &col, &val, &x, &y)?;
+            apps::spmv::f32::prepare(device, &self.config, a.nrows(), &ptr, &col, &val, &x, &y)?;
         // One untimed run: the first launch of a kernel pays for its module
         // load; on the CPU it warms the caches.
         launch.run()?;
@@ -584,13 +584,13 @@ impl AppRun<'_> {
         let setup_start = Instant::now();
         let x = apps::spmv_input(a.ncols());
         let options = self
-            .throttle_options(apps::spmv::throttle_options)?
-            .unwrap_or(apps::spmv::throttle_options()?.with_policy(policy));
+            .throttle_options(apps::spmv::f32::throttle_options)?
+            .unwrap_or(apps::spmv::f32::throttle_options()?.with_policy(policy));
         mem::check(
             "the throttled handle's host copy of the matrix",
             4 * (a.nrows() as u64 + 1) + 8 * a.nnz() as u64,
         )?;
-        let mut t = apps::spmv::throttle_pipelined(
+        let mut t = apps::spmv::f32::throttle_pipelined(
             device,
             &options,
             a.nrows(),

@@ -522,7 +522,7 @@ fn options_an_app_does_not_use_are_rejected() {
         ),
         (
             vec!["run", "sssp", "--gen", "grid2d:side=3", "--throttle", "cf"],
-            "--throttle applies to spmv, pagerank and cg",
+            "--throttle applies to spmv, pagerank, cg and cfd",
         ),
         (
             vec![

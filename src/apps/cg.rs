@@ -20,9 +20,7 @@
 //! On a randomly numbered mesh this turns the SpMV's scattered reads of `p`
 //! into reads of a few levels' width.
 
-use super::kernels::{
-    cg_direction, cg_publish, cg_step, cg_step_jacobi, copy, dot, permute, spmv, spmv_f64,
-};
+use super::kernels::{cg_direction, cg_publish, cg_step, cg_step_jacobi, copy, dot, permute, spmv};
 use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
 use super::throttled::{SpmvThrottle, ThrottledRun};
 use super::timing::Timings;
@@ -109,7 +107,7 @@ pub struct CgOptions {
     pub max_iters: usize,
     /// The preconditioner.
     pub precond: Preconditioner,
-    /// Cache-fit throttling of the SpMV `q = A·p` (the `spmv` / `spmv_f64`
+    /// Cache-fit throttling of the SpMV `q = A·p` (the `spmv::f32` / `spmv::f64`
     /// throttled handle, planned on a CPU thread while the first iterations
     /// run unthrottled); `None`: unthrottled.
     pub throttle: Option<ThrottleOptions>,
@@ -189,7 +187,7 @@ pub trait CgScalar: Scalar + MmValue + PartialOrd + std::fmt::Display + sealed::
         y: &'a DeviceVec<Self>,
     ) -> Result<PreparedLaunch<'a>>;
     /// The throttled SpMV's attribute defaults (`spmv::throttle_options`
-    /// or `spmv_f64::throttle_options`).
+    /// or `spmv::f64::throttle_options`).
     fn throttle_options() -> Result<ThrottleOptions>;
     #[doc(hidden)]
     fn throttle_spmv(
@@ -396,7 +394,7 @@ pub(crate) const RR: usize = 2;
 /// `CgScalar` for `$t`: the `$t` instance of each generic kernel, and the
 /// SpMV `$spmv`.
 macro_rules! cg_scalar {
-    ($t:ident, $spmv:ident) => {
+    ($t:ident) => {
         impl CgScalar for $t {
             fn to_f64(self) -> f64 {
                 self as f64
@@ -412,12 +410,12 @@ macro_rules! cg_scalar {
                 x: &'a DeviceVec<Self>,
                 y: &'a DeviceVec<Self>,
             ) -> Result<PreparedLaunch<'a>> {
-                $spmv::prepare(
+                spmv::$t::prepare(
                     device, config, rows, &a.row_ptr, &a.col_idx, &a.values, x, y,
                 )
             }
             fn throttle_options() -> Result<ThrottleOptions> {
-                $spmv::throttle_options()
+                spmv::$t::throttle_options()
             }
             fn throttle_spmv(
                 device: &Device,
@@ -429,7 +427,7 @@ macro_rules! cg_scalar {
                     (4 * (a.nrows() as u64 + 1))
                         .saturating_add((4 + std::mem::size_of::<$t>() as u64) * a.nnz() as u64),
                 )?;
-                Ok(Box::new($spmv::throttle_pipelined(
+                Ok(Box::new(spmv::$t::throttle_pipelined(
                     device,
                     options,
                     a.nrows(),
@@ -445,7 +443,7 @@ macro_rules! cg_scalar {
                 a: &DeviceCsr<Self>,
                 cols: usize,
             ) -> Result<Box<dyn SpmvThrottle<Self>>> {
-                Ok(Box::new($spmv::throttle_resident(
+                Ok(Box::new(spmv::$t::throttle_resident(
                     device,
                     options,
                     a.row_ptr.len().saturating_sub(1),
@@ -522,8 +520,8 @@ macro_rules! cg_scalar {
     };
 }
 
-cg_scalar!(f32, spmv);
-cg_scalar!(f64, spmv_f64);
+cg_scalar!(f32);
+cg_scalar!(f64);
 
 /// Solves `A·x = b` by conjugate gradient from `x = 0`, for a symmetric
 /// positive definite `a`, on `device`.

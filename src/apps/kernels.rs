@@ -2,13 +2,14 @@
 
 use crate::prelude::*;
 
-/// `y = A·x` over the (+, ×) semiring; one coarse task per row. Throttled
-/// (`spmv::throttle`): column blocks are the partitioner whose carried
-/// launches measured fastest (BENCHMARKS.md, "Cache-fit SpMV: carried
-/// launches").
-#[nested_reduce]
+/// `y = A·x` over the (+, ×) semiring; one coarse task per row, in f32
+/// (`spmv::f32`, the CLI's and the benchmarks') and f64 (`spmv::f64`, CG's).
+/// Throttled (`spmv::f32::throttle`): column blocks are the partitioner
+/// whose carried launches measured fastest (BENCHMARKS.md, "Cache-fit SpMV:
+/// carried launches").
+#[nested_reduce(T = [f32, f64])]
 #[throttled(partitioner = columns)]
-pub fn spmv(row: usize, row_ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], y: &mut [f32]) {
+pub fn spmv<T>(row: usize, row_ptr: &[u32], col: &[u32], val: &[T], x: &[T], y: &mut [T]) {
     let lo = row_ptr[row] as usize;
     let hi = row_ptr[row + 1] as usize;
     y[row] = (lo..hi)
@@ -80,20 +81,6 @@ pub fn bfs_step(v: usize, ptr: &[u32], src: &[u32], level: &[i32], depth: i32, n
 // `dots` holds the reductions of the current iteration (slot 0: pᵀq, 1: rᵀz,
 // 2: rᵀr) and `rho` the rᵀz of the previous one, and the updates read their
 // coefficients from there, so that an iteration downloads nothing but `dots`.
-
-/// `y = A·x` in f64 (the f32 solver uses [`fn@spmv`]). Not an instance of a
-/// generic SpMV: the f32 kernel is `spmv`, by that name in the command
-/// line, the benchmarks and the plan cache, and one generic kernel would
-/// name it `spmv::f32` (`spmv_f32`) or compile a second f32 SpMV.
-#[nested_reduce]
-#[throttled(partitioner = columns)]
-pub fn spmv_f64(row: usize, row_ptr: &[u32], col: &[u32], val: &[f64], x: &[f64], y: &mut [f64]) {
-    let lo = row_ptr[row] as usize;
-    let hi = row_ptr[row + 1] as usize;
-    y[row] = (lo..hi)
-        .map(|k| val[k] * x[col[k] as usize])
-        .fold(0.0, |a, b| a + b);
-}
 
 /// `out[t] = Σ x[i]·y[i]` over `0..n`: a whole-array dot product, one task
 /// whose fold covers the arrays, launched split over the device

@@ -55,7 +55,7 @@ pub use graph::{
 pub use kernels::{
     bfs_pull, bfs_step, cc_pull_min, cg_direction, cg_publish, cg_step, cg_step_jacobi, copy,
     count_changed, dangling_rank, dot, pagerank_contrib, pagerank_pull, pagerank_pull_resident,
-    permute, relax, spmv, spmv_add, spmv_f64,
+    permute, relax, spmv, spmv_add,
 };
 pub use throttled::ThrottledRun;
 
@@ -101,7 +101,7 @@ pub fn spmv_into(
             y.len(),
         ));
     }
-    spmv::launch_with(
+    spmv::f32::launch_with(
         device,
         config,
         a.nrows(),

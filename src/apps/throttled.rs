@@ -41,8 +41,8 @@ impl ThrottledRun {
     }
 }
 
-/// A throttled `y = A·x` handle of CG's scalar type (`spmv::Throttle` for
-/// f32, `spmv_f64::Throttle` for f64), used through one interface.
+/// A throttled `y = A·x` handle of CG's scalar type (`spmv::f32::Throttle`
+/// and `spmv::f64::Throttle`), used through one interface.
 #[doc(hidden)]
 pub trait SpmvThrottle<T: crate::Scalar> {
     /// Enqueues `y = A·x` without waiting.
@@ -60,32 +60,32 @@ pub trait SpmvThrottle<T: crate::Scalar> {
 }
 
 macro_rules! spmv_throttle {
-    ($t:ty, $kernel:ident) => {
-        impl SpmvThrottle<$t> for super::kernels::$kernel::Throttle {
+    ($t:ident) => {
+        impl SpmvThrottle<$t> for super::kernels::spmv::$t::Throttle {
             fn enqueue(&mut self, x: &DeviceVec<$t>, y: &DeviceVec<$t>) -> Result<()> {
-                super::kernels::$kernel::Throttle::enqueue(self, x, y)
+                super::kernels::spmv::$t::Throttle::enqueue(self, x, y)
             }
             fn check(&self) -> Result<()> {
-                super::kernels::$kernel::Throttle::check(self)
+                super::kernels::spmv::$t::Throttle::check(self)
             }
             fn report(&self) -> &ThrottleReport {
-                super::kernels::$kernel::Throttle::report(self)
+                super::kernels::spmv::$t::Throttle::report(self)
             }
             fn status(&self) -> ThrottleStatus {
-                super::kernels::$kernel::Throttle::status(self)
+                super::kernels::spmv::$t::Throttle::status(self)
             }
             fn wait_for_plan(&mut self) -> Result<()> {
-                super::kernels::$kernel::Throttle::wait_for_plan(self)
+                super::kernels::spmv::$t::Throttle::wait_for_plan(self)
             }
             fn device_level_order(&self) -> Result<Option<crate::gpu::levels::DeviceLevelOrder>> {
-                super::kernels::$kernel::Throttle::device_level_order(self)
+                super::kernels::spmv::$t::Throttle::device_level_order(self)
             }
         }
     };
 }
 
-spmv_throttle!(f32, spmv);
-spmv_throttle!(f64, spmv_f64);
+spmv_throttle!(f32);
+spmv_throttle!(f64);
 
 /// The numbering of a remapped throttled schedule on the device, as an
 /// iterative app moves its run to it: `order[new] = old` and

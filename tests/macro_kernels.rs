@@ -106,13 +106,27 @@ fn pagerank_matches_reference() {
         pagerank(v, &ptr, &src, &rank, &inv_deg, base, damping, &mut plain);
     }
     assert_eq!(plain, want);
-    // Two gathered arrays: not a throttling shape.
-    assert_eq!(pagerank::GATHERED, None);
-    let err = pagerank::work_graph(n, &ptr, &src, &rank, &inv_deg, base, damping).unwrap_err();
+    // Two gathered arrays at one index: one work graph, a tuple per edge.
+    assert_eq!(pagerank::GATHERED, Some("rank, inv_deg"));
+    let g = pagerank::work_graph(n, &ptr, &src, &rank, &inv_deg, base, damping).unwrap();
+    assert_eq!(g.n_tasks(), n);
+    assert_eq!(g.gathered(), &src[..]);
+    // A gather at another index expression is not a throttling shape.
+    let err = gather_two_indices::work_graph(n, &ptr, &src, &rank).unwrap_err();
     assert!(
-        matches!(err, Error::InvalidArgument(ref m) if m.contains("`rank`, `inv_deg`")),
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("`x` through several different index expressions")),
         "{err}"
     );
+}
+
+/// Reads `x` at two index expressions: no single gathered index.
+#[nested_reduce]
+fn gather_two_indices(v: usize, ptr: &[u32], src: &[u32], x: &[f32], y: &mut [f32]) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    y[v] = (lo..hi)
+        .map(|e| x[src[e] as usize] * x[src[e] as usize / 2])
+        .fold(0.0, |a, b| a + b);
 }
 
 #[test]

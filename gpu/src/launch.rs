@@ -13,6 +13,7 @@
 //! (opening a GPU with the compiles its first launches need).
 
 pub(crate) mod arg;
+pub(crate) mod columns;
 pub(crate) mod cpu_args;
 pub(crate) mod cuda_launch;
 pub(crate) mod device_alloc;

@@ -88,6 +88,7 @@ pub mod __private {
     pub use crate::driver::event_timer::EventTimer;
     pub use crate::engines::carried_launch::CarriedLaunch;
     pub use crate::launch::arg::{Arg, HostSlice, HostSliceMut, SharedSlice};
+    pub use crate::launch::columns::{column_config, column_tasks};
     pub use crate::launch::cpu_args::{host_input, host_output, host_shared, CpuArgs};
     pub use crate::launch::cuda_launch::CudaLaunch;
     pub use crate::launch::device_vec::ResidentArray;

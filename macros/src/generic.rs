@@ -14,7 +14,7 @@ mod attr;
 mod emit;
 mod subst;
 
-use crate::{nested, throttled};
+use crate::{columns, nested, throttled};
 use proc_macro2::{Delimiter, Group, Literal, TokenStream, TokenTree};
 
 /// `#[nested_reduce(..)]`: a function without generics and arguments is an
@@ -22,9 +22,11 @@ use proc_macro2::{Delimiter, Group, Literal, TokenStream, TokenTree};
 /// generics are checked first. `Err` holds the diagnostics as
 /// `compile_error!`s.
 pub fn expand(attr: TokenStream, item: &syn::ItemFn) -> Result<TokenStream, TokenStream> {
+    let (columns, attr) = columns::take(attr).map_err(|e| e.to_compile_error())?;
+    let columns = columns.as_ref();
     let generics = &item.sig.generics;
     if attr.is_empty() && generics.params.is_empty() && generics.where_clause.is_none() {
-        return nested::expand(item).map_err(|e| e.to_compile_error());
+        return nested::expand(item, columns).map_err(|e| e.to_compile_error());
     }
     let params = attr::params(attr, generics, &item.sig.ident).map_err(|e| e.to_compile_error())?;
     let mut item = item.clone();
@@ -35,9 +37,10 @@ pub fn expand(attr: TokenStream, item: &syn::ItemFn) -> Result<TokenStream, Toke
         let func = instantiate(&item, &params, inst);
         let kernel = quote::format_ident!("{}_{}", item.sig.ident, inst.module());
         let label = inst.label(&params);
-        let module = nested::companion(&func, throttled.as_ref(), Some(&kernel)).and_then(|m| {
-            emit::instance_module(m, inst.module(), &item.sig.ident, &kernel, &label)
-        });
+        let module =
+            nested::companion(&func, throttled.as_ref(), Some(&kernel), columns).and_then(|m| {
+                emit::instance_module(m, inst.module(), &item.sig.ident, &kernel, &label)
+            });
         outcomes.push(Outcome {
             label,
             func,

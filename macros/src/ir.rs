@@ -906,6 +906,10 @@ pub struct Kernel {
     /// every executor runs as the expansion without the reduction: `map`
     /// runs the body and yields `0`.
     pub for_each: Option<Vec<Stmt>>,
+    /// A 2-D kernel (`#[nested_reduce(columns = k)]`), lowered as its
+    /// flattened 1-D kernel over tasks `row·k + j` (`columns.rs`): the
+    /// position of the column count `k` in [`Kernel::params`].
+    pub columns: Option<usize>,
 }
 
 impl Kernel {

@@ -1,6 +1,6 @@
 //! `#[nested_reduce]`: the pipeline from the user's function to its module.
 
-use crate::{analyse, check, emit_cuda, emit_rust, lower, parse, throttled};
+use crate::{analyse, check, columns, emit_cuda, emit_rust, lower, parse, throttled};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -8,11 +8,14 @@ use quote::quote;
 /// body's shape: prologue, nested pattern, epilogue) → lower (names,
 /// owner-computes, types → IR) → analyse (the map's access facts) → emit
 /// (CUDA, then the Rust module that embeds it).
-pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
+pub fn expand(
+    item: &syn::ItemFn,
+    columns: Option<&columns::ColumnsAttr>,
+) -> syn::Result<TokenStream> {
     let mut item = item.clone();
     let throttled = throttled::take(&mut item)?;
     let item = &item;
-    let module = companion(item, throttled.as_ref(), None)?;
+    let module = companion(item, throttled.as_ref(), None, columns)?;
     // The language spells reductions as an explicit fold (it becomes a warp
     // reduction); clippy's `unnecessary_fold` would ask for `.sum()`, which
     // the language does not accept. A kernel is often used only through its
@@ -31,15 +34,26 @@ pub fn expand(item: &syn::ItemFn) -> syn::Result<TokenStream> {
 /// took off and passes as `throttled`): the whole pipeline. `name` renames
 /// the kernel after every check, for the module, `SPEC`, the CUDA namespace
 /// and the launch errors (a generic kernel's instance, `spmv_f32`): the
-/// diagnostics still name the function as written.
+/// diagnostics still name the function as written. `columns` makes it a
+/// 2-D kernel, compiled as its flattened 1-D kernel (`columns.rs`).
 pub fn companion(
     item: &syn::ItemFn,
     throttled: Option<&throttled::ThrottleAttr>,
     name: Option<&syn::Ident>,
+    columns: Option<&columns::ColumnsAttr>,
 ) -> syn::Result<TokenStream> {
+    let flat = columns.map(|c| columns::flatten(item, c)).transpose()?;
+    if let (Some(attr), Some(_)) = (throttled, &flat) {
+        return Err(syn::Error::new_spanned(
+            &attr.attr,
+            "a kernel with `columns` cannot be throttled yet: the cache-fit schedules hold one gathered element per index, and a 2-D kernel gathers a row of `k` elements",
+        ));
+    }
+    let item = flat.as_ref().map_or(item, |f| &f.item);
     let ast = parse::kernel(item)?;
     let shape = check::kernel(&ast)?;
     let mut kernel = lower::kernel(&ast, &shape)?;
+    kernel.columns = flat.as_ref().map(|f| f.count_param);
     let access = analyse::kernel(&kernel);
     let roles = match throttled {
         None => None,

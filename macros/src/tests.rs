@@ -761,7 +761,7 @@ mod random {
             prop_assert!(c.contains("static constexpr bool commutative = true;"), "{c}");
             let file: syn::File = syn::parse_str(&src).expect("valid Rust");
             let syn::Item::Fn(item) = &file.items[0] else { unreachable!() };
-            crate::nested::expand(item).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+            crate::nested::expand(item, None).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
         }
 
         /// Mixing f32 and f64 operands is always a typing error, never a panic.
@@ -923,7 +923,7 @@ fn each_instance_is_the_hand_written_kernel() {
             .replace("<T>", "")
             .replace('T', t)
             .replace("axpy", &name);
-        let hand = crate::nested::expand(&syn::parse_str(&src).unwrap()).unwrap();
+        let hand = crate::nested::expand(&syn::parse_str(&src).unwrap(), None).unwrap();
         let hand: syn::File = syn::parse2(hand).unwrap();
         let hand = module_items(&hand.items, &name);
         assert_eq!(instance.len(), hand.len(), "{t}");

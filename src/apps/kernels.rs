@@ -268,3 +268,52 @@ pub fn cc_pull_min(v: usize, ptr: &[u32], nbr: &[u32], label: &[u32], next: &mut
         .map(|e| label[nbr[e] as usize])
         .fold(label[v], u32::min);
 }
+
+/// `Y = A·X` for a dense row-major `X` of `k` columns (SpMM): element `(row,
+/// j)` of the row-major `Y` (`k` columns) folds row `row` of `A` against
+/// column `j` of `X`. A 2-D kernel (`columns = k`): a launch takes the row
+/// count, and on the GPU a warp's lanes take consecutive columns of a row.
+#[nested_reduce(T = [f32, f64], columns = k)]
+pub fn spmm<T>(
+    row: usize,
+    j: usize,
+    row_ptr: &[u32],
+    col: &[u32],
+    val: &[T],
+    x: &[T],
+    k: u32,
+    y: &mut [T],
+) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    y[row * k as usize + j] = (lo..hi)
+        .map(|e| val[e] * x[col[e] as usize * k as usize + j])
+        .fold(0.0, |a, b| a + b);
+}
+
+/// One layer of a sparse neural network over a batch: `Y = relu(W·X + b)`
+/// with `X` row-major (`k` columns, one per batch item), `b` a bias per
+/// output row, and the ReLU applied only when `relu` (a network's last
+/// layer goes without). The bias and the ReLU are the epilogue: one launch
+/// per layer.
+#[nested_reduce(columns = k)]
+pub fn sparse_layer(
+    row: usize,
+    j: usize,
+    row_ptr: &[u32],
+    col: &[u32],
+    val: &[f32],
+    bias: &[f32],
+    x: &[f32],
+    k: u32,
+    relu: bool,
+    y: &mut [f32],
+) {
+    let lo = row_ptr[row] as usize;
+    let hi = row_ptr[row + 1] as usize;
+    let sum = (lo..hi)
+        .map(|e| val[e] * x[col[e] as usize * k as usize + j])
+        .fold(0.0, |a, c| a + c);
+    let v = sum + bias[row];
+    y[row * k as usize + j] = if relu { v.max(0.0) } else { v };
+}

@@ -55,7 +55,7 @@ pub use graph::{
 pub use kernels::{
     bfs_pull, bfs_step, cc_pull_min, cg_direction, cg_publish, cg_step, cg_step_jacobi, copy,
     count_changed, dangling_rank, dot, pagerank_contrib, pagerank_pull, pagerank_pull_resident,
-    permute, relax, spmv, spmv_add,
+    permute, relax, sparse_layer, spmm, spmv, spmv_add,
 };
 pub use throttled::ThrottledRun;
 

@@ -758,6 +758,7 @@ impl ModuleEmitter<'_> {
             plumbing("__kernel"),
         );
         let frontier_check = self.frontier_check(&tasks, |n| quote!(#kernel.#n));
+        let columns = self.columns(&tasks, &cfg);
         quote! {
             #[doc = #launch_doc]
             pub fn launch<'t>(
@@ -776,6 +777,7 @@ impl ModuleEmitter<'_> {
                 #(#params),*
             ) -> ::warpfit::__private::Result<()> {
                 let #tasks = #tasks.into();
+                #columns
                 if let ::core::option::Option::Some(#cuda) = #dev.cuda() {
                     return #cuda.launch(&SPEC, #cfg, #tasks, &mut [#(#device_args),*]);
                 }
@@ -786,6 +788,20 @@ impl ModuleEmitter<'_> {
                 #frontier_check
                 ::warpfit::__private::cpu::run(&#kernel, #tasks)
             }
+        }
+    }
+
+    /// A 2-D kernel's launch: the row count `tasks` becomes the flattened
+    /// task count and `config` the options a 2-D launch runs with
+    /// (`column_tasks`, `column_config`); nothing for other kernels.
+    fn columns(&self, tasks: &proc_macro2::Ident, cfg: &proc_macro2::Ident) -> TokenStream {
+        let Some(c) = self.k.columns else {
+            return TokenStream::new();
+        };
+        let count = &self.k.params[c].name;
+        quote! {
+            let #tasks = ::warpfit::__private::column_tasks(SPEC.name, #tasks, #count as u64)?;
+            let #cfg = &::warpfit::__private::column_config(#cfg, #count as u64);
         }
     }
 
@@ -862,6 +878,7 @@ impl ModuleEmitter<'_> {
         );
         let kernel = plumbing("__kernel");
         let frontier_check = self.frontier_check(&tasks, |n| quote!(#kernel.#n));
+        let columns = self.columns(&tasks, &cfg);
         let twin_args = k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             let i = proc_macro2::Literal::usize_unsuffixed(i);
@@ -882,6 +899,7 @@ impl ModuleEmitter<'_> {
                 #(#params),*
             ) -> ::warpfit::__private::Result<::warpfit::__private::PreparedLaunch<'a>> {
                 let #tasks = #tasks.into();
+                #columns
                 let #checked = ::std::vec![#(#args),*];
                 if let ::core::option::Option::Some(#cuda) = #dev.cuda() {
                     return ::warpfit::__private::PreparedLaunch::cuda(#cuda, &SPEC, #cfg, #tasks, #checked);

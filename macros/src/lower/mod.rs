@@ -1454,6 +1454,7 @@ pub fn kernel(k: &parse::KernelFn, shape: &Shape<'_>) -> syn::Result<ir::Kernel>
         calls,
         elementwise: false,
         for_each: None,
+        columns: None,
     })
 }
 
@@ -1548,6 +1549,7 @@ fn for_each<'a>(
         calls,
         elementwise: false,
         for_each: Some(body),
+        columns: None,
     })
 }
 
@@ -1623,6 +1625,7 @@ fn elementwise<'a>(
         calls,
         elementwise: true,
         for_each: None,
+        columns: None,
     })
 }
 

@@ -1,0 +1,246 @@
+//! 2-D kernels (`#[nested_reduce(columns = k)]`) on the CPU: each twin
+//! against a plain loop, for column counts that are and are not multiples
+//! of a warp, the plain function as written, the launch's errors, and the
+//! apps' `spmm` and `sparse_layer`.
+// The plain loops index by row, column and edge as the kernels do.
+#![allow(clippy::needless_range_loop)]
+
+mod columns_common;
+
+use columns_common::*;
+use warpfit::prelude::*;
+
+const COLUMN_COUNTS: [usize; 6] = [1, 3, 8, 32, 33, 150];
+
+#[test]
+fn spmm_matches_a_plain_loop_for_every_column_count() {
+    let (ptr, col, val) = matrix(200, 90);
+    let n = ptr.len() - 1;
+    for k in COLUMN_COUNTS {
+        let x = dense(90, k, k);
+        let want = spmm_reference(&ptr, &col, &val, &x, k);
+        let mut y = vec![f64::NAN; n * k];
+        spmm::f64::launch(&Device::cpu(), n, &ptr, &col, &val, &x, k as u32, &mut y).unwrap();
+        assert_eq!(y, want, "k = {k}");
+        let mut y32 = vec![f32::NAN; n * k];
+        let (val32, x32) = (f32s(&val), f32s(&x));
+        spmm::f32::launch(
+            &Device::cpu(),
+            n,
+            &ptr,
+            &col,
+            &val32,
+            &x32,
+            k as u32,
+            &mut y32,
+        )
+        .unwrap();
+        assert_eq!(y32, f32s(&want), "k = {k}");
+        // The apps' kernel is the same.
+        let mut y_app = vec![f32::NAN; n * k];
+        warpfit::apps::spmm::f32::launch(
+            &Device::cpu(),
+            n,
+            &ptr,
+            &col,
+            &val32,
+            &x32,
+            k as u32,
+            &mut y_app,
+        )
+        .unwrap();
+        assert_eq!(y_app, y32, "k = {k}");
+    }
+}
+
+#[test]
+fn the_plain_function_computes_one_element() {
+    let (ptr, col, val) = matrix(40, 30);
+    let k = 5;
+    let x = dense(30, k, 1);
+    let want = spmm_reference(&ptr, &col, &val, &x, k);
+    let mut y = vec![f64::NAN; 40 * k];
+    for row in 0..40 {
+        for j in 0..k {
+            spmm(row, j, &ptr, &col, &val, &x, k as u32, &mut y);
+        }
+    }
+    assert_eq!(y, want);
+}
+
+#[test]
+fn a_semiring_a_tuple_fold_and_a_per_element_map() {
+    let (ptr, col, val) = matrix(120, 50);
+    let n = ptr.len() - 1;
+    for k in [1usize, 7, 40] {
+        let (w, x) = (f32s(&val), f32s(&dense(50, k, 2)));
+        // (max, +), the count a u64.
+        let mut out = vec![0.0f32; n * k];
+        max_plus_columns::launch(&Device::cpu(), n, &ptr, &col, &w, &x, k as u64, &mut out)
+            .unwrap();
+        for r in 0..n {
+            for c in 0..k {
+                let want = (ptr[r] as usize..ptr[r + 1] as usize)
+                    .map(|e| w[e] + x[col[e] as usize * k + c])
+                    .fold(f32::NEG_INFINITY, f32::max);
+                assert_eq!(out[r * k + c], want, "k = {k}, ({r}, {c})");
+            }
+        }
+        // The argmax, ties to the lower edge, floored per column.
+        let floor: Vec<f32> = (0..k).map(|c| c as f32 - 3.0).collect();
+        let (mut best, mut edge) = (vec![0.0f32; n * k], vec![0u32; n * k]);
+        argmax_columns::launch(
+            &Device::cpu(),
+            n,
+            &ptr,
+            &col,
+            &w,
+            &x,
+            &floor,
+            k as u32,
+            &mut best,
+            &mut edge,
+        )
+        .unwrap();
+        for r in 0..n {
+            for c in 0..k {
+                let (mut b, mut e) = (f32::NEG_INFINITY, u32::MAX);
+                for i in ptr[r] as usize..ptr[r + 1] as usize {
+                    let v = w[i] * x[col[i] as usize * k + c];
+                    if v > b {
+                        (b, e) = (v, i as u32);
+                    }
+                }
+                assert_eq!(best[r * k + c], b.max(floor[c]), "k = {k}, ({r}, {c})");
+                assert_eq!(edge[r * k + c], e, "k = {k}, ({r}, {c})");
+            }
+        }
+        // A map over the dense matrix, added onto the output.
+        let a = f32s(&dense(n, k, 3));
+        let s: Vec<f32> = (0..k).map(|c| 0.5 * c as f32).collect();
+        let mut out = vec![1.0f32; n * k];
+        scale_columns::launch(&Device::cpu(), n, &a, &s, k as u32, &mut out).unwrap();
+        for i in 0..n * k {
+            assert_eq!(out[i], 1.0 + a[i] * s[i % k]);
+        }
+    }
+}
+
+#[test]
+fn the_sparse_layer_adds_the_bias_and_applies_relu() {
+    let (ptr, col, val) = matrix(64, 48);
+    let n = ptr.len() - 1;
+    let k = 10;
+    let (w, x) = (f32s(&val), f32s(&dense(48, k, 5)));
+    let bias: Vec<f32> = (0..n).map(|r| (r % 5) as f32 - 2.0).collect();
+    let want = spmm_reference(&ptr, &col, &val, &dense(48, k, 5), k);
+    for relu in [false, true] {
+        let mut y = vec![f32::NAN; n * k];
+        warpfit::apps::sparse_layer::launch(
+            &Device::cpu(),
+            n,
+            &ptr,
+            &col,
+            &w,
+            &bias,
+            &x,
+            k as u32,
+            relu,
+            &mut y,
+        )
+        .unwrap();
+        for r in 0..n {
+            for j in 0..k {
+                let v = want[r * k + j] as f32 + bias[r];
+                let v = if relu { v.max(0.0) } else { v };
+                assert_eq!(y[r * k + j], v, "({r}, {j}) relu {relu}");
+            }
+        }
+    }
+}
+
+#[test]
+fn launch_errors_name_the_problem() {
+    let (ptr, col, val) = matrix(20, 10);
+    let n = ptr.len() - 1;
+    let k = 4;
+    let x = dense(10, k, 0);
+    // x one row short: the gather past its end is a fault naming `x`.
+    let mut y = vec![0.0f64; n * k];
+    let e = spmm::f64::launch(
+        &Device::cpu(),
+        n,
+        &ptr,
+        &col,
+        &val,
+        &x[..9 * k],
+        k as u32,
+        &mut y,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`x`"), "{e}");
+    // y too short for rows × columns: the first element past it.
+    let mut short = vec![0.0f64; n * k - 1];
+    let e = spmm::f64::launch(
+        &Device::cpu(),
+        n,
+        &ptr,
+        &col,
+        &val,
+        &x,
+        k as u32,
+        &mut short,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("`y`"), "{e}");
+    // A task list is refused: a 2-D kernel runs over a row count.
+    let list = TaskList::from_ptr(&ptr).unwrap();
+    let e = spmm::f64::launch(
+        &Device::cpu(),
+        &list,
+        &ptr,
+        &col,
+        &val,
+        &x,
+        k as u32,
+        &mut y,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("row count"), "{e}");
+    // Rows × columns past usize.
+    let e =
+        spmm::f64::launch(&Device::cpu(), usize::MAX, &ptr, &col, &val, &x, 2, &mut y).unwrap_err();
+    assert!(e.to_string().contains("more tasks"), "{e}");
+    // No columns: nothing runs, nothing is written.
+    let mut untouched = vec![7.0f64; 3];
+    spmm::f64::launch(&Device::cpu(), n, &ptr, &col, &val, &x, 0, &mut untouched).unwrap();
+    assert_eq!(untouched, [7.0; 3]);
+}
+
+#[test]
+fn prepared_launches_run_over_rows_too() {
+    let dev = Device::cpu();
+    let (ptr, col, val) = matrix(90, 60);
+    let n = ptr.len() - 1;
+    let k = 33;
+    let x = dense(60, k, 4);
+    let want = spmm_reference(&ptr, &col, &val, &x, k);
+    let (dp, dc) = (dev.upload(&ptr).unwrap(), dev.upload(&col).unwrap());
+    let (dv, dx) = (dev.upload(&val).unwrap(), dev.upload(&x).unwrap());
+    let dy = dev.upload(&vec![0.0f64; n * k]).unwrap();
+    let run = spmm::f64::prepare(
+        &dev,
+        &LaunchConfig::default(),
+        n,
+        &dp,
+        &dc,
+        &dv,
+        &dx,
+        k as u32,
+        &dy,
+    )
+    .unwrap();
+    run.run().unwrap();
+    run.check().unwrap();
+    assert_eq!(dy.to_vec().unwrap(), want);
+}

@@ -3,6 +3,7 @@
 //! method of the kernel language. Needs only NVRTC, no GPU: skipped when
 //! NVRTC cannot be loaded, except under `CI=true`, where that fails.
 
+mod columns_common;
 mod generic_common;
 mod push_common;
 mod tuple_common;
@@ -389,6 +390,12 @@ const SPECS: &[&KernelSpec] = &[
     &generic_common::min_plus::u32::SPEC,
     &generic_common::gather::f64_u64::SPEC,
     &generic_common::scaled::scale::f32::SPEC,
+    // 2-D kernels (`columns`): their flattened functors.
+    &columns_common::spmm::f32::SPEC,
+    &columns_common::max_plus_columns::SPEC,
+    &columns_common::argmax_columns::SPEC,
+    &columns_common::scale_columns::SPEC,
+    &warpfit::apps::sparse_layer::SPEC,
 ];
 
 /// Push kernels whose forms the kernels above cover: compiled for the

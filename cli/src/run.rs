@@ -2,6 +2,7 @@
 
 mod cfd;
 mod mst;
+mod nn;
 
 use super::input::MatrixInput;
 use super::output::{refuse_input_as_output, OutputFile};
@@ -47,6 +48,22 @@ pub enum App {
     /// FILE.domn`) from the free stream, `--iters` iterations (default
     /// 2000); `--output` writes each cell's five conserved variables.
     Cfd,
+    /// Inference through a sparse (pruned) fully connected network over a
+    /// batch: each layer `Y = relu(W·X + b)`, none after the last
+    /// (`--layer W.mtx` per layer with `--bias`, or `--model alexnet-fc`),
+    /// the batch from `--input` or `x[i][b] = 1 + ((i + b) mod 7) / 7`;
+    /// `--output` writes the last layer's `Y`, one row per line.
+    Nn,
+}
+
+/// A generated network for `run nn --model`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NnModel {
+    /// AlexNet's fully connected layers pruned as in deep compression: fc6
+    /// 9216→4096 at 9%, fc7 4096→4096 at 9%, fc8 4096→1000 at 25%
+    /// (magnitude-pruned Gaussian weights, `gen pruned`).
+    #[value(name = "alexnet-fc")]
+    AlexnetFc,
 }
 
 /// The precision `cg` computes in.
@@ -173,6 +190,28 @@ pub struct RunArgs {
     /// for edge (a mismatch exits with status 1).
     #[arg(long)]
     pub check: bool,
+    /// nn: a layer's weights (rows = outputs, columns = inputs), once per
+    /// layer in order.
+    // In `MatrixInput`'s group: nn's layers stand for the matrix.
+    #[arg(long, value_name = "FILE.mtx", group = "MatrixInput")]
+    pub layer: Vec<PathBuf>,
+    /// nn: a generated network instead of --layer.
+    #[arg(long, value_enum, ignore_case = true, group = "MatrixInput")]
+    pub model: Option<NnModel>,
+    /// nn: a layer's bias, one value per output row, once per --layer in
+    /// the same order (default zero).
+    #[arg(long, value_name = "FILE")]
+    pub bias: Vec<PathBuf>,
+    /// nn: the input batch, row-major: one line per input, the batch
+    /// items' values separated by spaces (its width is the batch).
+    #[arg(long = "input", value_name = "FILE")]
+    pub nn_input: Option<PathBuf>,
+    /// nn: the batch size of the generated input (default 150).
+    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch: Option<u32>,
+    /// nn --model: the seed of the generated weights (default 1).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
@@ -230,9 +269,10 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
             "a tetmesh is a mesh, not a matrix: only cfd runs on it",
         ));
     }
-    if args.check && args.app != App::Mst {
-        return Err(Error::invalid("--check applies to mst only"));
+    if args.check && !matches!(args.app, App::Mst | App::Nn) {
+        return Err(Error::invalid("--check applies to mst and nn only"));
     }
+    nn::check_options(args)?;
     if args.app == App::Cg && args.iters.is_some() {
         return Err(Error::invalid(
             "--iters applies to spmv, pagerank, mst and cfd only: cg stops at --tol or --max-iters",
@@ -372,7 +412,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         .transpose()?;
     // The matrix is read before the device is opened, so that the first
     // SpMV's kernels compile beside the context's creation.
-    let (a, read) = if matches!(args.app, App::Cg | App::Cfd) {
+    let (a, read) = if matches!(args.app, App::Cg | App::Cfd | App::Nn) {
         (None, Duration::ZERO)
     } else {
         let read_start = Instant::now();
@@ -416,6 +456,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         if args.app == App::Cfd {
             return run.cfd().map(|()| Outcome::Done);
         }
+        if args.app == App::Nn {
+            return run.nn();
+        }
         return match args.precision.unwrap_or(Precision::F64) {
             Precision::F32 => run.cg::<f32>(),
             Precision::F64 => run.cg::<f64>(),
@@ -430,7 +473,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         App::Pagerank => run.graph_app(&a, read),
         App::Sssp | App::Bfs | App::Cc => run.driven_app(&a, read),
         App::Mst => return run.mst(&a, read),
-        App::Cg | App::Cfd => unreachable!("cg and cfd returned above"),
+        App::Cg | App::Cfd | App::Nn => unreachable!("cg, cfd and nn returned above"),
     }
     .map(|()| Outcome::Done)
 }
@@ -701,7 +744,14 @@ impl AppRun<'_> {
                 print_timing(read, &timings, "iterations");
                 write_output(self.output, rank.iter().map(|v| v.to_string()))
             }
-            App::Spmv | App::Cg | App::Sssp | App::Bfs | App::Cc | App::Mst | App::Cfd => {
+            App::Spmv
+            | App::Cg
+            | App::Sssp
+            | App::Bfs
+            | App::Cc
+            | App::Mst
+            | App::Cfd
+            | App::Nn => {
                 unreachable!("not run by graph_app")
             }
         }
@@ -1212,7 +1262,7 @@ fn check_app_memory(
         ),
         // Checked with the matrix's precision (`check_cg_memory`); a
         // mesh is no matrix (`check_cfd_memory`).
-        App::Cg | App::Cfd => return Ok(()),
+        App::Cg | App::Cfd | App::Nn => return Ok(()),
     };
     mem::check(what, matrix.saturating_add(bytes))
 }

@@ -171,6 +171,12 @@ template <class T> struct arith<T, true> {
         if (traits<T>::is_signed && a == min_value<T>() && b == T(-1)) {
             return a;  // wrapping_div
         }
+        // 64-bit division is a long subroutine; operands that fit 32 bits
+        // (a 2-D kernel's `t / k`, most index arithmetic) take the hardware's
+        // 32-bit path. Same quotient.
+        if (sizeof(T) == 8 && !traits<T>::is_signed && ((uint64_t(a) | uint64_t(b)) >> 32) == 0) {
+            return T(uint32_t(a) / uint32_t(b));
+        }
         return a / b;
     }
     template <class F> static __device__ __forceinline__ T rem(T a, T b, F& f) {
@@ -180,6 +186,9 @@ template <class T> struct arith<T, true> {
         }
         if (traits<T>::is_signed && b == T(-1)) {
             return T(0);  // wrapping_rem: MIN % -1 == 0
+        }
+        if (sizeof(T) == 8 && !traits<T>::is_signed && ((uint64_t(a) | uint64_t(b)) >> 32) == 0) {
+            return T(uint32_t(a) % uint32_t(b));
         }
         return a % b;
     }

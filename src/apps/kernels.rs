@@ -274,6 +274,7 @@ pub fn cc_pull_min(v: usize, ptr: &[u32], nbr: &[u32], label: &[u32], next: &mut
 /// column `j` of `X`. A 2-D kernel (`columns = k`): a launch takes the row
 /// count, and on the GPU a warp's lanes take consecutive columns of a row.
 #[nested_reduce(T = [f32, f64], columns = k)]
+#[allow(clippy::too_many_arguments)]
 pub fn spmm<T>(
     row: usize,
     j: usize,
@@ -297,6 +298,7 @@ pub fn spmm<T>(
 /// layer goes without). The bias and the ReLU are the epilogue: one launch
 /// per layer.
 #[nested_reduce(columns = k)]
+#[allow(clippy::too_many_arguments)]
 pub fn sparse_layer(
     row: usize,
     j: usize,

@@ -12,6 +12,7 @@ mod driven;
 mod graph;
 mod kernels;
 mod mst;
+mod nn;
 mod pipelined;
 pub mod push_kernels;
 mod throttled;
@@ -57,6 +58,7 @@ pub use kernels::{
     count_changed, dangling_rank, dot, pagerank_contrib, pagerank_pull, pagerank_pull_resident,
     permute, relax, sparse_layer, spmm, spmv, spmv_add,
 };
+pub use nn::{infer, layer_error, nn_input, Inference, NetworkLayer, SparseNetwork};
 pub use throttled::ThrottledRun;
 
 use crate::runtime::Csr;

@@ -1,0 +1,155 @@
+//! 2-D kernels (`columns = k`) on a CUDA GPU against their CPU twins: every
+//! decomposition, column counts that are and are not multiples of a warp,
+//! rows of very different lengths (hubs), a semiring, a tuple fold, a
+//! per-element map, the apps' layer, prepared launches and faults. Needs a
+//! CUDA GPU; skipped without one, unless `WARPFIT_REQUIRE_GPU=1`.
+
+mod columns_common;
+mod gpu_common;
+
+use columns_common::*;
+use gpu_common::gpu;
+use warpfit::prelude::*;
+
+fn configs() -> Vec<LaunchConfig> {
+    [
+        Decomposition::Cte,
+        Decomposition::Thread,
+        Decomposition::SubWarp(4),
+        Decomposition::SubWarp(32),
+    ]
+    .into_iter()
+    .map(LaunchConfig::new)
+    .collect()
+}
+
+#[test]
+fn spmm_matches_the_twin_for_every_column_count_and_decomposition() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    // Rows of 0 to 6 entries, and a few hubs of thousands.
+    let (ptr, col, val) = matrix_with(1500, 700, |r| if r % 500 == 7 { 3000 + r } else { r % 9 });
+    let n = ptr.len() - 1;
+    for k in [1usize, 2, 8, 31, 32, 33, 150, 256] {
+        let x = dense(700, k, k);
+        let want = spmm_reference(&ptr, &col, &val, &x, k);
+        for cfg in configs() {
+            let mut y = vec![f64::NAN; n * k];
+            spmm::f64::launch_with(&dev, &cfg, n, &ptr, &col, &val, &x, k as u32, &mut y).unwrap();
+            assert_eq!(y, want, "f64 k = {k} {cfg:?}");
+            let (val32, x32) = (f32s(&val), f32s(&x));
+            let (mut a, mut b) = (vec![0.0f32; n * k], vec![1.0f32; n * k]);
+            spmm::f32::launch_with(&cpu, &cfg, n, &ptr, &col, &val32, &x32, k as u32, &mut a)
+                .unwrap();
+            spmm::f32::launch_with(&dev, &cfg, n, &ptr, &col, &val32, &x32, k as u32, &mut b)
+                .unwrap();
+            assert_eq!(a, b, "f32 k = {k} {cfg:?}");
+        }
+    }
+}
+
+#[test]
+fn semirings_tuples_and_maps_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, col, val) = matrix(2000, 300);
+    let n = ptr.len() - 1;
+    for k in [3usize, 40, 150] {
+        let (w, x) = (f32s(&val), f32s(&dense(300, k, 2)));
+        for cfg in configs() {
+            let (mut a, mut b) = (vec![0.0f32; n * k], vec![1.0f32; n * k]);
+            max_plus_columns::launch_with(&cpu, &cfg, n, &ptr, &col, &w, &x, k as u64, &mut a)
+                .unwrap();
+            max_plus_columns::launch_with(&dev, &cfg, n, &ptr, &col, &w, &x, k as u64, &mut b)
+                .unwrap();
+            assert_eq!(a, b, "max-plus k = {k} {cfg:?}");
+            let floor: Vec<f32> = (0..k).map(|c| c as f32 - 3.0).collect();
+            let (mut ab, mut ae) = (vec![0.0f32; n * k], vec![0u32; n * k]);
+            let (mut bb, mut be) = (vec![1.0f32; n * k], vec![1u32; n * k]);
+            argmax_columns::launch_with(
+                &cpu, &cfg, n, &ptr, &col, &w, &x, &floor, k as u32, &mut ab, &mut ae,
+            )
+            .unwrap();
+            argmax_columns::launch_with(
+                &dev, &cfg, n, &ptr, &col, &w, &x, &floor, k as u32, &mut bb, &mut be,
+            )
+            .unwrap();
+            assert_eq!((ab, ae), (bb, be), "argmax k = {k} {cfg:?}");
+            let a_in = f32s(&dense(n, k, 3));
+            let s: Vec<f32> = (0..k).map(|c| 0.5 * c as f32).collect();
+            let (mut a, mut b) = (vec![1.0f32; n * k], vec![1.0f32; n * k]);
+            scale_columns::launch_with(&cpu, &cfg, n, &a_in, &s, k as u32, &mut a).unwrap();
+            scale_columns::launch_with(&dev, &cfg, n, &a_in, &s, k as u32, &mut b).unwrap();
+            assert_eq!(a, b, "scale k = {k} {cfg:?}");
+        }
+    }
+}
+
+#[test]
+fn the_sparse_layer_and_prepared_launches_match_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, col, val) = matrix(3000, 900);
+    let n = ptr.len() - 1;
+    let k = 150;
+    let (w, x) = (f32s(&val), f32s(&dense(900, k, 5)));
+    let bias: Vec<f32> = (0..n).map(|r| (r % 5) as f32 - 2.0).collect();
+    for relu in [false, true] {
+        let (mut a, mut b) = (vec![0.0f32; n * k], vec![1.0f32; n * k]);
+        warpfit::apps::sparse_layer::launch(
+            &cpu, n, &ptr, &col, &w, &bias, &x, k as u32, relu, &mut a,
+        )
+        .unwrap();
+        warpfit::apps::sparse_layer::launch(
+            &dev, n, &ptr, &col, &w, &bias, &x, k as u32, relu, &mut b,
+        )
+        .unwrap();
+        assert_eq!(a, b, "relu {relu}");
+    }
+    // Prepared over device-resident arrays, run twice.
+    let want = spmm_reference(&ptr, &col, &val, &dense(900, k, 5), k);
+    let (dp, dc) = (dev.upload(&ptr).unwrap(), dev.upload(&col).unwrap());
+    let (dv, dx) = (
+        dev.upload(&val).unwrap(),
+        dev.upload(&dense(900, k, 5)).unwrap(),
+    );
+    let dy = dev.upload(&vec![0.0f64; n * k]).unwrap();
+    let run = spmm::f64::prepare(
+        &dev,
+        &LaunchConfig::default(),
+        n,
+        &dp,
+        &dc,
+        &dv,
+        &dx,
+        k as u32,
+        &dy,
+    )
+    .unwrap();
+    for _ in 0..2 {
+        run.run().unwrap();
+        run.check().unwrap();
+        assert_eq!(dy.to_vec().unwrap(), want);
+    }
+}
+
+#[test]
+fn faults_are_the_twins() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, col, val) = matrix(400, 100);
+    let n = ptr.len() - 1;
+    let k = 40;
+    let x = dense(100, k, 0);
+    for cfg in configs() {
+        // x one row short: the gather past its end names `x`.
+        let mut y = vec![0.0f64; n * k];
+        let short = &x[..99 * k];
+        let e_cpu =
+            spmm::f64::launch_with(&cpu, &cfg, n, &ptr, &col, &val, short, 40, &mut y).unwrap_err();
+        let e_gpu =
+            spmm::f64::launch_with(&dev, &cfg, n, &ptr, &col, &val, short, 40, &mut y).unwrap_err();
+        assert!(e_cpu.to_string().contains("`x`"), "{e_cpu}");
+        assert!(e_gpu.to_string().contains("`x`"), "{e_gpu}");
+    }
+}

@@ -12,6 +12,8 @@
 //!   (SpMV as a 1-tuple, min-plus with its argmin as a 2-tuple);
 //! - [`cfd`]: the CFD flux against a hand-written Rodinia-style CUDA kernel;
 //! - [`baseline`]: `cusparseSpMV` on a CSR matrix;
+//! - [`spmm`]: warpfit's SpMM and the pruned network's inference against
+//!   `cusparseSpMM` and cuBLAS;
 //! - [`spmm_peers`]: `cusparseSpMM` and cuBLAS GEMM, the peers of an SpMM;
 //! - [`input`]: what every harness shares: the matrix sources and the
 //!   default suite, the f64 reference results are checked against, timed
@@ -22,6 +24,7 @@ pub mod apps;
 pub mod baseline;
 pub mod cfd;
 pub mod input;
+pub mod spmm;
 pub mod spmm_peers;
 pub mod spmv;
 pub mod throttle;

@@ -49,7 +49,7 @@ enum Command {
     Info,
     /// Writes a generated matrix as Matrix Market.
     Gen(gen::GenArgs),
-    /// Runs an app (spmv, pagerank, sssp, bfs, cc, cg, mst, cfd) on a matrix or mesh.
+    /// Runs an app (spmv, pagerank, sssp, bfs, cc, cg, mst, cfd, nn) on a matrix, a mesh or a network's layers.
     Run(run::RunArgs),
     /// Partitions a matrix's work graph into cache-sized pieces (DBWP).
     Partition(partition::PartitionArgs),
@@ -229,13 +229,14 @@ mod tests {
         for app in run::App::value_variants() {
             let name = app.to_possible_value().expect("a visible app");
             let name = name.get_name();
-            // cfd runs on a mesh, every other app on a matrix.
-            let input = if name == "cfd" {
-                "tetmesh:side=2"
-            } else {
-                "grid2d:side=2"
+            // cfd runs on a mesh, nn on a network's layers, every other
+            // app on a matrix.
+            let input = match name {
+                "cfd" => ["--gen", "tetmesh:side=2"],
+                "nn" => ["--model", "alexnet-fc"],
+                _ => ["--gen", "grid2d:side=2"],
             };
-            let args = ["warpfit", "run", name, "--gen", input, "--iters", "2"];
+            let args = ["warpfit", "run", name, input[0], input[1], "--iters", "2"];
             let Command::Run(args) = Cli::try_parse_from(args).expect("parses").command else {
                 unreachable!("parsed as run")
             };

@@ -98,8 +98,8 @@ pub struct RunArgs {
     pub decomp: Option<String>,
     /// Iterations: SpMV repetitions (default 10), PageRank power iterations
     /// (default 20), mst repetitions of the whole forest (default 3, the
-    /// first compiles the kernels), cfd time steps (default 2000); at
-    /// least 1. Not for sssp, bfs and cc,
+    /// first compiles the kernels), cfd time steps (default 2000), nn
+    /// inferences of the whole network (default 10); at least 1. Not for sssp, bfs and cc,
     /// which run to a fixed point, nor cg, which stops at --tol or
     /// --max-iters.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -275,12 +275,12 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
     nn::check_options(args)?;
     if args.app == App::Cg && args.iters.is_some() {
         return Err(Error::invalid(
-            "--iters applies to spmv, pagerank, mst and cfd only: cg stops at --tol or --max-iters",
+            "--iters applies to spmv, pagerank, mst, cfd and nn only: cg stops at --tol or --max-iters",
         ));
     }
     if fixed_point && args.iters.is_some() {
         return Err(Error::invalid(
-            "--iters applies to spmv, pagerank, mst and cfd only: sssp, bfs and cc run to a fixed point",
+            "--iters applies to spmv, pagerank, mst, cfd and nn only: sssp, bfs and cc run to a fixed point",
         ));
     }
     if args.throttle.is_some()

@@ -506,7 +506,7 @@ fn options_an_app_does_not_use_are_rejected() {
     for (args, needle) in [
         (
             vec!["run", "bfs", "--gen", "grid2d:side=3", "--iters", "3"],
-            "--iters applies to spmv, pagerank, mst and cfd",
+            "--iters applies to spmv, pagerank, mst, cfd and nn",
         ),
         (
             vec!["run", "sssp", "--gen", "grid2d:side=3", "--iters", "3"],

@@ -159,7 +159,7 @@ pub fn device_fn_cuda_of(src: &str) -> syn::Result<String> {
 #[cfg(test)]
 pub fn rust_of(src: &str) -> syn::Result<String> {
     let item: syn::ItemFn = syn::parse_str(src)?;
-    let file: syn::File = syn::parse2(expand(&item)?)?;
+    let file: syn::File = syn::parse2(expand(&item, None)?)?;
     Ok(prettyplease::unparse(&file))
 }
 

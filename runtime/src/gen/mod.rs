@@ -2,7 +2,8 @@
 //! symmetrised), uniform random rows, 2D random geometric graphs (DIMACS10
 //! recipe), 2D grids, road-network-like grids (weighted, edges removed, high
 //! diameter) and the 2D and 3D Poisson matrices (symmetric positive
-//! definite, for solvers), plus
+//! definite, for solvers), magnitude-pruned neural-network layers
+//! ([`pruned()`], [`alexnet_fc`]; not a `--gen` spec), plus
 //! [`GenSpec`], the `--gen SPEC` syntax that names one of them.
 //!
 //! Every generator is deterministic for a given seed on every machine and for
@@ -14,6 +15,7 @@
 
 mod grid;
 mod poisson;
+pub mod pruned;
 mod rgg;
 mod rmat;
 mod road;
@@ -23,6 +25,7 @@ mod values;
 
 pub use grid::grid2d;
 pub use poisson::{poisson2d, poisson3d, Poisson3dOrder};
+pub use pruned::{alexnet_fc, pruned, PrunedLayer, ALEXNET_FC, PRUNED_MAX_ENTRIES};
 pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
 pub use rmat::{rmat, rmat_symmetric};
 pub use road::{road, RoadOrder};

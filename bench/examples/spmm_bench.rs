@@ -1,0 +1,98 @@
+//! Times warpfit's SpMM (the 2-D kernel `apps::spmm`) against `cusparseSpMM`
+//! and dense cuBLAS GEMM, every result checked against an f64 host reference
+//! first: the pruned AlexNet fully connected layers at batch 150 and their
+//! inference end to end, graph aggregation (RMAT 22 and uniform 2^22 × 64
+//! columns), and column counts 1 to 256 on uniform 2^20.
+//!
+//! ```text
+//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick]
+//! ```
+//! `--quick` runs the AlexNet layers only.
+
+use std::process::ExitCode;
+use warpfit::apps::NetworkLayer;
+use warpfit::runtime::gen::{alexnet_fc, GenSpec};
+use warpfit::{Device, Result};
+use warpfit_bench::spmm::{time_inference, time_spmm, to_markdown, SpmmRow};
+
+fn run(device: &Device, runs: usize, quick: bool) -> Result<String> {
+    let t = (3, runs);
+    let mut rows: Vec<SpmmRow> = Vec::new();
+    let layers: Vec<NetworkLayer> = alexnet_fc(1)?
+        .into_iter()
+        .map(|l| NetworkLayer {
+            weights: l.matrix,
+            bias: l.bias,
+        })
+        .collect();
+    for (l, name) in layers.iter().zip(["fc6", "fc7", "fc8"]) {
+        rows.push(time_spmm(
+            device,
+            &format!("alexnet {name}"),
+            &l.weights,
+            150,
+            true,
+            t,
+        )?);
+        eprintln!("{name} done");
+    }
+    let inference = time_inference(device, &layers, 150, t)?;
+    drop(layers);
+    if !quick {
+        for spec in ["rmat:scale=22", "uniform:n=4194304,per_row=16"] {
+            let a = spec.parse::<GenSpec>()?.generate()?;
+            rows.push(time_spmm(device, spec, &a, 64, false, t)?);
+            eprintln!("{spec} done");
+        }
+        let spec = "uniform:n=1048576,per_row=16";
+        let a = spec.parse::<GenSpec>()?.generate()?;
+        for k in [1usize, 8, 32, 150, 256] {
+            rows.push(time_spmm(device, spec, &a, k, false, t)?);
+            eprintln!("{spec} k={k} done");
+        }
+    }
+    let command = format!(
+        "spmm_bench --runs {runs}{}",
+        if quick { " --quick" } else { "" }
+    );
+    Ok(to_markdown(&rows, Some(&inference), &command))
+}
+
+fn main() -> ExitCode {
+    let mut runs = 30usize;
+    let mut quick = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => quick = true,
+            "--runs" => match args.next().and_then(|v| v.parse::<usize>().ok()) {
+                Some(v) if v > 0 => runs = v,
+                _ => {
+                    eprintln!("usage: spmm_bench [--runs N] [--quick] (N at least 1)");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => {
+                eprintln!("usage: spmm_bench [--runs N] [--quick] (N at least 1)");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let device = match Device::open_cuda(0) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&device, runs, quick) {
+        Ok(md) => {
+            print!("{md}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -64,7 +64,12 @@ fn layers_biases_and_an_input_give_the_network_s_output() {
             .collect()
     };
     let want = apply(&w2, &b2, &apply(&w1, &b1, &x, true), false);
-    let text = |v: &[f64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("\n");
+    let text = |v: &[f64]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let out = tmp("nn-out.txt");
     let o = warpfit(&[
         "run",
@@ -137,23 +142,50 @@ fn nn_option_errors_are_one_line() {
             vec!["run", "nn", "--model", "alexnet-fc", "--bias", &w],
             "carries its own biases",
         ),
-        (vec!["run", "nn", "--layer", &w, "--seed", "3"], "--model only"),
+        (
+            vec!["run", "nn", "--layer", &w, "--seed", "3"],
+            "--model only",
+        ),
         (
             vec!["run", "nn", "--layer", &w, "--input", &w, "--batch", "4"],
             "--batch",
         ),
-        (vec!["run", "spmv", "--gen", "grid2d:side=4", "--batch", "4"], "nn only"),
-        (vec!["run", "nn", "--layer", &w, "--throttle", "auto"], "does not apply to nn"),
+        (
+            vec!["run", "spmv", "--gen", "grid2d:side=4", "--batch", "4"],
+            "nn only",
+        ),
+        (
+            vec!["run", "nn", "--layer", &w, "--throttle", "auto"],
+            "does not apply to nn",
+        ),
     ] {
         let o = warpfit(&args);
         assert_one_line_error(&o, &args, needle);
     }
     // A layer whose inputs do not match the previous layer's outputs.
     let w2 = file("nn-err2.mtx", &layer_mtx(&[vec![1.0, 2.0, 3.0]]));
-    let args = ["run", "nn", "--backend", "cpu", "--layer", &w, "--layer", &w2];
+    let args = [
+        "run",
+        "nn",
+        "--backend",
+        "cpu",
+        "--layer",
+        &w,
+        "--layer",
+        &w2,
+    ];
     assert_one_line_error(&warpfit(&args), &args, "takes 3 inputs");
     // An input with rows of different widths.
     let x = file("nn-bad-x.txt", "1 2\n3\n");
-    let args = ["run", "nn", "--backend", "cpu", "--layer", &w, "--input", &x];
+    let args = [
+        "run",
+        "nn",
+        "--backend",
+        "cpu",
+        "--layer",
+        &w,
+        "--input",
+        &x,
+    ];
     assert_one_line_error(&warpfit(&args), &args, "the first row has 2");
 }

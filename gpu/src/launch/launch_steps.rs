@@ -177,9 +177,17 @@ pub(crate) fn plan_launches(
     };
     let packed_warps = match items {
         Items::All(n) => {
+            // `Columns(c)`: a warp per row and tile of 32·c columns, the
+            // grid striding over them; 2n/c threads cover every tile at
+            // once for the `c` that `column_config` picks (a row's columns
+            // fill at least half its tile).
+            let blocks = match decomposition {
+                Decomposition::Columns(c) => grid(n.div_ceil(u64::from(c.max(1))), 2)?,
+                _ => grid(n, tpi)?,
+            };
             push(Step {
                 entry: abi::entry_point(decomposition, TaskSource::All)?,
-                blocks: grid(n, tpi)?,
+                blocks,
                 items: n,
                 dependent: false,
             });

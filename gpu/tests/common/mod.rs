@@ -37,6 +37,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
     acc: AccType::Scalar(ScalarType::F64),
     elementwise: false,
     donates: false,
+    columns: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 
@@ -55,6 +56,7 @@ pub static RELAX: KernelSpec = KernelSpec {
     acc: AccType::Scalar(ScalarType::F32),
     elementwise: false,
     donates: false,
+    columns: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 

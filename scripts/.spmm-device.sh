@@ -13,6 +13,9 @@ timeout 240 .gpu/bin/spmm_bench --runs 30 > $R/spmm.md 2> $R/spmm.err; echo "ben
 cat $R/spmm.md; tail -5 $R/spmm.err
 timeout 120 .gpu/bin/warpfit run nn --model alexnet-fc --iters 20 --check > $R/nn.log 2>&1; echo "nn rc $?"
 cat $R/nn.log
-timeout 150 .gpu/bin/macro_gpu --test-threads=1 > $R/macro_gpu.log 2>&1; echo "macro_gpu rc $?"
-grep -E "test result|FAILED|panicked" -A5 $R/macro_gpu.log | head -20
+for d in thread columns:2 columns:8; do
+  timeout 60 .gpu/bin/warpfit run nn --model alexnet-fc --iters 20 --decomp $d 2>&1 | grep '^nn:'
+done
+
+
 cd $OUT && tar czf r.tgz r && rm -rf r

@@ -5,17 +5,18 @@
 //! columns), and column counts 1 to 256 on uniform 2^20.
 //!
 //! ```text
-//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick]
+//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick] [--decomp D]
 //! ```
-//! `--quick` runs the AlexNet layers only.
+//! `--quick` runs the AlexNet layers only; `--decomp D` runs warpfit's kernels
+//! with decomposition `D` instead of the default (the column mapping).
 
 use std::process::ExitCode;
 use warpfit::apps::NetworkLayer;
 use warpfit::runtime::gen::{alexnet_fc, GenSpec};
-use warpfit::{Device, Result};
+use warpfit::{Decomposition, Device, LaunchConfig, Result};
 use warpfit_bench::spmm::{time_inference, time_spmm, to_markdown, SpmmRow};
 
-fn run(device: &Device, runs: usize, quick: bool) -> Result<String> {
+fn run(device: &Device, cfg: &LaunchConfig, runs: usize, quick: bool) -> Result<String> {
     let t = (3, runs);
     let mut rows: Vec<SpmmRow> = Vec::new();
     let layers: Vec<NetworkLayer> = alexnet_fc(1)?
@@ -28,6 +29,7 @@ fn run(device: &Device, runs: usize, quick: bool) -> Result<String> {
     for (l, name) in layers.iter().zip(["fc6", "fc7", "fc8"]) {
         rows.push(time_spmm(
             device,
+            cfg,
             &format!("alexnet {name}"),
             &l.weights,
             150,
@@ -36,24 +38,29 @@ fn run(device: &Device, runs: usize, quick: bool) -> Result<String> {
         )?);
         eprintln!("{name} done");
     }
-    let inference = time_inference(device, &layers, 150, t)?;
+    let inference = time_inference(device, cfg, &layers, 150, t)?;
     drop(layers);
     if !quick {
         for spec in ["rmat:scale=22", "uniform:n=4194304,per_row=16"] {
             let a = spec.parse::<GenSpec>()?.generate()?;
-            rows.push(time_spmm(device, spec, &a, 64, false, t)?);
+            rows.push(time_spmm(device, cfg, spec, &a, 64, false, t)?);
             eprintln!("{spec} done");
         }
         let spec = "uniform:n=1048576,per_row=16";
         let a = spec.parse::<GenSpec>()?.generate()?;
         for k in [1usize, 8, 32, 150, 256] {
-            rows.push(time_spmm(device, spec, &a, k, false, t)?);
+            rows.push(time_spmm(device, cfg, spec, &a, k, false, t)?);
             eprintln!("{spec} k={k} done");
         }
     }
     let command = format!(
-        "spmm_bench --runs {runs}{}",
-        if quick { " --quick" } else { "" }
+        "spmm_bench --runs {runs}{}{}",
+        if quick { " --quick" } else { "" },
+        if *cfg == LaunchConfig::default() {
+            String::new()
+        } else {
+            format!(" --decomp {}", cfg.decomposition)
+        }
     );
     Ok(to_markdown(&rows, Some(&inference), &command))
 }
@@ -61,10 +68,18 @@ fn run(device: &Device, runs: usize, quick: bool) -> Result<String> {
 fn main() -> ExitCode {
     let mut runs = 30usize;
     let mut quick = false;
+    let mut cfg = LaunchConfig::default();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--decomp" => match args.next().map(|d| d.parse::<Decomposition>()) {
+                Some(Ok(d)) => cfg = LaunchConfig::new(d),
+                _ => {
+                    eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D]");
+                    return ExitCode::from(2);
+                }
+            },
             "--runs" => match args.next().and_then(|v| v.parse::<usize>().ok()) {
                 Some(v) if v > 0 => runs = v,
                 _ => {
@@ -85,7 +100,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&device, runs, quick) {
+    match run(&device, &cfg, runs, quick) {
         Ok(md) => {
             print!("{md}");
             ExitCode::SUCCESS

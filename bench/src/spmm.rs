@@ -95,6 +95,7 @@ fn cuda_of(device: &Device) -> Result<&CudaDevice> {
 /// with `gemm` cuBLAS on `A` made dense; with `k = 1` warpfit's SpMV too.
 pub fn time_spmm(
     device: &Device,
+    cfg: &LaunchConfig,
     label: &str,
     a: &Csr<f32>,
     k: usize,
@@ -112,8 +113,7 @@ pub fn time_spmm(
     );
     let xd = device.upload(&x)?;
     let y = device.alloc::<f32>(a.nrows() * k)?;
-    let cfg = LaunchConfig::default();
-    let run = spmm::f32::prepare(device, &cfg, a.nrows(), &ptr, &col, &val, &xd, k32, &y)?;
+    let run = spmm::f32::prepare(device, cfg, a.nrows(), &ptr, &col, &val, &xd, k32, &y)?;
     run.run()?;
     run.check()?;
     let mut max_err = checked(
@@ -151,7 +151,16 @@ pub fn time_spmm(
 
     let spmv_ms = if k == 1 {
         let ys = device.alloc::<f32>(a.nrows())?;
-        let s = spmv::f32::prepare(device, &cfg, a.nrows(), &ptr, &col, &val, &xd, &ys)?;
+        let s = spmv::f32::prepare(
+            device,
+            &LaunchConfig::default(),
+            a.nrows(),
+            &ptr,
+            &col,
+            &val,
+            &xd,
+            &ys,
+        )?;
         s.run()?;
         s.check()?;
         checked(
@@ -192,6 +201,7 @@ pub struct InferenceRow {
 /// checked against the f64 reference chained through warpfit's own layers.
 pub fn time_inference(
     device: &Device,
+    cfg: &LaunchConfig,
     layers: &[NetworkLayer],
     batch: usize,
     (warmup, runs): (usize, usize),
@@ -202,7 +212,6 @@ pub fn time_inference(
     let b32 = u32::try_from(batch).map_err(|_| Error::invalid(format!("batch {batch}")))?;
     let x = operand(net.inputs(), batch)?;
     let xd = device.upload(&x)?;
-    let cfg = LaunchConfig::default();
     struct Dev {
         ptr: DeviceVec<u32>,
         col: DeviceVec<u32>,
@@ -241,7 +250,7 @@ pub fn time_inference(
     for (i, (l, dv)) in layers.iter().zip(&d).enumerate() {
         runs_w.push(apps::sparse_layer::prepare(
             device,
-            &cfg,
+            cfg,
             l.weights.nrows(),
             &dv.ptr,
             &dv.col,

@@ -9,13 +9,14 @@
 // warp and read once per lane for all C columns, and the warp's gathers of a
 // row of `x` are consecutive (coalesced). Columns past `k` are idle lanes.
 //
-// A block takes its 8 warps' units together. A unit of more than
-// `COLUMNS_LONG_ROW` fine tasks (a hub row) is not folded by its warp
-// alone: after the block's short units, all 8 warps fold the long ones one
-// at a time, each warp a contiguous eighth of the row, and the eight
-// partials are joined in warp order (the reduce operator must associate, as
-// for any split task). Each column's fold is otherwise in fine-task order,
-// as the CPU twin's.
+// A block takes its 8 warps' units together, striding over the units (the
+// host caps the grid). A unit of more than `COLUMNS_LONG_ROW` fine tasks (a
+// hub row) is not folded by its warp alone: after the block's short units,
+// all 8 warps fold the long ones one at a time, each warp a contiguous
+// eighth of the row, and the eight partials are joined in warp order (the
+// reduce operator must associate, as for any split task). Each column's
+// fold is otherwise in fine-task order, as the CPU twin's. A block whose
+// units are all short passes one barrier per round.
 //
 // Only 2-D kernels instantiate it: the functor's `columns(p)` gives `k`.
 #pragma once
@@ -31,32 +32,82 @@ constexpr int COLUMNS_WARPS = BLOCK / WARP;
 template <int C> struct Columns {
     static_assert(C >= 1 && C <= 8, "columns per lane must be 1 to 8");
 
-    /// The lane's C items of unit `u` (all invalid past the last unit).
-    template <class K>
-    static __device__ __forceinline__ void load(const typename K::params_t& p, uint64_t n_items, uint64_t k,
-                                                uint64_t tiles, uint64_t u, Item<K> (&it)[C], Fault& f) {
-        const uint64_t rows = k == 0 ? 0 : n_items / k;
-        const uint64_t row = u / tiles;
-        const uint64_t first = (u % tiles) * (uint64_t(WARP) * C) + lane_id();
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-            const uint64_t j = first + uint64_t(c) * WARP;
-            const bool live = row < rows && j < k;
-            load_task<K>(p, live ? row * k + j : 0, live, it[c], f);
-        }
-    }
+    /// A lane's C columns of one unit: each column's task and context; the
+    /// row's range is shared. A column past `k` takes column 0's task and
+    /// context, so that folding it repeats column 0 (its value never read).
+    template <class K> struct Cols {
+        typename K::ctx_t ctx[C];
+        uint64_t task[C];
+        bool live[C];
+        uint64_t lo;
+        uint64_t hi;
 
-    /// Folds fine tasks `lo..hi` of the lane's items onto `acc`, fine task
-    /// by fine task, the C columns together.
-    template <class K, class F>
-    static __device__ __forceinline__ void fold(const typename K::params_t& p, const Item<K> (&it)[C], uint64_t lo,
-                                                uint64_t hi, Partial<typename K::acc_t> (&acc)[C], F& f) {
-#pragma unroll 2
-        for (uint64_t e = lo; e < hi; ++e) {
+        /// The columns of unit `u` (none past the last unit).
+        __device__ __forceinline__ void load(const typename K::params_t& p, uint64_t n_items, uint64_t k,
+                                             uint64_t tiles, uint64_t u, Fault& f) {
+            const uint64_t rows = k == 0 ? 0 : n_items / k;
+            const uint64_t row = u / tiles;
+            const uint64_t first = (u % tiles) * (uint64_t(WARP) * C) + lane_id();
+            lo = hi = 0;
 #pragma unroll
             for (int c = 0; c < C; ++c) {
-                if (it[c].valid) {
-                    acc[c].template push<K>(K::map(p, it[c].task, it[c].ctx, e, f), f);
+                const uint64_t j = first + uint64_t(c) * WARP;
+                const bool in = row < rows && j < k;
+                if (c == 0 || in) {
+                    Item<K> it;
+                    load_task<K>(p, in ? row * k + j : 0, in, it, f);
+                    ctx[c] = it.ctx;
+                    task[c] = it.task;
+                    live[c] = it.valid;
+                    if (c == 0) {
+                        lo = it.lo;
+                        hi = it.hi;
+                    }
+                } else {
+                    ctx[c] = ctx[0];
+                    task[c] = task[0];
+                    live[c] = false;
+                }
+            }
+        }
+
+        /// Column `c` as a whole item (for `seed` and `finish`).
+        __device__ __forceinline__ Item<K> item(int c) const {
+            Item<K> it;
+            it.ctx = ctx[c];
+            it.task = task[c];
+            it.lo = lo;
+            it.hi = hi;
+            it.slot = 0;
+            it.whole = true;
+            it.valid = live[c];
+            return it;
+        }
+    };
+
+    /// Folds fine tasks `b..e` of the lane's live columns onto `acc`, fine
+    /// task by fine task. The C maps of a fine task run unconditionally
+    /// (idle columns repeat column 0, which is live whenever any is), so
+    /// that their gathers are in flight together; only the pushes depend on
+    /// liveness.
+    template <class K, class F>
+    static __device__ __forceinline__ void fold(const typename K::params_t& p, const Cols<K>& cs, uint64_t b,
+                                                uint64_t e, Partial<typename K::acc_t> (&acc)[C], F& f) {
+        typedef typename K::acc_t acc_t;
+        if (!cs.live[0]) {
+            return;
+        }
+#pragma unroll 2
+        for (uint64_t i = b; i < e; ++i) {
+            acc_t v[C];
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                v[c] = K::map(p, cs.task[c], cs.ctx[c], i, f);
+            }
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if (cs.live[c]) {
+                    acc[c].template push<K>(v[c], f);
                 }
             }
         }
@@ -68,16 +119,16 @@ template <int C> struct Columns {
     /// that raised one is each column folded again alone, in column order,
     /// to find the first fault and its task, as a serial fold reports it.
     template <class K>
-    static __device__ __forceinline__ void fold_checked(const typename K::params_t& p, const Item<K> (&it)[C],
-                                                        uint64_t lo, uint64_t hi,
+    static __device__ __forceinline__ void fold_checked(const typename K::params_t& p, const Cols<K>& cs,
+                                                        uint64_t b, uint64_t e,
                                                         Partial<typename K::acc_t> (&acc)[C], Fault& f) {
         Fault g;
-        if (hi <= K::direct_len(p)) {
+        if (e <= K::direct_len(p)) {
             RangeCheckedFault r(g);
-            fold<K>(p, it, lo, hi, acc, r);
+            fold<K>(p, cs, b, e, acc, r);
             g = r;
         } else {
-            fold<K>(p, it, lo, hi, acc, g);
+            fold<K>(p, cs, b, e, acc, g);
         }
         if (!g.any() || f.any()) {
             return;
@@ -86,11 +137,11 @@ template <int C> struct Columns {
         for (int c = 0; c < C; ++c) {
             Fault h;
             Partial<typename K::acc_t> scratch;
-            for (uint64_t e = lo; e < hi && it[c].valid && !h.any(); ++e) {
-                scratch.template push<K>(K::map(p, it[c].task, it[c].ctx, e, h), h);
+            for (uint64_t i = b; i < e && cs.live[c] && !h.any(); ++i) {
+                scratch.template push<K>(K::map(p, cs.task[c], cs.ctx[c], i, h), h);
             }
             if (h.any()) {
-                h.attribute(it[c].task);
+                h.attribute(cs.task[c]);
                 f = h;
                 return;
             }
@@ -102,7 +153,8 @@ template <int C> struct Columns {
                                                                              const LaunchArgs& a) {
         typedef typename K::acc_t acc_t;
         static_assert(!Src::is_list, "2-D kernels run over all their tasks");
-        __shared__ uint32_t n_long;
+        // Each warp's unit when it is long (else `NONE`), for the block.
+        constexpr uint64_t NONE = ~0ull;
         __shared__ uint64_t long_units[COLUMNS_WARPS];
         // The long units' partials, [warp][column][lane]; raw storage, since
         // a tuple accumulator has constructors a `__shared__` array may not run.
@@ -120,47 +172,54 @@ template <int C> struct Columns {
         // Block-uniform trip count: every warp reaches every barrier.
         for (uint64_t base = uint64_t(blockIdx.x) * COLUMNS_WARPS; base < units;
              base += uint64_t(gridDim.x) * COLUMNS_WARPS) {
-            if (threadIdx.x == 0) {
-                n_long = 0;
-            }
-            __syncthreads();
             const uint64_t u = base + warp;
-            Item<K> it[C];
-            load<K>(p, a.n_items, k, tiles, u < units ? u : ~0ull, it, f);
-            // Lanes of a unit share the row, so its range; a lane with no
-            // live column reads it from one that has (lane 0 always does).
-            const uint64_t lo = __shfl_sync(FULL_MASK, it[0].lo, 0);
-            const uint64_t hi = __shfl_sync(FULL_MASK, it[0].hi, 0);
-            const bool live = __shfl_sync(FULL_MASK, it[0].valid, 0);
-            if (live && hi - lo > COLUMNS_LONG_ROW) {
+            bool is_long = false;
+            {
+                Cols<K> cs;
+                cs.load(p, a.n_items, k, tiles, u < units ? u : NONE, f);
+                // Lanes of a unit share the row, so its range; lane 0 always
+                // holds a column of a unit that exists.
+                const uint64_t lo = __shfl_sync(FULL_MASK, cs.lo, 0);
+                const uint64_t hi = __shfl_sync(FULL_MASK, cs.hi, 0);
+                const bool exists = __shfl_sync(FULL_MASK, cs.live[0], 0);
+                is_long = exists && hi - lo > COLUMNS_LONG_ROW;
                 if (lane == 0) {
-                    long_units[atomicAdd(&n_long, 1u)] = u;
+                    long_units[warp] = is_long ? u : NONE;
                 }
-            } else {
-                Partial<acc_t> acc[C];
+                if (!is_long) {
+                    Partial<acc_t> acc[C];
 #pragma unroll
-                for (int c = 0; c < C; ++c) {
-                    acc[c] = seed<K>(p, a, it[c], f);
-                }
-                fold_checked<K>(p, it, lo, hi, acc, f);
+                    for (int c = 0; c < C; ++c) {
+                        if (cs.live[c]) {
+                            acc[c] = seed<K>(p, a, cs.item(c), f);
+                        }
+                    }
+                    fold_checked<K>(p, cs, lo, hi, acc, f);
 #pragma unroll
-                for (int c = 0; c < C; ++c) {
-                    finish<K>(p, a, it[c], acc[c], true, f);
+                    for (int c = 0; c < C; ++c) {
+                        if (cs.live[c]) {
+                            finish<K>(p, a, cs.item(c), acc[c], true, f);
+                        }
+                    }
                 }
             }
-            __syncthreads();
-            const uint32_t n = n_long;
-            for (uint32_t l = 0; l < n; ++l) {
-                const uint64_t lu = long_units[l];
-                Item<K> li[C];
-                load<K>(p, a.n_items, k, tiles, lu, li, f);
-                const uint64_t llo = __shfl_sync(FULL_MASK, li[0].lo, 0);
-                const uint64_t lhi = __shfl_sync(FULL_MASK, li[0].hi, 0);
-                const uint64_t chunk = (lhi - llo + COLUMNS_WARPS - 1) / COLUMNS_WARPS;
-                const uint64_t b = min(lhi, llo + uint64_t(warp) * chunk);
-                const uint64_t e = min(lhi, b + chunk);
+            if (!__syncthreads_or(is_long)) {
+                continue;
+            }
+            for (int w = 0; w < COLUMNS_WARPS; ++w) {
+                const uint64_t lu = long_units[w];
+                if (lu == NONE) {
+                    continue;
+                }
+                Cols<K> cs;
+                cs.load(p, a.n_items, k, tiles, lu, f);
+                const uint64_t lo = __shfl_sync(FULL_MASK, cs.lo, 0);
+                const uint64_t hi = __shfl_sync(FULL_MASK, cs.hi, 0);
+                const uint64_t chunk = (hi - lo + COLUMNS_WARPS - 1) / COLUMNS_WARPS;
+                const uint64_t b = min(hi, lo + uint64_t(warp) * chunk);
+                const uint64_t e = min(hi, b + chunk);
                 Partial<acc_t> acc[C];
-                fold_checked<K>(p, li, b, e, acc, f);
+                fold_checked<K>(p, cs, b, e, acc, f);
 #pragma unroll
                 for (int c = 0; c < C; ++c) {
                     part_value[slot(warp, c, lane)] = acc[c].value;
@@ -170,18 +229,24 @@ template <int C> struct Columns {
                 if (warp == 0) {
 #pragma unroll
                     for (int c = 0; c < C; ++c) {
-                        Partial<acc_t> r = seed<K>(p, a, li[c], f);
-                        for (int w = 0; w < COLUMNS_WARPS; ++w) {
-                            Partial<acc_t> pw;
-                            pw.value = part_value[slot(w, c, lane)];
-                            pw.has = part_has[w][c][lane];
-                            r.template append<K>(pw, f);
+                        if (!cs.live[c]) {
+                            continue;
                         }
-                        finish<K>(p, a, li[c], r, true, f);
+                        const Item<K> it = cs.item(c);
+                        Partial<acc_t> r = seed<K>(p, a, it, f);
+                        for (int q = 0; q < COLUMNS_WARPS; ++q) {
+                            Partial<acc_t> pq;
+                            pq.value = part_value[slot(q, c, lane)];
+                            pq.has = part_has[q][c][lane];
+                            r.template append<K>(pq, f);
+                        }
+                        finish<K>(p, a, it, r, true, f);
                     }
                 }
                 __syncthreads();
             }
+            // Every warp has read `long_units` before any writes it again.
+            __syncthreads();
         }
         publish(a.fault, f);
     }

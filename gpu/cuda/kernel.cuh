@@ -47,6 +47,12 @@ constexpr int CTE_LIGHT_BLOCKS = 6;
 template <class K, class D> struct min_blocks {
     static constexpr int value = 1;
 };
+/// A 2-D kernel's lanes hold C columns each: held to 2 blocks' worth of
+/// registers (128 a thread), a warp's gathers need warps beside it more
+/// than registers.
+template <class K, int C> struct min_blocks<K, Columns<C>> {
+    static constexpr int value = 2;
+};
 template <class K> struct min_blocks<K, Cte> {
     static constexpr int value =
         (sizeof(typename K::acc_t) <= 4 && sizeof(typename K::ctx_t) <= 1) ? CTE_LIGHT_BLOCKS : 1;

@@ -11,18 +11,12 @@ use columns_common::*;
 use gpu_common::gpu;
 use warpfit::prelude::*;
 
-/// Every decomposition, the 2-D one with 1, 2, 5 and 8 columns per lane
-/// (whatever the column count: idle lanes past it, several tiles a row).
 fn configs() -> Vec<LaunchConfig> {
     [
         Decomposition::Cte,
         Decomposition::Thread,
         Decomposition::SubWarp(4),
         Decomposition::SubWarp(32),
-        Decomposition::Columns(1),
-        Decomposition::Columns(2),
-        Decomposition::Columns(5),
-        Decomposition::Columns(8),
     ]
     .into_iter()
     .map(LaunchConfig::new)
@@ -33,8 +27,7 @@ fn configs() -> Vec<LaunchConfig> {
 fn spmm_matches_the_twin_for_every_column_count_and_decomposition() {
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();
-    // Rows of 0 to 6 entries, and a few hubs of thousands (past the
-    // 2048 from which a block folds a row together).
+    // Rows of 0 to 6 entries, and a few hubs of thousands.
     let (ptr, col, val) = matrix_with(1500, 700, |r| if r % 500 == 7 { 3000 + r } else { r % 9 });
     let n = ptr.len() - 1;
     for k in [1usize, 2, 8, 31, 32, 33, 150, 256] {
@@ -159,24 +152,4 @@ fn faults_are_the_twins() {
         assert!(e_cpu.to_string().contains("`x`"), "{e_cpu}");
         assert!(e_gpu.to_string().contains("`x`"), "{e_gpu}");
     }
-}
-
-#[test]
-fn the_column_decomposition_refuses_a_1d_kernel() {
-    let Some(dev) = gpu() else { return };
-    let (ptr, col, val) = matrix(10, 10);
-    let mut y = vec![0.0f64; 10];
-    let x = vec![1.0f64; 10];
-    let e = warpfit::apps::spmv::f64::launch_with(
-        &dev,
-        &LaunchConfig::new(Decomposition::Columns(2)),
-        10,
-        &ptr,
-        &col,
-        &val,
-        &x,
-        &mut y,
-    )
-    .unwrap_err();
-    assert!(e.to_string().contains("2-D kernels"), "{e}");
 }

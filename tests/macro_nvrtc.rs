@@ -604,27 +604,3 @@ fn tuple_kernels_compile_with_nvrtc_without_spilling() {
         );
     }
 }
-
-/// 2-D kernels compile for their own decomposition too (`wf_cols{C}_all`,
-/// C columns per lane), whatever their fold: a sum, a `#[device_fn]`, a
-/// tuple, an epilogue; and a 1-D kernel is refused that entry point.
-#[test]
-fn column_kernels_compile_their_decomposition() {
-    if !nvrtc_or_skip() {
-        return;
-    }
-    let entries = warpfit::__private::COLUMNS_ENTRY_POINTS;
-    for spec in [
-        &columns_common::spmm::f32::SPEC,
-        &columns_common::spmm::f64::SPEC,
-        &columns_common::max_plus_columns::SPEC,
-        &columns_common::argmax_columns::SPEC,
-        &warpfit::apps::sparse_layer::SPEC,
-    ] {
-        assert!(spec.columns, "{}", spec.name);
-        let tu = entry_point_unit(spec, entries).unwrap();
-        compile_uncached(spec.name, &tu, Arch::new(9, 0)).unwrap_or_else(|e| panic!("{e}"));
-    }
-    let e = entry_point_unit(&generic_common::spmv::f32::SPEC, &["wf_cols1_all"]).unwrap_err();
-    assert!(e.to_string().contains("2-D kernels only"), "{e}");
-}

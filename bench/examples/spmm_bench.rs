@@ -8,7 +8,7 @@
 //! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick] [--decomp D]
 //! ```
 //! `--quick` runs the AlexNet layers only; `--decomp D` runs warpfit's kernels
-//! with decomposition `D` instead of the default (the column mapping).
+//! with decomposition `D` instead of the default.
 
 use std::process::ExitCode;
 use warpfit::apps::NetworkLayer;

@@ -277,7 +277,7 @@ pub fn time_inference(
         .map(|(i, (l, dv))| {
             bias_relu::prepare(
                 device,
-                &cfg,
+                &LaunchConfig::default(),
                 l.weights.nrows(),
                 &dv.bias,
                 b32,

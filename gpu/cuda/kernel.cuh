@@ -24,7 +24,6 @@
 #include "warpfit/atomic.cuh"
 #include "warpfit/worklist.cuh"
 #include "warpfit/cte_for_each.cuh"
-#include "warpfit/columns.cuh"
 
 namespace warpfit {
 
@@ -46,12 +45,6 @@ constexpr int CTE_LIGHT_BLOCKS = 6;
 #endif
 template <class K, class D> struct min_blocks {
     static constexpr int value = 1;
-};
-/// A 2-D kernel's lanes hold C columns each: held to 2 blocks' worth of
-/// registers (128 a thread), a warp's gathers need warps beside it more
-/// than registers.
-template <class K, int C> struct min_blocks<K, Columns<C>> {
-    static constexpr int value = 2;
 };
 template <class K> struct min_blocks<K, Cte> {
     static constexpr int value =
@@ -109,17 +102,6 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
 #define WARPFIT_ENTRY_POINT_wf_sub16_frontier(K) WARPFIT_ENTRY_(K, wf_sub16_frontier, warpfit::SubWarp<16>, warpfit::FrontierTasks)
 #define WARPFIT_ENTRY_POINT_wf_sub32_frontier(K) WARPFIT_ENTRY_(K, wf_sub32_frontier, warpfit::SubWarp<32>, warpfit::FrontierTasks)
 #define WARPFIT_ENTRY_POINT_wf_cte_frontier(K) WARPFIT_ENTRY_(K, wf_cte_frontier, warpfit::Cte, warpfit::FrontierTasks)
-// 2-D kernels only (`columns = k`): a warp per row and tile of 32·C
-// columns (columns.cuh). Not in `WARPFIT_ENTRY_POINTS`: other kernels have
-// no column count.
-#define WARPFIT_ENTRY_POINT_wf_cols1_all(K) WARPFIT_ENTRY_(K, wf_cols1_all, warpfit::Columns<1>, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_cols2_all(K) WARPFIT_ENTRY_(K, wf_cols2_all, warpfit::Columns<2>, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_cols3_all(K) WARPFIT_ENTRY_(K, wf_cols3_all, warpfit::Columns<3>, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_cols4_all(K) WARPFIT_ENTRY_(K, wf_cols4_all, warpfit::Columns<4>, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_cols5_all(K) WARPFIT_ENTRY_(K, wf_cols5_all, warpfit::Columns<5>, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_cols6_all(K) WARPFIT_ENTRY_(K, wf_cols6_all, warpfit::Columns<6>, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_cols7_all(K) WARPFIT_ENTRY_(K, wf_cols7_all, warpfit::Columns<7>, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_cols8_all(K) WARPFIT_ENTRY_(K, wf_cols8_all, warpfit::Columns<8>, warpfit::AllTasks)
 // The merge runs split tasks' epilogues, which may push: the block hooks
 // wrap it too.
 #define WARPFIT_ENTRY_POINT_wf_merge(K)                                                              \

@@ -84,17 +84,6 @@ pub(crate) fn entry_point(
         (D::SubWarp(16), S::Frontier) => "wf_sub16_frontier",
         (D::SubWarp(32), S::Frontier) => "wf_sub32_frontier",
         (D::Cte, S::Frontier) => "wf_cte_frontier",
-        (D::Columns(c @ 1..=8), S::All) => COLUMNS_ENTRY_POINTS[c as usize - 1],
-        (D::Columns(c @ 1..=8), _) => {
-            return Err(Error::invalid(format!(
-                "the columns:{c} decomposition runs a 2-D kernel over all its tasks, not over a task list or a worklist"
-            )))
-        }
-        (D::Columns(c), _) => {
-            return Err(Error::invalid(format!(
-                "columns per lane {c} is not supported: expected 1 to 8"
-            )))
-        }
         (d, S::Queue) => {
             return Err(Error::invalid(format!(
                 "a queued task list (the cfq and sjq schedules) runs with the CTE decomposition only, not {d:?}"
@@ -106,27 +95,6 @@ pub(crate) fn entry_point(
             )))
         }
     })
-}
-
-/// The entry points of 2-D kernels (`Decomposition::Columns(1..=8)`,
-/// columns.cuh), which only a kernel with a column count defines: not in
-/// `WARPFIT_ENTRY_POINTS` nor in [`ENTRY_POINTS`].
-#[doc(hidden)]
-pub const COLUMNS_ENTRY_POINTS: &[&str] = &[
-    "wf_cols1_all",
-    "wf_cols2_all",
-    "wf_cols3_all",
-    "wf_cols4_all",
-    "wf_cols5_all",
-    "wf_cols6_all",
-    "wf_cols7_all",
-    "wf_cols8_all",
-];
-
-/// Entry points a module may load: [`ENTRY_POINTS`], then
-/// [`COLUMNS_ENTRY_POINTS`].
-pub(crate) fn any_entry_points() -> impl Iterator<Item = &'static str> {
-    ENTRY_POINTS.iter().chain(COLUMNS_ENTRY_POINTS).copied()
 }
 
 /// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 26, each

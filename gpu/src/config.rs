@@ -20,11 +20,6 @@ pub enum Decomposition {
     Thread,
     /// `W` threads per task, `W` in {2, 4, 8, 16, 32}.
     SubWarp(u32),
-    /// 2-D kernels only (`#[nested_reduce(columns = k)]`): a warp per row
-    /// and tile of `32·C` columns, each lane `C` columns of the row (`C` in
-    /// 1..=8), rows of more than 2048 fine tasks folded by a whole block
-    /// (columns.cuh). The default for `k ≥ 16` (see `column_config`).
-    Columns(u32),
 }
 
 impl Decomposition {
@@ -54,7 +49,6 @@ impl std::fmt::Display for Decomposition {
             Decomposition::Cte => f.write_str("cte"),
             Decomposition::Thread => f.write_str("thread"),
             Decomposition::SubWarp(w) => write!(f, "subwarp:{w}"),
-            Decomposition::Columns(c) => write!(f, "columns:{c}"),
         }
     }
 }
@@ -67,17 +61,6 @@ impl std::str::FromStr for Decomposition {
         match lowered.as_str() {
             "cte" => Ok(Decomposition::Cte),
             "thread" => Ok(Decomposition::Thread),
-            _ if lowered.starts_with("columns:") => lowered
-                .strip_prefix("columns:")
-                .and_then(|c| c.parse::<u32>().ok())
-                .filter(|c| (1..=8).contains(c))
-                .map(Decomposition::Columns)
-                .ok_or_else(|| {
-                    Error::invalid(format!(
-                        "unknown decomposition `{}`: columns:C takes C from 1 to 8",
-                        warpfit_runtime::error::excerpt(s.as_bytes())
-                    ))
-                }),
             _ => {
                 let w = lowered
                     .strip_prefix("subwarp:")
@@ -85,7 +68,7 @@ impl std::str::FromStr for Decomposition {
                     .filter(|w| matches!(w, 2 | 4 | 8 | 16 | 32));
                 w.map(Decomposition::SubWarp).ok_or_else(|| {
                     Error::invalid(format!(
-                        "unknown decomposition `{}`: expected cte, thread, subwarp:W with W in 2, 4, 8, 16, 32, or columns:C (2-D kernels) with C in 1 to 8",
+                        "unknown decomposition `{}`: expected cte, thread or subwarp:W with W in 2, 4, 8, 16, 32",
                         warpfit_runtime::error::excerpt(s.as_bytes())
                     ))
                 })
@@ -167,11 +150,5 @@ mod tests {
         }
         assert!("subwarp:3".parse::<Decomposition>().is_err());
         assert!("warp".parse::<Decomposition>().is_err());
-        assert_eq!(
-            "columns:5".parse::<Decomposition>().unwrap(),
-            Decomposition::Columns(5)
-        );
-        assert!("columns:9".parse::<Decomposition>().is_err());
-        assert_eq!(Decomposition::Columns(3).to_string(), "columns:3");
     }
 }

@@ -83,7 +83,7 @@ pub use warpfit_runtime::{Error, Result};
 /// the event timer. Not a public API: it changes with the macros.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::abi::{COLUMNS_ENTRY_POINTS, ENTRY_POINTS};
+    pub use crate::abi::ENTRY_POINTS;
     pub use crate::driver::errors::cuda_err;
     pub use crate::driver::event_timer::EventTimer;
     pub use crate::engines::carried_launch::CarriedLaunch;

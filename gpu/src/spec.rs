@@ -253,10 +253,6 @@ pub struct KernelSpec {
     /// donation, [`CudaRounds::donate`](crate::CudaRounds::donate)), since
     /// no epilogue has to wait for them.
     pub donates: bool,
-    /// A 2-D kernel (`#[nested_reduce(columns = k)]`, run over its flattened
-    /// tasks `row·k + j`): its functor defines `columns(p)`, so
-    /// [`Decomposition::Columns`](crate::Decomposition::Columns) may run it.
-    pub columns: bool,
     /// How the kernel reads the index array it gathers through: as
     /// declared, or (a throttled handle's layouts) as 16-bit offsets from
     /// the task. Generated kernels say [`IndexEncoding::Plain`].
@@ -295,18 +291,6 @@ impl KernelSpec {
     /// decomposition computes the same thing; `Thread` does it with the
     /// fewest instructions, and skipping the split skips the size kernel
     /// and its read-back, which would only find empty ranges.
-    /// Refuses [`Decomposition::Columns`] for a kernel that is not 2-D: it
-    /// has no column count to tile.
-    pub(crate) fn check_decomposition(&self, config: &LaunchConfig) -> crate::Result<()> {
-        match config.decomposition {
-            Decomposition::Columns(c) if !self.columns => Err(crate::Error::invalid(format!(
-                "`{}`: the columns:{c} decomposition runs 2-D kernels (`#[nested_reduce(columns = k)]`) only",
-                self.name
-            ))),
-            _ => Ok(()),
-        }
-    }
-
     pub fn launch_config(&self, config: &LaunchConfig) -> LaunchConfig {
         if self.elementwise {
             LaunchConfig {
@@ -364,7 +348,6 @@ pub(crate) static X_TO_Y: KernelSpec = KernelSpec {
     acc: AccType::Scalar(ScalarType::F32),
     elementwise: false,
     donates: false,
-    columns: false,
     index_encoding: IndexEncoding::Plain,
 };
 
@@ -381,7 +364,6 @@ mod tests {
             acc: AccType::Scalar(ScalarType::U8),
             elementwise,
             donates: false,
-            columns: false,
             index_encoding: IndexEncoding::Plain,
         }
     }

@@ -38,7 +38,6 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     acc: AccType::Scalar(ScalarType::F32),
     elementwise: false,
     donates: false,
-    columns: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 

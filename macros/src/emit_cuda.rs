@@ -370,7 +370,6 @@ pub fn kernel(k: &Kernel, access: &Access) -> String {
         functor.init(),
         functor.map(),
         functor.direct_len(),
-        functor.columns(),
         functor.gather_probe(),
         functor.reduce(),
         functor.epilogue(),
@@ -553,17 +552,6 @@ impl<'a> FunctorEmitter<'a> {
             let _ = writeln!(s, "    }}");
         }
         s
-    }
-
-    /// A 2-D kernel's column count `k` (`columns.rs`), which its
-    /// decomposition (`warpfit::Columns`, columns.cuh) reads; nothing for
-    /// other kernels.
-    fn columns(&self) -> String {
-        let Some(c) = self.k.columns else {
-            return String::new();
-        };
-        let name = cuda_ident(&self.k.params[c].name.to_string());
-        format!("    {QUAL} uint64_t columns(const Params& wf_p) {{\n        return uint64_t(wf_p.{name});\n    }}\n")
     }
 
     /// The shortest array `map` reads at the fine-task index: an item whose

@@ -120,12 +120,6 @@ fn entry_points_match_the_headers() {
             let d = match parts[1].trim_start_matches("warpfit::") {
                 "Thread" => Decomposition::Thread,
                 "Cte" => Decomposition::Cte,
-                t if t.starts_with("Columns<") => Decomposition::Columns(
-                    t.strip_prefix("Columns<")
-                        .and_then(|c| c.strip_suffix('>'))
-                        .and_then(|c| c.parse().ok())
-                        .unwrap_or_else(|| panic!("unknown decomposition {t}")),
-                ),
                 t => Decomposition::SubWarp(
                     t.strip_prefix("SubWarp<")
                         .and_then(|w| w.strip_suffix('>'))
@@ -153,13 +147,10 @@ fn entry_points_match_the_headers() {
                 "kernel.cuh defines no entry point {name}"
             );
         }
-        // Every entry point but the 2-D kernels' is also in the whole-module
-        // list, which every kernel instantiates.
-        let whole_module = k.contains(&format!("    WARPFIT_ENTRY_POINT_{name}(K)"));
-        assert_eq!(
-            whole_module,
-            !COLUMNS_ENTRY_POINTS.contains(&name),
-            "WARPFIT_ENTRY_POINTS and {name}"
+        // Every entry point is also in the whole-module list.
+        assert!(
+            k.contains(&format!("    WARPFIT_ENTRY_POINT_{name}(K)")),
+            "WARPFIT_ENTRY_POINTS does not list {name}"
         );
         defined.push(name.to_string());
     }
@@ -169,13 +160,7 @@ fn entry_points_match_the_headers() {
             assert!(defined.iter().any(|n| n == name), "no macro for {name}");
         }
     }
-    for c in 1..=8 {
-        let name = entry_point(Decomposition::Columns(c), TaskSource::All).unwrap();
-        assert!(defined.iter().any(|n| n == name), "no macro for {name}");
-        assert!(entry_point(Decomposition::Columns(c), TaskSource::List).is_err());
-    }
-    assert!(entry_point(Decomposition::Columns(9), TaskSource::All).is_err());
-    let mut listed: Vec<String> = super::any_entry_points().map(|s| s.to_string()).collect();
+    let mut listed: Vec<String> = ENTRY_POINTS.iter().map(|s| s.to_string()).collect();
     listed.sort();
     defined.sort();
     assert_eq!(listed, defined);

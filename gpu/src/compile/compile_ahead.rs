@@ -164,7 +164,6 @@ mod tests {
         acc: crate::spec::AccType::Scalar(crate::spec::ScalarType::F32),
         elementwise: false,
         donates: false,
-        columns: false,
         index_encoding: crate::spec::IndexEncoding::Plain,
     };
 

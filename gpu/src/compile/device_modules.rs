@@ -45,10 +45,11 @@ struct Entry {
 
 impl std::fmt::Debug for Module {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let loaded: Vec<&str> = abi::any_entry_points()
+        let loaded: Vec<&str> = abi::ENTRY_POINTS
+            .iter()
             .zip(&self.entries)
             .filter(|(_, e)| e.get().is_some())
-            .map(|(n, _)| n)
+            .map(|(n, _)| *n)
             .collect();
         f.debug_struct("Module")
             .field("kernel", &self.spec.name)
@@ -91,16 +92,16 @@ impl Module {
         Module {
             device: device.downgrade(),
             spec: *spec,
-            entries: abi::any_entry_points().map(|_| OnceLock::new()).collect(),
+            entries: abi::ENTRY_POINTS.iter().map(|_| OnceLock::new()).collect(),
             loading: Mutex::new(()),
             prefetched: Mutex::new(HashMap::new()),
         }
     }
 
     fn entry(&self, name: &str, next: &'static [&'static str]) -> Result<&Entry> {
-        let (i, name) = abi::any_entry_points()
-            .enumerate()
-            .find(|(_, e)| *e == name)
+        let i = abi::ENTRY_POINTS
+            .iter()
+            .position(|e| *e == name)
             .ok_or_else(|| Error::Cuda {
                 context: format!("entry point `{name}`"),
                 message: "not an entry point of the device library".into(),
@@ -114,7 +115,7 @@ impl Module {
                 context: format!("kernel `{}`", self.spec.name),
                 message: "its device was dropped".into(),
             })?;
-            let entry = load_entry(&device, self, name, next)?;
+            let entry = load_entry(&device, self, abi::ENTRY_POINTS[i], next)?;
             // Cannot fail: the slot is only set under `loading`.
             let _ = self.entries[i].set(entry);
         }
@@ -154,8 +155,9 @@ impl Module {
         let mut pending = self.prefetched.lock().map_err(poisoned)?;
         let room = spare_cores().saturating_sub(pending.len());
         for &next in next.iter().take(room) {
-            let loaded = abi::any_entry_points()
-                .position(|e| e == next)
+            let loaded = abi::ENTRY_POINTS
+                .iter()
+                .position(|e| *e == next)
                 .is_some_and(|i| self.entries[i].get().is_some());
             if loaded || pending.contains_key(next) {
                 continue;

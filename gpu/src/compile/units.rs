@@ -29,10 +29,6 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ),
     ("warpfit/cte.cuh", include_str!("../../cuda/cte.cuh")),
     ("warpfit/merge.cuh", include_str!("../../cuda/merge.cuh")),
-    (
-        "warpfit/columns.cuh",
-        include_str!("../../cuda/columns.cuh"),
-    ),
     ("warpfit/kernel.cuh", include_str!("../../cuda/kernel.cuh")),
     ("warpfit/layout.cuh", include_str!("../../cuda/layout.cuh")),
     ("warpfit/atomic.cuh", include_str!("../../cuda/atomic.cuh")),
@@ -154,9 +150,7 @@ pub fn translation_unit(spec: &KernelSpec) -> String {
 }
 
 /// Source of only `entry_points` of `spec` (names from
-/// [`crate::abi::ENTRY_POINTS`], and for a 2-D kernel
-/// [`crate::abi::COLUMNS_ENTRY_POINTS`]): what one module of a launch is
-/// compiled from.
+/// [`crate::abi::ENTRY_POINTS`]): what one module of a launch is compiled from.
 pub fn entry_point_unit(spec: &KernelSpec, entry_points: &[&str]) -> Result<String> {
     let mut tu = format!(
         "{}#include \"warpfit/kernel.cuh\"\n{}\n",
@@ -164,13 +158,7 @@ pub fn entry_point_unit(spec: &KernelSpec, entry_points: &[&str]) -> Result<Stri
         spec.assembled_source()
     );
     for ep in entry_points {
-        if crate::abi::COLUMNS_ENTRY_POINTS.contains(ep) && !spec.columns {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: `{ep}` runs 2-D kernels only",
-                spec.name
-            )));
-        }
-        if !crate::abi::any_entry_points().any(|e| e == *ep) {
+        if !crate::abi::ENTRY_POINTS.contains(ep) {
             return Err(Error::invalid(format!(
                 "kernel `{}`: `{ep}` is not an entry point of the device library",
                 spec.name
@@ -199,7 +187,6 @@ mod tests {
             acc: crate::spec::AccType::Scalar(crate::spec::ScalarType::F32),
             elementwise: false,
             donates: false,
-            columns: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let tu = translation_unit(&SPEC);
@@ -220,7 +207,6 @@ mod tests {
             acc: crate::spec::AccType::Scalar(crate::spec::ScalarType::F32),
             elementwise: false,
             donates: false,
-            columns: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();

@@ -25,32 +25,21 @@ pub fn column_tasks<'t>(kernel: &str, tasks: Tasks<'t>, columns: u64) -> Result<
     }
 }
 
-/// Column counts from which CTE, the default decomposition, becomes
-/// [`Decomposition::Columns`]: below, a warp's 32 lanes would mostly idle
-/// over one row's columns, and one flattened task per thread
-/// ([`Decomposition::Thread`]) still puts a row's columns on neighbouring
-/// lanes (coalesced), several rows a warp.
-pub const COLUMNS_FROM: u64 = 16;
-
-/// The options a 2-D launch runs with. CTE, the default decomposition,
-/// becomes the column mapping when a row has several columns:
-/// [`Decomposition::Columns`] with `C = ⌈k / 32⌉` columns per lane (at most
-/// 8) from [`COLUMNS_FROM`] columns, so that a warp's lanes take consecutive
-/// columns of one row, read each of the row's nonzeros at one address (one
-/// transaction for the warp) and gather consecutive elements of `x`'s rows
-/// (coalesced); [`Decomposition::Thread`] below. With one column the kernel
-/// is a 1-D kernel and keeps CTE. Other decompositions run as asked.
+/// The options a 2-D launch runs with: CTE, the default decomposition,
+/// becomes the column mapping when a row has several columns: one
+/// flattened task per thread ([`Decomposition::Thread`]), so that a warp's
+/// lanes take consecutive columns of one row, read each of the row's
+/// nonzeros at one address (one transaction for the warp) and gather
+/// consecutive elements of `x`'s rows (coalesced). With one column the
+/// kernel is a 1-D kernel and keeps CTE. Other decompositions run as asked.
 pub fn column_config(config: &LaunchConfig, columns: u64) -> LaunchConfig {
-    let decomposition = match (config.decomposition, columns) {
-        (Decomposition::Cte, k) if k >= COLUMNS_FROM => {
-            Decomposition::Columns(k.div_ceil(32).min(8) as u32)
+    if config.decomposition == Decomposition::Cte && columns >= 2 {
+        LaunchConfig {
+            decomposition: Decomposition::Thread,
+            ..*config
         }
-        (Decomposition::Cte, k) if k >= 2 => Decomposition::Thread,
-        (d, _) => d,
-    };
-    LaunchConfig {
-        decomposition,
-        ..*config
+    } else {
+        *config
     }
 }
 
@@ -79,18 +68,6 @@ mod tests {
     fn cte_becomes_the_column_mapping() {
         let cte = LaunchConfig::default();
         assert_eq!(column_config(&cte, 2).decomposition, Decomposition::Thread);
-        assert_eq!(
-            column_config(&cte, 16).decomposition,
-            Decomposition::Columns(1)
-        );
-        assert_eq!(
-            column_config(&cte, 150).decomposition,
-            Decomposition::Columns(5)
-        );
-        assert_eq!(
-            column_config(&cte, 1000).decomposition,
-            Decomposition::Columns(8)
-        );
         assert_eq!(column_config(&cte, 1).decomposition, Decomposition::Cte);
         let sub = LaunchConfig::new(Decomposition::SubWarp(4));
         assert_eq!(column_config(&sub, 64), sub);

@@ -93,7 +93,6 @@ impl CudaLaunch {
     ) -> Result<Self> {
         // A per-task map runs one thread per task, whatever `config` says.
         let config = &spec.launch_config(config);
-        spec.check_decomposition(config)?;
         abi::entry_point(config.decomposition, abi::TaskSource::All)?;
         let module = dev.module(spec)?;
         let args = ResidentArgs::new(dev, spec, args)?;

@@ -151,7 +151,6 @@ mod tests {
             acc: AccType::Scalar(ScalarType::U8),
             elementwise: false,
             donates: false,
-            columns: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, &[]).unwrap();

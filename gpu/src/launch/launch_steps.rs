@@ -107,10 +107,6 @@ pub(crate) fn needs_wide_merge(list: &TaskList) -> bool {
         .any(|t| t.count > WIDE_MERGE_PIECES)
 }
 
-/// The most blocks a `Columns` launch starts: 64K warps, several waves on
-/// any GPU; its blocks stride over the rest.
-const COLUMNS_MAX_BLOCKS: u32 = 8192;
-
 /// Blocks for `n` items of `threads_per_item` threads.
 pub(crate) fn grid(n: u64, threads_per_item: u64) -> Result<u32> {
     let blocks = (n * threads_per_item).div_ceil(u64::from(BLOCK));
@@ -181,20 +177,9 @@ pub(crate) fn plan_launches(
     };
     let packed_warps = match items {
         Items::All(n) => {
-            // `Columns(c)`: a warp per row and tile of 32·c columns, the
-            // grid's blocks striding over them; 2n/c threads cover every
-            // tile once for the `c` that `column_config` picks (a row's
-            // columns fill at least half its tile), up to a grid that fills
-            // any GPU many times over, so that no block starts idle.
-            let blocks = match decomposition {
-                Decomposition::Columns(c) => {
-                    grid(n.div_ceil(u64::from(c.max(1))), 2)?.min(COLUMNS_MAX_BLOCKS)
-                }
-                _ => grid(n, tpi)?,
-            };
             push(Step {
                 entry: abi::entry_point(decomposition, TaskSource::All)?,
-                blocks,
+                blocks: grid(n, tpi)?,
                 items: n,
                 dependent: false,
             });

@@ -126,7 +126,6 @@ mod tests {
             acc: AccType::Scalar(ScalarType::U8),
             elementwise: false,
             donates: false,
-            columns: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
         };
         let (a, b) = (Worklist::new(4, 4).unwrap(), Worklist::new(4, 4).unwrap());

@@ -183,7 +183,6 @@ pub(in crate::throttle) mod tests {
         acc: AccType::Scalar(ScalarType::F32),
         elementwise: false,
         donates: false,
-        columns: false,
         index_encoding: crate::spec::IndexEncoding::Plain,
     };
 

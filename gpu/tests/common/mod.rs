@@ -37,7 +37,6 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
     acc: AccType::Scalar(ScalarType::F64),
     elementwise: false,
     donates: false,
-    columns: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 
@@ -56,7 +55,6 @@ pub static RELAX: KernelSpec = KernelSpec {
     acc: AccType::Scalar(ScalarType::F32),
     elementwise: false,
     donates: false,
-    columns: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
 };
 

@@ -196,7 +196,6 @@ impl ModuleEmitter<'_> {
         };
         let elementwise = k.elementwise;
         let donates = k.donates();
-        let columns = k.columns.is_some();
         quote! {
             /// Parameter roles, types and the accumulator type, for the device layer.
             pub static SPEC: ::warpfit::__private::KernelSpec = ::warpfit::__private::KernelSpec {
@@ -207,7 +206,6 @@ impl ModuleEmitter<'_> {
                 acc: #acc,
                 elementwise: #elementwise,
                 donates: #donates,
-                columns: #columns,
                 index_encoding: ::warpfit::__private::IndexEncoding::Plain,
             };
         }

@@ -318,25 +318,10 @@ pub fn time_inference(
     // layer by layer in `time_spmm`); the bias/ReLU passes run on the
     // outputs above, the same sizes. The time is the pipeline's: three
     // GEMMs and three separate passes, back to back.
-    let mut dense = Vec::new();
-    for l in layers.iter() {
-        let w = dense_row_major(
-            l.weights.nrows(),
-            l.weights.ncols(),
-            l.weights.row_ptr(),
-            l.weights.col_idx(),
-            l.weights.values(),
-        )?;
-        let xin = vec![0.0f32; l.weights.ncols() * batch];
-        dense.push(CublasGemm::new(
-            cuda,
-            l.weights.nrows(),
-            l.weights.ncols(),
-            &w,
-            &xin,
-            batch,
-        )?);
-    }
+    let mut dense = layers
+        .iter()
+        .map(|l| dense_layer(cuda, &l.weights, batch))
+        .collect::<Result<Vec<_>>>()?;
     let mut all_d = || -> Result<()> {
         for (g, b) in dense.iter_mut().zip(&bias_runs) {
             g.run()?;
@@ -353,6 +338,14 @@ pub fn time_inference(
         cublas_ms,
         max_err,
     })
+}
+
+/// cuBLAS's GEMM of layer `w` made dense, over its own zeroed input of
+/// `batch` columns.
+fn dense_layer(cuda: &CudaDevice, w: &Csr<f32>, batch: usize) -> Result<CublasGemm<f32>> {
+    let dense = dense_row_major(w.nrows(), w.ncols(), w.row_ptr(), w.col_idx(), w.values())?;
+    let x = vec![0.0f32; w.ncols() * batch];
+    CublasGemm::new(cuda, w.nrows(), w.ncols(), &dense, &x, batch)
 }
 
 /// The rows as a Markdown table, with the command that made them.

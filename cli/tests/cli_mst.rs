@@ -60,7 +60,7 @@ fn mst_refuses_what_it_cannot_span() {
         ),
         (
             &["run", "spmv", "--gen", "grid2d:side=4", "--check"][..],
-            "--check applies to mst only",
+            "--check applies to mst and nn only",
         ),
         (
             &["run", "mst", "--gen", "grid2d:side=4", "--source", "1"][..],

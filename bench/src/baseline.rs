@@ -59,7 +59,8 @@ impl SpmvScalar for f64 {
     const ONE: Self = 1.0;
 }
 
-fn check(s: cs::cusparseStatus_t, what: &str) -> Result<()> {
+/// Turns a cuSPARSE status into [`Error::Cuda`] (the SpMM peers use it too).
+pub(crate) fn check(s: cs::cusparseStatus_t, what: &str) -> Result<()> {
     if s == cs::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
         return Ok(());
     }

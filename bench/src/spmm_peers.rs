@@ -20,7 +20,7 @@
 //! Without it [`CublasGemm::new`] returns [`Error::Unavailable`] naming
 //! `libcublas (cuBLAS)`, never a panic.
 
-use crate::baseline::SpmvScalar;
+use crate::baseline::{check, SpmvScalar};
 use cudarc::cublas::sys as cb;
 use cudarc::cusparse::sys as cs;
 use std::ffi::c_void;
@@ -30,21 +30,6 @@ use std::sync::OnceLock;
 use warpfit::gpu::probe::{self, Library};
 use warpfit::{CudaDevice, DeviceBuffer, DeviceVec, Scalar};
 use warpfit::{Error, Result};
-
-/// Turns a cuSPARSE status into [`Error::Cuda`].
-fn check(s: cs::cusparseStatus_t, what: &str) -> Result<()> {
-    if s == cs::cusparseStatus_t::CUSPARSE_STATUS_SUCCESS {
-        return Ok(());
-    }
-    // SAFETY: cuSPARSE returns a static string for every status.
-    let msg = unsafe { std::ffi::CStr::from_ptr(cs::cusparseGetErrorString(s)) }
-        .to_string_lossy()
-        .into_owned();
-    Err(Error::Cuda {
-        context: format!("cuSPARSE {what}"),
-        message: msg,
-    })
-}
 
 /// Turns a cuBLAS status into [`Error::Cuda`].
 fn check_blas(s: cb::cublasStatus_t, what: &str) -> Result<()> {

@@ -7,6 +7,20 @@ use warpfit::runtime::mem;
 use warpfit::runtime::sparse::mm::MAX_LINE_BYTES;
 use warpfit::{Error, Result};
 
+/// The whole file, its size checked against the memory limit before it is
+/// read (the text is held whole).
+fn read_whole(path: &Path, what: &str) -> Result<Vec<u8>> {
+    let io = |e: std::io::Error| Error::invalid(format!("{what} {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    mem::check(&format!("{what} {}", path.display()), size)?;
+    let mut bytes = Vec::new();
+    file.take(size.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    Ok(bytes)
+}
+
 /// Reads `len` finite values, one per line (blank lines and lines starting
 /// with `%` or `#` skipped); `what` names the option in errors, which give
 /// the file and line.
@@ -14,19 +28,8 @@ pub fn read_vector(path: &Path, what: &str, len: usize) -> Result<Vec<f64>> {
     let at = |line: usize, msg: String| {
         Error::invalid(format!("{what} {}:{line}: {msg}", path.display()))
     };
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?;
-    // The text is held whole: check its size against the memory limit first.
-    let size = file
-        .metadata()
-        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?
-        .len();
-    mem::check(&format!("{what} {}", path.display()), size)?;
     mem::check_elems::<f64>(&format!("the {len} values of {what}"), len)?;
-    let mut bytes = Vec::new();
-    file.take(size.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?;
+    let bytes = read_whole(path, what)?;
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         return Err(at(
             1,
@@ -86,17 +89,7 @@ pub fn read_rows(path: &Path, what: &str, rows: usize) -> Result<(Vec<f32>, usiz
     let at = |line: usize, msg: String| {
         Error::invalid(format!("{what} {}:{line}: {msg}", path.display()))
     };
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?;
-    let size = file
-        .metadata()
-        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?
-        .len();
-    mem::check(&format!("{what} {}", path.display()), size)?;
-    let mut bytes = Vec::new();
-    file.take(size.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::invalid(format!("{what} {}: {e}", path.display())))?;
+    let bytes = read_whole(path, what)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| Error::invalid(format!("{what} {}: not UTF-8 text", path.display())))?;
     let (mut values, mut width, mut seen) = (Vec::new(), None::<usize>, 0usize);

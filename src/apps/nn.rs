@@ -123,7 +123,7 @@ pub fn infer(
     if want != Some(x.len()) {
         return Err(Error::length(
             "nn: the input batch (inputs × batch)",
-            net.inputs() * batch,
+            net.inputs().saturating_mul(batch),
             x.len(),
         ));
     }
@@ -217,7 +217,7 @@ pub fn layer_error(
         .get(layer)
         .ok_or_else(|| Error::invalid(format!("no layer {layer}")))?;
     let (rows, cols) = (l.weights.nrows(), l.weights.ncols());
-    if x.len() != cols * batch || y.len() != rows * batch {
+    if Some(x.len()) != cols.checked_mul(batch) || Some(y.len()) != rows.checked_mul(batch) {
         return Err(Error::invalid(format!(
             "layer {}: input of {} and output of {} values for a {rows} × {cols} layer at batch {batch}",
             layer + 1,
@@ -316,5 +316,9 @@ mod tests {
         )
         .is_err());
         assert!(infer(&Device::cpu(), &LaunchConfig::default(), &net, &[], 0, 1).is_err());
+        // A batch whose size overflows is an error, not a panic.
+        let huge = usize::MAX / 2;
+        assert!(infer(&Device::cpu(), &LaunchConfig::default(), &net, &x, huge, 1).is_err());
+        assert!(layer_error(&net, 0, &x, &run.outputs[0], huge).is_err());
     }
 }

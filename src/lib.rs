@@ -5,6 +5,7 @@
 extern crate self as warpfit;
 
 pub mod apps;
+pub mod distributed;
 
 /// The reference chapters of `docs/`, rendered here so that `cargo doc` shows them next to
 /// the API and so that every Rust example in them is a doctest (`cargo test --doc`), as the

@@ -33,7 +33,9 @@
 //! - `engines`: carried and one-task launches, gathers and layouts, the
 //!   level order ([`levels`]), the worklist drivers' round backend
 //!   ([`CudaRounds`]);
-//! - `throttle`: the throttled handle ([`Throttled`]).
+//! - `throttle`: the throttled handle ([`Throttled`]);
+//! - `group`: several devices running one distributed kernel
+//!   ([`DeviceGroup`]): NCCL between GPUs, host copies between CPU parts.
 
 mod abi;
 mod arch;
@@ -41,6 +43,7 @@ mod compile;
 mod config;
 mod driver;
 mod engines;
+mod group;
 mod launch;
 pub mod probe;
 mod spec;
@@ -64,6 +67,7 @@ pub use driver::cuda_device::CudaDevice;
 pub use driver::device::{Device, DeviceInfo};
 pub use engines::one_task::{split_one_task, OneTaskSplit};
 pub use engines::round_backend::CudaRounds;
+pub use group::{DeviceGroup, GroupSize, Transfer, DEFAULT_GROUP_TIMEOUT, MAX_GROUP};
 pub use launch::device_vec::DeviceVec;
 pub use launch::device_worklist::DeviceWorklist;
 pub use launch::input_output::{Input, Output};

@@ -1,6 +1,6 @@
 //! Finding the CUDA libraries before cudarc touches them.
 //!
-//! cudarc loads libcuda, libnvrtc and libcusparse lazily and panics inside
+//! cudarc loads libcuda, libnvrtc, libcusparse and libnccl lazily and panics inside
 //! its loader when one is missing. Every entry point of this crate that
 //! needs a library calls the matching probe first, so a machine without
 //! CUDA gets [`Error::Unavailable`] (or the CPU fallback), never a panic.
@@ -27,6 +27,8 @@ pub enum Library {
     Nvrtc,
     /// cuSPARSE, used only by the baseline.
     Cusparse,
+    /// NCCL, for a [`DeviceGroup`](crate::DeviceGroup) of several GPUs.
+    Nccl,
 }
 
 impl Library {
@@ -35,6 +37,7 @@ impl Library {
             Library::Driver => "libcuda (the CUDA driver)",
             Library::Nvrtc => "libnvrtc (NVRTC)",
             Library::Cusparse => "libcusparse (cuSPARSE)",
+            Library::Nccl => "libnccl (NCCL)",
         }
     }
 
@@ -46,6 +49,7 @@ impl Library {
                 Library::Driver => cudarc::driver::sys::is_culib_present(),
                 Library::Nvrtc => cudarc::nvrtc::sys::is_culib_present(),
                 Library::Cusparse => cudarc::cusparse::sys::is_culib_present(),
+                Library::Nccl => cudarc::nccl::sys::is_culib_present(),
             }
         }
     }
@@ -106,7 +110,7 @@ fn find_versioned(dir: &Path, stem: &str) -> Option<PathBuf> {
 /// Checks that `lib` can be loaded; `Err(Error::Unavailable)` says which
 /// library is missing and where warpfit looked.
 pub fn require(lib: Library) -> Result<()> {
-    static CACHE: OnceLock<[OnceLock<std::result::Result<(), String>>; 3]> = OnceLock::new();
+    static CACHE: OnceLock<[OnceLock<std::result::Result<(), String>>; 4]> = OnceLock::new();
     let slots = CACHE.get_or_init(Default::default);
     let slot = &slots[lib as usize];
     let r = slot.get_or_init(|| {
@@ -124,6 +128,11 @@ pub fn require(lib: Library) -> Result<()> {
                 Library::Cusparse => {
                     "add the CUDA toolkit's or the nvidia-cusparse wheel's lib directory to LD_LIBRARY_PATH".to_string()
                 }
+                // cudarc opens `libnccl.so` (and CUDA-versioned names), not
+                // the `libnccl.so.2` that NCCL's packages ship.
+                Library::Nccl => "put a `libnccl.so` (a link to NCCL's libnccl.so.2, e.g. from the \
+                     nvidia-nccl-cu13 wheel) in a directory on LD_LIBRARY_PATH"
+                    .to_string(),
             };
             Err(hint)
         }

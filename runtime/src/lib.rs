@@ -7,6 +7,7 @@
 //! `#[nested_reduce]` kernel runs on when there is no GPU ([`exec`]), and the
 //! worklists and shared arrays that push kernels write ([`worklist`]).
 
+pub mod distribute;
 pub mod error;
 pub mod exec;
 pub mod gen;

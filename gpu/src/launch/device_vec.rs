@@ -424,6 +424,17 @@ impl<T: Scalar> DeviceVec<T> {
         }
     }
 
+    /// The first host cell on the CPU backend (`None` elsewhere): a
+    /// group's host transfers write through it under a shared borrow, as a
+    /// prepared CPU launch writes its outputs, on the thread holding the
+    /// borrow (the type is not `Sync`).
+    pub(crate) fn host_cells_ptr(&self) -> Option<*mut T> {
+        match &self.storage {
+            Storage::Host(cells) => Some(UnsafeCell::raw_get(cells.as_ptr())),
+            Storage::Cuda { .. } | Storage::Mapped { .. } => None,
+        }
+    }
+
     /// The GPU the array lives on (`None` on the CPU).
     /// Zeroes a GPU array under a shared borrow, enqueued on its device's
     /// stream (a worklist's count between rounds).

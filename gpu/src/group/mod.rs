@@ -1,0 +1,473 @@
+//! A group of devices that run one distributed kernel: several GPUs of one
+//! host joined by NCCL ([`DeviceGroup::cuda`]), or a CPU group of N parts
+//! ([`DeviceGroup::cpu`]) whose exchanges are host copies, so that the
+//! partition and exchange code above it runs, and is tested, on machines
+//! without GPUs.
+//!
+//! The group moves data and nothing else: [`DeviceGroup::transfer`] copies
+//! ranges between members' [`DeviceVec`]s (NCCL sends and receives, grouped),
+//! [`DeviceGroup::all_reduce_sum`] sums small arrays across members, and
+//! [`DeviceGroup::synchronize`] waits with a timeout, so that a peer that
+//! never answers is an `Err`, not a hang. What to move is decided above, by
+//! the distribution of a kernel's tasks.
+
+mod nccl;
+
+use crate::driver::cuda_device::CudaDevice;
+use crate::driver::device::Device;
+use crate::launch::device_vec::DeviceVec;
+use crate::spec::Scalar;
+use nccl::{NcclComms, PeerOp};
+use std::time::{Duration, Instant};
+use warpfit_runtime::{Error, Result};
+
+/// The most members a group takes (NCCL's single-process initialisation
+/// and the per-member bookkeeping are sized by it).
+pub const MAX_GROUP: usize = 64;
+
+/// How long [`DeviceGroup::synchronize`] waits by default before it aborts
+/// the communicators and returns an `Err`.
+pub const DEFAULT_GROUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How many members a group has: a count, or every GPU of the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSize {
+    /// This many members.
+    Count(usize),
+    /// Every GPU the driver reports (a CUDA group only).
+    All,
+}
+
+impl GroupSize {
+    /// `N` (≥ 1) or `all`, as a command line gives it.
+    pub fn parse(s: &str) -> Result<Self> {
+        if s == "all" {
+            return Ok(GroupSize::All);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if (1..=MAX_GROUP).contains(&n) => Ok(GroupSize::Count(n)),
+            _ => Err(Error::invalid(format!(
+                "`{s}` is not a group size: expected a count from 1 to {MAX_GROUP}, or `all`"
+            ))),
+        }
+    }
+}
+
+/// How members reach each other.
+enum Link {
+    /// CPU members: copies in host memory.
+    Host,
+    /// One GPU: nothing to exchange.
+    Alone,
+    /// GPUs joined by NCCL communicators.
+    Nccl(NcclComms),
+}
+
+/// Devices that run one distributed kernel together, member `p` holding
+/// part `p` of its tasks.
+///
+/// ```
+/// use warpfit_gpu::DeviceGroup;
+/// // Three CPU parts: the same partition and exchange as three GPUs.
+/// let group = DeviceGroup::cpu(3)?;
+/// assert_eq!(group.len(), 3);
+/// # Ok::<(), warpfit_gpu::Error>(())
+/// ```
+pub struct DeviceGroup {
+    devices: Vec<Device>,
+    link: Link,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for DeviceGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceGroup")
+            .field("devices", &self.devices)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+fn check_size(n: usize) -> Result<()> {
+    if (1..=MAX_GROUP).contains(&n) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "a device group has 1 to {MAX_GROUP} members, not {n}"
+        )))
+    }
+}
+
+impl DeviceGroup {
+    /// `parts` CPU members, each running its part on all cores in turn.
+    pub fn cpu(parts: usize) -> Result<Self> {
+        check_size(parts)?;
+        Ok(DeviceGroup {
+            devices: vec![Device::Cpu; parts],
+            link: Link::Host,
+            timeout: DEFAULT_GROUP_TIMEOUT,
+        })
+    }
+
+    /// The GPUs `ordinals` (distinct), joined by NCCL when there are several:
+    /// a missing NCCL is an `Err` naming the library.
+    pub fn cuda(ordinals: &[usize]) -> Result<Self> {
+        check_size(ordinals.len())?;
+        let mut seen = ordinals.to_vec();
+        seen.sort_unstable();
+        if seen.windows(2).any(|w| w[0] == w[1]) {
+            return Err(Error::invalid(format!(
+                "a device group names each GPU once, not {ordinals:?}"
+            )));
+        }
+        let devices = ordinals
+            .iter()
+            .map(|&o| Device::open_cuda(o))
+            .collect::<Result<Vec<_>>>()?;
+        Self::join(devices)
+    }
+
+    /// Every GPU of the host.
+    pub fn cuda_all() -> Result<Self> {
+        Self::cuda(&(0..cuda_count()?).collect::<Vec<_>>())
+    }
+
+    /// A group like `device`: `size` CPU parts for the CPU, or `size` GPUs
+    /// from `device`'s ordinal on (`All`: every GPU) for CUDA, the first
+    /// member being `device` itself.
+    pub fn like(device: &Device, size: GroupSize) -> Result<Self> {
+        match (device, size) {
+            (Device::Cpu, GroupSize::Count(n)) => Self::cpu(n),
+            (Device::Cpu, GroupSize::All) => Err(Error::invalid(
+                "`all` counts GPUs: give the CPU group a number of parts",
+            )),
+            (Device::Cuda(first), size) => {
+                let start = first.ordinal();
+                let count = cuda_count()?;
+                let end = match size {
+                    GroupSize::All => count,
+                    GroupSize::Count(n) => start.saturating_add(n),
+                };
+                if end > count || end <= start {
+                    return Err(Error::Unavailable {
+                        what: format!("GPUs {start}..{end}"),
+                        reason: format!("the driver reports {count} GPU(s)"),
+                    });
+                }
+                check_size(end - start)?;
+                let mut devices = vec![device.clone()];
+                for o in start + 1..end {
+                    devices.push(Device::open_cuda(o)?);
+                }
+                Self::join(devices)
+            }
+        }
+    }
+
+    fn join(devices: Vec<Device>) -> Result<Self> {
+        let link = if devices.len() == 1 {
+            Link::Alone
+        } else {
+            let cudas: Vec<CudaDevice> = devices.iter().filter_map(|d| d.cuda().cloned()).collect();
+            Link::Nccl(NcclComms::init(&cudas)?)
+        };
+        Ok(DeviceGroup {
+            devices,
+            link,
+            timeout: DEFAULT_GROUP_TIMEOUT,
+        })
+    }
+
+    /// How long [`DeviceGroup::synchronize`] waits before giving up.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Always `false`: a group has at least one member.
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    /// The members, in part order.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// `cpu` or `cuda`.
+    pub fn backend_name(&self) -> &'static str {
+        self.devices[0].backend_name()
+    }
+
+    /// In words: `3 CPU parts`, `4 GPUs (0, 1, 2, 3) over NCCL`.
+    pub fn describe(&self) -> String {
+        match &self.link {
+            Link::Host => format!("{} CPU part(s)", self.len()),
+            Link::Alone => format!("1 GPU ({})", self.ordinals_text()),
+            Link::Nccl(_) => format!("{} GPUs ({}) over NCCL", self.len(), self.ordinals_text()),
+        }
+    }
+
+    fn ordinals_text(&self) -> String {
+        let o: Vec<String> = self
+            .cudas()
+            .iter()
+            .map(|d| d.ordinal().to_string())
+            .collect();
+        o.join(", ")
+    }
+
+    fn cudas(&self) -> Vec<CudaDevice> {
+        self.devices
+            .iter()
+            .filter_map(|d| d.cuda().cloned())
+            .collect()
+    }
+
+    /// Checks that `vecs` has one array per member, each on its member.
+    fn check_members<T: Scalar>(&self, what: &str, vecs: &[&DeviceVec<T>]) -> Result<()> {
+        if vecs.len() != self.len() {
+            return Err(Error::length(
+                format!("{what}: arrays per member"),
+                self.len(),
+                vecs.len(),
+            ));
+        }
+        for (p, (v, d)) in vecs.iter().zip(&self.devices).enumerate() {
+            let ok = match (d, v.cuda_device()) {
+                (Device::Cpu, None) => true,
+                (Device::Cuda(want), Some(have)) => want.ordinal() == have.ordinal(),
+                _ => false,
+            };
+            if !ok {
+                return Err(Error::invalid(format!(
+                    "{what}: member {p}'s array lives in {}, not on member {p}",
+                    v.location()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies each transfer's `len` elements from `src[from]` at
+    /// `src_offset` into `dst[to]` at `dst_offset`. On GPUs: one NCCL group
+    /// of sends and receives on the members' streams, ordered with their
+    /// launches, not waited for; on the CPU: copies, done on return.
+    pub fn transfer<T: Scalar>(
+        &self,
+        src: &[&DeviceVec<T>],
+        dst: &[&DeviceVec<T>],
+        transfers: &[Transfer],
+    ) -> Result<()> {
+        self.check_members("a transfer's sources", src)?;
+        self.check_members("a transfer's destinations", dst)?;
+        for t in transfers {
+            t.check(self.len(), src[t.from].len(), dst[t.to].len())?;
+        }
+        match &self.link {
+            Link::Alone => Ok(()),
+            Link::Host => {
+                for t in transfers.iter().filter(|t| t.len > 0) {
+                    let (Some(s), Some(d)) =
+                        (src[t.from].host_cells_ptr(), dst[t.to].host_cells_ptr())
+                    else {
+                        return Err(Error::invalid("a CPU group's arrays are in host memory"));
+                    };
+                    // SAFETY: both ranges are in bounds (checked above); the
+                    // arrays are not `Sync`, so no other thread touches them
+                    // during this call; `copy` allows the two ranges to be
+                    // the same array.
+                    unsafe { std::ptr::copy(s.add(t.src_offset), d.add(t.dst_offset), t.len) };
+                }
+                Ok(())
+            }
+            Link::Nccl(comms) => {
+                let size = T::TYPE.size() as u64;
+                let ptr =
+                    |v: &DeviceVec<T>, off: usize| v.cuda_ptr().unwrap_or(0) + off as u64 * size;
+                let mut ops = Vec::with_capacity(2 * transfers.len());
+                for t in transfers {
+                    ops.push(PeerOp {
+                        rank: t.from,
+                        peer: t.to,
+                        ptr: ptr(src[t.from], t.src_offset),
+                        count: t.len,
+                        send: true,
+                    });
+                    ops.push(PeerOp {
+                        rank: t.to,
+                        peer: t.from,
+                        ptr: ptr(dst[t.to], t.dst_offset),
+                        count: t.len,
+                        send: false,
+                    });
+                }
+                comms.exchange(&self.cudas(), T::TYPE, &ops)
+            }
+        }
+    }
+
+    /// Sums elements `range` of the arrays of all members element by
+    /// element, leaving the sum in every one (NCCL all-reduce on GPUs,
+    /// enqueued; on the CPU the sum in member order, done on return).
+    pub fn all_reduce_sum<T>(
+        &self,
+        bufs: &[&DeviceVec<T>],
+        range: std::ops::Range<usize>,
+    ) -> Result<()>
+    where
+        T: Scalar + std::ops::Add<Output = T>,
+    {
+        self.check_members("an all-reduce", bufs)?;
+        if let Some(v) = bufs
+            .iter()
+            .find(|v| range.start > range.end || range.end > v.len())
+        {
+            return Err(Error::invalid(format!(
+                "an all-reduce of elements {}..{} of an array of {}",
+                range.start,
+                range.end,
+                v.len()
+            )));
+        }
+        match &self.link {
+            Link::Alone => Ok(()),
+            Link::Host => {
+                let ptrs: Vec<*mut T> = bufs.iter().filter_map(|v| v.host_cells_ptr()).collect();
+                for i in range {
+                    // SAFETY: `i` is within every array (checked above); not
+                    // `Sync`, so nothing else accesses them meanwhile.
+                    unsafe {
+                        let mut sum = *ptrs[0].add(i);
+                        for p in &ptrs[1..] {
+                            sum = sum + *p.add(i);
+                        }
+                        for p in &ptrs {
+                            *p.add(i) = sum;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Link::Nccl(comms) => {
+                let size = T::TYPE.size() as u64;
+                let ptrs: Vec<u64> = bufs
+                    .iter()
+                    .map(|v| v.cuda_ptr().unwrap_or(0) + range.start as u64 * size)
+                    .collect();
+                comms.all_reduce_sum(&self.cudas(), T::TYPE, &ptrs, range.len())
+            }
+        }
+    }
+
+    /// Waits for every member's work and reports the first fault. On GPUs a
+    /// wait longer than the group's timeout, or an error NCCL reports
+    /// meanwhile, aborts the communicators and is an `Err` (a peer that
+    /// never answers does not hang the process).
+    pub fn synchronize(&self) -> Result<()> {
+        if let Link::Nccl(comms) = &self.link {
+            let start = Instant::now();
+            for d in self.cudas() {
+                wait_stream(&d, comms, start, self.timeout)?;
+            }
+        }
+        self.devices.iter().try_for_each(Device::synchronize)
+    }
+}
+
+/// Polls `d`'s stream until it is idle, NCCL reports an error, or the time
+/// runs out.
+fn wait_stream(d: &CudaDevice, comms: &NcclComms, start: Instant, timeout: Duration) -> Result<()> {
+    use cudarc::driver::sys;
+    d.context()
+        .bind_to_thread()
+        .map_err(crate::driver::errors::cuda_err("binding a context"))?;
+    let stream = d.stream().cu_stream();
+    loop {
+        // SAFETY: a live stream of the context bound above.
+        match unsafe { sys::cuStreamQuery(stream) } {
+            sys::CUresult::CUDA_SUCCESS => return Ok(()),
+            sys::CUresult::CUDA_ERROR_NOT_READY => {}
+            r => {
+                comms.abort();
+                return Err(Error::Cuda {
+                    context: format!("waiting for GPU {} of a group", d.ordinal()),
+                    message: format!("{r:?}"),
+                });
+            }
+        }
+        if let Some(e) = comms.async_error() {
+            comms.abort();
+            return Err(Error::Cuda {
+                context: format!("waiting for GPU {} of a group", d.ordinal()),
+                message: e,
+            });
+        }
+        if start.elapsed() > timeout {
+            comms.abort();
+            return Err(Error::Cuda {
+                context: format!("waiting for GPU {} of a group", d.ordinal()),
+                message: format!(
+                    "no progress in {:.0} s: a peer stopped answering; the group's communicators were aborted",
+                    timeout.as_secs_f64()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+/// The number of GPUs the driver reports.
+fn cuda_count() -> Result<usize> {
+    crate::probe::require(crate::probe::Library::Driver)?;
+    let n = cudarc::driver::CudaContext::device_count()
+        .map_err(crate::driver::errors::cuda_err("counting CUDA devices"))?;
+    if n <= 0 {
+        return Err(Error::Unavailable {
+            what: "a CUDA group".into(),
+            reason: "the driver reports no GPU".into(),
+        });
+    }
+    Ok(n as usize)
+}
+
+/// One copy between two members of a group: `len` elements of member
+/// `from`'s source at `src_offset` into member `to`'s destination at
+/// `dst_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    /// The sending member.
+    pub from: usize,
+    /// The receiving member (not `from`).
+    pub to: usize,
+    /// First element read.
+    pub src_offset: usize,
+    /// First element written.
+    pub dst_offset: usize,
+    /// Elements.
+    pub len: usize,
+}
+
+impl Transfer {
+    fn check(&self, members: usize, src_len: usize, dst_len: usize) -> Result<()> {
+        if self.from >= members || self.to >= members || self.from == self.to {
+            return Err(Error::invalid(format!(
+                "a transfer from member {} to member {} in a group of {members}",
+                self.from, self.to
+            )));
+        }
+        let fits = |off: usize, len: usize| off.checked_add(self.len).is_some_and(|e| e <= len);
+        if !fits(self.src_offset, src_len) || !fits(self.dst_offset, dst_len) {
+            return Err(Error::invalid(format!(
+                "a transfer of {} elements from {} (of {src_len}) to {} (of {dst_len}) runs past an array",
+                self.len, self.src_offset, self.dst_offset
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,167 @@
+//! The distributed apps on CPU groups of 1 to 4 parts against the
+//! single-device runs: the same partition and exchange code a GPU group
+//! runs, with host copies for NCCL.
+
+use warpfit::apps::{self, cg_group, pagerank_group, spmv_group, Graph, PageRankOptions};
+use warpfit::distributed::{DeviceGroup, Distributed, PartitionKind};
+use warpfit::runtime::gen::{self, Poisson3dOrder};
+use warpfit::{Device, LaunchConfig};
+
+const KINDS: [PartitionKind; 2] = [PartitionKind::Rows, PartitionKind::Levels];
+
+fn x_for(n: usize) -> Vec<f32> {
+    (0..n).map(|i| 1.0 + (i % 13) as f32 / 13.0).collect()
+}
+
+#[test]
+fn spmv_on_cpu_groups_equals_one_device_exactly() {
+    let cfg = LaunchConfig::default();
+    for a in [
+        gen::rmat(9, 8, 3).unwrap(),
+        gen::poisson3d(8, Poisson3dOrder::Random, 5).unwrap(),
+    ] {
+        let x = x_for(a.ncols());
+        let want = apps::spmv_csr(&Device::cpu(), &cfg, &a, &x).unwrap();
+        for parts in 1..=4 {
+            for kind in KINDS {
+                let group = DeviceGroup::cpu(parts).unwrap();
+                let run = spmv_group(&group, kind, &cfg, &a, &x, 2).unwrap();
+                // Rows stay whole and keep their order: the same sums.
+                assert_eq!(run.result, want, "{parts} parts, {kind:?}");
+                assert_eq!(run.steps.len(), 2);
+                if parts == 1 {
+                    assert_eq!(run.exchange.entries, 0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn levels_exchange_less_than_row_blocks_on_a_shuffled_mesh() {
+    let a = gen::poisson3d(16, Poisson3dOrder::Random, 9).unwrap();
+    let group = DeviceGroup::cpu(4).unwrap();
+    let stats = |kind| {
+        Distributed::new(&group, kind, a.row_ptr(), a.col_idx(), a.ncols())
+            .unwrap()
+            .stats()
+    };
+    let (rows, levels) = (stats(PartitionKind::Rows), stats(PartitionKind::Levels));
+    assert!(
+        levels.entries * 3 < rows.entries,
+        "levels {levels:?}, rows {rows:?}"
+    );
+    assert!(rows.fraction() > 0.5, "{rows:?}");
+}
+
+#[test]
+fn pagerank_on_cpu_groups_matches_one_device() {
+    let cfg = LaunchConfig::default();
+    let g = Graph::from_matrix(&gen::rmat(10, 8, 7).unwrap()).unwrap();
+    let opts = PageRankOptions {
+        iterations: 7,
+        ..Default::default()
+    };
+    let want = apps::pagerank(&Device::cpu(), &cfg, &g, opts.clone()).unwrap();
+    for parts in [1, 2, 3] {
+        for kind in KINDS {
+            let group = DeviceGroup::cpu(parts).unwrap();
+            let run = pagerank_group(&group, kind, &cfg, &g, &opts).unwrap();
+            assert_eq!(run.steps.len(), 7);
+            for (v, (a, b)) in run.result.iter().zip(&want).enumerate() {
+                // Only the dangling rank's f64 sum is split by part.
+                assert!(
+                    (a - b).abs() <= 1e-6 * b.abs(),
+                    "vertex {v}: {a} vs {b} ({parts}, {kind:?})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn cg_on_cpu_groups_solves_the_system() {
+    let cfg = LaunchConfig::default();
+    let a = gen::poisson3d(10, Poisson3dOrder::Random, 2)
+        .unwrap()
+        .map_values(|v| *v as f64);
+    let n = a.nrows();
+    let b: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+    let one = cg_group(
+        &DeviceGroup::cpu(1).unwrap(),
+        PartitionKind::Rows,
+        &cfg,
+        &a,
+        &b,
+        1e-10,
+        500,
+    )
+    .unwrap();
+    for parts in [2, 4] {
+        for kind in KINDS {
+            let run = cg_group(
+                &DeviceGroup::cpu(parts).unwrap(),
+                kind,
+                &cfg,
+                &a,
+                &b,
+                1e-10,
+                500,
+            )
+            .unwrap();
+            assert!(run.relative_residual <= 1e-10, "{run:?}");
+            // The same iteration up to the dots' rounding.
+            assert!(
+                run.iterations.abs_diff(one.iterations) <= 2,
+                "{} vs {}",
+                run.iterations,
+                one.iterations
+            );
+            let r: f64 = (0..n)
+                .map(|i| {
+                    let lo = a.row_ptr()[i] as usize;
+                    let hi = a.row_ptr()[i + 1] as usize;
+                    let ax: f64 = (lo..hi)
+                        .map(|e| a.values()[e] * run.result[a.col_idx()[e] as usize])
+                        .sum();
+                    (b[i] - ax).powi(2)
+                })
+                .sum();
+            let bn: f64 = b.iter().map(|v| v * v).sum();
+            assert!((r / bn).sqrt() < 1e-9, "true residual {}", (r / bn).sqrt());
+            for (u, v) in run.result.iter().zip(&one.result) {
+                assert!((u - v).abs() <= 1e-8 * v.abs().max(1.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_groups_and_inputs_are_errors() {
+    assert!(DeviceGroup::cpu(0)
+        .unwrap_err()
+        .to_string()
+        .contains("1 to"));
+    let a = gen::rmat(6, 4, 1).unwrap();
+    let group = DeviceGroup::cpu(2).unwrap();
+    let e = spmv_group(
+        &group,
+        PartitionKind::Rows,
+        &LaunchConfig::default(),
+        &a,
+        &[1.0; 3],
+        1,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("x"), "{e}");
+    // An array of another member is refused by name.
+    let d = Distributed::new(
+        &group,
+        PartitionKind::Rows,
+        a.row_ptr(),
+        a.col_idx(),
+        a.ncols(),
+    )
+    .unwrap();
+    assert_eq!(d.tasks(0) + d.tasks(1), a.nrows());
+}

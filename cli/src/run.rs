@@ -1,6 +1,7 @@
 //! `warpfit run APP`: runs one of the built-in apps and prints a summary.
 
 mod cfd;
+mod group;
 mod mst;
 mod nn;
 
@@ -212,6 +213,19 @@ pub struct RunArgs {
     /// nn --model: the seed of the generated weights (default 1).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// spmv, pagerank, cg: run on a device group of N members (`all`: every
+    /// GPU), each member a part of the rows, the gathered vector's halo
+    /// exchanged before every launch (NCCL between GPUs; with `--backend
+    /// cpu`, N CPU parts and host copies). `--gpus 1` is the same code on
+    /// one device, the scaling baseline.
+    #[arg(long, value_name = "N|all")]
+    pub gpus: Option<String>,
+    /// With --gpus: how rows are split, `rows` (contiguous blocks balanced
+    /// by nonzeros, the default) or `levels` (blocks of the breadth-first
+    /// level order, fewer exchanged entries on a matrix numbered without
+    /// locality; square matrices).
+    #[arg(long, value_name = "KIND")]
+    pub partition: Option<String>,
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.
@@ -273,6 +287,7 @@ pub(crate) fn check_options(args: &RunArgs) -> Result<()> {
         return Err(Error::invalid("--check applies to mst and nn only"));
     }
     nn::check_options(args)?;
+    group::check_options(args)?;
     if args.app == App::Cg && args.iters.is_some() {
         return Err(Error::invalid(
             "--iters applies to spmv, pagerank, mst, cfd and nn only: cg stops at --tol or --max-iters",
@@ -459,12 +474,18 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         if args.app == App::Nn {
             return run.nn();
         }
+        if args.gpus.is_some() {
+            return run.group_cg();
+        }
         return match args.precision.unwrap_or(Precision::F64) {
             Precision::F32 => run.cg::<f32>(),
             Precision::F64 => run.cg::<f64>(),
         };
     };
     run.print_header(&a);
+    if args.gpus.is_some() {
+        return run.group_app(&a, read);
+    }
     match args.app {
         App::Spmv => match args.throttle.as_deref() {
             Some(policy) => run.spmv_throttled(&a, read, policy.parse()?),

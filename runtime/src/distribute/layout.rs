@@ -2,6 +2,7 @@
 
 use super::{Bits, Ownership};
 use crate::{mem, Result};
+use rayon::slice::ParallelSliceMut;
 
 /// One part's share: everything a device needs to run its tasks.
 ///
@@ -117,11 +118,14 @@ pub(super) struct Scratch {
     lists: Vec<Vec<u32>>,
 }
 
+/// One list of indices per part.
+pub(super) type PerPart = Vec<Vec<u32>>;
+
 /// The tasks and the owned entries of every part, ascending (a counting
 /// pass), plus the scratch whose `local` map gives each entry's owned index.
-pub(super) fn owned_lists(own: &Ownership) -> Result<(Vec<Vec<u32>>, Vec<Vec<u32>>, Scratch)> {
+pub(super) fn owned_lists(own: &Ownership) -> Result<(PerPart, PerPart, Scratch)> {
     let parts = own.parts();
-    let bucket = |owners: &[u32], what: &str| -> Result<Vec<Vec<u32>>> {
+    let bucket = |owners: &[u32], what: &str| -> Result<PerPart> {
         let mut count = vec![0usize; parts];
         for &o in owners {
             count[o as usize] += 1;
@@ -213,7 +217,7 @@ pub(super) fn build_part(
         if global.is_empty() {
             continue;
         }
-        global.sort_unstable();
+        global.par_sort_unstable();
         let local: Vec<u32> = global.iter().map(|&g| scratch.local[g as usize]).collect();
         for (k, &g) in global.iter().enumerate() {
             // Below the part's local x length, itself at most x_len.

@@ -298,12 +298,11 @@ fn check(d: &Distribution, ptr: &[u32], col: &[u32], x_len: usize, kind: Option<
             let (lo, hi) = (l.row_ptr[i] as usize, l.row_ptr[i + 1] as usize);
             let want: Vec<u32> = (ptr[t as usize]..ptr[t as usize + 1]).collect();
             assert_eq!(ids[lo..hi], want[..]);
-            for k in lo..hi {
-                let e = ids[k] as usize;
-                fine_seen[e] += 1;
-                let g = col[e];
+            for (&e, &c) in ids[lo..hi].iter().zip(&l.col[lo..hi]) {
+                fine_seen[e as usize] += 1;
+                let g = col[e as usize];
                 reads[own.x_owner()[g as usize] as usize].insert(g);
-                assert_eq!(global_of(l, l.col[k] as usize, p, own), g);
+                assert_eq!(global_of(l, c as usize, p, own), g);
             }
         }
         unique_sum += reads.iter().map(BTreeSet::len).sum::<usize>();
@@ -454,5 +453,26 @@ proptest! {
         let own = Ownership::from_owners(parts, shift(d.ownership().task_owner()), shift(d.ownership().x_owner())).unwrap();
         let scattered = Distribution::from_ownership(own, &ptr, &col, x_len).unwrap();
         check(&scattered, &ptr, &col, x_len, None);
+    }
+}
+
+#[test]
+#[ignore]
+fn tmp_timing() {
+    let (ptr, col) = shuffled_grid(2048, 3);
+    let n = ptr.len() - 1;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let a = col.iter().position(|&g| g as usize >= n);
+        let b = ptr.windows(2).position(|w| w[0] > w[1]);
+        eprintln!("seq {:?} {a:?} {b:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let _ = check_pattern(&ptr, &col, n);
+        eprintln!("par {:?}", t.elapsed());
+    }
+    for kind in [PartitionKind::Rows, PartitionKind::Levels] {
+        let t = std::time::Instant::now();
+        let d = Distribution::new(kind, 8, &ptr, &col, n).unwrap();
+        eprintln!("{kind}: n {n} nnz {} {:?} exchanged {} repl {}", col.len(), t.elapsed(), d.exchanged(), d.replication());
     }
 }

@@ -1,0 +1,256 @@
+//! Strong scaling of the distributed apps on a device group: SpMV (f32),
+//! PageRank (50 iterations) and CG (f64) on 1, 2, … GPUs of one host, each
+//! count's result checked against the one-GPU run (SpMV also against an
+//! f64 host reference), with the exchanged volume per launch.
+//!
+//! ```text
+//! NCCL_NVLS_ENABLE=0 group_bench [--gpus 1,2,4] [--partition rows|levels] [--runs N] \
+//!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]...
+//! ```
+//! Each `SPEC` is a generator (`uniform:n=67108864,per_row=16`); without
+//! any, the suite of the multi-GPU issue at full size. `--backend cpu`
+//! runs CPU groups (for trying the example without GPUs).
+
+use std::process::ExitCode;
+use std::time::Instant;
+use warpfit::apps::{self, cg_group, pagerank_group, spmv_group, Graph, GroupRun, PageRankOptions};
+use warpfit::distributed::{DeviceGroup, GroupSize, PartitionKind};
+use warpfit::runtime::gen::GenSpec;
+use warpfit::runtime::Csr;
+use warpfit::{Device, Error, LaunchConfig, Result};
+
+struct Opts {
+    gpus: Vec<usize>,
+    kind: PartitionKind,
+    runs: usize,
+    cpu: bool,
+    spmv: Vec<String>,
+    pagerank: Vec<String>,
+    cg: Vec<String>,
+}
+
+fn parse() -> Result<Opts> {
+    let mut o = Opts {
+        gpus: vec![1, 2, 4],
+        kind: PartitionKind::Rows,
+        runs: 20,
+        cpu: false,
+        spmv: vec![],
+        pagerank: vec![],
+        cg: vec![],
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().ok_or_else(|| Error::invalid(format!("{a} needs a value")));
+        match a.as_str() {
+            "--gpus" => {
+                o.gpus = val()?
+                    .split(',')
+                    .map(|s| s.parse::<usize>().map_err(|_| Error::invalid(format!("--gpus: `{s}`"))))
+                    .collect::<Result<_>>()?
+            }
+            "--partition" => o.kind = PartitionKind::from_name(&val()?)?,
+            "--runs" => o.runs = val()?.parse().map_err(|_| Error::invalid("--runs N"))?,
+            "--backend" => o.cpu = val()? == "cpu",
+            "--spmv" => o.spmv.push(val()?),
+            "--pagerank" => o.pagerank.push(val()?),
+            "--cg" => o.cg.push(val()?),
+            _ => return Err(Error::invalid(format!("unknown option {a}"))),
+        }
+    }
+    if o.spmv.is_empty() && o.pagerank.is_empty() && o.cg.is_empty() {
+        o.spmv = vec![
+            "uniform:n=67108864,per_row=16,seed=1".into(),
+            "rmat:scale=26".into(),
+            "grid2d:side=16384".into(),
+        ];
+        o.pagerank = vec!["rmat:scale=26".into()];
+        o.cg = vec!["poisson3d:side=512,order=natural".into()];
+    }
+    Ok(o)
+}
+
+fn group(o: &Opts, first: &Device, n: usize) -> Result<DeviceGroup> {
+    if o.cpu {
+        DeviceGroup::cpu(n)
+    } else {
+        DeviceGroup::like(first, GroupSize::Count(n))
+    }
+}
+
+/// Largest |a − b| / max(|b|, floor) over the entries.
+fn max_rel<A: Copy + Into<f64>, B: Copy + Into<f64>>(a: &[A], b: &[B], floor: f64) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let (x, y): (f64, f64) = (x.into(), y.into());
+            (x - y).abs() / y.abs().max(floor)
+        })
+        .fold(0.0, f64::max)
+}
+
+struct Row {
+    app: &'static str,
+    spec: String,
+    nnz: usize,
+    gpus: usize,
+    ms: f64,
+    speedup: f64,
+    entries: usize,
+    bytes: usize,
+    fraction: f64,
+    check: String,
+    extra: String,
+}
+
+fn row<T>(app: &'static str, spec: &str, nnz: usize, elem: usize, run: &GroupRun<T>, base: Option<f64>, check: String) -> Row {
+    let ms = run.median_step().as_secs_f64() * 1e3;
+    Row {
+        app,
+        spec: spec.to_string(),
+        nnz,
+        gpus: run.group.split(' ').next().and_then(|s| s.parse().ok()).unwrap_or(0),
+        ms,
+        speedup: base.map_or(1.0, |b| b / ms),
+        entries: run.exchange.entries,
+        bytes: run.exchange.entries * elem,
+        fraction: run.exchange.fraction(),
+        check,
+        extra: String::new(),
+    }
+}
+
+fn spmv_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<()> {
+    let t = Instant::now();
+    let a = spec.parse::<GenSpec>()?.generate()?;
+    eprintln!("{spec}: generated in {:.1} s", t.elapsed().as_secs_f64());
+    let x = apps::spmv_input(a.ncols());
+    let reference = host_spmv(&a, &x);
+    let cfg = LaunchConfig::default();
+    let (mut base, mut one): (Option<f64>, Option<Vec<f32>>) = (None, None);
+    for &n in &o.gpus {
+        let g = group(o, dev, n)?;
+        let run = spmv_group(&g, o.kind, &cfg, &a, &x, o.runs)?;
+        let vs_host = max_rel(&run.result, &reference, 1e-3);
+        if vs_host > 1e-4 {
+            return Err(Error::invalid(format!("{spec} on {n}: off the host reference by {vs_host:e}")));
+        }
+        let check = match &one {
+            None => format!("host f64 ≤ {vs_host:.1e}"),
+            Some(o1) if *o1 == run.result => "= 1 GPU".into(),
+            Some(o1) => format!("1 GPU ± {:.1e}", max_rel(&run.result, o1, 1e-3)),
+        };
+        let r = row("spmv f32", spec, a.nnz(), 4, &run, base, check);
+        eprintln!("  {n}: {:.3} ms, setup {:.1} s", r.ms, run.setup.as_secs_f64());
+        base.get_or_insert(r.ms);
+        one.get_or_insert(run.result);
+        rows.push(r);
+    }
+    Ok(())
+}
+
+fn host_spmv(a: &Csr<f32>, x: &[f32]) -> Vec<f64> {
+    use rayon::prelude::*;
+    (0..a.nrows())
+        .into_par_iter()
+        .map(|r| {
+            let (c, v) = a.row(r);
+            c.iter().zip(v).map(|(&c, &v)| v as f64 * x[c as usize] as f64).sum()
+        })
+        .collect()
+}
+
+fn pagerank_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<()> {
+    let a = spec.parse::<GenSpec>()?.generate()?;
+    let g = Graph::from_matrix(&a)?;
+    drop(a);
+    let opts = PageRankOptions {
+        iterations: 50,
+        ..Default::default()
+    };
+    let cfg = LaunchConfig::default();
+    // The single-device app is the reference the group runs are checked against.
+    let t = Instant::now();
+    let want = apps::pagerank(dev, &cfg, &g, opts.clone())?;
+    let single_ms = t.elapsed().as_secs_f64() * 1e3 / opts.iterations as f64;
+    let mut base = None;
+    for &n in &o.gpus {
+        let gr = group(o, dev, n)?;
+        let run = pagerank_group(&gr, o.kind, &cfg, &g, &opts)?;
+        let err = max_rel(&run.result, &want, 1e-9);
+        if err > 1e-4 {
+            return Err(Error::invalid(format!("pagerank {spec} on {n}: off the single-device ranks by {err:e}")));
+        }
+        let mut r = row("pagerank ×50", spec, g.edges(), 4, &run, base, format!("app ± {err:.1e}"));
+        r.extra = format!("single-device app {single_ms:.3} ms/iter incl. set-up");
+        eprintln!("  {n}: {:.3} ms/iter", r.ms);
+        base.get_or_insert(r.ms);
+        rows.push(r);
+    }
+    Ok(())
+}
+
+fn cg_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<()> {
+    let a = spec.parse::<GenSpec>()?.generate()?.map_values(|v| *v as f64);
+    let b = apps::rhs_for_ones(&a)?;
+    let cfg = LaunchConfig::default();
+    let (mut base, mut one): (Option<f64>, Option<Vec<f64>>) = (None, None);
+    for &n in &o.gpus {
+        let g = group(o, dev, n)?;
+        // 200 iterations, as the target counts them (tol 0 runs them all).
+        let run = cg_group(&g, o.kind, &cfg, &a, &b, 0.0, 200)?;
+        let err = one.as_ref().map_or(0.0, |o1| max_rel(&run.result, o1, 1e-9));
+        let x_err = run.result.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
+        let mut r = row("cg f64 ×200", spec, a.nnz(), 8, &run, base, format!("1 GPU ± {err:.1e}"));
+        r.extra = format!("‖r‖/‖b‖ {:.2e}, max error of x {x_err:.1e}", run.relative_residual);
+        eprintln!("  {n}: {:.3} ms/iter", r.ms);
+        base.get_or_insert(r.ms);
+        one.get_or_insert(run.result);
+        rows.push(r);
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("group_bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let o = parse()?;
+    let dev = if o.cpu { Device::cpu() } else { Device::open_cuda(0)? };
+    let mut rows = Vec::new();
+    for s in o.spmv.clone() {
+        spmv_rows(&o, &dev, &s, &mut rows)?;
+    }
+    for s in o.pagerank.clone() {
+        pagerank_rows(&o, &dev, &s, &mut rows)?;
+    }
+    for s in o.cg.clone() {
+        cg_rows(&o, &dev, &s, &mut rows)?;
+    }
+    println!("| app | matrix | nonzeros | GPUs | ms per launch/iteration (median) | speed-up | exchanged per launch | × vector | check | |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        println!(
+            "| {} | {} | {} | {} | {:.3} | {:.2}× | {} entries, {:.1} MB | {:.2} | {} | {} |",
+            r.app,
+            r.spec,
+            r.nnz,
+            r.gpus,
+            r.ms,
+            r.speedup,
+            r.entries,
+            r.bytes as f64 / 1e6,
+            r.fraction,
+            r.check,
+            r.extra
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! `warpfit run spmv|pagerank|cg --gpus N`: the app on a device group (N
+//! GPUs over NCCL, or N CPU parts with `--backend cpu`), its tasks split by
+//! `--partition` and the gathered vector's halo exchanged every launch.
+
+use super::{write_output, App, AppRun, Outcome, RunArgs, PAGERANK_ITERS, SPMV_ITERS};
+use crate::vector::read_vector;
+use std::time::Instant;
+use warpfit::apps::{self, GroupRun, Graph, PageRankOptions};
+use warpfit::distributed::{DeviceGroup, GroupSize, PartitionKind};
+use warpfit::runtime::Csr;
+use warpfit::{Error, Result};
+
+/// Rejects what a group run does not take.
+pub(super) fn check_options(args: &RunArgs) -> Result<()> {
+    if args.gpus.is_none() {
+        if args.partition.is_some() {
+            return Err(Error::invalid("--partition applies with --gpus"));
+        }
+        return Ok(());
+    }
+    if let Some(g) = &args.gpus {
+        GroupSize::parse(g)?;
+    }
+    if let Some(p) = &args.partition {
+        PartitionKind::from_name(p)?;
+    }
+    if !matches!(args.app, App::Spmv | App::Pagerank | App::Cg) {
+        return Err(Error::invalid("--gpus applies to spmv, pagerank and cg"));
+    }
+    let refused = [
+        ("--throttle", args.throttle.is_some()),
+        ("--order", args.order.is_some()),
+        ("--precond", args.precond.is_some_and(|p| p != super::PrecondArg::None)),
+        ("--precision f32", args.precision == Some(super::Precision::F32)),
+    ];
+    if let Some((name, _)) = refused.iter().find(|(_, given)| *given) {
+        return Err(Error::invalid(format!(
+            "{name} does not combine with --gpus: a device group runs the unthrottled kernels (cg: f64, no preconditioner, the given order)"
+        )));
+    }
+    Ok(())
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn exchange_line<T>(run: &GroupRun<T>) -> String {
+    let e = &run.exchange;
+    format!(
+        "exchange: {} entries per launch ({:.1}% of the vector; largest part receives {}), {} messages",
+        e.entries,
+        100.0 * e.fraction(),
+        e.max_entries,
+        e.messages
+    )
+}
+
+impl AppRun<'_> {
+    fn group(&self) -> Result<(DeviceGroup, PartitionKind)> {
+        let size = GroupSize::parse(self.args.gpus.as_deref().unwrap_or("1"))?;
+        let kind = match &self.args.partition {
+            Some(p) => PartitionKind::from_name(p)?,
+            None => PartitionKind::default(),
+        };
+        Ok((DeviceGroup::like(&self.device, size)?, kind))
+    }
+
+    /// spmv or pagerank on a group.
+    pub(super) fn group_app(self, a: &Csr<f32>, read: std::time::Duration) -> Result<Outcome> {
+        let (group, kind) = self.group()?;
+        let (run, what) = match self.args.app {
+            App::Spmv => {
+                let iters = self.iters.unwrap_or(SPMV_ITERS);
+                let x = apps::spmv_input(a.ncols());
+                let run = apps::spmv_group(&group, kind, &self.config, a, &x, iters)?;
+                let per = run.median_step().as_secs_f64();
+                let line = format!(
+                    "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({iters} iterations, {}, partition {})",
+                    per * 1e3,
+                    2.0 * a.nnz() as f64 / per / 1e9,
+                    run.group,
+                    kind.name()
+                );
+                (run, line)
+            }
+            App::Pagerank => {
+                let g = Graph::from_matrix(a)?;
+                let opts = PageRankOptions {
+                    iterations: self.iters.unwrap_or(PAGERANK_ITERS),
+                    ..PageRankOptions::default()
+                };
+                let run = apps::pagerank_group(&group, kind, &self.config, &g, &opts)?;
+                let per = run.median_step().as_secs_f64();
+                let sum = run.result.iter().map(|&r| r as f64).sum::<f64>() + 0.0;
+                let line = format!(
+                    "pagerank: {} iterations, {:.3} ms/iter, {:.1} M edges/s, rank sum {sum:.6} ({}, partition {})",
+                    opts.iterations,
+                    per * 1e3,
+                    g.edges() as f64 / per.max(f64::MIN_POSITIVE) / 1e6,
+                    run.group,
+                    kind.name()
+                );
+                (run, line)
+            }
+            _ => return Err(Error::invalid("--gpus applies to spmv, pagerank and cg")),
+        };
+        say!("{what}");
+        say!("{}", exchange_line(&run));
+        say!(
+            "timing: read {:.1} ms; partition and set-up {:.1} ms; total {:.1} ms",
+            ms(read),
+            ms(run.setup),
+            ms(run.steps.iter().sum())
+        );
+        write_output(self.output, run.result.iter().map(|v| v.to_string()))?;
+        Ok(Outcome::Done)
+    }
+
+    /// cg (f64, no preconditioner) on a group.
+    pub(super) fn group_cg(self) -> Result<Outcome> {
+        let args = self.args;
+        let read_start = Instant::now();
+        let a = args.input.load_as::<f64>()?;
+        super::check_symmetric(&a)?;
+        let b = match &args.rhs {
+            Some(path) => read_vector(path, "--rhs", a.nrows())?,
+            None => apps::rhs_for_ones(&a)?,
+        };
+        let read = read_start.elapsed();
+        self.print_header(&a);
+        let (group, kind) = self.group()?;
+        let tol = args.tol.unwrap_or(1e-6);
+        let max_iters = args.max_iters.unwrap_or(1000);
+        let run = apps::cg_group(&group, kind, &self.config, &a, &b, tol, max_iters)?;
+        let converged = run.relative_residual <= tol;
+        say!(
+            "cg: {} after {} iterations, relative residual {:.3e}, {:.3} ms per iteration (f64, no preconditioner, {}, partition {})",
+            if converged { "converged" } else { "NOT converged" },
+            run.iterations,
+            run.relative_residual,
+            ms(run.median_step()),
+            run.group,
+            kind.name()
+        );
+        say!("{}", exchange_line(&run));
+        say!(
+            "timing: read {:.1} ms; partition and set-up {:.1} ms; iterations {:.1} ms",
+            ms(read),
+            ms(run.setup),
+            ms(run.steps.iter().sum())
+        );
+        write_output(self.output, run.result.iter().map(|v| v.to_string()))?;
+        if converged {
+            Ok(Outcome::Done)
+        } else {
+            Ok(Outcome::NotConverged(format!(
+                "--max-iters {max_iters} ran out at relative residual {:.1e}",
+                run.relative_residual
+            )))
+        }
+    }
+}

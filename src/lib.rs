@@ -20,6 +20,8 @@ pub mod docs {
     pub mod throttling {}
     #[doc = include_str!("../docs/drivers.md")]
     pub mod drivers {}
+    #[doc = include_str!("../docs/distributed.md")]
+    pub mod distributed {}
     #[doc = include_str!("../docs/cli.md")]
     pub mod cli {}
     #[doc = include_str!("../docs/design.md")]

@@ -716,6 +716,8 @@ fn app_kernels_compile_with_nvrtc() {
         &apps::cg_publish::f64::SPEC,
         &apps::permute::f32::SPEC,
         &apps::permute::f64::SPEC,
+        &apps::permute::u32::SPEC,
+        &apps::permute::i32::SPEC,
         &apps::copy::f32::SPEC,
         &apps::copy::f64::SPEC,
         &apps::pagerank_contrib::SPEC,

@@ -62,7 +62,7 @@ fn pagerank_on_cpu_groups_matches_one_device() {
         iterations: 7,
         ..Default::default()
     };
-    let want = apps::pagerank(&Device::cpu(), &cfg, &g, opts.clone()).unwrap();
+    let want = apps::pagerank(&Device::cpu(), &cfg, &g, opts).unwrap();
     for parts in [1, 2, 3] {
         for kind in KINDS {
             let group = DeviceGroup::cpu(parts).unwrap();
@@ -164,4 +164,33 @@ fn bad_groups_and_inputs_are_errors() {
     )
     .unwrap();
     assert_eq!(d.tasks(0) + d.tasks(1), a.nrows());
+}
+
+#[test]
+fn bfs_on_cpu_groups_equals_one_device_exactly() {
+    let cfg = LaunchConfig::default();
+    for a in [
+        gen::rmat(10, 8, 4).unwrap(),
+        gen::poisson3d(9, Poisson3dOrder::Random, 3).unwrap(),
+    ] {
+        let g = Graph::from_matrix(&a).unwrap();
+        let (want, _) = apps::bfs(&Device::cpu(), &cfg, &g, 3).unwrap();
+        for parts in [1, 2, 4] {
+            for kind in KINDS {
+                let run =
+                    apps::bfs_group(&DeviceGroup::cpu(parts).unwrap(), kind, &cfg, &g, 3).unwrap();
+                assert_eq!(run.result, want, "{parts} parts, {kind:?}");
+            }
+        }
+    }
+    let g = Graph::from_matrix(&gen::rmat(6, 4, 1).unwrap()).unwrap();
+    let e = apps::bfs_group(
+        &DeviceGroup::cpu(2).unwrap(),
+        PartitionKind::Rows,
+        &cfg,
+        &g,
+        1 << 20,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("not a vertex"), "{e}");
 }

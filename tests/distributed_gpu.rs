@@ -39,7 +39,10 @@ const KINDS: [PartitionKind; 2] = [PartitionKind::Rows, PartitionKind::Levels];
 fn spmv_on_gpu_groups_equals_cpu_groups() {
     let (dev, all) = need_gpu!();
     let cfg = LaunchConfig::default();
-    for a in [gen::rmat(14, 16, 3).unwrap(), gen::poisson3d(24, Poisson3dOrder::Random, 5).unwrap()] {
+    for a in [
+        gen::rmat(14, 16, 3).unwrap(),
+        gen::poisson3d(24, Poisson3dOrder::Random, 5).unwrap(),
+    ] {
         let x: Vec<f32> = (0..a.ncols()).map(|i| 1.0 + (i % 7) as f32 / 7.0).collect();
         let single = apps::spmv_csr(&dev, &cfg, &a, &x).unwrap();
         for n in 1..=all {
@@ -62,16 +65,30 @@ fn pagerank_and_cg_on_gpu_groups_match_one_device() {
         iterations: 9,
         ..Default::default()
     };
-    let want = apps::pagerank(&dev, &cfg, &g, opts.clone()).unwrap();
-    let a = gen::poisson3d(20, Poisson3dOrder::Random, 2).unwrap().map_values(|v| *v as f64);
+    let want = apps::pagerank(&dev, &cfg, &g, opts).unwrap();
+    let a = gen::poisson3d(20, Poisson3dOrder::Random, 2)
+        .unwrap()
+        .map_values(|v| *v as f64);
     let b = apps::rhs_for_ones(&a).unwrap();
-    let cg_cpu = cg_group(&DeviceGroup::cpu(2).unwrap(), PartitionKind::Rows, &cfg, &a, &b, 1e-10, 400).unwrap();
+    let cg_cpu = cg_group(
+        &DeviceGroup::cpu(2).unwrap(),
+        PartitionKind::Rows,
+        &cfg,
+        &a,
+        &b,
+        1e-10,
+        400,
+    )
+    .unwrap();
     for n in 1..=all {
         let group = DeviceGroup::like(&dev, GroupSize::Count(n)).unwrap();
         for kind in KINDS {
             let run = pagerank_group(&group, kind, &cfg, &g, &opts).unwrap();
             for (v, (x, y)) in run.result.iter().zip(&want).enumerate() {
-                assert!((x - y).abs() <= 1e-5 * y.abs(), "vertex {v}: {x} vs {y} ({n}, {kind:?})");
+                assert!(
+                    (x - y).abs() <= 1e-5 * y.abs(),
+                    "vertex {v}: {x} vs {y} ({n}, {kind:?})"
+                );
             }
             let run = cg_group(&group, kind, &cfg, &a, &b, 1e-10, 400).unwrap();
             assert!(run.relative_residual <= 1e-10);
@@ -93,23 +110,44 @@ fn transfers_and_all_reduces_match_the_host_group() {
     let group = DeviceGroup::like(&dev, GroupSize::All).unwrap();
     let n = 1000;
     let src: Vec<_> = (0..all)
-        .map(|p| group.devices()[p].upload(&(0..n).map(|i| (p * n + i) as f32).collect::<Vec<_>>()).unwrap())
+        .map(|p| {
+            group.devices()[p]
+                .upload(&(0..n).map(|i| (p * n + i) as f32).collect::<Vec<_>>())
+                .unwrap()
+        })
         .collect();
-    let dst: Vec<_> = (0..all).map(|p| group.devices()[p].alloc::<f32>(n).unwrap()).collect();
+    let dst: Vec<_> = (0..all)
+        .map(|p| group.devices()[p].alloc::<f32>(n).unwrap())
+        .collect();
     // Member p sends 10 + p entries from offset p to member (p + 1) % all at offset 3p.
     let transfers: Vec<Transfer> = (0..all)
-        .map(|p| Transfer { from: p, to: (p + 1) % all, src_offset: p, dst_offset: 3 * p, len: 10 + p })
+        .map(|p| Transfer {
+            from: p,
+            to: (p + 1) % all,
+            src_offset: p,
+            dst_offset: 3 * p,
+            len: 10 + p,
+        })
         .collect();
     let (s, d): (Vec<_>, Vec<_>) = (src.iter().collect(), dst.iter().collect());
     group.transfer(&s, &d, &transfers).unwrap();
-    let sums: Vec<_> = (0..all).map(|p| group.devices()[p].upload(&[p as f64 + 1.0, 2.0, 7.0]).unwrap()).collect();
+    let sums: Vec<_> = (0..all)
+        .map(|p| {
+            group.devices()[p]
+                .upload(&[p as f64 + 1.0, 2.0, 7.0])
+                .unwrap()
+        })
+        .collect();
     let sr: Vec<_> = sums.iter().collect();
     group.all_reduce_sum(&sr, 0..2).unwrap();
     group.synchronize().unwrap();
     for t in &transfers {
         let got = dst[t.to].to_vec().unwrap();
         for i in 0..t.len {
-            assert_eq!(got[t.dst_offset + i], (t.from * n + t.src_offset + i) as f32);
+            assert_eq!(
+                got[t.dst_offset + i],
+                (t.from * n + t.src_offset + i) as f32
+            );
         }
     }
     let total: f64 = (1..=all).map(|p| p as f64).sum();
@@ -117,12 +155,42 @@ fn transfers_and_all_reduces_match_the_host_group() {
         assert_eq!(s.to_vec().unwrap(), vec![total, 2.0 * all as f64, 7.0]);
     }
     // A transfer past an array, or between a member and itself, is refused.
-    let bad = [Transfer { from: 0, to: 1, src_offset: n - 1, dst_offset: 0, len: 2 }];
+    let bad = [Transfer {
+        from: 0,
+        to: 1,
+        src_offset: n - 1,
+        dst_offset: 0,
+        len: 2,
+    }];
     assert!(group.transfer(&s, &d, &bad).is_err());
-    let selfish = [Transfer { from: 1, to: 1, src_offset: 0, dst_offset: 0, len: 1 }];
+    let selfish = [Transfer {
+        from: 1,
+        to: 1,
+        src_offset: 0,
+        dst_offset: 0,
+        len: 1,
+    }];
     assert!(group.transfer(&s, &d, &selfish).is_err());
     // An array on the wrong member is refused by name.
     let swapped: Vec<_> = s.iter().rev().copied().collect();
-    let e = group.transfer(&swapped, &d, &transfers).unwrap_err().to_string();
+    let e = group
+        .transfer(&swapped, &d, &transfers)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("member 0"), "{e}");
+}
+
+#[test]
+fn bfs_on_gpu_groups_equals_one_device_exactly() {
+    let (dev, all) = need_gpu!();
+    let cfg = LaunchConfig::default();
+    let g = Graph::from_matrix(&gen::rmat_symmetric(13, 8, 2).unwrap()).unwrap();
+    let (want, _) = apps::bfs(&dev, &cfg, &g, 5).unwrap();
+    for n in 1..=all {
+        let group = DeviceGroup::like(&dev, GroupSize::Count(n)).unwrap();
+        for kind in KINDS {
+            let run = apps::bfs_group(&group, kind, &cfg, &g, 5).unwrap();
+            assert_eq!(run.result, want, "{n} GPUs, {kind:?}");
+        }
+    }
 }

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! NCCL_NVLS_ENABLE=0 group_bench [--gpus 1,2,4] [--partition rows|levels] [--runs N] \
-//!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]...
+//!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]... [--bfs SPEC]...
 //! ```
 //! Each `SPEC` is a generator (`uniform:n=67108864,per_row=16`); without
 //! any, the suite of the multi-GPU issue at full size. `--backend cpu`
@@ -27,6 +27,7 @@ struct Opts {
     spmv: Vec<String>,
     pagerank: Vec<String>,
     cg: Vec<String>,
+    bfs: Vec<String>,
 }
 
 fn parse() -> Result<Opts> {
@@ -38,15 +39,22 @@ fn parse() -> Result<Opts> {
         spmv: vec![],
         pagerank: vec![],
         cg: vec![],
+        bfs: vec![],
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut val = || args.next().ok_or_else(|| Error::invalid(format!("{a} needs a value")));
+        let mut val = || {
+            args.next()
+                .ok_or_else(|| Error::invalid(format!("{a} needs a value")))
+        };
         match a.as_str() {
             "--gpus" => {
                 o.gpus = val()?
                     .split(',')
-                    .map(|s| s.parse::<usize>().map_err(|_| Error::invalid(format!("--gpus: `{s}`"))))
+                    .map(|s| {
+                        s.parse::<usize>()
+                            .map_err(|_| Error::invalid(format!("--gpus: `{s}`")))
+                    })
                     .collect::<Result<_>>()?
             }
             "--partition" => o.kind = PartitionKind::from_name(&val()?)?,
@@ -55,10 +63,11 @@ fn parse() -> Result<Opts> {
             "--spmv" => o.spmv.push(val()?),
             "--pagerank" => o.pagerank.push(val()?),
             "--cg" => o.cg.push(val()?),
+            "--bfs" => o.bfs.push(val()?),
             _ => return Err(Error::invalid(format!("unknown option {a}"))),
         }
     }
-    if o.spmv.is_empty() && o.pagerank.is_empty() && o.cg.is_empty() {
+    if o.spmv.is_empty() && o.pagerank.is_empty() && o.cg.is_empty() && o.bfs.is_empty() {
         o.spmv = vec![
             "uniform:n=67108864,per_row=16,seed=1".into(),
             "rmat:scale=26".into(),
@@ -66,6 +75,7 @@ fn parse() -> Result<Opts> {
         ];
         o.pagerank = vec!["rmat:scale=26".into()];
         o.cg = vec!["poisson3d:side=512,order=natural".into()];
+        o.bfs = vec!["rmat:scale=26,sym=true".into()];
     }
     Ok(o)
 }
@@ -103,13 +113,26 @@ struct Row {
     extra: String,
 }
 
-fn row<T>(app: &'static str, spec: &str, nnz: usize, elem: usize, run: &GroupRun<T>, base: Option<f64>, check: String) -> Row {
+fn row<T>(
+    app: &'static str,
+    spec: &str,
+    nnz: usize,
+    elem: usize,
+    run: &GroupRun<T>,
+    base: Option<f64>,
+    check: String,
+) -> Row {
     let ms = run.median_step().as_secs_f64() * 1e3;
     Row {
         app,
         spec: spec.to_string(),
         nnz,
-        gpus: run.group.split(' ').next().and_then(|s| s.parse().ok()).unwrap_or(0),
+        gpus: run
+            .group
+            .split(' ')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
         ms,
         speedup: base.map_or(1.0, |b| b / ms),
         entries: run.exchange.entries,
@@ -120,7 +143,7 @@ fn row<T>(app: &'static str, spec: &str, nnz: usize, elem: usize, run: &GroupRun
     }
 }
 
-fn spmv_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<()> {
+fn spmv_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
     let t = Instant::now();
     let a = spec.parse::<GenSpec>()?.generate()?;
     eprintln!("{spec}: generated in {:.1} s", t.elapsed().as_secs_f64());
@@ -133,7 +156,9 @@ fn spmv_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<
         let run = spmv_group(&g, o.kind, &cfg, &a, &x, o.runs)?;
         let vs_host = max_rel(&run.result, &reference, 1e-3);
         if vs_host > 1e-4 {
-            return Err(Error::invalid(format!("{spec} on {n}: off the host reference by {vs_host:e}")));
+            return Err(Error::invalid(format!(
+                "{spec} on {n}: off the host reference by {vs_host:e}"
+            )));
         }
         let check = match &one {
             None => format!("host f64 ≤ {vs_host:.1e}"),
@@ -141,10 +166,14 @@ fn spmv_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<
             Some(o1) => format!("1 GPU ± {:.1e}", max_rel(&run.result, o1, 1e-3)),
         };
         let r = row("spmv f32", spec, a.nnz(), 4, &run, base, check);
-        eprintln!("  {n}: {:.3} ms, setup {:.1} s", r.ms, run.setup.as_secs_f64());
+        eprintln!(
+            "  {n}: {:.3} ms, setup {:.1} s",
+            r.ms,
+            run.setup.as_secs_f64()
+        );
         base.get_or_insert(r.ms);
         one.get_or_insert(run.result);
-        rows.push(r);
+        print_row(&r);
     }
     Ok(())
 }
@@ -155,12 +184,15 @@ fn host_spmv(a: &Csr<f32>, x: &[f32]) -> Vec<f64> {
         .into_par_iter()
         .map(|r| {
             let (c, v) = a.row(r);
-            c.iter().zip(v).map(|(&c, &v)| v as f64 * x[c as usize] as f64).sum()
+            c.iter()
+                .zip(v)
+                .map(|(&c, &v)| v as f64 * x[c as usize] as f64)
+                .sum()
         })
         .collect()
 }
 
-fn pagerank_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<()> {
+fn pagerank_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
     let a = spec.parse::<GenSpec>()?.generate()?;
     let g = Graph::from_matrix(&a)?;
     drop(a);
@@ -170,28 +202,38 @@ fn pagerank_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Res
     };
     let cfg = LaunchConfig::default();
     // The single-device app is the reference the group runs are checked against.
-    let t = Instant::now();
-    let want = apps::pagerank(dev, &cfg, &g, opts.clone())?;
-    let single_ms = t.elapsed().as_secs_f64() * 1e3 / opts.iterations as f64;
+    let want = apps::pagerank(dev, &cfg, &g, opts)?;
     let mut base = None;
     for &n in &o.gpus {
         let gr = group(o, dev, n)?;
         let run = pagerank_group(&gr, o.kind, &cfg, &g, &opts)?;
         let err = max_rel(&run.result, &want, 1e-9);
         if err > 1e-4 {
-            return Err(Error::invalid(format!("pagerank {spec} on {n}: off the single-device ranks by {err:e}")));
+            return Err(Error::invalid(format!(
+                "pagerank {spec} on {n}: off the single-device ranks by {err:e}"
+            )));
         }
-        let mut r = row("pagerank ×50", spec, g.edges(), 4, &run, base, format!("app ± {err:.1e}"));
-        r.extra = format!("single-device app {single_ms:.3} ms/iter incl. set-up");
+        let r = row(
+            "pagerank ×50",
+            spec,
+            g.edges(),
+            4,
+            &run,
+            base,
+            format!("app ± {err:.1e}"),
+        );
         eprintln!("  {n}: {:.3} ms/iter", r.ms);
         base.get_or_insert(r.ms);
-        rows.push(r);
+        print_row(&r);
     }
     Ok(())
 }
 
-fn cg_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<()> {
-    let a = spec.parse::<GenSpec>()?.generate()?.map_values(|v| *v as f64);
+fn cg_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
+    let a = spec
+        .parse::<GenSpec>()?
+        .generate()?
+        .map_values(|v| *v as f64);
     let b = apps::rhs_for_ones(&a)?;
     let cfg = LaunchConfig::default();
     let (mut base, mut one): (Option<f64>, Option<Vec<f64>>) = (None, None);
@@ -199,14 +241,74 @@ fn cg_rows(o: &Opts, dev: &Device, spec: &str, rows: &mut Vec<Row>) -> Result<()
         let g = group(o, dev, n)?;
         // 200 iterations, as the target counts them (tol 0 runs them all).
         let run = cg_group(&g, o.kind, &cfg, &a, &b, 0.0, 200)?;
-        let err = one.as_ref().map_or(0.0, |o1| max_rel(&run.result, o1, 1e-9));
-        let x_err = run.result.iter().map(|v| (v - 1.0).abs()).fold(0.0, f64::max);
-        let mut r = row("cg f64 ×200", spec, a.nnz(), 8, &run, base, format!("1 GPU ± {err:.1e}"));
-        r.extra = format!("‖r‖/‖b‖ {:.2e}, max error of x {x_err:.1e}", run.relative_residual);
+        let err = one
+            .as_ref()
+            .map_or(0.0, |o1| max_rel(&run.result, o1, 1e-9));
+        let x_err = run
+            .result
+            .iter()
+            .map(|v| (v - 1.0).abs())
+            .fold(0.0, f64::max);
+        let mut r = row(
+            "cg f64 ×200",
+            spec,
+            a.nnz(),
+            8,
+            &run,
+            base,
+            format!("1 GPU ± {err:.1e}"),
+        );
+        r.extra = format!(
+            "‖r‖/‖b‖ {:.2e}, max error of x {x_err:.1e}",
+            run.relative_residual
+        );
         eprintln!("  {n}: {:.3} ms/iter", r.ms);
         base.get_or_insert(r.ms);
         one.get_or_insert(run.result);
-        rows.push(r);
+        print_row(&r);
+    }
+    Ok(())
+}
+
+fn bfs_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
+    let a = spec.parse::<GenSpec>()?.generate()?;
+    let g = Graph::from_matrix(&a)?;
+    drop(a);
+    let cfg = LaunchConfig::default();
+    let (want, _) = apps::bfs(dev, &cfg, &g, 0)?;
+    let mut base = None;
+    for &n in &o.gpus {
+        let gr = group(o, dev, n)?;
+        // The second search on the same group: the first loads the
+        // kernels' modules on every GPU.
+        apps::bfs_group(&gr, o.kind, &cfg, &g, 0)?;
+        let run = apps::bfs_group(&gr, o.kind, &cfg, &g, 0)?;
+        if run.result != want {
+            return Err(Error::invalid(format!(
+                "bfs {spec} on {n}: levels differ from the single-device run"
+            )));
+        }
+        // The whole search, not a round: rounds are not comparable units.
+        let total: std::time::Duration = run.steps.iter().sum();
+        let mut r = row(
+            "bfs (whole search)",
+            spec,
+            g.edges(),
+            4,
+            &run,
+            None,
+            "= single device".into(),
+        );
+        r.ms = total.as_secs_f64() * 1e3;
+        r.speedup = base.map_or(1.0, |b: f64| b / r.ms);
+        r.extra = format!(
+            "{} rounds, {:.1} GTEPS",
+            run.iterations,
+            g.edges() as f64 / total.as_secs_f64() / 1e9
+        );
+        eprintln!("  {n}: {:.3} ms", r.ms);
+        base.get_or_insert(r.ms);
+        print_row(&r);
     }
     Ok(())
 }
@@ -223,20 +325,35 @@ fn main() -> ExitCode {
 
 fn run() -> Result<()> {
     let o = parse()?;
-    let dev = if o.cpu { Device::cpu() } else { Device::open_cuda(0)? };
-    let mut rows = Vec::new();
+    let dev = if o.cpu {
+        Device::cpu()
+    } else {
+        Device::open_cuda(0)?
+    };
     for s in o.spmv.clone() {
-        spmv_rows(&o, &dev, &s, &mut rows)?;
+        spmv_rows(&o, &dev, &s)?;
     }
     for s in o.pagerank.clone() {
-        pagerank_rows(&o, &dev, &s, &mut rows)?;
+        pagerank_rows(&o, &dev, &s)?;
     }
     for s in o.cg.clone() {
-        cg_rows(&o, &dev, &s, &mut rows)?;
+        cg_rows(&o, &dev, &s)?;
     }
-    println!("| app | matrix | nonzeros | GPUs | ms per launch/iteration (median) | speed-up | exchanged per launch | × vector | check | |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for r in rows {
+    for s in o.bfs.clone() {
+        bfs_rows(&o, &dev, &s)?;
+    }
+    Ok(())
+}
+
+/// Prints a table row (the header before the first), as soon as it is
+/// measured, so that a run cut short keeps what it measured.
+fn print_row(r: &Row) {
+    static HEADER: std::sync::Once = std::sync::Once::new();
+    HEADER.call_once(|| {
+        println!("| app | matrix | nonzeros | GPUs | ms per launch/iteration (median) | speed-up | exchanged per launch | × vector | check | |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+    });
+    {
         println!(
             "| {} | {} | {} | {} | {:.3} | {:.2}× | {} entries, {:.1} MB | {:.2} | {} | {} |",
             r.app,
@@ -252,5 +369,4 @@ fn run() -> Result<()> {
             r.extra
         );
     }
-    Ok(())
 }

@@ -162,7 +162,7 @@ pub fn cg_publish<T>(t: usize, base: u32, cur: &[T], hist: &mut [T]) {
 // Renumbering arrays already on the device (CG's level order).
 
 /// `out[i] = src[perm[i]]`: a vector into a renumbering (`perm[new] = old`).
-#[nested_reduce(T = [f32, f64, u32])]
+#[nested_reduce(T = [f32, f64, u32, i32])]
 pub fn permute<T>(i: usize, perm: &[u32], src: &[T], out: &mut [T]) {
     out[i] = src[perm[i] as usize];
 }

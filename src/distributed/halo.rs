@@ -33,4 +33,4 @@ macro_rules! halo_scalar {
         }
     )*};
 }
-halo_scalar!(f32, f64, u32);
+halo_scalar!(f32, f64, u32, i32);

@@ -1,12 +1,12 @@
-//! `warpfit run spmv|pagerank|cg --gpus N`: the app on a device group (N
+//! `warpfit run spmv|pagerank|cg|bfs --gpus N`: the app on a device group (N
 //! GPUs over NCCL, or N CPU parts with `--backend cpu`), its tasks split by
 //! `--partition` and the gathered vector's halo exchanged every launch.
 
 use super::{write_output, App, AppRun, Outcome, RunArgs, PAGERANK_ITERS, SPMV_ITERS};
 use crate::vector::read_vector;
 use std::time::Instant;
-use warpfit::apps::{self, GroupRun, Graph, PageRankOptions};
-use warpfit::distributed::{DeviceGroup, GroupSize, PartitionKind};
+use warpfit::apps::{self, Graph, PageRankOptions};
+use warpfit::distributed::{DeviceGroup, ExchangeStats, GroupSize, PartitionKind};
 use warpfit::runtime::Csr;
 use warpfit::{Error, Result};
 
@@ -24,18 +24,29 @@ pub(super) fn check_options(args: &RunArgs) -> Result<()> {
     if let Some(p) = &args.partition {
         PartitionKind::from_name(p)?;
     }
-    if !matches!(args.app, App::Spmv | App::Pagerank | App::Cg) {
-        return Err(Error::invalid("--gpus applies to spmv, pagerank and cg"));
+    if !matches!(args.app, App::Spmv | App::Pagerank | App::Cg | App::Bfs) {
+        return Err(Error::invalid(
+            "--gpus applies to spmv, pagerank, cg and bfs",
+        ));
     }
     let refused = [
+        ("--driver", args.driver.is_some()),
+        ("--worklist-capacity", args.worklist_capacity.is_some()),
+        ("--rounds-per-sync", args.rounds_per_sync.is_some()),
         ("--throttle", args.throttle.is_some()),
         ("--order", args.order.is_some()),
-        ("--precond", args.precond.is_some_and(|p| p != super::PrecondArg::None)),
-        ("--precision f32", args.precision == Some(super::Precision::F32)),
+        (
+            "--precond",
+            args.precond.is_some_and(|p| p != super::PrecondArg::None),
+        ),
+        (
+            "--precision f32",
+            args.precision == Some(super::Precision::F32),
+        ),
     ];
     if let Some((name, _)) = refused.iter().find(|(_, given)| *given) {
         return Err(Error::invalid(format!(
-            "{name} does not combine with --gpus: a device group runs the unthrottled kernels (cg: f64, no preconditioner, the given order)"
+            "{name} does not combine with --gpus: a device group runs the unthrottled kernels (cg: f64, no preconditioner, the given order; bfs: one pull per level)"
         )));
     }
     Ok(())
@@ -45,12 +56,11 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn exchange_line<T>(run: &GroupRun<T>) -> String {
-    let e = &run.exchange;
+fn exchange_line(e: &ExchangeStats) -> String {
     format!(
-        "exchange: {} entries per launch ({:.1}% of the vector; largest part receives {}), {} messages",
+        "exchange: {} entries per launch ({:.2}× the vector's length; the largest part receives {}), {} messages",
         e.entries,
-        100.0 * e.fraction(),
+        e.fraction(),
         e.max_entries,
         e.messages
     )
@@ -103,10 +113,42 @@ impl AppRun<'_> {
                 );
                 (run, line)
             }
-            _ => return Err(Error::invalid("--gpus applies to spmv, pagerank and cg")),
+            App::Bfs => {
+                let g = Graph::from_matrix(a)?;
+                let source = self.args.source.unwrap_or(0);
+                let run = apps::bfs_group(&group, kind, &self.config, &g, source)?;
+                let reached = run.result.iter().filter(|&&l| l >= 0).count();
+                let depth = run.result.iter().copied().max().unwrap_or(0);
+                let total = run.steps.iter().sum::<std::time::Duration>();
+                let line = format!(
+                    "bfs: {reached} of {} vertices reached from {source}, {} levels, {} rounds, {:.3} ms ({:.1} M edges/s; {}, partition {})",
+                    g.incoming.nrows(),
+                    depth + 1,
+                    run.iterations,
+                    ms(total),
+                    g.edges() as f64 / total.as_secs_f64().max(f64::MIN_POSITIVE) / 1e6,
+                    run.group,
+                    kind.name()
+                );
+                say!("{line}");
+                say!("{}", exchange_line(&run.exchange));
+                say!(
+                    "timing: read {:.1} ms; partition and set-up {:.1} ms; rounds {:.1} ms",
+                    ms(read),
+                    ms(run.setup),
+                    ms(total)
+                );
+                write_output(self.output, run.result.iter().map(|v| v.to_string()))?;
+                return Ok(Outcome::Done);
+            }
+            _ => {
+                return Err(Error::invalid(
+                    "--gpus applies to spmv, pagerank, cg and bfs",
+                ))
+            }
         };
         say!("{what}");
-        say!("{}", exchange_line(&run));
+        say!("{}", exchange_line(&run.exchange));
         say!(
             "timing: read {:.1} ms; partition and set-up {:.1} ms; total {:.1} ms",
             ms(read),
@@ -143,7 +185,7 @@ impl AppRun<'_> {
             run.group,
             kind.name()
         );
-        say!("{}", exchange_line(&run));
+        say!("{}", exchange_line(&run.exchange));
         say!(
             "timing: read {:.1} ms; partition and set-up {:.1} ms; iterations {:.1} ms",
             ms(read),

@@ -418,7 +418,13 @@ fn wait_stream(d: &CudaDevice, comms: &NcclComms, start: Instant, timeout: Durat
                 ),
             });
         }
-        std::thread::sleep(Duration::from_micros(50));
+        // Spin for the first milliseconds (a launch's wait is usually
+        // shorter than a sleep's granularity), then poll gently.
+        if start.elapsed() < Duration::from_millis(5) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }
 

@@ -40,12 +40,8 @@ impl Distribution {
         col: &[u32],
         x_len: usize,
     ) -> Result<Self> {
-        let t0 = std::time::Instant::now();
         let own = Ownership::new(kind, parts, row_ptr, col, x_len)?;
-        eprintln!("own {:?}", t0.elapsed());
-        let r = Self::build(own, row_ptr, col);
-        eprintln!("build {:?}", t0.elapsed());
-        r
+        Self::build(own, row_ptr, col)
     }
 
     /// Distributes the kernel as `own` assigns tasks and gathered entries.
@@ -82,9 +78,7 @@ impl Distribution {
 
     /// The layouts of a checked pattern and an ownership of its shape.
     fn build(own: Ownership, row_ptr: &[u32], col: &[u32]) -> Result<Self> {
-        let t0 = std::time::Instant::now();
         let (tasks, owned_x, mut scratch) = owned_lists(&own)?;
-        eprintln!("lists {:?}", t0.elapsed());
         let n = own.parts();
         let mut parts = Vec::with_capacity(n);
         let mut fine_runs = Vec::with_capacity(n);

@@ -2,7 +2,8 @@
 
 use super::{Bits, Ownership};
 use crate::{mem, Result};
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// One part's share: everything a device needs to run its tasks.
 ///
@@ -114,8 +115,8 @@ pub(super) struct Scratch {
     seen: Bits,
     /// Entries any part has read.
     pub read: Bits,
-    /// Per sending part, the entries being collected for the current halo.
-    lists: Vec<Vec<u32>>,
+    /// The number of parts.
+    parts: usize,
 }
 
 /// One list of indices per part.
@@ -156,7 +157,7 @@ pub(super) fn owned_lists(own: &Ownership) -> Result<(PerPart, PerPart, Scratch)
         local,
         seen: Bits::new(x_len, "the per-part read marks")?,
         read: Bits::new(x_len, "the read marks")?,
-        lists: vec![Vec::new(); parts],
+        parts,
     };
     Ok((tasks, owned_x, scratch))
 }
@@ -179,45 +180,24 @@ pub(super) fn build_part(
     x_owner: &[u32],
     scratch: &mut Scratch,
 ) -> Result<Built> {
-    let range = |t: u32| row_ptr[t as usize] as usize..row_ptr[t as usize + 1] as usize;
-    let mut local_ptr = Vec::new();
-    mem::try_reserve(&mut local_ptr, tasks.len() + 1, "a part's row_ptr")?;
-    local_ptr.push(0u32);
-    let mut fine_runs: Vec<(u32, u32)> = Vec::new();
-    let mut unique_reads = 0usize;
-    for &t in &tasks {
-        let r = range(t);
-        // At most nnz, which fits u32.
-        local_ptr.push(local_ptr[local_ptr.len() - 1] + (r.end - r.start) as u32);
-        if r.is_empty() {
-            continue;
-        }
-        match fine_runs.last_mut() {
-            Some(run) if run.1 as usize == r.start => run.1 = r.end as u32,
-            _ => fine_runs.push((r.start as u32, r.end as u32)),
-        }
-        for &g in &col[r] {
-            if scratch.seen.insert(g as usize) {
-                scratch.read.insert(g as usize);
-                unique_reads += 1;
-                let q = x_owner[g as usize] as usize;
-                if q != p {
-                    scratch.lists[q].push(g);
-                }
-            }
-        }
-    }
+    let (local_ptr, fine_runs) = local_ranges(&tasks, row_ptr)?;
     let fine_len = local_ptr[local_ptr.len() - 1] as usize;
+    // The entries the part reads, marked by all cores.
+    for &(lo, hi) in &fine_runs {
+        let seen = &scratch.seen;
+        col[lo as usize..hi as usize]
+            .par_chunks(1 << 14)
+            .for_each(|c| c.iter().for_each(|&g| seen.set(g as usize)));
+    }
+    let (unique_reads, lists) = halo_lists(p, scratch.parts, &scratch.seen, &scratch.read, x_owner);
     // The halo, in part order, after the owned entries; the sends to it.
     let mut halo = Vec::new();
     let mut sends = Vec::new();
     let mut offset = owned_x.len();
-    for q in 0..scratch.lists.len() {
-        let mut global = std::mem::take(&mut scratch.lists[q]);
+    for (q, global) in lists.into_iter().enumerate() {
         if global.is_empty() {
             continue;
         }
-        global.par_sort_unstable();
         let local: Vec<u32> = global.iter().map(|&g| scratch.local[g as usize]).collect();
         for (k, &g) in global.iter().enumerate() {
             // Below the part's local x length, itself at most x_len.
@@ -232,14 +212,12 @@ pub(super) fn build_part(
         sends.push((q, HaloTo { part: p, local }));
         offset += len;
     }
-    let mut local_col = Vec::new();
-    mem::try_reserve(&mut local_col, fine_len, "a part's local col")?;
-    for &(lo, hi) in &fine_runs {
-        for &g in &col[lo as usize..hi as usize] {
-            local_col.push(scratch.local[g as usize]);
-            scratch.seen.remove(g as usize);
-        }
-    }
+    let local_col = rewrite_columns(&fine_runs, fine_len, col, &scratch.local)?;
+    scratch
+        .seen
+        .words
+        .par_iter()
+        .for_each(|w| w.store(0, Relaxed));
     for (h, (_, s)) in halo.iter().zip(&sends) {
         for (&g, &l) in h.global.iter().zip(&s.local) {
             scratch.local[g as usize] = l;
@@ -258,4 +236,106 @@ pub(super) fn build_part(
         unique_reads,
         fine_runs,
     })
+}
+
+/// The local range array of `tasks` (rebased to 0) and their global fine
+/// ranges, consecutive ones merged.
+fn local_ranges(tasks: &[u32], row_ptr: &[u32]) -> Result<(Vec<u32>, FineRuns)> {
+    let mut local_ptr = Vec::new();
+    mem::try_reserve(&mut local_ptr, tasks.len() + 1, "a part's row_ptr")?;
+    local_ptr.push(0u32);
+    let mut fine_runs: Vec<(u32, u32)> = Vec::new();
+    for &t in tasks {
+        let (lo, hi) = (row_ptr[t as usize], row_ptr[t as usize + 1]);
+        // At most nnz, which fits u32.
+        local_ptr.push(local_ptr[local_ptr.len() - 1] + (hi - lo));
+        if lo == hi {
+            continue;
+        }
+        match fine_runs.last_mut() {
+            Some(run) if run.1 == lo => run.1 = hi,
+            _ => fine_runs.push((lo, hi)),
+        }
+    }
+    Ok((local_ptr, fine_runs))
+}
+
+/// Global fine ranges `(lo, hi)`, in local fine order.
+type FineRuns = Vec<(u32, u32)>;
+
+/// Words of the read marks scanned per parallel chunk.
+const SCAN_WORDS: usize = 4096;
+
+/// From the entries part `p` read (`seen`): how many there are, and per
+/// other part `q` the ones `q` owns, ascending (the marks are scanned in
+/// index order, by chunks in parallel). Also adds them to `read`.
+fn halo_lists(
+    p: usize,
+    parts: usize,
+    seen: &Bits,
+    read: &Bits,
+    x_owner: &[u32],
+) -> (usize, Vec<Vec<u32>>) {
+    let chunks: Vec<(usize, Vec<Vec<u32>>)> = seen
+        .words
+        .par_chunks(SCAN_WORDS)
+        .enumerate()
+        .map(|(c, words)| {
+            let mut lists = vec![Vec::new(); parts];
+            let mut unique = 0;
+            for (i, w) in words.iter().enumerate() {
+                let word = c * SCAN_WORDS + i;
+                let mut bits = w.load(Relaxed);
+                if bits == 0 {
+                    continue;
+                }
+                read.words[word].fetch_or(bits, Relaxed);
+                unique += bits.count_ones() as usize;
+                while bits != 0 {
+                    let g = word * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let q = x_owner[g] as usize;
+                    if q != p {
+                        lists[q].push(g as u32);
+                    }
+                }
+            }
+            (unique, lists)
+        })
+        .collect();
+    let unique = chunks.iter().map(|c| c.0).sum();
+    let mut lists: Vec<Vec<u32>> = (0..parts)
+        .map(|q| Vec::with_capacity(chunks.iter().map(|c| c.1[q].len()).sum()))
+        .collect();
+    for (_, chunk) in chunks {
+        for (q, l) in chunk.into_iter().enumerate() {
+            lists[q].extend_from_slice(&l);
+        }
+    }
+    (unique, lists)
+}
+
+/// The part's fine tasks' gathered indices in its local numbering
+/// (`local[g]`), in local fine order, rewritten by all cores.
+fn rewrite_columns(
+    fine_runs: &[(u32, u32)],
+    fine_len: usize,
+    col: &[u32],
+    local: &[u32],
+) -> Result<Vec<u32>> {
+    let mut out = mem::try_filled("a part's local col", fine_len, 0u32)?;
+    let mut at = 0;
+    for &(lo, hi) in fine_runs {
+        let (lo, hi) = (lo as usize, hi as usize);
+        out[at..at + (hi - lo)]
+            .par_chunks_mut(1 << 14)
+            .zip(col[lo..hi].par_chunks(1 << 14))
+            .for_each(|(o, c)| {
+                for (o, &g) in o.iter_mut().zip(c) {
+                    *o = local[g as usize];
+                }
+            });
+        at += hi - lo;
+    }
+    Ok(out)
 }

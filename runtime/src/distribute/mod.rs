@@ -39,7 +39,6 @@ pub use owners::Ownership;
 
 use crate::error::{excerpt, to_u32};
 use crate::{Error, Result};
-use rayon::prelude::*;
 use std::fmt;
 use std::str::FromStr;
 
@@ -160,7 +159,9 @@ fn check_pattern(row_ptr: &[u32], col: &[u32], x_len: usize) -> Result<usize> {
             message: format!("row_ptr[0] = {}, expected 0", row_ptr[0]),
         });
     }
-    if let Some(t) = row_ptr.par_windows(2).position_first(|w| w[0] > w[1]) {
+    // Sequential scans: memory-bound, and faster than rayon's position_first
+    // (which pays per element) at any size seen here.
+    if let Some(t) = row_ptr.windows(2).position(|w| w[0] > w[1]) {
         return Err(Error::InvalidMatrix {
             format: FORMAT,
             message: format!(
@@ -177,7 +178,7 @@ fn check_pattern(row_ptr: &[u32], col: &[u32], x_len: usize) -> Result<usize> {
             col.len(),
         ));
     }
-    if let Some(e) = col.par_iter().position_first(|&g| g as usize >= x_len) {
+    if let Some(e) = col.iter().position(|&g| g as usize >= x_len) {
         return Err(Error::out_of_range(
             format!("gathered index col[{e}] (x_len)"),
             col[e],
@@ -188,33 +189,38 @@ fn check_pattern(row_ptr: &[u32], col: &[u32], x_len: usize) -> Result<usize> {
 }
 
 /// A set of indices below a fixed bound, one bit each: the per-entry marks
-/// of a build (two bits per gathered entry instead of a word).
+/// of a build (two bits per gathered entry instead of a word). Atomic words,
+/// so that a part's reads are marked by all cores at once.
 #[derive(Debug)]
 struct Bits {
-    words: Vec<u64>,
+    words: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Bits {
     /// The empty set of indices below `len`.
     fn new(len: usize, what: &str) -> Result<Self> {
-        Ok(Bits {
-            words: crate::mem::try_filled(what, len.div_ceil(64), 0u64)?,
-        })
+        let n = len.div_ceil(64);
+        let mut words = Vec::new();
+        crate::mem::try_reserve(&mut words, n, what)?;
+        words.extend((0..n).map(|_| std::sync::atomic::AtomicU64::new(0)));
+        Ok(Bits { words })
     }
 
-    /// Adds `i`; whether it was absent.
-    fn insert(&mut self, i: usize) -> bool {
-        let (w, b) = (&mut self.words[i / 64], 1u64 << (i % 64));
-        let absent = *w & b == 0;
-        *w |= b;
-        absent
-    }
-
-    fn remove(&mut self, i: usize) {
-        self.words[i / 64] &= !(1u64 << (i % 64));
+    /// Adds `i` (from any thread).
+    fn set(&self, i: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (w, b) = (&self.words[i / 64], 1u64 << (i % 64));
+        // Most reads repeat an entry already marked: test before writing.
+        if w.load(Relaxed) & b == 0 {
+            w.fetch_or(b, Relaxed);
+        }
     }
 
     fn count(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
+        use std::sync::atomic::Ordering::Relaxed;
+        self.words
+            .iter()
+            .map(|w| w.load(Relaxed).count_ones() as usize)
+            .sum()
     }
 }

@@ -45,9 +45,7 @@ impl Ownership {
         x_len: usize,
     ) -> Result<Self> {
         check_parts(parts)?;
-        let t0 = std::time::Instant::now();
         let n_tasks = check_pattern(row_ptr, col, x_len)?;
-        eprintln!("check {:?}", t0.elapsed());
         let order = match kind {
             PartitionKind::Rows => None,
             PartitionKind::Levels => {
@@ -61,9 +59,7 @@ impl Ownership {
                 Some(levels(row_ptr, col)?)
             }
         };
-        eprintln!("order {:?}", t0.elapsed());
         let task_owner = balanced_blocks(row_ptr, order.as_deref(), parts)?;
-        eprintln!("blocks {:?}", t0.elapsed());
         let x_owner = if x_len == n_tasks {
             task_owner.clone()
         } else {

@@ -455,24 +455,3 @@ proptest! {
         check(&scattered, &ptr, &col, x_len, None);
     }
 }
-
-#[test]
-#[ignore]
-fn tmp_timing() {
-    let (ptr, col) = shuffled_grid(2048, 3);
-    let n = ptr.len() - 1;
-    for _ in 0..3 {
-        let t = std::time::Instant::now();
-        let a = col.iter().position(|&g| g as usize >= n);
-        let b = ptr.windows(2).position(|w| w[0] > w[1]);
-        eprintln!("seq {:?} {a:?} {b:?}", t.elapsed());
-        let t = std::time::Instant::now();
-        let _ = check_pattern(&ptr, &col, n);
-        eprintln!("par {:?}", t.elapsed());
-    }
-    for kind in [PartitionKind::Rows, PartitionKind::Levels] {
-        let t = std::time::Instant::now();
-        let d = Distribution::new(kind, 8, &ptr, &col, n).unwrap();
-        eprintln!("{kind}: n {n} nnz {} {:?} exchanged {} repl {}", col.len(), t.elapsed(), d.exchanged(), d.replication());
-    }
-}

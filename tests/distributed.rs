@@ -194,3 +194,36 @@ fn bfs_on_cpu_groups_equals_one_device_exactly() {
     .unwrap_err();
     assert!(e.to_string().contains("not a vertex"), "{e}");
 }
+
+#[test]
+fn overlapped_spmv_on_cpu_groups_equals_one_device_within_rounding() {
+    let cfg = LaunchConfig::default();
+    for a in [
+        gen::rmat(10, 8, 3).unwrap(),
+        gen::poisson3d(9, Poisson3dOrder::Random, 5).unwrap(),
+    ] {
+        let x = x_for(a.ncols());
+        let want = apps::spmv_csr(&Device::cpu(), &cfg, &a, &x).unwrap();
+        for parts in 1..=4 {
+            for kind in KINDS {
+                let group = DeviceGroup::cpu(parts).unwrap();
+                let run = apps::spmv_group_overlapped(&group, kind, &cfg, &a, &x, 2).unwrap();
+                for (r, (y, w)) in run.result.iter().zip(&want).enumerate() {
+                    let (c, v) = a.row(r);
+                    let scale: f32 = c
+                        .iter()
+                        .zip(v)
+                        .map(|(&c, &v)| (v * x[c as usize]).abs())
+                        .sum();
+                    assert!(
+                        (y - w).abs() <= 1e-6 * scale.max(1e-30),
+                        "row {r}: {y} vs {w} ({parts}, {kind:?})"
+                    );
+                }
+                if parts == 1 {
+                    assert_eq!(run.result, want);
+                }
+            }
+        }
+    }
+}

@@ -51,6 +51,14 @@ fn spmv_on_gpu_groups_equals_cpu_groups() {
                 let run = spmv_group(&group, kind, &cfg, &a, &x, 3).unwrap();
                 // Rows stay whole on one GPU with the same kernel: the same bits.
                 assert_eq!(run.result, single, "{n} GPUs, {kind:?}");
+                // Block by block, with the exchange beside the owned block.
+                let run = apps::spmv_group_overlapped(&group, kind, &cfg, &a, &x, 3).unwrap();
+                for (r, (y, w)) in run.result.iter().zip(&single).enumerate() {
+                    assert!(
+                        (y - w).abs() <= 1e-5 * w.abs().max(1.0),
+                        "row {r}: {y} vs {w} ({n}, {kind:?})"
+                    );
+                }
             }
         }
     }

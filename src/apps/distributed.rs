@@ -10,6 +10,7 @@
 use super::graph::{Graph, PageRankOptions};
 use super::kernels::{
     cg_direction, cg_step, dangling_rank, dot, pagerank_contrib, pagerank_pull_resident, spmv,
+    spmv_add,
 };
 use crate::distributed::{DeviceGroup, DistVec, Distributed, ExchangeStats, PartitionKind};
 use crate::{split_one_task, DeviceVec, Error, LaunchConfig, PreparedLaunch, Result};
@@ -104,6 +105,84 @@ pub fn spmv_group(
     }
     ex.check()?;
     check_all(&spmvs)?;
+    Ok(GroupRun {
+        result: d.collect_tasks(&ys)?,
+        group: group.describe(),
+        setup,
+        steps,
+        exchange: d.stats(),
+        iterations: launches,
+        relative_residual: 0.0,
+    })
+}
+
+/// [`spmv_group`] with the exchange beside the arithmetic: each member's
+/// rows are split by where their entries' `x` comes from
+/// ([`Distributed::source_blocks`]); the owned block runs while the halo
+/// is in flight, then one `y +=` launch per sender. A row's sum is then
+/// taken block by block: equal to [`spmv_group`]'s within rounding.
+pub fn spmv_group_overlapped(
+    group: &DeviceGroup,
+    kind: PartitionKind,
+    config: &LaunchConfig,
+    a: &Csr<f32>,
+    x: &[f32],
+    launches: usize,
+) -> Result<GroupRun<f32>> {
+    if x.len() != a.ncols() {
+        return Err(Error::length("SpMV's x", a.ncols(), x.len()));
+    }
+    let start = Instant::now();
+    let d = Distributed::new(group, kind, a.row_ptr(), a.col_idx(), a.ncols())?;
+    let blocks = d.source_blocks(a.values())?;
+    let xs = d.gathered(x)?;
+    let ys = d.outputs::<f32>()?;
+    let ex = d.exchange_of(&xs)?;
+    let (mut owned, mut halo) = (Vec::new(), Vec::new());
+    for (p, member) in blocks.iter().enumerate() {
+        let (dev, tasks) = (d.device(p), d.tasks(p));
+        for (k, b) in member.iter().enumerate() {
+            if k == 0 {
+                owned.push(spmv::f32::prepare(
+                    dev,
+                    config,
+                    tasks,
+                    &b.row_ptr,
+                    &b.col,
+                    &b.val,
+                    xs.part(p),
+                    ys.part(p),
+                )?);
+            } else {
+                halo.push(spmv_add::prepare(
+                    dev,
+                    config,
+                    tasks,
+                    &b.row_ptr,
+                    &b.col,
+                    &b.val,
+                    xs.part(p),
+                    ys.part(p),
+                )?);
+            }
+        }
+    }
+    let setup = start.elapsed();
+    let mut steps = Vec::with_capacity(launches);
+    for i in 0..launches + 2 {
+        let t = Instant::now();
+        ex.start()?;
+        run_all(&owned)?;
+        ex.join()?;
+        run_all(&halo)?;
+        group.synchronize()?;
+        if i >= 2 {
+            steps.push(t.elapsed());
+        }
+    }
+    ex.check()?;
+    check_all(&owned)?;
+    check_all(&halo)?;
     Ok(GroupRun {
         result: d.collect_tasks(&ys)?,
         group: group.describe(),

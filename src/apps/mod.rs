@@ -45,7 +45,9 @@ pub mod bench_support {
     pub use super::pipelined::{pipelined, slot_of, Probe, Rounds, DEPTH};
 }
 
-pub use distributed::{bfs_group, cg_group, pagerank_group, spmv_group, GroupRun};
+pub use distributed::{
+    bfs_group, cg_group, pagerank_group, spmv_group, spmv_group_overlapped, GroupRun,
+};
 pub use driven::{
     auto_driver, bfs_driven, bfs_driven_observed, cc_driven, cc_driven_observed, default_delta,
     sssp_driven, sssp_driven_observed, undirected, DriveOptions, DrivenApp, DrivenReport,

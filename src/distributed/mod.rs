@@ -48,6 +48,6 @@ mod halo;
 mod pattern;
 
 pub use halo::HaloScalar;
-pub use pattern::{DistVec, Distributed, Exchange, ExchangeStats};
+pub use pattern::{DistVec, Distributed, Exchange, ExchangeStats, SourceBlock};
 pub use warpfit_gpu::{DeviceGroup, GroupSize, Transfer, DEFAULT_GROUP_TIMEOUT, MAX_GROUP};
 pub use warpfit_runtime::distribute::{Distribution, PartLayout, PartitionKind};

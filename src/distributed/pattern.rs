@@ -257,6 +257,48 @@ impl<'g> Distributed<'g> {
         })
     }
 
+    /// Each member's fine tasks split by where their gathered entry comes
+    /// from: block 0 reads owned entries, block `k ≥ 1` the halo from the
+    /// `k`-th member this one receives from (its `halo` order). Each block
+    /// is a range array over all the member's tasks (empty rows where a
+    /// task reads nothing there), its index array (local numbering) and
+    /// `values` cut the same way. A kernel run block by block can start on
+    /// block 0 while the halo is in flight ([`Exchange::start`]); its fold
+    /// then adds a task's blocks in block order, not in its fine order.
+    pub fn source_blocks<T: Scalar + Sync + Send>(
+        &self,
+        values: &[T],
+    ) -> Result<Vec<Vec<SourceBlock<T>>>> {
+        use rayon::prelude::*;
+        let dist = &self.dist;
+        let host: Vec<Vec<HostBlock<T>>> = (0..self.group.len())
+            .into_par_iter()
+            .map(|p| {
+                let part = &dist.parts()[p];
+                let val = dist.fine_part(p, values)?;
+                let mut edges = vec![part.owned_x.len() as u32];
+                edges.extend(part.halo.iter().map(|h| (h.offset + h.global.len()) as u32));
+                Ok(split_by_source(&part.row_ptr, &part.col, &val, &edges))
+            })
+            .collect::<Result<_>>()?;
+        host.into_iter()
+            .enumerate()
+            .map(|(p, blocks)| {
+                let d = self.device(p);
+                blocks
+                    .into_iter()
+                    .map(|(ptr, col, val)| {
+                        Ok(SourceBlock {
+                            row_ptr: d.upload(&ptr)?,
+                            col: d.upload(&col)?,
+                            val: d.upload(&val)?,
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The exchange of `x`'s halo, prepared once: [`Exchange::run`] packs and
     /// moves the entries.
     pub fn exchange_of<'a, T: HaloScalar>(&'a self, x: &'a DistVec<T>) -> Result<Exchange<'a, T>> {
@@ -325,6 +367,55 @@ impl<'g> Distributed<'g> {
     }
 }
 
+/// One block of a member's fine tasks ([`Distributed::source_blocks`]).
+pub struct SourceBlock<T: Scalar> {
+    /// Range array over all the member's tasks.
+    pub row_ptr: DeviceVec<u32>,
+    /// Local gathered index of each fine task of the block.
+    pub col: DeviceVec<u32>,
+    /// The values, cut the same way.
+    pub val: DeviceVec<T>,
+}
+
+/// A block on the host: range array, index array, values.
+type HostBlock<T> = (Vec<u32>, Vec<u32>, Vec<T>);
+
+/// Splits a CSR pattern `(row_ptr, col)` with `val` into blocks by column:
+/// block `b` holds the entries with `edges[b - 1] <= col < edges[b]`
+/// (`edges` ascending, the last at least every column), each row's entries
+/// in their order.
+fn split_by_source<T: Copy>(
+    row_ptr: &[u32],
+    col: &[u32],
+    val: &[T],
+    edges: &[u32],
+) -> Vec<HostBlock<T>> {
+    let block = |c: u32| edges.partition_point(|&e| e <= c);
+    let rows = row_ptr.len() - 1;
+    let mut counts = vec![vec![0u32; rows + 1]; edges.len()];
+    for r in 0..rows {
+        for &c in &col[row_ptr[r] as usize..row_ptr[r + 1] as usize] {
+            counts[block(c)][r + 1] += 1;
+        }
+    }
+    let mut out: Vec<HostBlock<T>> = counts
+        .into_iter()
+        .map(|mut ptr| {
+            for r in 0..rows {
+                ptr[r + 1] += ptr[r];
+            }
+            let n = ptr[rows] as usize;
+            (ptr, Vec::with_capacity(n), Vec::with_capacity(n))
+        })
+        .collect();
+    for (&c, &v) in col.iter().zip(val) {
+        let b = &mut out[block(c)];
+        b.1.push(c);
+        b.2.push(v);
+    }
+    out
+}
+
 /// A prepared halo exchange of one gathered array.
 pub struct Exchange<'a, T: HaloScalar> {
     d: &'a Distributed<'a>,
@@ -333,6 +424,26 @@ pub struct Exchange<'a, T: HaloScalar> {
 }
 
 impl<T: HaloScalar> Exchange<'_, T> {
+    /// [`Exchange::run`] beside the launches that follow: the packs are
+    /// enqueued, then the moves start on each GPU's second stream once the
+    /// packs are done, while the launches enqueued next (those reading only
+    /// owned entries) run. Call [`Exchange::join`] before the launches that
+    /// read the halo. On the CPU, the same as `run`.
+    pub fn start(&self) -> Result<()> {
+        for pack in &self.packs {
+            pack.run()?;
+        }
+        let send: Vec<&DeviceVec<T>> = self.x.send.iter().collect();
+        self.d
+            .group
+            .transfer_beside(&send, &self.x.refs(), &self.d.transfers)
+    }
+
+    /// Makes every member wait for the moves [`Exchange::start`] began.
+    pub fn join(&self) -> Result<()> {
+        self.d.group.join_transfers()
+    }
+
     /// Packs every member's outgoing entries and moves them into the
     /// receivers' halos: enqueued on the members' streams, ordered with
     /// their launches (on the CPU, done on return).

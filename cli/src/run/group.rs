@@ -83,7 +83,7 @@ impl AppRun<'_> {
             App::Spmv => {
                 let iters = self.iters.unwrap_or(SPMV_ITERS);
                 let x = apps::spmv_input(a.ncols());
-                let run = apps::spmv_group(&group, kind, &self.config, a, &x, iters)?;
+                let run = apps::spmv_group_overlapped(&group, kind, &self.config, a, &x, iters)?;
                 let per = run.median_step().as_secs_f64();
                 let line = format!(
                     "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({iters} iterations, {}, partition {})",

@@ -17,7 +17,9 @@ use crate::driver::cuda_device::CudaDevice;
 use crate::driver::device::Device;
 use crate::launch::device_vec::DeviceVec;
 use crate::spec::Scalar;
+use cudarc::driver::CudaStream;
 use nccl::{NcclComms, PeerOp};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use warpfit_runtime::{Error, Result};
 
@@ -59,8 +61,13 @@ enum Link {
     Host,
     /// One GPU: nothing to exchange.
     Alone,
-    /// GPUs joined by NCCL communicators.
-    Nccl(NcclComms),
+    /// GPUs joined by NCCL communicators, with a second stream per GPU
+    /// for transfers that run beside its launches
+    /// ([`DeviceGroup::transfer_beside`]).
+    Nccl {
+        comms: NcclComms,
+        side: Vec<Arc<CudaStream>>,
+    },
 }
 
 /// Devices that run one distributed kernel together, member `p` holding
@@ -169,7 +176,20 @@ impl DeviceGroup {
             Link::Alone
         } else {
             let cudas: Vec<CudaDevice> = devices.iter().filter_map(|d| d.cuda().cloned()).collect();
-            Link::Nccl(NcclComms::init(&cudas)?)
+            let side = cudas
+                .iter()
+                .map(|d| {
+                    d.context()
+                        .new_stream()
+                        .map_err(crate::driver::errors::cuda_err(
+                            "creating a transfer stream",
+                        ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Link::Nccl {
+                comms: NcclComms::init(&cudas)?,
+                side,
+            }
         };
         Ok(DeviceGroup {
             devices,
@@ -209,7 +229,9 @@ impl DeviceGroup {
         match &self.link {
             Link::Host => format!("{} CPU part(s)", self.len()),
             Link::Alone => format!("1 GPU ({})", self.ordinals_text()),
-            Link::Nccl(_) => format!("{} GPUs ({}) over NCCL", self.len(), self.ordinals_text()),
+            Link::Nccl { .. } => {
+                format!("{} GPUs ({}) over NCCL", self.len(), self.ordinals_text())
+            }
         }
     }
 
@@ -264,6 +286,46 @@ impl DeviceGroup {
         dst: &[&DeviceVec<T>],
         transfers: &[Transfer],
     ) -> Result<()> {
+        self.transfer_on(src, dst, transfers, false)
+    }
+
+    /// [`DeviceGroup::transfer`] beside the launches: on GPUs the transfers
+    /// start once the work enqueued so far on each member's stream is done
+    /// (the packing of what they send), and run on a second stream while
+    /// the launches enqueued next run; [`DeviceGroup::join_transfers`] makes
+    /// each member's stream wait for them before the launches that read
+    /// what they bring. Until then, neither the sources nor the
+    /// destinations' ranges may be touched. On the CPU the same as
+    /// `transfer`.
+    pub fn transfer_beside<T: Scalar>(
+        &self,
+        src: &[&DeviceVec<T>],
+        dst: &[&DeviceVec<T>],
+        transfers: &[Transfer],
+    ) -> Result<()> {
+        self.transfer_on(src, dst, transfers, true)
+    }
+
+    /// Makes every member's stream wait for the transfers started by
+    /// [`DeviceGroup::transfer_beside`] (nothing on the CPU).
+    pub fn join_transfers(&self) -> Result<()> {
+        if let Link::Nccl { side, .. } = &self.link {
+            for (d, s) in self.cudas().iter().zip(side) {
+                d.stream().join(s).map_err(crate::driver::errors::cuda_err(
+                    "waiting for a group's transfers",
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn transfer_on<T: Scalar>(
+        &self,
+        src: &[&DeviceVec<T>],
+        dst: &[&DeviceVec<T>],
+        transfers: &[Transfer],
+        beside: bool,
+    ) -> Result<()> {
         self.check_members("a transfer's sources", src)?;
         self.check_members("a transfer's destinations", dst)?;
         for t in transfers {
@@ -286,7 +348,7 @@ impl DeviceGroup {
                 }
                 Ok(())
             }
-            Link::Nccl(comms) => {
+            Link::Nccl { comms, side } => {
                 let size = T::TYPE.size() as u64;
                 let ptr =
                     |v: &DeviceVec<T>, off: usize| v.cuda_ptr().unwrap_or(0) + off as u64 * size;
@@ -307,7 +369,17 @@ impl DeviceGroup {
                         send: false,
                     });
                 }
-                comms.exchange(&self.cudas(), T::TYPE, &ops)
+                let cudas = self.cudas();
+                if !beside {
+                    return comms.exchange(&cudas, None, T::TYPE, &ops);
+                }
+                for (d, s) in cudas.iter().zip(side) {
+                    s.join(d.stream()).map_err(crate::driver::errors::cuda_err(
+                        "ordering a group's transfers",
+                    ))?;
+                }
+                let streams: Vec<_> = side.iter().map(|s| s.cu_stream() as _).collect();
+                comms.exchange(&cudas, Some(&streams), T::TYPE, &ops)
             }
         }
     }
@@ -354,7 +426,7 @@ impl DeviceGroup {
                 }
                 Ok(())
             }
-            Link::Nccl(comms) => {
+            Link::Nccl { comms, .. } => {
                 let size = T::TYPE.size() as u64;
                 let ptrs: Vec<u64> = bufs
                     .iter()
@@ -370,10 +442,11 @@ impl DeviceGroup {
     /// meanwhile, aborts the communicators and is an `Err` (a peer that
     /// never answers does not hang the process).
     pub fn synchronize(&self) -> Result<()> {
-        if let Link::Nccl(comms) = &self.link {
+        if let Link::Nccl { comms, side } = &self.link {
             let start = Instant::now();
-            for d in self.cudas() {
-                wait_stream(&d, comms, start, self.timeout)?;
+            for (d, s) in self.cudas().iter().zip(side) {
+                wait_stream(d, d.stream(), comms, start, self.timeout)?;
+                wait_stream(d, s, comms, start, self.timeout)?;
             }
         }
         self.devices.iter().try_for_each(Device::synchronize)
@@ -382,12 +455,18 @@ impl DeviceGroup {
 
 /// Polls `d`'s stream until it is idle, NCCL reports an error, or the time
 /// runs out.
-fn wait_stream(d: &CudaDevice, comms: &NcclComms, start: Instant, timeout: Duration) -> Result<()> {
+fn wait_stream(
+    d: &CudaDevice,
+    stream: &CudaStream,
+    comms: &NcclComms,
+    start: Instant,
+    timeout: Duration,
+) -> Result<()> {
     use cudarc::driver::sys;
     d.context()
         .bind_to_thread()
         .map_err(crate::driver::errors::cuda_err("binding a context"))?;
-    let stream = d.stream().cu_stream();
+    let stream = stream.cu_stream();
     loop {
         // SAFETY: a live stream of the context bound above.
         match unsafe { sys::cuStreamQuery(stream) } {

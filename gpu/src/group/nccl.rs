@@ -111,17 +111,23 @@ impl NcclComms {
         r
     }
 
-    /// Enqueues every operation of `ops`, in one group.
+    /// Enqueues every operation of `ops`, in one group, each on its rank's
+    /// `streams` entry (`None`: the device's stream).
     pub(super) fn exchange(
         &self,
         devices: &[CudaDevice],
+        streams: Option<&[sys::cudaStream_t]>,
         ty: ScalarType,
         ops: &[PeerOp],
     ) -> Result<()> {
         let dtype = nccl_type(ty);
         self.grouped("a halo exchange", || {
             for op in ops.iter().filter(|op| op.count > 0) {
-                let (comm, stream) = (self.comms[op.rank], stream_of(&devices[op.rank]));
+                let stream = match streams {
+                    Some(s) => s[op.rank],
+                    None => stream_of(&devices[op.rank]),
+                };
+                let comm = self.comms[op.rank];
                 let peer = op.peer as i32;
                 // SAFETY: the caller checked that `ptr` addresses `count`
                 // elements of `ty` on rank's GPU, alive until the stream

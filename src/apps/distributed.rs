@@ -154,16 +154,28 @@ pub fn spmv_group_overlapped(
                     ys.part(p),
                 )?);
             } else {
-                halo.push(spmv_add::prepare(
-                    dev,
-                    config,
-                    tasks,
-                    &b.row_ptr,
-                    &b.col,
-                    &b.val,
-                    xs.part(p),
-                    ys.part(p),
-                )?);
+                halo.push(match &b.tasks {
+                    Some(list) => spmv_add::prepare(
+                        dev,
+                        config,
+                        list,
+                        &b.row_ptr,
+                        &b.col,
+                        &b.val,
+                        xs.part(p),
+                        ys.part(p),
+                    )?,
+                    None => spmv_add::prepare(
+                        dev,
+                        config,
+                        tasks,
+                        &b.row_ptr,
+                        &b.col,
+                        &b.val,
+                        xs.part(p),
+                        ys.part(p),
+                    )?,
+                });
             }
         }
     }

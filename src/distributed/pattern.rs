@@ -6,6 +6,7 @@ use super::halo::HaloScalar;
 use crate::{Device, DeviceVec, Error, PreparedLaunch, Result, Scalar};
 use warpfit_gpu::{DeviceGroup, Transfer};
 use warpfit_runtime::distribute::{Distribution, PartitionKind};
+use warpfit_runtime::{Segment, TaskList};
 
 /// One array per member of a group: a fine array, a per-task array, or a
 /// gathered array in the local layout (owned entries, then the halo) with
@@ -288,10 +289,23 @@ impl<'g> Distributed<'g> {
                 blocks
                     .into_iter()
                     .map(|(ptr, col, val)| {
+                        let rows = ptr.len() - 1;
+                        let segments: Vec<Segment> = ptr
+                            .windows(2)
+                            .enumerate()
+                            .filter(|(_, w)| w[1] > w[0])
+                            .map(|(r, w)| Segment::new(r as u32, w[0], w[1]))
+                            .collect();
+                        let tasks = if segments.len() < rows / 2 {
+                            Some(TaskList::new(segments)?)
+                        } else {
+                            None
+                        };
                         Ok(SourceBlock {
                             row_ptr: d.upload(&ptr)?,
                             col: d.upload(&col)?,
                             val: d.upload(&val)?,
+                            tasks,
                         })
                     })
                     .collect()
@@ -375,6 +389,10 @@ pub struct SourceBlock<T: Scalar> {
     pub col: DeviceVec<u32>,
     /// The values, cut the same way.
     pub val: DeviceVec<T>,
+    /// Where fewer than half the tasks read from the block, the segments
+    /// of those that do: launch over this list instead of every task (a
+    /// grid's halo block is one row of the grid, not every row).
+    pub tasks: Option<TaskList>,
 }
 
 /// A block on the host: range array, index array, values.

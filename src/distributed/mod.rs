@@ -35,11 +35,16 @@
 //! let xs = d.gathered(&x)?;
 //! let ys = d.outputs::<f32>()?;
 //! d.exchange(&xs)?; // the halo, before each launch
+//! let cfg = warpfit::LaunchConfig::default();
 //! for p in 0..group.len() {
-//!     spmv::f32::launch(d.device(p), d.tasks(p), d.row_ptr(p), d.col(p), val.part(p), xs.part(p), ys.part(p))?;
+//!     // Each member's part: its own tasks, local arrays, the unchanged kernel.
+//!     let (rows, ptr, col) = (d.tasks(p), d.row_ptr(p), d.col(p));
+//!     let launch = spmv::f32::prepare(d.device(p), &cfg, rows, ptr, col, val.part(p), xs.part(p), ys.part(p))?;
+//!     launch.run()?;
+//!     launch.check()?;
 //! }
 //! let y = d.collect_tasks(&ys)?; // in the caller's task order
-//! let reference = warpfit::apps::spmv_csr(&warpfit::Device::cpu(), &Default::default(), &a, &x)?;
+//! let reference = warpfit::apps::spmv_csr(&warpfit::Device::cpu(), &cfg, &a, &x)?;
 //! assert_eq!(y, reference);
 //! # Ok::<(), warpfit::Error>(())
 //! ```

@@ -13,7 +13,7 @@ use super::kernels::{
     spmv_add,
 };
 use crate::distributed::{DeviceGroup, DistVec, Distributed, ExchangeStats, PartitionKind};
-use crate::{split_one_task, DeviceVec, Error, LaunchConfig, PreparedLaunch, Result};
+use crate::{split_one_task, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result};
 use std::time::{Duration, Instant};
 use warpfit_runtime::Csr;
 
@@ -53,6 +53,19 @@ fn check_all(launches: &[PreparedLaunch<'_>]) -> Result<()> {
     launches.iter().try_for_each(PreparedLaunch::check)
 }
 
+/// `out[slot] = aᵀb` over a member's `n` entries, split over its device
+/// (`split` made for that slot).
+fn dot_launch<'a>(
+    device: &'a crate::Device,
+    split: &'a OneTaskSplit,
+    n: usize,
+    a: &'a DeviceVec<f64>,
+    b: &'a DeviceVec<f64>,
+    out: &'a DeviceVec<f64>,
+) -> Result<PreparedLaunch<'a>> {
+    dot::f64::prepare(device, &split.config, &split.tasks, n as u32, a, b, out)
+}
+
 /// One zeroed array of `len` per member.
 fn small<T: crate::Scalar>(group: &DeviceGroup, len: usize) -> Result<Vec<DeviceVec<T>>> {
     group.devices().iter().map(|d| d.alloc::<T>(len)).collect()
@@ -60,7 +73,8 @@ fn small<T: crate::Scalar>(group: &DeviceGroup, len: usize) -> Result<Vec<Device
 
 /// `y = A·x` on `group`, `launches` times after two warm-up launches, each
 /// launch the halo exchange of `x` and every member's SpMV, timed to the
-/// end of the slowest member.
+/// end of the slowest member. Equal to the single-device SpMV bit for bit
+/// (rows stay whole, each member runs the same kernel on them).
 pub fn spmv_group(
     group: &DeviceGroup,
     kind: PartitionKind,
@@ -69,51 +83,7 @@ pub fn spmv_group(
     x: &[f32],
     launches: usize,
 ) -> Result<GroupRun<f32>> {
-    if x.len() != a.ncols() {
-        return Err(Error::length("SpMV's x", a.ncols(), x.len()));
-    }
-    let start = Instant::now();
-    let d = Distributed::new(group, kind, a.row_ptr(), a.col_idx(), a.ncols())?;
-    let val = d.fine(a.values())?;
-    let xs = d.gathered(x)?;
-    let ys = d.outputs::<f32>()?;
-    let ex = d.exchange_of(&xs)?;
-    let spmvs = (0..group.len())
-        .map(|p| {
-            spmv::f32::prepare(
-                d.device(p),
-                config,
-                d.tasks(p),
-                d.row_ptr(p),
-                d.col(p),
-                val.part(p),
-                xs.part(p),
-                ys.part(p),
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let setup = start.elapsed();
-    let mut steps = Vec::with_capacity(launches);
-    for i in 0..launches + 2 {
-        let t = Instant::now();
-        ex.run()?;
-        run_all(&spmvs)?;
-        group.synchronize()?;
-        if i >= 2 {
-            steps.push(t.elapsed());
-        }
-    }
-    ex.check()?;
-    check_all(&spmvs)?;
-    Ok(GroupRun {
-        result: d.collect_tasks(&ys)?,
-        group: group.describe(),
-        setup,
-        steps,
-        exchange: d.stats(),
-        iterations: launches,
-        relative_residual: 0.0,
-    })
+    spmv_on_group(group, kind, config, a, x, launches, false)
 }
 
 /// [`spmv_group`] with the exchange beside the arithmetic: each member's
@@ -129,53 +99,60 @@ pub fn spmv_group_overlapped(
     x: &[f32],
     launches: usize,
 ) -> Result<GroupRun<f32>> {
+    spmv_on_group(group, kind, config, a, x, launches, true)
+}
+
+fn spmv_on_group(
+    group: &DeviceGroup,
+    kind: PartitionKind,
+    config: &LaunchConfig,
+    a: &Csr<f32>,
+    x: &[f32],
+    launches: usize,
+    overlap: bool,
+) -> Result<GroupRun<f32>> {
     if x.len() != a.ncols() {
         return Err(Error::length("SpMV's x", a.ncols(), x.len()));
     }
     let start = Instant::now();
     let d = Distributed::new(group, kind, a.row_ptr(), a.col_idx(), a.ncols())?;
-    let blocks = d.source_blocks(a.values())?;
+    // Overlapped: the rows split by source; else each member's fine arrays whole.
+    let blocks = match overlap {
+        true => d.source_blocks(a.values())?,
+        false => Vec::new(),
+    };
+    let val = match overlap {
+        true => None,
+        false => Some(d.fine(a.values())?),
+    };
     let xs = d.gathered(x)?;
     let ys = d.outputs::<f32>()?;
     let ex = d.exchange_of(&xs)?;
-    let (mut owned, mut halo) = (Vec::new(), Vec::new());
-    for (p, member) in blocks.iter().enumerate() {
-        let (dev, tasks) = (d.device(p), d.tasks(p));
-        for (k, b) in member.iter().enumerate() {
+    // `first` reads owned entries only when overlapped; `rest` adds the halo.
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    for p in 0..group.len() {
+        let (dev, tasks, x, y) = (d.device(p), d.tasks(p), xs.part(p), ys.part(p));
+        if let Some(val) = &val {
+            first.push(spmv::f32::prepare(
+                dev,
+                config,
+                tasks,
+                d.row_ptr(p),
+                d.col(p),
+                val.part(p),
+                x,
+                y,
+            )?);
+            continue;
+        }
+        for (k, b) in blocks.get(p).into_iter().flatten().enumerate() {
+            let (ptr, col, v) = (&b.row_ptr, &b.col, &b.val);
             if k == 0 {
-                owned.push(spmv::f32::prepare(
-                    dev,
-                    config,
-                    tasks,
-                    &b.row_ptr,
-                    &b.col,
-                    &b.val,
-                    xs.part(p),
-                    ys.part(p),
-                )?);
+                first.push(spmv::f32::prepare(dev, config, tasks, ptr, col, v, x, y)?);
+            } else if let Some(list) = &b.tasks {
+                rest.push(spmv_add::prepare(dev, config, list, ptr, col, v, x, y)?);
             } else {
-                halo.push(match &b.tasks {
-                    Some(list) => spmv_add::prepare(
-                        dev,
-                        config,
-                        list,
-                        &b.row_ptr,
-                        &b.col,
-                        &b.val,
-                        xs.part(p),
-                        ys.part(p),
-                    )?,
-                    None => spmv_add::prepare(
-                        dev,
-                        config,
-                        tasks,
-                        &b.row_ptr,
-                        &b.col,
-                        &b.val,
-                        xs.part(p),
-                        ys.part(p),
-                    )?,
-                });
+                rest.push(spmv_add::prepare(dev, config, tasks, ptr, col, v, x, y)?);
             }
         }
     }
@@ -183,18 +160,23 @@ pub fn spmv_group_overlapped(
     let mut steps = Vec::with_capacity(launches);
     for i in 0..launches + 2 {
         let t = Instant::now();
-        ex.start()?;
-        run_all(&owned)?;
-        ex.join()?;
-        run_all(&halo)?;
+        if overlap {
+            ex.start()?;
+            run_all(&first)?;
+            ex.join()?;
+            run_all(&rest)?;
+        } else {
+            ex.run()?;
+            run_all(&first)?;
+        }
         group.synchronize()?;
         if i >= 2 {
             steps.push(t.elapsed());
         }
     }
     ex.check()?;
-    check_all(&owned)?;
-    check_all(&halo)?;
+    check_all(&first)?;
+    check_all(&rest)?;
     Ok(GroupRun {
         result: d.collect_tasks(&ys)?,
         group: group.describe(),
@@ -349,17 +331,8 @@ pub fn cg_group(
     let (pq_split, rr_split) = (split(0)?, split(1)?);
     // rᵀr of r₀ = b into the first "previous" set.
     for m in 0..group.len() {
-        let s = &rr_split[m];
-        dot::f64::prepare(
-            d.device(m),
-            &s.config,
-            &s.tasks,
-            d.tasks(m) as u32,
-            r.part(m),
-            r.part(m),
-            &scalars[1][m],
-        )?
-        .run()?;
+        let (rm, out) = (r.part(m), &scalars[1][m]);
+        dot_launch(d.device(m), &rr_split[m], d.tasks(m), rm, rm, out)?.run()?;
     }
     group.all_reduce_sum(&refs(1), 1..2)?;
     // Per direction (prev, cur): SpMV, pᵀq, the update, rᵀr, the direction.
@@ -380,12 +353,10 @@ pub fn cg_group(
                 p.part(m),
                 q.part(m),
             )?);
-            let s = &pq_split[m];
-            pqs.push(dot::f64::prepare(
+            pqs.push(dot_launch(
                 dev,
-                &s.config,
-                &s.tasks,
-                tasks as u32,
+                &pq_split[m],
+                tasks,
                 p.part(m),
                 q.part(m),
                 cv,
@@ -402,12 +373,10 @@ pub fn cg_group(
                 x.part(m),
                 r.part(m),
             )?);
-            let s = &rr_split[m];
-            rrs.push(dot::f64::prepare(
+            rrs.push(dot_launch(
                 dev,
-                &s.config,
-                &s.tasks,
-                tasks as u32,
+                &rr_split[m],
+                tasks,
                 r.part(m),
                 r.part(m),
                 cv,

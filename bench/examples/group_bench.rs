@@ -112,6 +112,7 @@ struct Row {
     entries: usize,
     bytes: usize,
     fraction: f64,
+    replication: usize,
     check: String,
     extra: String,
 }
@@ -141,6 +142,7 @@ fn row<T>(
         entries: run.exchange.entries,
         bytes: run.exchange.entries * elem,
         fraction: run.exchange.fraction(),
+        replication: run.exchange.replication,
         check,
         extra: String::new(),
     }
@@ -375,12 +377,12 @@ fn run() -> Result<()> {
 fn print_row(r: &Row) {
     static HEADER: std::sync::Once = std::sync::Once::new();
     HEADER.call_once(|| {
-        println!("| app | matrix | nonzeros | GPUs | ms per launch/iteration (median) | speed-up | exchanged per launch | × vector | check | |");
-        println!("|---|---|---|---|---|---|---|---|---|---|");
+        println!("| app | matrix | nonzeros | GPUs | ms per launch/iteration (median) | speed-up | exchanged per launch | × vector | R | check | |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
     });
     {
         println!(
-            "| {} | {} | {} | {} | {:.3} | {:.2}× | {} entries, {:.1} MB | {:.2} | {} | {} |",
+            "| {} | {} | {} | {} | {:.3} | {:.2}× | {} entries, {:.1} MB | {:.2} | {} | {} | {} |",
             r.app,
             r.spec,
             r.nnz,
@@ -390,6 +392,7 @@ fn print_row(r: &Row) {
             r.entries,
             r.bytes as f64 / 1e6,
             r.fraction,
+            r.replication,
             r.check,
             r.extra
         );

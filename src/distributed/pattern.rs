@@ -54,6 +54,11 @@ pub struct ExchangeStats {
     pub x_len: usize,
     /// Point-to-point messages per exchange.
     pub messages: usize,
+    /// The partitioner's replication cost R of the same split: the sum
+    /// over members of the distinct entries each reads, less the distinct
+    /// entries read at all ([`Distribution::replication`]); `entries` is R
+    /// plus the entries read only away from their owner.
+    pub replication: usize,
 }
 
 impl ExchangeStats {
@@ -196,6 +201,7 @@ impl<'g> Distributed<'g> {
                 .unwrap_or(0),
             x_len: self.dist.x_len(),
             messages: self.transfers.len(),
+            replication: self.dist.replication(),
         }
     }
 

@@ -58,11 +58,12 @@ fn ms(d: std::time::Duration) -> f64 {
 
 fn exchange_line(e: &ExchangeStats) -> String {
     format!(
-        "exchange: {} entries per launch ({:.2}× the vector's length; the largest part receives {}), {} messages",
+        "exchange: {} entries per launch ({:.2}× the vector's length; the largest part receives {}), {} messages; replication R {}",
         e.entries,
         e.fraction(),
         e.max_entries,
-        e.messages
+        e.messages,
+        e.replication
     )
 }
 

@@ -154,7 +154,8 @@ fn bad_groups_and_inputs_are_errors() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("x"), "{e}");
-    // An array of another member is refused by name.
+    // The error names the length SpMV wanted.
+    assert!(e.to_string().contains(&a.ncols().to_string()), "{e}");
     let d = Distributed::new(
         &group,
         PartitionKind::Rows,
@@ -164,6 +165,31 @@ fn bad_groups_and_inputs_are_errors() {
     )
     .unwrap();
     assert_eq!(d.tasks(0) + d.tasks(1), a.nrows());
+    // Only a gathered array (with its send buffers) is exchanged.
+    let outputs = d.outputs::<f32>().unwrap();
+    let e = d.exchange(&outputs).unwrap_err().to_string();
+    assert!(e.contains("gathered array"), "{e}");
+    // A distribution made for three parts does not fit a group of two.
+    let three = warpfit::distributed::Distribution::new(
+        PartitionKind::Rows,
+        3,
+        a.row_ptr(),
+        a.col_idx(),
+        a.ncols(),
+    )
+    .unwrap();
+    assert!(Distributed::from_distribution(&group, three).is_err());
+    // Levels need a square pattern.
+    let rect =
+        warpfit::runtime::Csr::new(2, 5, vec![0, 1, 2], vec![4, 0], vec![1.0f32, 2.0]).unwrap();
+    assert!(Distributed::new(
+        &group,
+        PartitionKind::Levels,
+        rect.row_ptr(),
+        rect.col_idx(),
+        rect.ncols()
+    )
+    .is_err());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use super::{write_output, App, AppRun, Outcome, RunArgs, PAGERANK_ITERS, SPMV_ITERS};
 use crate::vector::read_vector;
 use std::time::Instant;
-use warpfit::apps::{self, Graph, PageRankOptions};
+use warpfit::apps::{self, CgOrder, Graph, PageRankOptions};
 use warpfit::distributed::{DeviceGroup, ExchangeStats, GroupSize, PartitionKind};
 use warpfit::runtime::Csr;
 use warpfit::{Error, Result};
@@ -164,7 +164,12 @@ impl AppRun<'_> {
     pub(super) fn group_cg(self) -> Result<Outcome> {
         let args = self.args;
         let read_start = Instant::now();
+        // Sized from the file's header before any entry is read, as `run cg` does.
+        if let Some(h) = args.input.header()? {
+            super::check_cg_memory::<f64>(h.nrows, super::stored_upper_bound(&h), CgOrder::Given)?;
+        }
         let a = args.input.load_as::<f64>()?;
+        super::check_cg_memory::<f64>(a.nrows(), a.nnz(), CgOrder::Given)?;
         super::check_symmetric(&a)?;
         let b = match &args.rhs {
             Some(path) => read_vector(path, "--rhs", a.nrows())?,

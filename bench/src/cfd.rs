@@ -191,6 +191,8 @@ pub fn run_cfd(
     Ok(rows)
 }
 
+/// Times one mesh's flux kernels, each checked first: the baseline, the
+/// generated flux in both shapes, and the throttled flux (label left empty).
 #[allow(clippy::too_many_arguments)]
 fn time_mesh(
     device: &Device,
@@ -206,61 +208,176 @@ fn time_mesh(
     let state = perturbed_free_stream(n);
     let ff = free_stream();
     let ptr: Vec<u32> = (0..=n as u32).map(|c| 4 * c).collect();
-    // The CPU twin's fluxes: what both GPU kernels are checked against.
+    let bench = MeshBench {
+        device,
+        timer,
+        cells: n,
+        want: cpu_fluxes(mesh, &ptr, &state, &ff)?,
+        warmup,
+        runs,
+    };
+    let arrays = FluxArrays::upload(device, &state, &ff)?;
+    let baseline_ms = time_baseline(&bench, cuda, func, mesh, &arrays)?;
+    let (ptr_d, nbr_d) = (device.upload(&ptr)?, device.upload(&mesh.neighbour)?);
+    let up = |a: &[f32]| device.upload(a);
+    let normal = [
+        up(&mesh.normal[0])?,
+        up(&mesh.normal[1])?,
+        up(&mesh.normal[2])?,
+    ];
+    let mut generated = time_generated(&bench, (&ptr_d, &nbr_d), &normal, &arrays, decompositions)?;
+    let (nbr_u, side) = faces(mesh)?;
+    let (nbr_u, side) = (device.upload(&nbr_u)?, device.upload(&side)?);
+    generated.extend(time_faces(
+        &bench,
+        (&ptr_d, &nbr_u, &side),
+        &normal,
+        &arrays,
+        decompositions,
+    )?);
+    let [d, mx, my, mz, e] = &arrays.state;
+    let [nx, ny, nz] = &normal;
+    let (ms, choice) = time_throttled(
+        device,
+        timer,
+        [&ptr_d, &nbr_u],
+        &side,
+        [nx, ny, nz],
+        (&state, [d, mx, my, mz, e]),
+        &arrays.ff,
+        &arrays.out,
+        &bench.want,
+        (warmup, runs),
+    )?;
+    generated.push((format!("throttled auto: {}", choice.schedule), ms));
+    Ok(CfdRow {
+        label: String::new(),
+        cells: n,
+        baseline_ms,
+        generated,
+        throttled: Some(choice),
+    })
+}
+
+/// What every kernel timed on one mesh shares: the device, the timer, the
+/// mesh's cell count, the CPU twin's fluxes each is checked against, and
+/// the run counts.
+struct MeshBench<'a> {
+    device: &'a Device,
+    timer: &'a EventTimer,
+    cells: usize,
+    want: [Vec<f32>; 5],
+    warmup: usize,
+    runs: usize,
+}
+
+impl MeshBench<'_> {
+    /// Runs `run` once, checks `out` against the CPU twin (as `what`), then
+    /// returns the median ms of the timed runs (0 where there is none).
+    fn checked_median(
+        &self,
+        out: &[DeviceVec<f32>; 5],
+        what: &str,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<f64> {
+        run()?;
+        check_against(out, &self.want, what)?;
+        Ok(median(&timed_runs(Some(self.timer), self.warmup, self.runs, run)?).unwrap_or(0.0))
+    }
+}
+
+/// The flux's inputs and outputs on the device: the five state variables,
+/// the free stream and the five fluxes.
+struct FluxArrays {
+    state: [DeviceVec<f32>; 5],
+    ff: DeviceVec<f32>,
+    out: [DeviceVec<f32>; 5],
+}
+
+impl FluxArrays {
+    /// Uploads `state` and `ff` and allocates the fluxes.
+    fn upload(device: &Device, state: &[Vec<f32>; 5], ff: &[f32]) -> Result<Self> {
+        let n = state[0].len();
+        let up = |a: &[f32]| device.upload(a);
+        let state = [
+            up(&state[0])?,
+            up(&state[1])?,
+            up(&state[2])?,
+            up(&state[3])?,
+            up(&state[4])?,
+        ];
+        let out: [DeviceVec<f32>; 5] = [
+            device.alloc(n)?,
+            device.alloc(n)?,
+            device.alloc(n)?,
+            device.alloc(n)?,
+            device.alloc(n)?,
+        ];
+        let ff = up(ff)?;
+        Ok(FluxArrays { state, ff, out })
+    }
+}
+
+/// The CPU twin's fluxes: what every GPU kernel is checked against.
+fn cpu_fluxes(
+    mesh: &TetMesh,
+    ptr: &[u32],
+    state: &[Vec<f32>; 5],
+    ff: &[f32],
+) -> Result<[Vec<f32>; 5]> {
+    let n = mesh.cells();
     let cpu = Device::cpu();
     let mut want: [Vec<f32>; 5] = std::array::from_fn(|_| vec![0.0; n]);
-    {
-        let [wd, wmx, wmy, wmz, we] = &mut want;
-        cfd_flux::launch(
-            &cpu,
-            n,
-            &ptr,
-            &mesh.neighbour,
-            &mesh.normal[0],
-            &mesh.normal[1],
-            &mesh.normal[2],
-            &state[0],
-            &state[1],
-            &state[2],
-            &state[3],
-            &state[4],
-            &ff,
-            &mut wd[..],
-            &mut wmx[..],
-            &mut wmy[..],
-            &mut wmz[..],
-            &mut we[..],
-        )?;
-    }
-    let up = |a: &[f32]| device.upload(a);
-    let [d, mx, my, mz, e] = [
-        up(&state[0])?,
-        up(&state[1])?,
-        up(&state[2])?,
-        up(&state[3])?,
-        up(&state[4])?,
-    ];
-    let out: [DeviceVec<f32>; 5] = [
-        device.alloc(n)?,
-        device.alloc(n)?,
-        device.alloc(n)?,
-        device.alloc(n)?,
-        device.alloc(n)?,
-    ];
-    let ffd = up(&ff)?;
-    let check = |out: &[DeviceVec<f32>; 5], what: &str| check_against(out, &want, what);
+    let [wd, wmx, wmy, wmz, we] = &mut want;
+    cfd_flux::launch(
+        &cpu,
+        n,
+        ptr,
+        &mesh.neighbour,
+        &mesh.normal[0],
+        &mesh.normal[1],
+        &mesh.normal[2],
+        &state[0],
+        &state[1],
+        &state[2],
+        &state[3],
+        &state[4],
+        ff,
+        &mut wd[..],
+        &mut wmx[..],
+        &mut wmy[..],
+        &mut wmz[..],
+        &mut we[..],
+    )?;
+    Ok(want)
+}
+
+/// The Rodinia-style baseline on the mesh in its by-face layout: checked,
+/// then its median ms.
+fn time_baseline(
+    bench: &MeshBench,
+    cuda: &CudaDevice,
+    func: &cudarc::driver::CudaFunction,
+    mesh: &TetMesh,
+    arrays: &FluxArrays,
+) -> Result<f64> {
+    let n = bench.cells;
     let (nbr_t, normals_t) = by_face(mesh);
-    let (nbr_d, normals_d) = (device.upload(&nbr_t)?, up(&normals_t)?);
+    let (nbr_d, normals_d) = (
+        bench.device.upload(&nbr_t)?,
+        bench.device.upload(&normals_t)?,
+    );
     let p = |v: &DeviceVec<f32>| ptr_of(v, "an array");
+    let ([d, mx, my, mz, e], out) = (&arrays.state, &arrays.out);
     let args: [u64; 13] = [
         ptr_of(&nbr_d, "neighbours")?,
         p(&normals_d)?,
-        p(&d)?,
-        p(&mx)?,
-        p(&my)?,
-        p(&mz)?,
-        p(&e)?,
-        p(&ffd)?,
+        p(d)?,
+        p(mx)?,
+        p(my)?,
+        p(mz)?,
+        p(e)?,
+        p(&arrays.ff)?,
         p(&out[0])?,
         p(&out[1])?,
         p(&out[2])?,
@@ -286,101 +403,90 @@ fn time_mesh(
             .map(|_| ())
             .map_err(|e| Error::invalid(format!("launching the baseline flux: {e}")))
     };
-    baseline()?;
-    check(&out, "the baseline")?;
-    let baseline_ms = median(&timed_runs(Some(timer), warmup, runs, &mut baseline)?).unwrap_or(0.0);
-    let (ptr_d, nbr_d2) = (device.upload(&ptr)?, device.upload(&mesh.neighbour)?);
-    let [nx, ny, nz] = [
-        up(&mesh.normal[0])?,
-        up(&mesh.normal[1])?,
-        up(&mesh.normal[2])?,
-    ];
+    bench.checked_median(out, "the baseline", &mut baseline)
+}
+
+/// The generated flux (each cell folding over its faces) under each of
+/// `decompositions`, each checked, then its name and median ms.
+fn time_generated(
+    bench: &MeshBench,
+    (ptr, nbr): (&DeviceVec<u32>, &DeviceVec<i32>),
+    [nx, ny, nz]: &[DeviceVec<f32>; 3],
+    arrays: &FluxArrays,
+    decompositions: &[Decomposition],
+) -> Result<Vec<(String, f64)>> {
+    let ([d, mx, my, mz, e], out) = (&arrays.state, &arrays.out);
     let mut generated = Vec::new();
     for &dec in decompositions {
         let launch = cfd_flux::prepare(
-            device,
+            bench.device,
             &LaunchConfig::new(dec),
-            n,
-            &ptr_d,
-            &nbr_d2,
-            &nx,
-            &ny,
-            &nz,
-            &d,
-            &mx,
-            &my,
-            &mz,
-            &e,
-            &ffd,
+            bench.cells,
+            ptr,
+            nbr,
+            nx,
+            ny,
+            nz,
+            d,
+            mx,
+            my,
+            mz,
+            e,
+            &arrays.ff,
             &out[0],
             &out[1],
             &out[2],
             &out[3],
             &out[4],
         )?;
-        launch.run()?;
-        check(&out, &format!("the generated flux ({dec:?})"))?;
-        let ms = median(&timed_runs(Some(timer), warmup, runs, &mut || {
-            launch.run()
-        })?)
-        .unwrap_or(0.0);
+        let what = format!("the generated flux ({dec:?})");
+        let ms = bench.checked_median(out, &what, &mut || launch.run())?;
         generated.push((format!("{dec:?}").to_lowercase(), ms));
     }
-    let (nbr_u, side) = faces(mesh)?;
-    let (nbr_u, side) = (device.upload(&nbr_u)?, device.upload(&side)?);
+    Ok(generated)
+}
+
+/// The flux in the throttling shape (unsigned neighbours, each face's
+/// side) under each of `decompositions`, unthrottled, each checked, then
+/// its name and median ms.
+fn time_faces(
+    bench: &MeshBench,
+    (ptr, nbr, side): (&DeviceVec<u32>, &DeviceVec<u32>, &DeviceVec<u8>),
+    [nx, ny, nz]: &[DeviceVec<f32>; 3],
+    arrays: &FluxArrays,
+    decompositions: &[Decomposition],
+) -> Result<Vec<(String, f64)>> {
+    let ([d, mx, my, mz, e], out) = (&arrays.state, &arrays.out);
+    let mut generated = Vec::new();
     for &dec in decompositions {
         let launch = cfd_flux_faces::prepare(
-            device,
+            bench.device,
             &LaunchConfig::new(dec),
-            n,
-            &ptr_d,
-            &nbr_u,
-            &side,
-            &nx,
-            &ny,
-            &nz,
-            &d,
-            &mx,
-            &my,
-            &mz,
-            &e,
-            &ffd,
+            bench.cells,
+            ptr,
+            nbr,
+            side,
+            nx,
+            ny,
+            nz,
+            d,
+            mx,
+            my,
+            mz,
+            e,
+            &arrays.ff,
             &out[0],
             &out[1],
             &out[2],
             &out[3],
             &out[4],
         )?;
-        launch.run()?;
         let what = format!("faces, {dec:?}").to_lowercase();
-        check(&out, &format!("the generated flux ({what})"))?;
-        let ms = median(&timed_runs(Some(timer), warmup, runs, &mut || {
-            launch.run()
-        })?)
-        .unwrap_or(0.0);
+        let check = format!("the generated flux ({what})");
+        let ms = bench.checked_median(out, &check, &mut || launch.run())?;
         generated.push((what, ms));
     }
-    let state_d = [&d, &mx, &my, &mz, &e];
-    let (ms, choice) = time_throttled(
-        device,
-        timer,
-        [&ptr_d, &nbr_u],
-        &side,
-        [&nx, &ny, &nz],
-        (&state, state_d),
-        &ffd,
-        &out,
-        &want,
-        (warmup, runs),
-    )?;
-    generated.push((format!("throttled auto: {}", choice.schedule), ms));
-    Ok(CfdRow {
-        label: String::new(),
-        cells: n,
-        baseline_ms,
-        generated,
-        throttled: Some(choice),
-    })
+    Ok(generated)
 }
 
 /// The flux throttled by `auto` (L2, the model's choice), checked, then

@@ -14,7 +14,7 @@ use super::kernels::{
     bfs_pull, count_changed, dangling_rank, pagerank_contrib, pagerank_pull_resident, permute,
     relax,
 };
-use super::pipelined::{pipelined, slot_of, Probe, DEPTH};
+use super::pipelined::{pipelined, slot_of, Probe, Rounds, DEPTH};
 use super::throttled::{plan_numbering, ThrottledRun};
 use super::timing::{IterationTimes, Timings};
 use crate::runtime::{mem, Csr};
@@ -194,188 +194,47 @@ pub fn pagerank_throttled(
     let setup_start = Instant::now();
     let n32 = g.len_u32()?;
     let (ptr, src) = g.upload_pattern(device)?;
-    let planned_on_device = opts
-        .throttle
-        .as_ref()
-        .is_some_and(|t| !crate::Throttled::needs_work_graph(device, t));
-    let mut throttled = match &opts.throttle {
-        None => None,
-        // Planned on the device: the handle copies the pattern already
-        // there.
-        Some(t) if !crate::Throttled::needs_work_graph(device, t) => Some(
-            pagerank_pull_resident::throttle_resident(device, t, n, n, &ptr, &src)?,
-        ),
-        Some(t) => {
-            mem::check(
-                "the throttled handle's host copy of the graph's in-edges",
-                4 * (n as u64 + 1) + 4 * g.edges() as u64,
-            )?;
-            Some(pagerank_pull_resident::throttle_pipelined(
-                device,
-                t,
-                n,
-                n,
-                g.incoming.row_ptr().to_vec(),
-                g.incoming.col_idx().to_vec(),
-            )?)
-        }
-    };
-    if let (Some(t), true) = (&mut throttled, opts.plan_first) {
-        t.wait_for_plan()?;
-    }
-    let mut planned_from = None;
-    let mut out_degree = device.upload(&g.out_degree)?;
-    let uniform = vec![1.0 / n as f32; n];
-    let rank = device.upload(&uniform)?;
-    drop(uniform);
-    let mut next = device.alloc::<f32>(n)?;
-    let mut contrib = device.alloc::<f32>(n)?;
-    let mut dangling = device.alloc::<f64>(1)?;
-    let split = split_one_task(device, 0, 0..n)?;
-    // Where the first launch runs the plan (made on the device, deciding
-    // there, or waited for) and the run is long enough to pay for the move
-    // (`renumber_from`), that iteration runs first, and where the schedule
-    // renumbers vertices the rest of the run moves to its numbering (the
-    // vectors renumbered once, not permuted around every pull), as CG and
-    // CFD do. A plan still being made when the run starts comes in later
-    // and runs in the caller's numbering.
+    let mut pull = PullThrottle::new(device, g, &opts, &ptr, &src)?;
+    let mut v = RankVectors::new(device, g, n32)?;
     let mut first = IterationTimes::new();
-    let (mut numbering, mut first_steps) = (None, Vec::new());
-    let done = match &mut throttled {
-        Some(t)
-            if (planned_on_device || opts.plan_first)
-                && opts.iterations > 0
-                && opts.iterations >= opts.renumber_from =>
-        {
-            let started = Instant::now();
-            let mut step = Instant::now();
-            pagerank_contrib::launch(device, n, &rank, &out_degree, &mut contrib)?;
-            dangling_rank::launch_with(
-                device,
-                &split.config,
-                &split.tasks,
-                n32,
-                &rank,
-                &out_degree,
-                &mut dangling,
-            )?;
-            device.synchronize()?;
-            first_steps.push(("shares", step.elapsed()));
-            step = Instant::now();
-            t.enqueue(&contrib, &dangling, opts.damping, n as f64, &next)?;
-            t.check()?;
-            first_steps.push(("pull", step.elapsed()));
-            step = Instant::now();
-            ThrottledRun::note(&mut planned_from, 0, true);
-            if opts.iterations > 1 {
-                numbering = plan_numbering(device, t.device_level_order()?, || {
-                    t.plan_order().map(|p| p.tasks.to_vec())
-                })?;
-            }
-            if let Some((order, _)) = &numbering {
-                // `next` holds the first iteration's ranks; `rank` is
-                // written before it is read again.
-                let mut renumbered = device.alloc::<f32>(n)?;
-                permute::f32::launch(device, n, order, &next, &mut renumbered)?;
-                next = renumbered;
-                let mut degrees = device.alloc::<u32>(n)?;
-                permute::u32::launch(device, n, order, &out_degree, &mut degrees)?;
-                out_degree = degrees;
-                device.synchronize()?;
-                first_steps.push(("renumbering", step.elapsed()));
-            }
-            first.push(started.elapsed());
+    let done = match pull.first_iteration_apart(device, &opts, &mut v)? {
+        Some(took) => {
+            first.push(took);
             on_step(1);
             1
         }
-        _ => 0,
+        None => 0,
     };
-    // One set of launches per direction: `from` → `to`.
-    let mut sets = Vec::with_capacity(2);
-    for (from, to) in [(&rank, &next), (&next, &rank)] {
-        let mut set = vec![
-            pagerank_contrib::prepare(device, config, n, from, &out_degree, &contrib)?,
-            dangling_rank::prepare(
-                device,
-                &split.config,
-                &split.tasks,
-                n32,
-                from,
-                &out_degree,
-                &dangling,
-            )?,
-        ];
-        // The pull itself only where no throttled handle runs it.
-        if throttled.is_none() {
-            set.push(pagerank_pull_resident::prepare(
-                device,
-                config,
-                n,
-                &ptr,
-                &src,
-                &contrib,
-                &dangling,
-                opts.damping,
-                n as f64,
-                to,
-            )?);
-        }
-        sets.push(set);
-    }
+    let sets = prepare_directions(
+        device,
+        config,
+        &opts,
+        &v,
+        (&ptr, &src),
+        pull.handle.is_none(),
+    )?;
     let (forward, backward) = (&sets[0], &sets[1]);
     let setup = setup_start.elapsed().saturating_sub(first.total());
-    // No value decides anything: markers pace the host behind the device.
-    let in_plan_order = numbering.is_some();
-    let rounds = pipelined::<u8>(
-        device,
-        Probe::Marker,
-        DEPTH,
-        opts.iterations - done,
-        &mut |round| {
-            let iteration = round + done;
-            let (launches, to) = if iteration % 2 == 1 {
-                (forward, &next)
-            } else {
-                (backward, &rank)
-            };
-            match &mut throttled {
-                None => launches.iter().try_for_each(|l| l.run()),
-                Some(t) => {
-                    launches[..2].iter().try_for_each(|l| l.run())?;
-                    let before = t.report().launches_before_plan;
-                    match in_plan_order {
-                        true => t.enqueue_in_plan_order(
-                            &contrib,
-                            &dangling,
-                            opts.damping,
-                            n as f64,
-                            to,
-                        )?,
-                        false => t.enqueue(&contrib, &dangling, opts.damping, n as f64, to)?,
-                    }
-                    let planned = t.report().launches_before_plan == before;
-                    ThrottledRun::note(&mut planned_from, iteration - 1, planned);
-                    Ok(())
-                }
-            }
-        },
-        &mut |round, _| {
-            on_step(round + done);
-            Ok(false)
-        },
-    )?;
+    let rounds = run_rounds(device, &opts, done, &sets, &v, &mut pull, on_step)?;
     check_faults(forward.iter().chain(backward))?;
-    if let Some(t) = &throttled {
+    if let Some(t) = &pull.handle {
         t.check()?;
     }
     let result = if opts.iterations % 2 == 1 {
-        &next
+        &v.next
     } else {
-        &rank
+        &v.rank
     };
     let mut iterations = first;
     iterations.append(&rounds.times);
-    let run = throttled.map(|t| ThrottledRun {
+    let PullThrottle {
+        handle,
+        numbering,
+        first_steps,
+        planned_from,
+        ..
+    } = pull;
+    let run = handle.map(|t| ThrottledRun {
         report: t.report().clone(),
         status: t.status(),
         renumbered: numbering.is_some(),
@@ -386,12 +245,273 @@ pub fn pagerank_throttled(
     let ranks = match &numbering {
         Some((_, position)) => {
             drop(sets);
-            permute::f32::launch(device, n, position, result, &mut contrib)?;
-            contrib.to_vec()?
+            permute::f32::launch(device, n, position, result, &mut v.contrib)?;
+            v.contrib.to_vec()?
         }
         None => result.to_vec()?,
     };
     Ok((ranks, Timings { setup, iterations }, run))
+}
+
+/// PageRank's vectors on the device: the out-degrees, the two rank vectors
+/// the iterations swap between, the shares, the dangling rank, and the
+/// split of its whole-array reduction.
+struct RankVectors {
+    n: usize,
+    n32: u32,
+    out_degree: DeviceVec<u32>,
+    rank: DeviceVec<f32>,
+    next: DeviceVec<f32>,
+    contrib: DeviceVec<f32>,
+    dangling: DeviceVec<f64>,
+    split: OneTaskSplit,
+}
+
+impl RankVectors {
+    /// The out-degrees and the uniform rank `1/n` uploaded, the rest
+    /// allocated.
+    fn new(device: &Device, g: &Graph, n32: u32) -> Result<Self> {
+        let n = g.len();
+        let out_degree = device.upload(&g.out_degree)?;
+        let uniform = vec![1.0 / n as f32; n];
+        let rank = device.upload(&uniform)?;
+        drop(uniform);
+        Ok(RankVectors {
+            n,
+            n32,
+            out_degree,
+            rank,
+            next: device.alloc::<f32>(n)?,
+            contrib: device.alloc::<f32>(n)?,
+            dangling: device.alloc::<f64>(1)?,
+            split: split_one_task(device, 0, 0..n)?,
+        })
+    }
+}
+
+/// The throttled pull's handle (`None`: unthrottled) and what the run
+/// notes of it: whether its first launch runs the plan, the numbering the
+/// run moved to, the first iteration's steps, and the first iteration
+/// that ran after the plan was in.
+struct PullThrottle {
+    handle: Option<pagerank_pull_resident::Throttle>,
+    plan_at_first: bool,
+    numbering: Option<(DeviceVec<u32>, DeviceVec<u32>)>,
+    first_steps: Vec<(&'static str, std::time::Duration)>,
+    planned_from: Option<usize>,
+}
+
+impl PullThrottle {
+    /// The handle `opts.throttle` asks for: planned on the device over the
+    /// pattern already there, else pipelined over a host copy; waited for
+    /// where `opts.plan_first` says so.
+    fn new(
+        device: &Device,
+        g: &Graph,
+        opts: &PageRankOptions,
+        ptr: &DeviceVec<u32>,
+        src: &DeviceVec<u32>,
+    ) -> Result<Self> {
+        let n = g.len();
+        let planned_on_device = opts
+            .throttle
+            .as_ref()
+            .is_some_and(|t| !crate::Throttled::needs_work_graph(device, t));
+        let mut handle = match &opts.throttle {
+            None => None,
+            // Planned on the device: the handle copies the pattern already
+            // there.
+            Some(t) if !crate::Throttled::needs_work_graph(device, t) => Some(
+                pagerank_pull_resident::throttle_resident(device, t, n, n, ptr, src)?,
+            ),
+            Some(t) => {
+                mem::check(
+                    "the throttled handle's host copy of the graph's in-edges",
+                    4 * (n as u64 + 1) + 4 * g.edges() as u64,
+                )?;
+                Some(pagerank_pull_resident::throttle_pipelined(
+                    device,
+                    t,
+                    n,
+                    n,
+                    g.incoming.row_ptr().to_vec(),
+                    g.incoming.col_idx().to_vec(),
+                )?)
+            }
+        };
+        if let (Some(t), true) = (&mut handle, opts.plan_first) {
+            t.wait_for_plan()?;
+        }
+        Ok(PullThrottle {
+            handle,
+            plan_at_first: planned_on_device || opts.plan_first,
+            numbering: None,
+            first_steps: Vec::new(),
+            planned_from: None,
+        })
+    }
+
+    /// Runs the first iteration apart, returning its wall time, where the
+    /// first launch runs the plan (made on the device, deciding there, or
+    /// waited for) and the run is long enough to pay for the move
+    /// (`renumber_from`); where the schedule renumbers vertices the rest of
+    /// the run moves to its numbering (the vectors renumbered once, not
+    /// permuted around every pull), as CG and CFD do. `None`: not run (a
+    /// plan still being made when the run starts comes in later and runs in
+    /// the caller's numbering).
+    fn first_iteration_apart(
+        &mut self,
+        device: &Device,
+        opts: &PageRankOptions,
+        v: &mut RankVectors,
+    ) -> Result<Option<std::time::Duration>> {
+        let Some(t) = &mut self.handle else {
+            return Ok(None);
+        };
+        if !(self.plan_at_first && opts.iterations > 0 && opts.iterations >= opts.renumber_from) {
+            return Ok(None);
+        }
+        let n = v.n;
+        let started = Instant::now();
+        let mut step = Instant::now();
+        pagerank_contrib::launch(device, n, &v.rank, &v.out_degree, &mut v.contrib)?;
+        dangling_rank::launch_with(
+            device,
+            &v.split.config,
+            &v.split.tasks,
+            v.n32,
+            &v.rank,
+            &v.out_degree,
+            &mut v.dangling,
+        )?;
+        device.synchronize()?;
+        self.first_steps.push(("shares", step.elapsed()));
+        step = Instant::now();
+        t.enqueue(&v.contrib, &v.dangling, opts.damping, n as f64, &v.next)?;
+        t.check()?;
+        self.first_steps.push(("pull", step.elapsed()));
+        step = Instant::now();
+        ThrottledRun::note(&mut self.planned_from, 0, true);
+        if opts.iterations > 1 {
+            self.numbering = plan_numbering(device, t.device_level_order()?, || {
+                t.plan_order().map(|p| p.tasks.to_vec())
+            })?;
+        }
+        if let Some((order, _)) = &self.numbering {
+            // `next` holds the first iteration's ranks; `rank` is
+            // written before it is read again.
+            let mut renumbered = device.alloc::<f32>(n)?;
+            permute::f32::launch(device, n, order, &v.next, &mut renumbered)?;
+            v.next = renumbered;
+            let mut degrees = device.alloc::<u32>(n)?;
+            permute::u32::launch(device, n, order, &v.out_degree, &mut degrees)?;
+            v.out_degree = degrees;
+            device.synchronize()?;
+            self.first_steps.push(("renumbering", step.elapsed()));
+        }
+        Ok(Some(started.elapsed()))
+    }
+}
+
+/// One set of launches per direction, `rank` → `next` then back: the
+/// shares and the dangling rank, and the pull itself where `pull` (no
+/// throttled handle runs it).
+fn prepare_directions<'a>(
+    device: &'a Device,
+    config: &LaunchConfig,
+    opts: &PageRankOptions,
+    v: &'a RankVectors,
+    (ptr, src): (&'a DeviceVec<u32>, &'a DeviceVec<u32>),
+    pull: bool,
+) -> Result<Vec<Vec<PreparedLaunch<'a>>>> {
+    let n = v.n;
+    let mut sets = Vec::with_capacity(2);
+    for (from, to) in [(&v.rank, &v.next), (&v.next, &v.rank)] {
+        let mut set = vec![
+            pagerank_contrib::prepare(device, config, n, from, &v.out_degree, &v.contrib)?,
+            dangling_rank::prepare(
+                device,
+                &v.split.config,
+                &v.split.tasks,
+                v.n32,
+                from,
+                &v.out_degree,
+                &v.dangling,
+            )?,
+        ];
+        if pull {
+            set.push(pagerank_pull_resident::prepare(
+                device,
+                config,
+                n,
+                ptr,
+                src,
+                &v.contrib,
+                &v.dangling,
+                opts.damping,
+                n as f64,
+                to,
+            )?);
+        }
+        sets.push(set);
+    }
+    Ok(sets)
+}
+
+/// The iterations after the first `done`, pipelined: each runs its
+/// direction's launches, and the throttled pull (in plan order where the
+/// run moved to the plan's numbering). No value decides anything: markers
+/// pace the host behind the device.
+fn run_rounds(
+    device: &Device,
+    opts: &PageRankOptions,
+    done: usize,
+    sets: &[Vec<PreparedLaunch<'_>>],
+    v: &RankVectors,
+    pull: &mut PullThrottle,
+    on_step: &mut dyn FnMut(usize),
+) -> Result<Rounds> {
+    let n = v.n;
+    let (forward, backward) = (&sets[0], &sets[1]);
+    let in_plan_order = pull.numbering.is_some();
+    pipelined::<u8>(
+        device,
+        Probe::Marker,
+        DEPTH,
+        opts.iterations - done,
+        &mut |round| {
+            let iteration = round + done;
+            let (launches, to) = if iteration % 2 == 1 {
+                (forward, &v.next)
+            } else {
+                (backward, &v.rank)
+            };
+            match &mut pull.handle {
+                None => launches.iter().try_for_each(|l| l.run()),
+                Some(t) => {
+                    launches[..2].iter().try_for_each(|l| l.run())?;
+                    let before = t.report().launches_before_plan;
+                    match in_plan_order {
+                        true => t.enqueue_in_plan_order(
+                            &v.contrib,
+                            &v.dangling,
+                            opts.damping,
+                            n as f64,
+                            to,
+                        )?,
+                        false => t.enqueue(&v.contrib, &v.dangling, opts.damping, n as f64, to)?,
+                    }
+                    let planned = t.report().launches_before_plan == before;
+                    ThrottledRun::note(&mut pull.planned_from, iteration - 1, planned);
+                    Ok(())
+                }
+            }
+        },
+        &mut |round, _| {
+            on_step(round + done);
+            Ok(false)
+        },
+    )
 }
 
 /// Reports the first kernel fault of the launches run so far, if any.

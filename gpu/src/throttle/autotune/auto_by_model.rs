@@ -3,14 +3,16 @@
 //! and of `org`, inside the launch; the plans are made on the device
 //! (`device_plan`).
 
+use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::event_timer::EventTimer;
 use crate::engines::level_order::LevelRun;
-use crate::engines::plan_kernels::{plan_kernels, DeviceShape, MAX_COLUMN_BLOCKS};
+use crate::engines::plan_kernels::{plan_kernels, DeviceShape, PlanKernels, MAX_COLUMN_BLOCKS};
 use crate::throttle::autotune::model::{self, Decision, ShapeStats, SAMPLED_WARPS};
 use crate::throttle::device_layouts::DeviceLayout;
 use crate::throttle::device_plan::{LevelsLayout, MAX_LEVEL_ROUNDS};
 use crate::throttle::handle::{Schedule, Throttled};
+use crate::throttle::layout_set::RemapTables;
 use crate::throttle::plan_cache;
 use crate::throttle::plan_choice::DevicePlan;
 use crate::throttle::report::ModelReport;
@@ -72,11 +74,63 @@ impl Throttled {
             Ok(s) => s,
             Err(why) => {
                 report.reason = format!("no device plan: {why}");
-                let s = self.single(dev, ThrottlePolicy::Org, None)?;
-                return Ok((s, DevicePlan::Org, report));
+                return self.org_only(dev, report);
             }
         };
-        let mut step = Instant::now();
+        let step = Instant::now();
+        let sample = self.sample_locality(dev, shape)?;
+        report.steps.push(("sample", step.elapsed()));
+        let step = Instant::now();
+        let stats = self.shape_stats(dev, &sample)?;
+        report.sharing = stats.sharing;
+        let (columns, levels_if_gain) = match model::decide(&stats, MAX_COLUMN_BLOCKS) {
+            Decision::Org(why) => {
+                report.reason = why;
+                return self.org_only(dev, report);
+            }
+            Decision::Time {
+                columns,
+                levels_if_gain,
+                why,
+            } => {
+                report.reason = why;
+                (columns, levels_if_gain)
+            }
+        };
+        let mut trial = Trial {
+            timer: EventTimer::new(dev)?,
+            snap: self.snapshot()?,
+            report,
+            step,
+        };
+        trial.lap("timer and snapshot");
+        let (mut best, org_prep) = self.time_org(dev, &mut trial)?;
+        let (columns, levels_if_gain) =
+            trial.drop_unpaid(columns, levels_if_gain, org_prep, best.ms);
+        if levels_if_gain {
+            self.try_levels(dev, &sample, &stats, &mut trial, &mut best)?;
+        }
+        if let Some(k) = columns {
+            self.try_columns(dev, shape, k, &mut trial, &mut best)?;
+        }
+        self.restore(&trial.snap)?;
+        self.layouts.device = best.layout;
+        Ok((best.schedule, best.plan, trial.report))
+    }
+
+    /// `org` as the decision, for `report`'s reason.
+    fn org_only(
+        &self,
+        dev: &CudaDevice,
+        report: ModelReport,
+    ) -> Result<(Schedule, DevicePlan, ModelReport)> {
+        let s = self.single(dev, ThrottlePolicy::Org, None)?;
+        Ok((s, DevicePlan::Org, report))
+    }
+
+    /// Samples the gathers of `shape`'s warp steps: the cache lines they
+    /// fall on, with the sizes the model weighs them by.
+    fn sample_locality(&self, dev: &CudaDevice, shape: DeviceShape) -> Result<Sample> {
         let pk = plan_kernels(dev)?;
         // A line holds elements of one array; a partition holds an element
         // of each gathered array.
@@ -88,138 +142,245 @@ impl Throttled {
             .map(|&i| self.spec.params[i].ty.size())
             .sum();
         let (gathers, lines) = pk.locality(dev, shape, SAMPLED_WARPS, line)?;
-        report.steps.push(("sample", step.elapsed()));
-        step = Instant::now();
+        Ok(Sample {
+            shape,
+            pk,
+            line,
+            elem,
+            sharing: model::sharing(gathers, lines),
+        })
+    }
+
+    /// What the model decides from: the sample and the cache a partition
+    /// may fill.
+    fn shape_stats(&self, dev: &CudaDevice, sample: &Sample) -> Result<ShapeStats> {
+        let shape = sample.shape;
         let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
-        let stats = ShapeStats {
+        Ok(ShapeStats {
             n_gathered: shape.n_gathered,
-            gathered_elem_bytes: elem,
+            gathered_elem_bytes: sample.elem,
             budget_bytes: (cache as f64 * self.options.safety) as u64,
             levels_possible: shape.n == shape.n_gathered && self.roles.index.is_some(),
-            sharing: model::sharing(gathers, lines),
-        };
-        report.sharing = stats.sharing;
-        let (columns, levels_if_gain) = match model::decide(&stats, MAX_COLUMN_BLOCKS) {
-            Decision::Org(why) => {
-                report.reason = why;
-                let s = self.single(dev, ThrottlePolicy::Org, None)?;
-                return Ok((s, DevicePlan::Org, report));
-            }
-            Decision::Time {
-                columns,
-                levels_if_gain,
-                why,
-            } => {
-                report.reason = why;
-                (columns, levels_if_gain)
-            }
-        };
-        let timer = EventTimer::new(dev)?;
-        let snap = self.snapshot()?;
-        report.steps.push(("timer and snapshot", step.elapsed()));
-        step = Instant::now();
+            sharing: sample.sharing,
+        })
+    }
+
+    /// Prepares and times `org`, the candidate every other must beat; also
+    /// returns its preparation time (ms).
+    fn time_org(&self, dev: &CudaDevice, trial: &mut Trial) -> Result<(Best, f64)> {
         let org = self.single(dev, ThrottlePolicy::Org, None)?;
-        let org_prep = step.elapsed().as_secs_f64() * 1e3;
-        report.steps.push(("org prepared", step.elapsed()));
-        step = Instant::now();
-        let ms = self.time_once(&org, &timer, &snap)?;
-        report.steps.push(("org timed", step.elapsed()));
-        step = Instant::now();
-        report.timed.push((DevicePlan::Org, ms));
+        let org_prep = trial.step.elapsed().as_secs_f64() * 1e3;
+        trial.lap("org prepared");
+        let ms = self.time_once(&org, &trial.timer, &trial.snap)?;
+        trial.lap("org timed");
+        trial.report.timed.push((DevicePlan::Org, ms));
+        let best = Best {
+            ms,
+            schedule: org,
+            plan: DevicePlan::Org,
+            layout: None,
+        };
+        Ok((best, org_prep))
+    }
+
+    /// Builds the level order's layout, samples it, and where the model
+    /// keeps it, times it against the best so far.
+    fn try_levels(
+        &mut self,
+        dev: &CudaDevice,
+        sample: &Sample,
+        stats: &ShapeStats,
+        trial: &mut Trial,
+        best: &mut Best,
+    ) -> Result<()> {
+        let built = Instant::now();
+        let width_limit = model::level_width_limit(stats.budget_bytes, sample.elem);
+        match self.levels_layout(dev, sample.shape, width_limit)? {
+            LevelsLayout::GivenUp(run) => {
+                let (why, what) = given_up(run, width_limit);
+                trial.report.reason.push_str(&why);
+                trial.lap(what);
+            }
+            LevelsLayout::Built(built_layout, order_time) => {
+                let (layout, tables) = *built_layout;
+                trial.report.steps.push(("level order", order_time));
+                let layout_time = trial.step.elapsed().saturating_sub(order_time);
+                trial.report.steps.push(("levels layout", layout_time));
+                trial.step = Instant::now();
+                let levels = self.sharing_in_levels(dev, sample, &layout)?;
+                trial.report.sharing_levels = Some(levels);
+                trial
+                    .report
+                    .build
+                    .push((DevicePlan::Levels, built.elapsed()));
+                trial.lap("levels sampled");
+                if model::keep_levels(stats.sharing, levels) {
+                    self.time_levels(dev, layout, tables, trial, best)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sharing of the sampled warp steps' gathers in the level order's
+    /// numbering (`layout`).
+    fn sharing_in_levels(
+        &self,
+        dev: &CudaDevice,
+        sample: &Sample,
+        layout: &DeviceLayout,
+    ) -> Result<f64> {
+        let renumbered = DeviceShape {
+            ptr: layout.ptrs[0].device_ptr()?,
+            idx: layout
+                .fine(self.roles.index.unwrap_or(usize::MAX))
+                .ok_or_else(|| Error::invalid("the renumbered index array"))?
+                .device_ptr()?,
+            ..sample.shape
+        };
+        let (g, l) = sample
+            .pk
+            .locality(dev, renumbered, SAMPLED_WARPS, sample.line)?;
+        Ok(model::sharing(g, l))
+    }
+
+    /// Times the level order's schedule and keeps it where it beats the
+    /// best so far; its remap tables are dropped where it does not.
+    fn time_levels(
+        &mut self,
+        dev: &CudaDevice,
+        layout: DeviceLayout,
+        tables: RemapTables,
+        trial: &mut Trial,
+        best: &mut Best,
+    ) -> Result<()> {
+        self.layouts.tables = Some(tables);
+        let layout = Arc::new(layout);
+        let s = self.schedule_over(dev, DevicePlan::Levels, layout.clone())?;
+        trial.lap("levels prepared");
+        let ms = self.time_once(&s, &trial.timer, &trial.snap)?;
+        trial.lap("levels timed");
+        trial.report.timed.push((DevicePlan::Levels, ms));
+        if ms < best.ms {
+            *best = Best {
+                ms,
+                schedule: s,
+                plan: DevicePlan::Levels,
+                layout: Some(layout),
+            };
+        } else {
+            self.layouts.tables = None;
+        }
+        Ok(())
+    }
+
+    /// Builds `k` column blocks, times their schedule, and keeps it where
+    /// it beats the best so far (dropping the level order's remap tables
+    /// where that was the best).
+    fn try_columns(
+        &mut self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+        k: usize,
+        trial: &mut Trial,
+        best: &mut Best,
+    ) -> Result<()> {
+        let built = Instant::now();
+        let layout = Arc::new(self.column_blocks_layout(dev, shape, k)?);
+        trial
+            .report
+            .build
+            .push((DevicePlan::ColumnBlocks { k }, built.elapsed()));
+        trial.lap("columns built");
+        let s = self.schedule_over(dev, DevicePlan::ColumnBlocks { k }, layout.clone())?;
+        trial.lap("columns prepared");
+        let ms = self.time_once(&s, &trial.timer, &trial.snap)?;
+        trial.lap("columns timed");
+        trial
+            .report
+            .timed
+            .push((DevicePlan::ColumnBlocks { k }, ms));
+        if ms < best.ms {
+            if best.plan == DevicePlan::Levels {
+                self.layouts.tables = None;
+            }
+            *best = Best {
+                ms,
+                schedule: s,
+                plan: DevicePlan::ColumnBlocks { k },
+                layout: Some(layout),
+            };
+        }
+        Ok(())
+    }
+}
+
+/// The locality sample of a kernel's shape: the shape, the kernels that
+/// sampled it, a cache line's length in elements, the bytes a partition
+/// holds per gathered element, and the share of gathers on a shared line.
+struct Sample {
+    shape: DeviceShape,
+    pk: Arc<PlanKernels>,
+    line: usize,
+    elem: usize,
+    sharing: f64,
+}
+
+/// A decision being confirmed by timed runs: the report it fills, the
+/// start of its current step, and the timer and output snapshot every
+/// timed run starts from.
+struct Trial {
+    timer: EventTimer,
+    snap: Vec<(usize, DeviceBuffer<u8>)>,
+    report: ModelReport,
+    step: Instant,
+}
+
+impl Trial {
+    /// Records the current step's wall time as `name` and starts the next.
+    fn lap(&mut self, name: &'static str) {
+        self.report.steps.push((name, self.step.elapsed()));
+        self.step = Instant::now();
+    }
+
+    /// The candidates worth building: each whose launches, prepared as
+    /// org's were (`org_prep` ms each), pay back against org's `org_ms`
+    /// within the break-even launches; the reason says which were not.
+    fn drop_unpaid(
+        &mut self,
+        columns: Option<usize>,
+        levels_if_gain: bool,
+        org_prep: f64,
+        org_ms: f64,
+    ) -> (Option<usize>, bool) {
         // Each candidate's launches are prepared as org's was: one over
         // every task per column block, one for the level order.
         let (mut columns, mut levels_if_gain) = (columns, levels_if_gain);
-        if let Some(k) = columns.filter(|&k| !model::pays_back(k as f64 * org_prep, ms)) {
-            report.reason.push_str(&format!(
+        if let Some(k) = columns.filter(|&k| !model::pays_back(k as f64 * org_prep, org_ms)) {
+            self.report.reason.push_str(&format!(
                 "; {k} column blocks not built: {k} launches prepared as org's ({org_prep:.1} ms each) would not pay back within {} launches",
                 model::BREAK_EVEN_LAUNCHES
             ));
             columns = None;
         }
-        if levels_if_gain && !model::pays_back(org_prep, ms) {
-            report.reason.push_str(&format!(
+        if levels_if_gain && !model::pays_back(org_prep, org_ms) {
+            self.report.reason.push_str(&format!(
                 "; the level order not built: a launch prepared as org's ({org_prep:.1} ms) would not pay back within {} launches",
                 model::BREAK_EVEN_LAUNCHES
             ));
             levels_if_gain = false;
         }
-        let mut best = (ms, org, DevicePlan::Org, None::<Arc<DeviceLayout>>);
-        if levels_if_gain {
-            let built = Instant::now();
-            let width_limit = model::level_width_limit(stats.budget_bytes, elem);
-            match self.levels_layout(dev, shape, width_limit)? {
-                LevelsLayout::GivenUp(run) => {
-                    let (why, what) = given_up(run, width_limit);
-                    report.reason.push_str(&why);
-                    report.steps.push((what, step.elapsed()));
-                    step = Instant::now();
-                }
-                LevelsLayout::Built(built_layout, order_time) => {
-                    let (layout, tables) = *built_layout;
-                    report.steps.push(("level order", order_time));
-                    report
-                        .steps
-                        .push(("levels layout", step.elapsed().saturating_sub(order_time)));
-                    step = Instant::now();
-                    let renumbered = DeviceShape {
-                        ptr: layout.ptrs[0].device_ptr()?,
-                        idx: layout
-                            .fine(self.roles.index.unwrap_or(usize::MAX))
-                            .ok_or_else(|| Error::invalid("the renumbered index array"))?
-                            .device_ptr()?,
-                        ..shape
-                    };
-                    let (g, l) = pk.locality(dev, renumbered, SAMPLED_WARPS, line)?;
-                    let levels = model::sharing(g, l);
-                    report.sharing_levels = Some(levels);
-                    report.build.push((DevicePlan::Levels, built.elapsed()));
-                    report.steps.push(("levels sampled", step.elapsed()));
-                    step = Instant::now();
-                    if model::keep_levels(stats.sharing, levels) {
-                        self.layouts.tables = Some(tables);
-                        let layout = Arc::new(layout);
-                        let s = self.schedule_over(dev, DevicePlan::Levels, layout.clone())?;
-                        report.steps.push(("levels prepared", step.elapsed()));
-                        step = Instant::now();
-                        let ms = self.time_once(&s, &timer, &snap)?;
-                        report.steps.push(("levels timed", step.elapsed()));
-                        step = Instant::now();
-                        report.timed.push((DevicePlan::Levels, ms));
-                        if ms < best.0 {
-                            best = (ms, s, DevicePlan::Levels, Some(layout));
-                        } else {
-                            self.layouts.tables = None;
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(k) = columns {
-            let built = Instant::now();
-            let layout = Arc::new(self.column_blocks_layout(dev, shape, k)?);
-            report
-                .build
-                .push((DevicePlan::ColumnBlocks { k }, built.elapsed()));
-            report.steps.push(("columns built", step.elapsed()));
-            step = Instant::now();
-            let s = self.schedule_over(dev, DevicePlan::ColumnBlocks { k }, layout.clone())?;
-            report.steps.push(("columns prepared", step.elapsed()));
-            step = Instant::now();
-            let ms = self.time_once(&s, &timer, &snap)?;
-            report.steps.push(("columns timed", step.elapsed()));
-            report.timed.push((DevicePlan::ColumnBlocks { k }, ms));
-            if ms < best.0 {
-                if best.2 == DevicePlan::Levels {
-                    self.layouts.tables = None;
-                }
-                best = (ms, s, DevicePlan::ColumnBlocks { k }, Some(layout));
-            }
-        }
-        self.restore(&snap)?;
-        let (_, s, plan, layout) = best;
-        self.layouts.device = layout;
-        Ok((s, plan, report))
+        (columns, levels_if_gain)
     }
+}
+
+/// The fastest candidate timed so far: its time (ms), schedule, plan and
+/// layout.
+struct Best {
+    ms: f64,
+    schedule: Schedule,
+    plan: DevicePlan,
+    layout: Option<Arc<DeviceLayout>>,
 }
 
 /// Why the level order was given up, for the report's reason, and its

@@ -735,6 +735,13 @@ fn app_kernels_compile_with_nvrtc() {
         &apps::push_kernels::bfs_bottom_up::SPEC,
         &apps::push_kernels::cc_push::SPEC,
         &apps::push_kernels::cc_pull::SPEC,
+        &apps::bfs_next_depth::SPEC,
+        &apps::bfs_clear_words::SPEC,
+        &apps::bfs_frontier_bits::SPEC,
+        &apps::bfs_bits_bottom_up::SPEC,
+        &apps::bfs_bits_top_down::SPEC,
+        &apps::bfs_bits_apply::SPEC,
+        &apps::bfs_count_level::SPEC,
     ];
     for spec in specs {
         let tu = translation_unit(spec);

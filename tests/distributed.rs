@@ -2,12 +2,19 @@
 //! single-device runs: the same partition and exchange code a GPU group
 //! runs, with host copies for NCCL.
 
-use warpfit::apps::{self, cg_group, pagerank_group, spmv_group, Graph, PageRankOptions};
+use warpfit::apps::{
+    self, cg_group, pagerank_group, spmv_group, BfsDirection, Graph, PageRankOptions,
+};
 use warpfit::distributed::{DeviceGroup, Distributed, PartitionKind};
 use warpfit::runtime::gen::{self, Poisson3dOrder};
 use warpfit::{Device, LaunchConfig};
 
 const KINDS: [PartitionKind; 2] = [PartitionKind::Rows, PartitionKind::Levels];
+const DIRECTIONS: [BfsDirection; 3] = [
+    BfsDirection::Auto,
+    BfsDirection::TopDown,
+    BfsDirection::BottomUp,
+];
 
 fn x_for(n: usize) -> Vec<f32> {
     (0..n).map(|i| 1.0 + (i % 13) as f32 / 13.0).collect()
@@ -201,11 +208,14 @@ fn bfs_on_cpu_groups_equals_one_device_exactly() {
     ] {
         let g = Graph::from_matrix(&a).unwrap();
         let (want, _) = apps::bfs(&Device::cpu(), &cfg, &g, 3).unwrap();
-        for parts in [1, 2, 4] {
+        for parts in [1, 2, 3, 4] {
+            let group = DeviceGroup::cpu(parts).unwrap();
             for kind in KINDS {
-                let run =
-                    apps::bfs_group(&DeviceGroup::cpu(parts).unwrap(), kind, &cfg, &g, 3).unwrap();
-                assert_eq!(run.result, want, "{parts} parts, {kind:?}");
+                for dir in DIRECTIONS {
+                    let run = apps::bfs_group(&group, kind, &cfg, &g, 3, dir).unwrap();
+                    assert_eq!(run.result, want, "{parts} parts, {kind:?}, {dir}");
+                    assert!(run.detail.contains("top-down"), "{}", run.detail);
+                }
             }
         }
     }
@@ -216,9 +226,44 @@ fn bfs_on_cpu_groups_equals_one_device_exactly() {
         &cfg,
         &g,
         1 << 20,
+        BfsDirection::Auto,
     )
     .unwrap_err();
     assert!(e.to_string().contains("not a vertex"), "{e}");
+}
+
+/// From a hub of a power-law graph the direction-optimising search turns
+/// bottom-up for the large levels and back top-down for the tail.
+#[test]
+fn bfs_on_cpu_groups_switches_direction_on_a_power_law_graph() {
+    let cfg = LaunchConfig::default();
+    let g = Graph::from_matrix(&gen::rmat_symmetric(12, 8, 7).unwrap()).unwrap();
+    let hub = (0..g.out_degree.len())
+        .max_by_key(|&v| g.out_degree[v])
+        .unwrap();
+    let (want, _) = apps::bfs(&Device::cpu(), &cfg, &g, hub).unwrap();
+    let group = DeviceGroup::cpu(3).unwrap();
+    let run = apps::bfs_group(
+        &group,
+        PartitionKind::Rows,
+        &cfg,
+        &g,
+        hub,
+        BfsDirection::Auto,
+    )
+    .unwrap();
+    assert_eq!(run.result, want);
+    assert!(
+        !run.detail.contains(" 0 top-down") && !run.detail.contains(" 0 bottom-up"),
+        "{}",
+        run.detail
+    );
+    assert_eq!(
+        "bottom-up".parse::<BfsDirection>().unwrap(),
+        BfsDirection::BottomUp
+    );
+    let e = "sideways".parse::<BfsDirection>().unwrap_err().to_string();
+    assert!(e.contains("auto, top-down or bottom-up"), "{e}");
 }
 
 #[test]

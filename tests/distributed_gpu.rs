@@ -197,8 +197,14 @@ fn bfs_on_gpu_groups_equals_one_device_exactly() {
     for n in 1..=all {
         let group = DeviceGroup::like(&dev, GroupSize::Count(n)).unwrap();
         for kind in KINDS {
-            let run = apps::bfs_group(&group, kind, &cfg, &g, 5).unwrap();
-            assert_eq!(run.result, want, "{n} GPUs, {kind:?}");
+            for dir in [
+                apps::BfsDirection::Auto,
+                apps::BfsDirection::TopDown,
+                apps::BfsDirection::BottomUp,
+            ] {
+                let run = apps::bfs_group(&group, kind, &cfg, &g, 5, dir).unwrap();
+                assert_eq!(run.result, want, "{n} GPUs, {kind:?}, {dir}");
+            }
         }
     }
 }

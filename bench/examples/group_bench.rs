@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! NCCL_NVLS_ENABLE=0 group_bench [--gpus 1,2,4] [--partition rows|levels] [--runs N] [--overlap] \
-//!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]... [--bfs SPEC]...
+//!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]... [--bfs SPEC]... \
+//!     [--bfs-direction auto,bottom-up,top-down]
 //! ```
 //! Each `SPEC` is a generator (`uniform:n=67108864,per_row=16`); without
 //! any, the suite of the multi-GPU issue at full size. `--backend cpu`
@@ -13,7 +14,10 @@
 
 use std::process::ExitCode;
 use std::time::Instant;
-use warpfit::apps::{self, cg_group, pagerank_group, spmv_group, Graph, GroupRun, PageRankOptions};
+use warpfit::apps::{
+    self, cg_group, pagerank_group, spmv_group, BfsDirection, DriveOptions, DriverChoice, Graph,
+    GroupRun, PageRankOptions,
+};
 use warpfit::distributed::{DeviceGroup, GroupSize, PartitionKind};
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::Csr;
@@ -29,6 +33,7 @@ struct Opts {
     pagerank: Vec<String>,
     cg: Vec<String>,
     bfs: Vec<String>,
+    directions: Vec<BfsDirection>,
 }
 
 fn parse() -> Result<Opts> {
@@ -42,6 +47,11 @@ fn parse() -> Result<Opts> {
         pagerank: vec![],
         cg: vec![],
         bfs: vec![],
+        directions: vec![
+            BfsDirection::Auto,
+            BfsDirection::BottomUp,
+            BfsDirection::TopDown,
+        ],
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -67,6 +77,9 @@ fn parse() -> Result<Opts> {
             "--pagerank" => o.pagerank.push(val()?),
             "--cg" => o.cg.push(val()?),
             "--bfs" => o.bfs.push(val()?),
+            "--bfs-direction" => {
+                o.directions = val()?.split(',').map(str::parse).collect::<Result<_>>()?
+            }
             _ => return Err(Error::invalid(format!("unknown option {a}"))),
         }
     }
@@ -295,7 +308,6 @@ fn cg_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
 fn bfs_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
     let a = spec.parse::<GenSpec>()?.generate()?;
     let g = Graph::from_matrix(&a)?;
-    drop(a);
     let cfg = LaunchConfig::default();
     // From the vertex of most out-edges (in the giant component, as a
     // Graph500 search key is).
@@ -303,16 +315,59 @@ fn bfs_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
         .max_by_key(|&v| (g.out_degree[v], std::cmp::Reverse(v)))
         .unwrap_or(0);
     let (want, _) = apps::bfs(dev, &cfg, &g, source)?;
+    // The single device's own direction-optimising driver, for reference.
+    let driven = DriveOptions::new(DriverChoice::Auto);
+    apps::bfs_driven(dev, &cfg, &a, source, &driven)?;
+    let t = Instant::now();
+    let (levels, report) = apps::bfs_driven(dev, &cfg, &a, source, &driven)?;
+    let single = t.elapsed().as_secs_f64() * 1e3;
+    if levels != want {
+        return Err(Error::invalid(format!(
+            "bfs {spec}: the single-device driver's levels differ"
+        )));
+    }
+    drop(a);
+    print_row(&Row {
+        app: "bfs, one device's `--driver auto`",
+        spec: spec.to_string(),
+        nnz: g.edges(),
+        gpus: 1,
+        ms: single,
+        speedup: 1.0,
+        entries: 0,
+        bytes: 0,
+        fraction: 0.0,
+        replication: 0,
+        check: "= single device".into(),
+        extra: format!("{}: {} rounds", report.driver, report.rounds),
+    });
+    for &direction in &o.directions {
+        bfs_direction_rows(o, dev, spec, &g, source, &want, direction)?;
+    }
+    Ok(())
+}
+
+/// One direction's rows of `bfs_rows`, each GPU count against the first.
+fn bfs_direction_rows(
+    o: &Opts,
+    dev: &Device,
+    spec: &str,
+    g: &Graph,
+    source: usize,
+    want: &[i32],
+    direction: BfsDirection,
+) -> Result<()> {
+    let cfg = LaunchConfig::default();
     let mut base = None;
     for &n in &o.gpus {
         let gr = group(o, dev, n)?;
         // The second search on the same group: the first loads the
         // kernels' modules on every GPU.
-        apps::bfs_group(&gr, o.kind, &cfg, &g, source)?;
-        let run = apps::bfs_group(&gr, o.kind, &cfg, &g, source)?;
+        apps::bfs_group(&gr, o.kind, &cfg, g, source, direction)?;
+        let run = apps::bfs_group(&gr, o.kind, &cfg, g, source, direction)?;
         if run.result != want {
             return Err(Error::invalid(format!(
-                "bfs {spec} on {n}: levels differ from the single-device run"
+                "bfs {spec} ({direction}) on {n}: levels differ from the single-device run"
             )));
         }
         // The whole search, not a round: rounds are not comparable units.
@@ -321,19 +376,16 @@ fn bfs_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
             "bfs (whole search)",
             spec,
             g.edges(),
-            4,
+            0,
             &run,
             None,
             "= single device".into(),
         );
+        r.bytes = run.exchange.entries / 8;
         r.ms = total.as_secs_f64() * 1e3;
         r.speedup = base.map_or(1.0, |b: f64| b / r.ms);
-        r.extra = format!(
-            "from {source}: {} rounds, {:.1} G edges scanned/s",
-            run.iterations,
-            (run.iterations * g.edges()) as f64 / total.as_secs_f64() / 1e9
-        );
-        eprintln!("  {n}: {:.3} ms", r.ms);
+        r.extra = format!("{direction}, from {source}: {}", run.detail);
+        eprintln!("  {n} ({direction}): {:.3} ms", r.ms);
         base.get_or_insert(r.ms);
         print_row(&r);
     }

@@ -1,4 +1,4 @@
-//! SpMV, PageRank and CG on a [`DeviceGroup`]: the kernels of the
+//! SpMV, PageRank and CG on a [`DeviceGroup`] (BFS is in `distributed_bfs`): the kernels of the
 //! single-device apps, each member running its part of the rows, with the
 //! gathered vector's halo exchanged before every launch
 //! ([`crate::distributed`]) and the global sums (dangling rank, dot
@@ -34,6 +34,9 @@ pub struct GroupRun<T> {
     pub iterations: usize,
     /// CG: `‖r‖ / ‖b‖` of the recurrence at the end.
     pub relative_residual: f64,
+    /// What else the app reports, in words (BFS: the rounds each way and
+    /// the bitmaps' size); empty for the others.
+    pub detail: String,
 }
 
 impl<T> GroupRun<T> {
@@ -185,6 +188,7 @@ fn spmv_on_group(
         exchange: d.stats(),
         iterations: launches,
         relative_residual: 0.0,
+        detail: String::new(),
     })
 }
 
@@ -285,6 +289,7 @@ pub fn pagerank_group(
         exchange: d.stats(),
         iterations: opts.iterations,
         relative_residual: 0.0,
+        detail: String::new(),
     })
 }
 
@@ -434,107 +439,6 @@ pub fn cg_group(
         exchange: d.stats(),
         iterations,
         relative_residual: (rr / b_norm2.max(f64::MIN_POSITIVE)).sqrt(),
-    })
-}
-
-/// Breadth-first levels from `source` on `group` (`-1`: unreachable), one
-/// level per round, each round pulling over the in-edges
-/// ([`fn@super::bfs_pull`]): the levels' halo exchanged before the round
-/// and the changed count all-reduced after it. Equals
-/// [`super::bfs`]'s levels exactly; `iterations` is the rounds run (the
-/// last changes nothing).
-pub fn bfs_group(
-    group: &DeviceGroup,
-    kind: PartitionKind,
-    config: &LaunchConfig,
-    g: &Graph,
-    source: usize,
-) -> Result<GroupRun<i32>> {
-    use super::kernels::{bfs_pull, count_changed};
-    let n = g.incoming.nrows();
-    if source >= n {
-        return Err(Error::invalid(format!(
-            "BFS source {source} is not a vertex of a graph of {n}"
-        )));
-    }
-    let start = Instant::now();
-    let inc = &g.incoming;
-    let d = Distributed::new(group, kind, inc.row_ptr(), inc.col_idx(), n)?;
-    let mut init = vec![-1i32; n];
-    init[source] = 0;
-    // Two level arrays in the local layout, read and written alternately,
-    // each with its exchange.
-    let levels = [d.gathered(&init)?, d.gathered(&init)?];
-    drop(init);
-    let changed = small::<u32>(group, 1)?;
-    let changed_refs: Vec<&DeviceVec<u32>> = changed.iter().collect();
-    let exchanges = [d.exchange_of(&levels[0])?, d.exchange_of(&levels[1])?];
-    let splits = (0..group.len())
-        .map(|p| split_one_task(d.device(p), 0, 0..d.tasks(p)))
-        .collect::<Result<Vec<_>>>()?;
-    let mut sets = Vec::with_capacity(2);
-    for (from, to) in [(0, 1), (1, 0)] {
-        let (mut pulls, mut counts) = (Vec::new(), Vec::new());
-        for p in 0..group.len() {
-            let (dev, tasks) = (d.device(p), d.tasks(p));
-            let (lf, lt) = (levels[from].part(p), levels[to].part(p));
-            pulls.push(bfs_pull::prepare(
-                dev,
-                config,
-                tasks,
-                d.row_ptr(p),
-                d.col(p),
-                lf,
-                lt,
-            )?);
-            let s = &splits[p];
-            counts.push(count_changed::i32::prepare(
-                dev,
-                &s.config,
-                &s.tasks,
-                tasks as u32,
-                lf,
-                lt,
-                &changed[p],
-            )?);
-        }
-        sets.push((pulls, counts));
-    }
-    let setup = start.elapsed();
-    let mut steps = Vec::new();
-    let mut rounds = 0;
-    loop {
-        let t = Instant::now();
-        let (pulls, counts) = &sets[rounds % 2];
-        exchanges[rounds % 2].run()?;
-        run_all(pulls)?;
-        run_all(counts)?;
-        group.all_reduce_sum(&changed_refs, 0..1)?;
-        group.synchronize()?;
-        let mut c = [0u32];
-        changed[0].download(&mut c)?;
-        rounds += 1;
-        steps.push(t.elapsed());
-        // A round that changes nothing leaves both arrays equal; a graph
-        // has at most n levels.
-        if c[0] == 0 || rounds > n {
-            break;
-        }
-    }
-    for ex in &exchanges {
-        ex.check()?;
-    }
-    for (pulls, counts) in &sets {
-        check_all(pulls)?;
-        check_all(counts)?;
-    }
-    Ok(GroupRun {
-        result: d.collect_gathered(&levels[rounds % 2])?,
-        group: group.describe(),
-        setup,
-        steps,
-        exchange: d.stats(),
-        iterations: rounds,
-        relative_residual: 0.0,
+        detail: String::new(),
     })
 }

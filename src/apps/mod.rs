@@ -9,6 +9,7 @@
 mod cfd;
 mod cg;
 mod distributed;
+mod distributed_bfs;
 mod driven;
 mod graph;
 mod kernels;
@@ -45,8 +46,10 @@ pub mod bench_support {
     pub use super::pipelined::{pipelined, slot_of, Probe, Rounds, DEPTH};
 }
 
-pub use distributed::{
-    bfs_group, cg_group, pagerank_group, spmv_group, spmv_group_overlapped, GroupRun,
+pub use distributed::{cg_group, pagerank_group, spmv_group, spmv_group_overlapped, GroupRun};
+pub use distributed_bfs::{
+    bfs_bits_apply, bfs_bits_bottom_up, bfs_bits_top_down, bfs_clear_words, bfs_count_level,
+    bfs_frontier_bits, bfs_group, bfs_next_depth, BfsDirection, BFS_BOTTOM_UP_SHARE,
 };
 pub use driven::{
     auto_driver, bfs_driven, bfs_driven_observed, cc_driven, cc_driven_observed, default_delta,

@@ -117,7 +117,14 @@ impl AppRun<'_> {
             App::Bfs => {
                 let g = Graph::from_matrix(a)?;
                 let source = self.args.source.unwrap_or(0);
-                let run = apps::bfs_group(&group, kind, &self.config, &g, source)?;
+                let run = apps::bfs_group(
+                    &group,
+                    kind,
+                    &self.config,
+                    &g,
+                    source,
+                    apps::BfsDirection::Auto,
+                )?;
                 let reached = run.result.iter().filter(|&&l| l >= 0).count();
                 let depth = run.result.iter().copied().max().unwrap_or(0);
                 let total = run.steps.iter().sum::<std::time::Duration>();
@@ -132,7 +139,11 @@ impl AppRun<'_> {
                     kind.name()
                 );
                 say!("{line}");
-                say!("{}", exchange_line(&run.exchange));
+                say!(
+                    "exchange: frontier bitmaps, {} vertex bits received per round by all parts; {}",
+                    run.exchange.entries,
+                    run.detail
+                );
                 say!(
                     "timing: read {:.1} ms; partition and set-up {:.1} ms; rounds {:.1} ms",
                     ms(read),

@@ -298,3 +298,71 @@ fn overlapped_spmv_on_cpu_groups_equals_one_device_within_rounding() {
         }
     }
 }
+
+/// Whole blocks (every exchanging pair sent unpacked, as an all-gather)
+/// and exact halos (every pair packed) give the same SpMV, bit for bit,
+/// plain and overlapped; whole blocks move more and pack less.
+#[test]
+fn whole_block_exchanges_equal_exact_halos() {
+    use warpfit::apps::spmv;
+    use warpfit::distributed::Distribution;
+    let cfg = LaunchConfig::default();
+    let a = gen::rmat(11, 8, 9).unwrap();
+    let x = x_for(a.ncols());
+    let want = apps::spmv_csr(&Device::cpu(), &cfg, &a, &x).unwrap();
+    for parts in [2, 3] {
+        let group = DeviceGroup::cpu(parts).unwrap();
+        let mut moved = Vec::new();
+        for share in [1.0, 0.5, 0.0] {
+            let dist = Distribution::new(
+                PartitionKind::Rows,
+                parts,
+                a.row_ptr(),
+                a.col_idx(),
+                a.ncols(),
+            )
+            .unwrap()
+            .with_whole_blocks(share)
+            .unwrap();
+            let d = Distributed::from_distribution(&group, dist).unwrap();
+            let (val, mut xs, ys) = (
+                d.fine(a.values()).unwrap(),
+                d.gathered_zeros::<f32>().unwrap(),
+                d.outputs::<f32>().unwrap(),
+            );
+            // Owned entries only, then the exchange fills every halo.
+            for p in 0..parts {
+                let owned = d.distribution().owned_x_part(p, &x).unwrap();
+                let mut local = xs.part(p).to_vec().unwrap();
+                local[..owned.len()].copy_from_slice(&owned);
+                xs.part_mut(p).copy_from(&local).unwrap();
+            }
+            d.exchange(&xs).unwrap();
+            for p in 0..parts {
+                let (dev, rows) = (d.device(p), d.tasks(p));
+                let l = spmv::f32::prepare(
+                    dev,
+                    &cfg,
+                    rows,
+                    d.row_ptr(p),
+                    d.col(p),
+                    val.part(p),
+                    xs.part(p),
+                    ys.part(p),
+                )
+                .unwrap();
+                l.run().unwrap();
+                l.check().unwrap();
+            }
+            assert_eq!(
+                d.collect_tasks(&ys).unwrap(),
+                want,
+                "{parts} parts, share {share}"
+            );
+            moved.push(d.stats().entries);
+        }
+        assert!(moved[0] <= moved[1] && moved[1] <= moved[2], "{moved:?}");
+        let owned_elsewhere = (parts - 1) * a.ncols();
+        assert!(moved[2] <= owned_elsewhere, "{moved:?}");
+    }
+}

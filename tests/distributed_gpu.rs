@@ -208,3 +208,90 @@ fn bfs_on_gpu_groups_equals_one_device_exactly() {
         }
     }
 }
+
+/// A wait longer than the group's timeout is an `Err`, not a hang: the
+/// communicators are aborted and every later call is refused with a
+/// message saying so. (Several all-reduces of 256 MiB are still running
+/// when the first poll finds the timeout of 1 µs spent.)
+#[test]
+fn a_group_that_times_out_is_aborted_and_refuses_later_calls() {
+    let (dev, all) = need_gpu!();
+    if all < 2 {
+        eprintln!("skipped: one GPU has no communicator to abort");
+        return;
+    }
+    let group = DeviceGroup::like(&dev, GroupSize::Count(2))
+        .unwrap()
+        .with_timeout(std::time::Duration::from_micros(1));
+    let len = 1 << 26;
+    let bufs: Vec<_> = group
+        .devices()
+        .iter()
+        .map(|d| d.upload(&vec![1.0f32; len]).unwrap())
+        .collect();
+    let refs: Vec<_> = bufs.iter().collect();
+    for _ in 0..8 {
+        group.all_reduce_sum(&refs, 0..len).unwrap();
+    }
+    let e = group.synchronize().unwrap_err().to_string();
+    assert!(e.contains("aborted"), "{e}");
+    let e = group.all_reduce_sum(&refs, 0..len).unwrap_err().to_string();
+    assert!(e.contains("aborted"), "{e}");
+    let t = [Transfer {
+        from: 0,
+        to: 1,
+        src_offset: 0,
+        dst_offset: 0,
+        len: 16,
+    }];
+    let e = group.transfer(&refs, &refs, &t).unwrap_err().to_string();
+    assert!(e.contains("aborted"), "{e}");
+}
+
+/// Whole-block exchanges (every pair unpacked, as an all-gather) and exact
+/// halos fill the same halos on GPUs as on the host, plain and beside the
+/// launches.
+#[test]
+fn whole_block_exchanges_fill_the_same_halos_as_the_host() {
+    use warpfit::distributed::{Distributed, Distribution};
+    let (dev, all) = need_gpu!();
+    let a = gen::rmat(13, 8, 4).unwrap();
+    let x: Vec<f32> = (0..a.ncols()).map(|i| i as f32).collect();
+    for n in 2..=all {
+        let group = DeviceGroup::like(&dev, GroupSize::Count(n)).unwrap();
+        for share in [1.0, 0.5, 0.0] {
+            let dist =
+                Distribution::new(PartitionKind::Rows, n, a.row_ptr(), a.col_idx(), a.ncols())
+                    .unwrap()
+                    .with_whole_blocks(share)
+                    .unwrap();
+            let want: Vec<Vec<f32>> = (0..n).map(|p| dist.x_part(p, &x).unwrap()).collect();
+            let d = Distributed::from_distribution(&group, dist).unwrap();
+            for beside in [false, true] {
+                let mut xs = d.gathered_zeros::<f32>().unwrap();
+                for (p, w) in want.iter().enumerate() {
+                    let mut local = vec![-1.0f32; w.len()];
+                    let owned = d.distribution().parts()[p].owned_x.len();
+                    local[..owned].copy_from_slice(&w[..owned]);
+                    xs.part_mut(p).copy_from(&local).unwrap();
+                }
+                let ex = d.exchange_of(&xs).unwrap();
+                if beside {
+                    ex.start().unwrap();
+                    ex.join().unwrap();
+                } else {
+                    ex.run().unwrap();
+                }
+                group.synchronize().unwrap();
+                ex.check().unwrap();
+                for (p, w) in want.iter().enumerate() {
+                    assert_eq!(
+                        &xs.part(p).to_vec().unwrap(),
+                        w,
+                        "{n} GPUs, share {share}, member {p}"
+                    );
+                }
+            }
+        }
+    }
+}

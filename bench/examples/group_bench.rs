@@ -6,7 +6,7 @@
 //! ```text
 //! NCCL_NVLS_ENABLE=0 group_bench [--gpus 1,2,4] [--partition rows|levels] [--runs N] [--overlap] \
 //!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]... [--bfs SPEC]... \
-//!     [--bfs-direction auto,bottom-up,top-down]
+//!     [--bfs-direction auto,bottom-up,top-down] [--exchange-shares 1,0.85,0]
 //! ```
 //! Each `SPEC` is a generator (`uniform:n=67108864,per_row=16`); without
 //! any, the suite of the multi-GPU issue at full size. `--backend cpu`
@@ -18,7 +18,7 @@ use warpfit::apps::{
     self, cg_group, pagerank_group, spmv_group, BfsDirection, DriveOptions, DriverChoice, Graph,
     GroupRun, PageRankOptions,
 };
-use warpfit::distributed::{DeviceGroup, GroupSize, PartitionKind};
+use warpfit::distributed::{DeviceGroup, Distributed, Distribution, GroupSize, PartitionKind};
 use warpfit::runtime::gen::GenSpec;
 use warpfit::runtime::Csr;
 use warpfit::{Device, Error, LaunchConfig, Result};
@@ -34,6 +34,7 @@ struct Opts {
     cg: Vec<String>,
     bfs: Vec<String>,
     directions: Vec<BfsDirection>,
+    shares: Vec<f64>,
 }
 
 fn parse() -> Result<Opts> {
@@ -52,6 +53,7 @@ fn parse() -> Result<Opts> {
             BfsDirection::BottomUp,
             BfsDirection::TopDown,
         ],
+        shares: vec![],
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -77,6 +79,15 @@ fn parse() -> Result<Opts> {
             "--pagerank" => o.pagerank.push(val()?),
             "--cg" => o.cg.push(val()?),
             "--bfs" => o.bfs.push(val()?),
+            "--exchange-shares" => {
+                o.shares = val()?
+                    .split(',')
+                    .map(|s| {
+                        s.parse::<f64>()
+                            .map_err(|_| Error::invalid(format!("--exchange-shares: `{s}`")))
+                    })
+                    .collect::<Result<_>>()?
+            }
             "--bfs-direction" => {
                 o.directions = val()?.split(',').map(str::parse).collect::<Result<_>>()?
             }
@@ -206,6 +217,96 @@ fn spmv_rows(o: &Opts, dev: &Device, spec: &str) -> Result<()> {
         base.get_or_insert(r.ms);
         one.get_or_insert(run.result);
         print_row(&r);
+    }
+    if !o.shares.is_empty() {
+        exchange_rows(o, dev, spec, &a, &x, &reference)?;
+    }
+    Ok(())
+}
+
+/// SpMV with its exchange, and the exchange alone, for each whole-block
+/// share of `--exchange-shares` (`Distribution::with_whole_blocks`: 1
+/// packs exact halos, 0 sends every exchanging pair whole, an all-gather).
+fn exchange_rows(
+    o: &Opts,
+    dev: &Device,
+    spec: &str,
+    a: &Csr<f32>,
+    x: &[f32],
+    reference: &[f64],
+) -> Result<()> {
+    use warpfit::apps::spmv;
+    let cfg = LaunchConfig::default();
+    for &n in o.gpus.iter().filter(|&&n| n >= 2) {
+        let g = group(o, dev, n)?;
+        for &share in &o.shares {
+            let dist = Distribution::new(o.kind, n, a.row_ptr(), a.col_idx(), a.ncols())?
+                .with_whole_blocks(share)?;
+            let whole = dist
+                .parts()
+                .iter()
+                .map(|p| {
+                    let all = p.owned_x.len();
+                    p.sends.iter().filter(|s| s.local.len() == all).count()
+                })
+                .sum::<usize>();
+            let d = Distributed::from_distribution(&g, dist)?;
+            let (val, xs, ys) = (d.fine(a.values())?, d.gathered(x)?, d.outputs::<f32>()?);
+            let ex = d.exchange_of(&xs)?;
+            let spmvs = (0..n)
+                .map(|p| {
+                    spmv::f32::prepare(
+                        d.device(p),
+                        &cfg,
+                        d.tasks(p),
+                        d.row_ptr(p),
+                        d.col(p),
+                        val.part(p),
+                        xs.part(p),
+                        ys.part(p),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let time = |with_spmv: bool| -> Result<f64> {
+                let mut t = Vec::new();
+                for i in 0..o.runs + 2 {
+                    let s = Instant::now();
+                    ex.run()?;
+                    if with_spmv {
+                        spmvs.iter().try_for_each(|l| l.run())?;
+                    }
+                    g.synchronize()?;
+                    if i >= 2 {
+                        t.push(s.elapsed().as_secs_f64() * 1e3);
+                    }
+                }
+                t.sort_by(f64::total_cmp);
+                Ok(t[t.len() / 2])
+            };
+            let (alone, with) = (time(false)?, time(true)?);
+            ex.check()?;
+            spmvs.iter().try_for_each(|l| l.check())?;
+            let y = d.collect_tasks(&ys)?;
+            let off = max_rel(&y, reference, 1e-3);
+            let st = d.stats();
+            print_row(&Row {
+                app: "spmv f32, exchange by share",
+                spec: spec.to_string(),
+                nnz: a.nnz(),
+                gpus: n,
+                ms: with,
+                speedup: 1.0,
+                entries: st.entries,
+                bytes: st.entries * 4,
+                fraction: st.fraction(),
+                replication: st.replication,
+                check: format!("host f64 ± {off:.1e}"),
+                extra: format!(
+                    "share {share}: exchange alone {alone:.3} ms; {whole} of {} moves whole",
+                    st.messages
+                ),
+            });
+        }
     }
     Ok(())
 }

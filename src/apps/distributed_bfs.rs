@@ -648,12 +648,11 @@ pub fn bfs_group(
         iterations: rounds[0] + rounds[1],
         relative_residual: 0.0,
         detail: format!(
-            "rounds: {} top-down, {} bottom-up ({}); frontier bitmap {kib:.1} KiB, \
+            "rounds: {} top-down, {} bottom-up; frontier bitmap {kib:.1} KiB, \
              each member receives at most {:.1} KiB a round",
             rounds[0],
             rounds[1],
-            direction,
-            plan.stride as f64 * 4.0 * (group.len().max(2) - 1) as f64 / 1024.0
+            plan.stride as f64 * 4.0 * (group.len() - 1) as f64 / 1024.0
         ),
     })
 }

@@ -18,9 +18,12 @@
 //! Before each launch, [`Distributed::exchange`] refreshes the halo: every
 //! member packs the entries others read from it (one gather launch) and the
 //! group moves them, with NCCL sends and receives of exactly those entries
-//! grouped in one call, straight into the receivers' halo slices. The
-//! volume is [`ExchangeStats`]: it is what the partition minimises
-//! ([`PartitionKind::Levels`] keeps neighbours together).
+//! grouped in one call, straight into the receivers' halo slices. Where a
+//! member reads most of another's entries ([`WHOLE_BLOCK_SHARE`]) it takes
+//! all of them, sent unpacked from the sender's `x`: that pair's exchange
+//! is its share of an all-gather. The volume is [`ExchangeStats`]: it is
+//! what the partition minimises ([`PartitionKind::Levels`] keeps
+//! neighbours together).
 //!
 //! ```
 //! use warpfit::apps::spmv;
@@ -53,6 +56,12 @@ mod halo;
 mod pattern;
 
 pub use halo::HaloScalar;
+
+/// The share of a sender's owned entries from which [`Distributed::new`]
+/// has a receiver take all of them
+/// ([`Distribution::with_whole_blocks`]): a whole block moves unpacked,
+/// straight from the sender's `x`, as its share of an all-gather.
+pub const WHOLE_BLOCK_SHARE: f64 = 0.85;
 pub use pattern::{DistVec, Distributed, Exchange, ExchangeStats, SourceBlock};
 pub use warpfit_gpu::{DeviceGroup, GroupSize, Transfer, DEFAULT_GROUP_TIMEOUT, MAX_GROUP};
 pub use warpfit_runtime::distribute::{Distribution, PartLayout, PartitionKind};

@@ -3,6 +3,7 @@
 //! array per member.
 
 use super::halo::HaloScalar;
+use super::WHOLE_BLOCK_SHARE;
 use crate::{Device, DeviceVec, Error, PreparedLaunch, Result, Scalar};
 use warpfit_gpu::{DeviceGroup, Transfer};
 use warpfit_runtime::distribute::{Distribution, PartitionKind};
@@ -29,6 +30,12 @@ impl<T: Scalar> DistVec<T> {
     /// Member `p`'s array.
     pub fn part(&self, p: usize) -> &DeviceVec<T> {
         &self.parts[p]
+    }
+
+    /// Member `p`'s array, to write (from the host, say its owned entries
+    /// before an exchange).
+    pub fn part_mut(&mut self, p: usize) -> &mut DeviceVec<T> {
+        &mut self.parts[p]
     }
 
     /// Every member's array, in member order.
@@ -80,7 +87,10 @@ pub struct Distributed<'g> {
     /// Per member, the local indices of the entries it sends, grouped by
     /// receiver in member order.
     send_idx: Vec<DeviceVec<u32>>,
+    /// Moves of packed entries: from a member's send buffer.
     transfers: Vec<Transfer>,
+    /// Moves of whole owned blocks: straight from the sender's `x`.
+    whole: Vec<Transfer>,
 }
 
 impl std::fmt::Debug for Distributed<'_> {
@@ -108,7 +118,8 @@ impl<'g> Distributed<'g> {
         col: &[u32],
         x_len: usize,
     ) -> Result<Self> {
-        let dist = Distribution::new(kind, group.len(), row_ptr, col, x_len)?;
+        let dist = Distribution::new(kind, group.len(), row_ptr, col, x_len)?
+            .with_whole_blocks(WHOLE_BLOCK_SHARE)?;
         Self::from_distribution(group, dist)
     }
 
@@ -125,7 +136,7 @@ impl<'g> Distributed<'g> {
         let mut row_ptr = Vec::with_capacity(group.len());
         let mut col = Vec::with_capacity(group.len());
         let mut send_idx = Vec::with_capacity(group.len());
-        let mut transfers = Vec::new();
+        let (mut transfers, mut whole) = (Vec::new(), Vec::new());
         for (p, (part, device)) in dist.parts().iter().zip(group.devices()).enumerate() {
             row_ptr.push(device.upload(&part.row_ptr)?);
             col.push(device.upload(&part.col)?);
@@ -137,6 +148,17 @@ impl<'g> Distributed<'g> {
                     .iter()
                     .find(|h| h.part == p)
                     .ok_or_else(|| Error::invalid("a send with no matching receive"))?;
+                // All the owned entries, ascending: the owned `x` as it lies.
+                if to.local.len() == part.owned_x.len() {
+                    whole.push(Transfer {
+                        from: p,
+                        to: to.part,
+                        src_offset: 0,
+                        dst_offset: slot.offset,
+                        len: to.local.len(),
+                    });
+                    continue;
+                }
                 transfers.push(Transfer {
                     from: p,
                     to: to.part,
@@ -155,6 +177,7 @@ impl<'g> Distributed<'g> {
             col,
             send_idx,
             transfers,
+            whole,
         })
     }
 
@@ -200,7 +223,7 @@ impl<'g> Distributed<'g> {
                 .max()
                 .unwrap_or(0),
             x_len: self.dist.x_len(),
-            messages: self.transfers.len(),
+            messages: self.transfers.len() + self.whole.len(),
             replication: self.dist.replication(),
         }
     }
@@ -454,13 +477,7 @@ impl<T: HaloScalar> Exchange<'_, T> {
     /// owned entries) run. Call [`Exchange::join`] before the launches that
     /// read the halo. On the CPU, the same as `run`.
     pub fn start(&self) -> Result<()> {
-        for pack in &self.packs {
-            pack.run()?;
-        }
-        let send: Vec<&DeviceVec<T>> = self.x.send.iter().collect();
-        self.d
-            .group
-            .transfer_beside(&send, &self.x.refs(), &self.d.transfers)
+        self.moves(true)
     }
 
     /// Makes every member wait for the moves [`Exchange::start`] began.
@@ -472,13 +489,28 @@ impl<T: HaloScalar> Exchange<'_, T> {
     /// receivers' halos: enqueued on the members' streams, ordered with
     /// their launches (on the CPU, done on return).
     pub fn run(&self) -> Result<()> {
+        self.moves(false)
+    }
+
+    /// The packs, then the moves of packed entries and of whole blocks (on
+    /// the second streams when `beside`).
+    fn moves(&self, beside: bool) -> Result<()> {
         for pack in &self.packs {
             pack.run()?;
         }
-        let send: Vec<&DeviceVec<T>> = self.x.send.iter().collect();
-        self.d
-            .group
-            .transfer(&send, &self.x.refs(), &self.d.transfers)
+        let group = self.d.group;
+        let (send, x): (Vec<&DeviceVec<T>>, _) = (self.x.send.iter().collect(), self.x.refs());
+        let go = |src: &[&DeviceVec<T>], moves: &[Transfer]| {
+            if moves.is_empty() {
+                Ok(())
+            } else if beside {
+                group.transfer_beside(src, &x, moves)
+            } else {
+                group.transfer(src, &x, moves)
+            }
+        };
+        go(&send, &self.d.transfers)?;
+        go(&x, &self.d.whole)
     }
 
     /// Reports the first fault of the packs run since the last check.

@@ -1,9 +1,10 @@
 //! The distribution: ownership plus every part's layout, and the moves of
 //! data between global arrays and parts.
 
-use super::layout::{build_part, owned_lists, PartLayout};
+use super::layout::{build_part, owned_lists, HaloFrom, PartLayout};
 use super::{check_pattern, Ownership, PartitionKind};
 use crate::{mem, Error, Result};
+use rayon::prelude::*;
 
 /// A gather kernel distributed over parts: the [`Ownership`], each part's
 /// [`PartLayout`], and the fine ranges that cut fine-task arrays to parts.
@@ -107,6 +108,92 @@ impl Distribution {
             unique_reads,
             read_total: scratch.read.count(),
         })
+    }
+
+    /// Widens every halo that holds at least `share` of its sender's owned
+    /// entries (but not all) to all of them, and rewrites the receivers'
+    /// columns to match. A halo of all the sender's entries is the
+    /// sender's owned `x` as it lies ([`HaloTo::local`](super::HaloTo::local) is `0..n`), so it can
+    /// be sent without packing: the pair's exchange becomes its share of an
+    /// all-gather, trading the entries added for the pack it saves. `share
+    /// = 1` changes nothing; `share = 0` makes every exchanging pair whole.
+    /// [`Distribution::replication`] is unchanged (it counts what is read);
+    /// [`Distribution::exchanged`] counts what is sent.
+    ///
+    /// # Errors
+    /// `share` outside `0..=1`; the memory budget refuses a part's column
+    /// map.
+    pub fn with_whole_blocks(mut self, share: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(Error::invalid(format!(
+                "a whole-block share is a fraction in 0..=1, got {share}"
+            )));
+        }
+        let owned: Vec<usize> = self.parts.iter().map(|l| l.owned_x.len()).collect();
+        let widen = |h: &HaloFrom| {
+            let n = owned[h.part];
+            h.global.len() < n && h.global.len() as f64 >= share * n as f64
+        };
+        for p in 0..self.parts.len() {
+            if !self.parts[p].halo.iter().any(widen) {
+                continue;
+            }
+            let layout = &self.parts[p];
+            let mut remap = mem::try_filled("a part's column map", layout.local_x_len(), 0u32)?;
+            remap[..owned[p]]
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, r)| *r = i as u32);
+            let mut halo = Vec::with_capacity(layout.halo.len());
+            let mut widened = Vec::new();
+            let mut offset = owned[p];
+            for h in &layout.halo {
+                let q = h.part;
+                let slots = &mut remap[h.offset..h.offset + h.global.len()];
+                if widen(h) {
+                    let sent = self.parts[q].send_to(p).ok_or_else(|| {
+                        Error::invalid(format!(
+                            "distribution: part {p} receives from {q}, which sends nothing"
+                        ))
+                    })?;
+                    // Within x_len, which fits u32.
+                    for (r, &l) in slots.iter_mut().zip(&sent.local) {
+                        *r = (offset + l as usize) as u32;
+                    }
+                    halo.push(HaloFrom {
+                        part: q,
+                        offset,
+                        global: self.parts[q].owned_x.clone(),
+                    });
+                    widened.push(q);
+                    offset += owned[q];
+                } else {
+                    for (k, r) in slots.iter_mut().enumerate() {
+                        *r = (offset + k) as u32;
+                    }
+                    halo.push(HaloFrom {
+                        part: q,
+                        offset,
+                        global: h.global.clone(),
+                    });
+                    offset += h.global.len();
+                }
+            }
+            let layout = &mut self.parts[p];
+            layout
+                .col
+                .par_chunks_mut(1 << 14)
+                .for_each(|c| c.iter_mut().for_each(|c| *c = remap[*c as usize]));
+            layout.halo = halo;
+            for q in widened {
+                let n = owned[q] as u32;
+                let sends = &mut self.parts[q].sends;
+                if let Some(s) = sends.iter_mut().find(|s| s.part == p) {
+                    s.local = (0..n).collect();
+                }
+            }
+        }
+        Ok(self)
     }
 
     /// Every part's layout, by part.

@@ -160,6 +160,11 @@ fn errors_name_the_problem() {
     let rows = PartitionKind::Rows;
     assert!(err(Distribution::new(rows, 0, &ptr, &col, 6)).contains("at least 1"));
     assert!(err(Distribution::new(rows, 1025, &ptr, &col, 6)).contains("at most 1024"));
+    let d = Distribution::new(rows, 2, &ptr, &col, 6).unwrap();
+    for share in [-0.5, 1.5, f64::NAN] {
+        let e = err(d.clone().with_whole_blocks(share));
+        assert!(e.contains("fraction in 0..=1"), "{e}");
+    }
     let e = err(Distribution::new(rows, 2, &ptr, &col, 5));
     assert!(e.contains("col[8]") && e.contains("index 5"), "{e}");
     assert!(err(Distribution::new(rows, 2, &[], &[], 0)).contains("n_tasks + 1"));
@@ -269,6 +274,20 @@ fn levels_cut_a_shuffled_grid_with_a_small_halo() {
 /// force, an integer SpMV included (so that equality is exact); with a
 /// kind, also that the ownership is that kind's balanced blocks.
 fn check(d: &Distribution, ptr: &[u32], col: &[u32], x_len: usize, kind: Option<PartitionKind>) {
+    check_widened(d, ptr, col, x_len, kind, 1.0);
+}
+
+/// [`check`] of a distribution widened by
+/// [`Distribution::with_whole_blocks`]`(share)`: a halo holding at least
+/// `share` of its sender's entries holds all of them.
+fn check_widened(
+    d: &Distribution,
+    ptr: &[u32],
+    col: &[u32],
+    x_len: usize,
+    kind: Option<PartitionKind>,
+    share: f64,
+) {
     let n = ptr.len() - 1;
     let nnz = col.len();
     let own = d.ownership();
@@ -307,12 +326,19 @@ fn check(d: &Distribution, ptr: &[u32], col: &[u32], x_len: usize, kind: Option<
         }
         unique_sum += reads.iter().map(BTreeSet::len).sum::<usize>();
         read_any.extend(reads.iter().flatten().copied());
-        // The halo is exactly the remote entries read, in part order.
+        // The halo is exactly the remote entries read, in part order, or
+        // all the sender's entries where it reads `share` of them.
         let mut offset = l.owned_x.len();
         let expected: Vec<HaloFrom> = (0..parts)
             .filter(|&q| q != p && !reads[q].is_empty())
             .map(|q| {
-                let h = halo(q, offset, &reads[q].iter().copied().collect::<Vec<_>>());
+                let all = own_list(own.x_owner(), q);
+                let got: Vec<u32> = if reads[q].len() as f64 >= share * all.len() as f64 {
+                    all
+                } else {
+                    reads[q].iter().copied().collect()
+                };
+                let h = halo(q, offset, &got);
                 offset += h.global.len();
                 h
             })
@@ -434,6 +460,7 @@ proptest! {
         rows in vec(vec(any::<u32>(), 0..7), 60),
         parts in 1usize..=5,
         levels in any::<bool>(),
+        share in prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
     ) {
         let x_len = if square { n } else { x_rect };
         let rows: Vec<Vec<u32>> = rows[..n]
@@ -453,5 +480,9 @@ proptest! {
         let own = Ownership::from_owners(parts, shift(d.ownership().task_owner()), shift(d.ownership().x_owner())).unwrap();
         let scattered = Distribution::from_ownership(own, &ptr, &col, x_len).unwrap();
         check(&scattered, &ptr, &col, x_len, None);
+        // Widened halos (whole blocks where a pair reads `share` of its
+        // sender) exchange and compute exactly too.
+        let wide = scattered.with_whole_blocks(share).unwrap();
+        check_widened(&wide, &ptr, &col, x_len, None, share);
     }
 }

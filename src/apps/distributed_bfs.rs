@@ -143,7 +143,10 @@ pub fn bfs_frontier_bits(
 
 /// Bottom-up: an unvisited owned vertex `v` with an in-neighbour on the
 /// frontier (`bit[e]`: the frontier bit of in-edge `e`'s source) joins
-/// level `depth[0]`. The search stops at the first such neighbour.
+/// level `depth[0]`. The search stops at the first such neighbour, and a
+/// visited vertex's at its first edge. (A task's range must not depend on
+/// arrays a launch writes: a prepared launch splits long rows once, by
+/// their ranges then.)
 #[nested_reduce]
 pub fn bfs_bits_bottom_up(
     v: usize,
@@ -154,20 +157,19 @@ pub fn bfs_bits_bottom_up(
     level: &mut [i32],
 ) {
     let lo = ptr[v] as usize;
-    let hi = if level[v] < 0 {
-        ptr[v + 1] as usize
-    } else {
-        lo
-    };
-    let found = (lo..hi).any(|e| ((frontier[(bit[e] >> 5) as usize] >> (bit[e] & 31)) & 1) == 1);
-    if found {
+    let hi = ptr[v + 1] as usize;
+    let visited = level[v] >= 0;
+    let found =
+        (lo..hi).any(|e| visited || ((frontier[(bit[e] >> 5) as usize] >> (bit[e] & 31)) & 1) == 1);
+    if found && !visited {
         level[v] = depth[0] as i32;
     }
 }
 
 /// Top-down: an owned vertex on the frontier (level `depth[0] − 1`) sets
 /// each out-neighbour's bit (`bit[e]`) in `claimed`; a bit already set is
-/// not written again.
+/// not written again. Every vertex walks its range (fixed, see
+/// [`fn@bfs_bits_bottom_up`]), but only the frontier's edges read or write.
 #[nested_reduce]
 pub fn bfs_bits_top_down(
     v: usize,
@@ -178,16 +180,15 @@ pub fn bfs_bits_top_down(
     claimed: &[Atomic<u32>],
 ) {
     let lo = ptr[v] as usize;
-    let hi = if level[v] == depth[0] as i32 - 1 {
-        ptr[v + 1] as usize
-    } else {
-        lo
-    };
+    let hi = ptr[v + 1] as usize;
+    let on = level[v] == depth[0] as i32 - 1;
     (lo..hi).for_each(|e| {
-        let w = (bit[e] >> 5) as usize;
-        let m = 1u32 << (bit[e] & 31);
-        if (claimed[w].load() & m) == 0 {
-            atomic_or(&claimed[w], m);
+        if on {
+            let w = (bit[e] >> 5) as usize;
+            let m = 1u32 << (bit[e] & 31);
+            if (claimed[w].load() & m) == 0 {
+                atomic_or(&claimed[w], m);
+            }
         }
     });
 }
@@ -211,12 +212,9 @@ pub fn bfs_bits_apply(
 ) {
     let b = first_bit as usize + v;
     let own = ((mine[b >> 5] >> (b & 31)) & 1) == 1;
-    let hi = if level[v] < 0 && !own {
-        parts as usize
-    } else {
-        0
-    };
-    let found = (0..hi).any(|q| ((got[q * stride as usize + (v >> 5)] >> (v & 31)) & 1) == 1);
+    let done = level[v] >= 0 || own;
+    let found = (0..parts as usize)
+        .any(|q| done || ((got[q * stride as usize + (v >> 5)] >> (v & 31)) & 1) == 1);
     if level[v] < 0 && (own || found) {
         level[v] = depth[0] as i32;
     }

@@ -537,7 +537,7 @@ impl<'a> Launches<'a> {
 }
 
 /// Breadth-first levels from `source` on `group` (`-1`: unreachable),
-/// direction-optimising by default (see the [module](self) for the rounds
+/// direction-optimising by default (`docs/distributed.md`, "BFS", for the rounds
 /// and what they move). Equals [`super::bfs`]'s levels exactly, in every
 /// direction; `iterations` is the rounds run (the last finds nothing), and
 /// `detail` says how many ran each way.

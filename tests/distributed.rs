@@ -366,3 +366,41 @@ fn whole_block_exchanges_equal_exact_halos() {
         assert!(moved[2] <= owned_elsewhere, "{moved:?}");
     }
 }
+
+/// Each member's part run by its own throttled handle (`auto`) gives the
+/// single-device product within rounding; another policy is refused.
+#[test]
+fn throttled_parts_on_cpu_groups_equal_one_device_within_rounding() {
+    use warpfit::ThrottlePolicy;
+    let cfg = LaunchConfig::default();
+    let a = gen::rmat(11, 8, 5).unwrap();
+    let x = x_for(a.ncols());
+    let want = apps::spmv_csr(&Device::cpu(), &cfg, &a, &x).unwrap();
+    let auto = apps::spmv::f32::throttle_options()
+        .unwrap()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache("16KiB".parse().unwrap());
+    for parts in [1, 2, 3] {
+        let group = DeviceGroup::cpu(parts).unwrap();
+        for kind in KINDS {
+            let run = apps::spmv_group_throttled(&group, kind, &a, &x, 2, &auto).unwrap();
+            for (r, (y, w)) in run.result.iter().zip(&want).enumerate() {
+                assert!(
+                    (y - w).abs() <= 1e-5 * w.abs().max(1.0),
+                    "row {r}: {y} vs {w}"
+                );
+            }
+            assert!(
+                run.detail.contains(&format!("member {}", parts - 1)),
+                "{}",
+                run.detail
+            );
+        }
+    }
+    let cf = auto.with_policy(ThrottlePolicy::Cf);
+    let group = DeviceGroup::cpu(2).unwrap();
+    let e = apps::spmv_group_throttled(&group, PartitionKind::Rows, &a, &x, 1, &cf)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("only `auto`"), "{e}");
+}

@@ -295,3 +295,34 @@ fn whole_block_exchanges_fill_the_same_halos_as_the_host() {
         }
     }
 }
+
+/// Throttled parts on GPU groups: each member's handle decides by the
+/// model over its local arrays (a small cache, so that the parts do not
+/// fit it) and the product equals the single-device one within rounding.
+#[test]
+fn throttled_parts_on_gpu_groups_match_one_device() {
+    use warpfit::ThrottlePolicy;
+    let (dev, all) = need_gpu!();
+    let cfg = LaunchConfig::default();
+    let a = gen::rmat(16, 16, 3).unwrap();
+    let x: Vec<f32> = (0..a.ncols()).map(|i| 1.0 + (i % 7) as f32 / 7.0).collect();
+    let want = apps::spmv_csr(&dev, &cfg, &a, &x).unwrap();
+    let auto = apps::spmv::f32::throttle_options()
+        .unwrap()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache("64KiB".parse().unwrap());
+    for n in 1..=all {
+        let group = DeviceGroup::like(&dev, GroupSize::Count(n)).unwrap();
+        for kind in KINDS {
+            let run = apps::spmv_group_throttled(&group, kind, &a, &x, 3, &auto).unwrap();
+            for (r, (y, w)) in run.result.iter().zip(&want).enumerate() {
+                assert!(
+                    (y - w).abs() <= 1e-5 * w.abs().max(1.0),
+                    "row {r}: {y} vs {w} ({n}, {kind:?}; {})",
+                    run.detail
+                );
+            }
+            eprintln!("{n} GPUs, {kind:?}: {}", run.detail);
+        }
+    }
+}

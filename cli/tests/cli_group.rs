@@ -71,11 +71,24 @@ fn every_group_app_equals_the_single_device_run() {
             assert!(stdout.contains("exchange:"), "{stdout}");
         }
     }
+    // spmv with each part throttled (`auto`; the CPU runs it unthrottled).
+    let args = ["run", "spmv", "--gen", "rmat:scale=10"];
+    let (want, _) = run("spmv-throttled-one.txt", &args);
+    let mut a = args.to_vec();
+    a.extend(["--gpus", "2", "--throttle", "auto"]);
+    let (got, stdout) = run("spmv-throttled-2.txt", &a);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+            "entry {i}: {g} vs {w}"
+        );
+    }
+    assert!(stdout.contains("throttle: member 0: "), "{stdout}");
 }
 
 #[test]
 fn group_options_are_checked() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["run", "sssp", "--gen", "rmat:scale=6", "--gpus", "2"],
             "--gpus applies to spmv, pagerank, cg and bfs",
@@ -119,7 +132,33 @@ fn group_options_are_checked() {
                 "--throttle",
                 "cf",
             ],
-            "--throttle does not combine with --gpus",
+            "--throttle cf does not combine with --gpus",
+        ),
+        (
+            &[
+                "run",
+                "pagerank",
+                "--gen",
+                "rmat:scale=6",
+                "--gpus",
+                "2",
+                "--throttle",
+                "auto",
+            ],
+            "a group throttles spmv's parts",
+        ),
+        (
+            &[
+                "run",
+                "cg",
+                "--gen",
+                "rmat:scale=6",
+                "--gpus",
+                "2",
+                "--order",
+                "levels",
+            ],
+            "--order does not combine with --gpus",
         ),
         (
             &[

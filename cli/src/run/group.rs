@@ -29,11 +29,21 @@ pub(super) fn check_options(args: &RunArgs) -> Result<()> {
             "--gpus applies to spmv, pagerank, cg and bfs",
         ));
     }
+    if let Some(policy) = &args.throttle {
+        if args.app != App::Spmv || policy != "auto" {
+            return Err(Error::invalid(format!(
+                "--throttle {policy} does not combine with --gpus: a group throttles spmv's parts, each member by `auto` (the cost model), from the arrays on it"
+            )));
+        }
+    }
     let refused = [
         ("--driver", args.driver.is_some()),
         ("--worklist-capacity", args.worklist_capacity.is_some()),
         ("--rounds-per-sync", args.rounds_per_sync.is_some()),
-        ("--throttle", args.throttle.is_some()),
+        (
+            "--throttle-exhaustive",
+            args.throttle_exhaustive && args.throttle.is_some(),
+        ),
         ("--order", args.order.is_some()),
         (
             "--precond",
@@ -46,7 +56,7 @@ pub(super) fn check_options(args: &RunArgs) -> Result<()> {
     ];
     if let Some((name, _)) = refused.iter().find(|(_, given)| *given) {
         return Err(Error::invalid(format!(
-            "{name} does not combine with --gpus: a device group runs the unthrottled kernels (cg: f64, no preconditioner, the given order; bfs: one pull per level)"
+            "{name} does not combine with --gpus: a device group runs the unthrottled kernels but spmv's (cg: f64, no preconditioner, the given order; bfs: direction-optimising over bitmaps)"
         )));
     }
     Ok(())
@@ -84,15 +94,21 @@ impl AppRun<'_> {
             App::Spmv => {
                 let iters = self.iters.unwrap_or(SPMV_ITERS);
                 let x = apps::spmv_input(a.ncols());
-                let run = apps::spmv_group_overlapped(&group, kind, &self.config, a, &x, iters)?;
+                let run = match self.throttle_options(apps::spmv::f32::throttle_options)? {
+                    Some(o) => apps::spmv_group_throttled(&group, kind, a, &x, iters, &o)?,
+                    None => apps::spmv_group_overlapped(&group, kind, &self.config, a, &x, iters)?,
+                };
                 let per = run.median_step().as_secs_f64();
-                let line = format!(
+                let mut line = format!(
                     "spmv: median {:.3} ms/iter, {:.2} GFLOP/s ({iters} iterations, {}, partition {})",
                     per * 1e3,
                     2.0 * a.nnz() as f64 / per / 1e9,
                     run.group,
                     kind.name()
                 );
+                if !run.detail.is_empty() {
+                    line += &format!("\nthrottle: {}", run.detail);
+                }
                 (run, line)
             }
             App::Pagerank => {

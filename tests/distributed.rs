@@ -404,3 +404,35 @@ fn throttled_parts_on_cpu_groups_equal_one_device_within_rounding() {
         .to_string();
     assert!(e.contains("only `auto`"), "{e}");
 }
+
+/// A hub row whose entries are mostly another member's: its halo block is
+/// launched over a task list (few rows read there), with the hub cut into
+/// segments of at most 1024, and the overlapped product still equals the
+/// single-device one within rounding.
+#[test]
+fn overlapped_spmv_cuts_a_hub_in_a_halo_task_list() {
+    use warpfit::runtime::Csr;
+    let n = 8000;
+    let mut t: Vec<(usize, usize, f32)> = (0..n).map(|i| (i, i, 2.0)).collect();
+    t.extend((4500..7700).map(|j| (0, j, 1.0 + (j % 5) as f32)));
+    let a = Csr::from_triplets(n, n, t).unwrap();
+    let cfg = LaunchConfig::default();
+    let x = x_for(n);
+    let want = apps::spmv_csr(&Device::cpu(), &cfg, &a, &x).unwrap();
+    let group = DeviceGroup::cpu(2).unwrap();
+    let d = Distributed::new(&group, PartitionKind::Rows, a.row_ptr(), a.col_idx(), n).unwrap();
+    let blocks = d.source_blocks(a.values()).unwrap();
+    let list = blocks[0][1]
+        .tasks
+        .as_ref()
+        .expect("a task list for the halo block");
+    assert!(list.len() >= 3, "{} segments", list.len());
+    assert!(list.segments().iter().all(|s| s.hi - s.lo <= 1024));
+    let run = apps::spmv_group_overlapped(&group, PartitionKind::Rows, &cfg, &a, &x, 1).unwrap();
+    for (r, (y, w)) in run.result.iter().zip(&want).enumerate() {
+        assert!(
+            (y - w).abs() <= 1e-5 * w.abs().max(1.0),
+            "row {r}: {y} vs {w}"
+        );
+    }
+}

@@ -319,11 +319,18 @@ impl<'g> Distributed<'g> {
                     .into_iter()
                     .map(|(ptr, col, val)| {
                         let rows = ptr.len() - 1;
+                        // A task list runs as given, so its long rows (a
+                        // power-law graph's hubs) are cut here, as a launch
+                        // over every task would cut them.
                         let segments: Vec<Segment> = ptr
                             .windows(2)
                             .enumerate()
                             .filter(|(_, w)| w[1] > w[0])
-                            .map(|(r, w)| Segment::new(r as u32, w[0], w[1]))
+                            .flat_map(|(r, w)| {
+                                (w[0]..w[1]).step_by(LIST_SEGMENT as usize).map(move |lo| {
+                                    Segment::new(r as u32, lo, (lo + LIST_SEGMENT).min(w[1]))
+                                })
+                            })
                             .collect();
                         let tasks = if segments.len() < rows / 2 {
                             Some(TaskList::new(segments)?)
@@ -410,6 +417,10 @@ impl<'g> Distributed<'g> {
     }
 }
 
+/// The longest segment of a [`SourceBlock`]'s task list: a warp's 32 lanes
+/// for 32 steps.
+const LIST_SEGMENT: u32 = 1024;
+
 /// One block of a member's fine tasks ([`Distributed::source_blocks`]).
 pub struct SourceBlock<T: Scalar> {
     /// Range array over all the member's tasks.
@@ -419,8 +430,9 @@ pub struct SourceBlock<T: Scalar> {
     /// The values, cut the same way.
     pub val: DeviceVec<T>,
     /// Where fewer than half the tasks read from the block, the segments
-    /// of those that do: launch over this list instead of every task (a
-    /// grid's halo block is one row of the grid, not every row).
+    /// of those that do (rows longer than 1024 cut into segments of 1024):
+    /// launch over this list instead of every task (a grid's halo block is
+    /// one row of the grid, not every row).
     pub tasks: Option<TaskList>,
 }
 

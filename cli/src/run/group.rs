@@ -96,7 +96,10 @@ impl AppRun<'_> {
                 let x = apps::spmv_input(a.ncols());
                 let run = match self.throttle_options(apps::spmv::f32::throttle_options)? {
                     Some(o) => apps::spmv_group_throttled(&group, kind, a, &x, iters, &o)?,
-                    None => apps::spmv_group_overlapped(&group, kind, &self.config, a, &x, iters)?,
+                    // Exchange first: measured at or near 2× on two GPUs on
+                    // every matrix of BENCHMARKS.md, where the overlapped
+                    // form's range is wider (see "Several GPUs over NCCL").
+                    None => apps::spmv_group(&group, kind, &self.config, a, &x, iters)?,
                 };
                 let per = run.median_step().as_secs_f64();
                 let mut line = format!(

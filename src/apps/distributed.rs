@@ -180,15 +180,26 @@ fn spmv_on_group(
     ex.check()?;
     check_all(&first)?;
     check_all(&rest)?;
+    spmv_run(&d, &ys, setup, steps, String::new())
+}
+
+/// An SpMV group run's result: the last `y`, in the caller's order.
+pub(super) fn spmv_run(
+    d: &Distributed<'_>,
+    ys: &DistVec<f32>,
+    setup: Duration,
+    steps: Vec<Duration>,
+    detail: String,
+) -> Result<GroupRun<f32>> {
     Ok(GroupRun {
-        result: d.collect_tasks(&ys)?,
-        group: group.describe(),
+        result: d.collect_tasks(ys)?,
+        group: d.group().describe(),
         setup,
+        iterations: steps.len(),
         steps,
         exchange: d.stats(),
-        iterations: launches,
         relative_residual: 0.0,
-        detail: String::new(),
+        detail,
     })
 }
 

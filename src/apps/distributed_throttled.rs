@@ -5,7 +5,7 @@
 //! cost model on its first launch, from its own part: its rows, and a local
 //! `x` of owned entries plus the halo.
 
-use super::distributed::GroupRun;
+use super::distributed::{spmv_run, GroupRun};
 use super::kernels::spmv;
 use crate::distributed::{DeviceGroup, Distributed, PartitionKind};
 use crate::runtime::Csr;
@@ -96,14 +96,5 @@ pub fn spmv_group_throttled(
         })
         .collect::<Vec<_>>()
         .join("; ");
-    Ok(GroupRun {
-        result: d.collect_tasks(&ys)?,
-        group: group.describe(),
-        setup,
-        steps,
-        exchange: d.stats(),
-        iterations: launches,
-        relative_residual: 0.0,
-        detail,
-    })
+    spmv_run(&d, &ys, setup, steps, detail)
 }

@@ -436,3 +436,34 @@ fn overlapped_spmv_cuts_a_hub_in_a_halo_task_list() {
         );
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    /// Random directed graphs (isolated vertices, self-loops, duplicate
+    /// edges, more members than vertices), any member count, partition,
+    /// direction and source: the group's levels are the sequential BFS's.
+    #[test]
+    fn bfs_on_cpu_groups_equals_the_sequential_levels(
+        n in 1usize..=40,
+        edges in proptest::collection::vec((0u32..40, 0u32..40), 0..160),
+        parts in 1usize..=6,
+        levels in proptest::prelude::any::<bool>(),
+        dir in 0usize..3,
+        source in 0usize..40,
+    ) {
+        use warpfit::runtime::Csr;
+        let t: Vec<(usize, usize, f32)> = edges
+            .iter()
+            .map(|&(u, v)| (u as usize % n, v as usize % n, 1.0))
+            .collect();
+        let a = Csr::from_triplets(n, n, t).unwrap();
+        let g = Graph::from_matrix(&a).unwrap();
+        let source = source % n;
+        let want = warpfit::runtime::reference::bfs_levels(&a, source).unwrap();
+        let kind = if levels { PartitionKind::Levels } else { PartitionKind::Rows };
+        let group = DeviceGroup::cpu(parts).unwrap();
+        let run = apps::bfs_group(&group, kind, &LaunchConfig::default(), &g, source, DIRECTIONS[dir])
+            .unwrap();
+        proptest::prop_assert_eq!(run.result, want);
+    }
+}

@@ -6,7 +6,8 @@
 //! ```text
 //! NCCL_NVLS_ENABLE=0 group_bench [--gpus 1,2,4] [--partition rows|levels] [--runs N] [--overlap] \
 //!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]... [--bfs SPEC]... \
-//!     [--bfs-direction auto,bottom-up,top-down] [--exchange-shares 1,0.85,0]
+//!     [--bfs-direction auto,bottom-up,top-down] [--exchange-shares 1,0.85,0] \
+//!     [--pagerank-parts SCALE]...
 //! ```
 //! Each `SPEC` is a generator (`uniform:n=67108864,per_row=16`); without
 //! any, the suite of the multi-GPU issue at full size. `--backend cpu`
@@ -15,7 +16,8 @@
 use std::process::ExitCode;
 use std::time::Instant;
 use warpfit::apps::{
-    self, cg_group, pagerank_group, spmv_group, BfsDirection, Graph, GroupRun, PageRankOptions,
+    self, cg_group, pagerank_group, spmv_group, BfsDirection, Graph, GraphParts, GroupRun,
+    PageRankOptions,
 };
 use warpfit::distributed::{DeviceGroup, Distributed, Distribution, GroupSize, PartitionKind};
 use warpfit::runtime::gen::GenSpec;
@@ -34,6 +36,7 @@ struct Opts {
     bfs: Vec<String>,
     directions: Vec<BfsDirection>,
     shares: Vec<f64>,
+    pagerank_parts: Vec<u32>,
 }
 
 fn parse() -> Result<Opts> {
@@ -53,6 +56,7 @@ fn parse() -> Result<Opts> {
             BfsDirection::TopDown,
         ],
         shares: vec![],
+        pagerank_parts: vec![],
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -87,13 +91,23 @@ fn parse() -> Result<Opts> {
                     })
                     .collect::<Result<_>>()?
             }
+            "--pagerank-parts" => o.pagerank_parts.push(
+                val()?
+                    .parse()
+                    .map_err(|_| Error::invalid("--pagerank-parts SCALE"))?,
+            ),
             "--bfs-direction" => {
                 o.directions = val()?.split(',').map(str::parse).collect::<Result<_>>()?
             }
             _ => return Err(Error::invalid(format!("unknown option {a}"))),
         }
     }
-    if o.spmv.is_empty() && o.pagerank.is_empty() && o.cg.is_empty() && o.bfs.is_empty() {
+    if o.spmv.is_empty()
+        && o.pagerank.is_empty()
+        && o.cg.is_empty()
+        && o.bfs.is_empty()
+        && o.pagerank_parts.is_empty()
+    {
         o.spmv = vec![
             "uniform:n=67108864,per_row=16,seed=1".into(),
             "rmat:scale=26".into(),
@@ -493,6 +507,58 @@ fn bfs_direction_rows(
     Ok(())
 }
 
+/// PageRank (50 iterations) on RMAT `scale` (edge factor 16, seed 1) made
+/// block by block for each GPU count, one block per GPU
+/// (`GraphParts::rmat`): the weak-scaling and capacity runs, past what one
+/// u32-indexed CSR holds. Each count's ranks are checked against the first
+/// count's; the rate is edges per second per GPU.
+fn pagerank_parts_rows(o: &Opts, dev: &Device, scale: u32) -> Result<()> {
+    let cfg = LaunchConfig::default();
+    let opts = PageRankOptions {
+        iterations: 50,
+        ..Default::default()
+    };
+    let spec = format!("rmat:scale={scale}, made in parts");
+    let (mut first, mut base): (Option<Vec<f32>>, Option<f64>) = (None, None);
+    for &n in &o.gpus {
+        let t = Instant::now();
+        let g = GraphParts::rmat(scale, 16, 1, n)?;
+        eprintln!(
+            "{spec}: {n} blocks in {:.1} s, {} edges",
+            t.elapsed().as_secs_f64(),
+            g.edges()
+        );
+        let gr = group(o, dev, n)?;
+        let run = apps::pagerank_group_parts(&gr, &cfg, &g, &opts)?;
+        let check = match &first {
+            None => {
+                let sum: f64 = run.result.iter().map(|&r| r as f64).sum();
+                format!("rank sum {sum:.6}")
+            }
+            Some(f) => format!("first count ± {:.1e}", max_rel(&run.result, f, 1e-12)),
+        };
+        let mut r = row(
+            "pagerank ×50, made in parts",
+            &spec,
+            g.edges() as usize,
+            4,
+            &run,
+            base,
+            check,
+        );
+        let per = run.median_step().as_secs_f64();
+        r.extra = format!(
+            "{:.2} G edges/s per GPU; set-up {:.1} s",
+            g.edges() as f64 / per.max(f64::MIN_POSITIVE) / n as f64 / 1e9,
+            run.setup.as_secs_f64()
+        );
+        base.get_or_insert(r.ms);
+        first.get_or_insert(run.result);
+        print_row(&r);
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -521,6 +587,9 @@ fn run() -> Result<()> {
     }
     for s in o.bfs.clone() {
         bfs_rows(&o, &dev, &s)?;
+    }
+    for &scale in &o.pagerank_parts {
+        pagerank_parts_rows(&o, &dev, scale)?;
     }
     Ok(())
 }

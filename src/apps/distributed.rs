@@ -214,14 +214,29 @@ pub fn pagerank_group(
     g: &Graph,
     opts: &PageRankOptions,
 ) -> Result<GroupRun<f32>> {
-    let n = g.incoming.nrows();
     if opts.throttle.is_some() {
         return Err(Error::invalid("a device group runs PageRank unthrottled"));
     }
     let start = Instant::now();
     let inc = &g.incoming;
-    let d = Distributed::new(group, kind, inc.row_ptr(), inc.col_idx(), n)?;
-    let degree = d.per_task(&g.out_degree)?;
+    let d = Distributed::new(group, kind, inc.row_ptr(), inc.col_idx(), inc.nrows())?;
+    pagerank_on(&d, config, &g.out_degree, opts, start)
+}
+
+/// [`pagerank_group`]'s iterations on a distributed in-edge pattern `d`
+/// (its set-up counted from `start`), `out_degree` every vertex's.
+pub(super) fn pagerank_on(
+    d: &Distributed<'_>,
+    config: &LaunchConfig,
+    out_degree: &[u32],
+    opts: &PageRankOptions,
+    start: Instant,
+) -> Result<GroupRun<f32>> {
+    if opts.throttle.is_some() {
+        return Err(Error::invalid("a device group runs PageRank unthrottled"));
+    }
+    let (group, n) = (d.group(), out_degree.len());
+    let degree = d.per_task(out_degree)?;
     let rank = d.per_task(&vec![1.0 / n.max(1) as f32; n])?;
     let next = d.outputs::<f32>()?;
     let contrib = d.gathered_zeros::<f32>()?;

@@ -26,6 +26,9 @@ pub struct Distribution {
     unique_reads: Vec<usize>,
     /// Distinct gathered entries read by any fine task.
     read_total: usize,
+    /// Made from row blocks ([`Distribution::from_row_blocks`]): there is
+    /// no global fine array to cut, `fine_runs` are each part's own.
+    from_blocks: bool,
 }
 
 impl Distribution {
@@ -107,6 +110,75 @@ impl Distribution {
             fine_runs,
             unique_reads,
             read_total: scratch.read.count(),
+            from_blocks: false,
+        })
+    }
+
+    /// A square kernel distributed by contiguous blocks of rows given part
+    /// by part: `blocks[p] = (row_ptr, col)` holds part `p`'s rows, the
+    /// blocks in order (part 0 the first rows), each with its own range
+    /// array from 0 and its fine tasks' global gathered indices (below
+    /// `x_len`, the sum of the blocks' rows). Part `p` owns its rows and
+    /// the gathered entries of the same indices. The layouts are those
+    /// [`Distribution::from_ownership`] makes of the whole pattern with that
+    /// ownership, but no array of the whole is ever held: each block's
+    /// counts must fit u32, the whole's need not (a matrix built part by
+    /// part, as [`rmat_rows`](crate::gen::rmat_rows) does). There is no
+    /// global fine array: [`Distribution::fine_part`] refuses, each part's
+    /// fine arrays are its block's own.
+    ///
+    /// # Errors
+    /// No block, or more than [`MAX_PARTS`](super::MAX_PARTS); a block's
+    /// pattern malformed (as [`Distribution::new`] checks it) or a column
+    /// not below `x_len`; the memory budget.
+    pub fn from_row_blocks(blocks: &[(&[u32], &[u32])]) -> Result<Self> {
+        super::check_parts(blocks.len())?;
+        let x_len: usize = blocks
+            .iter()
+            .map(|(ptr, _)| ptr.len().saturating_sub(1))
+            .sum();
+        let mut task_owner = Vec::new();
+        mem::try_reserve(&mut task_owner, x_len, "the row blocks' owners")?;
+        for (p, (ptr, col)) in blocks.iter().enumerate() {
+            let rows = check_pattern(ptr, col, x_len)
+                .map_err(|e| Error::invalid(format!("row block {p}: {e}")))?;
+            task_owner.extend(std::iter::repeat_n(p as u32, rows));
+        }
+        let own = Ownership::from_owners(blocks.len(), task_owner.clone(), task_owner)?;
+        let (tasks, owned_x, mut scratch) = owned_lists(&own)?;
+        let n = own.parts();
+        let (mut parts, mut fine_runs, mut unique_reads) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let mut sends = vec![Vec::new(); n];
+        for (p, ((t, x), (ptr, col))) in tasks.into_iter().zip(owned_x).zip(blocks).enumerate() {
+            // The block's rows are its local tasks 0..len; the layout names
+            // them by their global ids.
+            let local: Vec<u32> = (0..t.len() as u32).collect();
+            let mut built = build_part(p, local, x, ptr, col, own.x_owner(), &mut scratch)?;
+            built.layout.tasks = t;
+            for (q, s) in built.sends {
+                sends[q].push(s);
+            }
+            parts.push(built.layout);
+            fine_runs.push(built.fine_runs);
+            unique_reads.push(built.unique_reads);
+        }
+        for (layout, s) in parts.iter_mut().zip(sends) {
+            layout.sends = s;
+        }
+        Ok(Distribution {
+            n_tasks: x_len,
+            x_len,
+            ownership: own,
+            fine_total: blocks.iter().map(|(_, col)| col.len()).sum(),
+            parts,
+            fine_runs,
+            unique_reads,
+            read_total: scratch.read.count(),
+            from_blocks: true,
         })
     }
 
@@ -233,9 +305,17 @@ impl Distribution {
     /// whose local column is `parts()[p].col[k]`.
     ///
     /// # Errors
-    /// `p` is not a part; `global` is not `col.len()` long; the memory budget.
+    /// `p` is not a part; `global` is not `col.len()` long; a distribution
+    /// made [from row blocks](Distribution::from_row_blocks); the memory
+    /// budget.
     pub fn fine_part<T: Copy>(&self, p: usize, global: &[T]) -> Result<Vec<T>> {
         let layout = self.part(p)?;
+        if self.from_blocks {
+            return Err(Error::invalid(
+                "a distribution made from row blocks has no global fine array: each \
+                 part's fine arrays are its block's own",
+            ));
+        }
         check_len("fine-task array (= fine tasks)", self.fine_total, global)?;
         let mut out = Vec::new();
         mem::try_reserve(&mut out, layout.fine_len(), "a part's fine-task array")?;

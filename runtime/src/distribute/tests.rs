@@ -486,3 +486,47 @@ proptest! {
         check_widened(&wide, &ptr, &col, x_len, None, share);
     }
 }
+
+proptest! {
+    /// A square pattern given as contiguous row blocks distributes exactly
+    /// as the whole pattern with the blocks' ownership: the same layouts,
+    /// exchange and replication; and it has no global fine array to cut.
+    #[test]
+    fn row_blocks_distribute_as_the_whole(
+        n in 1usize..=60,
+        rows in vec(vec(any::<u32>(), 0..7), 60),
+        cuts in vec(0usize..=60, 0..5),
+    ) {
+        let rows: Vec<Vec<u32>> = rows[..n]
+            .iter()
+            .map(|r| r.iter().map(|&c| c % n as u32).collect())
+            .collect();
+        let (ptr, col) = pattern(&rows);
+        let mut edges: Vec<usize> = cuts.iter().map(|&c| c.min(n)).collect();
+        edges.push(0);
+        edges.push(n);
+        edges.sort_unstable();
+        let blocks: Vec<(Vec<u32>, Vec<u32>)> = edges
+            .windows(2)
+            .map(|w| pattern(&rows[w[0]..w[1]]))
+            .collect();
+        let refs: Vec<(&[u32], &[u32])> =
+            blocks.iter().map(|(p, c)| (&p[..], &c[..])).collect();
+        let d = Distribution::from_row_blocks(&refs).unwrap();
+        let owner: Vec<u32> = edges
+            .windows(2)
+            .enumerate()
+            .flat_map(|(p, w)| std::iter::repeat_n(p as u32, w[1] - w[0]))
+            .collect();
+        let own = Ownership::from_owners(blocks.len(), owner.clone(), owner).unwrap();
+        let whole = Distribution::from_ownership(own, &ptr, &col, n).unwrap();
+        prop_assert_eq!(d.parts(), whole.parts());
+        prop_assert_eq!(d.ownership(), whole.ownership());
+        prop_assert_eq!(
+            (d.exchanged(), d.replication(), d.fine_len()),
+            (whole.exchanged(), whole.replication(), whole.fine_len())
+        );
+        let e = d.fine_part(0, &col).unwrap_err().to_string();
+        prop_assert!(e.contains("row blocks"), "{}", e);
+    }
+}

@@ -27,7 +27,7 @@ pub use grid::grid2d;
 pub use poisson::{poisson2d, poisson3d, Poisson3dOrder};
 pub use pruned::{alexnet_fc, pruned, PrunedLayer, ALEXNET_FC, PRUNED_MAX_ENTRIES};
 pub use rgg::{rgg, rgg_radius, rgg_with, RggOrder};
-pub use rmat::{rmat, rmat_symmetric};
+pub use rmat::{rmat, rmat_row_blocks, rmat_rows, rmat_symmetric, RmatSide};
 pub use road::{road, RoadOrder};
 pub use tetmesh::{tetmesh, MeshOrder, TetMesh, TetMeshSpec, FAR_FIELD, WALL};
 pub use uniform::uniform;

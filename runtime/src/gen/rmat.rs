@@ -67,35 +67,7 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
         .for_each(|(chunk, ((rs, cs), vs))| {
             let mut rng = chunk_rng(seed, EDGES, chunk as u64);
             for ((r, c), v) in rs.iter_mut().zip(cs.iter_mut()).zip(vs.iter_mut()) {
-                let (mut i, mut j) = (0u32, 0u32);
-                let mut bits = 0u64;
-                let mut left = 0u32; // 16-bit draws left in `bits`
-                let mut level = 0;
-                while level < scale {
-                    if left == 0 {
-                        bits = rng.next_u64();
-                        left = 4;
-                    }
-                    let u = (bits & 0xffff) as usize;
-                    bits >>= 16;
-                    left -= 1;
-                    if level + 2 <= scale {
-                        // Two levels at once: bits 3..2 are (di, dj) of the
-                        // first level, bits 1..0 of the second.
-                        let q = table.pair[u] as u32;
-                        i = (i << 2) | (q >> 3 & 1) << 1 | (q >> 1 & 1);
-                        j = (j << 2) | (q >> 2 & 1) << 1 | (q & 1);
-                        level += 2;
-                    } else {
-                        let q = table.single[u] as u32;
-                        i = (i << 1) | q >> 1;
-                        j = (j << 1) | (q & 1);
-                        level += 1;
-                    }
-                }
-                *r = scramble.apply(i);
-                *c = scramble.apply(j);
-                *v = unit_value(&mut rng);
+                (*r, *c, *v) = draw_edge(&mut rng, &table, &scramble, scale);
             }
         });
     // Indices are < n by construction.
@@ -103,6 +75,191 @@ pub fn rmat(scale: u32, edge_factor: usize, seed: u64) -> Result<Csr<f32>> {
     let mut csr = coo.into_csr()?;
     csr.merge_duplicates(|_, _| {});
     Ok(csr)
+}
+
+/// One edge `(row, column, value)` of [`rmat`], from `rng`'s next draws:
+/// the quadrant descent, two levels per 16 random bits, then the scramble
+/// and the value. Every edge consumes its draws whether it is kept or not,
+/// so a chunk's stream gives the same edges to every caller.
+#[inline(always)]
+fn draw_edge(
+    rng: &mut rand_chacha::ChaCha8Rng,
+    table: &PairTable,
+    scramble: &Scramble,
+    scale: u32,
+) -> (u32, u32, f32) {
+    let (mut i, mut j) = (0u32, 0u32);
+    let mut bits = 0u64;
+    let mut left = 0u32; // 16-bit draws left in `bits`
+    let mut level = 0;
+    while level < scale {
+        if left == 0 {
+            bits = rng.next_u64();
+            left = 4;
+        }
+        let u = (bits & 0xffff) as usize;
+        bits >>= 16;
+        left -= 1;
+        if level + 2 <= scale {
+            // Two levels at once: bits 3..2 are (di, dj) of the first
+            // level, bits 1..0 of the second.
+            let q = table.pair[u] as u32;
+            i = (i << 2) | (q >> 3 & 1) << 1 | (q >> 1 & 1);
+            j = (j << 2) | (q >> 2 & 1) << 1 | (q & 1);
+            level += 2;
+        } else {
+            let q = table.single[u] as u32;
+            i = (i << 1) | q >> 1;
+            j = (j << 1) | (q & 1);
+            level += 1;
+        }
+    }
+    (scramble.apply(i), scramble.apply(j), unit_value(rng))
+}
+
+/// Which end of [`rmat`]'s edges picks the rows [`rmat_rows`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RmatSide {
+    /// Rows of the matrix: the edges leaving the range's vertices.
+    Sources,
+    /// Rows of its transpose: the edges entering them.
+    Targets,
+}
+
+/// Rows `range` of `rmat(scale, edge_factor, seed)` ([`RmatSide::Sources`])
+/// or of its transpose ([`RmatSide::Targets`]), made without the whole
+/// matrix: [`rmat_row_blocks`] with one block.
+///
+/// # Errors
+/// As [`rmat_row_blocks`].
+///
+/// # Examples
+/// ```
+/// use warpfit_runtime::gen::{rmat, rmat_rows, RmatSide};
+/// let whole = rmat(10, 8, 3)?;
+/// let part = rmat_rows(10, 8, 3, 100..300, RmatSide::Sources)?;
+/// assert_eq!(part.row(5), whole.row(105));
+/// let t = whole.transpose();
+/// assert_eq!(rmat_rows(10, 8, 3, 0..1024, RmatSide::Targets)?, t);
+/// # Ok::<(), warpfit_runtime::Error>(())
+/// ```
+pub fn rmat_rows(
+    scale: u32,
+    edge_factor: usize,
+    seed: u64,
+    range: std::ops::Range<usize>,
+    side: RmatSide,
+) -> Result<Csr<f32>> {
+    let mut blocks = rmat_row_blocks(scale, edge_factor, seed, &[range.start, range.end], side)?;
+    Ok(blocks.remove(0))
+}
+
+/// Consecutive blocks of rows of `rmat(scale, edge_factor, seed)`
+/// ([`RmatSide::Sources`]) or of its transpose ([`RmatSide::Targets`]),
+/// block `b` holding rows `bounds[b]..bounds[b + 1]`, made in one pass
+/// without the whole matrix: every edge is drawn (in parallel, the same
+/// streams as [`rmat`]) and those whose source (target) falls in a block
+/// are kept there. Block `b` has `bounds[b + 1] − bounds[b]` rows, its row
+/// `r` being row `bounds[b] + r`, over all `2^scale` columns, equal to the
+/// same rows of the whole matrix (or of its transpose): duplicates removed
+/// as `rmat` removes them, the first drawn kept. This is how a matrix too
+/// large for one u32-indexed CSR (RMAT 28 has 4.3G entries) is built for a
+/// device group: each block's entries must fit u32, the whole's need not.
+///
+/// # Errors
+/// `scale` above 31; fewer than two bounds, bounds decreasing or past
+/// `2^scale`; the edge count (`edge_factor · 2^scale`) past `usize`; a
+/// block's entries past u32; the memory budget.
+pub fn rmat_row_blocks(
+    scale: u32,
+    edge_factor: usize,
+    seed: u64,
+    bounds: &[usize],
+    side: RmatSide,
+) -> Result<Vec<Csr<f32>>> {
+    if scale > 31 {
+        return Err(Error::invalid(format!(
+            "rmat: scale = {scale} is too large: the 2^scale vertices must fit in u32 (max \
+             scale 31)"
+        )));
+    }
+    let n = 1usize << scale;
+    if bounds.len() < 2 || bounds.windows(2).any(|w| w[0] > w[1]) || bounds[bounds.len() - 1] > n {
+        return Err(Error::invalid(format!(
+            "rmat row blocks {bounds:?} are not ascending bounds within the {n} vertices"
+        )));
+    }
+    let m = n.checked_mul(edge_factor).ok_or(Error::U32Overflow {
+        what: "rmat edge count (edge_factor · 2^scale)",
+        value: u64::MAX,
+    })?;
+    let (lo, hi) = (bounds[0], bounds[bounds.len() - 1]);
+    // The blocks' expected share of the edges (scrambled labels spread the
+    // hubs), as an edge list and its CSR.
+    let share = (m as u128 * (hi - lo) as u128 / n as u128) as u64;
+    crate::mem::check(
+        &format!("rmat rows {lo}..{hi} of scale {scale}"),
+        share
+            .saturating_mul(30)
+            .saturating_add(4 * (hi - lo) as u64 + 4),
+    )?;
+    let (scramble, table) = (Scramble::new(scale, seed), PairTable::new());
+    let blocks = bounds.len() - 1;
+    let starts: Vec<u32> = bounds.iter().map(|&b| b as u32).collect();
+    type Kept = Vec<(Vec<u32>, Vec<u32>, Vec<f32>)>;
+    let chunks: Vec<Kept> = (0..m.div_ceil(EDGE_CHUNK))
+        .into_par_iter()
+        .map(|chunk| {
+            let mut rng = chunk_rng(seed, EDGES, chunk as u64);
+            let len = EDGE_CHUNK.min(m - chunk * EDGE_CHUNK);
+            let mut kept: Kept = vec![(Vec::new(), Vec::new(), Vec::new()); blocks];
+            for _ in 0..len {
+                let (r, c, v) = draw_edge(&mut rng, &table, &scramble, scale);
+                let (row, col) = match side {
+                    RmatSide::Sources => (r, c),
+                    RmatSide::Targets => (c, r),
+                };
+                if row < starts[0] || row >= starts[blocks] {
+                    continue;
+                }
+                let b = starts.partition_point(|&s| s <= row) - 1;
+                kept[b].0.push(row - starts[b]);
+                kept[b].1.push(col);
+                kept[b].2.push(v);
+            }
+            kept
+        })
+        .collect();
+    // Chunk order is draw order, so the first drawn of a duplicate stays
+    // first through the (stable) conversion and is the one kept.
+    let mut per_block: Vec<(Vec<u32>, Vec<u32>, Vec<f32>)> = (0..blocks)
+        .map(|b| {
+            let total: usize = chunks.iter().map(|c| c[b].0.len()).sum();
+            (
+                Vec::with_capacity(total),
+                Vec::with_capacity(total),
+                Vec::with_capacity(total),
+            )
+        })
+        .collect();
+    for chunk in chunks {
+        for (b, (r, c, v)) in chunk.into_iter().enumerate() {
+            per_block[b].0.extend(r);
+            per_block[b].1.extend(c);
+            per_block[b].2.extend(v);
+        }
+    }
+    per_block
+        .into_iter()
+        .enumerate()
+        .map(|(b, (rows, cols, vals))| {
+            to_u32("a block's rmat entries", rows.len())?;
+            let coo = Coo::from_parts_unchecked(bounds[b + 1] - bounds[b], n, rows, cols, vals);
+            let mut csr = coo.into_csr()?;
+            csr.merge_duplicates(|_, _| {});
+            Ok(csr)
+        })
+        .collect()
 }
 
 /// [`rmat`] symmetrised: the graph with edge directions ignored, as graph
@@ -265,7 +422,37 @@ impl Scramble {
 
 #[cfg(test)]
 mod tests {
-    use super::{PairTable, Scramble};
+    use super::{rmat, rmat_row_blocks, PairTable, RmatSide, Scramble};
+
+    /// Blocks made in one pass are the whole matrix's rows (or its
+    /// transpose's), for uneven blocks, empty ones and bounds that do not
+    /// start at 0; bad bounds are errors.
+    #[test]
+    fn row_blocks_are_the_whole_matrix_cut() {
+        let whole = rmat(9, 6, 11).unwrap();
+        let t = whole.transpose();
+        let bounds = [3usize, 3, 40, 41, 300, 512];
+        for (side, m) in [(RmatSide::Sources, &whole), (RmatSide::Targets, &t)] {
+            let blocks = rmat_row_blocks(9, 6, 11, &bounds, side).unwrap();
+            assert_eq!(blocks.len(), bounds.len() - 1);
+            for (b, block) in blocks.iter().enumerate() {
+                assert_eq!(block.nrows(), bounds[b + 1] - bounds[b]);
+                assert_eq!(block.ncols(), 512);
+                for r in 0..block.nrows() {
+                    assert_eq!(
+                        block.row(r),
+                        m.row(bounds[b] + r),
+                        "{side:?} block {b} row {r}"
+                    );
+                }
+            }
+        }
+        for bad in [&[][..], &[5][..], &[5, 4][..], &[0, 513][..]] {
+            let e = rmat_row_blocks(9, 6, 11, bad, RmatSide::Sources).unwrap_err();
+            assert!(e.to_string().contains("ascending bounds"), "{e}");
+        }
+        assert!(rmat_row_blocks(32, 1, 1, &[0, 1], RmatSide::Sources).is_err());
+    }
 
     #[test]
     fn pair_table_matches_the_probabilities() {

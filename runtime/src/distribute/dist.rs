@@ -142,7 +142,7 @@ impl Distribution {
         for (p, (ptr, col)) in blocks.iter().enumerate() {
             let rows = check_pattern(ptr, col, x_len)
                 .map_err(|e| Error::invalid(format!("row block {p}: {e}")))?;
-            task_owner.extend(std::iter::repeat_n(p as u32, rows));
+            task_owner.extend(std::iter::repeat(p as u32).take(rows));
         }
         let own = Ownership::from_owners(blocks.len(), task_owner.clone(), task_owner)?;
         let (tasks, owned_x, mut scratch) = owned_lists(&own)?;

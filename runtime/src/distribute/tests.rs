@@ -516,7 +516,7 @@ proptest! {
         let owner: Vec<u32> = edges
             .windows(2)
             .enumerate()
-            .flat_map(|(p, w)| std::iter::repeat_n(p as u32, w[1] - w[0]))
+            .flat_map(|(p, w)| std::iter::repeat(p as u32).take(w[1] - w[0]))
             .collect();
         let own = Ownership::from_owners(blocks.len(), owner.clone(), owner).unwrap();
         let whole = Distribution::from_ownership(own, &ptr, &col, n).unwrap();

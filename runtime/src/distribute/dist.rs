@@ -1,7 +1,7 @@
 //! The distribution: ownership plus every part's layout, and the moves of
 //! data between global arrays and parts.
 
-use super::layout::{build_part, owned_lists, HaloFrom, PartLayout};
+use super::layout::{build_part, owned_lists, Built, HaloFrom, PartLayout, Scratch};
 use super::{check_pattern, Ownership, PartitionKind};
 use crate::{mem, Error, Result};
 use rayon::prelude::*;
@@ -82,6 +82,19 @@ impl Distribution {
 
     /// The layouts of a checked pattern and an ownership of its shape.
     fn build(own: Ownership, row_ptr: &[u32], col: &[u32]) -> Result<Self> {
+        Self::assemble(own, col.len(), false, |p, t, x, x_owner, scratch| {
+            build_part(p, t, x, row_ptr, col, x_owner, scratch)
+        })
+    }
+
+    /// The distribution of `own` from its parts' layouts, built in part
+    /// order by `part(p, tasks, owned_x, x_owner, scratch)`.
+    fn assemble(
+        own: Ownership,
+        fine_total: usize,
+        from_blocks: bool,
+        mut part: impl FnMut(usize, Vec<u32>, Vec<u32>, &[u32], &mut Scratch) -> Result<Built>,
+    ) -> Result<Self> {
         let (tasks, owned_x, mut scratch) = owned_lists(&own)?;
         let n = own.parts();
         let mut parts = Vec::with_capacity(n);
@@ -89,7 +102,7 @@ impl Distribution {
         let mut unique_reads = Vec::with_capacity(n);
         let mut sends = vec![Vec::new(); n];
         for (p, (t, x)) in tasks.into_iter().zip(owned_x).enumerate() {
-            let built = build_part(p, t, x, row_ptr, col, own.x_owner(), &mut scratch)?;
+            let built = part(p, t, x, own.x_owner(), &mut scratch)?;
             // Parts are built in order, so each sender's list is by receiver.
             for (q, s) in built.sends {
                 sends[q].push(s);
@@ -106,11 +119,11 @@ impl Distribution {
             x_len: own.x_owner().len(),
             ownership: own,
             parts,
-            fine_total: col.len(),
+            fine_total,
             fine_runs,
             unique_reads,
             read_total: scratch.read.count(),
-            from_blocks: false,
+            from_blocks,
         })
     }
 
@@ -145,40 +158,15 @@ impl Distribution {
             task_owner.extend(std::iter::repeat(p as u32).take(rows));
         }
         let own = Ownership::from_owners(blocks.len(), task_owner.clone(), task_owner)?;
-        let (tasks, owned_x, mut scratch) = owned_lists(&own)?;
-        let n = own.parts();
-        let (mut parts, mut fine_runs, mut unique_reads) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let mut sends = vec![Vec::new(); n];
-        for (p, ((t, x), (ptr, col))) in tasks.into_iter().zip(owned_x).zip(blocks).enumerate() {
+        let fine_total = blocks.iter().map(|(_, col)| col.len()).sum();
+        Self::assemble(own, fine_total, true, |p, t, x, x_owner, scratch| {
             // The block's rows are its local tasks 0..len; the layout names
             // them by their global ids.
+            let (ptr, col) = blocks[p];
             let local: Vec<u32> = (0..t.len() as u32).collect();
-            let mut built = build_part(p, local, x, ptr, col, own.x_owner(), &mut scratch)?;
+            let mut built = build_part(p, local, x, ptr, col, x_owner, scratch)?;
             built.layout.tasks = t;
-            for (q, s) in built.sends {
-                sends[q].push(s);
-            }
-            parts.push(built.layout);
-            fine_runs.push(built.fine_runs);
-            unique_reads.push(built.unique_reads);
-        }
-        for (layout, s) in parts.iter_mut().zip(sends) {
-            layout.sends = s;
-        }
-        Ok(Distribution {
-            n_tasks: x_len,
-            x_len,
-            ownership: own,
-            fine_total: blocks.iter().map(|(_, col)| col.len()).sum(),
-            parts,
-            fine_runs,
-            unique_reads,
-            read_total: scratch.read.count(),
-            from_blocks: true,
+            Ok(built)
         })
     }
 

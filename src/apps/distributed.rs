@@ -160,7 +160,7 @@ fn spmv_on_group(
         }
     }
     let setup = start.elapsed();
-    let mut steps = Vec::with_capacity(launches);
+    let mut steps = Vec::new();
     for i in 0..launches + 2 {
         let t = Instant::now();
         if overlap {
@@ -286,7 +286,7 @@ pub(super) fn pagerank_on(
         sets.push((shares, pulls));
     }
     let setup = start.elapsed();
-    let mut steps = Vec::with_capacity(opts.iterations);
+    let mut steps = Vec::new();
     for it in 0..opts.iterations {
         let t = Instant::now();
         let (shares, pulls) = &sets[it % 2];

@@ -80,6 +80,7 @@ impl GraphParts {
         // each vertex's out-degree as the count of its column entries.
         let bounds: Vec<usize> = (0..=parts).map(|p| p * n / parts).collect();
         let incoming = rmat_row_blocks(scale, edge_factor, seed, &bounds, RmatSide::Targets)?;
+        crate::runtime::mem::check("the out-degree counts", 4 * n as u64)?;
         let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
         for b in &incoming {
             b.col_idx().par_chunks(1 << 16).for_each(|c| {

@@ -71,7 +71,7 @@ pub fn spmv_group_throttled(
         .collect::<Result<Vec<_>>>()?;
     let setup = start.elapsed();
     // The first launch decides on every member; it is a step like the others.
-    let mut steps = Vec::with_capacity(launches);
+    let mut steps = Vec::new();
     for _ in 0..launches {
         let t = Instant::now();
         ex.run()?;

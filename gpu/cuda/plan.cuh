@@ -36,9 +36,6 @@ namespace plan {
 
 /// The most column blocks a device plan makes: one counter per lane.
 constexpr uint32_t CB_MAX_BLOCKS = 32;
-/// Words per tile of the scan: ITEMS consecutive words per thread.
-constexpr int SCAN_ITEMS = 8;
-constexpr uint64_t SCAN_TILE = uint64_t(BLOCK) * SCAN_ITEMS;
 
 /// Task t's fine tasks `[*lo, *hi)`, or false (the flag set) when the
 /// range array is corrupt there.
@@ -131,44 +128,6 @@ __device__ __forceinline__ void cb_place(const uint32_t* ptr, const uint32_t* id
                 }
                 __syncwarp();
             }
-        }
-    }
-}
-
-/// Per tile of SCAN_TILE words: its sum.
-__device__ __forceinline__ void scan_reduce(const uint32_t* v, uint64_t len, uint32_t* tile_sums) {
-    for (uint64_t tile = blockIdx.x; tile * SCAN_TILE < len; tile += gridDim.x) {
-        const uint64_t first = tile * SCAN_TILE + uint64_t(threadIdx.x) * SCAN_ITEMS;
-        uint32_t s = 0;
-        for (int i = 0; i < SCAN_ITEMS; ++i) {
-            s += first + i < len ? v[first + i] : 0;
-        }
-        uint32_t total;
-        block_exclusive_scan(s, &total);
-        if (threadIdx.x == 0) {
-            tile_sums[tile] = total;
-        }
-    }
-}
-
-/// Per tile: its words replaced by their exclusive prefix, from the
-/// scanned tile sums.
-__device__ __forceinline__ void scan_apply(uint32_t* v, uint64_t len, const uint32_t* tile_sums) {
-    for (uint64_t tile = blockIdx.x; tile * SCAN_TILE < len; tile += gridDim.x) {
-        const uint64_t first = tile * SCAN_TILE + uint64_t(threadIdx.x) * SCAN_ITEMS;
-        uint32_t items[SCAN_ITEMS];
-        uint32_t s = 0;
-        for (int i = 0; i < SCAN_ITEMS; ++i) {
-            items[i] = first + i < len ? v[first + i] : 0;
-            s += items[i];
-        }
-        uint32_t total;
-        uint32_t at = tile_sums[tile] + block_exclusive_scan(s, &total);
-        for (int i = 0; i < SCAN_ITEMS; ++i) {
-            if (first + i < len) {
-                v[first + i] = at;
-            }
-            at += items[i];
         }
     }
 }
@@ -295,7 +254,7 @@ __device__ __forceinline__ void hash_words(const uint32_t* words, uint64_t n, ui
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_scan_reduce(const uint32_t* v, uint64_t len, uint32_t* tile_sums) {                                   \
-        warpfit::plan::scan_reduce(v, len, tile_sums);                                                           \
+        warpfit::scan_reduce(v, len, tile_sums);                                                           \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_scan_sums(uint32_t* tile_sums, uint64_t tiles, uint32_t* sum) {                                       \
@@ -306,7 +265,7 @@ __device__ __forceinline__ void hash_words(const uint32_t* words, uint64_t n, ui
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_scan_apply(uint32_t* v, uint64_t len, const uint32_t* tile_sums) {                                    \
-        warpfit::plan::scan_apply(v, len, tile_sums);                                                            \
+        warpfit::scan_apply(v, len, tile_sums);                                                            \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_rows_lengths(const uint32_t* ptr, const uint32_t* order, uint64_t n, uint64_t nnz, uint32_t* lengths, \

@@ -1,8 +1,10 @@
-// warpfit device library: exclusive scans of u32 words by one block: one
-// value per thread (`block_exclusive_scan`), and an array of tile sums
-// scanned in place by a single block (`scan_tiles`), the middle pass of a
-// reduce-then-scan over the device. The level order and the device
-// planner build their offsets with these.
+// warpfit device library: exclusive scans of u32 words: one value per
+// thread over a block (`block_exclusive_scan`), and the three passes of a
+// reduce-then-scan over the device (`scan_reduce`: each tile's sum;
+// `scan_tiles`: the tile sums scanned in place by a single block;
+// `scan_apply`: each tile's words replaced by their exclusive prefix). The
+// level order, the device planner and the device task cut build their
+// offsets with these.
 #pragma once
 #include "warpfit/types.cuh"
 
@@ -50,6 +52,48 @@ __device__ __forceinline__ uint32_t scan_tiles(uint32_t* tile_sums, uint64_t til
         carry += total;
     }
     return carry;
+}
+
+/// Words per tile of the device-wide scan: ITEMS consecutive words per thread.
+constexpr int SCAN_ITEMS = 8;
+constexpr uint64_t SCAN_TILE = uint64_t(BLOCK) * SCAN_ITEMS;
+
+/// Per tile of SCAN_TILE words: its sum.
+__device__ __forceinline__ void scan_reduce(const uint32_t* v, uint64_t len, uint32_t* tile_sums) {
+    for (uint64_t tile = blockIdx.x; tile * SCAN_TILE < len; tile += gridDim.x) {
+        const uint64_t first = tile * SCAN_TILE + uint64_t(threadIdx.x) * SCAN_ITEMS;
+        uint32_t s = 0;
+        for (int i = 0; i < SCAN_ITEMS; ++i) {
+            s += first + i < len ? v[first + i] : 0;
+        }
+        uint32_t total;
+        block_exclusive_scan(s, &total);
+        if (threadIdx.x == 0) {
+            tile_sums[tile] = total;
+        }
+    }
+}
+
+/// Per tile: its words replaced by their exclusive prefix, from the
+/// scanned tile sums.
+__device__ __forceinline__ void scan_apply(uint32_t* v, uint64_t len, const uint32_t* tile_sums) {
+    for (uint64_t tile = blockIdx.x; tile * SCAN_TILE < len; tile += gridDim.x) {
+        const uint64_t first = tile * SCAN_TILE + uint64_t(threadIdx.x) * SCAN_ITEMS;
+        uint32_t items[SCAN_ITEMS];
+        uint32_t s = 0;
+        for (int i = 0; i < SCAN_ITEMS; ++i) {
+            items[i] = first + i < len ? v[first + i] : 0;
+            s += items[i];
+        }
+        uint32_t total;
+        uint32_t at = tile_sums[tile] + block_exclusive_scan(s, &total);
+        for (int i = 0; i < SCAN_ITEMS; ++i) {
+            if (first + i < len) {
+                v[first + i] = at;
+            }
+            at += items[i];
+        }
+    }
 }
 
 }  // namespace warpfit

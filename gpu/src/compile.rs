@@ -41,7 +41,7 @@ pub use disk_cache::{
 };
 pub use nvrtc::{compile_uncached, nvrtc_version, warm_up, Compiled};
 pub use units::{
-    entry_point_unit, layout_unit, levels_unit, plan_unit, rounds_unit, translation_unit,
-    worklist_unit, LAYOUT_ENTRY_POINTS, LEVELS_ENTRY_POINTS, LIBRARY_HEADERS, PLAN_ENTRY_POINTS,
-    ROUNDS_ENTRY_POINTS, WORKLIST_ENTRY_POINTS,
+    entry_point_unit, layout_unit, levels_unit, plan_unit, rounds_unit, task_cut_unit,
+    translation_unit, worklist_unit, LAYOUT_ENTRY_POINTS, LEVELS_ENTRY_POINTS, LIBRARY_HEADERS,
+    PLAN_ENTRY_POINTS, ROUNDS_ENTRY_POINTS, TASK_CUT_ENTRY_POINTS, WORKLIST_ENTRY_POINTS,
 };

@@ -95,8 +95,11 @@ pub mod __private {
     pub use crate::launch::columns::{column_config, column_tasks};
     pub use crate::launch::cpu_args::{host_input, host_output, host_shared, CpuArgs};
     pub use crate::launch::cuda_launch::CudaLaunch;
+    pub use crate::launch::device_cut::{cut_both_ways, DEVICE_CUT_MIN_TASKS};
+    pub use crate::launch::device_tasks::TaskListWords;
     pub use crate::launch::device_vec::ResidentArray;
     pub use crate::launch::input_output::{InputRef, OutputRef};
+    pub use crate::launch::launch_steps::{pack_warps, whole_runs, PACK_CHUNK};
     pub use crate::launch::prepared_launch::CpuRun;
     pub use crate::launch::worklist_arg::{check_frontier, host_worklist, ListArg, WorklistArg};
     pub use crate::spec::{

@@ -1243,3 +1243,194 @@ fn carried_launches_over_partitions_equal_the_cpu_twin() {
         }
     }
 }
+
+/// Ranges as the size kernel writes them (`lo, hi` per task) for rows of
+/// `lengths`, one after the other from `start`.
+fn ranges_of(lengths: &[u32], start: u32) -> Vec<u32> {
+    let mut at = start;
+    lengths
+        .iter()
+        .flat_map(|&l| {
+            let r = [at, at + l];
+            at += l;
+            r
+        })
+        .collect()
+}
+
+/// The task list cut on the device is the host's word for word: segments,
+/// whole flags, split tasks and their segments, packed warp groups and
+/// their whole runs, the wide merge; ranges that do not follow one
+/// another stay on the host.
+#[test]
+fn the_device_task_cut_is_the_hosts_word_for_word() {
+    let Some(dev) = device() else { return };
+    use warpfit_gpu::__private::{cut_both_ways, PACK_CHUNK};
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |m: u32| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % u64::from(m.max(1))) as u32
+    };
+    let mut cases: Vec<(String, Vec<u32>)> = vec![
+        ("one empty task".into(), ranges_of(&[0], 0)),
+        ("one task".into(), ranges_of(&[7], 3)),
+        ("one long task".into(), ranges_of(&[100_000], 0)),
+        ("all empty".into(), ranges_of(&vec![0; 5000], 11)),
+        ("a hub among empties".into(), {
+            let mut l = vec![0; 3000];
+            l[1500] = 70_000;
+            ranges_of(&l, 0)
+        }),
+    ];
+    for (i, &n) in [100usize, 2 * PACK_CHUNK + 17, 40_000].iter().enumerate() {
+        let lengths: Vec<u32> = (0..n)
+            .map(|_| match next(100) {
+                0 => 2000 + next(40_000),
+                1..=20 => 0,
+                _ => next(64),
+            })
+            .collect();
+        cases.push((
+            format!("random {i} ({n} tasks)"),
+            ranges_of(&lengths, next(1000)),
+        ));
+    }
+    let mut failures = Vec::new();
+    for (name, ranges) in &cases {
+        for max_len in [4u32, 512, 1024] {
+            for budget in [None, Some(64u32), Some(max_len), Some(2048)] {
+                let (host, device) = cut_both_ways(&dev, ranges, max_len, budget).unwrap();
+                match device {
+                    Some(d) if d == host => {}
+                    Some(d) => failures.push(format!(
+                        "{name}, max {max_len}, budget {budget:?}: {} segments on the host, {} on the device; first difference in {}",
+                        host.segments.len() / 3,
+                        d.segments.len() / 3,
+                        if d.segments != host.segments { "segments" } else if d.whole != host.whole { "whole" } else if d.split != host.split { "split" } else if d.split_segments != host.split_segments { "split segments" } else if d.packed != host.packed { "packed" } else { "wide merge" }
+                    )),
+                    None => failures.push(format!("{name}: contiguous ranges left to the host")),
+                }
+            }
+        }
+    }
+    // Gaps and overlaps: the host cuts them.
+    let gapped = [0u32, 5, 7, 9, 9, 20];
+    let (_, device) = cut_both_ways(&dev, &gapped, 4, Some(64)).unwrap();
+    assert!(device.is_none(), "ranges with a gap were cut on the device");
+    assert!(cut_both_ways(&dev, &[0, u32::MAX], 4, None).is_err());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A launch large enough to cut its tasks on the device (hub rows split,
+/// warps packed by work) gives the CPU twin's results, runs the list the
+/// host would have cut, and names a fault in a split row as the twin does
+/// (the segment read back from the device).
+#[test]
+fn a_launch_cut_on_the_device_matches_the_twin() {
+    let Some(dev) = device() else { return };
+    let n = warpfit_gpu::__private::DEVICE_CUT_MIN_TASKS + 1000;
+    let lengths: Vec<usize> = (0..n)
+        .map(|r| match r % 50_000 {
+            7 => 30_000 + r % 977,
+            _ => ((r * 2_654_435_761usize) >> 7) % 24,
+        })
+        .collect();
+    let a = from_lengths(&lengths, 1 << 16);
+    let x: Vec<f32> = values(a.ncols(), 5).iter().map(|&v| v as f32).collect();
+    let mags = abs_rows(&a, &values(a.ncols(), 5));
+    let cfg = LaunchConfig {
+        decomposition: Decomposition::Cte,
+        split: Split::Auto,
+        ..LaunchConfig::default()
+    };
+    let mut want = vec![0f32; n];
+    cpu::run(
+        &Spmv {
+            row_ptr: a.row_ptr(),
+            col: a.col_idx(),
+            val: a.values(),
+            x: &x,
+            y: SharedOut::new(&mut want),
+        },
+        Tasks::All(n),
+    )
+    .unwrap();
+    let mut y = vec![0f32; n];
+    let prepared = warpfit_gpu::__private::CudaLaunch::new(
+        &dev,
+        &SPMV_F32,
+        &cfg,
+        Tasks::All(n),
+        &[
+            Arg::input(a.row_ptr()),
+            Arg::input(a.col_idx()),
+            Arg::input(a.values()),
+            Arg::input(&x),
+            Arg::output(&mut y),
+        ],
+    )
+    .unwrap();
+    assert_eq!(prepared.chosen_split(), Some(Split::Budget(512)));
+    let words = prepared.task_list_words().unwrap().expect("a task list");
+    let ranges: Vec<u32> = a.row_ptr().windows(2).flat_map(|w| [w[0], w[1]]).collect();
+    let (host, _) = warpfit_gpu::__private::cut_both_ways(&dev, &ranges, 512, Some(512)).unwrap();
+    assert_eq!(words, host, "the launch's list is not the host's cut");
+    let list = prepared.task_list().unwrap().expect("a task list");
+    assert_eq!(list, TaskList::chunked(a.row_ptr(), 512).unwrap());
+    prepared.run().unwrap();
+    prepared
+        .finish(&mut [
+            Arg::input(a.row_ptr()),
+            Arg::input(a.col_idx()),
+            Arg::input(a.values()),
+            Arg::input(&x),
+            Arg::output(&mut y),
+        ])
+        .unwrap();
+    for i in 0..n {
+        let tol = 4.0 * f64::from(f32::EPSILON) * (mags[i].1 as f64 + 1.0) * mags[i].0 + 1e-30;
+        assert!(
+            within(f64::from(y[i]) - f64::from(want[i]), tol),
+            "row {i}: got {} want {}",
+            y[i],
+            want[i]
+        );
+    }
+    // A fault in a hub row, cut into many segments.
+    let hub = 50_007usize;
+    let mut bad_col = a.col_idx().to_vec();
+    bad_col[a.row_range(hub).start + 20_000] = u32::MAX;
+    let mut sink = vec![0f32; n];
+    let cpu_err = cpu::run(
+        &Spmv {
+            row_ptr: a.row_ptr(),
+            col: &bad_col,
+            val: a.values(),
+            x: &x,
+            y: SharedOut::new(&mut sink),
+        },
+        Tasks::All(n),
+    )
+    .unwrap_err();
+    let prepared = warpfit_gpu::__private::CudaLaunch::new(
+        &dev,
+        &SPMV_F32,
+        &cfg,
+        Tasks::All(n),
+        &[
+            Arg::input(a.row_ptr()),
+            Arg::input(&bad_col),
+            Arg::input(a.values()),
+            Arg::input(&x),
+            Arg::output(&mut sink),
+        ],
+    )
+    .unwrap();
+    let gpu_err = prepared
+        .run()
+        .and_then(|()| prepared.check_fault())
+        .unwrap_err();
+    assert_eq!(gpu_err.to_string(), cpu_err.to_string());
+}

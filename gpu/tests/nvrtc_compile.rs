@@ -528,3 +528,34 @@ fn the_device_planner_compiles_for_sm80_and_sm90_without_spills() {
         assert_eq!(report.len(), entry_points.len(), "{}", c.log);
     }
 }
+
+/// The task cut's kernels (`task_cut.cuh`): a launch's task list cut and
+/// its CTE warps packed on the device, with their scan.
+#[test]
+fn the_task_cut_compiles_for_sm80_and_sm90_without_spills() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let entry_points = warpfit_gpu::__private::compile::TASK_CUT_ENTRY_POINTS;
+    for arch in [Arch::new(8, 0), Arch::new(9, 0)] {
+        let c = compile_uncached(
+            "task_cut",
+            &warpfit_gpu::__private::compile::task_cut_unit(),
+            arch,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            &c.cubin[..4],
+            b"\x7fELF",
+            "task_cut {arch}: not an ELF image"
+        );
+        let report = ptxas_report(&c.log);
+        for ep in entry_points {
+            let Some(&(_, spill)) = report.get(*ep) else {
+                panic!("task_cut {arch}: no ptxas report for {ep}:\n{}", c.log)
+            };
+            assert_eq!(spill, 0, "task_cut {ep} {arch}: {spill} bytes spilled");
+        }
+        assert_eq!(report.len(), entry_points.len(), "{}", c.log);
+    }
+}

@@ -41,6 +41,10 @@ pub const LIBRARY_HEADERS: &[(&str, &str)] = &[
     ("warpfit/levels.cuh", include_str!("../../cuda/levels.cuh")),
     ("warpfit/plan.cuh", include_str!("../../cuda/plan.cuh")),
     (
+        "warpfit/task_cut.cuh",
+        include_str!("../../cuda/task_cut.cuh"),
+    ),
+    (
         "warpfit/cte_for_each.cuh",
         include_str!("../../cuda/cte_for_each.cuh"),
     ),
@@ -132,6 +136,25 @@ pub const PLAN_ENTRY_POINTS: &[&str] = &[
 /// Source of the device planner's module: every [`PLAN_ENTRY_POINTS`].
 pub fn plan_unit() -> String {
     "#include \"warpfit/plan.cuh\"\nWARPFIT_PLAN_ENTRY_POINTS\n".to_string()
+}
+
+/// The entry points of the task cut's library (`task_cut.cuh`): a
+/// launch's task list cut and its CTE warps packed on the device, with the
+/// scan they need, compiled once per device ([`task_cut_unit`]).
+pub const TASK_CUT_ENTRY_POINTS: &[&str] = &[
+    "wf_cut_count",
+    "wf_cut_write",
+    "wf_pack_count",
+    "wf_pack_write",
+    "wf_pack_runs",
+    "wf_cut_scan_reduce",
+    "wf_cut_scan_sums",
+    "wf_cut_scan_apply",
+];
+
+/// Source of the task cut's module: every [`TASK_CUT_ENTRY_POINTS`].
+pub fn task_cut_unit() -> String {
+    "#include \"warpfit/task_cut.cuh\"\nWARPFIT_TASK_CUT_ENTRY_POINTS\n".to_string()
 }
 
 /// Source of the level order's module: every [`LEVELS_ENTRY_POINTS`].

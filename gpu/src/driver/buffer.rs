@@ -136,6 +136,33 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceBuffer<T> {
         Ok(v)
     }
 
+    /// Elements `range` as a vector (synchronizes); a range past the end
+    /// is an error.
+    pub(crate) fn read_at(
+        &self,
+        dev: &CudaDevice,
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<T>> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::invalid(format!(
+                "device buffer read of elements {range:?} of {}",
+                self.len
+            )));
+        }
+        let mut host = vec![T::zeroed(); range.len()];
+        if !host.is_empty() {
+            let view = self.slice.slice(range);
+            dev.stream()
+                .memcpy_dtoh(&view, &mut host)
+                .map_err(cuda_err(format!(
+                    "downloading {} bytes",
+                    std::mem::size_of_val(&host[..])
+                )))?;
+            dev.wait_idle()?;
+        }
+        Ok(host)
+    }
+
     /// Sets every byte to zero (asynchronous, on the device's stream).
     pub fn clear(&mut self, dev: &CudaDevice) -> Result<()> {
         dev.stream()

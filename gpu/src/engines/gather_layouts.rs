@@ -20,9 +20,10 @@ use crate::compile::device_modules::{load_function, load_unit};
 use crate::compile::units::layout_unit;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
-use crate::driver::errors::cuda_err;
 use crate::driver::event_timer::EventTimer;
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig as CuLaunch, PushKernelArg};
+use crate::launch::library_kernels::stride_blocks as blocks;
+pub(crate) use crate::launch::library_kernels::{fill_blocks, launch_words};
+use cudarc::driver::{CudaFunction, CudaModule};
 use std::sync::Arc;
 use warpfit_runtime::{Error, Result};
 
@@ -255,50 +256,6 @@ fn width_slot(width: usize) -> Result<usize> {
             "no layout kernel moves elements of {width} bytes"
         ))),
     }
-}
-
-/// Blocks that fill the device for a grid-stride loop: eight per SM.
-pub(crate) fn fill_blocks(dev: &CudaDevice) -> u32 {
-    dev.sm_count() * 8
-}
-
-/// Blocks of a grid-stride loop over `items` (a thread or a warp each):
-/// enough to fill the device, no more.
-fn blocks(dev: &CudaDevice, items: u64, per_block: u64) -> u32 {
-    items
-        .div_ceil(per_block)
-        .clamp(1, u64::from(fill_blocks(dev))) as u32
-}
-
-/// Enqueues a device-library kernel that takes only 64-bit words
-/// (pointers and counts, in `args`' order) on `blocks` blocks of `BLOCK`
-/// threads: the layout and level kernels.
-///
-/// # Safety
-/// `args` must match the kernel's parameters in number and order, and
-/// every pointer among them must be the device address of a live buffer
-/// at least as long as the counts among them say the kernel reads or
-/// writes (the kernels check the indices they follow, not the buffers'
-/// lengths).
-pub(crate) unsafe fn launch_words(
-    dev: &CudaDevice,
-    function: &CudaFunction,
-    blocks: u32,
-    what: &str,
-    args: &[u64],
-) -> Result<()> {
-    let cfg = CuLaunch {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut b = dev.stream().launch_builder(function);
-    for a in args {
-        b.arg(a);
-    }
-    // SAFETY: the caller's contract above.
-    unsafe { b.launch(cfg) }.map_err(cuda_err(format!("launching the library kernel {what}")))?;
-    Ok(())
 }
 
 impl DeviceExtension for LayoutKernels {

@@ -14,7 +14,7 @@ use crate::compile::device_modules::{load_function, load_unit};
 use crate::compile::units::plan_unit;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
-use crate::engines::gather_layouts::{fill_blocks, launch_words};
+use crate::launch::library_kernels::{launch_words, stride_blocks as blocks, ScanKernels};
 use cudarc::driver::{CudaFunction, CudaModule};
 use std::sync::Arc;
 use warpfit_runtime::{Error, Result};
@@ -22,9 +22,6 @@ use warpfit_runtime::{Error, Result};
 /// The most column blocks a device plan makes (`CB_MAX_BLOCKS` in
 /// plan.cuh: one counter per lane of a warp).
 pub(crate) const MAX_COLUMN_BLOCKS: usize = 32;
-
-/// Words of a scan tile (`SCAN_TILE` in plan.cuh).
-const SCAN_TILE: usize = BLOCK as usize * 8;
 
 /// Fine tasks of each sampled task the locality sample reads at most.
 const LOCALITY_STEPS: u64 = 64;
@@ -91,13 +88,6 @@ pub(crate) struct DeviceRowOrder {
     pub perm: DeviceBuffer<u32>,
 }
 
-/// Blocks of a grid-stride loop over `items`, `per_block` a block.
-fn blocks(dev: &CudaDevice, items: u64, per_block: u64) -> u32 {
-    items
-        .div_ceil(per_block.max(1))
-        .clamp(1, u64::from(fill_blocks(dev))) as u32
-}
-
 impl PlanKernels {
     fn launch(
         &self,
@@ -115,41 +105,16 @@ impl PlanKernels {
         unsafe { launch_words(dev, f, blocks, what, args) }
     }
 
-    /// `v[0..len]` replaced by its exclusive prefix sums, on the stream.
-    /// The sum of all words must fit u32 (the callers' totals are fine-task
-    /// counts, checked to).
+    /// `v[0..len]` replaced by its exclusive prefix sums, on the stream,
+    /// then waits ([`ScanKernels::exclusive_scan`]). The sum of all words
+    /// must fit u32 (the callers' totals are fine-task counts, checked to).
     pub(crate) fn exclusive_scan(&self, dev: &CudaDevice, v: u64, len: usize) -> Result<()> {
-        if len == 0 {
-            return Ok(());
+        ScanKernels {
+            reduce: &self.scan_reduce,
+            sums: &self.scan_sums,
+            apply: &self.scan_apply,
         }
-        let tiles = len.div_ceil(SCAN_TILE);
-        let sums = DeviceBuffer::<u32>::zeros(dev, tiles + 1)?;
-        let s = sums.device_ptr(dev);
-        let grid = blocks(dev, tiles as u64, 1);
-        self.launch(
-            dev,
-            &self.scan_reduce,
-            grid,
-            "scan_reduce",
-            &[v, len as u64, s],
-        )?;
-        self.launch(
-            dev,
-            &self.scan_sums,
-            1,
-            "scan_sums",
-            &[s, tiles as u64, s + 4 * tiles as u64],
-        )?;
-        self.launch(
-            dev,
-            &self.scan_apply,
-            grid,
-            "scan_apply",
-            &[v, len as u64, s],
-        )?;
-        // `sums` is freed on the stream's order: the kernels above run first.
-        dev.wait_idle()?;
-        Ok(())
+        .exclusive_scan(dev, v, len)
     }
 
     /// The column blocks of `shape` in blocks of `width` gathered elements

@@ -11,7 +11,8 @@ use crate::config::{LaunchConfig, Split};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::launch::arg::Arg;
-use crate::launch::device_tasks::DeviceTaskList;
+use crate::launch::device_cut::{cut_on_device, DeviceCut};
+use crate::launch::device_tasks::{DeviceTaskList, FaultSegments, TaskListWords};
 use crate::launch::enqueue::{
     check_fault, enqueue, enqueue_dependent, plan_steps, Launch, TaskSizes, TraceSplit,
 };
@@ -162,13 +163,7 @@ impl CudaLaunch {
                             cut,
                             decision.cte_serial_max,
                         );
-                        let ranges = sizes.ranges(dev, spec)?;
-                        trace.mark("ranges read");
-                        let list = launch_steps::cut_tasks(&ranges, cut.max_len)?;
-                        trace.mark("cut");
-                        let mut l =
-                            DeviceTaskList::upload(dev, list, spec.acc.size(), cut.pack_budget)?;
-                        trace.mark("uploaded");
+                        let mut l = cut_tasks(dev, spec, &sizes, n, cut, &mut trace)?;
                         if decision.small {
                             l.merge_wide();
                         }
@@ -467,8 +462,8 @@ impl CudaLaunch {
     /// Waits for the launch and turns a recorded fault into the error the
     /// CPU twin returns for it.
     pub fn check_fault(&self) -> Result<()> {
-        let segments = self.tasks.as_ref().map_or(&[][..], |l| l.list().segments());
-        check_fault(&self.dev, &self.spec, &self.fault, &self.args, segments)
+        let segment = |i| self.tasks.as_ref().and_then(|l| l.segment(&self.dev, i));
+        check_fault(&self.dev, &self.spec, &self.fault, &self.args, segment)
     }
 
     /// [`CudaLaunch::check_fault`], and on a fault clears the record, so that
@@ -509,8 +504,7 @@ impl CudaLaunch {
             self.fault,
             lens,
             self.tasks
-                .map(|l| l.into_list().segments().to_vec())
-                .unwrap_or_default(),
+                .map_or(FaultSegments::None, DeviceTaskList::into_fault_segments),
         )
     }
 
@@ -541,8 +535,47 @@ impl CudaLaunch {
     }
 
     /// The task list the launch runs, when it runs one (given, or built by
-    /// an automatic split).
-    pub fn task_list(&self) -> Option<&TaskList> {
-        self.tasks.as_ref().map(DeviceTaskList::list)
+    /// an automatic split; a list cut on the device is read back).
+    pub fn task_list(&self) -> Result<Option<TaskList>> {
+        self.tasks
+            .as_ref()
+            .map(|l| l.to_list(&self.dev))
+            .transpose()
+    }
+
+    /// The device arrays of the launch's task list, as its kernels read
+    /// them, when it runs one.
+    pub fn task_list_words(&self) -> Result<Option<TaskListWords>> {
+        self.tasks.as_ref().map(|l| l.words(&self.dev)).transpose()
+    }
+}
+
+/// The task list of a launch over tasks `0..n` whose sizes were measured,
+/// cut as `cut` says: on the device where it takes the ranges
+/// ([`cut_on_device`]), else on the host from the ranges read back.
+fn cut_tasks(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    sizes: &TaskSizes,
+    n: usize,
+    cut: split_policy::Cut,
+    trace: &mut TraceSplit,
+) -> Result<DeviceTaskList> {
+    let acc = spec.acc.size();
+    match cut_on_device(dev, &sizes.ranges, n, sizes.stats.total, cut, acc, false)? {
+        DeviceCut::Cut(l) => {
+            trace.mark("cut on the device");
+            Ok(*l)
+        }
+        DeviceCut::Saturated => Err(TaskSizes::saturated(spec)),
+        DeviceCut::OnTheHost => {
+            let ranges = sizes.ranges(dev, spec)?;
+            trace.mark("ranges read");
+            let list = launch_steps::cut_tasks(&ranges, cut.max_len)?;
+            trace.mark("cut");
+            let l = DeviceTaskList::upload(dev, list, acc, cut.pack_budget)?;
+            trace.mark("uploaded");
+            Ok(l)
+        }
     }
 }

@@ -1,11 +1,14 @@
 //! A task list on the device: its segments, the split tasks' merge order,
-//! the scratch their partials go to, and the packed CTE warp groups.
+//! the scratch their partials go to, and the packed CTE warp groups. The
+//! list is uploaded from the host, or cut on the device (`device_cut`),
+//! where no host copy is kept: a fault's segment is then read back alone.
 
 use crate::abi::LaunchArgs;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::launch::launch_steps::{self, Items};
-use warpfit_runtime::{Result, TaskList};
+use crate::launch::split_policy::WIDE_MERGE_PIECES;
+use warpfit_runtime::{Result, Segment, TaskList};
 
 /// CTE warps packed by work: each group's first segment (then the end) and
 /// its first task when it holds whole consecutive tasks only
@@ -15,9 +18,44 @@ struct PackedWarps {
     task: DeviceBuffer<u32>,
 }
 
+/// A task list cut on the device (`device_cut::cut_on_device`): its
+/// buffers and counts, in [`DeviceTaskList`]'s layout.
+pub(crate) struct CutOnDevice {
+    pub segments: DeviceBuffer<u32>,
+    pub whole: DeviceBuffer<u8>,
+    pub split: DeviceBuffer<u32>,
+    pub split_segments: DeviceBuffer<u32>,
+    pub len: usize,
+    pub split_count: usize,
+    /// The most segments of one task.
+    pub most_pieces: u32,
+    /// Each packed group's first segment (then the end), and its first
+    /// task or `u32::MAX`.
+    pub packed: Option<(DeviceBuffer<u32>, DeviceBuffer<u32>)>,
+}
+
+/// A task list's device arrays read back, as the kernels read them
+/// (the tests compare a list cut on the device with the host's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskListWords {
+    /// `task, lo, hi` per segment.
+    pub segments: Vec<u32>,
+    pub whole: Vec<u8>,
+    /// `task, first, count` per split task.
+    pub split: Vec<u32>,
+    pub split_segments: Vec<u32>,
+    /// Packed groups' first segments (then the end), and each group's
+    /// first task or `u32::MAX`.
+    pub packed: Option<(Vec<u32>, Vec<u32>)>,
+    pub wide_merge: bool,
+}
+
 /// A task list in device memory, with its split-task scratch.
 pub(crate) struct DeviceTaskList {
-    list: TaskList,
+    /// The host copy, when the host made the list.
+    host: Option<TaskList>,
+    len: usize,
+    split_count: usize,
     segments: DeviceBuffer<u32>,
     whole: DeviceBuffer<u8>,
     split: DeviceBuffer<u32>,
@@ -79,6 +117,8 @@ impl DeviceTaskList {
             None => None,
         };
         Ok(DeviceTaskList {
+            len: list.len(),
+            split_count: list.split_tasks().len(),
             segments: DeviceBuffer::upload(dev, list.segment_words())?,
             whole: DeviceBuffer::upload(dev, list.whole_bytes())?,
             split: DeviceBuffer::upload(dev, &split)?,
@@ -87,7 +127,35 @@ impl DeviceTaskList {
             present: DeviceBuffer::zeros(dev, if has_split { list.len() } else { 0 })?,
             wide_merge: launch_steps::needs_wide_merge(&list),
             packed,
-            list,
+            host: Some(list),
+        })
+    }
+
+    /// A list cut on the device, with its scratch of `acc_bytes` per
+    /// segment when some task is split.
+    pub(crate) fn from_device(
+        dev: &CudaDevice,
+        cut: CutOnDevice,
+        acc_bytes: usize,
+    ) -> Result<Self> {
+        let has_split = cut.split_count > 0;
+        let scratch_words = if has_split {
+            (cut.len * acc_bytes).div_ceil(8)
+        } else {
+            0
+        };
+        Ok(DeviceTaskList {
+            host: None,
+            len: cut.len,
+            split_count: cut.split_count,
+            segments: cut.segments,
+            whole: cut.whole,
+            split: cut.split,
+            split_segments: cut.split_segments,
+            scratch: DeviceBuffer::zeros(dev, scratch_words)?,
+            present: DeviceBuffer::zeros(dev, if has_split { cut.len } else { 0 })?,
+            wide_merge: has_split && cut.most_pieces > WIDE_MERGE_PIECES,
+            packed: cut.packed.map(|(first, task)| PackedWarps { first, task }),
         })
     }
 
@@ -97,22 +165,65 @@ impl DeviceTaskList {
         self.wide_merge = true;
     }
 
-    /// The host copy.
-    pub(crate) fn list(&self) -> &TaskList {
-        &self.list
+    /// The list on the host: its copy, or the segments read back (the
+    /// split tasks found again from them, as the host groups them).
+    pub(crate) fn to_list(&self, dev: &CudaDevice) -> Result<TaskList> {
+        match &self.host {
+            Some(l) => Ok(l.clone()),
+            None => {
+                let words = self.segments.read_at(dev, 0..3 * self.len)?;
+                TaskList::new(
+                    words
+                        .chunks_exact(3)
+                        .map(|w| Segment::new(w[0], w[1], w[2]))
+                        .collect(),
+                )
+            }
+        }
     }
 
-    /// The host copy, the device buffers released.
-    pub(crate) fn into_list(self) -> TaskList {
-        self.list
+    /// The device arrays read back as the kernels read them.
+    pub fn words(&self, dev: &CudaDevice) -> Result<TaskListWords> {
+        let packed = match &self.packed {
+            Some(p) => Some((p.first.to_vec(dev)?, p.task.to_vec(dev)?)),
+            None => None,
+        };
+        Ok(TaskListWords {
+            segments: self.segments.read_at(dev, 0..3 * self.len)?,
+            whole: self.whole.read_at(dev, 0..self.len)?,
+            split: self.split.read_at(dev, 0..3 * self.split_count)?,
+            split_segments: self.split_segments.to_vec(dev)?,
+            packed,
+            wide_merge: self.wide_merge,
+        })
+    }
+
+    /// Segment `i`, for naming a fault's task (read from the device when
+    /// the host has no copy); `None` past the end or when it cannot be read.
+    pub(crate) fn segment(&self, dev: &CudaDevice, i: usize) -> Option<Segment> {
+        match &self.host {
+            Some(l) => l.segments().get(i).copied(),
+            None => read_segment(dev, &self.segments, self.len, i),
+        }
+    }
+
+    /// What a later fault check needs of the list: its segments.
+    pub(crate) fn into_fault_segments(self) -> FaultSegments {
+        match self.host {
+            Some(l) => FaultSegments::Host(l.segments().to_vec()),
+            None => FaultSegments::Device {
+                words: self.segments,
+                len: self.len,
+            },
+        }
     }
 
     /// The list as launch planning sees it.
     pub(crate) fn items(&self) -> Items {
         Items::List {
-            segments: self.list.len() as u64,
+            segments: self.len as u64,
             packed_warps: self.packed.as_ref().map(|p| p.first.len() as u32 - 1),
-            split_tasks: self.list.split_tasks().len() as u64,
+            split_tasks: self.split_count as u64,
             wide_merge: self.wide_merge,
         }
     }
@@ -167,7 +278,7 @@ impl DeviceTaskList {
             _ => (0, 0, 0),
         };
         LaunchArgs {
-            n_items: self.list.len() as u64,
+            n_items: self.len as u64,
             segments: self.segments.device_ptr(dev),
             whole: self.whole.device_ptr(dev),
             scratch: self.scratch.device_ptr(dev),
@@ -178,6 +289,43 @@ impl DeviceTaskList {
             warp_first,
             warp_task,
             ..base
+        }
+    }
+}
+
+/// Segment `i` of the `len` segments whose words are `words` on the device.
+fn read_segment(
+    dev: &CudaDevice,
+    words: &DeviceBuffer<u32>,
+    len: usize,
+    i: usize,
+) -> Option<Segment> {
+    if i >= len {
+        return None;
+    }
+    let w = words.read_at(dev, 3 * i..3 * i + 3).ok()?;
+    Some(Segment::new(w[0], w[1], w[2]))
+}
+
+/// A launch's segments as a fault check after it returned reads them.
+pub(crate) enum FaultSegments {
+    /// A launch without a task list.
+    None,
+    Host(Vec<Segment>),
+    /// A list cut on the device: read one segment at a time.
+    Device {
+        words: DeviceBuffer<u32>,
+        len: usize,
+    },
+}
+
+impl FaultSegments {
+    /// Segment `i`, if there is one and it can be read.
+    pub(crate) fn get(&self, dev: &CudaDevice, i: usize) -> Option<Segment> {
+        match self {
+            FaultSegments::None => None,
+            FaultSegments::Host(s) => s.get(i).copied(),
+            FaultSegments::Device { words, len } => read_segment(dev, words, *len, i),
         }
     }
 }

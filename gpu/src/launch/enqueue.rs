@@ -112,7 +112,7 @@ impl TaskSizes {
             params,
             &a,
         )?;
-        check_fault(dev, spec, fault, args, &[])?;
+        check_fault(dev, spec, fault, args, |_| None)?;
         let words: [u64; TaskStats::WORDS] = stats
             .to_vec(dev)?
             .try_into()
@@ -128,12 +128,17 @@ impl TaskSizes {
         let lr = self.ranges.to_vec(dev)?;
         // The size kernel saturates indices to u32::MAX.
         if lr.contains(&u32::MAX) {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: fine-task indices reach u32::MAX, too large to split into segments",
-                spec.name
-            )));
+            return Err(Self::saturated(spec));
         }
         Ok(lr)
+    }
+
+    /// The error for ranges whose indices reach u32::MAX.
+    pub(super) fn saturated(spec: &KernelSpec) -> Error {
+        Error::invalid(format!(
+            "kernel `{}`: fine-task indices reach u32::MAX, too large to split into segments",
+            spec.name
+        ))
     }
 }
 
@@ -143,9 +148,9 @@ pub(super) fn check_fault(
     spec: &KernelSpec,
     fault: &DeviceBuffer<u64>,
     args: &ResidentArgs,
-    segments: &[warpfit_runtime::Segment],
+    segment: impl Fn(usize) -> Option<warpfit_runtime::Segment>,
 ) -> Result<()> {
-    read_fault(dev, spec, fault, |i| args.array_len(i), segments)
+    read_fault(dev, spec, fault, |i| args.array_len(i), segment)
 }
 
 /// Enqueues entry point `entry` of `spec` on the device's stream. Every

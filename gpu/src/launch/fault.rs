@@ -8,12 +8,13 @@ use warpfit_runtime::{Error, Segment};
 
 /// The error for `rec`, or `None` when no thread recorded a fault.
 /// `array_len` gives the element count of an array parameter by position;
-/// `segments` are the launch's task-list segments (empty over all tasks).
+/// `segment` gives the launch's task-list segment by id (`None` over all
+/// tasks).
 pub(crate) fn fault_error(
     spec: &KernelSpec,
     rec: &FaultRecord,
     array_len: impl Fn(usize) -> Option<u64>,
-    segments: &[Segment],
+    segment: impl Fn(usize) -> Option<Segment>,
 ) -> Option<Error> {
     if rec.claimed == 0 {
         return None;
@@ -50,8 +51,7 @@ pub(crate) fn fault_error(
         Some(FaultKind::Segment) => {
             let seg = usize::try_from(rec.index)
                 .ok()
-                .and_then(|i| segments.get(i))
-                .copied()
+                .and_then(segment)
                 .unwrap_or_default();
             Fault::SegmentOutOfRange {
                 lo: u64::from(seg.lo),
@@ -98,12 +98,12 @@ mod tests {
 
     #[test]
     fn no_claim_is_no_fault() {
-        assert!(fault_error(&SPEC, &FaultRecord::default(), lens, &[]).is_none());
+        assert!(fault_error(&SPEC, &FaultRecord::default(), lens, |_| None).is_none());
     }
 
     #[test]
     fn each_kind_is_the_cpu_twins_error() {
-        let e = fault_error(&SPEC, &record(FaultKind::Index), lens, &[]).unwrap();
+        let e = fault_error(&SPEC, &record(FaultKind::Index), lens, |_| None).unwrap();
         assert!(matches!(e, Error::IndexOutOfRange { len: 10, .. }), "{e:?}");
         assert_eq!(
             e.to_string(),
@@ -113,11 +113,14 @@ mod tests {
                 len: 10
             })
         );
-        let e = fault_error(&SPEC, &record(FaultKind::DivisionByZero), lens, &[]).unwrap();
+        let e = fault_error(&SPEC, &record(FaultKind::DivisionByZero), lens, |_| None).unwrap();
         assert_eq!(e.to_string(), cpu(Fault::DivisionByZero));
-        let mut segs = vec![Segment::default(); 13];
+        let mut segs = [Segment::default(); 13];
         segs[12] = Segment::new(7, 1, 20);
-        let e = fault_error(&SPEC, &record(FaultKind::Segment), lens, &segs).unwrap();
+        let e = fault_error(&SPEC, &record(FaultKind::Segment), lens, |i| {
+            segs.get(i).copied()
+        })
+        .unwrap();
         assert_eq!(
             e.to_string(),
             cpu(Fault::SegmentOutOfRange {
@@ -153,7 +156,7 @@ mod tests {
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
         };
-        let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, &[]).unwrap();
+        let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, |_| None).unwrap();
         assert_eq!(
             e.to_string(),
             cpu(Fault::Push {
@@ -172,10 +175,14 @@ mod tests {
     fn records_the_host_cannot_place_are_named() {
         let mut rec = record(FaultKind::Index);
         rec.array = 5;
-        let e = fault_error(&SPEC, &rec, lens, &[]).unwrap().to_string();
+        let e = fault_error(&SPEC, &rec, lens, |_| None)
+            .unwrap()
+            .to_string();
         assert!(e.contains("unknown parameter 5"), "{e}");
         rec.kind = 9;
-        let e = fault_error(&SPEC, &rec, lens, &[]).unwrap().to_string();
+        let e = fault_error(&SPEC, &rec, lens, |_| None)
+            .unwrap()
+            .to_string();
         assert!(e.contains("unknown fault kind 9"), "{e}");
     }
 }

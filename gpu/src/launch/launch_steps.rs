@@ -59,16 +59,23 @@ pub(crate) fn cut_tasks(ranges: &[u32], max_len: u32) -> Result<TaskList> {
     TaskList::new(segments)
 }
 
-/// Groups consecutive segments into CTE warps: at most 32 segments each
-/// (one per lane), and at most `budget` fine tasks in all unless the group
-/// is a single longer segment. Returns each group's first segment, then
-/// the number of segments.
-pub(crate) fn pack_warps(segments: &[Segment], budget: u32) -> Vec<u32> {
+/// Segments packed as one run by [`pack_warps`]: a group never spans two
+/// chunks, so that the device packs each chunk on its own thread
+/// (`PACK_CHUNK` in task_cut.cuh) and gets the same groups. It costs at
+/// most one short group a chunk.
+pub const PACK_CHUNK: usize = 2048;
+
+/// Groups consecutive segments into CTE warps, greedily in list order: at
+/// most 32 segments each (one per lane), and at most `budget` fine tasks
+/// in all unless the group is a single longer segment; every
+/// [`PACK_CHUNK`]-th segment starts a group. Returns each group's first
+/// segment, then the number of segments.
+pub fn pack_warps(segments: &[Segment], budget: u32) -> Vec<u32> {
     let mut first = Vec::with_capacity(segments.len() / 4 + 2);
     let (mut count, mut work) = (0u32, 0u64);
     for (i, s) in segments.iter().enumerate() {
         let len = u64::from(s.hi.saturating_sub(s.lo));
-        if count == 0 || count == WARP || work + len > u64::from(budget) {
+        if count == 0 || count == WARP || work + len > u64::from(budget) || i % PACK_CHUNK == 0 {
             first.push(i as u32);
             (count, work) = (0, 0);
         }
@@ -82,7 +89,7 @@ pub(crate) fn pack_warps(segments: &[Segment], budget: u32) -> Vec<u32> {
 /// The first task of each group that holds whole consecutive tasks only
 /// (CTE loads those by task, without reading their segments), else
 /// `u32::MAX`.
-pub(crate) fn whole_runs(list: &TaskList, first: &[u32]) -> Vec<u32> {
+pub fn whole_runs(list: &TaskList, first: &[u32]) -> Vec<u32> {
     let (segs, whole) = (list.segments(), list.whole_flags());
     first
         .windows(2)
@@ -306,10 +313,11 @@ mod tests {
         }
 
         /// Groups are contiguous and cover the list in order, hold 1 to 32
-        /// segments, and stay within the budget unless they are one segment.
+        /// segments, stay within the budget unless they are one segment,
+        /// and never span a chunk of `PACK_CHUNK` segments.
         #[test]
         fn packed_warps_respect_count_and_budget(
-            lens in proptest::collection::vec(0u32..300, 0..400),
+            lens in proptest::collection::vec(0u32..300, 0..2 * PACK_CHUNK + 100),
             budget in 1u32..1200,
         ) {
             let mut at = 0u32;
@@ -329,9 +337,18 @@ mod tests {
                 proptest::prop_assert!((1..=32).contains(&n) || segs.is_empty());
                 let work: u64 = (g[0]..g[1]).map(|i| u64::from(lens[i as usize])).sum();
                 proptest::prop_assert!(n == 1 || work <= u64::from(budget));
-                // Greedy: the next segment did not fit (or the group was full).
+                proptest::prop_assert_eq!(
+                    g[0] as usize / PACK_CHUNK,
+                    (g[1] as usize - 1) / PACK_CHUNK
+                );
+                // Greedy: the next segment did not fit, the group was full,
+                // or a chunk starts there.
                 if let Some(&next) = lens.get(g[1] as usize) {
-                    proptest::prop_assert!(n == 32 || work + u64::from(next) > u64::from(budget));
+                    proptest::prop_assert!(
+                        n == 32
+                            || work + u64::from(next) > u64::from(budget)
+                            || g[1] as usize % PACK_CHUNK == 0
+                    );
                 }
             }
         }

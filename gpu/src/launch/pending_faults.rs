@@ -6,6 +6,7 @@ use crate::abi::FaultRecord;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
 use crate::driver::errors::poisoned;
+use crate::launch::device_tasks::FaultSegments;
 use crate::launch::fault::fault_error;
 use crate::spec::KernelSpec;
 use std::sync::Mutex;
@@ -22,7 +23,7 @@ pub(crate) struct PendingFault {
     spec: KernelSpec,
     fault: DeviceBuffer<u64>,
     lens: Vec<Option<u64>>,
-    segments: Vec<warpfit_runtime::Segment>,
+    segments: FaultSegments,
 }
 
 impl PendingFault {
@@ -30,7 +31,9 @@ impl PendingFault {
     /// waits for the device).
     pub(crate) fn check(&self, dev: &CudaDevice) -> Result<()> {
         let lens = |i: usize| self.lens.get(i).copied().flatten();
-        read_fault(dev, &self.spec, &self.fault, lens, &self.segments)
+        read_fault(dev, &self.spec, &self.fault, lens, |i| {
+            self.segments.get(dev, i)
+        })
     }
 }
 
@@ -41,7 +44,7 @@ impl PendingFault {
         spec: KernelSpec,
         fault: DeviceBuffer<u64>,
         lens: Vec<Option<u64>>,
-        segments: Vec<warpfit_runtime::Segment>,
+        segments: FaultSegments,
     ) -> Self {
         PendingFault {
             spec,
@@ -106,20 +109,20 @@ pub(crate) fn read_back_error(spec: &KernelSpec, what: &str) -> Error {
 }
 
 /// Reads `fault` (waiting for the stream) and turns a recorded fault into
-/// the CPU twin's error; `array_len` and `segments` as for [`fault_error`].
+/// the CPU twin's error; `array_len` and `segment` as for [`fault_error`].
 pub(crate) fn read_fault(
     dev: &CudaDevice,
     spec: &KernelSpec,
     fault: &DeviceBuffer<u64>,
     array_len: impl Fn(usize) -> Option<u64>,
-    segments: &[warpfit_runtime::Segment],
+    segment: impl Fn(usize) -> Option<warpfit_runtime::Segment>,
 ) -> Result<()> {
     let words: [u64; FaultRecord::WORDS] = fault
         .to_vec(dev)?
         .try_into()
         .map_err(|_| read_back_error(spec, "fault record"))?;
     let rec = FaultRecord::from_words(&words);
-    match fault_error(spec, &rec, array_len, segments) {
+    match fault_error(spec, &rec, array_len, segment) {
         Some(e) => Err(e),
         None => Ok(()),
     }

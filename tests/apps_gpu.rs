@@ -425,7 +425,7 @@ fn laplacian_1d(n: usize) -> Csr<f64> {
 #[test]
 fn device_level_order_equals_the_host_order() {
     use warpfit::gpu::levels;
-    use warpfit::runtime::partition::{level_order, Remapping};
+    use warpfit::runtime::partition::{level_order, level_order_from_roots, Remapping};
     let Some(dev) = gpu() else { return };
     // Under a sanitizer (WARPFIT_SMALL=1): one generated case, one root.
     let small = std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1");
@@ -471,6 +471,13 @@ fn device_level_order_equals_the_host_order() {
                     .all(|(new, &old)| pos[old as usize] == new as u32),
                 "{name}"
             );
+        }
+        // From spread roots: the host's order from the same roots.
+        for count in [2usize, 7, 128] {
+            let got = levels::level_order_from_roots(&dev, ptr, col, 0, count).unwrap();
+            let roots = levels::spread_roots(a.nrows(), 0, count);
+            let want = level_order_from_roots(a, &roots).unwrap();
+            assert_eq!(got.order.to_vec().unwrap(), want, "{name}, {count} roots");
         }
         let order = levels::level_order(&dev, ptr, col, 0).unwrap();
         let b = levels::renumber(&dev, &order.order, &order.position, &m).unwrap();

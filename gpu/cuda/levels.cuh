@@ -88,20 +88,29 @@ __device__ __forceinline__ void reset(uint32_t* pos, unsigned long long* claim, 
     }
 }
 
-/// One thread: `root` numbered first, the frontier `[0, 1)`; a level
-/// wider than `width_limit` gives the order up (see `carry`).
-__device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root,
-                                      uint64_t width_limit) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        order[0] = uint32_t(root);
-        pos[root] = 0;
+/// One block: the `count` roots `(root + i · (n / count)) mod n` numbered
+/// first, in that order, as the frontier `[0, count)` (several roots
+/// spread over the rows shorten the rounds of a graph of long diameter);
+/// a level wider than `width_limit` gives the order up (see `carry`).
+__device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t n, uint64_t root,
+                                      uint64_t count, uint64_t width_limit) {
+    if (blockIdx.x != 0) {
+        return;
+    }
+    const uint64_t step = n / count;
+    for (uint64_t i = threadIdx.x; i < count; i += BLOCK) {
+        const uint64_t v = (root + i * step) % n;
+        order[i] = uint32_t(v);
+        pos[v] = uint32_t(i);
+    }
+    if (threadIdx.x == 0) {
         ctl[PARENT_START] = 0;
         ctl[PARENT_END] = 0;
         ctl[START] = 0;
-        ctl[END] = 1;
+        ctl[END] = uint32_t(count);
         ctl[NEXT_ROOT] = 0;
         ctl[BAD] = 0;
-        ctl[WIDEST] = 1;
+        ctl[WIDEST] = uint32_t(count);
         ctl[WIDTH_LIMIT] = uint32_t(width_limit < NONE ? width_limit : NONE);
     }
 }
@@ -368,8 +377,9 @@ __device__ __forceinline__ void renumber_rows(const uint32_t* ptr, const uint32_
         warpfit::levels::reset(pos, claims, n);                                                                \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
-        wf_levels_start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t root, uint64_t width_limit) {  \
-        warpfit::levels::start(order, pos, ctl, root, width_limit);                                            \
+        wf_levels_start(uint32_t* order, uint32_t* pos, uint32_t* ctl, uint64_t n, uint64_t root, uint64_t count, \
+                        uint64_t width_limit) {                                                                \
+        warpfit::levels::start(order, pos, ctl, n, root, count, width_limit);                                  \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
         wf_levels_claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,                    \

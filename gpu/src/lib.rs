@@ -53,8 +53,8 @@ mod throttle;
 /// the device, and the pattern renumbered by it.
 pub mod levels {
     pub use crate::engines::level_order::{
-        level_order, level_order_within, load, renumber, DeviceCsr, DeviceLevelOrder,
-        ROUNDS_PER_CHECK,
+        level_order, level_order_from_roots, level_order_within, load, renumber, spread_roots,
+        DeviceCsr, DeviceLevelOrder, ROUNDS_PER_CHECK,
     };
 }
 

@@ -48,6 +48,8 @@ pub struct CudaLaunch {
     launches: Vec<Launch>,
     chosen_split: Option<Split>,
     cte_serial_max: u32,
+    /// The longest task, where the size kernel measured the tasks.
+    longest_task: Option<u64>,
     fault: DeviceBuffer<u64>,
     /// The queue head of a queued list, zeroed before each run.
     queue: Option<DeviceBuffer<u32>>,
@@ -109,6 +111,7 @@ impl CudaLaunch {
         // A worklist's items as the tasks: its items and count on the device.
         let mut frontier = None;
         let mut frontier_buffers = None;
+        let mut longest_task = None;
         let (items, task_list, decision) = match tasks {
             Tasks::DeviceFrontier(f) => {
                 if f.device != dev.ordinal() {
@@ -149,6 +152,7 @@ impl CudaLaunch {
                 split_policy::check_u32_items(n)?;
                 let mut trace = TraceSplit::start(spec.name, n);
                 let sizes = TaskSizes::measure(dev, spec, &module, &params, &fault, &args, n)?;
+                longest_task = Some(sizes.stats.longest);
                 let decision = split_policy::choose_split(
                     config.split,
                     &sizes.stats,
@@ -227,6 +231,7 @@ impl CudaLaunch {
             launches,
             chosen_split: decision.chosen,
             cte_serial_max: decision.cte_serial_max,
+            longest_task,
             fault,
             queue,
             _frontier: frontier_buffers,
@@ -348,6 +353,7 @@ impl CudaLaunch {
             tasks: Some(tasks),
             launches,
             chosen_split: None,
+            longest_task: None,
             cte_serial_max: config.cte_serial_max,
             fault,
             queue,
@@ -520,6 +526,12 @@ impl CudaLaunch {
     /// was configured otherwise).
     pub fn chosen_split(&self) -> Option<Split> {
         self.chosen_split
+    }
+
+    /// The longest task's fine tasks, where the launch measured its tasks
+    /// (a CTE launch over all tasks with a size-dependent split).
+    pub fn longest_task(&self) -> Option<u64> {
+        self.longest_task
     }
 
     /// The launch's serial-fallback bound (`cte_serial_max`, raised by the

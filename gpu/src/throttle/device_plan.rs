@@ -23,7 +23,9 @@ use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::errors::cuda_err;
 use crate::engines::gather_layouts::{DeviceGather, LayoutKernels};
-use crate::engines::level_order::{level_order_into, DeviceLevelOrder, DevicePattern, LevelRun};
+use crate::engines::level_order::{
+    level_order_into, DeviceLevelOrder, DevicePattern, LevelRun, Roots,
+};
 use crate::engines::plan_kernels::{plan_kernels, DeviceShape, MAX_COLUMN_BLOCKS};
 use crate::launch::device_vec::DeviceVec;
 use crate::spec::ScalarType;
@@ -42,6 +44,16 @@ use warpfit_runtime::{Error, Result};
 /// order up (a long-diameter pattern: a path, a long chain of small
 /// components), at a few microseconds a level.
 pub(in crate::throttle) const MAX_LEVEL_ROUNDS: usize = 4096;
+
+/// The roots the model's level order starts from, spread over the rows
+/// (`level_order::spread_roots`): a graph of long diameter (a geometric
+/// graph, a mesh) is numbered in about `1/√roots` of the rounds of one
+/// root in two dimensions (`1/∛roots` in three), each round a launch of
+/// four kernels, and each level is still a band of rings whose warps
+/// gather from their own ring and the two beside it. Measurements:
+/// BENCHMARKS.md, "Task lists cut on the device, the level order from
+/// several roots".
+pub(in crate::throttle) const LEVEL_ROOTS: usize = 128;
 
 /// What [`Throttled::levels_layout`] made.
 pub(in crate::throttle) enum LevelsLayout {
@@ -212,7 +224,18 @@ impl Throttled {
             nnz: shape.nnz,
         };
         let started = std::time::Instant::now();
-        let run = level_order_into(dev, pattern, 0, MAX_LEVEL_ROUNDS, width_limit, o, p)?;
+        let run = level_order_into(
+            dev,
+            pattern,
+            Roots {
+                first: 0,
+                count: LEVEL_ROOTS,
+            },
+            MAX_LEVEL_ROUNDS,
+            width_limit,
+            o,
+            p,
+        )?;
         if !matches!(run, LevelRun::Done { .. }) {
             return Ok(LevelsLayout::GivenUp(run));
         }

@@ -76,6 +76,27 @@ pub fn level_order_unless<T>(
     order_of(a.nrows(), a.ncols(), a.row_ptr(), a.col_idx(), root, cancel)
 }
 
+/// [`level_order`] from several roots at once: `roots` (distinct rows)
+/// numbered first, in the order given, as the first level; then each
+/// level in the order of the vertices that reach it first, as from one
+/// root. The device's level order from spread roots
+/// (`warpfit_gpu::levels::level_order_from_roots`) is this order.
+///
+/// # Errors
+/// As [`level_order`]; no root, or a root repeated.
+pub fn level_order_from_roots<T>(a: &Csr<T>, roots: &[usize]) -> Result<Vec<u32>> {
+    let never = AtomicBool::new(false);
+    Ok(roots_order_of(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr(),
+        a.col_idx(),
+        roots,
+        &never,
+    )?
+    .unwrap_or_default())
+}
+
 /// The level order of a pattern given as row pointers (`ptr`, `nrows + 1`
 /// entries, from 0, never decreasing) and column indices (each below
 /// `ncols`), as a [`WorkGraphOf`](super::WorkGraphOf) holds its tasks'
@@ -86,6 +107,18 @@ pub(crate) fn order_of(
     ptr: &[u32],
     col: &[u32],
     root: usize,
+    cancel: &AtomicBool,
+) -> Result<Option<Vec<u32>>> {
+    roots_order_of(n, ncols, ptr, col, &[root], cancel)
+}
+
+/// [`order_of`] from several roots, numbered first in the order given.
+fn roots_order_of(
+    n: usize,
+    ncols: usize,
+    ptr: &[u32],
+    col: &[u32],
+    roots: &[usize],
     cancel: &AtomicBool,
 ) -> Result<Option<Vec<u32>>> {
     if n != ncols {
@@ -99,7 +132,10 @@ pub(crate) fn order_of(
     if n == 0 {
         return Ok(Some(Vec::new()));
     }
-    if root >= n {
+    if roots.is_empty() {
+        return Err(Error::invalid("level order: no root"));
+    }
+    if let Some(&root) = roots.iter().find(|&&r| r >= n) {
         return Err(Error::invalid(format!(
             "level order: root {root} is not a row of a {n}-row matrix"
         )));
@@ -125,7 +161,14 @@ pub(crate) fn order_of(
         seen[r].store(true, Relaxed);
         order.push(r as u32);
     };
-    push_root(&mut order, root);
+    for &root in roots {
+        if seen[root].load(Relaxed) {
+            return Err(Error::invalid(format!(
+                "level order: root {root} is given twice"
+            )));
+        }
+        push_root(&mut order, root);
+    }
     let mut start = 0usize;
     while order.len() < n {
         if cancel.load(Relaxed) {
@@ -360,6 +403,42 @@ mod tests {
                 .collect();
             assert_eq!(b.row(new).0, &want[..]);
         }
+    }
+
+    /// From several roots: the roots first, then a breadth-first walk of
+    /// their levels together (a plain queue); a root twice or out of range
+    /// is an error.
+    #[test]
+    fn several_roots_start_one_walk() {
+        let a = shuffled_grid(12, 7);
+        let n = a.nrows();
+        let roots = [5usize, 77, 130, 2];
+        let got = level_order_from_roots(&a, &roots).unwrap();
+        let mut seen = vec![false; n];
+        let mut want: Vec<u32> = Vec::new();
+        for &r in &roots {
+            seen[r] = true;
+            want.push(r as u32);
+        }
+        let mut i = 0;
+        while i < want.len() {
+            let v = want[i] as usize;
+            for &w in a.row(v).0 {
+                if !std::mem::replace(&mut seen[w as usize], true) {
+                    want.push(w);
+                }
+            }
+            i += 1;
+        }
+        assert_eq!(want.len(), n, "the grid is connected");
+        assert_eq!(got, want);
+        assert_eq!(
+            level_order_from_roots(&a, &[3]).unwrap(),
+            level_order(&a, 3).unwrap()
+        );
+        assert!(level_order_from_roots(&a, &[3, 3]).is_err());
+        assert!(level_order_from_roots(&a, &[n]).is_err());
+        assert!(level_order_from_roots(&a, &[]).is_err());
     }
 
     #[test]

@@ -35,7 +35,7 @@ mod work_graph;
 
 pub use columns::{column_block_count, column_blocks};
 pub use dbwp::{dbwp, Partition, SjNode, SjTree, Unique};
-pub use levels::{level_order, level_order_unless};
+pub use levels::{level_order, level_order_from_roots, level_order_unless};
 pub use metrics::Metrics;
 pub use remap::Remapping;
 pub use segments::SegmentList;

@@ -11,7 +11,7 @@ use crate::engines::plan_kernels::{plan_kernels, DeviceShape, PlanKernels, MAX_C
 use crate::throttle::autotune::model::{self, Decision, ShapeStats, SAMPLED_WARPS};
 use crate::throttle::device_layouts::DeviceLayout;
 use crate::throttle::device_plan::{LevelsLayout, MAX_LEVEL_ROUNDS};
-use crate::throttle::handle::{Schedule, Throttled};
+use crate::throttle::handle::{Runs, Schedule, Throttled};
 use crate::throttle::layout_set::RemapTables;
 use crate::throttle::plan_cache;
 use crate::throttle::plan_choice::DevicePlan;
@@ -107,6 +107,7 @@ impl Throttled {
         let (mut best, org_prep) = self.time_org(dev, &mut trial)?;
         let (columns, levels_if_gain) =
             trial.drop_unpaid(columns, levels_if_gain, org_prep, best.ms);
+        let levels_if_gain = levels_if_gain && trial.no_hubs(&best.schedule);
         if levels_if_gain {
             self.try_levels(dev, &sample, &stats, &mut trial, &mut best)?;
         }
@@ -346,6 +347,25 @@ impl Trial {
     /// The candidates worth building: each whose launches, prepared as
     /// org's were (`org_prep` ms each), pay back against org's `org_ms`
     /// within the break-even launches; the reason says which were not.
+    /// Whether `org`'s launch found no hub row (the level order is not
+    /// made where it did: [`model::levels_without_hubs`]); a hub is noted
+    /// in the reason.
+    fn no_hubs(&mut self, org: &Schedule) -> bool {
+        let longest = match &org.runs {
+            Runs::Single(p) => p.longest_task(),
+            _ => None,
+        };
+        let ok = model::levels_without_hubs(longest);
+        if !ok {
+            self.report.reason.push_str(&format!(
+                "; the level order not made: a row of {} entries (more than {}), a graph with hubs",
+                longest.unwrap_or(0),
+                model::LEVELS_MAX_ROW
+            ));
+        }
+        ok
+    }
+
     fn drop_unpaid(
         &mut self,
         columns: Option<usize>,

@@ -24,6 +24,20 @@
 /// reads at which the kernel's numbering counts as local.
 pub(crate) const LOCAL_SHARING: f64 = 0.5;
 
+/// The longest row past which the level order is not made: a hub. A graph
+/// with hubs is a small world whose levels widen in a few rounds (the
+/// order is given up there anyway), and the level order's rounds walk each
+/// frontier row on one thread, so one hub of RMAT 25 cost 600 ms of rounds
+/// before the order was given up. Meshes and geometric graphs, where the
+/// order gains, have rows of tens of entries.
+pub(crate) const LEVELS_MAX_ROW: u64 = 4096;
+
+/// Whether a kernel whose longest task has `longest` fine tasks may have
+/// its level order made (no hub: [`LEVELS_MAX_ROW`]).
+pub(crate) fn levels_without_hubs(longest: Option<u64>) -> bool {
+    longest.map_or(true, |l| l <= LEVELS_MAX_ROW)
+}
+
 /// How much the level order must raise the sharing to be timed.
 pub(crate) const LEVELS_GAIN: f64 = 0.2;
 
@@ -278,6 +292,8 @@ mod tests {
         assert_eq!(sharing(100, 100), 0.0);
         assert_eq!(sharing(100, 25), 0.75);
         assert!(keep_levels(0.1, 0.31) && !keep_levels(0.1, 0.29));
+        assert!(levels_without_hubs(None) && levels_without_hubs(Some(LEVELS_MAX_ROW)));
+        assert!(!levels_without_hubs(Some(LEVELS_MAX_ROW + 1)));
     }
 
     impl Decision {

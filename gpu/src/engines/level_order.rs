@@ -583,3 +583,27 @@ pub fn renumber<T: Scalar>(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::spread_roots;
+
+    /// Spread roots are distinct rows, `count` of them (clamped to 1..=n),
+    /// `n / count` apart from `first`, wrapping past the last row.
+    #[test]
+    fn spread_roots_are_distinct_rows_evenly_apart() {
+        assert_eq!(spread_roots(10, 0, 2), vec![0, 5]);
+        assert_eq!(spread_roots(10, 7, 3), vec![7, 0, 3]);
+        assert_eq!(spread_roots(3, 1, 128), vec![1, 2, 0]);
+        assert_eq!(spread_roots(5, 2, 0), vec![2]);
+        assert_eq!(spread_roots(1, 0, 128), vec![0]);
+        for (n, count) in [(1000usize, 128usize), (1 << 20, 128), (129, 128), (7, 7)] {
+            let r = spread_roots(n, 3 % n, count);
+            let mut d = r.clone();
+            d.sort_unstable();
+            d.dedup();
+            assert_eq!(d.len(), count.min(n), "{n} rows, {count} roots");
+            assert!(r.iter().all(|&v| v < n));
+        }
+    }
+}

@@ -475,7 +475,7 @@ fn device_level_order_equals_the_host_order() {
         // From spread roots: the host's order from the same roots.
         for count in [2usize, 7, 128] {
             let got = levels::level_order_from_roots(&dev, ptr, col, 0, count).unwrap();
-            let roots = levels::spread_roots(a.nrows(), 0, count);
+            let roots = levels::spread_roots(a.nrows(), 0, count).unwrap();
             let want = level_order_from_roots(a, &roots).unwrap();
             assert_eq!(got.order.to_vec().unwrap(), want, "{name}, {count} roots");
         }

@@ -1323,6 +1323,17 @@ fn the_device_task_cut_is_the_hosts_word_for_word() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The SpMV fixture's arguments over `a`'s rows with columns `col`.
+fn spmv_args<'a>(a: &'a Csr<f32>, col: &'a [u32], x: &'a [f32], y: &'a mut [f32]) -> Vec<Arg<'a>> {
+    vec![
+        Arg::input(a.row_ptr()),
+        Arg::input(col),
+        Arg::input(a.values()),
+        Arg::input(x),
+        Arg::output(y),
+    ]
+}
+
 /// A launch large enough to cut its tasks on the device (hub rows split,
 /// warps packed by work) gives the CPU twin's results, runs the list the
 /// host would have cut, and names a fault in a split row as the twin does
@@ -1345,33 +1356,30 @@ fn a_launch_cut_on_the_device_matches_the_twin() {
         split: Split::Auto,
         ..LaunchConfig::default()
     };
-    let mut want = vec![0f32; n];
-    cpu::run(
-        &Spmv {
+    // The twin's result (or fault) and a prepared launch, over `col`.
+    let twin = |col: &[u32]| {
+        let mut y = vec![0f32; n];
+        let spmv = Spmv {
             row_ptr: a.row_ptr(),
-            col: a.col_idx(),
+            col,
             val: a.values(),
             x: &x,
-            y: SharedOut::new(&mut want),
-        },
-        Tasks::All(n),
-    )
-    .unwrap();
+            y: SharedOut::new(&mut y),
+        };
+        cpu::run(&spmv, Tasks::All(n)).map(|()| y)
+    };
     let mut y = vec![0f32; n];
-    let prepared = warpfit_gpu::__private::CudaLaunch::new(
-        &dev,
-        &SPMV_F32,
-        &cfg,
-        Tasks::All(n),
-        &[
-            Arg::input(a.row_ptr()),
-            Arg::input(a.col_idx()),
-            Arg::input(a.values()),
-            Arg::input(&x),
-            Arg::output(&mut y),
-        ],
-    )
-    .unwrap();
+    let prepare = |col: &[u32], y: &mut [f32]| {
+        warpfit_gpu::__private::CudaLaunch::new(
+            &dev,
+            &SPMV_F32,
+            &cfg,
+            Tasks::All(n),
+            &spmv_args(&a, col, &x, y),
+        )
+        .unwrap()
+    };
+    let prepared = prepare(a.col_idx(), &mut y);
     assert_eq!(prepared.chosen_split(), Some(Split::Budget(512)));
     let words = prepared.task_list_words().unwrap().expect("a task list");
     let ranges: Vec<u32> = a.row_ptr().windows(2).flat_map(|w| [w[0], w[1]]).collect();
@@ -1381,14 +1389,9 @@ fn a_launch_cut_on_the_device_matches_the_twin() {
     assert_eq!(list, TaskList::chunked(a.row_ptr(), 512).unwrap());
     prepared.run().unwrap();
     prepared
-        .finish(&mut [
-            Arg::input(a.row_ptr()),
-            Arg::input(a.col_idx()),
-            Arg::input(a.values()),
-            Arg::input(&x),
-            Arg::output(&mut y),
-        ])
+        .finish(&mut spmv_args(&a, a.col_idx(), &x, &mut y))
         .unwrap();
+    let want = twin(a.col_idx()).unwrap();
     for i in 0..n {
         let tol = 4.0 * f64::from(f32::EPSILON) * (mags[i].1 as f64 + 1.0) * mags[i].0 + 1e-30;
         assert!(
@@ -1402,32 +1405,9 @@ fn a_launch_cut_on_the_device_matches_the_twin() {
     let hub = 50_007usize;
     let mut bad_col = a.col_idx().to_vec();
     bad_col[a.row_range(hub).start + 20_000] = u32::MAX;
+    let cpu_err = twin(&bad_col).unwrap_err();
     let mut sink = vec![0f32; n];
-    let cpu_err = cpu::run(
-        &Spmv {
-            row_ptr: a.row_ptr(),
-            col: &bad_col,
-            val: a.values(),
-            x: &x,
-            y: SharedOut::new(&mut sink),
-        },
-        Tasks::All(n),
-    )
-    .unwrap_err();
-    let prepared = warpfit_gpu::__private::CudaLaunch::new(
-        &dev,
-        &SPMV_F32,
-        &cfg,
-        Tasks::All(n),
-        &[
-            Arg::input(a.row_ptr()),
-            Arg::input(&bad_col),
-            Arg::input(a.values()),
-            Arg::input(&x),
-            Arg::output(&mut sink),
-        ],
-    )
-    .unwrap();
+    let prepared = prepare(&bad_col, &mut sink);
     let gpu_err = prepared
         .run()
         .and_then(|()| prepared.check_fault())

@@ -43,6 +43,8 @@ use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::{CudaDevice, DeviceExtension};
 use crate::driver::device::Device;
 use crate::engines::gather_layouts::{fill_blocks, launch_words};
+pub use crate::engines::level_roots::spread_roots;
+pub(crate) use crate::engines::level_roots::Roots;
 use crate::launch::device_vec::DeviceVec;
 use crate::spec::Scalar;
 use cudarc::driver::{CudaFunction, CudaModule};
@@ -250,7 +252,11 @@ pub fn level_order_within(
     root: usize,
     max_rounds: usize,
 ) -> Result<Option<DeviceLevelOrder>> {
-    from_roots_within(device, row_ptr, col_idx, root, 1, max_rounds)
+    let root = Roots {
+        first: root,
+        count: 1,
+    };
+    from_roots_within(device, row_ptr, col_idx, root, max_rounds)
 }
 
 /// [`level_order`] from `roots` rows spread over the pattern
@@ -285,18 +291,21 @@ pub fn level_order_from_roots(
     if roots == 0 {
         return Err(Error::invalid("level order: no root"));
     }
-    from_roots_within(device, row_ptr, col_idx, root, roots, usize::MAX)?.ok_or_else(|| {
+    let roots = Roots {
+        first: root,
+        count: roots,
+    };
+    from_roots_within(device, row_ptr, col_idx, roots, usize::MAX)?.ok_or_else(|| {
         Error::invalid("level order: an order without a round budget was not finished")
     })
 }
 
-/// [`level_order_within`] from `roots` spread roots.
+/// [`level_order_within`] from `roots`.
 fn from_roots_within(
     device: &Device,
     row_ptr: &DeviceVec<u32>,
     col_idx: &DeviceVec<u32>,
-    root: usize,
-    roots: usize,
+    roots: Roots,
     max_rounds: usize,
 ) -> Result<Option<DeviceLevelOrder>> {
     let dev = cuda_of(device, "the device level order")?;
@@ -314,10 +323,6 @@ fn from_roots_within(
     }
     let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
     let pattern = DevicePattern { ptr, col, n, nnz };
-    let roots = Roots {
-        first: root,
-        count: roots,
-    };
     Ok(
         match level_order_into(dev, pattern, roots, max_rounds, u64::MAX, o, p)? {
             LevelRun::Done { rounds, .. } => Some(DeviceLevelOrder {
@@ -338,22 +343,6 @@ pub(crate) struct DevicePattern {
     pub col: u64,
     pub n: usize,
     pub nnz: usize,
-}
-
-/// The roots a level order from `root` with `count` roots starts from, in
-/// order: `(root + i · (n / count)) mod n` for `i < count` (`count` at
-/// most `n`, at least 1), as `start` in levels.cuh numbers them.
-pub fn spread_roots(n: usize, root: usize, count: usize) -> Vec<usize> {
-    let count = count.clamp(1, n.max(1));
-    let step = n / count;
-    (0..count).map(|i| (root + i * step) % n.max(1)).collect()
-}
-
-/// The roots of a level order: `count` rows [`spread_roots`] from `first`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Roots {
-    pub first: usize,
-    pub count: usize,
 }
 
 /// [`level_order_within`] over device addresses from the `roots` rows
@@ -582,28 +571,4 @@ pub fn renumber<T: Scalar>(
         ));
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::spread_roots;
-
-    /// Spread roots are distinct rows, `count` of them (clamped to 1..=n),
-    /// `n / count` apart from `first`, wrapping past the last row.
-    #[test]
-    fn spread_roots_are_distinct_rows_evenly_apart() {
-        assert_eq!(spread_roots(10, 0, 2), vec![0, 5]);
-        assert_eq!(spread_roots(10, 7, 3), vec![7, 0, 3]);
-        assert_eq!(spread_roots(3, 1, 128), vec![1, 2, 0]);
-        assert_eq!(spread_roots(5, 2, 0), vec![2]);
-        assert_eq!(spread_roots(1, 0, 128), vec![0]);
-        for (n, count) in [(1000usize, 128usize), (1 << 20, 128), (129, 128), (7, 7)] {
-            let r = spread_roots(n, 3 % n, count);
-            let mut d = r.clone();
-            d.sort_unstable();
-            d.dedup();
-            assert_eq!(d.len(), count.min(n), "{n} rows, {count} roots");
-            assert!(r.iter().all(|&v| v < n));
-        }
-    }
 }

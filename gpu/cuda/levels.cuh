@@ -5,20 +5,22 @@
 // from a root, each level's vertices in the order of their first parent,
 // each parent's children in the order of its row, one component after the
 // other, each rooted at its smallest unnumbered vertex. A round expands one
-// level in four launches:
+// level in four launches, each frontier vertex's row walked by LEVEL_GROUP
+// lanes together:
 //
 //   levels_claim:  every frontier vertex at position p offers each
 //                  unnumbered column w at row offset k the key (p, k); an
 //                  atomic minimum keeps the first edge that reaches w;
 //   levels_count:  per frontier vertex, how many of its edges won (tiles of
-//                  BLOCK vertices, with the tile's sum);
+//                  LEVEL_TILE vertices, with the tile's sum);
 //   levels_carry:  one block scans the tile sums; the new frontier follows
 //                  the old one in the order. When the level is empty the
 //                  same block finds the next root instead (numbering at once
 //                  every vertex before it whose columns are all numbered:
 //                  a component of its own);
 //   levels_write:  every frontier vertex lists the columns it won, in row
-//                  order, at its scanned offset.
+//                  order (a ballot of the group ranks them), at its
+//                  scanned offset.
 //
 // Keys carry the parent's position in the whole order, so a claim left from
 // an earlier level never matches a later parent: no claim is ever reset.
@@ -61,6 +63,23 @@ enum Ctl : int {
     WIDTH_LIMIT = 7
 };
 constexpr int CTL_WORDS = 8;
+
+/// Lanes that walk one frontier vertex's row together. The rows the order
+/// is made for (meshes, geometric graphs) hold 7 to 30 entries: 8 lanes
+/// read one in one to four coalesced steps, where a thread a vertex took
+/// as many dependent loads as the row has entries and left a round's
+/// frontier of tens of thousands of vertices too few threads to hide them.
+constexpr uint32_t LEVEL_GROUP = 8;
+/// Frontier vertices per tile of the count and write passes: a group each.
+/// Mirrored by `gpu/src/engines/level_order.rs`.
+constexpr uint32_t LEVEL_TILE = BLOCK / LEVEL_GROUP;
+static_assert(WARP % LEVEL_GROUP == 0 && BLOCK % LEVEL_GROUP == 0, "a group lies in one warp");
+
+/// The lanes of the calling thread's group, as a warp mask.
+__device__ __forceinline__ uint32_t group_mask() {
+    const uint32_t lane = threadIdx.x % WARP;
+    return ((1u << LEVEL_GROUP) - 1) << (lane & ~(LEVEL_GROUP - 1));
+}
 
 __device__ __forceinline__ unsigned long long key(uint64_t parent, uint32_t k) {
     return (static_cast<unsigned long long>(parent) << 32) | k;
@@ -115,57 +134,66 @@ __device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* 
     }
 }
 
-/// Thread per frontier vertex: its edges' keys offered to unnumbered columns.
+/// A group per frontier vertex: its edges' keys offered to unnumbered
+/// columns.
 __device__ __forceinline__ void claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       const uint32_t* order, const uint32_t* pos, unsigned long long* claims,
                                       uint32_t* ctl) {
     const uint64_t s = ctl[START], e = ctl[END];
-    const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
-    for (uint64_t p = s + uint64_t(blockIdx.x) * BLOCK + threadIdx.x; p < e; p += stride) {
+    const uint64_t groups = uint64_t(gridDim.x) * LEVEL_TILE;
+    const uint32_t g = threadIdx.x % LEVEL_GROUP;
+    for (uint64_t p = s + (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / LEVEL_GROUP; p < e; p += groups) {
         uint32_t lo, hi;
         if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
             continue;
         }
-        for (uint32_t j = lo; j < hi; ++j) {
+        // 64-bit steps: a row ending near 2^32 must not wrap the index.
+        for (uint64_t j = lo + g; j < hi; j += LEVEL_GROUP) {
             const uint32_t w = col[j];
             if (w >= n) {
                 ctl[BAD] = 1;
             } else if (pos[w] == NONE) {
-                atomicMin(&claims[w], key(p, j - lo));
+                atomicMin(&claims[w], key(p, uint32_t(j - lo)));
             }
         }
     }
 }
 
-/// How many columns of row `order[p]` its edges won.
+/// How many columns of row `order[p]` its edges won: the calling lane's
+/// share (every LEVEL_GROUP-th entry from its place in the group).
 __device__ __forceinline__ uint32_t won(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                         const uint32_t* order, const unsigned long long* claims, uint32_t* bad,
                                         uint64_t p) {
     uint32_t lo, hi, c = 0;
     if (row_of(ptr, order[p], nnz, bad, &lo, &hi)) {
-        for (uint32_t j = lo; j < hi; ++j) {
+        for (uint64_t j = lo + threadIdx.x % LEVEL_GROUP; j < hi; j += LEVEL_GROUP) {
             const uint32_t w = col[j];
-            c += (w < n && claims[w] == key(p, j - lo)) ? 1 : 0;
+            c += (w < n && claims[w] == key(p, uint32_t(j - lo))) ? 1 : 0;
         }
     }
     return c;
 }
 
-/// Tiles of BLOCK frontier vertices: `counts[i]` children of the vertex at
-/// `START + i`, `tile_sums[t]` the tile's sum.
+/// Tiles of LEVEL_TILE frontier vertices, a group each: `counts[i]`
+/// children of the vertex at `START + i`, `tile_sums[t]` the tile's sum.
 __device__ __forceinline__ void count(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       const uint32_t* order, const unsigned long long* claims, uint32_t* counts,
                                       uint32_t* tile_sums, uint32_t* ctl) {
     const uint64_t s = ctl[START], m = ctl[END] - s;
-    for (uint64_t t = blockIdx.x; t * BLOCK < m; t += gridDim.x) {
-        const uint64_t i = t * BLOCK + threadIdx.x;
-        uint32_t c = 0;
-        if (i < m) {
-            c = won(ptr, col, n, nnz, order, claims, &ctl[BAD], s + i);
+    for (uint64_t t = blockIdx.x; t * LEVEL_TILE < m; t += gridDim.x) {
+        const uint64_t i = t * LEVEL_TILE + threadIdx.x / LEVEL_GROUP;
+        uint32_t c = i < m ? won(ptr, col, n, nnz, order, claims, &ctl[BAD], s + i) : 0;
+        // Every lane of the warp reaches the shuffles: the tile loop is
+        // the same for the whole block.
+        for (uint32_t d = LEVEL_GROUP / 2; d > 0; d /= 2) {
+            c += __shfl_xor_sync(FULL_MASK, c, int(d), int(LEVEL_GROUP));
+        }
+        const bool leader = threadIdx.x % LEVEL_GROUP == 0;
+        if (i < m && leader) {
             counts[i] = c;
         }
         uint32_t total;
-        block_exclusive_scan(c, &total);
+        block_exclusive_scan(leader ? c : 0, &total);
         if (threadIdx.x == 0) {
             tile_sums[t] = total;
         }
@@ -225,7 +253,7 @@ __device__ __forceinline__ void next_root(const uint32_t* ptr, const uint32_t* c
 __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       uint32_t* order, uint32_t* pos, uint32_t* tile_sums, uint32_t* ctl) {
     const uint32_t s = ctl[START], e = ctl[END];
-    const uint32_t children = scan_tiles(tile_sums, (uint64_t(e - s) + BLOCK - 1) / BLOCK);
+    const uint32_t children = scan_tiles(tile_sums, (uint64_t(e - s) + LEVEL_TILE - 1) / LEVEL_TILE);
     // Every thread has read `ctl` before it changes.
     __syncthreads();
     if (children > 0) {
@@ -256,37 +284,53 @@ __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, 
     }
 }
 
-/// Tiles of BLOCK parents: each lists the columns its edges won, in row
-/// order, from `PARENT_END` + its offset.
+/// Tiles of LEVEL_TILE parents, a group each: each lists the columns its
+/// edges won, in row order, from `PARENT_END` + its offset.
 __device__ __forceinline__ void write(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
                                       uint32_t* order, uint32_t* pos, const unsigned long long* claims,
                                       const uint32_t* counts, const uint32_t* tile_sums, uint32_t* ctl) {
     const uint64_t ps = ctl[PARENT_START], pe = ctl[PARENT_END], m = pe - ps;
-    for (uint64_t t = blockIdx.x; t * BLOCK < m; t += gridDim.x) {
-        const uint64_t i = t * BLOCK + threadIdx.x;
-        const uint32_t c = i < m ? counts[i] : 0;
+    const uint32_t g = threadIdx.x % LEVEL_GROUP;
+    const uint32_t below = (1u << (threadIdx.x % WARP)) - 1;
+    for (uint64_t t = blockIdx.x; t * LEVEL_TILE < m; t += gridDim.x) {
+        const uint64_t i = t * LEVEL_TILE + threadIdx.x / LEVEL_GROUP;
+        const uint32_t c = (i < m && g == 0) ? counts[i] : 0;
         uint32_t total;
         const uint32_t ex = block_exclusive_scan(c, &total);
-        if (c == 0) {
+        // The leader's count and offset, for its whole group; every lane
+        // of the warp reaches the shuffles.
+        const uint32_t children = __shfl_sync(FULL_MASK, c, 0, int(LEVEL_GROUP));
+        uint64_t at = pe + tile_sums[t] + __shfl_sync(FULL_MASK, ex, 0, int(LEVEL_GROUP));
+        if (i >= m || children == 0) {
             continue;
         }
         const uint64_t p = ps + i;
-        uint64_t at = pe + tile_sums[t] + ex;
         uint32_t lo, hi;
         if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
             continue;
         }
-        for (uint32_t j = lo; j < hi; ++j) {
-            const uint32_t w = col[j];
-            if (w < n && claims[w] == key(p, j - lo)) {
-                if (at < n) {
-                    order[at] = w;
-                    pos[w] = uint32_t(at);
+        // The group's lanes agree on the row, so they take every step
+        // together and each ballot has all of them.
+        const uint32_t mask = group_mask();
+        for (uint64_t base = lo; base < hi; base += LEVEL_GROUP) {
+            const uint64_t j = base + g;
+            uint32_t w = 0;
+            bool win = false;
+            if (j < hi) {
+                w = col[j];
+                win = w < n && claims[w] == key(p, uint32_t(j - lo));
+            }
+            const uint32_t wins = __ballot_sync(mask, win) & mask;
+            if (win) {
+                const uint64_t a = at + __popc(wins & below);
+                if (a < n) {
+                    order[a] = w;
+                    pos[w] = uint32_t(a);
                 } else {
                     ctl[BAD] = 1;
                 }
-                ++at;
             }
+            at += __popc(wins);
         }
     }
 }

@@ -23,6 +23,14 @@ pub(crate) const MERGE_LANES: u64 = 8;
 /// Lanes per split task in `wf_merge_wide` (`warpfit::MERGE_LANES_WIDE`).
 pub(crate) const MERGE_LANES_WIDE: u64 = WARP as u64;
 
+/// Lanes that walk a frontier vertex's row in the level order's rounds
+/// (`warpfit::levels::LEVEL_GROUP` in levels.cuh).
+pub(crate) const LEVEL_GROUP: u32 = 8;
+
+/// Frontier vertices per tile of a level order round
+/// (`warpfit::levels::LEVEL_TILE`).
+pub(crate) const LEVEL_TILE: u32 = BLOCK / LEVEL_GROUP;
+
 /// The oldest architecture the device library compiles for (the warp
 /// reductions `__reduce_*_sync` need 8.0); types.cuh rejects older ones
 /// with `#error`, and [`crate::CudaDevice::new`] refuses such devices.

@@ -36,7 +36,7 @@
 //! # }
 //! ```
 
-use crate::abi::BLOCK;
+use crate::abi::{BLOCK, LEVEL_TILE};
 use crate::compile::device_modules::{load_function, load_unit};
 use crate::compile::units::levels_unit;
 use crate::driver::buffer::DeviceBuffer;
@@ -383,7 +383,7 @@ pub(crate) fn level_order_into(
     let k = dev.extension::<LevelKernels>()?;
     let claims = DeviceBuffer::<u64>::zeros(dev, n)?;
     let counts = DeviceBuffer::<u32>::zeros(dev, n)?;
-    let tile_sums = DeviceBuffer::<u32>::zeros(dev, n.div_ceil(BLOCK as usize))?;
+    let tile_sums = DeviceBuffer::<u32>::zeros(dev, n.div_ceil(LEVEL_TILE as usize))?;
     let ctl = DeviceBuffer::<u32>::zeros(dev, CTL_WORDS)?;
     let (c, cnt, ts, cl) = (
         claims.device_ptr(dev),

@@ -111,6 +111,7 @@ impl Throttled {
         if levels_if_gain {
             self.try_levels(dev, &sample, &stats, &mut trial, &mut best)?;
         }
+        let columns = columns.filter(|_| trial.columns_after_levels(&best));
         if let Some(k) = columns {
             self.try_columns(dev, shape, k, &mut trial, &mut best)?;
         }
@@ -344,9 +345,6 @@ impl Trial {
         self.step = Instant::now();
     }
 
-    /// The candidates worth building: each whose launches, prepared as
-    /// org's were (`org_prep` ms each), pay back against org's `org_ms`
-    /// within the break-even launches; the reason says which were not.
     /// Whether `org`'s launch found no hub row (the level order is not
     /// made where it did: [`model::levels_without_hubs`]); a hub is noted
     /// in the reason.
@@ -366,6 +364,38 @@ impl Trial {
         ok
     }
 
+    /// Whether the column blocks are still worth building after the
+    /// level order was timed ([`model::columns_after_levels`]); why not is
+    /// noted in the reason.
+    fn columns_after_levels(&mut self, best: &Best) -> bool {
+        let timed = |plan| {
+            self.report
+                .timed
+                .iter()
+                .find(|(p, _)| *p == plan)
+                .map(|&(_, ms)| ms)
+        };
+        let (Some(org), Some(levels), Some(sharing)) = (
+            timed(DevicePlan::Org),
+            timed(DevicePlan::Levels),
+            self.report.sharing_levels,
+        ) else {
+            return true;
+        };
+        if best.plan != DevicePlan::Levels || model::columns_after_levels(sharing, levels, org) {
+            return true;
+        }
+        self.report.reason.push_str(&format!(
+            "; column blocks not built: the level order made {:.0}% of a warp's gathers share a line and ran {:.1}× org",
+            100.0 * sharing,
+            org / levels
+        ));
+        false
+    }
+
+    /// The candidates worth building: each whose launches, prepared as
+    /// org's were (`org_prep` ms each), pay back against org's `org_ms`
+    /// within the break-even launches; the reason says which were not.
     fn drop_unpaid(
         &mut self,
         columns: Option<usize>,

@@ -58,6 +58,20 @@ pub(crate) fn pays_back(prep_ms: f64, org_ms: f64) -> bool {
     prep_ms <= BREAK_EVEN_LAUNCHES * org_ms * (1.0 - 1.0 / ASSUMED_BEST_GAIN)
 }
 
+/// Whether the column blocks are still built and timed once the level
+/// order has been timed at `levels_ms` against `org_ms`, its sampled
+/// sharing `levels_sharing`. Not where the order made the gathers local
+/// (at least [`LOCAL_SHARING`]) and ran at least [`ASSUMED_BEST_GAIN`]
+/// times `org`'s speed: a warp's gathers in the level order come from
+/// three levels that fit the cache a partition may fill, which is what
+/// the column blocks would buy with a pass per block, and the model
+/// assumes no candidate gains more than that. A geometric graph or a mesh
+/// in random order (rgg 2^24: 3.4× `org` in the level order) then spends
+/// nothing on blocks it would not run.
+pub(crate) fn columns_after_levels(levels_sharing: f64, levels_ms: f64, org_ms: f64) -> bool {
+    !(levels_sharing >= LOCAL_SHARING && levels_ms * ASSUMED_BEST_GAIN <= org_ms)
+}
+
 /// Warps sampled for the sharing measure.
 pub(crate) const SAMPLED_WARPS: usize = 4096;
 
@@ -267,6 +281,16 @@ mod tests {
         // RMAT 24: org 2.70 ms, prepared in 343 ms (hub rows cut on the host).
         assert!(!pays_back(3.0 * 343.0, 2.70));
         assert!(pays_back(10.0, 1.0) && !pays_back(10.1, 1.0));
+    }
+
+    #[test]
+    fn column_blocks_are_skipped_only_after_a_local_and_fast_level_order() {
+        // rgg 2^24 on an H200: org 3.652 ms, the level order 1.066 ms.
+        assert!(!columns_after_levels(0.8, 1.066, 3.652));
+        // Local but not twice as fast, or fast but not local: blocks timed.
+        assert!(columns_after_levels(0.8, 2.0, 3.652));
+        assert!(columns_after_levels(0.3, 1.066, 3.652));
+        assert!(!columns_after_levels(LOCAL_SHARING, 1.0, 2.0));
     }
 
     #[test]

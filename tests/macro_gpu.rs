@@ -1513,8 +1513,10 @@ fn remapped_handles_run_in_plan_order() {
 /// over the same arrays reads the decision from the plan cache.
 #[test]
 fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
+    use warpfit::__private::LEVEL_ROOTS;
+    use warpfit::gpu::levels::spread_roots;
     use warpfit::runtime::gen;
-    use warpfit::runtime::partition::level_order;
+    use warpfit::runtime::partition::level_order_from_roots;
     use warpfit::{CacheSize, DevicePlan, RemapOrder};
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();
@@ -1580,7 +1582,10 @@ fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
                     assert_eq!(r.chosen, ThrottlePolicy::OrgR, "{what}: {r:?}");
                     assert_eq!(r.remap_order, Some(RemapOrder::Levels), "{what}");
                     let order = t.plan_order().expect("a remapped plan has an order");
-                    assert_eq!(order.tasks, &level_order(a, 0).unwrap()[..], "{what}");
+                    // The model's order starts from LEVEL_ROOTS spread roots.
+                    let roots = spread_roots(a.nrows(), 0, LEVEL_ROOTS).unwrap();
+                    let want = level_order_from_roots(a, &roots).unwrap();
+                    assert_eq!(order.tasks, &want[..], "{what}");
                     assert_eq!(order.tasks, order.gathered, "{what}");
                 }
                 Some(DevicePlan::Org) => unreachable!(),

@@ -1161,6 +1161,12 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &IterationTime
             .collect();
         head += &format!("; timed {}", each.join(", "));
     }
+    if let Some(s) = m.sharing_levels {
+        head += &format!(
+            "; in the level order {:.0}% of a warp's gathers share a line",
+            100.0 * s
+        );
+    }
     if let Some(e) = &m.cache_error {
         head += &format!("; not cached: {e}");
     }

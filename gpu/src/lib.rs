@@ -106,7 +106,7 @@ pub mod __private {
         AccType, DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, ScalarType,
         ScalarValue,
     };
-    pub use crate::throttle::{CpuRunFn, HostArray, ThrottleRoles};
+    pub use crate::throttle::{CpuRunFn, HostArray, ThrottleRoles, LEVEL_ROOTS};
 
     /// NVRTC compilation, translation units, entry points and the on-disk
     /// cache (the NVRTC tests and the compile-time example use them).

@@ -88,6 +88,7 @@ mod schedules;
 mod shape_checks;
 mod slots;
 
+pub use device_plan::LEVEL_ROOTS;
 pub use handle::{CpuRunFn, HostArray, PlanOrder, ThrottleStatus, Throttled};
 pub use plan_choice::DevicePlan;
 pub use report::{ModelReport, ThrottleReport};

@@ -53,7 +53,7 @@ pub(in crate::throttle) const MAX_LEVEL_ROUNDS: usize = 4096;
 /// gather from their own ring and the two beside it. Measurements:
 /// BENCHMARKS.md, "Task lists cut on the device, the level order from
 /// several roots".
-pub(in crate::throttle) const LEVEL_ROOTS: usize = 128;
+pub const LEVEL_ROOTS: usize = 128;
 
 /// What [`Throttled::levels_layout`] made.
 pub(in crate::throttle) enum LevelsLayout {

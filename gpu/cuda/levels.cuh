@@ -204,7 +204,7 @@ __device__ __forceinline__ void count(const uint32_t* ptr, const uint32_t* col, 
 /// consecutive vertices (one cache line of `pos`). After the last level of
 /// a component the search walks every vertex past it once; a step of
 /// BLOCK vertices cost a geometric graph with a handful of stray vertices
-/// 65K steps of one block (40 ms at 2^24 rows).
+/// 65K steps of one block (about 33 ms at 2^24 rows, BENCHMARKS.md).
 constexpr uint32_t ROOT_ITEMS = 32;
 
 /// One block, from the smallest vertex that may be unnumbered: numbers the

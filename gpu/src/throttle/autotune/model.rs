@@ -18,7 +18,9 @@
 //!    kernel that can be remapped, the breadth-first level order (`org_r`
 //!    over the renumbered layout), kept only where it brings gathers
 //!    together: its sharing at least [`LEVELS_GAIN`] above the kernel's
-//!    own numbering's.
+//!    own numbering's. Where the level order, timed first, made the
+//!    gathers local and ran [`LEVELS_ENOUGH`] times `org`'s speed, the
+//!    column blocks are not built ([`columns_after_levels`]).
 
 /// The share of a warp step's gathers that fall on a line another lane
 /// reads at which the kernel's numbering counts as local.
@@ -27,8 +29,8 @@ pub(crate) const LOCAL_SHARING: f64 = 0.5;
 /// The longest row past which the level order is not made: a hub. A graph
 /// with hubs is a small world whose levels widen in a few rounds (the
 /// order is given up there anyway), and the level order's rounds walk each
-/// frontier row on one thread, so one hub of RMAT 25 cost 600 ms of rounds
-/// before the order was given up. Meshes and geometric graphs, where the
+/// frontier row on a group of 8 lanes, so one hub of RMAT 25 cost 600 ms of
+/// rounds (walked on one thread then) before the order was given up. Meshes and geometric graphs, where the
 /// order gains, have rows of tens of entries.
 pub(crate) const LEVELS_MAX_ROW: u64 = 4096;
 

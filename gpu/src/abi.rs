@@ -31,6 +31,10 @@ pub(crate) const LEVEL_GROUP: u32 = 8;
 /// (`warpfit::levels::LEVEL_TILE`).
 pub(crate) const LEVEL_TILE: u32 = BLOCK / LEVEL_GROUP;
 
+/// Lanes that copy one task's range in a device renumbering's `rows_perm`
+/// (`warpfit::ROWS_GROUP` in plan.cuh).
+pub(crate) const ROWS_GROUP: u32 = 8;
+
 /// The oldest architecture the device library compiles for (the warp
 /// reductions `__reduce_*_sync` need 8.0); types.cuh rejects older ones
 /// with `#error`, and [`crate::CudaDevice::new`] refuses such devices.

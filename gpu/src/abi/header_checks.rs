@@ -67,6 +67,7 @@ fn block_warp_and_merge_widths_match_the_headers() {
     assert_eq!(c["MERGE_LANES"], MERGE_LANES as i64);
     assert_eq!(c["MERGE_LANES_WIDE"], MERGE_LANES_WIDE as i64);
     assert_eq!(c["LEVEL_GROUP"], i64::from(LEVEL_GROUP));
+    assert_eq!(c["ROWS_GROUP"], i64::from(ROWS_GROUP));
     assert!(header("levels.cuh").contains("LEVEL_TILE = BLOCK / LEVEL_GROUP;"));
     for (name, mode) in [
         ("CARRY_NONE", CarryMode::None),

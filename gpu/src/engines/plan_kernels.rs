@@ -9,7 +9,7 @@
 //! follow is checked on the device, and each operation that builds a plan
 //! waits once at its end to report a corrupt array.
 
-use crate::abi::BLOCK;
+use crate::abi::{BLOCK, ROWS_GROUP};
 use crate::compile::device_modules::{load_function, load_unit};
 use crate::compile::units::plan_unit;
 use crate::driver::buffer::DeviceBuffer;
@@ -193,7 +193,7 @@ impl PlanKernels {
         )?;
         // `ptr[n]` is 0, so that the scan leaves the total there.
         self.exclusive_scan(dev, np, shape.n + 1)?;
-        let grid = blocks(dev, n, u64::from(BLOCK / 32));
+        let grid = blocks(dev, n, u64::from(BLOCK / ROWS_GROUP));
         self.launch(
             dev,
             &self.rows_perm,

@@ -1742,5 +1742,17 @@ fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
     t.launch(&x, &mut y[..]).unwrap();
     assert_eq!(y, want, "after corruption");
     assert!(!t.report().model.clone().unwrap().from_cache);
+    // A gathered array that fits the cache runs `org` from its sizes
+    // alone: nothing hashed, sampled, timed or written to the cache.
+    let _ = std::fs::remove_dir_all(dir.join("plans"));
+    let fits = ThrottleOptions::default().with_plan_cache(true);
+    let mut t = spmv_u32::throttle(&cached, &fits, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+    t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want, "fits");
+    let model = t.report().model.clone().unwrap();
+    assert_eq!(t.report().chosen, ThrottlePolicy::Org, "{model:?}");
+    assert!(model.reason.contains("fits the cache"), "{model:?}");
+    assert!(model.steps.is_empty() && model.timed.is_empty() && !model.from_cache);
+    assert!(!dir.join("plans").exists(), "nothing cached");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -26,6 +26,17 @@ impl Throttled {
     /// confirmed by one timed run of each candidate and of `org`.
     pub(in crate::throttle) fn auto_by_model(&mut self, dev: &CudaDevice) -> Result<Schedule> {
         let started = Instant::now();
+        if let Some(why) = self.gathered_fits(dev)? {
+            // Rule 1 from the sizes alone: nothing hashed, sampled, timed
+            // or cached.
+            let mut report = ModelReport::new();
+            report.reason = why;
+            let (s, plan, mut report) = self.org_only(dev, report)?;
+            report.planning = started.elapsed();
+            self.device_choice = Some(plan);
+            self.report.model = Some(report);
+            return Ok(s);
+        }
         let key = match self.options.plan_cache {
             true => plan_cache::key(self, dev)?,
             false => None,
@@ -130,6 +141,32 @@ impl Throttled {
         Ok((s, DevicePlan::Org, report))
     }
 
+    /// Why `org` runs at once (the gathered arrays fit the cache a
+    /// partition may fill: [`model::fits`]), or `None` where the model must
+    /// look further (or cannot plan on the device: the full path says why).
+    fn gathered_fits(&self, dev: &CudaDevice) -> Result<Option<String>> {
+        let Ok(shape) = self.device_shape() else {
+            return Ok(None);
+        };
+        let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
+        let budget = (cache as f64 * self.options.safety) as u64;
+        Ok(model::fits(
+            shape.n_gathered,
+            self.gathered_elem_bytes(),
+            budget,
+        ))
+    }
+
+    /// Bytes a partition holds per gathered element: one element of each
+    /// gathered array.
+    fn gathered_elem_bytes(&self) -> usize {
+        self.roles
+            .gathered
+            .iter()
+            .map(|&i| self.spec.params[i].ty.size())
+            .sum()
+    }
+
     /// Samples the gathers of `shape`'s warp steps: the cache lines they
     /// fall on, with the sizes the model weighs them by.
     fn sample_locality(&self, dev: &CudaDevice, shape: DeviceShape) -> Result<Sample> {
@@ -137,12 +174,7 @@ impl Throttled {
         // A line holds elements of one array; a partition holds an element
         // of each gathered array.
         let line = (128 / self.spec.params[self.roles.first_gathered()].ty.size()).max(1);
-        let elem: usize = self
-            .roles
-            .gathered
-            .iter()
-            .map(|&i| self.spec.params[i].ty.size())
-            .sum();
+        let elem = self.gathered_elem_bytes();
         let (gathers, lines) = pk.locality(dev, shape, SAMPLED_WARPS, line)?;
         Ok(Sample {
             shape,

@@ -7,7 +7,9 @@
 //! The rules, in order:
 //!
 //! 1. A gathered array that fits the cache a partition may fill
-//!    (`safety × cache`) has nothing to gain: `org`, no plan.
+//!    (`safety × cache`) has nothing to gain: `org`, no plan; checked
+//!    from the sizes first ([`fits`]), before the plan cache's key or any
+//!    sample.
 //! 2. Gathers already local in the kernel's numbering (at least
 //!    [`LOCAL_SHARING`] of a warp's gathers fall on a line another lane of
 //!    the same step reads: a grid, a mesh or a geometric graph numbered
@@ -120,16 +122,27 @@ pub(crate) fn column_block_count(n_gathered: usize, elem: usize, budget: u64) ->
     (k >= 2).then_some(k as usize)
 }
 
+/// Rule 1 alone, from the sizes (nothing measured): why `org` runs where
+/// `n_gathered` elements of `elem` bytes fit `budget` bytes, or `None`.
+/// The handle asks it before anything touches the device, so that a
+/// kernel that needs no throttling pays for no decision.
+pub(crate) fn fits(n_gathered: usize, elem: usize, budget: u64) -> Option<String> {
+    let bytes = (n_gathered as u64).saturating_mul(elem as u64);
+    (bytes <= budget).then(|| {
+        format!(
+            "the gathered array ({}) fits the cache a partition may fill ({})",
+            mib(bytes),
+            mib(budget)
+        )
+    })
+}
+
 /// The first decision from the shape's statistics (rules 1–3 of the
 /// module docs).
 pub(crate) fn decide(s: &ShapeStats, max_blocks: usize) -> Decision {
     let bytes = (s.n_gathered as u64).saturating_mul(s.gathered_elem_bytes as u64);
-    if bytes <= s.budget_bytes {
-        return Decision::Org(format!(
-            "the gathered array ({}) fits the cache a partition may fill ({})",
-            mib(bytes),
-            mib(s.budget_bytes)
-        ));
+    if let Some(why) = fits(s.n_gathered, s.gathered_elem_bytes, s.budget_bytes) {
+        return Decision::Org(why);
     }
     if s.sharing >= LOCAL_SHARING {
         return Decision::Org(format!(
@@ -216,6 +229,11 @@ mod tests {
             decide(&stats(25 << 18, 0.0, false), 32),
             Decision::Org(_)
         ));
+        // The same rule from the sizes alone.
+        assert_eq!(fits(1 << 22, 4, 25 << 20), Some(why));
+        assert!(fits(25 << 18, 4, 25 << 20).is_some());
+        assert_eq!(fits((25 << 18) + 1, 4, 25 << 20), None);
+        assert_eq!(fits(usize::MAX, 8, u64::MAX - 1), None);
     }
 
     #[test]

@@ -551,10 +551,13 @@ struct AppRun<'a> {
 
 impl AppRun<'_> {
     /// `--throttle`'s policy over `defaults`, the throttled kernel's
-    /// attribute defaults (its `throttle_options()`).
+    /// attribute defaults (its `throttle_options()`), expecting `launches`
+    /// launches (the run's iterations: `auto` weighs a plan's preparation
+    /// against them).
     fn throttle_options(
         &self,
         defaults: fn() -> Result<ThrottleOptions>,
+        launches: usize,
     ) -> Result<Option<ThrottleOptions>> {
         self.args
             .throttle
@@ -562,7 +565,8 @@ impl AppRun<'_> {
             .map(|p| {
                 let mut o = defaults()?
                     .with_policy(p.parse()?)
-                    .with_exhaustive(self.args.throttle_exhaustive);
+                    .with_exhaustive(self.args.throttle_exhaustive)
+                    .with_expected_launches(launches.max(1) as u64);
                 if let Some(cache) = self.args.throttle_cache.as_deref() {
                     o = o.with_cache(cache.parse()?);
                 }
@@ -648,7 +652,7 @@ impl AppRun<'_> {
         let setup_start = Instant::now();
         let x = apps::spmv_input(a.ncols());
         let options = self
-            .throttle_options(apps::spmv::f32::throttle_options)?
+            .throttle_options(apps::spmv::f32::throttle_options, iters)?
             .unwrap_or(apps::spmv::f32::throttle_options()?.with_policy(policy));
         mem::check(
             "the throttled handle's host copy of the matrix",
@@ -715,10 +719,13 @@ impl AppRun<'_> {
         let backend = device.backend_name();
         match self.args.app {
             App::Pagerank => {
+                let iterations = self.iters.unwrap_or(PAGERANK_ITERS);
                 let opts = PageRankOptions {
-                    iterations: self.iters.unwrap_or(PAGERANK_ITERS),
-                    throttle: self
-                        .throttle_options(apps::pagerank_pull_resident::throttle_options)?,
+                    iterations,
+                    throttle: self.throttle_options(
+                        apps::pagerank_pull_resident::throttle_options,
+                        iterations,
+                    )?,
                     ..PageRankOptions::default()
                 };
                 let mut steps = Steps::new("pagerank", Some(opts.iterations as u64));
@@ -927,14 +934,17 @@ impl AppRun<'_> {
         };
         let read = read_start.elapsed();
         self.print_header(&a);
+        let max_iters = args.max_iters.unwrap_or(1000);
         let opts = CgOptions {
             tol: args.tol.unwrap_or(1e-6),
-            max_iters: args.max_iters.unwrap_or(1000),
+            max_iters,
             precond: match args.precond.unwrap_or(PrecondArg::None) {
                 PrecondArg::None => Preconditioner::None,
                 PrecondArg::Jacobi => Preconditioner::Jacobi,
             },
-            throttle: self.throttle_options(T::throttle_options)?,
+            // A solve may stop at --tol sooner: --max-iters is what it may
+            // need, and what a plan must pay back within.
+            throttle: self.throttle_options(T::throttle_options, max_iters)?,
             order,
             ..CgOptions::default()
         };

@@ -50,7 +50,7 @@ impl AppRun<'_> {
         let read = read_start.elapsed();
         let backend = device.backend_name();
         say!("{label}: {} cells; backend {backend}", mesh.cells());
-        let throttle = self.throttle_options(apps::cfd_flux_faces::throttle_options)?;
+        let throttle = self.throttle_options(apps::cfd_flux_faces::throttle_options, iterations)?;
         let mut steps = Steps::new("cfd", Some(iterations as u64));
         let r = match &throttle {
             None => apps::cfd_observed(device, &self.config, &mesh, iterations, &mut |_| {

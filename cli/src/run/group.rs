@@ -94,7 +94,7 @@ impl AppRun<'_> {
             App::Spmv => {
                 let iters = self.iters.unwrap_or(SPMV_ITERS);
                 let x = apps::spmv_input(a.ncols());
-                let run = match self.throttle_options(apps::spmv::f32::throttle_options)? {
+                let run = match self.throttle_options(apps::spmv::f32::throttle_options, iters)? {
                     Some(o) => apps::spmv_group_throttled(&group, kind, a, &x, iters, &o)?,
                     // Exchange first: measured at or near 2× on two GPUs on
                     // every matrix of BENCHMARKS.md, where the overlapped

@@ -7,7 +7,8 @@
 //! count, or the level order), a few bytes, never a layout: the layouts
 //! are remade on the device from the arrays in milliseconds. An entry is
 //! keyed by a digest of the range and index arrays' contents (taken on the
-//! device, `plan.cuh`), their sizes, the kernel, the options and the
+//! device, `plan.cuh`), their sizes, the kernel, the options (the expected
+//! launch count among them: it decides which candidates are built) and the
 //! device; it is checksummed like the kernel cache's entries, and one that
 //! is stale, corrupt or unreadable is planned again, never trusted. The
 //! folder holds at most [`MAX_ENTRIES`]; the oldest go first.
@@ -66,10 +67,11 @@ pub(in crate::throttle) fn key(t: &Throttled, dev: &CudaDevice) -> Result<Option
 fn describe(t: &Throttled, dev: &CudaDevice, n: usize, nnz: usize, n_gathered: usize) -> String {
     let o = &t.options;
     format!(
-        "kernel {} | tasks {n} fine {nnz} gathered {n_gathered} | cache {} safety {} | device {} {} l2 {} sms {}",
+        "kernel {} | tasks {n} fine {nnz} gathered {n_gathered} | cache {} safety {} launches {:?} | device {} {} l2 {} sms {}",
         t.spec.name,
         o.cache,
         o.safety,
+        o.expected_launches,
         dev.name(),
         dev.arch(),
         dev.l2_bytes(),

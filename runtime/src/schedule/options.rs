@@ -416,6 +416,15 @@ pub struct ThrottleOptions {
     /// that a later run over the same arrays, options and device is
     /// throttled from its first launch.
     pub plan_cache: bool,
+    /// How many launches the caller expects to make with the handle (an
+    /// application's iteration count), or `None` (the default) when it
+    /// does not know. A model-driven `auto` builds a candidate only where
+    /// its preparation can pay for itself within this many launches; a
+    /// short run (five iterations) then stays with `org` instead of
+    /// spending tens of milliseconds on a plan it cannot earn back. `None`
+    /// weighs preparations over 20 launches. At least 1
+    /// ([`ThrottleOptions::validate`]).
+    pub expected_launches: Option<u64>,
 }
 
 impl Default for ThrottleOptions {
@@ -431,6 +440,7 @@ impl Default for ThrottleOptions {
             narrow_index: true,
             exhaustive: false,
             plan_cache: true,
+            expected_launches: None,
         }
     }
 }
@@ -477,6 +487,23 @@ impl ThrottleOptions {
     /// ([`ThrottleOptions::plan_cache`]).
     pub fn with_plan_cache(self, plan_cache: bool) -> Self {
         ThrottleOptions { plan_cache, ..self }
+    }
+    /// The same options expecting `launches` launches
+    /// ([`ThrottleOptions::expected_launches`]; checked by
+    /// [`ThrottleOptions::validate`]).
+    ///
+    /// ```
+    /// use warpfit_runtime::schedule::ThrottleOptions;
+    /// let o = ThrottleOptions::default().with_expected_launches(50);
+    /// assert_eq!(o.expected_launches, Some(50));
+    /// assert!(o.validate().is_ok());
+    /// assert!(ThrottleOptions::default().with_expected_launches(0).validate().is_err());
+    /// ```
+    pub fn with_expected_launches(self, launches: u64) -> Self {
+        ThrottleOptions {
+            expected_launches: Some(launches),
+            ..self
+        }
     }
     /// Whether `auto` on a CUDA device decides by the cost model with
     /// plans made on the device (not [`ThrottleOptions::exhaustive`]).
@@ -538,7 +565,8 @@ impl ThrottleOptions {
     /// Checks the numeric options.
     ///
     /// # Errors
-    /// `safety` outside `(0, 1]` (NaN included) or `chunk` of 0.
+    /// `safety` outside `(0, 1]` (NaN included), `chunk` of 0, or an
+    /// expected launch count of 0.
     pub fn validate(&self) -> Result<()> {
         if !(self.safety > 0.0 && self.safety <= 1.0) {
             return Err(Error::invalid(format!(
@@ -549,6 +577,11 @@ impl ThrottleOptions {
         if self.chunk == 0 {
             return Err(Error::invalid(
                 "throttle chunk size must be at least 1 work unit, got 0",
+            ));
+        }
+        if self.expected_launches == Some(0) {
+            return Err(Error::invalid(
+                "the expected launch count of a throttled handle must be at least 1, got 0",
             ));
         }
         Ok(())

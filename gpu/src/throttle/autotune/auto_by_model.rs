@@ -116,8 +116,9 @@ impl Throttled {
         };
         trial.lap("timer and snapshot");
         let (mut best, org_prep) = self.time_org(dev, &mut trial)?;
+        let launches = model::break_even_launches(self.options.expected_launches);
         let (columns, levels_if_gain) =
-            trial.drop_unpaid(columns, levels_if_gain, org_prep, best.ms);
+            trial.drop_unpaid(columns, levels_if_gain, org_prep, best.ms, launches);
         let levels_if_gain = levels_if_gain && trial.no_hubs(&best.schedule);
         if levels_if_gain {
             self.try_levels(dev, &sample, &stats, &mut trial, &mut best)?;
@@ -434,21 +435,21 @@ impl Trial {
         levels_if_gain: bool,
         org_prep: f64,
         org_ms: f64,
+        launches: f64,
     ) -> (Option<usize>, bool) {
         // Each candidate's launches are prepared as org's was: one over
         // every task per column block, one for the level order.
         let (mut columns, mut levels_if_gain) = (columns, levels_if_gain);
-        if let Some(k) = columns.filter(|&k| !model::pays_back(k as f64 * org_prep, org_ms)) {
+        let pays = |prep: f64| model::pays_back(prep, org_ms, launches);
+        if let Some(k) = columns.filter(|&k| !pays(k as f64 * org_prep)) {
             self.report.reason.push_str(&format!(
-                "; {k} column blocks not built: {k} launches prepared as org's ({org_prep:.1} ms each) would not pay back within {} launches",
-                model::BREAK_EVEN_LAUNCHES
+                "; {k} column blocks not built: {k} launches prepared as org's ({org_prep:.1} ms each) would not pay back within {launches} launches"
             ));
             columns = None;
         }
-        if levels_if_gain && !model::pays_back(org_prep, org_ms) {
+        if levels_if_gain && !pays(org_prep) {
             self.report.reason.push_str(&format!(
-                "; the level order not built: a launch prepared as org's ({org_prep:.1} ms) would not pay back within {} launches",
-                model::BREAK_EVEN_LAUNCHES
+                "; the level order not built: a launch prepared as org's ({org_prep:.1} ms) would not pay back within {launches} launches"
             ));
             levels_if_gain = false;
         }

@@ -45,21 +45,29 @@ pub(crate) fn levels_without_hubs(longest: Option<u64>) -> bool {
 /// How much the level order must raise the sharing to be timed.
 pub(crate) const LEVELS_GAIN: f64 = 0.2;
 
-/// Launches within which a candidate must pay for its preparation.
+/// Launches within which a candidate must pay for its preparation where
+/// the caller gave no count ([`ThrottleOptions::expected_launches`]).
+///
+/// [`ThrottleOptions::expected_launches`]: warpfit_runtime::schedule::ThrottleOptions::expected_launches
 pub(crate) const BREAK_EVEN_LAUNCHES: f64 = 20.0;
+
+/// The launches a preparation must pay back within: the caller's expected
+/// count, else [`BREAK_EVEN_LAUNCHES`].
+pub(crate) fn break_even_launches(expected: Option<u64>) -> f64 {
+    expected.map_or(BREAK_EVEN_LAUNCHES, |n| n as f64)
+}
 
 /// The largest gain per launch a candidate is assumed to reach when its
 /// preparation is weighed before it is timed: twice `org`'s speed.
 pub(crate) const ASSUMED_BEST_GAIN: f64 = 2.0;
 
 /// Whether a candidate predicted to take `prep_ms` of preparation (its
-/// launches' task lists cut on the host, as `org`'s took: long tasks split)
-/// can pay for it within [`BREAK_EVEN_LAUNCHES`] launches of `org_ms` at
-/// the best gain assumed. RMAT's hubs make each launch over all rows cost
-/// hundreds of milliseconds to prepare; a gain of a millisecond a launch
-/// does not pay for that in any short run.
-pub(crate) fn pays_back(prep_ms: f64, org_ms: f64) -> bool {
-    prep_ms <= BREAK_EVEN_LAUNCHES * org_ms * (1.0 - 1.0 / ASSUMED_BEST_GAIN)
+/// launches' task lists cut as `org`'s were: long tasks split) can pay for
+/// it within `launches` launches of `org_ms` at the best gain assumed
+/// ([`break_even_launches`]). A gain of a millisecond a launch does not pay
+/// for a preparation of hundreds in any short run.
+pub(crate) fn pays_back(prep_ms: f64, org_ms: f64, launches: f64) -> bool {
+    prep_ms <= launches * org_ms * (1.0 - 1.0 / ASSUMED_BEST_GAIN)
 }
 
 /// How much faster than `org` a local level order must run for the column
@@ -299,12 +307,22 @@ mod tests {
 
     #[test]
     fn a_preparation_that_twenty_launches_cannot_pay_is_not_made() {
+        let twenty = break_even_launches(None);
+        assert_eq!(twenty, BREAK_EVEN_LAUNCHES);
         // Uniform 2^24 on an H200: org 3.97 ms, org prepared in 2.3 ms, three
         // blocks predicted at 6.9 ms.
-        assert!(pays_back(3.0 * 2.3, 3.97));
+        assert!(pays_back(3.0 * 2.3, 3.97, twenty));
         // RMAT 24: org 2.70 ms, prepared in 343 ms (hub rows cut on the host).
-        assert!(!pays_back(3.0 * 343.0, 2.70));
-        assert!(pays_back(10.0, 1.0) && !pays_back(10.1, 1.0));
+        assert!(!pays_back(3.0 * 343.0, 2.70, twenty));
+        assert!(pays_back(10.0, 1.0, twenty) && !pays_back(10.1, 1.0, twenty));
+        // The caller's count replaces the twenty: three launches cannot pay
+        // for the uniform blocks, a thousand pay for RMAT's cuts.
+        assert!(!pays_back(3.0 * 2.3, 3.97, break_even_launches(Some(3))));
+        assert!(pays_back(
+            3.0 * 343.0,
+            2.70,
+            break_even_launches(Some(1000))
+        ));
     }
 
     #[test]

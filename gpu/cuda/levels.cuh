@@ -69,9 +69,10 @@ constexpr int CTL_WORDS = 8;
 /// read one in one to four coalesced steps, where a thread a vertex took
 /// as many dependent loads as the row has entries and left a round's
 /// frontier of tens of thousands of vertices too few threads to hide them.
+/// Mirrored by `LEVEL_GROUP` in `gpu/src/abi.rs`, which sizes the tile
+/// sums by LEVEL_TILE.
 constexpr uint32_t LEVEL_GROUP = 8;
 /// Frontier vertices per tile of the count and write passes: a group each.
-/// Mirrored by `gpu/src/engines/level_order.rs`.
 constexpr uint32_t LEVEL_TILE = BLOCK / LEVEL_GROUP;
 static_assert(WARP % LEVEL_GROUP == 0 && BLOCK % LEVEL_GROUP == 0, "a group lies in one warp");
 

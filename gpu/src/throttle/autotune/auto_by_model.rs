@@ -149,13 +149,17 @@ impl Throttled {
         let Ok(shape) = self.device_shape() else {
             return Ok(None);
         };
-        let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
-        let budget = (cache as f64 * self.options.safety) as u64;
         Ok(model::fits(
             shape.n_gathered,
             self.gathered_elem_bytes(),
-            budget,
+            self.partition_budget(dev)?,
         ))
+    }
+
+    /// Bytes of the cache a partition may fill (`safety × cache`).
+    fn partition_budget(&self, dev: &CudaDevice) -> Result<u64> {
+        let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
+        Ok((cache as f64 * self.options.safety) as u64)
     }
 
     /// Bytes a partition holds per gathered element: one element of each
@@ -190,11 +194,10 @@ impl Throttled {
     /// may fill.
     fn shape_stats(&self, dev: &CudaDevice, sample: &Sample) -> Result<ShapeStats> {
         let shape = sample.shape;
-        let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
         Ok(ShapeStats {
             n_gathered: shape.n_gathered,
             gathered_elem_bytes: sample.elem,
-            budget_bytes: (cache as f64 * self.options.safety) as u64,
+            budget_bytes: self.partition_budget(dev)?,
             levels_possible: shape.n == shape.n_gathered && self.roles.index.is_some(),
             sharing: sample.sharing,
         })

@@ -32,8 +32,9 @@ pub(crate) const LOCAL_SHARING: f64 = 0.5;
 /// with hubs is a small world whose levels widen in a few rounds (the
 /// order is given up there anyway), and the level order's rounds walk each
 /// frontier row on a group of 8 lanes, so one hub of RMAT 25 cost 600 ms of
-/// rounds (walked on one thread then) before the order was given up. Meshes and geometric graphs, where the
-/// order gains, have rows of tens of entries.
+/// rounds (walked on one thread then) before the order was given up.
+/// Meshes and geometric graphs, where the order gains, have rows of tens
+/// of entries.
 pub(crate) const LEVELS_MAX_ROW: u64 = 4096;
 
 /// Whether a kernel whose longest task has `longest` fine tasks may have

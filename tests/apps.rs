@@ -723,6 +723,7 @@ fn app_kernels_compile_with_nvrtc() {
         &apps::pagerank_contrib::SPEC,
         &apps::dangling_rank::SPEC,
         &apps::pagerank_pull_resident::SPEC,
+        &apps::pagerank_pull_add::SPEC,
         &apps::relax::SPEC,
         &apps::count_changed::f32::SPEC,
         &apps::count_changed::i32::SPEC,

@@ -82,6 +82,16 @@ fn pagerank_on_cpu_groups_matches_one_device() {
                     "vertex {v}: {a} vs {b} ({parts}, {kind:?})"
                 );
             }
+            // The owned block pulled beside the exchange, the halo's
+            // blocks added after: each vertex's sum split by source.
+            let beside = apps::pagerank_group_overlapped(&group, kind, &cfg, &g, &opts).unwrap();
+            assert_eq!(beside.exchange, run.exchange);
+            for (v, (a, b)) in beside.result.iter().zip(&want).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-5 * b.abs(),
+                    "overlapped, vertex {v}: {a} vs {b} ({parts}, {kind:?})"
+                );
+            }
         }
     }
 }
@@ -426,6 +436,12 @@ fn overlapped_spmv_cuts_a_hub_in_a_halo_task_list() {
         .tasks
         .as_ref()
         .expect("a task list for the halo block");
+    // The pattern alone is cut the same way.
+    let patterns = d.source_patterns().unwrap();
+    assert_eq!(
+        patterns[0][1].tasks.as_ref().map(|t| t.segments().to_vec()),
+        Some(list.segments().to_vec())
+    );
     assert!(list.len() >= 3, "{} segments", list.len());
     assert!(list.segments().iter().all(|s| s.hi - s.lo <= 1024));
     let run = apps::spmv_group_overlapped(&group, PartitionKind::Rows, &cfg, &a, &x, 1).unwrap();
@@ -494,6 +510,13 @@ fn pagerank_on_a_graph_made_in_parts_matches_the_whole() {
             assert!(
                 (a - b).abs() <= 1e-6 * b.abs(),
                 "vertex {v}: {a} vs {b} ({parts})"
+            );
+        }
+        let beside = apps::pagerank_group_parts_overlapped(&group, &cfg, &gp, &opts).unwrap();
+        for (v, (a, b)) in beside.result.iter().zip(&want).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs(),
+                "overlapped, vertex {v}: {a} vs {b} ({parts})"
             );
         }
         let other = DeviceGroup::cpu(parts + 1).unwrap();

@@ -98,6 +98,13 @@ fn pagerank_and_cg_on_gpu_groups_match_one_device() {
                     "vertex {v}: {x} vs {y} ({n}, {kind:?})"
                 );
             }
+            let beside = apps::pagerank_group_overlapped(&group, kind, &cfg, &g, &opts).unwrap();
+            for (v, (x, y)) in beside.result.iter().zip(&want).enumerate() {
+                assert!(
+                    (x - y).abs() <= 1e-5 * y.abs(),
+                    "overlapped, vertex {v}: {x} vs {y} ({n}, {kind:?})"
+                );
+            }
             let run = cg_group(&group, kind, &cfg, &a, &b, 1e-10, 400).unwrap();
             assert!(run.relative_residual <= 1e-10);
             assert!(run.iterations.abs_diff(cg_cpu.iterations) <= 3);

@@ -9,8 +9,8 @@
 
 use super::graph::{Graph, PageRankOptions};
 use super::kernels::{
-    cg_direction, cg_step, dangling_rank, dot, pagerank_contrib, pagerank_pull_resident, spmv,
-    spmv_add,
+    cg_direction, cg_step, dangling_rank, dot, pagerank_contrib, pagerank_pull_add,
+    pagerank_pull_resident, spmv, spmv_add,
 };
 use crate::distributed::{DeviceGroup, DistVec, Distributed, ExchangeStats, PartitionKind};
 use crate::{split_one_task, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result};
@@ -214,23 +214,49 @@ pub fn pagerank_group(
     g: &Graph,
     opts: &PageRankOptions,
 ) -> Result<GroupRun<f32>> {
-    if opts.throttle.is_some() {
-        return Err(Error::invalid("a device group runs PageRank unthrottled"));
-    }
+    pagerank_on_group(group, kind, config, g, opts, false)
+}
+
+/// [`pagerank_group`] with the shares' exchange beside the pull: each
+/// member's in-edges are split by where their source's share comes from
+/// ([`Distributed::source_patterns`]); the owned block is pulled while the
+/// halo is in flight, then each halo block adds its sum
+/// ([`fn@super::pagerank_pull_add`]). A vertex's sum is then taken block
+/// by block: the ranks equal [`pagerank_group`]'s within rounding.
+pub fn pagerank_group_overlapped(
+    group: &DeviceGroup,
+    kind: PartitionKind,
+    config: &LaunchConfig,
+    g: &Graph,
+    opts: &PageRankOptions,
+) -> Result<GroupRun<f32>> {
+    pagerank_on_group(group, kind, config, g, opts, true)
+}
+
+fn pagerank_on_group(
+    group: &DeviceGroup,
+    kind: PartitionKind,
+    config: &LaunchConfig,
+    g: &Graph,
+    opts: &PageRankOptions,
+    overlap: bool,
+) -> Result<GroupRun<f32>> {
     let start = Instant::now();
     let inc = &g.incoming;
     let d = Distributed::new(group, kind, inc.row_ptr(), inc.col_idx(), inc.nrows())?;
-    pagerank_on(&d, config, &g.out_degree, opts, start)
+    pagerank_on(&d, config, &g.out_degree, opts, start, overlap)
 }
 
 /// [`pagerank_group`]'s iterations on a distributed in-edge pattern `d`
-/// (its set-up counted from `start`), `out_degree` every vertex's.
+/// (its set-up counted from `start`), `out_degree` every vertex's; with
+/// `overlap`, [`pagerank_group_overlapped`]'s.
 pub(super) fn pagerank_on(
     d: &Distributed<'_>,
     config: &LaunchConfig,
     out_degree: &[u32],
     opts: &PageRankOptions,
     start: Instant,
+    overlap: bool,
 ) -> Result<GroupRun<f32>> {
     if opts.throttle.is_some() {
         return Err(Error::invalid("a device group runs PageRank unthrottled"));
@@ -246,10 +272,16 @@ pub(super) fn pagerank_on(
     let splits = (0..group.len())
         .map(|p| split_one_task(d.device(p), 0, 0..d.tasks(p)))
         .collect::<Result<Vec<_>>>()?;
-    // One set of launches per direction, as the single-device driver.
+    // Overlapped: each member's in-edges by source, block 0 its own.
+    let blocks = match overlap {
+        true => d.source_patterns()?,
+        false => Vec::new(),
+    };
+    // One set of launches per direction, as the single-device driver;
+    // `halo` holds the pulls of the halo blocks (overlapped only).
     let mut sets = Vec::with_capacity(2);
     for (from, to) in [(&rank, &next), (&next, &rank)] {
-        let (mut shares, mut pulls) = (Vec::new(), Vec::new());
+        let (mut shares, mut pulls, mut halo) = (Vec::new(), Vec::new(), Vec::new());
         for p in 0..group.len() {
             let (dev, tasks) = (d.device(p), d.tasks(p));
             shares.push(pagerank_contrib::prepare(
@@ -270,37 +302,69 @@ pub(super) fn pagerank_on(
                 degree.part(p),
                 &dangling[p],
             )?);
+            let (own_ptr, own_col) = match blocks.get(p).and_then(|b| b.first()) {
+                Some(b) => (&b.row_ptr, &b.col),
+                None => (d.row_ptr(p), d.col(p)),
+            };
             pulls.push(pagerank_pull_resident::prepare(
                 dev,
                 config,
                 tasks,
-                d.row_ptr(p),
-                d.col(p),
+                own_ptr,
+                own_col,
                 contrib.part(p),
                 &dangling[p],
                 opts.damping,
                 n as f64,
                 to.part(p),
             )?);
+            for b in blocks.get(p).into_iter().flatten().skip(1) {
+                let (ptr, col, c, t) = (&b.row_ptr, &b.col, contrib.part(p), to.part(p));
+                halo.push(match &b.tasks {
+                    Some(list) => {
+                        pagerank_pull_add::prepare(dev, config, list, ptr, col, c, opts.damping, t)?
+                    }
+                    None => pagerank_pull_add::prepare(
+                        dev,
+                        config,
+                        tasks,
+                        ptr,
+                        col,
+                        c,
+                        opts.damping,
+                        t,
+                    )?,
+                });
+            }
         }
-        sets.push((shares, pulls));
+        sets.push((shares, pulls, halo));
     }
     let setup = start.elapsed();
     let mut steps = Vec::new();
     for it in 0..opts.iterations {
         let t = Instant::now();
-        let (shares, pulls) = &sets[it % 2];
+        let (shares, pulls, halo) = &sets[it % 2];
         run_all(shares)?;
-        ex.run()?;
-        group.all_reduce_sum(&dangling_refs, 0..1)?;
-        run_all(pulls)?;
+        if overlap {
+            // The dangling rank first: the owned pull reads it.
+            group.all_reduce_sum(&dangling_refs, 0..1)?;
+            ex.start()?;
+            run_all(pulls)?;
+            ex.join()?;
+            run_all(halo)?;
+        } else {
+            ex.run()?;
+            group.all_reduce_sum(&dangling_refs, 0..1)?;
+            run_all(pulls)?;
+        }
         group.synchronize()?;
         steps.push(t.elapsed());
     }
     ex.check()?;
-    for (shares, pulls) in &sets {
+    for (shares, pulls, halo) in &sets {
         check_all(shares)?;
         check_all(pulls)?;
+        check_all(halo)?;
     }
     let last: &DistVec<f32> = if opts.iterations % 2 == 1 {
         &next

@@ -129,6 +129,31 @@ pub fn pagerank_group_parts(
     g: &GraphParts,
     opts: &PageRankOptions,
 ) -> Result<GroupRun<f32>> {
+    parts_on_group(group, config, g, opts, false)
+}
+
+/// [`pagerank_group_parts`] with the exchange beside the pull, as
+/// [`super::pagerank_group_overlapped`]: each member's owned block is
+/// pulled while the halo is in flight.
+///
+/// # Errors
+/// As [`pagerank_group_parts`].
+pub fn pagerank_group_parts_overlapped(
+    group: &DeviceGroup,
+    config: &LaunchConfig,
+    g: &GraphParts,
+    opts: &PageRankOptions,
+) -> Result<GroupRun<f32>> {
+    parts_on_group(group, config, g, opts, true)
+}
+
+fn parts_on_group(
+    group: &DeviceGroup,
+    config: &LaunchConfig,
+    g: &GraphParts,
+    opts: &PageRankOptions,
+    overlap: bool,
+) -> Result<GroupRun<f32>> {
     if g.incoming.len() != group.len() {
         return Err(Error::length(
             "a graph's blocks (one per member of the group)",
@@ -144,5 +169,5 @@ pub fn pagerank_group_parts(
         .collect();
     let dist = Distribution::from_row_blocks(&blocks)?.with_whole_blocks(WHOLE_BLOCK_SHARE)?;
     let d = Distributed::from_distribution(group, dist)?;
-    pagerank_on(&d, config, &g.out_degree, opts, start)
+    pagerank_on(&d, config, &g.out_degree, opts, start, overlap)
 }

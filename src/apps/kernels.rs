@@ -230,6 +230,27 @@ pub fn pagerank_pull_resident(
     next[v] = base + damping * sum;
 }
 
+/// `next[v] += damping · Σ contrib[u]` over a further block of `v`'s
+/// in-edges: [`fn@pagerank_pull_resident`]'s sum continued block by block,
+/// for a device group whose halo blocks are pulled after its owned block
+/// ([`crate::apps::pagerank_group_overlapped`]).
+#[nested_reduce]
+pub fn pagerank_pull_add(
+    v: usize,
+    ptr: &[u32],
+    src: &[u32],
+    contrib: &[f32],
+    damping: f32,
+    next: &mut [f32],
+) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let sum = (lo..hi)
+        .map(|e| contrib[src[e] as usize])
+        .fold(0.0, |a, b| a + b);
+    next[v] += damping * sum;
+}
+
 /// How many of the first `n` entries differ between two arrays (one task
 /// `t`, launched split over the device): the fixed-point test of sssp (f32
 /// distances), bfs (i32 levels) and cc (u32 labels).

@@ -48,12 +48,15 @@ pub mod bench_support {
     pub use super::pipelined::{pipelined, slot_of, Probe, Rounds, DEPTH};
 }
 
-pub use distributed::{cg_group, pagerank_group, spmv_group, spmv_group_overlapped, GroupRun};
+pub use distributed::{
+    cg_group, pagerank_group, pagerank_group_overlapped, spmv_group, spmv_group_overlapped,
+    GroupRun,
+};
 pub use distributed_bfs::{
     bfs_bits_apply, bfs_bits_bottom_up, bfs_bits_top_down, bfs_clear_words, bfs_count_level,
     bfs_frontier_bits, bfs_group, bfs_next_depth, BfsDirection, BFS_BOTTOM_UP_SHARE,
 };
-pub use distributed_parts::{pagerank_group_parts, GraphParts};
+pub use distributed_parts::{pagerank_group_parts, pagerank_group_parts_overlapped, GraphParts};
 pub use distributed_throttled::spmv_group_throttled;
 pub use driven::{
     auto_driver, bfs_driven, bfs_driven_observed, cc_driven, cc_driven_observed, default_delta,
@@ -66,8 +69,8 @@ pub use graph::{
 };
 pub use kernels::{
     bfs_pull, bfs_step, cc_pull_min, cg_direction, cg_publish, cg_step, cg_step_jacobi, copy,
-    count_changed, dangling_rank, dot, pagerank_contrib, pagerank_pull, pagerank_pull_resident,
-    permute, relax, sparse_layer, spmm, spmv, spmv_add,
+    count_changed, dangling_rank, dot, pagerank_contrib, pagerank_pull, pagerank_pull_add,
+    pagerank_pull_resident, permute, relax, sparse_layer, spmm, spmv, spmv_add,
 };
 pub use nn::{infer, layer_error, nn_input, Inference, NetworkLayer, SparseNetwork};
 pub use throttled::ThrottledRun;

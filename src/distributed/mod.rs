@@ -54,6 +54,7 @@
 
 mod halo;
 mod pattern;
+mod source;
 
 pub use halo::HaloScalar;
 
@@ -62,6 +63,7 @@ pub use halo::HaloScalar;
 /// ([`Distribution::with_whole_blocks`]): a whole block moves unpacked,
 /// straight from the sender's `x`, as its share of an all-gather.
 pub const WHOLE_BLOCK_SHARE: f64 = 0.85;
-pub use pattern::{DistVec, Distributed, Exchange, ExchangeStats, SourceBlock};
+pub use pattern::{DistVec, Distributed, Exchange, ExchangeStats};
+pub use source::{SourceBlock, SourcePattern};
 pub use warpfit_gpu::{DeviceGroup, GroupSize, Transfer, DEFAULT_GROUP_TIMEOUT, MAX_GROUP};
 pub use warpfit_runtime::distribute::{Distribution, PartLayout, PartitionKind};

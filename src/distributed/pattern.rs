@@ -7,7 +7,6 @@ use super::WHOLE_BLOCK_SHARE;
 use crate::{Device, DeviceVec, Error, PreparedLaunch, Result, Scalar};
 use warpfit_gpu::{DeviceGroup, Transfer};
 use warpfit_runtime::distribute::{Distribution, PartitionKind};
-use warpfit_runtime::{Segment, TaskList};
 
 /// One array per member of a group: a fine array, a per-task array, or a
 /// gathered array in the local layout (owned entries, then the halo) with
@@ -287,68 +286,6 @@ impl<'g> Distributed<'g> {
         })
     }
 
-    /// Each member's fine tasks split by where their gathered entry comes
-    /// from: block 0 reads owned entries, block `k ≥ 1` the halo from the
-    /// `k`-th member this one receives from (its `halo` order). Each block
-    /// is a range array over all the member's tasks (empty rows where a
-    /// task reads nothing there), its index array (local numbering) and
-    /// `values` cut the same way. A kernel run block by block can start on
-    /// block 0 while the halo is in flight ([`Exchange::start`]); its fold
-    /// then adds a task's blocks in block order, not in its fine order.
-    pub fn source_blocks<T: Scalar + Sync + Send>(
-        &self,
-        values: &[T],
-    ) -> Result<Vec<Vec<SourceBlock<T>>>> {
-        use rayon::prelude::*;
-        let dist = &self.dist;
-        let host: Vec<Vec<HostBlock<T>>> = (0..self.group.len())
-            .into_par_iter()
-            .map(|p| {
-                let part = &dist.parts()[p];
-                let val = dist.fine_part(p, values)?;
-                let mut edges = vec![part.owned_x.len() as u32];
-                edges.extend(part.halo.iter().map(|h| (h.offset + h.global.len()) as u32));
-                Ok(split_by_source(&part.row_ptr, &part.col, &val, &edges))
-            })
-            .collect::<Result<_>>()?;
-        host.into_iter()
-            .enumerate()
-            .map(|(p, blocks)| {
-                let d = self.device(p);
-                blocks
-                    .into_iter()
-                    .map(|(ptr, col, val)| {
-                        let rows = ptr.len() - 1;
-                        // A task list runs as given, so its long rows (a
-                        // power-law graph's hubs) are cut here, as a launch
-                        // over every task would cut them.
-                        let segments: Vec<Segment> = ptr
-                            .windows(2)
-                            .enumerate()
-                            .filter(|(_, w)| w[1] > w[0])
-                            .flat_map(|(r, w)| {
-                                (w[0]..w[1]).step_by(LIST_SEGMENT as usize).map(move |lo| {
-                                    Segment::new(r as u32, lo, (lo + LIST_SEGMENT).min(w[1]))
-                                })
-                            })
-                            .collect();
-                        let tasks = if segments.len() < rows / 2 {
-                            Some(TaskList::new(segments)?)
-                        } else {
-                            None
-                        };
-                        Ok(SourceBlock {
-                            row_ptr: d.upload(&ptr)?,
-                            col: d.upload(&col)?,
-                            val: d.upload(&val)?,
-                            tasks,
-                        })
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
     /// The exchange of `x`'s halo, prepared once: [`Exchange::run`] packs and
     /// moves the entries.
     pub fn exchange_of<'a, T: HaloScalar>(&'a self, x: &'a DistVec<T>) -> Result<Exchange<'a, T>> {
@@ -415,64 +352,6 @@ impl<'g> Distributed<'g> {
             .collect::<Result<Vec<_>>>()?;
         self.dist.assemble_x(&parts)
     }
-}
-
-/// The longest segment of a [`SourceBlock`]'s task list: a warp's 32 lanes
-/// for 32 steps.
-const LIST_SEGMENT: u32 = 1024;
-
-/// One block of a member's fine tasks ([`Distributed::source_blocks`]).
-pub struct SourceBlock<T: Scalar> {
-    /// Range array over all the member's tasks.
-    pub row_ptr: DeviceVec<u32>,
-    /// Local gathered index of each fine task of the block.
-    pub col: DeviceVec<u32>,
-    /// The values, cut the same way.
-    pub val: DeviceVec<T>,
-    /// Where fewer than half the tasks read from the block, the segments
-    /// of those that do (rows longer than 1024 cut into segments of 1024):
-    /// launch over this list instead of every task (a grid's halo block is
-    /// one row of the grid, not every row).
-    pub tasks: Option<TaskList>,
-}
-
-/// A block on the host: range array, index array, values.
-type HostBlock<T> = (Vec<u32>, Vec<u32>, Vec<T>);
-
-/// Splits a CSR pattern `(row_ptr, col)` with `val` into blocks by column:
-/// block `b` holds the entries with `edges[b - 1] <= col < edges[b]`
-/// (`edges` ascending, the last at least every column), each row's entries
-/// in their order.
-fn split_by_source<T: Copy>(
-    row_ptr: &[u32],
-    col: &[u32],
-    val: &[T],
-    edges: &[u32],
-) -> Vec<HostBlock<T>> {
-    let block = |c: u32| edges.partition_point(|&e| e <= c);
-    let rows = row_ptr.len() - 1;
-    let mut counts = vec![vec![0u32; rows + 1]; edges.len()];
-    for r in 0..rows {
-        for &c in &col[row_ptr[r] as usize..row_ptr[r + 1] as usize] {
-            counts[block(c)][r + 1] += 1;
-        }
-    }
-    let mut out: Vec<HostBlock<T>> = counts
-        .into_iter()
-        .map(|mut ptr| {
-            for r in 0..rows {
-                ptr[r + 1] += ptr[r];
-            }
-            let n = ptr[rows] as usize;
-            (ptr, Vec::with_capacity(n), Vec::with_capacity(n))
-        })
-        .collect();
-    for (&c, &v) in col.iter().zip(val) {
-        let b = &mut out[block(c)];
-        b.1.push(c);
-        b.2.push(v);
-    }
-    out
 }
 
 /// A prepared halo exchange of one gathered array.

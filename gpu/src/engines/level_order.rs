@@ -7,7 +7,8 @@
 //! component after the other, each rooted at its smallest unnumbered
 //! vertex. On the host every edge of a randomly numbered mesh is a cache
 //! miss; here a level is four launches over the frontier and the host only
-//! reads the frontier's end every [`ROUNDS_PER_CHECK`] levels, so the time
+//! reads the frontier's end every [`ROUNDS_PER_CHECK`] levels (fewer at
+//! first), so the time
 //! follows the number of levels: tens to a few thousand for meshes and
 //! grids. One level per round makes a graph of long diameter (a path, a
 //! long chain of small components) slow here: [`level_order_within`] gives
@@ -51,10 +52,17 @@ use cudarc::driver::{CudaFunction, CudaModule};
 use std::sync::Arc;
 use warpfit_runtime::{Csr, Error, Result};
 
-/// Levels enqueued between two reads of the frontier's end: the host
-/// round trip is paid once per this many levels, and at most this many
-/// rounds after the last do nothing.
+/// Levels enqueued between two reads of the frontier's end, at most: the
+/// host round trip is paid once per this many levels, and at most this
+/// many rounds after the last do nothing.
 pub const ROUNDS_PER_CHECK: usize = 64;
+
+/// Levels enqueued before the first read: the batches double from here up
+/// to [`ROUNDS_PER_CHECK`]. An order given up early (a small world's
+/// fourth level is already too wide) then does not pay for 60 empty
+/// rounds of four launches each, and a long order reads the device a few
+/// times more.
+pub const FIRST_ROUNDS_PER_CHECK: usize = 4;
 
 /// The words of the device's control block (`levels::Ctl` in levels.cuh).
 const CTL_START: usize = 2;
@@ -221,7 +229,8 @@ fn pattern_size(row_ptr_len: usize, col_len: usize, what: &str) -> Result<(usize
 /// The breadth-first (Cuthill–McKee) order of the square pattern
 /// (`row_ptr`, `col_idx`) from row `root`, made on the device the arrays
 /// live on; equal to `warpfit_runtime::partition::level_order`'s. Waits
-/// for the device every [`ROUNDS_PER_CHECK`] levels and at the end.
+/// for the device every [`ROUNDS_PER_CHECK`] levels (after 4, 8, 16 and 32
+/// first: [`FIRST_ROUNDS_PER_CHECK`]) and at the end.
 ///
 /// # Errors
 /// `device` is not a CUDA device, or an array is not on it; `root` is not
@@ -239,7 +248,8 @@ pub fn level_order(
 }
 
 /// [`level_order`], given up (`Ok(None)`) when it is not finished after
-/// `max_rounds` rounds (counted in batches of [`ROUNDS_PER_CHECK`]): one
+/// `max_rounds` rounds (counted in whole batches, of at most
+/// [`ROUNDS_PER_CHECK`]): one
 /// round a level, so a graph of long diameter can be ordered on the host
 /// instead at a bounded cost here.
 ///
@@ -401,9 +411,9 @@ pub(crate) fn level_order_into(
         "start",
         &[o, p, cl, n64, root as u64, roots, width_limit],
     )?;
-    let mut rounds = 0usize;
+    let (mut rounds, mut batch) = (0usize, FIRST_ROUNDS_PER_CHECK);
     loop {
-        for _ in 0..ROUNDS_PER_CHECK {
+        for _ in 0..batch {
             launch(
                 dev,
                 &k.claim,
@@ -433,7 +443,8 @@ pub(crate) fn level_order_into(
                 &[ptr, col, n64, nnz64, o, p, c, cnt, ts, cl],
             )?;
         }
-        rounds += ROUNDS_PER_CHECK;
+        rounds += batch;
+        batch = (2 * batch).min(ROUNDS_PER_CHECK);
         let state = ctl.to_vec(dev)?;
         if state[CTL_BAD] != 0 {
             return Err(Error::invalid(

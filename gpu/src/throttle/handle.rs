@@ -67,6 +67,10 @@ pub struct Throttled {
     /// The host copy of a device plan's order, read back on the first
     /// [`Throttled::plan_order`] (`None` inside: the read failed).
     pub(in crate::throttle) device_order: std::sync::OnceLock<Option<Vec<u32>>>,
+    /// The launch being prepared has run already: `auto`'s last timed run
+    /// was of the schedule it kept, so its outputs hold the launch's result
+    /// (taken by that launch, which then runs nothing more).
+    pub(in crate::throttle) ran_while_choosing: bool,
 }
 
 /// The CPU twin over a launch's arguments (generated).
@@ -470,6 +474,7 @@ impl Throttled {
             cpu_run,
             device_choice: None,
             device_order: std::sync::OnceLock::new(),
+            ran_while_choosing: false,
         }
     }
 

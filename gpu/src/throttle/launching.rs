@@ -194,6 +194,9 @@ impl Throttled {
         if let Runs::Cpu = s.runs {
             let args = CpuArgs::new(self.spec, self.args(None, Space::Original)?)?;
             (self.cpu_run)(&args, self.n_tasks)?;
+        } else if std::mem::take(&mut self.ran_while_choosing) {
+            // `auto`'s last timed run was this schedule's, from the staged
+            // outputs: its result is this launch's.
         } else {
             self.run_once(s)?;
             if mode.wait {

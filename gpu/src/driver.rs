@@ -11,3 +11,4 @@ pub(crate) mod device;
 pub(crate) mod errors;
 pub mod event_timer;
 pub(crate) mod extensions;
+pub(crate) mod memory_pool;

@@ -1414,3 +1414,26 @@ fn a_launch_cut_on_the_device_matches_the_twin() {
         .unwrap_err();
     assert_eq!(gpu_err.to_string(), cpu_err.to_string());
 }
+
+/// Freed device memory stays in the device's pool for the next
+/// allocations; an allocation that does not fit beside what the pool
+/// keeps gets it back from the pool, and `release_unused_memory` hands
+/// it to the driver.
+#[test]
+fn freed_memory_is_kept_and_given_back_when_an_allocation_needs_it() {
+    let Some(dev) = device() else { return };
+    let free = || dev.context().mem_get_info().unwrap().0;
+    let d = warpfit_gpu::Device::Cuda(dev.clone());
+    let before = free();
+    let a = d.alloc::<u8>(before / 10 * 6).unwrap();
+    drop(a);
+    d.synchronize().unwrap();
+    // Kept: the driver does not count it free.
+    assert!(free() < before / 10 * 6, "{} of {before} free", free());
+    // Larger than the driver's free memory, smaller than it plus the pool's.
+    let b = d.alloc::<u8>(before / 10 * 7).unwrap();
+    assert_eq!(b.len(), before / 10 * 7);
+    drop(b);
+    d.release_unused_memory().unwrap();
+    assert!(free() > before / 10 * 9, "{} of {before} free", free());
+}

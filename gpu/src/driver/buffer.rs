@@ -45,7 +45,14 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceBuffer<T> {
                     "out of memory: {what} needs more bytes than a 64-bit size can count"
                 ))
             })?;
-        let free_memory = || dev.context().mem_get_info().ok().map(|(free, _)| free);
+        // Free memory: the driver's, and what the pool keeps unused.
+        let free_memory = || {
+            let pooled = usize::try_from(dev.pooled_unused_bytes()).unwrap_or(usize::MAX);
+            dev.context()
+                .mem_get_info()
+                .ok()
+                .map(|(free, _)| free.saturating_add(pooled))
+        };
         let out_of_memory = |free: usize| Error::MemoryLimit {
             what: what.clone(),
             needed: bytes as u64,
@@ -57,7 +64,18 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy> DeviceBuffer<T> {
                 return Err(out_of_memory(free));
             }
         }
-        let slice = dev.stream().alloc_zeros::<T>(len.max(1)).map_err(|e| {
+        // The pool may keep its unused memory in pieces too small for this
+        // buffer: handed back to the driver, and allocated again once.
+        let slice = dev.stream().alloc_zeros::<T>(len.max(1)).or_else(|e| {
+            if e.0 != cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+                || dev.pooled_unused_bytes() == 0
+            {
+                return Err(e);
+            }
+            dev.release_pooled().map_err(|_| e)?;
+            dev.stream().alloc_zeros::<T>(len.max(1))
+        });
+        let slice = slice.map_err(|e| {
             let out_of_memory_code = e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY;
             match free_memory() {
                 Some(free) if out_of_memory_code => out_of_memory(free),

@@ -6,6 +6,7 @@ use crate::abi::{BLOCK, MIN_ARCH};
 use crate::arch::Arch;
 use crate::driver::errors::cuda_err;
 use crate::driver::extensions::Extensions;
+use crate::driver::memory_pool::MemoryPool;
 use crate::probe::{self, Library};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaStream};
 use std::path::PathBuf;
@@ -25,6 +26,9 @@ struct Inner {
     smem_per_sm: u32,
     smem_reserved_per_block: u32,
     cache_dir: Option<PathBuf>,
+    /// The pool buffers come from, keeping freed memory (`None`: no
+    /// stream-ordered allocation on this device).
+    pool: Option<MemoryPool>,
     /// What the layers above keep per device, by type.
     extensions: Extensions,
 }
@@ -159,8 +163,10 @@ impl CudaDevice {
                 ),
             });
         }
+        let pool = MemoryPool::keeping_freed(&ctx)?;
         Ok(CudaDevice {
             inner: Arc::new(Inner {
+                pool,
                 ctx,
                 stream,
                 ordinal,
@@ -186,6 +192,24 @@ impl CudaDevice {
     /// Sets this device's state of type `E`, replacing any.
     pub(crate) fn set_extension<E: DeviceExtension>(&self, value: E) -> Result<()> {
         self.inner.extensions.set(value)
+    }
+
+    /// Bytes the memory pool keeps that no buffer uses: free for this
+    /// process's next allocations, not counted free by the driver.
+    pub(crate) fn pooled_unused_bytes(&self) -> u64 {
+        self.inner.pool.as_ref().map_or(0, MemoryPool::unused_bytes)
+    }
+
+    /// Hands the pool's unused memory back to the driver once the work
+    /// enqueued so far (which may free buffers) is done.
+    pub(crate) fn release_pooled(&self) -> Result<()> {
+        let Some(pool) = &self.inner.pool else {
+            return Ok(());
+        };
+        self.inner.stream.synchronize().map_err(cuda_err(
+            "waiting for the device before handing memory back",
+        ))?;
+        pool.trim()
     }
 
     /// A handle that does not keep the device alive.

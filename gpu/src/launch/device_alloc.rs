@@ -90,4 +90,19 @@ impl Device {
             Device::Cuda(d) => d.synchronize(),
         }
     }
+
+    /// Hands the device memory warpfit keeps for reuse back to the driver,
+    /// once the work enqueued so far is done. Freed buffers stay with the
+    /// process (the device's memory pool keeps them, so that the next
+    /// allocations need no fresh pages); a process sharing the GPU with
+    /// others can give that memory up between phases. A no-op on the CPU.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn release_unused_memory(&self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Cuda(d) => d.release_pooled(),
+        }
+    }
 }

@@ -72,20 +72,18 @@ pub(crate) struct DeviceShape {
     pub n_gathered: usize,
 }
 
-/// Column blocks made on the device: `offsets` holds every block's range
-/// array one after the other (block `b`'s is `offsets[b * n ..= b * n +
-/// n]`, `k * n + 1` words in all) over the fine tasks permuted by `perm`
-/// (`perm[new] = old`).
-pub(crate) struct DeviceColumnBlocks {
-    pub offsets: DeviceBuffer<u32>,
-    pub perm: DeviceBuffer<u32>,
-}
-
-/// A task renumbering's layout: `ptr` (`n + 1` offsets) and `perm`
-/// (`perm[new] = old` over the fine tasks).
-pub(crate) struct DeviceRowOrder {
-    pub ptr: DeviceBuffer<u32>,
-    pub perm: DeviceBuffer<u32>,
+/// Checks that `perm` holds a u32 per fine task of `shape` (the
+/// permutation a layout kernel writes there).
+fn check_perm(perm: &DeviceBuffer<u8>, shape: DeviceShape, what: &str) -> Result<()> {
+    if perm.len() < 4 * shape.nnz {
+        return Err(Error::invalid(format!(
+            "{what}: a permutation of {} fine tasks needs {} bytes, got {}",
+            shape.nnz,
+            4 * shape.nnz,
+            perm.len()
+        )));
+    }
+    Ok(())
 }
 
 impl PlanKernels {
@@ -100,8 +98,9 @@ impl PlanKernels {
         // SAFETY: every kernel of plan.cuh takes 64-bit pointers and counts
         // in the order the methods below pass them; the pointers are device
         // addresses of live buffers of at least the lengths the counts say
-        // (the callers' `DeviceShape` and the buffers allocated here), and
-        // the kernels check every index they follow.
+        // (the callers' `DeviceShape`, their permutation buffers, checked
+        // by `check_perm`, and the buffers allocated here), and the kernels
+        // check every index they follow.
         unsafe { launch_words(dev, f, blocks, what, args) }
     }
 
@@ -118,26 +117,31 @@ impl PlanKernels {
     }
 
     /// The column blocks of `shape` in blocks of `width` gathered elements
-    /// (`k` of them, the last taking the rest): waits once, to check.
+    /// (`k` of them, the last taking the rest): every block's range array
+    /// one after the other (block `b`'s is `offsets[b * n ..= b * n + n]`,
+    /// `k * n + 1` words in all) over the fine tasks permuted by the
+    /// permutation written to `perm` (`perm[new] = old`, a u32 per fine
+    /// task). Waits once, to check.
     pub(crate) fn column_blocks(
         &self,
         dev: &CudaDevice,
         shape: DeviceShape,
         width: usize,
         k: usize,
-    ) -> Result<DeviceColumnBlocks> {
+        perm: &DeviceBuffer<u8>,
+    ) -> Result<DeviceBuffer<u32>> {
         if k == 0 || k > MAX_COLUMN_BLOCKS || width == 0 || width > u32::MAX as usize {
             return Err(Error::invalid(format!(
                 "device column blocks: {k} blocks of {width} elements (at most {MAX_COLUMN_BLOCKS} blocks of a u32 width)"
             )));
         }
         check_u32_shape(shape, "device column blocks")?;
+        check_perm(perm, shape, "device column blocks")?;
         let words = k
             .checked_mul(shape.n)
             .and_then(|w| w.checked_add(1))
             .ok_or_else(|| Error::invalid("device column blocks: too many counters"))?;
         let offsets = DeviceBuffer::<u32>::zeros(dev, words)?;
-        let perm = DeviceBuffer::<u32>::zeros(dev, shape.nnz.max(1))?;
         let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
         let (o, p, b) = (
             offsets.device_ptr(dev),
@@ -162,20 +166,23 @@ impl PlanKernels {
         args.extend([o, p, b]);
         self.launch(dev, &self.cb_place, grid, "cb_place", &args)?;
         check_flag(dev, &bad, "device column blocks")?;
-        Ok(DeviceColumnBlocks { offsets, perm })
+        Ok(offsets)
     }
 
     /// The layout of `shape`'s tasks renumbered by `order` (`order[new] =
-    /// old`, `n` entries on the device): waits once, to check.
+    /// old`, `n` entries on the device): its range array (`n + 1`
+    /// offsets), the fine tasks' permutation written to `perm`
+    /// (`perm[new] = old`, a u32 per fine task). Waits once, to check.
     pub(crate) fn row_order(
         &self,
         dev: &CudaDevice,
         shape: DeviceShape,
         order: u64,
-    ) -> Result<DeviceRowOrder> {
+        perm: &DeviceBuffer<u8>,
+    ) -> Result<DeviceBuffer<u32>> {
         check_u32_shape(shape, "a device renumbering")?;
+        check_perm(perm, shape, "a device renumbering")?;
         let ptr = DeviceBuffer::<u32>::zeros(dev, shape.n + 1)?;
-        let perm = DeviceBuffer::<u32>::zeros(dev, shape.nnz.max(1))?;
         let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
         let (np, p, b) = (
             ptr.device_ptr(dev),
@@ -202,7 +209,7 @@ impl PlanKernels {
             &[shape.ptr, order, np, n, nnz, p, b],
         )?;
         check_flag(dev, &bad, "a device renumbering")?;
-        Ok(DeviceRowOrder { ptr, perm })
+        Ok(ptr)
     }
 
     /// Of `samples` warps of 32 consecutive tasks spread evenly over

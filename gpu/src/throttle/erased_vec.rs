@@ -107,6 +107,14 @@ impl ErasedVec {
         self.len
     }
 
+    /// The device buffer holding the array (CUDA storage only).
+    pub(super) fn device_buffer(&self) -> Option<&DeviceBuffer<u8>> {
+        match &self.storage {
+            ErasedStorage::Cuda { buffer, .. } => Some(buffer),
+            ErasedStorage::Host(_) => None,
+        }
+    }
+
     pub(super) fn ty(&self) -> ScalarType {
         self.ty
     }

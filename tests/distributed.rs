@@ -528,3 +528,31 @@ fn pagerank_on_a_graph_made_in_parts_matches_the_whole() {
     assert!(apps::GraphParts::rmat(4, 2, 1, 17).is_err());
     assert!(apps::GraphParts::rmat(4, 2, 1, 0).is_err());
 }
+
+/// A graph's distribution made once serves several groups in turn: the
+/// ranks on each equal those of `pagerank_group_parts`, and a distribution
+/// of another graph is refused.
+#[test]
+fn one_distribution_of_a_graph_in_parts_serves_several_groups() {
+    use warpfit::distributed::Distributed;
+    let cfg = LaunchConfig::default();
+    let opts = PageRankOptions {
+        iterations: 6,
+        ..Default::default()
+    };
+    let gp = apps::GraphParts::rmat(10, 8, 3, 3).unwrap();
+    let (a, b) = (DeviceGroup::cpu(3).unwrap(), DeviceGroup::cpu(3).unwrap());
+    let want = apps::pagerank_group_parts(&a, &cfg, &gp, &opts).unwrap();
+    let d = Distributed::from_distribution(&a, gp.distribution().unwrap()).unwrap();
+    let first = apps::pagerank_on_parts(&d, &cfg, &gp, &opts).unwrap();
+    let d = Distributed::from_distribution(&b, d.into_distribution()).unwrap();
+    let second = apps::pagerank_on_parts(&d, &cfg, &gp, &opts).unwrap();
+    assert_eq!(first.result, want.result);
+    assert_eq!(second.result, want.result);
+    assert_eq!(second.exchange, want.exchange);
+    let other = apps::GraphParts::rmat(9, 8, 3, 3).unwrap();
+    let e = apps::pagerank_on_parts(&d, &cfg, &other, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("vertices"), "{e}");
+}

@@ -333,3 +333,56 @@ fn throttled_parts_on_gpu_groups_match_one_device() {
         }
     }
 }
+
+/// Parts placed several to a GPU (`DeviceGroup::cuda_parts`, device and
+/// peer copies, no NCCL): four parts of an RMAT graph on the host's GPUs,
+/// two to a GPU where there are two, all on GPU 0 otherwise; the ranks
+/// equal those of four CPU parts within rounding, and the transfers and
+/// the all-reduce between members on one GPU move what they say.
+#[test]
+fn parts_placed_several_to_a_gpu_match_cpu_parts() {
+    let (_, all) = need_gpu!();
+    let placement: Vec<usize> = (0..4).map(|p| p * all.min(2) / 4).collect();
+    let group = DeviceGroup::cuda_parts(&placement).unwrap();
+    assert!(
+        group.describe().contains("device copies"),
+        "{}",
+        group.describe()
+    );
+    let cfg = LaunchConfig::default();
+    let opts = PageRankOptions {
+        iterations: 7,
+        ..Default::default()
+    };
+    let gp = apps::GraphParts::rmat(13, 8, 4, 4).unwrap();
+    let want = apps::pagerank_group_parts(&DeviceGroup::cpu(4).unwrap(), &cfg, &gp, &opts).unwrap();
+    let run = apps::pagerank_group_parts(&group, &cfg, &gp, &opts).unwrap();
+    assert_eq!(run.exchange, want.exchange);
+    for (v, (x, y)) in run.result.iter().zip(&want.result).enumerate() {
+        assert!(
+            (x - y).abs() <= 1e-5 * y.abs(),
+            "vertex {v}: {x} vs {y} ({placement:?})"
+        );
+    }
+    // Members 0 and 1 share a GPU: a transfer between them and a sum.
+    let a: Vec<_> = group
+        .devices()
+        .iter()
+        .enumerate()
+        .map(|(p, d)| d.upload(&[p as f64 + 1.0; 4]).unwrap())
+        .collect();
+    let refs: Vec<_> = a.iter().collect();
+    let t = Transfer {
+        from: 0,
+        to: 1,
+        src_offset: 0,
+        dst_offset: 2,
+        len: 2,
+    };
+    group.transfer(&refs, &refs, &[t]).unwrap();
+    assert_eq!(a[1].to_vec().unwrap(), [2.0, 2.0, 1.0, 1.0]);
+    group.all_reduce_sum(&refs, 0..1).unwrap();
+    for v in &a {
+        assert_eq!(v.to_vec().unwrap()[0], 1.0 + 2.0 + 3.0 + 4.0);
+    }
+}

@@ -7,8 +7,11 @@
 //! NCCL_NVLS_ENABLE=0 group_bench [--gpus 1,2,4] [--partition rows|levels] [--runs N] [--overlap] \
 //!     [--spmv SPEC]... [--pagerank SPEC]... [--cg SPEC]... [--bfs SPEC]... \
 //!     [--bfs-direction auto,bottom-up,top-down] [--exchange-shares 1,0.85,0] \
-//!     [--pagerank-parts SCALE]...
+//!     [--pagerank-parts SCALE]... [--pagerank-capacity SCALE]...
 //! ```
+//! `--pagerank-capacity` makes the graph in as many parts as the first GPU
+//! count and runs it on each count, the parts several to a GPU where the
+//! count is smaller (`--gpus 4,2`: four parts on 4 GPUs, then on 2).
 //! `--overlap` runs SpMV and PageRank with the exchange beside each member's
 //! owned block (with `--pagerank-parts`, both forms on the same graph).
 //! Each `SPEC` is a generator (`uniform:n=67108864,per_row=16`); without
@@ -39,6 +42,7 @@ struct Opts {
     directions: Vec<BfsDirection>,
     shares: Vec<f64>,
     pagerank_parts: Vec<u32>,
+    pagerank_capacity: Vec<u32>,
 }
 
 fn parse() -> Result<Opts> {
@@ -59,6 +63,7 @@ fn parse() -> Result<Opts> {
         ],
         shares: vec![],
         pagerank_parts: vec![],
+        pagerank_capacity: vec![],
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -93,6 +98,11 @@ fn parse() -> Result<Opts> {
                     })
                     .collect::<Result<_>>()?
             }
+            "--pagerank-capacity" => o.pagerank_capacity.push(
+                val()?
+                    .parse()
+                    .map_err(|_| Error::invalid("--pagerank-capacity SCALE"))?,
+            ),
             "--pagerank-parts" => o.pagerank_parts.push(
                 val()?
                     .parse()
@@ -109,6 +119,7 @@ fn parse() -> Result<Opts> {
         && o.cg.is_empty()
         && o.bfs.is_empty()
         && o.pagerank_parts.is_empty()
+        && o.pagerank_capacity.is_empty()
     {
         o.spmv = vec![
             "uniform:n=67108864,per_row=16,seed=1".into(),
@@ -603,6 +614,82 @@ fn run() -> Result<()> {
     }
     for &scale in &o.pagerank_parts {
         pagerank_parts_rows(&o, &dev, scale)?;
+    }
+    for &scale in &o.pagerank_capacity {
+        pagerank_capacity_rows(&o, &dev, scale)?;
+    }
+    Ok(())
+}
+
+/// PageRank (50 iterations) on RMAT `scale` made once in as many blocks as
+/// the first GPU count, its distribution made once, then run on each
+/// count in turn: one GPU per part (NCCL) for the first, the parts placed
+/// several to a GPU (`DeviceGroup::cuda_parts`, device copies) for a
+/// smaller count. The capacity run: RMAT 29 in four parts (each within a
+/// part's 32-bit indices) on 4 GPUs, then on 2; each count's ranks checked
+/// against the first's.
+fn pagerank_capacity_rows(o: &Opts, dev: &Device, scale: u32) -> Result<()> {
+    use warpfit::distributed::Distributed;
+    let parts = o.gpus.first().copied().unwrap_or(1);
+    let cfg = LaunchConfig::default();
+    let opts = PageRankOptions {
+        iterations: 50,
+        ..Default::default()
+    };
+    let spec = format!("rmat:scale={scale}, {parts} parts");
+    let t = Instant::now();
+    let g = GraphParts::rmat(scale, 16, 1, parts)?;
+    eprintln!(
+        "{spec}: made in {:.1} s, {} edges",
+        t.elapsed().as_secs_f64(),
+        g.edges()
+    );
+    let t = Instant::now();
+    let mut dist = Some(g.distribution()?);
+    eprintln!("{spec}: distributed in {:.1} s", t.elapsed().as_secs_f64());
+    let (mut first, mut base): (Option<Vec<f32>>, Option<f64>) = (None, None);
+    for &n in &o.gpus {
+        let gr = if o.cpu || n == parts {
+            group(o, dev, parts)?
+        } else {
+            let placement: Vec<usize> = (0..parts).map(|p| p * n / parts).collect();
+            DeviceGroup::cuda_parts(&placement)?
+        };
+        let t = Instant::now();
+        let d = Distributed::from_distribution(
+            &gr,
+            dist.take()
+                .ok_or_else(|| Error::invalid("no distribution"))?,
+        )?;
+        let placed = t.elapsed();
+        let run = apps::pagerank_on_parts(&d, &cfg, &g, &opts)?;
+        dist = Some(d.into_distribution());
+        let check = match &first {
+            None => {
+                let sum: f64 = run.result.iter().map(|&r| r as f64).sum();
+                format!("rank sum {sum:.6}")
+            }
+            Some(f) => format!("first run ± {:.1e}", max_rel(&run.result, f, 1e-12)),
+        };
+        let mut r = row(
+            "pagerank ×50, capacity",
+            &spec,
+            g.edges() as usize,
+            4,
+            &run,
+            base,
+            check,
+        );
+        r.gpus = n;
+        r.extra = format!(
+            "{}; placed in {:.1} s, launches prepared in {:.1} s",
+            run.group,
+            placed.as_secs_f64(),
+            run.setup.as_secs_f64()
+        );
+        base.get_or_insert(r.ms);
+        first.get_or_insert(run.result);
+        print_row(&r);
     }
     Ok(())
 }

@@ -93,6 +93,24 @@ impl GraphParts {
         GraphParts::new(incoming, out_degree)
     }
 
+    /// The distribution of the blocks' in-edges, one part per block
+    /// ([`Distribution::from_row_blocks`], whole blocks where a member
+    /// reads most of another's, as [`pagerank_group_parts`] makes it). Made
+    /// once, it can be placed on several groups in turn
+    /// ([`Distributed::from_distribution`],
+    /// [`Distributed::into_distribution`]) for [`pagerank_on_parts`].
+    ///
+    /// # Errors
+    /// As [`Distribution::from_row_blocks`].
+    pub fn distribution(&self) -> Result<Distribution> {
+        let blocks: Vec<(&[u32], &[u32])> = self
+            .incoming
+            .iter()
+            .map(|b| (b.row_ptr(), b.col_idx()))
+            .collect();
+        Distribution::from_row_blocks(&blocks)?.with_whole_blocks(WHOLE_BLOCK_SHARE)
+    }
+
     /// The vertices.
     pub fn vertices(&self) -> usize {
         self.out_degree.len()
@@ -162,12 +180,32 @@ fn parts_on_group(
         ));
     }
     let start = Instant::now();
-    let blocks: Vec<(&[u32], &[u32])> = g
-        .incoming
-        .iter()
-        .map(|b| (b.row_ptr(), b.col_idx()))
-        .collect();
-    let dist = Distribution::from_row_blocks(&blocks)?.with_whole_blocks(WHOLE_BLOCK_SHARE)?;
-    let d = Distributed::from_distribution(group, dist)?;
+    let d = Distributed::from_distribution(group, g.distribution()?)?;
     pagerank_on(&d, config, &g.out_degree, opts, start, overlap)
+}
+
+/// [`pagerank_group_parts`] on `g`'s distribution already placed on a
+/// group (`d`, from [`GraphParts::distribution`]): the set-up it reports
+/// is the launches' preparation only. One distribution of a graph too
+/// large to make twice serves several groups in turn: one GPU per part
+/// over NCCL, then the same parts several to a GPU
+/// ([`DeviceGroup::cuda_parts`]), their ranks compared.
+///
+/// # Errors
+/// `d` not made from a graph of `g`'s vertices (its task count); as
+/// [`pagerank_group_parts`].
+pub fn pagerank_on_parts(
+    d: &Distributed<'_>,
+    config: &LaunchConfig,
+    g: &GraphParts,
+    opts: &PageRankOptions,
+) -> Result<GroupRun<f32>> {
+    if d.distribution().n_tasks() != g.vertices() {
+        return Err(Error::length(
+            "a distributed graph's vertices",
+            g.vertices(),
+            d.distribution().n_tasks(),
+        ));
+    }
+    pagerank_on(d, config, &g.out_degree, opts, Instant::now(), false)
 }

@@ -56,7 +56,9 @@ pub use distributed_bfs::{
     bfs_bits_apply, bfs_bits_bottom_up, bfs_bits_top_down, bfs_clear_words, bfs_count_level,
     bfs_frontier_bits, bfs_group, bfs_next_depth, BfsDirection, BFS_BOTTOM_UP_SHARE,
 };
-pub use distributed_parts::{pagerank_group_parts, pagerank_group_parts_overlapped, GraphParts};
+pub use distributed_parts::{
+    pagerank_group_parts, pagerank_group_parts_overlapped, pagerank_on_parts, GraphParts,
+};
 pub use distributed_throttled::spmv_group_throttled;
 pub use driven::{
     auto_driver, bfs_driven, bfs_driven_observed, cc_driven, cc_driven_observed, default_delta,

@@ -195,6 +195,13 @@ impl<'g> Distributed<'g> {
         &self.dist
     }
 
+    /// The distribution back, its members' arrays freed: to place it on
+    /// another group ([`Distributed::from_distribution`]) without making it
+    /// again.
+    pub fn into_distribution(self) -> Distribution {
+        self.dist
+    }
+
     /// Member `p`'s task count: launch its part over `0..tasks(p)`.
     pub fn tasks(&self, p: usize) -> usize {
         self.dist.parts()[p].tasks.len()

@@ -1,5 +1,7 @@
 //! A group of devices that run one distributed kernel: several GPUs of one
-//! host joined by NCCL ([`DeviceGroup::cuda`]), or a CPU group of N parts
+//! host joined by NCCL ([`DeviceGroup::cuda`]), parts placed several to a
+//! GPU and joined by device copies ([`DeviceGroup::cuda_parts`]), or a CPU
+//! group of N parts
 //! ([`DeviceGroup::cpu`]) whose exchanges are host copies, so that the
 //! partition and exchange code above it runs, and is tested, on machines
 //! without GPUs.
@@ -12,15 +14,18 @@
 //! the distribution of a kernel's tasks.
 
 mod nccl;
+mod peer;
+mod transfer;
 
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::device::Device;
 use crate::launch::device_vec::DeviceVec;
 use crate::spec::Scalar;
 use cudarc::driver::CudaStream;
-use nccl::{NcclComms, PeerOp};
+use nccl::{wait_stream, NcclComms, PeerOp};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+pub use transfer::Transfer;
 use warpfit_runtime::{Error, Result};
 
 /// The most members a group takes (NCCL's single-process initialisation
@@ -68,6 +73,9 @@ enum Link {
         comms: NcclComms,
         side: Vec<Arc<CudaStream>>,
     },
+    /// Members placed on GPUs, several to a GPU: device and peer copies,
+    /// each move done on return (`peer`).
+    Peer,
 }
 
 /// Devices that run one distributed kernel together, member `p` holding
@@ -132,6 +140,43 @@ impl DeviceGroup {
             .map(|&o| Device::open_cuda(o))
             .collect::<Result<Vec<_>>>()?;
         Self::join(devices)
+    }
+
+    /// Members placed on GPUs, several to a GPU where `ordinals` names one
+    /// more than once: member `p` runs on GPU `ordinals[p]`. For a kernel
+    /// cut into more parts than the host has GPUs, each part within the
+    /// 32-bit indices of a part's layout (RMAT 29 in four parts on two
+    /// GPUs). Members on one GPU share its stream; the exchange is device
+    /// and peer copies and the all-reduce a sum on the host, each waiting
+    /// for every member and done on return: a group for holding what one
+    /// part per GPU cannot, not for speed. No NCCL is needed.
+    ///
+    /// # Errors
+    /// No ordinal, or more than [`MAX_GROUP`]; a GPU that cannot be opened.
+    pub fn cuda_parts(ordinals: &[usize]) -> Result<Self> {
+        check_size(ordinals.len())?;
+        let mut opened: Vec<(usize, Device)> = Vec::new();
+        let mut devices = Vec::with_capacity(ordinals.len());
+        for &o in ordinals {
+            let d = match opened.iter().find(|(k, _)| *k == o) {
+                Some((_, d)) => d.clone(),
+                None => {
+                    let d = Device::open_cuda(o)?;
+                    opened.push((o, d.clone()));
+                    d
+                }
+            };
+            devices.push(d);
+        }
+        let link = match devices.len() {
+            1 => Link::Alone,
+            _ => Link::Peer,
+        };
+        Ok(DeviceGroup {
+            devices,
+            link,
+            timeout: DEFAULT_GROUP_TIMEOUT,
+        })
     }
 
     /// Every GPU of the host.
@@ -232,6 +277,11 @@ impl DeviceGroup {
             Link::Nccl { .. } => {
                 format!("{} GPUs ({}) over NCCL", self.len(), self.ordinals_text())
             }
+            Link::Peer => format!(
+                "{} parts on GPUs ({}) joined by device copies",
+                self.len(),
+                self.ordinals_text()
+            ),
         }
     }
 
@@ -348,6 +398,22 @@ impl DeviceGroup {
                 }
                 Ok(())
             }
+            Link::Peer => {
+                let size = T::TYPE.size();
+                let ptr =
+                    |v: &DeviceVec<T>, off: usize| v.cuda_ptr().unwrap_or(0) + (off * size) as u64;
+                let copies: Vec<peer::PeerCopy> = transfers
+                    .iter()
+                    .map(|t| peer::PeerCopy {
+                        from: t.from,
+                        src: ptr(src[t.from], t.src_offset),
+                        to: t.to,
+                        dst: ptr(dst[t.to], t.dst_offset),
+                        bytes: t.len * size,
+                    })
+                    .collect();
+                peer::copy_all(&self.cudas(), &copies)
+            }
             Link::Nccl { comms, side } => {
                 let size = T::TYPE.size() as u64;
                 let ptr =
@@ -393,7 +459,7 @@ impl DeviceGroup {
         range: std::ops::Range<usize>,
     ) -> Result<()>
     where
-        T: Scalar + std::ops::Add<Output = T>,
+        T: Scalar + Default + std::ops::Add<Output = T>,
     {
         self.check_members("an all-reduce", bufs)?;
         if let Some(v) = bufs
@@ -434,6 +500,14 @@ impl DeviceGroup {
                     .collect();
                 comms.all_reduce_sum(&self.cudas(), T::TYPE, &ptrs, range.len())
             }
+            Link::Peer => {
+                let size = T::TYPE.size() as u64;
+                let ptrs: Vec<u64> = bufs
+                    .iter()
+                    .map(|v| v.cuda_ptr().unwrap_or(0) + range.start as u64 * size)
+                    .collect();
+                peer::all_reduce_sum_on_host::<T>(&self.cudas(), &ptrs, range.len())
+            }
         }
     }
 
@@ -453,60 +527,6 @@ impl DeviceGroup {
     }
 }
 
-/// Polls `d`'s stream until it is idle, NCCL reports an error, or the time
-/// runs out.
-fn wait_stream(
-    d: &CudaDevice,
-    stream: &CudaStream,
-    comms: &NcclComms,
-    start: Instant,
-    timeout: Duration,
-) -> Result<()> {
-    use cudarc::driver::sys;
-    d.context()
-        .bind_to_thread()
-        .map_err(crate::driver::errors::cuda_err("binding a context"))?;
-    let stream = stream.cu_stream();
-    loop {
-        // SAFETY: a live stream of the context bound above.
-        match unsafe { sys::cuStreamQuery(stream) } {
-            sys::CUresult::CUDA_SUCCESS => return Ok(()),
-            sys::CUresult::CUDA_ERROR_NOT_READY => {}
-            r => {
-                comms.abort();
-                return Err(Error::Cuda {
-                    context: format!("waiting for GPU {} of a group", d.ordinal()),
-                    message: format!("{r:?}"),
-                });
-            }
-        }
-        if let Some(e) = comms.async_error() {
-            comms.abort();
-            return Err(Error::Cuda {
-                context: format!("waiting for GPU {} of a group", d.ordinal()),
-                message: e,
-            });
-        }
-        if start.elapsed() > timeout {
-            comms.abort();
-            return Err(Error::Cuda {
-                context: format!("waiting for GPU {} of a group", d.ordinal()),
-                message: format!(
-                    "no progress in {:.0} s: a peer stopped answering; the group's communicators were aborted",
-                    timeout.as_secs_f64()
-                ),
-            });
-        }
-        // Spin for the first milliseconds (a launch's wait is usually
-        // shorter than a sleep's granularity), then poll gently.
-        if start.elapsed() < Duration::from_millis(5) {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(Duration::from_micros(50));
-        }
-    }
-}
-
 /// The number of GPUs the driver reports.
 fn cuda_count() -> Result<usize> {
     crate::probe::require(crate::probe::Library::Driver)?;
@@ -519,40 +539,4 @@ fn cuda_count() -> Result<usize> {
         });
     }
     Ok(n as usize)
-}
-
-/// One copy between two members of a group: `len` elements of member
-/// `from`'s source at `src_offset` into member `to`'s destination at
-/// `dst_offset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transfer {
-    /// The sending member.
-    pub from: usize,
-    /// The receiving member (not `from`).
-    pub to: usize,
-    /// First element read.
-    pub src_offset: usize,
-    /// First element written.
-    pub dst_offset: usize,
-    /// Elements.
-    pub len: usize,
-}
-
-impl Transfer {
-    fn check(&self, members: usize, src_len: usize, dst_len: usize) -> Result<()> {
-        if self.from >= members || self.to >= members || self.from == self.to {
-            return Err(Error::invalid(format!(
-                "a transfer from member {} to member {} in a group of {members}",
-                self.from, self.to
-            )));
-        }
-        let fits = |off: usize, len: usize| off.checked_add(self.len).is_some_and(|e| e <= len);
-        if !fits(self.src_offset, src_len) || !fits(self.dst_offset, dst_len) {
-            return Err(Error::invalid(format!(
-                "a transfer of {} elements from {} (of {src_len}) to {} (of {dst_len}) runs past an array",
-                self.len, self.src_offset, self.dst_offset
-            )));
-        }
-        Ok(())
-    }
 }

@@ -10,8 +10,10 @@
 
 use crate::driver::cuda_device::CudaDevice;
 use crate::spec::ScalarType;
+use cudarc::driver::CudaStream;
 use cudarc::nccl::{result, sys};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use warpfit_runtime::{Error, Result};
 
 /// The communicators of a group, rank `p` on the group's GPU `p`.
@@ -222,6 +224,60 @@ impl Drop for NcclComms {
         for &c in &self.comms {
             // SAFETY: a live communicator, destroyed once.
             let _ = unsafe { result::comm_destroy(c) };
+        }
+    }
+}
+
+/// Polls `d`'s stream until it is idle, NCCL reports an error, or the time
+/// runs out.
+pub(super) fn wait_stream(
+    d: &CudaDevice,
+    stream: &CudaStream,
+    comms: &NcclComms,
+    start: Instant,
+    timeout: Duration,
+) -> Result<()> {
+    use cudarc::driver::sys;
+    d.context()
+        .bind_to_thread()
+        .map_err(crate::driver::errors::cuda_err("binding a context"))?;
+    let stream = stream.cu_stream();
+    loop {
+        // SAFETY: a live stream of the context bound above.
+        match unsafe { sys::cuStreamQuery(stream) } {
+            sys::CUresult::CUDA_SUCCESS => return Ok(()),
+            sys::CUresult::CUDA_ERROR_NOT_READY => {}
+            r => {
+                comms.abort();
+                return Err(Error::Cuda {
+                    context: format!("waiting for GPU {} of a group", d.ordinal()),
+                    message: format!("{r:?}"),
+                });
+            }
+        }
+        if let Some(e) = comms.async_error() {
+            comms.abort();
+            return Err(Error::Cuda {
+                context: format!("waiting for GPU {} of a group", d.ordinal()),
+                message: e,
+            });
+        }
+        if start.elapsed() > timeout {
+            comms.abort();
+            return Err(Error::Cuda {
+                context: format!("waiting for GPU {} of a group", d.ordinal()),
+                message: format!(
+                    "no progress in {:.0} s: a peer stopped answering; the group's communicators were aborted",
+                    timeout.as_secs_f64()
+                ),
+            });
+        }
+        // Spin for the first milliseconds (a launch's wait is usually
+        // shorter than a sleep's granularity), then poll gently.
+        if start.elapsed() < Duration::from_millis(5) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
         }
     }
 }

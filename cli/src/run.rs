@@ -226,6 +226,12 @@ pub struct RunArgs {
     /// locality; square matrices).
     #[arg(long, value_name = "KIND")]
     pub partition: Option<String>,
+    /// With --gpus (spmv, pagerank): each member's rows split by where
+    /// their gathered entries live; the owned block runs while the halo
+    /// moves, then each sender's block adds its part (sums taken block by
+    /// block: equal within rounding).
+    #[arg(long)]
+    pub overlap: bool,
 }
 
 /// Rejects options the chosen app does not use, instead of ignoring them.

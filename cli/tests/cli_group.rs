@@ -84,11 +84,46 @@ fn every_group_app_equals_the_single_device_run() {
         );
     }
     assert!(stdout.contains("throttle: member 0: "), "{stdout}");
+    // spmv and pagerank with the exchange beside the owned block.
+    for (app, args) in [
+        ("spmv", &["run", "spmv", "--gen", "rmat:scale=10"][..]),
+        (
+            "pagerank",
+            &["run", "pagerank", "--gen", "rmat:scale=10", "--iters", "5"][..],
+        ),
+    ] {
+        let (want, _) = run(&format!("{app}-overlap-one.txt"), args);
+        let mut a = args.to_vec();
+        a.extend(["--gpus", "3", "--overlap"]);
+        let (got, _) = run(&format!("{app}-overlap-3.txt"), &a);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1e-3),
+                "{app} overlapped: entry {i}: {g} vs {w}"
+            );
+        }
+    }
 }
 
 #[test]
 fn group_options_are_checked() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["run", "spmv", "--gen", "rmat:scale=6", "--overlap"],
+            "--overlap applies with --gpus",
+        ),
+        (
+            &[
+                "run",
+                "cg",
+                "--gen",
+                "poisson2d:side=8",
+                "--gpus",
+                "2",
+                "--overlap",
+            ],
+            "--overlap applies to spmv and pagerank",
+        ),
         (
             &["run", "sssp", "--gen", "rmat:scale=6", "--gpus", "2"],
             "--gpus applies to spmv, pagerank, cg and bfs",

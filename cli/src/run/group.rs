@@ -16,7 +16,20 @@ pub(super) fn check_options(args: &RunArgs) -> Result<()> {
         if args.partition.is_some() {
             return Err(Error::invalid("--partition applies with --gpus"));
         }
+        if args.overlap {
+            return Err(Error::invalid("--overlap applies with --gpus"));
+        }
         return Ok(());
+    }
+    if args.overlap && !matches!(args.app, App::Spmv | App::Pagerank) {
+        return Err(Error::invalid(
+            "--overlap applies to spmv and pagerank on a group",
+        ));
+    }
+    if args.overlap && args.throttle.is_some() {
+        return Err(Error::invalid(
+            "--overlap does not combine with --throttle: a throttled group runs its parts whole",
+        ));
     }
     if let Some(g) = &args.gpus {
         GroupSize::parse(g)?;
@@ -96,9 +109,13 @@ impl AppRun<'_> {
                 let x = apps::spmv_input(a.ncols());
                 let run = match self.throttle_options(apps::spmv::f32::throttle_options, iters)? {
                     Some(o) => apps::spmv_group_throttled(&group, kind, a, &x, iters, &o)?,
-                    // Exchange first: measured at or near 2× on two GPUs on
-                    // every matrix of BENCHMARKS.md, where the overlapped
-                    // form's range is wider (see "Several GPUs over NCCL").
+                    // Exchange first unless asked: measured at or near 2× on
+                    // two GPUs on every matrix of BENCHMARKS.md, where the
+                    // overlapped form's range is wider (see "Several GPUs
+                    // over NCCL").
+                    None if self.args.overlap => {
+                        apps::spmv_group_overlapped(&group, kind, &self.config, a, &x, iters)?
+                    }
                     None => apps::spmv_group(&group, kind, &self.config, a, &x, iters)?,
                 };
                 let per = run.median_step().as_secs_f64();
@@ -120,7 +137,10 @@ impl AppRun<'_> {
                     iterations: self.iters.unwrap_or(PAGERANK_ITERS),
                     ..PageRankOptions::default()
                 };
-                let run = apps::pagerank_group(&group, kind, &self.config, &g, &opts)?;
+                let run = match self.args.overlap {
+                    true => apps::pagerank_group_overlapped(&group, kind, &self.config, &g, &opts)?,
+                    false => apps::pagerank_group(&group, kind, &self.config, &g, &opts)?,
+                };
                 let per = run.median_step().as_secs_f64();
                 let sum = run.result.iter().map(|&r| r as f64).sum::<f64>() + 0.0;
                 let line = format!(

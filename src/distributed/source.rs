@@ -248,9 +248,9 @@ fn split_by_source<T: Copy + Send + Sync>(
         .enumerate()
         .for_each(|(k, (mut cs, mut vs))| {
             let mut at = vec![0usize; nb];
-            for r in bounds[k]..bounds[k + 1] {
-                let lo = row_ptr[r] as usize;
-                for (e, &x) in entries(r).iter().enumerate() {
+            for w in row_ptr[bounds[k]..=bounds[k + 1]].windows(2) {
+                let lo = w[0] as usize;
+                for (e, &x) in col[lo..w[1] as usize].iter().enumerate() {
                     let b = block(x);
                     cs[b][at[b]] = x;
                     if let (Some(v), Some(val)) = (vs[b].as_deref_mut(), val) {

@@ -54,7 +54,7 @@ mod throttle;
 pub mod levels {
     pub use crate::engines::level_order::{
         level_order, level_order_from_roots, level_order_within, load, renumber, spread_roots,
-        DeviceCsr, DeviceLevelOrder, ROUNDS_PER_CHECK,
+        DeviceCsr, DeviceLevelOrder, FIRST_ROUNDS_PER_CHECK, ROUNDS_PER_CHECK,
     };
 }
 

@@ -141,6 +141,18 @@ fn group(o: &Opts, first: &Device, n: usize) -> Result<DeviceGroup> {
     }
 }
 
+/// A run's ranks against the first run's, or their sum where it is the
+/// first.
+fn rank_check(first: Option<&[f32]>, ranks: &[f32]) -> String {
+    match first {
+        None => {
+            let sum: f64 = ranks.iter().map(|&r| r as f64).sum();
+            format!("rank sum {sum:.6}")
+        }
+        Some(f) => format!("first run ± {:.1e}", max_rel(ranks, f, 1e-12)),
+    }
+}
+
 /// Largest |a − b| / max(|b|, floor) over the entries.
 fn max_rel<A: Copy + Into<f64>, B: Copy + Into<f64>>(a: &[A], b: &[B], floor: f64) -> f64 {
     a.iter()
@@ -557,13 +569,7 @@ fn pagerank_parts_rows(o: &Opts, dev: &Device, scale: u32) -> Result<()> {
                 false => apps::pagerank_group_parts(&gr, &cfg, &g, &opts)?,
                 true => apps::pagerank_group_parts_overlapped(&gr, &cfg, &g, &opts)?,
             };
-            let check = match &first {
-                None => {
-                    let sum: f64 = run.result.iter().map(|&r| r as f64).sum();
-                    format!("rank sum {sum:.6}")
-                }
-                Some(f) => format!("first run ± {:.1e}", max_rel(&run.result, f, 1e-12)),
-            };
+            let check = rank_check(first.as_deref(), &run.result);
             let app = match overlap {
                 false => "pagerank ×50, made in parts",
                 true => "pagerank ×50, made in parts, overlapped",
@@ -664,13 +670,7 @@ fn pagerank_capacity_rows(o: &Opts, dev: &Device, scale: u32) -> Result<()> {
         let placed = t.elapsed();
         let run = apps::pagerank_on_parts(&d, &cfg, &g, &opts)?;
         dist = Some(d.into_distribution());
-        let check = match &first {
-            None => {
-                let sum: f64 = run.result.iter().map(|&r| r as f64).sum();
-                format!("rank sum {sum:.6}")
-            }
-            Some(f) => format!("first run ± {:.1e}", max_rel(&run.result, f, 1e-12)),
-        };
+        let check = rank_check(first.as_deref(), &run.result);
         let mut r = row(
             "pagerank ×50, capacity",
             &spec,

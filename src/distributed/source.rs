@@ -6,7 +6,7 @@
 use super::pattern::Distributed;
 use crate::{DeviceVec, Result, Scalar};
 use rayon::prelude::*;
-use warpfit_runtime::{Segment, TaskList};
+use warpfit_runtime::{mem, Segment, TaskList};
 
 /// The longest segment of a source block's task list: a warp's 32 lanes
 /// for 32 steps.
@@ -107,12 +107,7 @@ impl Distributed<'_> {
                 let val = values.map(|v| dist.fine_part(p, v)).transpose()?;
                 let mut edges = vec![part.owned_x.len() as u32];
                 edges.extend(part.halo.iter().map(|h| (h.offset + h.global.len()) as u32));
-                Ok(split_by_source(
-                    &part.row_ptr,
-                    &part.col,
-                    val.as_deref(),
-                    &edges,
-                ))
+                split_by_source(&part.row_ptr, &part.col, val.as_deref(), &edges)
             })
             .collect()
     }
@@ -168,18 +163,21 @@ fn task_list(ptr: &[u32]) -> Result<Option<TaskList>> {
 /// row's entries in their order. On all cores: the rows are cut into
 /// chunks, each chunk's entries of a block land in one contiguous range of
 /// that block's arrays (a member of RMAT 28 on four GPUs holds a billion
-/// entries).
+/// entries). Every array is reserved against the memory budget first.
 fn split_by_source<T: Copy + Send + Sync>(
     row_ptr: &[u32],
     col: &[u32],
     val: Option<&[T]>,
     edges: &[u32],
-) -> Vec<HostBlock<T>> {
+) -> Result<Vec<HostBlock<T>>> {
     let block = |c: u32| edges.partition_point(|&e| e <= c);
     let (rows, nb) = (row_ptr.len() - 1, edges.len());
     let entries = |r: usize| &col[row_ptr[r] as usize..row_ptr[r + 1] as usize];
     // Per row, its entries in each block.
-    let mut counts = vec![0u32; rows * nb];
+    let cells = rows
+        .checked_mul(nb)
+        .ok_or_else(|| crate::Error::invalid("a split by source: too many counters"))?;
+    let mut counts = mem::try_filled("a split by source's counters", cells, 0u32)?;
     counts
         .par_chunks_mut(nb.max(1))
         .enumerate()
@@ -192,25 +190,31 @@ fn split_by_source<T: Copy + Send + Sync>(
     let ptrs: Vec<Vec<u32>> = (0..nb)
         .into_par_iter()
         .map(|b| {
-            let mut ptr = Vec::with_capacity(rows + 1);
+            let mut ptr = Vec::new();
+            mem::try_reserve(&mut ptr, rows + 1, "a source block's range array")?;
             let mut at = 0u32;
             ptr.push(0);
             for r in 0..rows {
                 at += counts[r * nb + b];
                 ptr.push(at);
             }
-            ptr
+            Ok(ptr)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     drop(counts);
-    let mut cols: Vec<Vec<u32>> = ptrs.iter().map(|p| vec![0u32; p[rows] as usize]).collect();
+    let mut cols: Vec<Vec<u32>> = ptrs
+        .iter()
+        .map(|p| mem::try_filled("a source block's index array", p[rows] as usize, 0u32))
+        .collect::<Result<_>>()?;
+    // Values filled with any value of T (the first), every slot written.
     let mut vals: Vec<Option<Vec<T>>> = ptrs
         .iter()
         .map(|p| {
             val.and_then(|v| v.first())
-                .map(|&z| vec![z; p[rows] as usize])
+                .map(|&z| mem::try_filled("a source block's values", p[rows] as usize, z))
+                .transpose()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // Chunks of rows; chunk k's entries of block b are `ptrs[b][bounds[k]]
     // .. ptrs[b][bounds[k + 1]]`.
     const CHUNK_ROWS: usize = 1 << 14;
@@ -260,11 +264,12 @@ fn split_by_source<T: Copy + Send + Sync>(
                 }
             }
         });
-    ptrs.into_iter()
+    Ok(ptrs
+        .into_iter()
         .zip(cols)
         .zip(vals)
         .map(|((p, c), v)| (p, c, v))
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]
@@ -276,8 +281,8 @@ mod tests {
         // Rows: {0, 5, 2}, {}, {7, 3}; sources [0, 3), [3, 6), [6, 8).
         let (ptr, col) = ([0u32, 3, 3, 5], [0u32, 5, 2, 7, 3]);
         let val = [1.0f32, 2.0, 3.0, 4.0, 5.0];
-        let with = split_by_source(&ptr, &col, Some(&val[..]), &[3, 6, 8]);
-        let without = split_by_source::<f32>(&ptr, &col, None, &[3, 6, 8]);
+        let with = split_by_source(&ptr, &col, Some(&val[..]), &[3, 6, 8]).unwrap();
+        let without = split_by_source::<f32>(&ptr, &col, None, &[3, 6, 8]).unwrap();
         let want = [
             (vec![0u32, 2, 2, 2], vec![0u32, 2], vec![1.0f32, 3.0]),
             (vec![0, 1, 1, 2], vec![5, 3], vec![2.0, 5.0]),
@@ -312,8 +317,8 @@ mod tests {
         }
         let val: Vec<f64> = (0..col.len()).map(|e| e as f64 * 0.5).collect();
         let edges = [10_000u32, 10_001, 35_000, 50_000];
-        let got = split_by_source(&ptr, &col, Some(&val[..]), &edges);
-        let bare = split_by_source::<f64>(&ptr, &col, None, &edges);
+        let got = split_by_source(&ptr, &col, Some(&val[..]), &edges).unwrap();
+        let bare = split_by_source::<f64>(&ptr, &col, None, &edges).unwrap();
         for (b, ((p, c, v), (p2, c2, v2))) in got.iter().zip(&bare).enumerate() {
             let lo = if b == 0 { 0 } else { edges[b - 1] };
             let (mut wp, mut wc, mut wv) = (vec![0u32], Vec::new(), Vec::new());

@@ -155,18 +155,17 @@ impl DeviceGroup {
     /// No ordinal, or more than [`MAX_GROUP`]; a GPU that cannot be opened.
     pub fn cuda_parts(ordinals: &[usize]) -> Result<Self> {
         check_size(ordinals.len())?;
-        let mut opened: Vec<(usize, Device)> = Vec::new();
-        let mut devices = Vec::with_capacity(ordinals.len());
+        let mut devices: Vec<Device> = Vec::with_capacity(ordinals.len());
         for &o in ordinals {
-            let d = match opened.iter().find(|(k, _)| *k == o) {
-                Some((_, d)) => d.clone(),
-                None => {
-                    let d = Device::open_cuda(o)?;
-                    opened.push((o, d.clone()));
-                    d
-                }
-            };
-            devices.push(d);
+            // A GPU named again is the same device: its members share it.
+            let opened = devices
+                .iter()
+                .find(|d| d.cuda().is_some_and(|c| c.ordinal() == o))
+                .cloned();
+            devices.push(match opened {
+                Some(d) => d,
+                None => Device::open_cuda(o)?,
+            });
         }
         let link = match devices.len() {
             1 => Link::Alone,
@@ -381,6 +380,9 @@ impl DeviceGroup {
         for t in transfers {
             t.check(self.len(), src[t.from].len(), dst[t.to].len())?;
         }
+        // On GPUs: the device address of element `off` of a member's array.
+        let size = T::TYPE.size();
+        let ptr = |v: &DeviceVec<T>, off: usize| v.cuda_ptr().unwrap_or(0) + (off * size) as u64;
         match &self.link {
             Link::Alone => Ok(()),
             Link::Host => {
@@ -399,9 +401,6 @@ impl DeviceGroup {
                 Ok(())
             }
             Link::Peer => {
-                let size = T::TYPE.size();
-                let ptr =
-                    |v: &DeviceVec<T>, off: usize| v.cuda_ptr().unwrap_or(0) + (off * size) as u64;
                 let copies: Vec<peer::PeerCopy> = transfers
                     .iter()
                     .map(|t| peer::PeerCopy {
@@ -415,9 +414,6 @@ impl DeviceGroup {
                 peer::copy_all(&self.cudas(), &copies)
             }
             Link::Nccl { comms, side } => {
-                let size = T::TYPE.size() as u64;
-                let ptr =
-                    |v: &DeviceVec<T>, off: usize| v.cuda_ptr().unwrap_or(0) + off as u64 * size;
                 let mut ops = Vec::with_capacity(2 * transfers.len());
                 for t in transfers {
                     ops.push(PeerOp {
@@ -493,19 +489,11 @@ impl DeviceGroup {
                 Ok(())
             }
             Link::Nccl { comms, .. } => {
-                let size = T::TYPE.size() as u64;
-                let ptrs: Vec<u64> = bufs
-                    .iter()
-                    .map(|v| v.cuda_ptr().unwrap_or(0) + range.start as u64 * size)
-                    .collect();
+                let ptrs = range_ptrs(bufs, range.start);
                 comms.all_reduce_sum(&self.cudas(), T::TYPE, &ptrs, range.len())
             }
             Link::Peer => {
-                let size = T::TYPE.size() as u64;
-                let ptrs: Vec<u64> = bufs
-                    .iter()
-                    .map(|v| v.cuda_ptr().unwrap_or(0) + range.start as u64 * size)
-                    .collect();
+                let ptrs = range_ptrs(bufs, range.start);
                 peer::all_reduce_sum_on_host::<T>(&self.cudas(), &ptrs, range.len())
             }
         }
@@ -525,6 +513,14 @@ impl DeviceGroup {
         }
         self.devices.iter().try_for_each(Device::synchronize)
     }
+}
+
+/// The device address of element `start` of each member's array.
+fn range_ptrs<T: Scalar>(bufs: &[&DeviceVec<T>], start: usize) -> Vec<u64> {
+    let size = T::TYPE.size() as u64;
+    bufs.iter()
+        .map(|v| v.cuda_ptr().unwrap_or(0) + start as u64 * size)
+        .collect()
 }
 
 /// The number of GPUs the driver reports.

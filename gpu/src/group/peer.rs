@@ -87,7 +87,9 @@ where
     T: Scalar + Default + std::ops::Add<Output = T>,
 {
     wait_all(members)?;
-    let bytes = len * std::mem::size_of::<T>();
+    if len == 0 {
+        return Ok(());
+    }
     let mut sum: Vec<T> = Vec::new();
     let mut part = vec![T::default(); len];
     for (p, (d, &ptr)) in members.iter().zip(ptrs).enumerate() {
@@ -108,11 +110,9 @@ where
         d.context()
             .bind_to_thread()
             .map_err(cuda_err("binding a context"))?;
-        if bytes > 0 {
-            // SAFETY: as above.
-            unsafe { result::memcpy_htod_sync(ptr, &sum) }
-                .map_err(cuda_err(format!("writing member {p}'s sum")))?;
-        }
+        // SAFETY: as above.
+        unsafe { result::memcpy_htod_sync(ptr, &sum) }
+            .map_err(cuda_err(format!("writing member {p}'s sum")))?;
     }
     Ok(())
 }

@@ -153,3 +153,78 @@ fn faults_are_the_twins() {
         assert!(e_gpu.to_string().contains("`x`"), "{e_gpu}");
     }
 }
+
+#[test]
+fn hub_rows_are_cut_into_pieces_and_merged_in_order() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    // 3000 rows of 0 to 8 entries, every 700th a hub of 5000 and more,
+    // and an empty row after each hub.
+    let len = |r: usize| match r % 700 {
+        3 => 5000 + r,
+        4 => 0,
+        _ => r % 9,
+    };
+    let (ptr, col, val) = matrix_with(3000, 1200, len);
+    let n = ptr.len() - 1;
+    let (dp, dc, dv) = (
+        dev.upload(&ptr).unwrap(),
+        dev.upload(&col).unwrap(),
+        dev.upload(&val).unwrap(),
+    );
+    for k in [2usize, 33, 64, 150] {
+        let x = dense(1200, k, k + 1);
+        let want = spmm_reference(&ptr, &col, &val, &x, k);
+        let dx = dev.upload(&x).unwrap();
+        // Auto cuts the hubs (a small launch: the shortest pieces); a
+        // configured bound cuts at that length, even every entry apart;
+        // `Never` runs every row whole. Each is the reference exactly (the
+        // values are dyadic), run twice from one preparation.
+        for (split, chosen) in [
+            (Split::Auto, Some(Split::Max(32))),
+            (Split::Max(1), None),
+            (Split::Max(100), None),
+            (Split::Never, None),
+        ] {
+            let cfg = LaunchConfig {
+                split,
+                ..LaunchConfig::default()
+            };
+            let dy = dev.upload(&vec![f64::NAN; n * k]).unwrap();
+            let run = spmm::f64::prepare(&dev, &cfg, n, &dp, &dc, &dv, &dx, k as u32, &dy).unwrap();
+            assert_eq!(run.chosen_split(), chosen, "k = {k} {split:?}");
+            for _ in 0..2 {
+                run.run().unwrap();
+                run.check().unwrap();
+                assert_eq!(dy.to_vec().unwrap(), want, "k = {k} {split:?}");
+            }
+        }
+        // Ties between pieces go to the lower edge, as in the twin's order.
+        let (w, x32) = (f32s(&val), f32s(&x));
+        let floor = vec![f32::NEG_INFINITY; k];
+        let (mut ab, mut ae) = (vec![0.0f32; n * k], vec![0u32; n * k]);
+        let (mut bb, mut be) = (vec![1.0f32; n * k], vec![1u32; n * k]);
+        let cfg = LaunchConfig::default();
+        argmax_columns::launch_with(
+            &cpu, &cfg, n, &ptr, &col, &w, &x32, &floor, k as u32, &mut ab, &mut ae,
+        )
+        .unwrap();
+        argmax_columns::launch_with(
+            &dev, &cfg, n, &ptr, &col, &w, &x32, &floor, k as u32, &mut bb, &mut be,
+        )
+        .unwrap();
+        assert_eq!((ab, ae), (bb, be), "argmax k = {k}");
+    }
+    // A gather past `x`'s end inside a hub's piece is the twin's fault.
+    let k = 40;
+    let x = dense(1200, k, 0);
+    let short = &x[..1100 * k];
+    let mut y = vec![0.0f64; n * k];
+    let cfg = LaunchConfig::default();
+    let e_cpu =
+        spmm::f64::launch_with(&cpu, &cfg, n, &ptr, &col, &val, short, 40, &mut y).unwrap_err();
+    let e_gpu =
+        spmm::f64::launch_with(&dev, &cfg, n, &ptr, &col, &val, short, 40, &mut y).unwrap_err();
+    assert!(e_cpu.to_string().contains("`x`"), "{e_cpu}");
+    assert!(e_gpu.to_string().contains("`x`"), "{e_gpu}");
+}

@@ -529,6 +529,7 @@ fn narrow_index_kernels_compile_with_nvrtc() {
     for spec in narrow {
         let spec = KernelSpec {
             index_encoding: IndexEncoding::Delta16,
+            columns: None,
             ..*spec
         };
         let tu = translation_unit(&spec);

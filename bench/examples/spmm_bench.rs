@@ -5,15 +5,16 @@
 //! columns), and column counts 1 to 256 on uniform 2^20.
 //!
 //! ```text
-//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick] [--decomp D]
+//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick] [--decomp D] [--whole-rows]
 //! ```
 //! `--quick` runs the AlexNet layers only; `--decomp D` runs warpfit's kernels
-//! with decomposition `D` instead of the default.
+//! with decomposition `D` instead of the default; `--whole-rows` runs every
+//! row whole (`Split::Never`: no row cut into pieces over the columns).
 
 use std::process::ExitCode;
 use warpfit::apps::NetworkLayer;
 use warpfit::runtime::gen::{alexnet_fc, GenSpec};
-use warpfit::{Decomposition, Device, LaunchConfig, Result};
+use warpfit::{Decomposition, Device, LaunchConfig, Result, Split};
 use warpfit_bench::spmm::{time_inference, time_spmm, to_markdown, SpmmRow};
 
 fn run(device: &Device, cfg: &LaunchConfig, runs: usize, quick: bool) -> Result<String> {
@@ -54,12 +55,17 @@ fn run(device: &Device, cfg: &LaunchConfig, runs: usize, quick: bool) -> Result<
         }
     }
     let command = format!(
-        "spmm_bench --runs {runs}{}{}",
+        "spmm_bench --runs {runs}{}{}{}",
         if quick { " --quick" } else { "" },
-        if *cfg == LaunchConfig::default() {
+        if cfg.decomposition == LaunchConfig::default().decomposition {
             String::new()
         } else {
             format!(" --decomp {}", cfg.decomposition)
+        },
+        if cfg.split == Split::Never {
+            " --whole-rows"
+        } else {
+            ""
         }
     );
     Ok(to_markdown(&rows, Some(&inference), &command))
@@ -73,22 +79,23 @@ fn main() -> ExitCode {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--whole-rows" => cfg.split = Split::Never,
             "--decomp" => match args.next().map(|d| d.parse::<Decomposition>()) {
-                Some(Ok(d)) => cfg = LaunchConfig::new(d),
+                Some(Ok(d)) => cfg.decomposition = d,
                 _ => {
-                    eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D]");
+                    eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D] [--whole-rows]");
                     return ExitCode::from(2);
                 }
             },
             "--runs" => match args.next().and_then(|v| v.parse::<usize>().ok()) {
                 Some(v) if v > 0 => runs = v,
                 _ => {
-                    eprintln!("usage: spmm_bench [--runs N] [--quick] (N at least 1)");
+                    eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D] [--whole-rows] (N at least 1)");
                     return ExitCode::from(2);
                 }
             },
             _ => {
-                eprintln!("usage: spmm_bench [--runs N] [--quick] (N at least 1)");
+                eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D] [--whole-rows] (N at least 1)");
                 return ExitCode::from(2);
             }
         }

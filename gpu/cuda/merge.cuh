@@ -6,7 +6,10 @@
 // j folds a contiguous chunk of the task's segments, an ordered shuffle
 // tree joins the chunks, and the group's first lane puts `init` in front
 // and runs the epilogue. No atomics; the
-// same result for any associative operator, on every run.
+// same result for any associative operator, on every run. After a column
+// list (task_source.cuh), a group per split row and column: item t is split
+// row `t / k` at column `t % k`, its partials in the slots `(first + g)·k +
+// j` the list kernel wrote.
 #pragma once
 #include "warpfit/task_source.cuh"
 #include "warpfit/pdl.cuh"
@@ -22,19 +25,23 @@ constexpr int MERGE_LANES = 8;
 /// launch's tail.
 constexpr int MERGE_LANES_WIDE = WARP;
 
-template <class K, int W>
+template <class K, int W, bool COLUMNS>
 __device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
     typedef typename K::acc_t acc_t;
     const uint64_t tid = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
     const uint64_t t = tid / W;
     const int j = int(tid & (W - 1));
     const bool valid = t < a.n_items;
+    // The split task and, after a column list, the column.
+    const uint64_t k = COLUMNS ? a.columns : 1;
+    const uint64_t row = COLUMNS ? index_div(t, k) : t;
+    const uint64_t column = t - row * k;
     SplitTask st;
     st.task = 0;
     st.first = 0;
     st.count = 0;
     if (valid) {
-        st = a.split[t];  // written by the host, not by the task-list launch
+        st = a.split[row];  // written before the task-list launch, not by it
     }
     // Partials and presence come from the task-list launch, which may still
     // be running when this grid starts (programmatic dependent launch).
@@ -47,7 +54,7 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     Partial<acc_t> acc;
 #pragma unroll 4
     for (uint32_t g = b; g < e; ++g) {
-        const uint32_t s = a.split_segments[st.first + g];
+        const uint64_t s = COLUMNS ? (uint64_t(st.first) + g) * k + column : a.split_segments[st.first + g];
         if (a.present[s]) {
             acc.template push<K>(scratch[s], f);
         }
@@ -56,7 +63,7 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     acc = group_reduce<K, W>(acc, f);
     if (valid && j == 0) {
         Item<K> it;
-        it.task = st.task;
+        it.task = uint64_t(st.task) * k + column;
         it.valid = true;
         it.whole = true;
         it.slot = 0;
@@ -67,7 +74,7 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
         }
     }
     if (valid) {
-        f.attribute(st.task);
+        f.attribute(uint64_t(st.task) * k + column);
     }
     publish(a.fault, f);
 }
@@ -76,12 +83,16 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
 /// (saturated to u32), and launch-wide statistics in `scratch` (four u64:
 /// the longest range, the total, warps of 32 tasks whose gathers are local
 /// and warps with any fine task), so that the host reads 32 bytes to decide
-/// how to run the launch and the ranges only when it splits tasks.
+/// how to run the launch and the ranges only when it splits tasks. With
+/// `columns` k above 1 (a 2-D kernel), item i is row i, read as its
+/// flattened task `i·k` (every column of a row has the row's range).
 template <class K> __device__ __forceinline__ void task_sizes(const typename K::params_t& p, const LaunchArgs& a) {
     const uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
     Fault f;
     Item<K> it;
-    AllTasks::load<K>(p, a, i, it, f);  // past the end: invalid, empty range
+    it.slot = 0;
+    // Past the end: invalid, empty range.
+    load_task<K>(p, a.columns > 1 ? i * a.columns : i, i < a.n_items, it, f);
     uint64_t len = 0;
     if (i < a.n_items) {
         a.sizes[2 * i] = it.lo > 0xffffffffull ? 0xffffffffu : uint32_t(it.lo);

@@ -9,7 +9,9 @@
 //               ranges that do not follow one another (the host cut
 //               takes those) or that reach u32::MAX (refused);
 //   cut_write:  the segments, their whole flags, the split tasks and
-//               their segment ids, from the scanned piece counts;
+//               their segment ids, from the scanned piece counts, and
+//               for a 2-D kernel's column list each split segment's
+//               position among the split segments (its scratch slot);
 //   pack_count, pack_write: CTE warp groups packed greedily by work, one
 //               thread per chunk of PACK_CHUNK segments (a group never
 //               spans two chunks, on the host as here), so that each
@@ -78,9 +80,12 @@ __device__ __forceinline__ void cut_count(const uint32_t* ranges, uint64_t n, ui
 /// flags scanned): task t's segments start at `seg_off[t]`; a split task
 /// is split task `split_at[t]`, and the split segments before it are
 /// `seg_off[t] - (t - split_at[t])` (every whole task before it has one).
+/// `slots` (null: none) gets each split segment's position in
+/// `split_segments`.
 __device__ __forceinline__ void cut_write(const uint32_t* ranges, uint64_t n, uint32_t max_len,
                                           const uint32_t* seg_off, const uint32_t* split_at, uint32_t* segments,
-                                          uint8_t* whole, uint32_t* split_tasks, uint32_t* split_segments) {
+                                          uint8_t* whole, uint32_t* split_tasks, uint32_t* split_segments,
+                                          uint32_t* slots) {
     const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
     for (uint64_t t = uint64_t(blockIdx.x) * BLOCK + threadIdx.x; t < n; t += stride) {
         uint32_t lo, hi;
@@ -104,6 +109,9 @@ __device__ __forceinline__ void cut_write(const uint32_t* ranges, uint64_t n, ui
             split_tasks[3 * uint64_t(i) + 2] = p;
             for (uint32_t k = 0; k < p; ++k) {
                 split_segments[uint64_t(first) + k] = off + k;
+                if (slots != nullptr) {
+                    slots[uint64_t(off) + k] = first + k;
+                }
             }
         }
     }
@@ -183,9 +191,9 @@ __device__ __forceinline__ void pack_runs(const uint32_t* segments, const uint8_
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                   \
         wf_cut_write(const uint32_t* ranges, uint64_t n, uint64_t max_len, const uint32_t* seg_off,                \
                      const uint32_t* split_at, uint32_t* segments, uint8_t* whole, uint32_t* split_tasks,          \
-                     uint32_t* split_segments) {                                                                   \
+                     uint32_t* split_segments, uint32_t* slots) {                                                  \
         warpfit::cut::cut_write(ranges, n, uint32_t(max_len), seg_off, split_at, segments, whole, split_tasks,     \
-                                split_segments);                                                                   \
+                                split_segments, slots);                                                            \
     }                                                                                                              \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                   \
         wf_pack_count(const uint32_t* segments, uint64_t n_seg, uint64_t budget, uint32_t* counts) {               \

@@ -21,7 +21,8 @@ namespace warpfit {
 /// Launch-wide arguments of every library kernel, passed by value after
 /// the kernel's `Params`. Mirrored by `LaunchArgs` in `gpu/src/abi.rs`.
 struct LaunchArgs {
-    uint64_t n_items;          // tasks (AllTasks), segments (TaskList) or split tasks (merge)
+    uint64_t n_items;          // tasks (AllTasks), segments (TaskList) or split tasks (merge); ColumnList
+                               // and its merge: those times `columns`
     const Segment* segments;   // TaskList
     const uint8_t* whole;      // TaskList: 1 when the segment's task occurs once
     void* scratch;             // TaskList: one acc_t per segment (split segments only)
@@ -50,6 +51,8 @@ struct LaunchArgs {
     uint64_t donated_bytes;      // work donation: bytes at `donated`
     uint32_t donate_min;         // work donation: items of more fine tasks are donated (0: none)
     uint32_t donate_pad;
+    uint64_t columns;              // ColumnList, merge of a column list: the 2-D kernel's columns k
+    const uint32_t* column_slot;   // ColumnList: per segment, its position among the split segments
 };
 
 /// `LaunchArgs::flags`: the list's segments index arrays the host laid out
@@ -119,6 +122,36 @@ struct AllTasks {
     }
 };
 
+/// Segment `seg` of the list as item `it` of task `task` (the segment's
+/// own task, or a 2-D kernel's flattened task in the segment's row): its
+/// range, checked against the task's own unless the host laid the list out
+/// itself.
+template <class K>
+__device__ __forceinline__ void load_segment(const typename K::params_t& p, const LaunchArgs& a, uint64_t seg,
+                                             uint64_t task, Item<K>& it, Fault& f) {
+    const Segment s = a.segments[seg];
+    it.task = task;
+    uint64_t tlo = 0, thi = 0;
+    K::prologue(p, it.task, it.ctx, tlo, thi, f);
+    if (f.any()) {
+        f.attribute(it.task);
+        return;
+    }
+    // The same check as the CPU executor: the segment lies in the task's
+    // range (unless the host laid the positions out itself).
+    if ((a.flags & LIST_TRUSTED) == 0 && (uint64_t(s.lo) < tlo || uint64_t(s.hi) > (thi > tlo ? thi : tlo))) {
+        Fault g;
+        g.kind = FAULT_SEGMENT;
+        g.index = seg;
+        g.task = it.task;
+        publish(a.fault, g, tlo, thi);
+        return;
+    }
+    it.lo = s.lo;
+    it.hi = s.hi;
+    it.valid = true;
+}
+
 /// The segments of a task list.
 struct TaskList {
     static constexpr bool is_list = true;
@@ -135,28 +168,50 @@ struct TaskList {
         if (i >= a.n_items) {
             return;
         }
-        const Segment s = a.segments[i];
-        it.task = s.task;
         it.whole = a.whole[i] != 0;
-        uint64_t tlo = 0, thi = 0;
-        K::prologue(p, it.task, it.ctx, tlo, thi, f);
-        if (f.any()) {
-            f.attribute(it.task);
+        load_segment<K>(p, a, i, a.segments[i].task, it, f);
+    }
+};
+
+/// `a / b` for the index arithmetic of column lists: the hardware's 32-bit
+/// division when both fit (64-bit division is a long subroutine).
+__device__ __forceinline__ uint64_t index_div(uint64_t a, uint64_t b) {
+    return (a | b) >> 32 ? a / b : uint64_t(uint32_t(a) / uint32_t(b));
+}
+
+/// A task list of a 2-D kernel's rows (`columns = k`, docs/codegen.md),
+/// spread over its `a.columns` columns: item i is segment `i / k` at
+/// column `j = i % k`, the flattened task `row·k + j`, so that consecutive
+/// lanes take consecutive columns of one piece of a row (its loads one
+/// address for the warp, its gathers of `x` coalesced), as the launch
+/// over all tasks does; a hub row cut into pieces then spreads over as
+/// many threads per column as it has pieces. A split piece's partial for
+/// column j goes to slot `column_slot[seg]·k + j`, where `column_slot` is
+/// the piece's position among the split segments, so that scratch holds
+/// `k` partials per split segment only (`merge<K, W, true>`).
+struct ColumnList {
+    static constexpr bool is_list = true;
+    static constexpr bool is_queue = false;
+
+    template <class K>
+    static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
+                                                Item<K>& it, Fault& f) {
+        it.valid = false;
+        it.whole = true;
+        it.slot = 0;
+        it.task = 0;
+        it.lo = it.hi = 0;
+        if (i >= a.n_items) {
             return;
         }
-        // The same check as the CPU executor: the segment lies in the task's
-        // range (unless the host laid the positions out itself).
-        if ((a.flags & LIST_TRUSTED) == 0 && (uint64_t(s.lo) < tlo || uint64_t(s.hi) > (thi > tlo ? thi : tlo))) {
-            Fault g;
-            g.kind = FAULT_SEGMENT;
-            g.index = i;
-            g.task = it.task;
-            publish(a.fault, g, tlo, thi);
-            return;
+        const uint64_t k = a.columns;
+        const uint64_t seg = index_div(i, k);
+        const uint64_t j = i - seg * k;
+        it.whole = a.whole[seg] != 0;
+        if (!it.whole) {
+            it.slot = uint32_t(uint64_t(a.column_slot[seg]) * k + j);
         }
-        it.lo = s.lo;
-        it.hi = s.hi;
-        it.valid = true;
+        load_segment<K>(p, a, seg, uint64_t(a.segments[seg].task) * k + j, it, f);
     }
 };
 

@@ -50,6 +50,11 @@ pub(crate) const SIZES_ENTRY: &str = "wf_sizes";
 pub(crate) const MERGE_ENTRY: &str = "wf_merge";
 /// The merge of split tasks with [`MERGE_LANES_WIDE`] lanes per task.
 pub(crate) const MERGE_WIDE_ENTRY: &str = "wf_merge_wide";
+/// The merge of a column list's split rows, [`MERGE_LANES`] lanes per
+/// split row and column.
+pub(crate) const MERGE_COLUMNS_ENTRY: &str = "wf_merge_columns";
+/// The same with [`MERGE_LANES_WIDE`] lanes.
+pub(crate) const MERGE_COLUMNS_WIDE_ENTRY: &str = "wf_merge_columns_wide";
 
 /// Where a launch's items come from: suffix `_all` or `_list` of an entry
 /// point (`warpfit::AllTasks`, `warpfit::TaskList` in task_source.cuh).
@@ -63,6 +68,10 @@ pub(crate) enum TaskSource {
     /// The items of a device worklist (`warpfit::FrontierTasks` in
     /// worklist.cuh, suffix `_frontier`).
     Frontier,
+    /// A 2-D kernel's rows cut into pieces, each spread over the columns
+    /// (`warpfit::ColumnList`; one thread per piece and column, suffix
+    /// `_columns`).
+    Columns,
 }
 
 /// The entry point that runs `decomposition` over `source`: one of the
@@ -96,6 +105,12 @@ pub(crate) fn entry_point(
         (D::SubWarp(16), S::Frontier) => "wf_sub16_frontier",
         (D::SubWarp(32), S::Frontier) => "wf_sub32_frontier",
         (D::Cte, S::Frontier) => "wf_cte_frontier",
+        (D::Thread, S::Columns) => "wf_thread_columns",
+        (d, S::Columns) => {
+            return Err(Error::invalid(format!(
+                "a 2-D kernel's rows cut into pieces run one thread per piece and column, not with {d:?}"
+            )))
+        }
         (d, S::Queue) => {
             return Err(Error::invalid(format!(
                 "a queued task list (the cfq and sjq schedules) runs with the CTE decomposition only, not {d:?}"
@@ -109,7 +124,7 @@ pub(crate) fn entry_point(
     })
 }
 
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 26, each
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 29, each
 /// compiled as a module of its own when a launch first asks for it.
 #[doc(hidden)]
 pub const ENTRY_POINTS: &[&str] = &[
@@ -137,6 +152,9 @@ pub const ENTRY_POINTS: &[&str] = &[
     "wf_cte_frontier",
     MERGE_ENTRY,
     MERGE_WIDE_ENTRY,
+    "wf_thread_columns",
+    MERGE_COLUMNS_ENTRY,
+    MERGE_COLUMNS_WIDE_ENTRY,
     SIZES_ENTRY,
     DONATED_ENTRY,
 ];
@@ -186,6 +204,11 @@ pub(crate) struct LaunchArgs {
     /// Work donation: items with more fine tasks are donated; 0: none.
     pub donate_min: u32,
     pub donate_pad: u32,
+    /// A column list and its merge: the 2-D kernel's column count.
+    pub columns: u64,
+    /// A column list: per segment, its position among the split segments
+    /// (`u32`), or 0.
+    pub column_slot: u64,
 }
 
 /// How a push reserves its slot in a device worklist (`PUSH_*` in

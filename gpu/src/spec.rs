@@ -257,6 +257,12 @@ pub struct KernelSpec {
     /// declared, or (a throttled handle's layouts) as 16-bit offsets from
     /// the task. Generated kernels say [`IndexEncoding::Plain`].
     pub index_encoding: IndexEncoding,
+    /// A 2-D kernel (`#[nested_reduce(columns = k)]`, run as its flattened
+    /// tasks `row·k + j`): the position in [`KernelSpec::params`] of its
+    /// column count `k`, which a launch reads there to spread the rows'
+    /// pieces over the columns (`launch/column_split.rs`). `None` for other
+    /// kernels.
+    pub columns: Option<usize>,
 }
 
 /// How a launch reads a kernel's gather index array (`col` in
@@ -349,6 +355,7 @@ pub(crate) static X_TO_Y: KernelSpec = KernelSpec {
     elementwise: false,
     donates: false,
     index_encoding: IndexEncoding::Plain,
+    columns: None,
 };
 
 #[cfg(test)]
@@ -365,6 +372,7 @@ mod tests {
             elementwise,
             donates: false,
             index_encoding: IndexEncoding::Plain,
+            columns: None,
         }
     }
 

@@ -39,6 +39,7 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     elementwise: false,
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
+    columns: None,
 };
 
 #[test]

@@ -84,8 +84,10 @@ fn block_warp_and_merge_widths_match_the_headers() {
     // Each merge entry point instantiates the width the host sizes it by.
     let k = header("kernel.cuh");
     for (entry, lanes) in [
-        (MERGE_ENTRY, "MERGE_LANES>"),
-        (MERGE_WIDE_ENTRY, "MERGE_LANES_WIDE>"),
+        (MERGE_ENTRY, "MERGE_LANES, false>"),
+        (MERGE_WIDE_ENTRY, "MERGE_LANES_WIDE, false>"),
+        (MERGE_COLUMNS_ENTRY, "MERGE_LANES, true>"),
+        (MERGE_COLUMNS_WIDE_ENTRY, "MERGE_LANES_WIDE, true>"),
     ] {
         let at = k.find(&format!("{entry}(")).unwrap();
         let body = &k[at..at + k[at..].find('}').unwrap()];
@@ -135,6 +137,7 @@ fn entry_points_match_the_headers() {
                 "TaskList" => TaskSource::List,
                 "QueuedTaskList" => TaskSource::Queue,
                 "FrontierTasks" => TaskSource::Frontier,
+                "ColumnList" => TaskSource::Columns,
                 other => panic!("unknown task source {other}"),
             };
             assert_eq!(entry_point(d, source).unwrap(), name, "{d} {source:?}");
@@ -142,7 +145,15 @@ fn entry_points_match_the_headers() {
             // Hand-written entry points (merge, sizes, donation): a multi-line body
             // that defines the function under the macro's name.
             assert!(
-                [MERGE_ENTRY, MERGE_WIDE_ENTRY, SIZES_ENTRY, DONATED_ENTRY].contains(&name),
+                [
+                    MERGE_ENTRY,
+                    MERGE_WIDE_ENTRY,
+                    MERGE_COLUMNS_ENTRY,
+                    MERGE_COLUMNS_WIDE_ENTRY,
+                    SIZES_ENTRY,
+                    DONATED_ENTRY
+                ]
+                .contains(&name),
                 "unexpected entry point macro {name}"
             );
             assert!(
@@ -175,6 +186,13 @@ fn entry_points_match_the_headers() {
     );
     let e = entry_point(Decomposition::Thread, TaskSource::Queue).unwrap_err();
     assert!(e.to_string().contains("CTE decomposition only"), "{e}");
+    // A column list is one thread per (piece, column).
+    assert_eq!(
+        entry_point(Decomposition::Thread, TaskSource::Columns).unwrap(),
+        "wf_thread_columns"
+    );
+    let e = entry_point(Decomposition::Cte, TaskSource::Columns).unwrap_err();
+    assert!(e.to_string().contains("one thread per"), "{e}");
 }
 
 #[test]
@@ -208,12 +226,14 @@ fn launch_args_and_fault_record_match_the_device_structs() {
             "donation",
             "donated_bytes",
             "donate_min",
-            "donate_pad"
+            "donate_pad",
+            "columns",
+            "column_slot"
         ]
     );
     // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32 + 1 pointer + 2 u32
-    // + 5 pointers/counts + 2 u32.
-    assert_eq!(std::mem::size_of::<LaunchArgs>(), 176);
+    // + 5 pointers/counts + 2 u32 + 2 pointers/counts.
+    assert_eq!(std::mem::size_of::<LaunchArgs>(), 192);
     assert!(header("task_source.cuh").contains(&format!(
         "constexpr uint32_t LIST_TRUSTED = {LIST_TRUSTED};"
     )));

@@ -165,6 +165,7 @@ mod tests {
         elementwise: false,
         donates: false,
         index_encoding: crate::spec::IndexEncoding::Plain,
+        columns: None,
     };
 
     #[test]

@@ -211,6 +211,7 @@ mod tests {
             elementwise: false,
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
+            columns: None,
         };
         let tu = translation_unit(&SPEC);
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));
@@ -231,6 +232,7 @@ mod tests {
             elementwise: false,
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
+            columns: None,
         };
         let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));

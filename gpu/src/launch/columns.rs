@@ -1,9 +1,141 @@
 //! Launches of 2-D kernels (`#[nested_reduce(columns = k)]`): the generated
 //! launch API takes a row count, and the kernel runs over the flattened
-//! tasks `row·k + j` (docs/codegen.md, "2-D kernels").
+//! tasks `row·k + j` (docs/codegen.md, "2-D kernels"), one per thread, so
+//! that a warp's lanes take consecutive columns of a row. A row far longer
+//! than the rest (a power-law graph's hub, a layer's dense row) would keep
+//! its `k` threads folding it long after every other warp is done, so a
+//! launch over all rows measures the rows first and, where some row is
+//! longer than a piece ([`piece_len`]), cuts the rows into pieces on the
+//! device and runs a thread per piece and column (`ColumnList` in
+//! task_source.cuh), the split rows' pieces merged after in order.
 
-use crate::config::{Decomposition, LaunchConfig};
+use crate::abi::TaskStats;
+use crate::compile::device_modules::Module;
+use crate::config::{Decomposition, LaunchConfig, Split};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::launch::arg::Arg;
+use crate::launch::device_cut::{DeviceCut, TaskCutKernels};
+use crate::launch::device_tasks::DeviceTaskList;
+use crate::launch::enqueue::TaskSizes;
+use crate::launch::resident_args::{ParamBlock, ResidentArgs};
+use crate::launch::split_policy::Cut;
+use crate::spec::{KernelSpec, ScalarValue};
 use warpfit_runtime::{Error, Result, Tasks};
+
+/// The longest piece of a row a thread folds: past this a hub row is cut.
+/// A piece is a chain of dependent loads per thread (unrolled by 4), so
+/// 256 keeps the longest thread within a few tens of microseconds.
+pub(crate) const PIECE_MAX: u32 = 256;
+
+/// The shortest piece: shorter ones would make the merge, one partial per
+/// piece and column, cost more than the balance gains.
+pub(crate) const PIECE_MIN: u32 = 32;
+
+/// Threads per resident thread slot the cut aims for: a launch whose rows
+/// and columns make fewer (a pruned layer's thousand long rows) cuts its
+/// rows shorter, down to [`PIECE_MIN`], until it has them, since one
+/// thread per column of a long row leaves most warp slots idle and each
+/// thread with a long chain of loads.
+pub(crate) const ITEMS_PER_SLOT: u64 = 4;
+
+/// The column count of a 2-D kernel's launch, read from its arguments at
+/// the position the spec names; `None` for other kernels.
+pub(crate) fn column_count(spec: &KernelSpec, args: &[Arg<'_>]) -> Option<u64> {
+    match args.get(spec.columns?)? {
+        Arg::Scalar(ScalarValue::U32(k)) => Some(u64::from(*k)),
+        Arg::Scalar(ScalarValue::U64(k)) => Some(*k),
+        _ => None,
+    }
+}
+
+/// The piece length a 2-D launch over rows of these statistics cuts its
+/// rows to, or `None` to run every row whole: with [`Split::Auto`] (and
+/// the CTE budgets, which a 2-D launch has no warps to pack for) pieces
+/// of `total · columns / (ITEMS_PER_SLOT · resident_threads)` fine tasks,
+/// within [`PIECE_MIN`]..=[`PIECE_MAX`]; with [`Split::Max`] the bound
+/// given; with [`Split::Never`] none. Rows no longer than a piece run
+/// whole, so a launch with no longer row is not cut at all.
+pub(crate) fn piece_len(
+    split: Split,
+    stats: &TaskStats,
+    columns: u64,
+    resident_threads: u64,
+) -> Option<u32> {
+    let len = match split {
+        Split::Never => return None,
+        Split::Max(m) => m.max(1),
+        Split::Auto | Split::Budget(_) | Split::Queued(_) => {
+            let aim = stats.total.saturating_mul(columns)
+                / ITEMS_PER_SLOT.saturating_mul(resident_threads).max(1);
+            aim.clamp(u64::from(PIECE_MIN), u64::from(PIECE_MAX)) as u32
+        }
+    };
+    (stats.longest > u64::from(len)).then_some(len)
+}
+
+/// A 2-D launch's rows cut into pieces: the column list, the piece length
+/// and the longest row.
+pub(crate) struct ColumnCut {
+    pub list: DeviceTaskList,
+    pub piece_len: u32,
+    pub longest: u64,
+}
+
+/// The column list of a launch of `spec` over `tasks` flattened tasks of
+/// `columns` columns with `config`, where [`piece_len`] cuts its rows:
+/// `None` for a launch that runs whole (no row longer than a piece; one
+/// column; a decomposition other than one task per thread; rows whose
+/// ranges do not follow one another, or whose pieces would not fit u32
+/// ids). Runs the size kernel over the rows and waits for it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn cut_rows(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    module: &Module,
+    params: &ParamBlock,
+    fault: &DeviceBuffer<u64>,
+    args: &ResidentArgs,
+    config: &LaunchConfig,
+    tasks: usize,
+    columns: u64,
+) -> Result<Option<ColumnCut>> {
+    let k = usize::try_from(columns).unwrap_or(usize::MAX);
+    if config.decomposition != Decomposition::Thread
+        || config.split == Split::Never
+        || columns < 2
+        || tasks == 0
+        || tasks % k != 0
+    {
+        return Ok(None);
+    }
+    let rows = tasks / k;
+    if u32::try_from(rows).is_err() {
+        return Ok(None);
+    }
+    let sizes = TaskSizes::measure(dev, spec, module, params, fault, args, rows, columns)?;
+    let threads = dev.resident_warps().saturating_mul(32);
+    let Some(len) = piece_len(config.split, &sizes.stats, columns, threads) else {
+        return Ok(None);
+    };
+    let cut = Cut {
+        max_len: len,
+        pack_budget: None,
+        queue_chunk: None,
+    };
+    let kernels = dev.extension::<TaskCutKernels>()?;
+    let (ranges, total, acc) = (&sizes.ranges, sizes.stats.total, spec.acc.size());
+    Ok(
+        match kernels.cut(dev, ranges, rows, total, cut, acc, columns)? {
+            DeviceCut::Cut(list) => Some(ColumnCut {
+                list: *list,
+                piece_len: len,
+                longest: sizes.stats.longest,
+            }),
+            DeviceCut::OnTheHost | DeviceCut::Saturated => None,
+        },
+    )
+}
 
 /// The flattened tasks of `rows` rows of `columns` columns: `Tasks::All(rows
 /// · columns)`. A task list or a worklist names rows of another kernel's
@@ -62,6 +194,49 @@ mod tests {
         let list = warpfit_runtime::exec::TaskList::from_ptr(&[0, 1, 3]).unwrap();
         let e = column_tasks("k", Tasks::List(&list), 2).unwrap_err();
         assert!(e.to_string().contains("row count"), "{e}");
+    }
+
+    fn stats(longest: u64, total: u64) -> TaskStats {
+        TaskStats {
+            longest,
+            total,
+            local_warps: 0,
+            busy_warps: 0,
+        }
+    }
+
+    #[test]
+    fn rows_longer_than_a_piece_are_cut() {
+        let slots = 270_336; // an H200's resident threads
+                             // RMAT 22 × 64: plenty of items, pieces of the longest length.
+        let rmat = stats(100_000, 65_000_000);
+        assert_eq!(piece_len(Split::Auto, &rmat, 64, slots), Some(PIECE_MAX));
+        // A pruned layer's thousand rows of 1024: shorter pieces for
+        // enough threads.
+        let fc8 = stats(1024, 1_024_000);
+        assert_eq!(piece_len(Split::Auto, &fc8, 150, slots), Some(142));
+        // A small launch: the shortest pieces.
+        assert_eq!(
+            piece_len(Split::Auto, &stats(500, 2000), 8, slots),
+            Some(PIECE_MIN)
+        );
+        // No row longer than a piece: nothing to cut.
+        assert_eq!(
+            piece_len(Split::Auto, &stats(40, 67_000_000), 64, slots),
+            None
+        );
+        assert_eq!(piece_len(Split::Auto, &stats(32, 2000), 8, slots), None);
+        // As configured; the CTE budgets cut as `Auto` does.
+        assert_eq!(piece_len(Split::Never, &rmat, 64, slots), None);
+        assert_eq!(piece_len(Split::Max(7), &rmat, 64, slots), Some(7));
+        assert_eq!(piece_len(Split::Max(0), &rmat, 64, slots), Some(1));
+        assert_eq!(piece_len(Split::Max(7), &stats(7, 70), 64, slots), None);
+        assert_eq!(
+            piece_len(Split::Budget(512), &rmat, 64, slots),
+            Some(PIECE_MAX)
+        );
+        // No resident thread reported: the longest pieces, no division by 0.
+        assert_eq!(piece_len(Split::Auto, &rmat, 64, 0), Some(PIECE_MAX));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::config::{LaunchConfig, Split};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::launch::arg::Arg;
-use crate::launch::device_cut::{cut_on_device, DeviceCut};
+use crate::launch::columns;
 use crate::launch::device_tasks::{DeviceTaskList, FaultSegments, TaskListWords};
 use crate::launch::enqueue::{
     check_fault, enqueue, enqueue_dependent, plan_steps, Launch, TaskSizes, TraceSplit,
@@ -97,6 +97,7 @@ impl CudaLaunch {
         // A per-task map runs one thread per task, whatever `config` says.
         let config = &spec.launch_config(config);
         abi::entry_point(config.decomposition, abi::TaskSource::All)?;
+        let columns = columns::column_count(spec, args).unwrap_or(1);
         let module = dev.module(spec)?;
         let args = ResidentArgs::new(dev, spec, args)?;
         let params = args.pack(dev)?;
@@ -151,7 +152,7 @@ impl CudaLaunch {
                 split_policy::check_split(config.split)?;
                 split_policy::check_u32_items(n)?;
                 let mut trace = TraceSplit::start(spec.name, n);
-                let sizes = TaskSizes::measure(dev, spec, &module, &params, &fault, &args, n)?;
+                let sizes = TaskSizes::measure(dev, spec, &module, &params, &fault, &args, n, 1)?;
                 longest_task = Some(sizes.stats.longest);
                 let decision = split_policy::choose_split(
                     config.split,
@@ -167,7 +168,7 @@ impl CudaLaunch {
                             cut,
                             decision.cte_serial_max,
                         );
-                        let mut l = cut_tasks(dev, spec, &sizes, n, cut, &mut trace)?;
+                        let mut l = sizes.cut(dev, spec, n, cut, &mut trace)?;
                         if decision.small {
                             l.merge_wide();
                         }
@@ -176,7 +177,22 @@ impl CudaLaunch {
                     None => (Items::All(n as u64), None, decision),
                 }
             }
-            Tasks::All(n) => (Items::All(n as u64), None, unsplit),
+            Tasks::All(n) => {
+                let (f, p) = (&fault, &params);
+                match columns::cut_rows(dev, spec, &module, p, f, &args, config, n, columns)? {
+                    Some(c) => {
+                        longest_task = Some(c.longest);
+                        let chosen =
+                            (config.split == Split::Auto).then_some(Split::Max(c.piece_len));
+                        (
+                            c.list.items(),
+                            Some(c.list),
+                            SplitDecision { chosen, ..unsplit },
+                        )
+                    }
+                    None => (Items::All(n as u64), None, unsplit),
+                }
+            }
             #[allow(unreachable_patterns)]
             _ => {
                 return Err(Error::invalid(
@@ -559,35 +575,5 @@ impl CudaLaunch {
     /// them, when it runs one.
     pub fn task_list_words(&self) -> Result<Option<TaskListWords>> {
         self.tasks.as_ref().map(|l| l.words(&self.dev)).transpose()
-    }
-}
-
-/// The task list of a launch over tasks `0..n` whose sizes were measured,
-/// cut as `cut` says: on the device where it takes the ranges
-/// ([`cut_on_device`]), else on the host from the ranges read back.
-fn cut_tasks(
-    dev: &CudaDevice,
-    spec: &KernelSpec,
-    sizes: &TaskSizes,
-    n: usize,
-    cut: split_policy::Cut,
-    trace: &mut TraceSplit,
-) -> Result<DeviceTaskList> {
-    let acc = spec.acc.size();
-    match cut_on_device(dev, &sizes.ranges, n, sizes.stats.total, cut, acc, false)? {
-        DeviceCut::Cut(l) => {
-            trace.mark("cut on the device");
-            Ok(*l)
-        }
-        DeviceCut::Saturated => Err(TaskSizes::saturated(spec)),
-        DeviceCut::OnTheHost => {
-            let ranges = sizes.ranges(dev, spec)?;
-            trace.mark("ranges read");
-            let list = launch_steps::cut_tasks(&ranges, cut.max_len)?;
-            trace.mark("cut");
-            let l = DeviceTaskList::upload(dev, list, acc, cut.pack_budget)?;
-            trace.mark("uploaded");
-            Ok(l)
-        }
     }
 }

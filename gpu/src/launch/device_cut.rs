@@ -90,7 +90,8 @@ impl TaskCutKernels {
         // counts in the order `cut` passes them, each pointer the address
         // of a live buffer at least as long as its count says: `ranges`
         // 2n words, the piece and split arrays n + 1, the list's arrays
-        // their scanned totals, the chunk counts `chunks + 1`.
+        // their scanned totals, the chunk counts `chunks + 1`; `cut_write`'s
+        // slots are a segment's word each, or 0 (none).
         unsafe { launch_words(dev, f, blocks, what, args) }
     }
 
@@ -107,7 +108,11 @@ impl TaskCutKernels {
 
     /// Cuts tasks `0..n`, whose `lo, hi` are `ranges` (`2n` words) and
     /// whose fine tasks number `total`, as `cut` says; scratch of
-    /// `acc_bytes` per segment where a task is split. Waits.
+    /// `acc_bytes` per segment where a task is split. With `columns` above
+    /// 1 the tasks are a 2-D kernel's rows and the list a column list
+    /// (scratch per split segment and column; `OnTheHost` where those slots
+    /// would not fit u32 ids). Waits.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn cut(
         &self,
         dev: &CudaDevice,
@@ -116,6 +121,7 @@ impl TaskCutKernels {
         total: u64,
         cut: Cut,
         acc_bytes: usize,
+        columns: u64,
     ) -> Result<DeviceCut> {
         let max_len = cut.max_len.max(1);
         // Every task's pieces are at most len / max_len + 1.
@@ -146,6 +152,13 @@ impl TaskCutKernels {
         let split_count = self.scan(dev, &split_at)? as usize;
         // Every whole task has one segment; the split tasks have the rest.
         let split_total = len - (n - split_count);
+        if columns > 1 && (split_total as u64).saturating_mul(columns) >= u64::from(u32::MAX) {
+            return Ok(DeviceCut::OnTheHost);
+        }
+        let column_slot = match columns > 1 {
+            true => Some(DeviceBuffer::<u32>::zeros(dev, len)?),
+            false => None,
+        };
         let segments = DeviceBuffer::<u32>::zeros(dev, 3 * len)?;
         let whole = DeviceBuffer::<u8>::zeros(dev, len)?;
         let split = DeviceBuffer::<u32>::zeros(dev, 3 * split_count)?;
@@ -167,6 +180,7 @@ impl TaskCutKernels {
                 wh,
                 split.device_ptr(dev),
                 split_segments.device_ptr(dev),
+                column_slot.as_ref().map_or(0, |c| c.device_ptr(dev)),
             ],
         )?;
         let packed = match cut.pack_budget {
@@ -182,6 +196,9 @@ impl TaskCutKernels {
             split_count,
             most_pieces,
             packed,
+            columns,
+            column_slot,
+            split_total,
         };
         Ok(DeviceCut::Cut(Box::new(DeviceTaskList::from_device(
             dev, list, acc_bytes,
@@ -247,7 +264,7 @@ pub(crate) fn cut_on_device(
         return Ok(DeviceCut::OnTheHost);
     }
     dev.extension::<TaskCutKernels>()?
-        .cut(dev, ranges, n, total, cut, acc_bytes)
+        .cut(dev, ranges, n, total, cut, acc_bytes, 1)
 }
 
 /// The task list of `ranges` (`lo, hi` per task) cut as a launch cuts it

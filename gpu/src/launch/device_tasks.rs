@@ -32,6 +32,12 @@ pub(crate) struct CutOnDevice {
     /// Each packed group's first segment (then the end), and its first
     /// task or `u32::MAX`.
     pub packed: Option<(DeviceBuffer<u32>, DeviceBuffer<u32>)>,
+    /// A 2-D kernel's rows: the columns each segment runs over (1: a 1-D
+    /// list), and each split segment's position among the split segments.
+    pub columns: u64,
+    pub column_slot: Option<DeviceBuffer<u32>>,
+    /// The split tasks' segments in all.
+    pub split_total: usize,
 }
 
 /// A task list's device arrays read back, as the kernels read them
@@ -64,6 +70,10 @@ pub(crate) struct DeviceTaskList {
     present: DeviceBuffer<u8>,
     wide_merge: bool,
     packed: Option<PackedWarps>,
+    /// A 2-D kernel's column list: its column count (1 otherwise) and each
+    /// split segment's scratch position (`ColumnList` in task_source.cuh).
+    columns: u64,
+    column_slot: Option<DeviceBuffer<u32>>,
 }
 
 impl DeviceTaskList {
@@ -128,21 +138,29 @@ impl DeviceTaskList {
             wide_merge: launch_steps::needs_wide_merge(&list),
             packed,
             host: Some(list),
+            columns: 1,
+            column_slot: None,
         })
     }
 
     /// A list cut on the device, with its scratch of `acc_bytes` per
-    /// segment when some task is split.
+    /// segment when some task is split (a column list: per split segment
+    /// and column).
     pub(crate) fn from_device(
         dev: &CudaDevice,
         cut: CutOnDevice,
         acc_bytes: usize,
     ) -> Result<Self> {
         let has_split = cut.split_count > 0;
-        let scratch_words = if has_split {
-            (cut.len * acc_bytes).div_ceil(8)
+        let slots = if cut.columns > 1 {
+            cut.split_total.saturating_mul(cut.columns as usize)
         } else {
-            0
+            cut.len
+        };
+        let (scratch_words, present) = if has_split {
+            (slots.saturating_mul(acc_bytes).div_ceil(8), slots)
+        } else {
+            (0, 0)
         };
         Ok(DeviceTaskList {
             host: None,
@@ -153,9 +171,11 @@ impl DeviceTaskList {
             split: cut.split,
             split_segments: cut.split_segments,
             scratch: DeviceBuffer::zeros(dev, scratch_words)?,
-            present: DeviceBuffer::zeros(dev, if has_split { cut.len } else { 0 })?,
+            present: DeviceBuffer::zeros(dev, present)?,
             wide_merge: has_split && cut.most_pieces > WIDE_MERGE_PIECES,
             packed: cut.packed.map(|(first, task)| PackedWarps { first, task }),
+            columns: cut.columns.max(1),
+            column_slot: cut.column_slot,
         })
     }
 
@@ -220,6 +240,14 @@ impl DeviceTaskList {
 
     /// The list as launch planning sees it.
     pub(crate) fn items(&self) -> Items {
+        if self.columns > 1 {
+            return Items::Columns {
+                segments: self.len as u64,
+                columns: self.columns,
+                split_tasks: self.split_count as u64,
+                wide_merge: self.wide_merge,
+            };
+        }
         Items::List {
             segments: self.len as u64,
             packed_warps: self.packed.as_ref().map(|p| p.first.len() as u32 - 1),
@@ -288,6 +316,8 @@ impl DeviceTaskList {
             n_warps,
             warp_first,
             warp_task,
+            columns: self.columns,
+            column_slot: self.column_slot.as_ref().map_or(0, |c| c.device_ptr(dev)),
             ..base
         }
     }

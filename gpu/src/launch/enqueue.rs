@@ -9,10 +9,13 @@ use crate::config::Decomposition;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::errors::cuda_err;
+use crate::launch::device_cut::{cut_on_device, DeviceCut};
+use crate::launch::device_tasks::DeviceTaskList;
+use crate::launch::launch_steps;
 use crate::launch::launch_steps::{grid, LaunchPlan};
 use crate::launch::pending_faults::{read_back_error, read_fault};
 use crate::launch::resident_args::{ParamBlock, ResidentArgs};
-use crate::launch::split_policy::likely_after_sizes;
+use crate::launch::split_policy::{likely_after_sizes, Cut, LIKELY_AFTER_ROW_SIZES};
 use crate::spec::KernelSpec;
 use cudarc::driver::{CudaFunction, LaunchConfig as CuLaunch, PushKernelArg};
 use warpfit_runtime::{Error, Result};
@@ -83,6 +86,9 @@ pub(super) struct TaskSizes {
 impl TaskSizes {
     /// Runs the size kernel over tasks `0..n` and reads its statistics
     /// (32 bytes: most launches need no split and never read the ranges).
+    /// With `columns` above 1, over a 2-D kernel's `n` rows (each read as
+    /// its flattened task `row·columns`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn measure(
         dev: &CudaDevice,
         spec: &KernelSpec,
@@ -91,6 +97,7 @@ impl TaskSizes {
         fault: &DeviceBuffer<u64>,
         args: &ResidentArgs,
         n: usize,
+        columns: u64,
     ) -> Result<Self> {
         let ranges = DeviceBuffer::<u32>::zeros(dev, 2 * n)?;
         let stats = DeviceBuffer::<u64>::zeros(dev, TaskStats::WORDS)?;
@@ -99,9 +106,13 @@ impl TaskSizes {
             sizes: ranges.device_ptr(dev),
             scratch: stats.device_ptr(dev),
             fault: fault.device_ptr(dev),
+            columns,
             ..Default::default()
         };
-        let next = likely_after_sizes(n as u64, dev.resident_warps());
+        let next = match columns > 1 {
+            true => LIKELY_AFTER_ROW_SIZES,
+            false => likely_after_sizes(n as u64, dev.resident_warps()),
+        };
         let function = module.function_then(SIZES_ENTRY, next)?;
         enqueue(
             dev,
@@ -131,6 +142,36 @@ impl TaskSizes {
             return Err(Self::saturated(spec));
         }
         Ok(lr)
+    }
+
+    /// The task list of a launch over tasks `0..n` whose sizes were measured,
+    /// cut as `cut` says: on the device where it takes the ranges
+    /// ([`cut_on_device`]), else on the host from the ranges read back.
+    pub(super) fn cut(
+        &self,
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        n: usize,
+        cut: Cut,
+        trace: &mut TraceSplit,
+    ) -> Result<DeviceTaskList> {
+        let acc = spec.acc.size();
+        match cut_on_device(dev, &self.ranges, n, self.stats.total, cut, acc, false)? {
+            DeviceCut::Cut(l) => {
+                trace.mark("cut on the device");
+                Ok(*l)
+            }
+            DeviceCut::Saturated => Err(TaskSizes::saturated(spec)),
+            DeviceCut::OnTheHost => {
+                let ranges = self.ranges(dev, spec)?;
+                trace.mark("ranges read");
+                let list = launch_steps::cut_tasks(&ranges, cut.max_len)?;
+                trace.mark("cut");
+                let l = DeviceTaskList::upload(dev, list, acc, cut.pack_budget)?;
+                trace.mark("uploaded");
+                Ok(l)
+            }
+        }
     }
 
     /// The error for ranges whose indices reach u32::MAX.

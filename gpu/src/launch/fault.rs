@@ -155,6 +155,7 @@ mod tests {
             elementwise: false,
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
+            columns: None,
         };
         let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, |_| None).unwrap();
         assert_eq!(

@@ -4,8 +4,8 @@
 //! ([`plan_launches`]). `prepared` runs what this module decides.
 
 use crate::abi::{
-    self, TaskSource, BLOCK, MERGE_ENTRY, MERGE_LANES, MERGE_LANES_WIDE, MERGE_WIDE_ENTRY,
-    PDL_ARCH, WARP,
+    self, TaskSource, BLOCK, MERGE_COLUMNS_ENTRY, MERGE_COLUMNS_WIDE_ENTRY, MERGE_ENTRY,
+    MERGE_LANES, MERGE_LANES_WIDE, MERGE_WIDE_ENTRY, PDL_ARCH, WARP,
 };
 use crate::arch::Arch;
 use crate::config::Decomposition;
@@ -143,6 +143,14 @@ pub(crate) enum Items {
         split_tasks: u64,
         wide_merge: bool,
     },
+    /// A 2-D kernel's rows cut into segments on the device, each run over
+    /// `columns` columns (`ColumnList`, one thread per segment and column).
+    Columns {
+        segments: u64,
+        columns: u64,
+        split_tasks: u64,
+        wide_merge: bool,
+    },
 }
 
 /// One kernel launch of a launch.
@@ -165,6 +173,31 @@ pub(crate) struct LaunchPlan {
     pub steps: Vec<Step>,
     /// The task-list kernel reads the packed warp groups.
     pub packed_warps: bool,
+}
+
+/// The merge after a task list of `split_tasks` merge items (none: no
+/// step), `lanes` per item with `entry`, as a programmatic dependent of
+/// the list's launch where the GPU has them.
+fn merge_step(
+    (entry, lanes): (&'static str, u64),
+    split_tasks: u64,
+    arch: Arch,
+) -> Result<Option<Step>> {
+    if split_tasks == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Step {
+        entry,
+        blocks: grid(split_tasks, lanes)?,
+        items: split_tasks,
+        dependent: arch >= PDL_ARCH,
+    }))
+}
+
+fn too_many() -> Error {
+    Error::invalid(
+        "a 2-D launch's pieces times its columns are more items than a launch can number",
+    )
 }
 
 /// The kernels that run `items` with `decomposition` on `arch`: the
@@ -218,20 +251,37 @@ pub(crate) fn plan_launches(
                 items: segments,
                 dependent: false,
             });
-            if split_tasks > 0 {
-                let (entry, lanes) = if wide_merge {
-                    (MERGE_WIDE_ENTRY, MERGE_LANES_WIDE)
-                } else {
-                    (MERGE_ENTRY, MERGE_LANES)
-                };
-                push(Step {
-                    entry,
-                    blocks: grid(split_tasks, lanes)?,
-                    items: split_tasks,
-                    dependent: arch >= PDL_ARCH,
-                });
+            let merge = [
+                (MERGE_ENTRY, MERGE_LANES),
+                (MERGE_WIDE_ENTRY, MERGE_LANES_WIDE),
+            ];
+            if let Some(step) = merge_step(merge[usize::from(wide_merge)], split_tasks, arch)? {
+                push(step);
             }
             packed.is_some()
+        }
+        Items::Columns {
+            segments,
+            columns,
+            split_tasks,
+            wide_merge,
+        } => {
+            let items = segments.checked_mul(columns).ok_or_else(too_many)?;
+            push(Step {
+                entry: abi::entry_point(decomposition, TaskSource::Columns)?,
+                blocks: grid(items, tpi)?,
+                items,
+                dependent: false,
+            });
+            let merge = [
+                (MERGE_COLUMNS_ENTRY, MERGE_LANES),
+                (MERGE_COLUMNS_WIDE_ENTRY, MERGE_LANES_WIDE),
+            ];
+            let split = split_tasks.checked_mul(columns).ok_or_else(too_many)?;
+            if let Some(step) = merge_step(merge[usize::from(wide_merge)], split, arch)? {
+                push(step);
+            }
+            false
         }
     };
     Ok(LaunchPlan {
@@ -449,6 +499,37 @@ mod tests {
         let p = plan_launches(Decomposition::SubWarp(4), list(Some(300), 0, false), SM90).unwrap();
         assert_eq!(p.steps, [step("wf_sub4_list", 79, 5000, false)]);
         assert!(!p.packed_warps);
+    }
+
+    #[test]
+    fn column_lists_run_a_thread_per_piece_and_column_then_their_merge() {
+        let list = |split_tasks, wide_merge| Items::Columns {
+            segments: 1000,
+            columns: 64,
+            split_tasks,
+            wide_merge,
+        };
+        let p = plan_launches(Decomposition::Thread, list(10, false), SM90).unwrap();
+        assert_eq!(
+            p.steps,
+            [
+                step("wf_thread_columns", 250, 64_000, false),
+                step("wf_merge_columns", 20, 640, true)
+            ]
+        );
+        let p = plan_launches(Decomposition::Thread, list(10, true), SM80).unwrap();
+        assert_eq!(p.steps[1], step("wf_merge_columns_wide", 80, 640, false));
+        let p = plan_launches(Decomposition::Thread, list(0, false), SM90).unwrap();
+        assert_eq!(p.steps, [step("wf_thread_columns", 250, 64_000, false)]);
+        // One thread per item only; a product past u64 is an error.
+        assert!(plan_launches(Decomposition::Cte, list(0, false), SM90).is_err());
+        let huge = Items::Columns {
+            segments: u64::MAX / 2,
+            columns: 3,
+            split_tasks: 0,
+            wide_merge: false,
+        };
+        assert!(plan_launches(Decomposition::Thread, huge, SM90).is_err());
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! Measurements behind the constants are in BENCHMARKS.md, "Tuning
 //! constants: history".
 
-use crate::abi::{TaskStats, MERGE_ENTRY, MERGE_WIDE_ENTRY};
+use crate::abi::{
+    TaskStats, MERGE_COLUMNS_ENTRY, MERGE_COLUMNS_WIDE_ENTRY, MERGE_ENTRY, MERGE_WIDE_ENTRY,
+};
 use crate::config::{Decomposition, Split};
 use warpfit_runtime::{Error, Result};
 
@@ -192,11 +194,21 @@ pub(crate) fn likely_after_sizes(n: u64, resident_warps: u64) -> &'static [&'sta
     }
 }
 
+/// What a 2-D launch most likely compiles after its rows' size kernel:
+/// the column list and its merges, or the launch over all tasks.
+pub(crate) const LIKELY_AFTER_ROW_SIZES: &[&str] = &[
+    "wf_thread_columns",
+    MERGE_COLUMNS_ENTRY,
+    MERGE_COLUMNS_WIDE_ENTRY,
+    "wf_thread_all",
+];
+
 /// The entry points the first launch of `spec` over tasks `0..n` with
 /// `config` will most likely compile, in the order it asks for them: the
 /// size kernel and what most likely follows it ([`likely_after_sizes`])
 /// for CTE with a size-dependent split, else the one all-tasks entry point
-/// of the configured decomposition.
+/// of the configured decomposition; for a 2-D kernel, the size kernel over
+/// its rows and what follows it ([`LIKELY_AFTER_ROW_SIZES`]).
 pub(crate) fn first_launch_entries(
     spec: &crate::spec::KernelSpec,
     config: &crate::config::LaunchConfig,
@@ -204,7 +216,17 @@ pub(crate) fn first_launch_entries(
     resident_warps: u64,
 ) -> Vec<&'static str> {
     let config = spec.launch_config(config);
-    if needs_task_sizes(config.decomposition, config.split, n) {
+    let one_per_thread = matches!(
+        config.decomposition,
+        Decomposition::Cte | Decomposition::Thread
+    );
+    if spec.columns.is_some() && one_per_thread && config.split != Split::Never && n > 0 {
+        // A 2-D kernel's rows, measured and most likely cut (several columns
+        // run one flattened task per thread: `launch/columns.rs`).
+        let mut eps = vec![crate::abi::SIZES_ENTRY];
+        eps.extend_from_slice(LIKELY_AFTER_ROW_SIZES);
+        eps
+    } else if needs_task_sizes(config.decomposition, config.split, n) {
         let mut eps = vec![crate::abi::SIZES_ENTRY];
         eps.extend_from_slice(likely_after_sizes(n as u64, resident_warps));
         eps

@@ -127,6 +127,7 @@ mod tests {
             elementwise: false,
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
+            columns: None,
         };
         let (a, b) = (Worklist::new(4, 4).unwrap(), Worklist::new(4, 4).unwrap());
         assert!(check_frontier(&SPEC, &Tasks::from(&a), &[(0, &b)]).is_ok());

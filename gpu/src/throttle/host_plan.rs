@@ -184,6 +184,7 @@ pub(in crate::throttle) mod tests {
         elementwise: false,
         donates: false,
         index_encoding: crate::spec::IndexEncoding::Plain,
+        columns: None,
     };
 
     const ROLES: ThrottleRoles = crate::throttle::roles::SPMV_ROLES;

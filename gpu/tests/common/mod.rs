@@ -38,6 +38,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
     elementwise: false,
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
+    columns: None,
 };
 
 pub static RELAX: KernelSpec = KernelSpec {
@@ -56,6 +57,7 @@ pub static RELAX: KernelSpec = KernelSpec {
     elementwise: false,
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
+    columns: None,
 };
 
 pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_ADD_F32, &SPMV_F64, &RELAX];

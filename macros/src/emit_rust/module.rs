@@ -196,6 +196,10 @@ impl ModuleEmitter<'_> {
         };
         let elementwise = k.elementwise;
         let donates = k.donates();
+        let columns = match k.columns {
+            Some(c) => quote!(::core::option::Option::Some(#c)),
+            None => quote!(::core::option::Option::None),
+        };
         quote! {
             /// Parameter roles, types and the accumulator type, for the device layer.
             pub static SPEC: ::warpfit::__private::KernelSpec = ::warpfit::__private::KernelSpec {
@@ -207,6 +211,7 @@ impl ModuleEmitter<'_> {
                 elementwise: #elementwise,
                 donates: #donates,
                 index_encoding: ::warpfit::__private::IndexEncoding::Plain,
+                columns: #columns,
             };
         }
     }

@@ -5,11 +5,13 @@
 //! columns), and column counts 1 to 256 on uniform 2^20.
 //!
 //! ```text
-//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick] [--decomp D] [--whole-rows]
+//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick | --graphs] [--decomp D] [--whole-rows | --piece N]
 //! ```
-//! `--quick` runs the AlexNet layers only; `--decomp D` runs warpfit's kernels
-//! with decomposition `D` instead of the default; `--whole-rows` runs every
-//! row whole (`Split::Never`: no row cut into pieces over the columns).
+//! `--quick` runs the AlexNet layers only, `--graphs` the aggregation only;
+//! `--decomp D` runs warpfit's kernels with decomposition `D` instead of the
+//! default; `--whole-rows` runs every row whole (`Split::Never`: no row cut
+//! into pieces over the columns), `--piece N` cuts every row longer than `N`
+//! (`Split::Max(N)`).
 
 use std::process::ExitCode;
 use warpfit::apps::NetworkLayer;
@@ -17,36 +19,43 @@ use warpfit::runtime::gen::{alexnet_fc, GenSpec};
 use warpfit::{Decomposition, Device, LaunchConfig, Result, Split};
 use warpfit_bench::spmm::{time_inference, time_spmm, to_markdown, SpmmRow};
 
-fn run(device: &Device, cfg: &LaunchConfig, runs: usize, quick: bool) -> Result<String> {
+/// Which rows of the table to time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Set {
+    All,
+    /// `--quick`: the AlexNet layers and their inference.
+    Alexnet,
+    /// `--graphs`: RMAT 22 and uniform 2^22 × 64.
+    Graphs,
+}
+
+fn run(device: &Device, cfg: &LaunchConfig, runs: usize, set: Set) -> Result<String> {
     let t = (3, runs);
     let mut rows: Vec<SpmmRow> = Vec::new();
-    let layers: Vec<NetworkLayer> = alexnet_fc(1)?
-        .into_iter()
-        .map(|l| NetworkLayer {
-            weights: l.matrix,
-            bias: l.bias,
-        })
-        .collect();
-    for (l, name) in layers.iter().zip(["fc6", "fc7", "fc8"]) {
-        rows.push(time_spmm(
-            device,
-            cfg,
-            &format!("alexnet {name}"),
-            &l.weights,
-            150,
-            true,
-            t,
-        )?);
-        eprintln!("{name} done");
+    let mut inference = None;
+    if set != Set::Graphs {
+        let layers: Vec<NetworkLayer> = alexnet_fc(1)?
+            .into_iter()
+            .map(|l| NetworkLayer {
+                weights: l.matrix,
+                bias: l.bias,
+            })
+            .collect();
+        for (l, name) in layers.iter().zip(["fc6", "fc7", "fc8"]) {
+            let label = format!("alexnet {name}");
+            rows.push(time_spmm(device, cfg, &label, &l.weights, 150, true, t)?);
+            eprintln!("{name} done");
+        }
+        inference = Some(time_inference(device, cfg, &layers, 150, t)?);
     }
-    let inference = time_inference(device, cfg, &layers, 150, t)?;
-    drop(layers);
-    if !quick {
+    if set != Set::Alexnet {
         for spec in ["rmat:scale=22", "uniform:n=4194304,per_row=16"] {
             let a = spec.parse::<GenSpec>()?.generate()?;
             rows.push(time_spmm(device, cfg, spec, &a, 64, false, t)?);
             eprintln!("{spec} done");
         }
+    }
+    if set == Set::All {
         let spec = "uniform:n=1048576,per_row=16";
         let a = spec.parse::<GenSpec>()?.generate()?;
         for k in [1usize, 8, 32, 150, 256] {
@@ -54,48 +63,60 @@ fn run(device: &Device, cfg: &LaunchConfig, runs: usize, quick: bool) -> Result<
             eprintln!("{spec} k={k} done");
         }
     }
-    let command = format!(
-        "spmm_bench --runs {runs}{}{}{}",
-        if quick { " --quick" } else { "" },
-        if cfg.decomposition == LaunchConfig::default().decomposition {
-            String::new()
-        } else {
-            format!(" --decomp {}", cfg.decomposition)
-        },
-        if cfg.split == Split::Never {
-            " --whole-rows"
-        } else {
-            ""
-        }
-    );
-    Ok(to_markdown(&rows, Some(&inference), &command))
+    let decomp = match cfg.decomposition == LaunchConfig::default().decomposition {
+        true => String::new(),
+        false => format!(" --decomp {}", cfg.decomposition),
+    };
+    let split = match cfg.split {
+        Split::Never => " --whole-rows".to_string(),
+        Split::Max(n) => format!(" --piece {n}"),
+        _ => String::new(),
+    };
+    let set = match set {
+        Set::All => "",
+        Set::Alexnet => " --quick",
+        Set::Graphs => " --graphs",
+    };
+    let command = format!("spmm_bench --runs {runs}{set}{decomp}{split}");
+    Ok(to_markdown(&rows, inference.as_ref(), &command))
 }
+
+const USAGE: &str = "usage: spmm_bench [--runs N] [--quick | --graphs] [--decomp D] [--whole-rows | --piece N] (N at least 1)";
 
 fn main() -> ExitCode {
     let mut runs = 30usize;
-    let mut quick = false;
+    let mut set = Set::All;
     let mut cfg = LaunchConfig::default();
     let mut args = std::env::args().skip(1);
+    let positive = |v: Option<String>| v.and_then(|v| v.parse::<u32>().ok()).filter(|&v| v > 0);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--quick" => quick = true,
+            "--quick" => set = Set::Alexnet,
+            "--graphs" => set = Set::Graphs,
             "--whole-rows" => cfg.split = Split::Never,
-            "--decomp" => match args.next().map(|d| d.parse::<Decomposition>()) {
-                Some(Ok(d)) => cfg.decomposition = d,
-                _ => {
-                    eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D] [--whole-rows]");
+            "--piece" => match positive(args.next()) {
+                Some(n) => cfg.split = Split::Max(n),
+                None => {
+                    eprintln!("{USAGE}");
                     return ExitCode::from(2);
                 }
             },
-            "--runs" => match args.next().and_then(|v| v.parse::<usize>().ok()) {
-                Some(v) if v > 0 => runs = v,
+            "--decomp" => match args.next().map(|d| d.parse::<Decomposition>()) {
+                Some(Ok(d)) => cfg.decomposition = d,
                 _ => {
-                    eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D] [--whole-rows] (N at least 1)");
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
+            "--runs" => match positive(args.next()) {
+                Some(v) => runs = v as usize,
+                None => {
+                    eprintln!("{USAGE}");
                     return ExitCode::from(2);
                 }
             },
             _ => {
-                eprintln!("usage: spmm_bench [--runs N] [--quick] [--decomp D] [--whole-rows] (N at least 1)");
+                eprintln!("{USAGE}");
                 return ExitCode::from(2);
             }
         }
@@ -107,7 +128,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&device, &cfg, runs, quick) {
+    match run(&device, &cfg, runs, set) {
         Ok(md) => {
             print!("{md}");
             ExitCode::SUCCESS

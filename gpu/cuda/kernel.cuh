@@ -108,14 +108,14 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge(const K::params_t p, const warpfit::LaunchArgs a) {                                 \
         warpfit::block_hooks<K>::begin(p);                                                           \
-        warpfit::merge<K, warpfit::MERGE_LANES, false>(p, a);                                        \
+        warpfit::merge<K, warpfit::MERGE_LANES>(p, a);                                               \
         warpfit::block_hooks<K>::end(p);                                                             \
     }
 #define WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                         \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge_wide(const K::params_t p, const warpfit::LaunchArgs a) {                            \
         warpfit::block_hooks<K>::begin(p);                                                           \
-        warpfit::merge<K, warpfit::MERGE_LANES_WIDE, false>(p, a);                                   \
+        warpfit::merge<K, warpfit::MERGE_LANES_WIDE>(p, a);                                          \
         warpfit::block_hooks<K>::end(p);                                                             \
     }
 // A 2-D kernel's rows cut into pieces and spread over its columns
@@ -126,14 +126,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge_columns(const K::params_t p, const warpfit::LaunchArgs a) {                         \
         warpfit::block_hooks<K>::begin(p);                                                           \
-        warpfit::merge<K, warpfit::MERGE_LANES, true>(p, a);                                         \
-        warpfit::block_hooks<K>::end(p);                                                             \
-    }
-#define WARPFIT_ENTRY_POINT_wf_merge_columns_wide(K)                                                 \
-    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
-        wf_merge_columns_wide(const K::params_t p, const warpfit::LaunchArgs a) {                    \
-        warpfit::block_hooks<K>::begin(p);                                                           \
-        warpfit::merge<K, warpfit::MERGE_LANES_WIDE, true>(p, a);                                    \
+        warpfit::merge_columns<K>(p, a);                                                             \
         warpfit::block_hooks<K>::end(p);                                                             \
     }
 // Work donation: the long items' chunks a donating frontier launch posted,
@@ -153,7 +146,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
 
 /// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list,frontier}`,
 /// `wf_cte_queue`, `wf_merge`, `wf_merge_wide`, `wf_thread_columns`, `wf_merge_columns`,
-/// `wf_merge_columns_wide`, `wf_sizes` and `wf_donated`.
+/// `wf_sizes` and `wf_donated`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sub2_all(K)                                                               \
@@ -181,6 +174,5 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_thread_columns(K)                                                         \
     WARPFIT_ENTRY_POINT_wf_merge_columns(K)                                                          \
-    WARPFIT_ENTRY_POINT_wf_merge_columns_wide(K)                                                     \
     WARPFIT_ENTRY_POINT_wf_sizes(K)                                                                 \
     WARPFIT_ENTRY_POINT_wf_donated(K)

@@ -7,9 +7,7 @@
 // tree joins the chunks, and the group's first lane puts `init` in front
 // and runs the epilogue. No atomics; the
 // same result for any associative operator, on every run. After a column
-// list (task_source.cuh), a group per split row and column: item t is split
-// row `t / k` at column `t % k`, its partials in the slots `(first + g)·k +
-// j` the list kernel wrote.
+// list (task_source.cuh), `merge_columns` instead.
 #pragma once
 #include "warpfit/task_source.cuh"
 #include "warpfit/pdl.cuh"
@@ -25,23 +23,19 @@ constexpr int MERGE_LANES = 8;
 /// launch's tail.
 constexpr int MERGE_LANES_WIDE = WARP;
 
-template <class K, int W, bool COLUMNS>
+template <class K, int W>
 __device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
     typedef typename K::acc_t acc_t;
     const uint64_t tid = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
     const uint64_t t = tid / W;
     const int j = int(tid & (W - 1));
     const bool valid = t < a.n_items;
-    // The split task and, after a column list, the column.
-    const uint64_t k = COLUMNS ? a.columns : 1;
-    const uint64_t row = COLUMNS ? index_div(t, k) : t;
-    const uint64_t column = t - row * k;
     SplitTask st;
     st.task = 0;
     st.first = 0;
     st.count = 0;
     if (valid) {
-        st = a.split[row];  // written before the task-list launch, not by it
+        st = a.split[t];  // written by the host, not by the task-list launch
     }
     // Partials and presence come from the task-list launch, which may still
     // be running when this grid starts (programmatic dependent launch).
@@ -54,7 +48,7 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     Partial<acc_t> acc;
 #pragma unroll 4
     for (uint32_t g = b; g < e; ++g) {
-        const uint64_t s = COLUMNS ? (uint64_t(st.first) + g) * k + column : a.split_segments[st.first + g];
+        const uint32_t s = a.split_segments[st.first + g];
         if (a.present[s]) {
             acc.template push<K>(scratch[s], f);
         }
@@ -63,7 +57,7 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     acc = group_reduce<K, W>(acc, f);
     if (valid && j == 0) {
         Item<K> it;
-        it.task = uint64_t(st.task) * k + column;
+        it.task = st.task;
         it.valid = true;
         it.whole = true;
         it.slot = 0;
@@ -74,7 +68,58 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
         }
     }
     if (valid) {
-        f.attribute(uint64_t(st.task) * k + column);
+        f.attribute(st.task);
+    }
+    publish(a.fault, f);
+}
+
+/// The merge after a column list: one thread per split row and column,
+/// item t being split row `t / k` at column `j = t % k`, folding the row's
+/// pieces' partials for column j in list order (slots `(first + g)·k + j`),
+/// then the epilogue. Consecutive threads take consecutive columns of a
+/// row, so each step's loads are coalesced; a lane per piece (`merge`)
+/// would read them k apart. A hub's hundreds of pieces are one thread's
+/// chain of independent loads.
+template <class K> __device__ __forceinline__ void merge_columns(const typename K::params_t& p, const LaunchArgs& a) {
+    typedef typename K::acc_t acc_t;
+    const uint64_t t = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
+    const bool valid = t < a.n_items;
+    const uint64_t k = a.columns;
+    const uint64_t row = valid ? index_div(t, k) : 0;
+    const uint64_t column = t - row * k;
+    SplitTask st;
+    st.task = 0;
+    st.first = 0;
+    st.count = 0;
+    if (valid) {
+        st = a.split[row];  // written before the column list's launch, not by it
+    }
+    // The partials come from the column list's launch, which may still be
+    // running when this grid starts (programmatic dependent launch).
+    wait_for_primary();
+    const acc_t* scratch = static_cast<const acc_t*>(a.scratch);
+    Fault f;
+    Partial<acc_t> acc;
+    const uint64_t task = uint64_t(st.task) * k + column;
+#pragma unroll 4
+    for (uint32_t g = 0; g < st.count; ++g) {
+        const uint64_t s = (uint64_t(st.first) + g) * k + column;
+        if (a.present[s]) {
+            acc.template push<K>(scratch[s], f);
+        }
+    }
+    if (valid) {
+        Item<K> it;
+        it.task = task;
+        it.valid = true;
+        it.whole = true;
+        it.slot = 0;
+        K::prologue(p, it.task, it.ctx, it.lo, it.hi, f);
+        f.attribute(it.task);
+        if (!f.any()) {
+            finish<K>(p, a, it, acc, false, f);
+        }
+        f.attribute(task);
     }
     publish(a.fault, f);
 }

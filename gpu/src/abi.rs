@@ -50,11 +50,9 @@ pub(crate) const SIZES_ENTRY: &str = "wf_sizes";
 pub(crate) const MERGE_ENTRY: &str = "wf_merge";
 /// The merge of split tasks with [`MERGE_LANES_WIDE`] lanes per task.
 pub(crate) const MERGE_WIDE_ENTRY: &str = "wf_merge_wide";
-/// The merge of a column list's split rows, [`MERGE_LANES`] lanes per
-/// split row and column.
+/// The merge of a column list's split rows, one thread per split row and
+/// column (`merge_columns` in merge.cuh).
 pub(crate) const MERGE_COLUMNS_ENTRY: &str = "wf_merge_columns";
-/// The same with [`MERGE_LANES_WIDE`] lanes.
-pub(crate) const MERGE_COLUMNS_WIDE_ENTRY: &str = "wf_merge_columns_wide";
 
 /// Where a launch's items come from: suffix `_all` or `_list` of an entry
 /// point (`warpfit::AllTasks`, `warpfit::TaskList` in task_source.cuh).
@@ -124,7 +122,7 @@ pub(crate) fn entry_point(
     })
 }
 
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 29, each
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 28, each
 /// compiled as a module of its own when a launch first asks for it.
 #[doc(hidden)]
 pub const ENTRY_POINTS: &[&str] = &[
@@ -154,7 +152,6 @@ pub const ENTRY_POINTS: &[&str] = &[
     MERGE_WIDE_ENTRY,
     "wf_thread_columns",
     MERGE_COLUMNS_ENTRY,
-    MERGE_COLUMNS_WIDE_ENTRY,
     SIZES_ENTRY,
     DONATED_ENTRY,
 ];

@@ -84,10 +84,9 @@ fn block_warp_and_merge_widths_match_the_headers() {
     // Each merge entry point instantiates the width the host sizes it by.
     let k = header("kernel.cuh");
     for (entry, lanes) in [
-        (MERGE_ENTRY, "MERGE_LANES, false>"),
-        (MERGE_WIDE_ENTRY, "MERGE_LANES_WIDE, false>"),
-        (MERGE_COLUMNS_ENTRY, "MERGE_LANES, true>"),
-        (MERGE_COLUMNS_WIDE_ENTRY, "MERGE_LANES_WIDE, true>"),
+        (MERGE_ENTRY, "MERGE_LANES>"),
+        (MERGE_WIDE_ENTRY, "MERGE_LANES_WIDE>"),
+        (MERGE_COLUMNS_ENTRY, "merge_columns<K>"),
     ] {
         let at = k.find(&format!("{entry}(")).unwrap();
         let body = &k[at..at + k[at..].find('}').unwrap()];
@@ -149,7 +148,6 @@ fn entry_points_match_the_headers() {
                     MERGE_ENTRY,
                     MERGE_WIDE_ENTRY,
                     MERGE_COLUMNS_ENTRY,
-                    MERGE_COLUMNS_WIDE_ENTRY,
                     SIZES_ENTRY,
                     DONATED_ENTRY
                 ]

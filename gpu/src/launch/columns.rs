@@ -23,20 +23,27 @@ use crate::launch::split_policy::Cut;
 use crate::spec::{KernelSpec, ScalarValue};
 use warpfit_runtime::{Error, Result, Tasks};
 
-/// The longest piece of a row a thread folds: past this a hub row is cut.
-/// A piece is a chain of dependent loads per thread (unrolled by 4), so
-/// 256 keeps the longest thread within a few tens of microseconds.
-pub(crate) const PIECE_MAX: u32 = 256;
+/// The piece a launch with a thread slot's worth of rows and columns cuts
+/// its long rows to. A piece is a chain of dependent loads per thread
+/// (unrolled by 4), and a block holds its warp slots until its longest
+/// piece is done.
+pub(crate) const PIECE_LEN: u32 = 256;
+
+/// Such a launch cuts only rows longer than this many times the mean row
+/// (a power-law graph's hubs): where rows are alike (a pruned layer's),
+/// the pieces' partials and their merge cost more than the balance gains.
+pub(crate) const IMBALANCE: u64 = 8;
 
 /// The shortest piece: shorter ones would make the merge, one partial per
-/// piece and column, cost more than the balance gains.
+/// piece and column, cost more than the parallelism gains.
 pub(crate) const PIECE_MIN: u32 = 32;
 
-/// Threads per resident thread slot the cut aims for: a launch whose rows
-/// and columns make fewer (a pruned layer's thousand long rows) cuts its
-/// rows shorter, down to [`PIECE_MIN`], until it has them, since one
+/// Threads per resident thread slot a launch with fewer rows and columns
+/// than slots aims for by cutting its rows (a pruned layer of a thousand
+/// long rows): pieces of `total · columns / (ITEMS_PER_SLOT ·
+/// resident_threads)`, within [`PIECE_MIN`]..=[`PIECE_LEN`], since one
 /// thread per column of a long row leaves most warp slots idle and each
-/// thread with a long chain of loads.
+/// thread a long chain of loads.
 pub(crate) const ITEMS_PER_SLOT: u64 = 4;
 
 /// The column count of a 2-D kernel's launch, read from its arguments at
@@ -49,29 +56,36 @@ pub(crate) fn column_count(spec: &KernelSpec, args: &[Arg<'_>]) -> Option<u64> {
     }
 }
 
-/// The piece length a 2-D launch over rows of these statistics cuts its
-/// rows to, or `None` to run every row whole: with [`Split::Auto`] (and
-/// the CTE budgets, which a 2-D launch has no warps to pack for) pieces
-/// of `total · columns / (ITEMS_PER_SLOT · resident_threads)` fine tasks,
-/// within [`PIECE_MIN`]..=[`PIECE_MAX`]; with [`Split::Max`] the bound
-/// given; with [`Split::Never`] none. Rows no longer than a piece run
-/// whole, so a launch with no longer row is not cut at all.
+/// The piece length a 2-D launch over `rows` rows of these statistics
+/// cuts its rows to, or `None` to run every row whole. With
+/// [`Split::Auto`] (and the CTE budgets, which a 2-D launch has no warps to
+/// pack for): a launch of at least a thread per resident slot cuts rows
+/// longer than [`PIECE_LEN`] and [`IMBALANCE`] times the mean into pieces
+/// of that; a smaller one cuts every row to [`ITEMS_PER_SLOT`]'s piece.
+/// With [`Split::Max`] the bound given; with [`Split::Never`] none. A
+/// launch with no row longer than its piece is not cut at all.
 pub(crate) fn piece_len(
     split: Split,
     stats: &TaskStats,
+    rows: u64,
     columns: u64,
     resident_threads: u64,
 ) -> Option<u32> {
     let len = match split {
         Split::Never => return None,
-        Split::Max(m) => m.max(1),
+        Split::Max(m) => u64::from(m.max(1)),
         Split::Auto | Split::Budget(_) | Split::Queued(_) => {
-            let aim = stats.total.saturating_mul(columns)
-                / ITEMS_PER_SLOT.saturating_mul(resident_threads).max(1);
-            aim.clamp(u64::from(PIECE_MIN), u64::from(PIECE_MAX)) as u32
+            if rows.saturating_mul(columns) >= resident_threads {
+                let mean = stats.total / rows.max(1);
+                u64::from(PIECE_LEN).max(IMBALANCE.saturating_mul(mean))
+            } else {
+                let aim = stats.total.saturating_mul(columns)
+                    / ITEMS_PER_SLOT.saturating_mul(resident_threads).max(1);
+                aim.clamp(u64::from(PIECE_MIN), u64::from(PIECE_LEN))
+            }
         }
     };
-    (stats.longest > u64::from(len)).then_some(len)
+    (stats.longest > len).then(|| u32::try_from(len).unwrap_or(u32::MAX))
 }
 
 /// A 2-D launch's rows cut into pieces: the column list, the piece length
@@ -115,7 +129,7 @@ pub(crate) fn cut_rows(
     }
     let sizes = TaskSizes::measure(dev, spec, module, params, fault, args, rows, columns)?;
     let threads = dev.resident_warps().saturating_mul(32);
-    let Some(len) = piece_len(config.split, &sizes.stats, columns, threads) else {
+    let Some(len) = piece_len(config.split, &sizes.stats, rows as u64, columns, threads) else {
         return Ok(None);
     };
     let cut = Cut {
@@ -208,35 +222,37 @@ mod tests {
     #[test]
     fn rows_longer_than_a_piece_are_cut() {
         let slots = 270_336; // an H200's resident threads
-                             // RMAT 22 × 64: plenty of items, pieces of the longest length.
+        let auto = |s: &TaskStats, rows: u64, k: u64| piece_len(Split::Auto, s, rows, k, slots);
+        // RMAT 22 × 64: a power-law graph's hubs, cut to the piece.
         let rmat = stats(100_000, 65_000_000);
-        assert_eq!(piece_len(Split::Auto, &rmat, 64, slots), Some(PIECE_MAX));
-        // A pruned layer's thousand rows of 1024: shorter pieces for
-        // enough threads.
-        let fc8 = stats(1024, 1_024_000);
-        assert_eq!(piece_len(Split::Auto, &fc8, 150, slots), Some(142));
-        // A small launch: the shortest pieces.
-        assert_eq!(
-            piece_len(Split::Auto, &stats(500, 2000), 8, slots),
-            Some(PIECE_MIN)
-        );
+        assert_eq!(auto(&rmat, 1 << 22, 64), Some(PIECE_LEN));
+        // Rows far longer than the piece but alike (a pruned layer's
+        // 4096 rows of about 830): whole.
+        assert_eq!(auto(&stats(1000, 3_400_000), 4096, 150), None);
+        // A hub 8 times the mean is not yet cut; past that it is, to 8
+        // times the mean where that is longer than the piece.
+        assert_eq!(auto(&stats(8 * 300, 300 << 20), 1 << 20, 8), None);
+        assert_eq!(auto(&stats(8 * 300 + 1, 300 << 20), 1 << 20, 8), Some(2400));
+        // Fewer rows and columns than slots (a layer of a thousand rows of
+        // 1024): shorter pieces for enough threads.
+        assert_eq!(auto(&stats(1024, 1_024_000), 1000, 150), Some(142));
+        assert_eq!(auto(&stats(500, 2000), 100, 8), Some(PIECE_MIN));
         // No row longer than a piece: nothing to cut.
-        assert_eq!(
-            piece_len(Split::Auto, &stats(40, 67_000_000), 64, slots),
-            None
-        );
-        assert_eq!(piece_len(Split::Auto, &stats(32, 2000), 8, slots), None);
+        assert_eq!(auto(&stats(40, 67_000_000), 1 << 22, 64), None);
+        assert_eq!(auto(&stats(32, 2000), 100, 8), None);
         // As configured; the CTE budgets cut as `Auto` does.
-        assert_eq!(piece_len(Split::Never, &rmat, 64, slots), None);
-        assert_eq!(piece_len(Split::Max(7), &rmat, 64, slots), Some(7));
-        assert_eq!(piece_len(Split::Max(0), &rmat, 64, slots), Some(1));
-        assert_eq!(piece_len(Split::Max(7), &stats(7, 70), 64, slots), None);
+        let cut = |split| piece_len(split, &rmat, 1 << 22, 64, slots);
+        assert_eq!(cut(Split::Never), None);
+        assert_eq!(cut(Split::Max(7)), Some(7));
+        assert_eq!(cut(Split::Max(0)), Some(1));
+        assert_eq!(cut(Split::Budget(512)), Some(PIECE_LEN));
+        assert_eq!(piece_len(Split::Max(7), &stats(7, 70), 10, 64, slots), None);
+        // No rows or no resident thread reported: no division by 0.
+        assert_eq!(piece_len(Split::Auto, &rmat, 0, 64, slots), Some(PIECE_LEN));
         assert_eq!(
-            piece_len(Split::Budget(512), &rmat, 64, slots),
-            Some(PIECE_MAX)
+            piece_len(Split::Auto, &rmat, 1 << 22, 64, 0),
+            Some(PIECE_LEN)
         );
-        // No resident thread reported: the longest pieces, no division by 0.
-        assert_eq!(piece_len(Split::Auto, &rmat, 64, 0), Some(PIECE_MAX));
     }
 
     #[test]

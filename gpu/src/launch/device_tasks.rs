@@ -245,7 +245,6 @@ impl DeviceTaskList {
                 segments: self.len as u64,
                 columns: self.columns,
                 split_tasks: self.split_count as u64,
-                wide_merge: self.wide_merge,
             };
         }
         Items::List {

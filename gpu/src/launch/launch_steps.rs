@@ -4,8 +4,8 @@
 //! ([`plan_launches`]). `prepared` runs what this module decides.
 
 use crate::abi::{
-    self, TaskSource, BLOCK, MERGE_COLUMNS_ENTRY, MERGE_COLUMNS_WIDE_ENTRY, MERGE_ENTRY,
-    MERGE_LANES, MERGE_LANES_WIDE, MERGE_WIDE_ENTRY, PDL_ARCH, WARP,
+    self, TaskSource, BLOCK, MERGE_COLUMNS_ENTRY, MERGE_ENTRY, MERGE_LANES, MERGE_LANES_WIDE,
+    MERGE_WIDE_ENTRY, PDL_ARCH, WARP,
 };
 use crate::arch::Arch;
 use crate::config::Decomposition;
@@ -149,7 +149,6 @@ pub(crate) enum Items {
         segments: u64,
         columns: u64,
         split_tasks: u64,
-        wide_merge: bool,
     },
 }
 
@@ -264,7 +263,6 @@ pub(crate) fn plan_launches(
             segments,
             columns,
             split_tasks,
-            wide_merge,
         } => {
             let items = segments.checked_mul(columns).ok_or_else(too_many)?;
             push(Step {
@@ -273,12 +271,8 @@ pub(crate) fn plan_launches(
                 items,
                 dependent: false,
             });
-            let merge = [
-                (MERGE_COLUMNS_ENTRY, MERGE_LANES),
-                (MERGE_COLUMNS_WIDE_ENTRY, MERGE_LANES_WIDE),
-            ];
             let split = split_tasks.checked_mul(columns).ok_or_else(too_many)?;
-            if let Some(step) = merge_step(merge[usize::from(wide_merge)], split, arch)? {
+            if let Some(step) = merge_step((MERGE_COLUMNS_ENTRY, 1), split, arch)? {
                 push(step);
             }
             false
@@ -503,31 +497,29 @@ mod tests {
 
     #[test]
     fn column_lists_run_a_thread_per_piece_and_column_then_their_merge() {
-        let list = |split_tasks, wide_merge| Items::Columns {
+        let list = |split_tasks| Items::Columns {
             segments: 1000,
             columns: 64,
             split_tasks,
-            wide_merge,
         };
-        let p = plan_launches(Decomposition::Thread, list(10, false), SM90).unwrap();
+        let p = plan_launches(Decomposition::Thread, list(10), SM90).unwrap();
         assert_eq!(
             p.steps,
             [
                 step("wf_thread_columns", 250, 64_000, false),
-                step("wf_merge_columns", 20, 640, true)
+                step("wf_merge_columns", 3, 640, true)
             ]
         );
-        let p = plan_launches(Decomposition::Thread, list(10, true), SM80).unwrap();
-        assert_eq!(p.steps[1], step("wf_merge_columns_wide", 80, 640, false));
-        let p = plan_launches(Decomposition::Thread, list(0, false), SM90).unwrap();
+        let p = plan_launches(Decomposition::Thread, list(10), SM80).unwrap();
+        assert_eq!(p.steps[1], step("wf_merge_columns", 3, 640, false));
+        let p = plan_launches(Decomposition::Thread, list(0), SM90).unwrap();
         assert_eq!(p.steps, [step("wf_thread_columns", 250, 64_000, false)]);
         // One thread per item only; a product past u64 is an error.
-        assert!(plan_launches(Decomposition::Cte, list(0, false), SM90).is_err());
+        assert!(plan_launches(Decomposition::Cte, list(0), SM90).is_err());
         let huge = Items::Columns {
             segments: u64::MAX / 2,
             columns: 3,
             split_tasks: 0,
-            wide_merge: false,
         };
         assert!(plan_launches(Decomposition::Thread, huge, SM90).is_err());
     }

@@ -6,9 +6,7 @@
 //! Measurements behind the constants are in BENCHMARKS.md, "Tuning
 //! constants: history".
 
-use crate::abi::{
-    TaskStats, MERGE_COLUMNS_ENTRY, MERGE_COLUMNS_WIDE_ENTRY, MERGE_ENTRY, MERGE_WIDE_ENTRY,
-};
+use crate::abi::{TaskStats, MERGE_COLUMNS_ENTRY, MERGE_ENTRY, MERGE_WIDE_ENTRY};
 use crate::config::{Decomposition, Split};
 use warpfit_runtime::{Error, Result};
 
@@ -195,13 +193,9 @@ pub(crate) fn likely_after_sizes(n: u64, resident_warps: u64) -> &'static [&'sta
 }
 
 /// What a 2-D launch most likely compiles after its rows' size kernel:
-/// the column list and its merges, or the launch over all tasks.
-pub(crate) const LIKELY_AFTER_ROW_SIZES: &[&str] = &[
-    "wf_thread_columns",
-    MERGE_COLUMNS_ENTRY,
-    MERGE_COLUMNS_WIDE_ENTRY,
-    "wf_thread_all",
-];
+/// the column list and its merge, or the launch over all tasks.
+pub(crate) const LIKELY_AFTER_ROW_SIZES: &[&str] =
+    &["wf_thread_columns", MERGE_COLUMNS_ENTRY, "wf_thread_all"];
 
 /// The entry points the first launch of `spec` over tasks `0..n` with
 /// `config` will most likely compile, in the order it asks for them: the

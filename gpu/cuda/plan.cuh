@@ -3,8 +3,8 @@
 //
 //   cb_count:    per task t and column block b, the fine tasks of t whose
 //                gathered element falls in b, written part-major
-//                (`counts[b * n + t]`): a warp per task, one counter per
-//                block in shared memory;
+//                (`counts[b * n + t]`): a group of 8, 16 or 32 lanes per
+//                task, one counter per block in shared memory;
 //   scan_*:      an exclusive scan of u32 words in place (tile sums,
 //                one block over the sums, tiles again), so that the
 //                scanned counts are every block's range array at once:
@@ -57,79 +57,130 @@ __device__ __forceinline__ uint32_t block_of(uint32_t g, uint32_t width, uint32_
     return b < k ? b : k - 1;
 }
 
-__device__ __forceinline__ void cb_count(const uint32_t* ptr, const uint32_t* idx, uint64_t n, uint64_t nnz,
-                                         uint64_t n_gathered, uint32_t width, uint32_t k, uint32_t* counts,
-                                         uint32_t* bad) {
-    __shared__ uint32_t per_block[WARPS_PER_BLOCK][CB_MAX_BLOCKS];
+/// Lanes per task of the column blocks' kernels: `1 << shift` of 8, 16 or
+/// 32 (the host picks the smallest power at least the mean task length),
+/// so that short tasks share a warp instead of leaving most lanes idle.
+constexpr uint32_t CB_MIN_GROUP_SHIFT = 3;
+constexpr uint32_t CB_GROUPS_PER_WARP = WARP >> CB_MIN_GROUP_SHIFT;
+
+/// The group of `1 << shift` lanes of this thread, and its task's loop: a
+/// task per group, the warp stepping together through its longest task
+/// (`__match_any_sync` needs every lane), each lane taking fine task
+/// `lo + step·G + its lane in the group`. `body(t, e, live, key_base)`
+/// runs each step; `start(t)` and `end(t)` before and after each task
+/// (every lane, its group's task, or `n` past the end).
+template <class Start, class Body, class End>
+__device__ __forceinline__ void cb_tasks(const uint32_t* ptr, uint64_t n, uint64_t nnz, uint32_t shift,
+                                         uint32_t* bad, Start start, Body body, End end) {
+    const uint32_t lane = threadIdx.x % WARP;
+    const uint32_t group = lane >> shift, in_group = lane & ((1u << shift) - 1);
+    const uint64_t per_warp = WARP >> shift;
     const uint64_t warps = uint64_t(gridDim.x) * WARPS_PER_BLOCK;
-    const uint32_t lane = threadIdx.x % WARP, w = threadIdx.x / WARP;
-    for (uint64_t t = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP; t < n; t += warps) {
-        per_block[w][lane] = 0;
-        __syncwarp();
-        uint32_t lo, hi;
-        if (range_of(ptr, t, nnz, bad, &lo, &hi)) {
-            for (uint32_t base = lo; base < hi; base += WARP) {
-                const uint32_t e = base + lane;
-                const bool live = e < hi;
-                uint32_t b = CB_MAX_BLOCKS;
-                if (live) {
-                    const uint32_t g = idx[e];
-                    if (g < n_gathered) {
-                        b = block_of(g, width, k);
-                    } else {
-                        *bad = 1;
-                    }
-                }
-                const unsigned peers = __match_any_sync(FULL_MASK, b);
-                if (b < CB_MAX_BLOCKS && lane == uint32_t(__ffs(peers) - 1)) {
-                    per_block[w][b] += __popc(peers);
-                }
-                __syncwarp();
-            }
+    const uint64_t warp = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP;
+    for (uint64_t first = warp * per_warp; first < n; first += warps * per_warp) {
+        const uint64_t t = first + group;
+        start(t < n ? t : n);
+        uint32_t lo = 0, hi = 0;
+        if (t < n && !range_of(ptr, t, nnz, bad, &lo, &hi)) {
+            lo = hi = 0;
         }
-        if (lane < k) {
-            counts[uint64_t(lane) * n + t] = per_block[w][lane];
+        const uint32_t steps = ((hi - lo) + (1u << shift) - 1) >> shift;
+        const uint32_t most = __reduce_max_sync(FULL_MASK, steps);
+        for (uint32_t step = 0; step < most; ++step) {
+            const uint32_t e = lo + (step << shift) + in_group;
+            body(t, e, e < hi, group * (CB_MAX_BLOCKS + 1));
         }
-        __syncwarp();
+        end(t < n ? t : n);
     }
 }
 
-__device__ __forceinline__ void cb_place(const uint32_t* ptr, const uint32_t* idx, uint64_t n, uint64_t nnz,
-                                         uint64_t n_gathered, uint32_t width, uint32_t k, const uint32_t* offsets,
-                                         uint32_t* perm, uint32_t* bad) {
-    __shared__ uint32_t cursor[WARPS_PER_BLOCK][CB_MAX_BLOCKS];
-    const uint64_t warps = uint64_t(gridDim.x) * WARPS_PER_BLOCK;
-    const uint32_t lane = threadIdx.x % WARP, w = threadIdx.x / WARP;
-    const unsigned below = (1u << lane) - 1;
-    for (uint64_t t = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP; t < n; t += warps) {
-        cursor[w][lane] = lane < k ? offsets[uint64_t(lane) * n + t] : 0;
-        __syncwarp();
-        uint32_t lo, hi;
-        if (range_of(ptr, t, nnz, bad, &lo, &hi)) {
-            for (uint32_t base = lo; base < hi; base += WARP) {
-                const uint32_t e = base + lane;
-                uint32_t b = CB_MAX_BLOCKS;
-                if (e < hi) {
-                    const uint32_t g = idx[e];
-                    b = g < n_gathered ? block_of(g, width, k) : CB_MAX_BLOCKS;
-                }
-                const unsigned peers = __match_any_sync(FULL_MASK, b);
-                if (b < CB_MAX_BLOCKS) {
-                    const uint32_t at = cursor[w][b] + __popc(peers & below);
-                    if (at < nnz) {
-                        perm[at] = e;
-                    } else {
-                        *bad = 1;
-                    }
-                }
-                __syncwarp();
-                if (b < CB_MAX_BLOCKS && lane == uint32_t(__ffs(peers) - 1)) {
-                    cursor[w][b] += __popc(peers);
-                }
-                __syncwarp();
-            }
+/// The block of fine task `e`, or `CB_MAX_BLOCKS` where it is not `live`
+/// or its index is out of range (the flag set).
+__device__ __forceinline__ uint32_t cb_block(const uint32_t* idx, uint32_t e, bool live, uint64_t n_gathered,
+                                             uint32_t width, uint32_t k, uint32_t* bad) {
+    uint32_t b = CB_MAX_BLOCKS;
+    if (live) {
+        const uint32_t g = idx[e];
+        if (g < n_gathered) {
+            b = block_of(g, width, k);
+        } else {
+            *bad = 1;
         }
     }
+    return b;
+}
+
+__device__ __forceinline__ void cb_count(const uint32_t* ptr, const uint32_t* idx, uint64_t n, uint64_t nnz,
+                                         uint64_t n_gathered, uint32_t width, uint32_t k, uint32_t shift,
+                                         uint32_t* counts, uint32_t* bad) {
+    __shared__ uint32_t per_block[WARPS_PER_BLOCK * CB_GROUPS_PER_WARP][CB_MAX_BLOCKS];
+    const uint32_t lane = threadIdx.x % WARP, w = threadIdx.x / WARP;
+    const uint32_t g_size = 1u << shift, in_group = lane & (g_size - 1);
+    uint32_t* mine = per_block[w * CB_GROUPS_PER_WARP + (lane >> shift)];
+    cb_tasks(
+        ptr, n, nnz, shift, bad,
+        [&](uint64_t) {
+            for (uint32_t b = in_group; b < CB_MAX_BLOCKS; b += g_size) {
+                mine[b] = 0;
+            }
+            __syncwarp();
+        },
+        [&](uint64_t, uint32_t e, bool live, uint32_t key_base) {
+            const uint32_t b = cb_block(idx, e, live, n_gathered, width, k, bad);
+            const unsigned peers = __match_any_sync(FULL_MASK, key_base + b);
+            if (b < CB_MAX_BLOCKS && lane == uint32_t(__ffs(peers) - 1)) {
+                mine[b] += __popc(peers);
+            }
+            __syncwarp();
+        },
+        [&](uint64_t t) {
+            if (t < n) {
+                for (uint32_t b = in_group; b < k; b += g_size) {
+                    counts[uint64_t(b) * n + t] = mine[b];
+                }
+            }
+            __syncwarp();
+        });
+}
+
+__device__ __forceinline__ void cb_place(const uint32_t* ptr, const uint32_t* idx, uint64_t n, uint64_t nnz,
+                                         uint64_t n_gathered, uint32_t width, uint32_t k, uint32_t shift,
+                                         const uint32_t* offsets, uint32_t* perm, uint32_t* bad) {
+    __shared__ uint32_t cursor[WARPS_PER_BLOCK * CB_GROUPS_PER_WARP][CB_MAX_BLOCKS];
+    const uint32_t lane = threadIdx.x % WARP, w = threadIdx.x / WARP;
+    const uint32_t g_size = 1u << shift, in_group = lane & (g_size - 1);
+    const unsigned below = (1u << lane) - 1;
+    uint32_t* mine = cursor[w * CB_GROUPS_PER_WARP + (lane >> shift)];
+    cb_tasks(
+        ptr, n, nnz, shift, bad,
+        [&](uint64_t t) {
+            if (t < n) {
+                for (uint32_t b = in_group; b < k; b += g_size) {
+                    mine[b] = offsets[uint64_t(b) * n + t];
+                }
+            }
+            __syncwarp();
+        },
+        [&](uint64_t, uint32_t e, bool live, uint32_t key_base) {
+            const uint32_t b = cb_block(idx, e, live, n_gathered, width, k, bad);
+            // Lanes of other groups have other keys: `peers` is this
+            // group's lanes in the same block, ranked in fine-task order.
+            const unsigned peers = __match_any_sync(FULL_MASK, key_base + b);
+            if (b < CB_MAX_BLOCKS) {
+                const uint32_t at = mine[b] + __popc(peers & below);
+                if (at < nnz) {
+                    perm[at] = e;
+                } else {
+                    *bad = 1;
+                }
+            }
+            __syncwarp();
+            if (b < CB_MAX_BLOCKS && lane == uint32_t(__ffs(peers) - 1)) {
+                mine[b] += __popc(peers);
+            }
+            __syncwarp();
+        },
+        [&](uint64_t) {});
 }
 
 /// `lengths[r]` of old task `order[r]` for every new task r < n.
@@ -250,13 +301,16 @@ __device__ __forceinline__ void hash_words(const uint32_t* words, uint64_t n, ui
 #define WARPFIT_PLAN_ENTRY_POINTS                                                                                \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_cb_count(const uint32_t* ptr, const uint32_t* idx, uint64_t n, uint64_t nnz, uint64_t n_gathered,     \
-                    uint64_t width, uint64_t k, uint32_t* counts, uint32_t* bad) {                               \
-        warpfit::plan::cb_count(ptr, idx, n, nnz, n_gathered, uint32_t(width), uint32_t(k), counts, bad);        \
+                    uint64_t width, uint64_t k, uint64_t shift, uint32_t* counts, uint32_t* bad) {               \
+        warpfit::plan::cb_count(ptr, idx, n, nnz, n_gathered, uint32_t(width), uint32_t(k), uint32_t(shift),     \
+                                counts, bad);                                                                    \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_cb_place(const uint32_t* ptr, const uint32_t* idx, uint64_t n, uint64_t nnz, uint64_t n_gathered,     \
-                    uint64_t width, uint64_t k, const uint32_t* offsets, uint32_t* perm, uint32_t* bad) {        \
-        warpfit::plan::cb_place(ptr, idx, n, nnz, n_gathered, uint32_t(width), uint32_t(k), offsets, perm, bad); \
+                    uint64_t width, uint64_t k, uint64_t shift, const uint32_t* offsets, uint32_t* perm,         \
+                    uint32_t* bad) {                                                                             \
+        warpfit::plan::cb_place(ptr, idx, n, nnz, n_gathered, uint32_t(width), uint32_t(k), uint32_t(shift),     \
+                                offsets, perm, bad);                                                             \
     }                                                                                                            \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_scan_reduce(const uint32_t* v, uint64_t len, uint32_t* tile_sums) {                                   \

@@ -1437,3 +1437,51 @@ fn freed_memory_is_kept_and_given_back_when_an_allocation_needs_it() {
     d.release_unused_memory().unwrap();
     assert!(free() > before / 10 * 9, "{} of {before} free", free());
 }
+
+#[test]
+fn device_column_blocks_are_the_hosts_word_for_word() {
+    let Some(dev) = device() else { return };
+    use warpfit_gpu::__private::column_blocks_both_ways;
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |m: u32| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % u64::from(m.max(1))) as u32
+    };
+    // Mean rows of about 3, 12 and 40 entries (groups of 8, 16 and 32
+    // lanes a task), with empty rows and a few long ones, row counts that
+    // are not multiples of a warp's groups, and gathered counts that do
+    // not divide into the blocks.
+    let mut failures = Vec::new();
+    for (mean, n, n_gathered) in [
+        (3u32, 1001usize, 777usize),
+        (12, 5003, 9000),
+        (40, 2999, 4099),
+    ] {
+        let mut ptr = vec![0u32];
+        let mut idx = Vec::new();
+        for _ in 0..n {
+            let len = match next(50) {
+                0 => 300 + next(700),
+                1..=5 => 0,
+                _ => next(2 * mean + 1),
+            };
+            for _ in 0..len {
+                idx.push(next(n_gathered as u32));
+            }
+            ptr.push(idx.len() as u32);
+        }
+        for k in [1usize, 2, 3, 7, 32] {
+            let width = n_gathered.div_ceil(k);
+            let [host, device] =
+                column_blocks_both_ways(&dev, &ptr, &idx, n_gathered, width, k).unwrap();
+            if host.0 != device.0 {
+                failures.push(format!("mean {mean}, {k} blocks: offsets differ"));
+            } else if host.1 != device.1 {
+                failures.push(format!("mean {mean}, {k} blocks: permutations differ"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

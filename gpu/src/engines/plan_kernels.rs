@@ -23,6 +23,19 @@ use warpfit_runtime::{Error, Result};
 /// plan.cuh: one counter per lane of a warp).
 pub(crate) const MAX_COLUMN_BLOCKS: usize = 32;
 
+/// The lanes per task of the column blocks' kernels, as a shift (plan.cuh,
+/// `cb_tasks`): the smallest of 8, 16 and 32 lanes at least the mean
+/// task, so that a matrix of 16 entries a row (uniform 2^24) takes two
+/// rows a warp instead of leaving half of every warp idle. Longer tasks
+/// than their group step through it.
+pub(crate) fn column_block_group_shift(n: usize, nnz: usize) -> u32 {
+    match nnz.div_ceil(n.max(1)) {
+        0..=8 => 3,
+        9..=16 => 4,
+        _ => 5,
+    }
+}
+
 /// Fine tasks of each sampled task the locality sample reads at most.
 const LOCALITY_STEPS: u64 = 64;
 
@@ -148,7 +161,9 @@ impl PlanKernels {
             perm.device_ptr(dev),
             bad.device_ptr(dev),
         );
-        let grid = blocks(dev, shape.n as u64, u64::from(BLOCK / 32));
+        let shift = column_block_group_shift(shape.n, shape.nnz);
+        let warps = (shape.n as u64).div_ceil(32 >> shift);
+        let grid = blocks(dev, warps, u64::from(BLOCK / 32));
         let common = [
             shape.ptr,
             shape.idx,
@@ -157,6 +172,7 @@ impl PlanKernels {
             shape.n_gathered as u64,
             width as u64,
             k as u64,
+            u64::from(shift),
         ];
         let mut args = common.to_vec();
         args.extend([o, b]);
@@ -307,4 +323,95 @@ fn check_flag(dev: &CudaDevice, bad: &DeviceBuffer<u32>, what: &str) -> Result<(
 /// The planner library of `dev`, loaded on first use.
 pub(crate) fn plan_kernels(dev: &CudaDevice) -> Result<Arc<PlanKernels>> {
     dev.extension::<PlanKernels>()
+}
+
+/// Column blocks' layout (`offsets`: every block's range array, part-major;
+/// `perm[new] = old`) of the CSR pattern `ptr`, `idx` over `n_gathered`
+/// gathered elements in `k` blocks of `width`, made by a plain host loop
+/// and by the device (`column_blocks`), each read back: for the tests that
+/// the two agree word for word.
+///
+/// # Errors
+/// A malformed pattern, bad block counts, or a device error.
+#[doc(hidden)]
+pub fn column_blocks_both_ways(
+    dev: &CudaDevice,
+    ptr: &[u32],
+    idx: &[u32],
+    n_gathered: usize,
+    width: usize,
+    k: usize,
+) -> Result<[(Vec<u32>, Vec<u32>); 2]> {
+    let n = ptr.len().saturating_sub(1);
+    let nnz = idx.len();
+    if ptr.first() != Some(&0)
+        || ptr.last().map(|&l| l as usize) != Some(nnz)
+        || ptr.windows(2).any(|w| w[0] > w[1])
+        || idx.iter().any(|&g| g as usize >= n_gathered)
+        || width == 0
+        || k == 0
+    {
+        return Err(Error::invalid(
+            "column_blocks_both_ways: a malformed pattern or block count",
+        ));
+    }
+    let block = |g: u32| (g as usize / width).min(k - 1);
+    let mut offsets = vec![0u32; k * n + 1];
+    for t in 0..n {
+        for e in ptr[t]..ptr[t + 1] {
+            offsets[block(idx[e as usize]) * n + t] += 1;
+        }
+    }
+    let mut at = 0;
+    for o in offsets.iter_mut() {
+        (*o, at) = (at, at + *o);
+    }
+    let mut perm = vec![0u32; nnz];
+    let mut cursor = offsets.clone();
+    for t in 0..n {
+        for e in ptr[t]..ptr[t + 1] {
+            let c = &mut cursor[block(idx[e as usize]) * n + t];
+            perm[*c as usize] = e;
+            *c += 1;
+        }
+    }
+    let (dp, di) = (
+        DeviceBuffer::upload(dev, ptr)?,
+        DeviceBuffer::upload(dev, idx)?,
+    );
+    let shape = DeviceShape {
+        ptr: dp.device_ptr(dev),
+        idx: di.device_ptr(dev),
+        n,
+        nnz,
+        n_gathered,
+    };
+    let dperm = DeviceBuffer::<u8>::zeros(dev, 4 * nnz)?;
+    let doffsets = dev
+        .extension::<PlanKernels>()?
+        .column_blocks(dev, shape, width, k, &dperm)?;
+    let bytes = dperm.to_vec(dev)?;
+    let device_perm = bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    Ok([(offsets, perm), (doffsets.to_vec(dev)?, device_perm)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_tasks_share_a_warp() {
+        assert_eq!(column_block_group_shift(0, 0), 3);
+        assert_eq!(column_block_group_shift(100, 800), 3);
+        assert_eq!(column_block_group_shift(100, 801), 4);
+        assert_eq!(column_block_group_shift(1 << 24, 16 << 24), 4);
+        assert_eq!(column_block_group_shift(100, 1601), 5);
+        assert_eq!(column_block_group_shift(1, usize::MAX), 5);
+        // The device's groups are 8 lanes at the least.
+        let plan = include_str!("../../cuda/plan.cuh");
+        assert!(plan.contains("constexpr uint32_t CB_MIN_GROUP_SHIFT = 3;"));
+    }
 }

@@ -23,6 +23,23 @@ constexpr int MERGE_LANES = 8;
 /// launch's tail.
 constexpr int MERGE_LANES_WIDE = WARP;
 
+/// A split task's merged partials `acc`: its prologue, then `finish` with
+/// `init` (or the carried value) put in front.
+template <class K>
+__device__ __forceinline__ void finish_split(const typename K::params_t& p, const LaunchArgs& a, uint64_t task,
+                                             const Partial<typename K::acc_t>& acc, Fault& f) {
+    Item<K> it;
+    it.task = task;
+    it.valid = true;
+    it.whole = true;
+    it.slot = 0;
+    K::prologue(p, it.task, it.ctx, it.lo, it.hi, f);
+    f.attribute(it.task);
+    if (!f.any()) {
+        finish<K>(p, a, it, acc, false, f);
+    }
+}
+
 template <class K, int W>
 __device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
     typedef typename K::acc_t acc_t;
@@ -56,16 +73,7 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     // Every lane takes part in the shuffles, valid group or not.
     acc = group_reduce<K, W>(acc, f);
     if (valid && j == 0) {
-        Item<K> it;
-        it.task = st.task;
-        it.valid = true;
-        it.whole = true;
-        it.slot = 0;
-        K::prologue(p, it.task, it.ctx, it.lo, it.hi, f);
-        f.attribute(it.task);
-        if (!f.any()) {
-            finish<K>(p, a, it, acc, false, f);
-        }
+        finish_split<K>(p, a, st.task, acc, f);
     }
     if (valid) {
         f.attribute(st.task);
@@ -109,17 +117,7 @@ template <class K> __device__ __forceinline__ void merge_columns(const typename 
         }
     }
     if (valid) {
-        Item<K> it;
-        it.task = task;
-        it.valid = true;
-        it.whole = true;
-        it.slot = 0;
-        K::prologue(p, it.task, it.ctx, it.lo, it.hi, f);
-        f.attribute(it.task);
-        if (!f.any()) {
-            finish<K>(p, a, it, acc, false, f);
-        }
-        f.attribute(task);
+        finish_split<K>(p, a, task, acc, f);
     }
     publish(a.fault, f);
 }

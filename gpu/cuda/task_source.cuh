@@ -122,6 +122,15 @@ struct AllTasks {
     }
 };
 
+/// `it` as no item: not valid, task 0, an empty range, slot 0.
+template <class K> __device__ __forceinline__ void empty_item(Item<K>& it) {
+    it.valid = false;
+    it.whole = true;
+    it.slot = 0;
+    it.task = 0;
+    it.lo = it.hi = 0;
+}
+
 /// Segment `seg` of the list as item `it` of task `task` (the segment's
 /// own task, or a 2-D kernel's flattened task in the segment's row): its
 /// range, checked against the task's own unless the host laid the list out
@@ -160,11 +169,8 @@ struct TaskList {
     template <class K>
     static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
                                                 Item<K>& it, Fault& f) {
-        it.valid = false;
-        it.whole = true;
+        empty_item(it);
         it.slot = uint32_t(i);
-        it.task = 0;
-        it.lo = it.hi = 0;
         if (i >= a.n_items) {
             return;
         }
@@ -188,7 +194,7 @@ __device__ __forceinline__ uint64_t index_div(uint64_t a, uint64_t b) {
 /// many threads per column as it has pieces. A split piece's partial for
 /// column j goes to slot `column_slot[seg]·k + j`, where `column_slot` is
 /// the piece's position among the split segments, so that scratch holds
-/// `k` partials per split segment only (`merge<K, W, true>`).
+/// `k` partials per split segment only (`merge_columns`, merge.cuh).
 struct ColumnList {
     static constexpr bool is_list = true;
     static constexpr bool is_queue = false;
@@ -196,11 +202,7 @@ struct ColumnList {
     template <class K>
     static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
                                                 Item<K>& it, Fault& f) {
-        it.valid = false;
-        it.whole = true;
-        it.slot = 0;
-        it.task = 0;
-        it.lo = it.hi = 0;
+        empty_item(it);
         if (i >= a.n_items) {
             return;
         }

@@ -51,6 +51,14 @@ template <class K> struct min_blocks<K, Cte> {
         (sizeof(typename K::acc_t) <= 4 && sizeof(typename K::ctx_t) <= 1) ? CTE_LIGHT_BLOCKS : 1;
 };
 
+/// Blocks per SM the column list's entry point is compiled for: a light
+/// kernel (an accumulator and prologue state of a word each, as SpMM's
+/// column) is held to 6 blocks' worth of registers (40), like CTE's.
+template <class K> struct column_min_blocks {
+    static constexpr int value =
+        (sizeof(typename K::acc_t) <= 8 && sizeof(typename K::ctx_t) <= 8) ? CTE_LIGHT_BLOCKS : 1;
+};
+
 /// Runs kernel `K` over the items of `Src` with decomposition `D` (a
 /// `for_each` kernel's CTE: `CteForEach`), between the functor's block
 /// hooks (a push kernel's worklist staging, worklist.cuh).
@@ -121,7 +129,11 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
 // A 2-D kernel's rows cut into pieces and spread over its columns
 // (`ColumnList` in task_source.cuh), and the merge of its split rows'
 // columns.
-#define WARPFIT_ENTRY_POINT_wf_thread_columns(K) WARPFIT_ENTRY_(K, wf_thread_columns, warpfit::Thread, warpfit::ColumnList)
+#define WARPFIT_ENTRY_POINT_wf_thread_columns(K)                                                     \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK, warpfit::column_min_blocks<K>::value)  \
+        wf_thread_columns(const K::params_t p, const warpfit::LaunchArgs a) {                        \
+        warpfit::nested_reduce<K, warpfit::Thread, warpfit::ColumnList>(p, a);                       \
+    }
 #define WARPFIT_ENTRY_POINT_wf_merge_columns(K)                                                      \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge_columns(const K::params_t p, const warpfit::LaunchArgs a) {                         \

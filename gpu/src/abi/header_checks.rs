@@ -141,10 +141,12 @@ fn entry_points_match_the_headers() {
             };
             assert_eq!(entry_point(d, source).unwrap(), name, "{d} {source:?}");
         } else {
-            // Hand-written entry points (merge, sizes, donation): a multi-line body
-            // that defines the function under the macro's name.
+            // Hand-written entry points (merge, sizes, donation, the column
+            // list with its own register bound): a multi-line body that
+            // defines the function under the macro's name.
             assert!(
                 [
+                    entry_point(Decomposition::Thread, TaskSource::Columns).unwrap(),
                     MERGE_ENTRY,
                     MERGE_WIDE_ENTRY,
                     MERGE_COLUMNS_ENTRY,
@@ -191,6 +193,17 @@ fn entry_points_match_the_headers() {
     );
     let e = entry_point(Decomposition::Cte, TaskSource::Columns).unwrap_err();
     assert!(e.to_string().contains("one thread per"), "{e}");
+}
+
+#[test]
+fn the_column_list_entry_runs_one_thread_per_piece_and_column() {
+    let k = header("kernel.cuh");
+    let at = k.find(" wf_thread_columns(const K::params_t").unwrap();
+    let body = &k[at..at + k[at..].find('}').unwrap()];
+    assert!(
+        body.contains("nested_reduce<K, warpfit::Thread, warpfit::ColumnList>"),
+        "{body}"
+    );
 }
 
 #[test]

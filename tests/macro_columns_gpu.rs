@@ -23,6 +23,27 @@ fn configs() -> Vec<LaunchConfig> {
     .collect()
 }
 
+/// `argmax_columns` over the pattern `(ptr, col)` with `k = floor.len()`
+/// columns: the GPU's values and edges equal the CPU twin's.
+fn argmax_matches_the_twin(
+    dev: &Device,
+    cfg: &LaunchConfig,
+    (ptr, col): (&[u32], &[u32]),
+    w: &[f32],
+    x: &[f32],
+    floor: &[f32],
+    what: &str,
+) {
+    let (n, k) = (ptr.len() - 1, floor.len());
+    let mut cpu = (vec![0.0f32; n * k], vec![0u32; n * k]);
+    let mut gpu = (vec![1.0f32; n * k], vec![1u32; n * k]);
+    for (device, (best, edge)) in [(&Device::cpu(), &mut cpu), (dev, &mut gpu)] {
+        argmax_columns::launch_with(device, cfg, n, ptr, col, w, x, floor, k as u32, best, edge)
+            .unwrap();
+    }
+    assert_eq!(cpu, gpu, "{what}");
+}
+
 #[test]
 fn spmm_matches_the_twin_for_every_column_count_and_decomposition() {
     let Some(dev) = gpu() else { return };
@@ -64,17 +85,8 @@ fn semirings_tuples_and_maps_match_the_twin() {
                 .unwrap();
             assert_eq!(a, b, "max-plus k = {k} {cfg:?}");
             let floor: Vec<f32> = (0..k).map(|c| c as f32 - 3.0).collect();
-            let (mut ab, mut ae) = (vec![0.0f32; n * k], vec![0u32; n * k]);
-            let (mut bb, mut be) = (vec![1.0f32; n * k], vec![1u32; n * k]);
-            argmax_columns::launch_with(
-                &cpu, &cfg, n, &ptr, &col, &w, &x, &floor, k as u32, &mut ab, &mut ae,
-            )
-            .unwrap();
-            argmax_columns::launch_with(
-                &dev, &cfg, n, &ptr, &col, &w, &x, &floor, k as u32, &mut bb, &mut be,
-            )
-            .unwrap();
-            assert_eq!((ab, ae), (bb, be), "argmax k = {k} {cfg:?}");
+            let what = format!("argmax k = {k} {cfg:?}");
+            argmax_matches_the_twin(&dev, &cfg, (&ptr, &col), &w, &x, &floor, &what);
             let a_in = f32s(&dense(n, k, 3));
             let s: Vec<f32> = (0..k).map(|c| 0.5 * c as f32).collect();
             let (mut a, mut b) = (vec![1.0f32; n * k], vec![1.0f32; n * k]);
@@ -203,18 +215,9 @@ fn hub_rows_are_cut_into_pieces_and_merged_in_order() {
         // Ties between pieces go to the lower edge, as in the twin's order.
         let (w, x32) = (f32s(&val), f32s(&x));
         let floor = vec![f32::NEG_INFINITY; k];
-        let (mut ab, mut ae) = (vec![0.0f32; n * k], vec![0u32; n * k]);
-        let (mut bb, mut be) = (vec![1.0f32; n * k], vec![1u32; n * k]);
         let cfg = LaunchConfig::default();
-        argmax_columns::launch_with(
-            &cpu, &cfg, n, &ptr, &col, &w, &x32, &floor, k as u32, &mut ab, &mut ae,
-        )
-        .unwrap();
-        argmax_columns::launch_with(
-            &dev, &cfg, n, &ptr, &col, &w, &x32, &floor, k as u32, &mut bb, &mut be,
-        )
-        .unwrap();
-        assert_eq!((ab, ae), (bb, be), "argmax k = {k}");
+        let what = format!("argmax k = {k}");
+        argmax_matches_the_twin(&dev, &cfg, (&ptr, &col), &w, &x32, &floor, &what);
     }
     // A gather past `x`'s end inside a hub's piece is the twin's fault.
     let k = 40;

@@ -349,11 +349,11 @@ pub fn column_blocks_both_ways(
         || ptr.windows(2).any(|w| w[0] > w[1])
         || idx.iter().any(|&g| g as usize >= n_gathered)
         || width == 0
-        || k == 0
+        || !(1..=MAX_COLUMN_BLOCKS).contains(&k)
     {
-        return Err(Error::invalid(
-            "column_blocks_both_ways: a malformed pattern or block count",
-        ));
+        return Err(Error::invalid(format!(
+            "column_blocks_both_ways: a malformed pattern, or {k} blocks (1 to {MAX_COLUMN_BLOCKS})"
+        )));
     }
     let block = |g: u32| (g as usize / width).min(k - 1);
     let mut offsets = vec![0u32; k * n + 1];

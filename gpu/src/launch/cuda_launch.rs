@@ -22,6 +22,8 @@ use crate::launch::resident_args::{ParamBlock, ResidentArgs};
 use crate::launch::split_policy::{self, SplitDecision};
 use crate::launch::worklist_arg::frontier_is_target;
 use crate::spec::KernelSpec;
+use warpfit_runtime::exec::DeviceFrontier;
+use warpfit_runtime::worklist::Worklist;
 use warpfit_runtime::{Error, Result, TaskList, Tasks};
 
 /// How a task list the throttled handle built over its own layouts runs
@@ -102,12 +104,7 @@ impl CudaLaunch {
         let args = ResidentArgs::new(dev, spec, args)?;
         let params = args.pack(dev)?;
         let fault = DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?;
-        let unsplit = SplitDecision {
-            chosen: None,
-            cte_serial_max: config.cte_serial_max,
-            cut: None,
-            small: false,
-        };
+        let unsplit = SplitDecision::whole(config.cte_serial_max);
         let mut decomposition = config.decomposition;
         // A worklist's items as the tasks: its items and count on the device.
         let mut frontier = None;
@@ -115,31 +112,15 @@ impl CudaLaunch {
         let mut longest_task = None;
         let (items, task_list, decision) = match tasks {
             Tasks::DeviceFrontier(f) => {
-                if f.device != dev.ordinal() {
-                    return Err(Error::invalid(format!(
-                        "kernel `{}`: its tasks are a worklist of CUDA device {}, but the launch runs on CUDA device {} ({})",
-                        spec.name,
-                        f.device,
-                        dev.ordinal(),
-                        dev.name()
-                    )));
-                }
-                if let Some((i, _)) = args.lists().find(|(_, r)| r.items == f.items) {
-                    return Err(frontier_is_target(spec, i));
-                }
+                check_device_frontier(dev, spec, &args, &f)?;
                 frontier = Some((f.items, f.count));
                 (Items::Frontier(f.capacity), None, unsplit)
             }
             Tasks::Frontier(list) => {
-                // A CPU list's items, uploaded for this launch.
-                let items: Vec<u32> = (0..list.len()).filter_map(|i| list.get(i)).collect();
-                let buffers = (
-                    DeviceBuffer::upload(dev, &items)?,
-                    DeviceBuffer::upload(dev, &[items.len() as u64])?,
-                );
-                frontier = Some((buffers.0.device_ptr(dev), buffers.1.device_ptr(dev)));
-                frontier_buffers = Some(buffers);
-                (Items::Frontier(items.len() as u64), None, unsplit)
+                let (items, count, len) = upload_frontier(dev, list)?;
+                frontier = Some((items.device_ptr(dev), count.device_ptr(dev)));
+                frontier_buffers = Some((items, count));
+                (Items::Frontier(len), None, unsplit)
             }
             Tasks::List(list) => {
                 split_policy::check_u32_items(list.len())?;
@@ -576,4 +557,42 @@ impl CudaLaunch {
     pub fn task_list_words(&self) -> Result<Option<TaskListWords>> {
         self.tasks.as_ref().map(|l| l.words(&self.dev)).transpose()
     }
+}
+
+/// Refuses a device worklist as a launch's tasks where it lives on another
+/// device, or where the launch pushes to the same list.
+fn check_device_frontier(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    args: &ResidentArgs,
+    f: &DeviceFrontier<'_>,
+) -> Result<()> {
+    if f.device != dev.ordinal() {
+        return Err(Error::invalid(format!(
+            "kernel `{}`: its tasks are a worklist of CUDA device {}, but the launch runs on CUDA device {} ({})",
+            spec.name,
+            f.device,
+            dev.ordinal(),
+            dev.name()
+        )));
+    }
+    match args.lists().find(|(_, r)| r.items == f.items) {
+        Some((i, _)) => Err(frontier_is_target(spec, i)),
+        None => Ok(()),
+    }
+}
+
+/// A CPU worklist's items uploaded for one launch: the items, their count
+/// on the device, and the count.
+fn upload_frontier(
+    dev: &CudaDevice,
+    list: &Worklist,
+) -> Result<(DeviceBuffer<u32>, DeviceBuffer<u64>, u64)> {
+    let items: Vec<u32> = (0..list.len()).filter_map(|i| list.get(i)).collect();
+    let len = items.len() as u64;
+    Ok((
+        DeviceBuffer::upload(dev, &items)?,
+        DeviceBuffer::upload(dev, &[len])?,
+        len,
+    ))
 }

@@ -285,6 +285,18 @@ pub(crate) struct SplitDecision {
     pub small: bool,
 }
 
+impl SplitDecision {
+    /// Every task whole, at the configured serial bound.
+    pub(crate) fn whole(cte_serial_max: u32) -> Self {
+        SplitDecision {
+            chosen: None,
+            cte_serial_max,
+            cut: None,
+            small: false,
+        }
+    }
+}
+
 /// Resolves `split` for a launch whose tasks measured `stats`, on a GPU
 /// that keeps `resident_warps` warps resident.
 pub(crate) fn choose_split(

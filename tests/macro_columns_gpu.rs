@@ -166,6 +166,49 @@ fn faults_are_the_twins() {
     }
 }
 
+/// `x` one element short of its last row, gathered at that row by one
+/// entry: only the last column of one task reads past the end. The thread
+/// folding it raises the lean fault flag and folds again with the full
+/// record, so the error is the twin's word for word; with `x` whole the
+/// result is the reference's. Column counts on both sides of a warp.
+#[test]
+fn a_gather_past_the_end_in_one_task_is_the_twins_fault() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, mut col, val) = matrix(400, 100);
+    for c in col.iter_mut() {
+        *c %= 99;
+    }
+    let hit = col.len() / 2;
+    col[hit] = 99;
+    let n = ptr.len() - 1;
+    for k in [8usize, 15, 16, 40, 150] {
+        let x = dense(100, k, k);
+        let short = &x[..100 * k - 1];
+        for cfg in configs() {
+            let mut y = vec![0.0f64; n * k];
+            let e_cpu =
+                spmm::f64::launch_with(&cpu, &cfg, n, &ptr, &col, &val, short, k as u32, &mut y)
+                    .unwrap_err();
+            let e_gpu =
+                spmm::f64::launch_with(&dev, &cfg, n, &ptr, &col, &val, short, k as u32, &mut y)
+                    .unwrap_err();
+            assert!(
+                matches!(e_gpu, Error::IndexOutOfRange { index, len, .. }
+                    if index == (100 * k - 1) as u64 && len == (100 * k - 1) as u64),
+                "k = {k} {cfg:?}: {e_gpu}"
+            );
+            assert_eq!(e_cpu.to_string(), e_gpu.to_string(), "k = {k} {cfg:?}");
+            spmm::f64::launch_with(&dev, &cfg, n, &ptr, &col, &val, &x, k as u32, &mut y).unwrap();
+            assert_eq!(
+                y,
+                spmm_reference(&ptr, &col, &val, &x, k),
+                "k = {k} {cfg:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn hub_rows_are_cut_into_pieces_and_merged_in_order() {
     let Some(dev) = gpu() else { return };

@@ -103,6 +103,13 @@ struct RangeCheckedLeanFault : LeanFault {
     static constexpr bool streaming = true;
 };
 
+/// `RangeCheckedLeanFault` whose loads at the fine-task index stay cached:
+/// for a thread folding its item alone, where other threads read the same
+/// lines again (a 2-D kernel's other columns of the row).
+struct RangeCheckedCachedLeanFault : LeanFault {
+    static constexpr bool ranges_checked = true;
+};
+
 /// The launch-wide fault word the host reads back; mirrored by
 /// `FaultRecord` in `gpu/src/abi.rs`.
 struct FaultRecord {

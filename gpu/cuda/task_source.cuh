@@ -351,6 +351,57 @@ __device__ __forceinline__ void fold_item(const typename K::params_t& p, const I
     }
 }
 
+/// `fold_serial` over the accumulator's value itself once it holds one (no
+/// per-element test of `Partial::has`).
+template <class K, class F>
+__device__ __forceinline__ void fold_serial_value(const typename K::params_t& p, const Item<K>& it,
+                                                  Partial<typename K::acc_t>& acc, F& f) {
+    uint64_t k = it.lo;
+    if (!acc.has) {
+        if (k >= it.hi) {
+            return;
+        }
+        acc.value = K::map(p, it.task, it.ctx, k, f);
+        acc.has = true;
+        if (settle<K>::done(acc.value)) {
+            return;
+        }
+        ++k;
+    }
+    typename K::acc_t v = acc.value;
+#pragma unroll 4
+    for (; k < it.hi; ++k) {
+        v = K::reduce(v, K::map(p, it.task, it.ctx, k, f), f);
+        if (settle<K>::done(v)) {
+            break;
+        }
+    }
+    acc.value = v;
+}
+
+/// `fold_item` for a thread that folds its item alone (`Thread`): the fold
+/// runs with a lean fault flag, where a checked load costs a compare and a
+/// predicate instead of the record's selects, and its loads at the
+/// fine-task index stay cached (other threads may read the same lines: a
+/// 2-D kernel's other columns of the row). An item that raised the flag
+/// folds again from `acc` with the full record, so the fault reported is
+/// the CPU twin's; maps only read, so the second fold sees what the first
+/// did. (Measured: BENCHMARKS.md, "Threads fold with a lean fault flag".)
+template <class K>
+__device__ __forceinline__ void fold_item_alone(const typename K::params_t& p, const Item<K>& it,
+                                                Partial<typename K::acc_t>& acc, Fault& f) {
+    if (it.hi <= K::direct_len(p)) {
+        RangeCheckedCachedLeanFault lean;
+        Partial<typename K::acc_t> r = acc;
+        fold_serial_value<K>(p, it, r, lean);
+        if (!lean.any()) {
+            acc = r;
+            return;
+        }
+    }
+    fold_item<K>(p, it, acc, f);
+}
+
 /// What happens to an item's folded value: a whole task runs its epilogue
 /// on it (with `task_base` put in front unless `seeded`), or in a carried
 /// launch before the last stores it in `carry`; a piece of a split task

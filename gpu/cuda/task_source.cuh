@@ -379,18 +379,38 @@ __device__ __forceinline__ void fold_serial_value(const typename K::params_t& p,
     acc.value = v;
 }
 
+/// Whether functor `K`'s map only reads, so that folding an item twice does
+/// what folding it once does: not a push kernel's `for_each`, no shared
+/// arrays or worklists (the generated `is_for_each` and `scatters`).
+template <class K, class = void> struct declares_scatters {
+    static constexpr bool value = false;
+};
+template <class K> struct declares_scatters<K, typename void_type<decltype(K::scatters)>::type> {
+    static constexpr bool value = K::scatters;
+};
+template <class K, class = void> struct declares_for_each {
+    static constexpr bool value = false;
+};
+template <class K> struct declares_for_each<K, typename void_type<decltype(K::is_for_each)>::type> {
+    static constexpr bool value = K::is_for_each;
+};
+template <class K> struct map_only_reads {
+    static constexpr bool value = !declares_scatters<K>::value && !declares_for_each<K>::value;
+};
+
 /// `fold_item` for a thread that folds its item alone (`Thread`): the fold
 /// runs with a lean fault flag, where a checked load costs a compare and a
 /// predicate instead of the record's selects, and its loads at the
 /// fine-task index stay cached (other threads may read the same lines: a
 /// 2-D kernel's other columns of the row). An item that raised the flag
 /// folds again from `acc` with the full record, so the fault reported is
-/// the CPU twin's; maps only read, so the second fold sees what the first
-/// did. (Measured: BENCHMARKS.md, "Threads fold with a lean fault flag".)
+/// the CPU twin's; the second fold reads what the first did. A map that
+/// may write (`map_only_reads`) folds once, with the record. (Measured:
+/// BENCHMARKS.md, "Threads fold with a lean fault flag".)
 template <class K>
 __device__ __forceinline__ void fold_item_alone(const typename K::params_t& p, const Item<K>& it,
                                                 Partial<typename K::acc_t>& acc, Fault& f) {
-    if (it.hi <= K::direct_len(p)) {
+    if (map_only_reads<K>::value && it.hi <= K::direct_len(p)) {
         RangeCheckedCachedLeanFault lean;
         Partial<typename K::acc_t> r = acc;
         fold_serial_value<K>(p, it, r, lean);

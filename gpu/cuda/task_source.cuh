@@ -380,22 +380,15 @@ __device__ __forceinline__ void fold_serial_value(const typename K::params_t& p,
 }
 
 /// Whether functor `K`'s map only reads, so that folding an item twice does
-/// what folding it once does: not a push kernel's `for_each`, no shared
-/// arrays or worklists (the generated `is_for_each` and `scatters`).
-template <class K, class = void> struct declares_scatters {
-    static constexpr bool value = false;
+/// what folding it once does: every fold's map (the language allows no
+/// effects there, since CTE's lean pass may evaluate it twice), but not a
+/// push kernel's `for_each`, whose map is its body (the generated
+/// `is_for_each`).
+template <class K, class = void> struct map_only_reads {
+    static constexpr bool value = true;
 };
-template <class K> struct declares_scatters<K, typename void_type<decltype(K::scatters)>::type> {
-    static constexpr bool value = K::scatters;
-};
-template <class K, class = void> struct declares_for_each {
-    static constexpr bool value = false;
-};
-template <class K> struct declares_for_each<K, typename void_type<decltype(K::is_for_each)>::type> {
-    static constexpr bool value = K::is_for_each;
-};
-template <class K> struct map_only_reads {
-    static constexpr bool value = !declares_scatters<K>::value && !declares_for_each<K>::value;
+template <class K> struct map_only_reads<K, typename void_type<decltype(K::is_for_each)>::type> {
+    static constexpr bool value = !K::is_for_each;
 };
 
 /// `fold_item` for a thread that folds its item alone (`Thread`): the fold

@@ -444,11 +444,6 @@ impl<'a> FunctorEmitter<'a> {
                 t.size()
             );
         }
-        if k.scatters() {
-            // Maps that may write: a thread never folds an item twice
-            // (`map_only_reads` in task_source.cuh).
-            let _ = writeln!(s, "    static constexpr bool scatters = true;");
-        }
         if k.for_each.is_some() {
             // CTE runs the expansion without the reduction (`CteForEach`).
             let _ = writeln!(s, "    static constexpr bool is_for_each = true;");

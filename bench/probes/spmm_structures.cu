@@ -24,6 +24,25 @@
 
 struct Piece { uint32_t row, lo, hi, split; };
 
+// A piece's partial for output element `o`: added where its row is split.
+__device__ __forceinline__ void put(const Piece& p, float* o, float v) {
+    if (p.split) atomicAdd(o, v); else *o = v;
+}
+
+// The warp's walk over piece `p` for K3 and K5: 32 nonzeros loaded at a time,
+// coalesced, then handed to every lane by shuffles, `f(column, value)` each.
+template <class F>
+__device__ __forceinline__ void each_shuffled(const Piece& p, uint32_t lane, const uint32_t* __restrict__ col,
+                                              const float* __restrict__ val, F f) {
+    for (uint32_t base = p.lo; base < p.hi; base += 32) {
+        uint32_t e = base + lane;
+        uint32_t c = 0; float v = 0;
+        if (e < p.hi) { c = __ldg(col + e); v = __ldg(val + e); }
+        uint32_t n = min(32u, p.hi - base);
+        for (uint32_t i = 0; i < n; ++i) f(__shfl_sync(0xffffffff, c, i), __shfl_sync(0xffffffff, v, i));
+    }
+}
+
 // K0: one (piece, column) per thread, as warpfit's column list does now.
 __global__ void k0(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __restrict__ col,
                    const float* __restrict__ val, const float* __restrict__ x, uint32_t k, float* y) {
@@ -34,7 +53,7 @@ __global__ void k0(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __
     float acc = 0;
 #pragma unroll 4
     for (uint64_t e = p.lo; e < p.hi; ++e) acc += __ldg(val + e) * __ldg(x + uint64_t(__ldg(col + e)) * k + j);
-    if (p.split) atomicAdd(y + uint64_t(p.row) * k + j, acc); else y[uint64_t(p.row) * k + j] = acc;
+    put(p, y + uint64_t(p.row) * k + j, acc);
 }
 
 
@@ -61,7 +80,7 @@ __global__ void k0v(const Piece* __restrict__ pc, uint64_t np, const uint32_t* _
         if (FMAD) acc += v * xv; else acc = __fadd_rn(acc, __fmul_rn(v, xv));
     }
     if (bad || r.kind) { rec->kind = r.kind | bad; rec->index = r.index; }
-    if (p.split) atomicAdd(y + uint64_t(p.row) * k + j, acc); else y[uint64_t(p.row) * k + j] = acc;
+    put(p, y + uint64_t(p.row) * k + j, acc);
 }
 
 
@@ -93,7 +112,7 @@ __global__ void __launch_bounds__(256, MINB > 0 ? MINB : 1) ka(const Piece* __re
         acc = __fadd_rn(acc, __fmul_rn(__ldg(val + e), xv));
     }
     if (bad) { rec->kind = 1; }
-    if (p.split) atomicAdd(y + row * k + jj, acc); else y[row * k + jj] = acc;
+    put(p, y + row * k + jj, acc);
 }
 
 // K1<C>: C columns a thread, strided by S = ceil(k/C) (each load coalesced).
@@ -120,7 +139,7 @@ __global__ void k1(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __
 #pragma unroll
     for (int c = 0; c < C; ++c)
         if (j + c * S < k) {
-            if (p.split) atomicAdd(y + uint64_t(p.row) * k + j + c * S, acc[c]); else y[uint64_t(p.row) * k + j + c * S] = acc[c];
+            put(p, y + uint64_t(p.row) * k + j + c * S, acc[c]);
         }
 }
 
@@ -136,26 +155,15 @@ __global__ void k3(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __
     float acc[Q];
 #pragma unroll
     for (int q = 0; q < Q; ++q) acc[q] = 0;
-    for (uint32_t base = p.lo; base < p.hi; base += 32) {
-        uint32_t e = base + lane;
-        uint32_t c = 0; float v = 0;
-        if (e < p.hi) { c = __ldg(col + e); v = __ldg(val + e); }
-        uint32_t n = min(32u, p.hi - base);
-        for (uint32_t i = 0; i < n; ++i) {
-            uint32_t ci = __shfl_sync(0xffffffff, c, i);
-            float vi = __shfl_sync(0xffffffff, v, i);
-            const float* xr = x + uint64_t(ci) * k + lane;
+    each_shuffled(p, lane, col, val, [&](uint32_t ci, float vi) {
+        const float* xr = x + uint64_t(ci) * k + lane;
 #pragma unroll
-            for (int q = 0; q < Q; ++q)
-                if (lane + 32 * q < k) acc[q] += vi * __ldg(xr + 32 * q);
-        }
-    }
+        for (int q = 0; q < Q; ++q)
+            if (lane + 32 * q < k) acc[q] += vi * __ldg(xr + 32 * q);
+    });
 #pragma unroll
     for (int q = 0; q < Q; ++q)
-        if (lane + 32 * q < k) {
-            float* o = y + uint64_t(p.row) * k + lane + 32 * q;
-            if (p.split) atomicAdd(o, acc[q]); else *o = acc[q];
-        }
+        if (lane + 32 * q < k) put(p, y + uint64_t(p.row) * k + lane + 32 * q, acc[q]);
 }
 
 // K4<G, Q>: G lanes per piece (a sub-warp), each (piece) the lanes over
@@ -181,8 +189,7 @@ __global__ void k4(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __
 #pragma unroll
     for (int q = 0; q < Q; ++q)
         if (lane + G * q < k) {
-            float* o = y + uint64_t(p.row) * k + lane + G * q;
-            if (p.split) atomicAdd(o, acc[q]); else *o = acc[q];
+            put(p, y + uint64_t(p.row) * k + lane + G * q, acc[q]);
         }
 }
 
@@ -197,25 +204,18 @@ __global__ void k5(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __
     float2 acc[Q];
 #pragma unroll
     for (int q = 0; q < Q; ++q) acc[q] = make_float2(0, 0);
-    for (uint32_t base = p.lo; base < p.hi; base += 32) {
-        uint32_t e = base + lane;
-        uint32_t c = 0; float v = 0;
-        if (e < p.hi) { c = __ldg(col + e); v = __ldg(val + e); }
-        uint32_t n = min(32u, p.hi - base);
-        for (uint32_t i = 0; i < n; ++i) {
-            uint32_t ci = __shfl_sync(0xffffffff, c, i);
-            float vi = __shfl_sync(0xffffffff, v, i);
-            const float2* xr = reinterpret_cast<const float2*>(x + uint64_t(ci) * k) + lane;
+    each_shuffled(p, lane, col, val, [&](uint32_t ci, float vi) {
+        const float2* xr = reinterpret_cast<const float2*>(x + uint64_t(ci) * k) + lane;
 #pragma unroll
-            for (int q = 0; q < Q; ++q)
-                if (2 * (lane + 32 * q) < k) { float2 xv = __ldg(xr + 32 * q); acc[q].x += vi * xv.x; acc[q].y += vi * xv.y; }
-        }
-    }
+        for (int q = 0; q < Q; ++q)
+            if (2 * (lane + 32 * q) < k) { float2 xv = __ldg(xr + 32 * q); acc[q].x += vi * xv.x; acc[q].y += vi * xv.y; }
+    });
 #pragma unroll
     for (int q = 0; q < Q; ++q)
         if (2 * (lane + 32 * q) < k) {
             float* o = y + uint64_t(p.row) * k + 2 * (lane + 32 * q);
-            if (p.split) { atomicAdd(o, acc[q].x); atomicAdd(o + 1, acc[q].y); } else { o[0] = acc[q].x; o[1] = acc[q].y; }
+            put(p, o, acc[q].x);
+            put(p, o + 1, acc[q].y);
         }
 }
 

@@ -561,6 +561,56 @@ fn device_level_order_equals_the_host_order() {
     assert!(e.contains("must be on CUDA device"), "{e}");
 }
 
+/// The level order `auto` runs under a width limit gives an expander up
+/// before walking its widest level: two levels in a row that grew 4× or
+/// more project the next past the limit. A geometric graph and a mesh,
+/// whose levels grow slowly, are ordered to the end under the same limit.
+#[test]
+fn an_expanders_level_order_is_given_up_before_its_widest_level() {
+    use warpfit::__private::{level_order_run, LevelRun};
+    let Some(dev) = gpu() else { return };
+    let run = |spec: &str, limit: u64| {
+        let a = generated(spec);
+        let ptr = dev.upload(a.row_ptr()).unwrap();
+        let col = dev.upload(a.col_idx()).unwrap();
+        level_order_run(&dev, &ptr, &col, 128, limit).unwrap()
+    };
+    // From 128 spread roots its levels hold 128, 1017, 7847, 46360, ...
+    // rows: the third (7847, 7× the second, itself 8× the roots) projects
+    // the fourth to 7 · 7847.
+    let uniform = "uniform:n=131072,per_row=8,seed=3";
+    assert_eq!(
+        run(uniform, 20_000),
+        LevelRun::Expanding {
+            widest: 7847,
+            projected: 7 * 7847
+        }
+    );
+    // A limit the third level passes itself: too wide as it is found.
+    assert_eq!(run(uniform, 5_000), LevelRun::TooWide { widest: 7847 });
+    // Without a limit: every row numbered.
+    assert!(matches!(run(uniform, u64::MAX), LevelRun::Done { .. }));
+    // Levels of at most 9356 and 14754 rows, growing by 11× and 6× at
+    // first, then by less than 2×.
+    for spec in [
+        "rgg:n=131072,seed=1,order=random",
+        "poisson3d:side=50,order=random,seed=3",
+    ] {
+        assert!(
+            matches!(run(spec, 20_000), LevelRun::Done { .. }),
+            "{spec}: {:?}",
+            run(spec, 20_000)
+        );
+    }
+    // No root is an error.
+    let a = generated(uniform);
+    let (ptr, col) = (
+        dev.upload(a.row_ptr()).unwrap(),
+        dev.upload(a.col_idx()).unwrap(),
+    );
+    assert!(level_order_run(&dev, &ptr, &col, 0, 20_000).is_err());
+}
+
 /// On CUDA a graph with more levels than the device's round budget is
 /// ordered on the host instead, with the same result.
 #[test]

@@ -49,9 +49,10 @@ constexpr unsigned long long UNCLAIMED = ~0ull;
 
 /// The words of `ctl`: the parents whose children the round's write lists,
 /// the frontier the next round expands, the smallest vertex that may still
-/// be unnumbered, the error flag, the widest level so far and the width
-/// past which the order is given up. Mirrored by
-/// `gpu/src/engines/level_order.rs`.
+/// be unnumbered, the error flag, the widest level so far, the width
+/// past which the order is given up, and where the order was given up on
+/// a projection (`LEVEL_GROWTH`), the next level's projected width (0:
+/// not). Mirrored by `gpu/src/engines/level_order.rs`.
 enum Ctl : int {
     PARENT_START = 0,
     PARENT_END = 1,
@@ -60,9 +61,20 @@ enum Ctl : int {
     NEXT_ROOT = 4,
     BAD = 5,
     WIDEST = 6,
-    WIDTH_LIMIT = 7
+    WIDTH_LIMIT = 7,
+    PROJECTED = 8
 };
-constexpr int CTL_WORDS = 8;
+constexpr int CTL_WORDS = 9;
+
+/// Two levels in a row each at least this many times wider than the one
+/// before are taken to keep growing so: where growing so once more would
+/// pass the width limit, the order is given up at once instead of
+/// expanding the last (an expander's next level, its costliest round,
+/// would be too wide anyway). A mesh's or a geometric graph's first level
+/// grows by the degree, the second by about 3 (a plane) to 7 (a volume)
+/// and those after by less, while they are a few rows wide, far below the
+/// limit. Mirrored by `LEVEL_GROWTH` in `gpu/src/abi.rs`.
+constexpr uint32_t LEVEL_GROWTH = 4;
 
 /// Lanes that walk one frontier vertex's row together. The rows the order
 /// is made for (meshes, geometric graphs) hold 7 to 30 entries: 8 lanes
@@ -132,6 +144,7 @@ __device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* 
         ctl[BAD] = 0;
         ctl[WIDEST] = uint32_t(count);
         ctl[WIDTH_LIMIT] = uint32_t(width_limit < NONE ? width_limit : NONE);
+        ctl[PROJECTED] = 0;
     }
 }
 
@@ -286,10 +299,20 @@ __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, 
     __syncthreads();
     if (children > 0) {
         if (threadIdx.x == 0) {
+            // The level before the parents: none after a root.
+            const uint64_t grandparents = ctl[PARENT_END] - ctl[PARENT_START];
             ctl[PARENT_START] = s;
             ctl[PARENT_END] = e;
             ctl[WIDEST] = max(ctl[WIDEST], children);
-            if (children > ctl[WIDTH_LIMIT]) {
+            const uint32_t limit = ctl[WIDTH_LIMIT];
+            const uint64_t parents = e - s;
+            const uint64_t projected = uint64_t(children) * (children / parents);
+            const bool expanding = limit != NONE && grandparents > 0 && parents >= LEVEL_GROWTH * grandparents &&
+                                   uint64_t(children) >= LEVEL_GROWTH * parents && projected > limit;
+            if (expanding) {
+                ctl[PROJECTED] = uint32_t(projected < NONE ? projected : NONE);
+            }
+            if (children > limit || expanding) {
                 // Given up: this round's write lists the children, every
                 // later round finds nothing to expand and no root.
                 ctl[START] = uint32_t(n);

@@ -27,6 +27,10 @@ pub(crate) const MERGE_LANES_WIDE: u64 = WARP as u64;
 /// (`warpfit::levels::LEVEL_GROUP` in levels.cuh).
 pub(crate) const LEVEL_GROUP: u32 = 8;
 
+/// Growth over its parents past which a level order's level is taken to
+/// keep growing (`warpfit::levels::LEVEL_GROWTH`).
+pub(crate) const LEVEL_GROWTH: u32 = 4;
+
 /// Frontier vertices per tile of a level order round
 /// (`warpfit::levels::LEVEL_TILE`).
 pub(crate) const LEVEL_TILE: u32 = BLOCK / LEVEL_GROUP;

@@ -91,6 +91,7 @@ pub mod __private {
     pub use crate::driver::errors::cuda_err;
     pub use crate::driver::event_timer::EventTimer;
     pub use crate::engines::carried_launch::CarriedLaunch;
+    pub use crate::engines::level_order::{level_order_run, LevelRun};
     pub use crate::engines::plan_kernels::column_blocks_both_ways;
     pub use crate::launch::arg::{Arg, HostSlice, HostSliceMut, SharedSlice};
     pub use crate::launch::columns::{column_config, column_tasks};

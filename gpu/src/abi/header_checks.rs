@@ -67,8 +67,22 @@ fn block_warp_and_merge_widths_match_the_headers() {
     assert_eq!(c["MERGE_LANES"], MERGE_LANES as i64);
     assert_eq!(c["MERGE_LANES_WIDE"], MERGE_LANES_WIDE as i64);
     assert_eq!(c["LEVEL_GROUP"], i64::from(LEVEL_GROUP));
+    assert_eq!(c["LEVEL_GROWTH"], i64::from(LEVEL_GROWTH));
     assert_eq!(c["ROWS_GROUP"], i64::from(ROWS_GROUP));
     assert!(header("levels.cuh").contains("LEVEL_TILE = BLOCK / LEVEL_GROUP;"));
+    // The level order's control words, as the host reads them.
+    use crate::engines::level_order as lo;
+    assert_eq!(c["CTL_WORDS"], lo::CTL_WORDS as i64);
+    let levels = header("levels.cuh");
+    for (name, at) in [
+        ("START", lo::CTL_START),
+        ("END", lo::CTL_END),
+        ("BAD", lo::CTL_BAD),
+        ("WIDEST", lo::CTL_WIDEST),
+        ("PROJECTED", lo::CTL_PROJECTED),
+    ] {
+        assert!(levels.contains(&format!("    {name} = {at}")), "{name}");
+    }
     for (name, mode) in [
         ("CARRY_NONE", CarryMode::None),
         ("CARRY_FIRST", CarryMode::First),

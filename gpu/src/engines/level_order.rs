@@ -65,15 +65,16 @@ pub const ROUNDS_PER_CHECK: usize = 64;
 pub const FIRST_ROUNDS_PER_CHECK: usize = 4;
 
 /// The words of the device's control block (`levels::Ctl` in levels.cuh).
-const CTL_START: usize = 2;
-const CTL_END: usize = 3;
-const CTL_BAD: usize = 5;
-const CTL_WIDEST: usize = 6;
-const CTL_WORDS: usize = 8;
+pub(crate) const CTL_START: usize = 2;
+pub(crate) const CTL_END: usize = 3;
+pub(crate) const CTL_BAD: usize = 5;
+pub(crate) const CTL_WIDEST: usize = 6;
+pub(crate) const CTL_PROJECTED: usize = 8;
+pub(crate) const CTL_WORDS: usize = 9;
 
 /// How a level order made by [`level_order_into`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LevelRun {
+pub enum LevelRun {
     /// Every row numbered, in `rounds` rounds; the widest level held
     /// `widest` rows.
     Done { rounds: usize, widest: usize },
@@ -82,6 +83,11 @@ pub(crate) enum LevelRun {
     /// A level of `widest` rows, more than the width allowed: given up as
     /// soon as it was found.
     TooWide { widest: usize },
+    /// A level of `widest` rows that grew so fast over the one before it,
+    /// as that one did (`LEVEL_GROWTH` times or more, levels.cuh), that the
+    /// next, about `projected` rows, would pass the width allowed: given up
+    /// before expanding it.
+    Expanding { widest: usize, projected: usize },
 }
 
 /// A breadth-first order made on the device by [`level_order`].
@@ -310,6 +316,45 @@ pub fn level_order_from_roots(
     })
 }
 
+/// How the level order from `roots` rows spread over the pattern ends when
+/// it may make no level wider than `width_limit` rows: as the throttled
+/// handle's `auto` runs it (the order itself is dropped). Not a public
+/// API: the GPU tests check the give-up rules through it.
+///
+/// # Errors
+/// As [`level_order`]; `roots` is 0.
+#[doc(hidden)]
+pub fn level_order_run(
+    device: &Device,
+    row_ptr: &DeviceVec<u32>,
+    col_idx: &DeviceVec<u32>,
+    roots: usize,
+    width_limit: u64,
+) -> Result<LevelRun> {
+    if roots == 0 {
+        return Err(Error::invalid("level order: no root"));
+    }
+    let dev = cuda_of(device, "the device level order")?;
+    let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "level order")?;
+    let ptr = on(row_ptr, dev, "the level order's row_ptr")?;
+    let col = on(col_idx, dev, "the level order's col_idx")?;
+    let order = device.alloc::<u32>(n)?;
+    let position = device.alloc::<u32>(n)?;
+    if n == 0 {
+        return Ok(LevelRun::Done {
+            rounds: 0,
+            widest: 0,
+        });
+    }
+    let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
+    let pattern = DevicePattern { ptr, col, n, nnz };
+    let roots = Roots {
+        first: 0,
+        count: roots,
+    };
+    level_order_into(dev, pattern, roots, usize::MAX, width_limit, o, p)
+}
+
 /// [`level_order_within`] from `roots`.
 fn from_roots_within(
     device: &Device,
@@ -340,7 +385,7 @@ fn from_roots_within(
                 position,
                 rounds,
             }),
-            LevelRun::TooManyRounds | LevelRun::TooWide { .. } => None,
+            LevelRun::TooManyRounds | LevelRun::TooWide { .. } | LevelRun::Expanding { .. } => None,
         },
     )
 }
@@ -358,9 +403,10 @@ pub(crate) struct DevicePattern {
 /// [`level_order_within`] over device addresses from the `roots` rows
 /// [`spread_roots`] gives (one: `root` alone), into `order` and
 /// `position` (`n` u32 each, on `dev`), given up after `max_rounds` rounds
-/// or at the first level of more than `width_limit` rows (a graph that
-/// expands that fast has no locality a level order could bring out, and
-/// finds out in a few levels rather than the whole order).
+/// or at the first level of more than `width_limit` rows, or at a level
+/// whose growth projects the next past it (a graph that expands that fast
+/// has no locality a level order could bring out, and finds out in a few
+/// levels rather than the whole order).
 ///
 /// # Errors
 /// As [`level_order`].
@@ -454,6 +500,10 @@ pub(crate) fn level_order_into(
         let widest = state[CTL_WIDEST] as usize;
         if widest as u64 > width_limit {
             return Ok(LevelRun::TooWide { widest });
+        }
+        if state[CTL_PROJECTED] != 0 {
+            let projected = state[CTL_PROJECTED] as usize;
+            return Ok(LevelRun::Expanding { widest, projected });
         }
         if state[CTL_START] as usize >= n && state[CTL_END] as usize >= n {
             return Ok(LevelRun::Done { rounds, widest });

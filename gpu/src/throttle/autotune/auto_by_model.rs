@@ -496,6 +496,15 @@ fn given_up(run: LevelRun, width_limit: u64) -> (String, &'static str) {
             ),
             "levels given up (too wide)",
         ),
+        LevelRun::Expanding { widest, projected } => (
+            format!(
+                "; the level order given up at a level of {widest} rows, the second in a row {}× or \
+                 more the one before: the next, about {projected} rows, would pass {width_limit} \
+                 (three levels' gathers would not fit the cache a partition may fill)",
+                crate::abi::LEVEL_GROWTH
+            ),
+            "levels given up (too wide)",
+        ),
         _ => (
             format!("; the level order took more than {MAX_LEVEL_ROUNDS} levels"),
             "levels given up (too deep)",

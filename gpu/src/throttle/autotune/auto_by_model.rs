@@ -118,8 +118,13 @@ impl Throttled {
         trial.lap("timer and snapshot");
         let (mut best, org_prep) = self.time_org(dev, &mut trial)?;
         let launches = model::break_even_launches(self.options.expected_launches);
-        let (columns, levels_if_gain) =
-            trial.drop_unpaid(columns, levels_if_gain, org_prep, best.ms, launches);
+        let (columns, levels_if_gain) = trial.drop_unpaid(
+            columns,
+            levels_if_gain,
+            (org_prep, best.ms),
+            shape.nnz,
+            launches,
+        );
         let levels_if_gain = levels_if_gain && trial.no_hubs(&best.schedule);
         if levels_if_gain {
             self.try_levels(dev, &sample, &stats, &mut trial, &mut best)?;
@@ -445,26 +450,30 @@ impl Trial {
         false
     }
 
-    /// The candidates worth building: each whose launches, prepared as
-    /// org's were (`org_prep` ms each), pay back against org's `org_ms`
+    /// The candidates worth building: each whose predicted preparation
+    /// (its launches prepared as org's were, `org_prep` ms each; the column
+    /// blocks' layout over `fine_tasks`) pays back against org's `org_ms`
     /// within the break-even launches; the reason says which were not.
     fn drop_unpaid(
         &mut self,
         columns: Option<usize>,
         levels_if_gain: bool,
-        org_prep: f64,
-        org_ms: f64,
+        (org_prep, org_ms): (f64, f64),
+        fine_tasks: usize,
         launches: f64,
     ) -> (Option<usize>, bool) {
         // Each candidate's launches are prepared as org's was: one over
         // every task per column block, one for the level order.
         let (mut columns, mut levels_if_gain) = (columns, levels_if_gain);
         let pays = |prep: f64| model::pays_back(prep, org_ms, launches);
-        if let Some(k) = columns.filter(|&k| !pays(k as f64 * org_prep)) {
-            self.report.reason.push_str(&format!(
-                "; {k} column blocks not built: {k} launches prepared as org's ({org_prep:.1} ms each) would not pay back within {launches} launches"
-            ));
-            columns = None;
+        if let Some(k) = columns {
+            let prep = model::column_blocks_prep(k, org_prep, fine_tasks);
+            if !pays(prep) {
+                self.report.reason.push_str(&format!(
+                    "; {k} column blocks not built: their layout and {k} launches prepared as org's ({org_prep:.1} ms each), about {prep:.1} ms, would not pay back within {launches} launches"
+                ));
+                columns = None;
+            }
         }
         if levels_if_gain && !pays(org_prep) {
             self.report.reason.push_str(&format!(

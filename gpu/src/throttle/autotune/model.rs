@@ -71,6 +71,23 @@ pub(crate) fn pays_back(prep_ms: f64, org_ms: f64, launches: f64) -> bool {
     prep_ms <= launches * org_ms * (1.0 - 1.0 / ASSUMED_BEST_GAIN)
 }
 
+/// What laying column blocks out costs per fine task (ms), before any
+/// launch over them is prepared: the counts, the placement and the gathers
+/// of the fine arrays. Measured on an H200: 36 ps a fine task on uniform
+/// graphs of 2^24 and 2^25 rows (9.6 and 19.5 ms), 106 on RMAT 24, whose
+/// hub rows the placement walks with one group each (28 ms); counted at
+/// 40. Without it a faster preparation of `org`'s launch alone decided
+/// whether RMAT 24's blocks were built (BENCHMARKS.md, "Task sizes folded
+/// per block").
+pub(crate) const COLUMN_BUILD_MS_PER_FINE_TASK: f64 = 4.0e-8;
+
+/// What `k` column blocks over `fine_tasks` fine tasks are predicted to
+/// cost before their first timed run (ms): their layout, and `k` launches
+/// prepared as `org`'s was (`org_prep` ms each).
+pub(crate) fn column_blocks_prep(k: usize, org_prep: f64, fine_tasks: usize) -> f64 {
+    k as f64 * org_prep + fine_tasks as f64 * COLUMN_BUILD_MS_PER_FINE_TASK
+}
+
 /// How much faster than `org` a local level order must run for the column
 /// blocks not to be built after it.
 pub(crate) const LEVELS_ENOUGH: f64 = 1.5;
@@ -324,6 +341,27 @@ mod tests {
             2.70,
             break_even_launches(Some(1000))
         ));
+        // With the size kernel folded per block (H200): uniform 2^24's three
+        // blocks over 268M fine tasks, org 3.97 ms prepared in 3.4, pay
+        // back in 20 launches; RMAT 24's over 263M, org 2.70 ms prepared in
+        // 7.5 (its blocks built in 28 ms), do not.
+        assert!(pays_back(
+            column_blocks_prep(3, 3.4, 268_435_456),
+            3.97,
+            twenty
+        ));
+        assert!(!pays_back(
+            column_blocks_prep(3, 7.5, 263_427_706),
+            2.70,
+            twenty
+        ));
+        // Uniform 2^25's five over 537M, org 11.1 ms prepared in 3.5: pay.
+        assert!(pays_back(
+            column_blocks_prep(5, 3.5, 536_870_912),
+            11.1,
+            twenty
+        ));
+        assert_eq!(column_blocks_prep(2, 1.5, 0), 3.0);
     }
 
     #[test]

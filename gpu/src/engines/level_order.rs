@@ -338,14 +338,14 @@ pub fn level_order_run(
     let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "level order")?;
     let ptr = on(row_ptr, dev, "the level order's row_ptr")?;
     let col = on(col_idx, dev, "the level order's col_idx")?;
-    let order = device.alloc::<u32>(n)?;
-    let position = device.alloc::<u32>(n)?;
     if n == 0 {
         return Ok(LevelRun::Done {
             rounds: 0,
             widest: 0,
         });
     }
+    let order = device.alloc::<u32>(n)?;
+    let position = device.alloc::<u32>(n)?;
     let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
     let pattern = DevicePattern { ptr, col, n, nnz };
     let roots = Roots {

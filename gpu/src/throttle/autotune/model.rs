@@ -74,9 +74,8 @@ pub(crate) fn pays_back(prep_ms: f64, org_ms: f64, launches: f64) -> bool {
 /// What laying column blocks out costs per fine task (ms), before any
 /// launch over them is prepared: the counts, the placement and the gathers
 /// of the fine arrays. Measured on an H200: 36 ps a fine task on uniform
-/// graphs of 2^24 and 2^25 rows (9.6 and 19.5 ms), 106 on RMAT 24, whose
-/// hub rows the placement walks with one group each (28 ms); counted at
-/// 40. Without it a faster preparation of `org`'s launch alone decided
+/// graphs of 2^24 and 2^25 rows (9.6 and 19.5 ms), 106 on RMAT 24 (28
+/// ms); counted at 40. Without it a faster preparation of `org`'s launch alone decided
 /// whether RMAT 24's blocks were built (BENCHMARKS.md, "Task sizes folded
 /// per block").
 pub(crate) const COLUMN_BUILD_MS_PER_FINE_TASK: f64 = 4.0e-8;

@@ -304,13 +304,7 @@ pub fn level_order_from_roots(
     root: usize,
     roots: usize,
 ) -> Result<DeviceLevelOrder> {
-    if roots == 0 {
-        return Err(Error::invalid("level order: no root"));
-    }
-    let roots = Roots {
-        first: root,
-        count: roots,
-    };
+    let roots = Roots::spread(root, roots)?;
     from_roots_within(device, row_ptr, col_idx, roots, usize::MAX)?.ok_or_else(|| {
         Error::invalid("level order: an order without a round budget was not finished")
     })
@@ -331,28 +325,9 @@ pub fn level_order_run(
     roots: usize,
     width_limit: u64,
 ) -> Result<LevelRun> {
-    if roots == 0 {
-        return Err(Error::invalid("level order: no root"));
-    }
-    let dev = cuda_of(device, "the device level order")?;
-    let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "level order")?;
-    let ptr = on(row_ptr, dev, "the level order's row_ptr")?;
-    let col = on(col_idx, dev, "the level order's col_idx")?;
-    if n == 0 {
-        return Ok(LevelRun::Done {
-            rounds: 0,
-            widest: 0,
-        });
-    }
-    let order = device.alloc::<u32>(n)?;
-    let position = device.alloc::<u32>(n)?;
-    let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
-    let pattern = DevicePattern { ptr, col, n, nnz };
-    let roots = Roots {
-        first: 0,
-        count: roots,
-    };
-    level_order_into(dev, pattern, roots, usize::MAX, width_limit, o, p)
+    let roots = Roots::spread(0, roots)?;
+    let (run, _, _) = run_from_roots(device, row_ptr, col_idx, roots, usize::MAX, width_limit)?;
+    Ok(run)
 }
 
 /// [`level_order_within`] from `roots`.
@@ -363,6 +338,30 @@ fn from_roots_within(
     roots: Roots,
     max_rounds: usize,
 ) -> Result<Option<DeviceLevelOrder>> {
+    let (run, order, position) =
+        run_from_roots(device, row_ptr, col_idx, roots, max_rounds, u64::MAX)?;
+    Ok(match run {
+        LevelRun::Done { rounds, .. } => Some(DeviceLevelOrder {
+            order,
+            position,
+            rounds,
+        }),
+        LevelRun::TooManyRounds | LevelRun::TooWide { .. } | LevelRun::Expanding { .. } => None,
+    })
+}
+
+/// The level order from `roots` over the pattern of `row_ptr` and
+/// `col_idx`, within `max_rounds` rounds and levels of `width_limit` rows
+/// ([`level_order_into`]): how it ended, and the order and its inverse
+/// (`n` each; complete where it is `Done`).
+fn run_from_roots(
+    device: &Device,
+    row_ptr: &DeviceVec<u32>,
+    col_idx: &DeviceVec<u32>,
+    roots: Roots,
+    max_rounds: usize,
+    width_limit: u64,
+) -> Result<(LevelRun, DeviceVec<u32>, DeviceVec<u32>)> {
     let dev = cuda_of(device, "the device level order")?;
     let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "level order")?;
     let ptr = on(row_ptr, dev, "the level order's row_ptr")?;
@@ -370,24 +369,16 @@ fn from_roots_within(
     let order = device.alloc::<u32>(n)?;
     let position = device.alloc::<u32>(n)?;
     if n == 0 {
-        return Ok(Some(DeviceLevelOrder {
-            order,
-            position,
+        let done = LevelRun::Done {
             rounds: 0,
-        }));
+            widest: 0,
+        };
+        return Ok((done, order, position));
     }
     let (o, p) = (on(&order, dev, "order")?, on(&position, dev, "position")?);
     let pattern = DevicePattern { ptr, col, n, nnz };
-    Ok(
-        match level_order_into(dev, pattern, roots, max_rounds, u64::MAX, o, p)? {
-            LevelRun::Done { rounds, .. } => Some(DeviceLevelOrder {
-                order,
-                position,
-                rounds,
-            }),
-            LevelRun::TooManyRounds | LevelRun::TooWide { .. } | LevelRun::Expanding { .. } => None,
-        },
-    )
+    let run = level_order_into(dev, pattern, roots, max_rounds, width_limit, o, p)?;
+    Ok((run, order, position))
 }
 
 /// A square pattern on a device: `n + 1` u32 offsets at `ptr`, `nnz` u32

@@ -26,6 +26,16 @@ pub(crate) struct Roots {
     pub count: usize,
 }
 
+impl Roots {
+    /// `count` roots spread from `first`; none is an error.
+    pub(crate) fn spread(first: usize, count: usize) -> Result<Self> {
+        if count == 0 {
+            return Err(warpfit_runtime::Error::invalid("level order: no root"));
+        }
+        Ok(Roots { first, count })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Spread roots are distinct rows, `count` of them (clamped to 1..=n),

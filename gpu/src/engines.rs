@@ -7,6 +7,7 @@
 pub(crate) mod carried_launch;
 pub(crate) mod gather_layouts;
 pub(crate) mod level_order;
+pub(crate) mod level_renumber;
 pub(crate) mod level_roots;
 pub(crate) mod one_task;
 pub(crate) mod plan_kernels;

@@ -53,9 +53,10 @@ mod throttle;
 /// the device, and the pattern renumbered by it.
 pub mod levels {
     pub use crate::engines::level_order::{
-        level_order, level_order_from_roots, level_order_within, load, renumber, spread_roots,
-        DeviceCsr, DeviceLevelOrder, FIRST_ROUNDS_PER_CHECK, ROUNDS_PER_CHECK,
+        level_order, level_order_from_roots, level_order_within, load, spread_roots,
+        DeviceLevelOrder, FIRST_ROUNDS_PER_CHECK, ROUNDS_PER_CHECK,
     };
+    pub use crate::engines::level_renumber::{renumber, DeviceCsr};
 }
 
 pub use abi::PushVariant;

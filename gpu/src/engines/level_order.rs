@@ -15,10 +15,10 @@
 //! up after a number of rounds, for a caller that can order on the host
 //! instead.
 //!
-//! [`renumber`] copies every row to its new place with its columns
-//! renumbered (entries in the order stored, as `Remapping::apply_csr`
-//! keeps them), from the arrays on the device: nothing crosses the bus but
-//! one word of error flag.
+//! [`renumber`](crate::levels::renumber) (`level_renumber.rs`) copies
+//! every row to its new place with its columns renumbered (entries in the
+//! order stored, as `Remapping::apply_csr` keeps them), from the arrays on
+//! the device: nothing crosses the bus but one word of error flag.
 //!
 //! # Examples
 //! ```no_run
@@ -37,7 +37,7 @@
 //! # }
 //! ```
 
-use crate::abi::{BLOCK, LEVEL_TILE};
+use crate::abi::LEVEL_TILE;
 use crate::compile::device_modules::{load_function, load_unit};
 use crate::compile::units::levels_unit;
 use crate::driver::buffer::DeviceBuffer;
@@ -50,7 +50,7 @@ use crate::launch::device_vec::DeviceVec;
 use crate::spec::Scalar;
 use cudarc::driver::{CudaFunction, CudaModule};
 use std::sync::Arc;
-use warpfit_runtime::{Csr, Error, Result};
+use warpfit_runtime::{Error, Result};
 
 /// Levels enqueued between two reads of the frontier's end, at most: the
 /// host round trip is paid once per this many levels, and at most this
@@ -72,7 +72,7 @@ pub(crate) const CTL_WIDEST: usize = 6;
 pub(crate) const CTL_PROJECTED: usize = 8;
 pub(crate) const CTL_WORDS: usize = 9;
 
-/// How a level order made by [`level_order_into`] ended.
+/// How a level order made on the device ended (`level_order_into`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LevelRun {
     /// Every row numbered, in `rounds` rounds; the widest level held
@@ -101,31 +101,6 @@ pub struct DeviceLevelOrder {
     pub rounds: usize,
 }
 
-/// A CSR matrix on a device, as [`renumber`] takes and returns it.
-#[derive(Debug)]
-pub struct DeviceCsr<T: Scalar> {
-    /// `n + 1` offsets.
-    pub row_ptr: DeviceVec<u32>,
-    /// Column of each entry.
-    pub col_idx: DeviceVec<u32>,
-    /// Value of each entry.
-    pub values: DeviceVec<T>,
-}
-
-impl<T: Scalar> DeviceCsr<T> {
-    /// A copy of `a` on `device`.
-    ///
-    /// # Errors
-    /// As [`Device::upload`].
-    pub fn upload(device: &Device, a: &Csr<T>) -> Result<Self> {
-        Ok(DeviceCsr {
-            row_ptr: device.upload(a.row_ptr())?,
-            col_idx: device.upload(a.col_idx())?,
-            values: device.upload(a.values())?,
-        })
-    }
-}
-
 /// The level library's kernels on one device.
 pub(crate) struct LevelKernels {
     _module: Arc<CudaModule>,
@@ -135,11 +110,11 @@ pub(crate) struct LevelKernels {
     count: CudaFunction,
     carry: CudaFunction,
     write: CudaFunction,
-    lengths: CudaFunction,
-    scan_carry: CudaFunction,
-    offsets: CudaFunction,
+    pub(super) lengths: CudaFunction,
+    pub(super) scan_carry: CudaFunction,
+    pub(super) offsets: CudaFunction,
     /// By element width 1, 2, 4, 8 bytes.
-    rows: [CudaFunction; 4],
+    pub(super) rows: [CudaFunction; 4],
 }
 
 impl DeviceExtension for LevelKernels {
@@ -169,7 +144,7 @@ impl DeviceExtension for LevelKernels {
 }
 
 /// Compiles (or reads from the kernel cache) and loads the level kernels
-/// on `device`, so that a later [`level_order`] or [`renumber`] does not
+/// on `device`, so that a later [`level_order`] or [`renumber`](crate::levels::renumber) does not
 /// pay for it. Done by the first of them otherwise.
 ///
 /// # Errors
@@ -180,7 +155,7 @@ pub fn load(device: &Device) -> Result<()> {
 }
 
 /// Enqueues a level kernel.
-fn launch(
+pub(super) fn launch(
     dev: &CudaDevice,
     function: &CudaFunction,
     blocks: u32,
@@ -196,7 +171,7 @@ fn launch(
 }
 
 /// The CUDA device of `device`, or an error naming `what` needs one.
-fn cuda_of<'d>(device: &'d Device, what: &str) -> Result<&'d CudaDevice> {
+pub(super) fn cuda_of<'d>(device: &'d Device, what: &str) -> Result<&'d CudaDevice> {
     device.cuda().ok_or_else(|| {
         Error::invalid(format!(
             "{what} runs on a CUDA device; on the CPU use warpfit_runtime::partition::level_order"
@@ -205,7 +180,7 @@ fn cuda_of<'d>(device: &'d Device, what: &str) -> Result<&'d CudaDevice> {
 }
 
 /// The device address of `v`, which must live on `dev`.
-fn on<T: Scalar>(v: &DeviceVec<T>, dev: &CudaDevice, what: &str) -> Result<u64> {
+pub(super) fn on<T: Scalar>(v: &DeviceVec<T>, dev: &CudaDevice, what: &str) -> Result<u64> {
     match (v.cuda_device(), v.cuda_ptr()) {
         (Some(d), Some(ptr)) if d.ordinal() == dev.ordinal() => Ok(ptr),
         _ => Err(Error::invalid(format!(
@@ -218,7 +193,11 @@ fn on<T: Scalar>(v: &DeviceVec<T>, dev: &CudaDevice, what: &str) -> Result<u64> 
 
 /// The rows `n` and entries `nnz` of a pattern given as `row_ptr`
 /// (`n + 1` offsets) and `col_idx`, both below `u32::MAX`.
-fn pattern_size(row_ptr_len: usize, col_len: usize, what: &str) -> Result<(usize, usize)> {
+pub(super) fn pattern_size(
+    row_ptr_len: usize,
+    col_len: usize,
+    what: &str,
+) -> Result<(usize, usize)> {
     let n = row_ptr_len.checked_sub(1).ok_or_else(|| {
         Error::invalid(format!(
             "{what}: row_ptr is empty; a matrix of n rows has n + 1 offsets"
@@ -511,116 +490,4 @@ pub(crate) fn level_order_into(
             )));
         }
     }
-}
-
-/// The square matrix `a` renumbered on both sides (`B = P·A·Pᵀ`) by the
-/// permutation `order` (`order[new] = old`, a [`DeviceLevelOrder`]'s or
-/// any other) and its inverse `position`: new row `r` is old row
-/// `order[r]`, each column `w` becomes `position[w]`, entries in the order
-/// stored. Waits for the device once, to check the indices.
-///
-/// # Errors
-/// `device` is not a CUDA device or an array is not on it; the arrays'
-/// lengths disagree with each other or with the order; device memory for
-/// the copy; an offset or column out of range (found on the device).
-pub fn renumber<T: Scalar>(
-    device: &Device,
-    order: &DeviceVec<u32>,
-    position: &DeviceVec<u32>,
-    a: &DeviceCsr<T>,
-) -> Result<DeviceCsr<T>> {
-    let dev = cuda_of(device, "the device renumbering")?;
-    let (row_ptr, col_idx, values) = (&a.row_ptr, &a.col_idx, &a.values);
-    let (n, nnz) = pattern_size(row_ptr.len(), col_idx.len(), "renumber")?;
-    if n != order.len() || n != position.len() || values.len() != nnz {
-        return Err(Error::invalid(format!(
-            "renumber: a {n}-row matrix with {nnz} columns and {} values does not match an order of {} rows and {} positions",
-            values.len(),
-            order.len(),
-            position.len()
-        )));
-    }
-    let slot = match std::mem::size_of::<T>() {
-        1 => 0,
-        2 => 1,
-        4 => 2,
-        8 => 3,
-        w => {
-            return Err(Error::invalid(format!(
-                "renumber: no kernel moves values of {w} bytes"
-            )))
-        }
-    };
-    let ptr = on(row_ptr, dev, "the renumbered matrix's row_ptr")?;
-    let col = on(col_idx, dev, "the renumbered matrix's col_idx")?;
-    let val = on(values, dev, "the renumbered matrix's values")?;
-    let o = on(order, dev, "the order")?;
-    let p = on(position, dev, "the order's positions")?;
-    let out = DeviceCsr {
-        row_ptr: device.alloc::<u32>(n + 1)?,
-        col_idx: device.alloc::<u32>(nnz)?,
-        values: device.alloc::<T>(nnz)?,
-    };
-    if n == 0 {
-        return Ok(out);
-    }
-    let k = dev.extension::<LevelKernels>()?;
-    let lengths = DeviceBuffer::<u32>::zeros(dev, n)?;
-    let tiles = n.div_ceil(BLOCK as usize);
-    let tile_sums = DeviceBuffer::<u32>::zeros(dev, tiles)?;
-    let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
-    let (len, ts, b) = (
-        lengths.device_ptr(dev),
-        tile_sums.device_ptr(dev),
-        bad.device_ptr(dev),
-    );
-    let new_ptr = on(&out.row_ptr, dev, "new row_ptr")?;
-    let (n64, nnz64) = (n as u64, nnz as u64);
-    launch(
-        dev,
-        &k.lengths,
-        fill_blocks(dev),
-        "renumber_lengths",
-        &[ptr, o, n64, nnz64, len, ts, b],
-    )?;
-    // The total goes straight to `new_ptr[n]`.
-    launch(
-        dev,
-        &k.scan_carry,
-        1,
-        "scan_carry",
-        &[ts, tiles as u64, new_ptr + 4 * n64],
-    )?;
-    launch(
-        dev,
-        &k.offsets,
-        fill_blocks(dev),
-        "renumber_offsets",
-        &[len, ts, n64, new_ptr],
-    )?;
-    launch(
-        dev,
-        &k.rows[slot],
-        fill_blocks(dev),
-        "renumber_rows",
-        &[
-            ptr,
-            col,
-            val,
-            o,
-            p,
-            new_ptr,
-            n64,
-            nnz64,
-            on(&out.col_idx, dev, "new col_idx")?,
-            on(&out.values, dev, "new values")?,
-            b,
-        ],
-    )?;
-    if bad.to_vec(dev)?.first().copied().unwrap_or(0) != 0 {
-        return Err(Error::invalid(
-            "renumber: an offset, column or position is out of range (the order does not match the matrix)",
-        ));
-    }
-    Ok(out)
 }

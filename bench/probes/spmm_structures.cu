@@ -115,6 +115,28 @@ __global__ void __launch_bounds__(256, MINB > 0 ? MINB : 1) ka(const Piece* __re
     put(p, y + row * k + jj, acc);
 }
 
+// The strided fold of K1 and K4: a thread folds piece `p` against columns
+// `first + stride c` (c < C, below k), reading each nonzero once.
+template <int C>
+__device__ __forceinline__ void fold_strided(const Piece& p, const uint32_t* __restrict__ col,
+                                             const float* __restrict__ val, const float* __restrict__ x,
+                                             uint32_t k, uint32_t first, uint32_t stride, float* y) {
+    float acc[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[c] = 0;
+#pragma unroll 2
+    for (uint64_t e = p.lo; e < p.hi; ++e) {
+        float v = __ldg(val + e);
+        const float* xr = x + uint64_t(__ldg(col + e)) * k + first;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            if (first + c * stride < k) acc[c] += v * __ldg(xr + c * stride);
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+        if (first + c * stride < k) put(p, y + uint64_t(p.row) * k + first + c * stride, acc[c]);
+}
+
 // K1<C>: C columns a thread, strided by S = ceil(k/C) (each load coalesced).
 template <int C>
 __global__ void k1(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __restrict__ col,
@@ -122,25 +144,7 @@ __global__ void k1(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __
     uint32_t S = (k + C - 1) / C;
     uint64_t t = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= np * S) return;
-    uint64_t pi = t / S;
-    uint32_t j = uint32_t(t % S);
-    Piece p = pc[pi];
-    float acc[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) acc[c] = 0;
-#pragma unroll 2
-    for (uint64_t e = p.lo; e < p.hi; ++e) {
-        float v = __ldg(val + e);
-        const float* xr = x + uint64_t(__ldg(col + e)) * k + j;
-#pragma unroll
-        for (int c = 0; c < C; ++c)
-            if (j + c * S < k) acc[c] += v * __ldg(xr + c * S);
-    }
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-        if (j + c * S < k) {
-            put(p, y + uint64_t(p.row) * k + j + c * S, acc[c]);
-        }
+    fold_strided<C>(pc[t / S], col, val, x, k, uint32_t(t % S), S, y);
 }
 
 // K3<Q>: a warp per piece, lanes over columns (lane + 32 q), nonzeros loaded
@@ -172,25 +176,8 @@ template <int G, int Q>
 __global__ void k4(const Piece* __restrict__ pc, uint64_t np, const uint32_t* __restrict__ col,
                    const float* __restrict__ val, const float* __restrict__ x, uint32_t k, float* y) {
     uint64_t w = (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / G;
-    uint32_t lane = threadIdx.x % G;
     if (w >= np) return;
-    Piece p = pc[w];
-    float acc[Q];
-#pragma unroll
-    for (int q = 0; q < Q; ++q) acc[q] = 0;
-#pragma unroll 2
-    for (uint32_t e = p.lo; e < p.hi; ++e) {
-        float v = __ldg(val + e);
-        const float* xr = x + uint64_t(__ldg(col + e)) * k + lane;
-#pragma unroll
-        for (int q = 0; q < Q; ++q)
-            if (lane + G * q < k) acc[q] += v * __ldg(xr + G * q);
-    }
-#pragma unroll
-    for (int q = 0; q < Q; ++q)
-        if (lane + G * q < k) {
-            put(p, y + uint64_t(p.row) * k + lane + G * q, acc[q]);
-        }
+    fold_strided<Q>(pc[w], col, val, x, k, threadIdx.x % G, G, y);
 }
 
 // K5: K3 with float2 loads (k even): lane takes columns 2 lane + 64 q.

@@ -379,16 +379,16 @@ __device__ __forceinline__ void fold_serial_value(const typename K::params_t& p,
     acc.value = v;
 }
 
-/// Whether functor `K`'s map only reads, so that folding an item twice does
-/// what folding it once does: every fold's map (the language allows no
-/// effects there, since CTE's lean pass may evaluate it twice), but not a
-/// push kernel's `for_each`, whose map is its body (the generated
-/// `is_for_each`).
-template <class K, class = void> struct map_only_reads {
-    static constexpr bool value = true;
+/// Whether a functor is a push kernel's `for_each` (`is_for_each`): its
+/// map runs the body for its effects, and the fold is a placeholder. Every
+/// other fold's map only reads (the language allows no effects there,
+/// since CTE's lean pass may evaluate it twice), so folding an item twice
+/// does what folding it once does.
+template <class K, class = void> struct is_for_each {
+    static constexpr bool value = false;
 };
-template <class K> struct map_only_reads<K, typename void_type<decltype(K::is_for_each)>::type> {
-    static constexpr bool value = !K::is_for_each;
+template <class K> struct is_for_each<K, typename void_type<decltype(K::is_for_each)>::type> {
+    static constexpr bool value = K::is_for_each;
 };
 
 /// `fold_item` for a thread that folds its item alone (`Thread`): the fold
@@ -397,13 +397,14 @@ template <class K> struct map_only_reads<K, typename void_type<decltype(K::is_fo
 /// fine-task index stay cached (other threads may read the same lines: a
 /// 2-D kernel's other columns of the row). An item that raised the flag
 /// folds again from `acc` with the full record, so the fault reported is
-/// the CPU twin's; the second fold reads what the first did. A map that
-/// may write (`map_only_reads`) folds once, with the record. (Measured:
+/// the CPU twin's; the second fold reads what the first did. A push
+/// kernel's `for_each` (`is_for_each`), whose map writes, folds once, with
+/// the record. (Measured:
 /// BENCHMARKS.md, "Threads fold with a lean fault flag".)
 template <class K>
 __device__ __forceinline__ void fold_item_alone(const typename K::params_t& p, const Item<K>& it,
                                                 Partial<typename K::acc_t>& acc, Fault& f) {
-    if (map_only_reads<K>::value && it.hi <= K::direct_len(p)) {
+    if (!is_for_each<K>::value && it.hi <= K::direct_len(p)) {
         RangeCheckedCachedLeanFault lean;
         Partial<typename K::acc_t> r = acc;
         fold_serial_value<K>(p, it, r, lean);

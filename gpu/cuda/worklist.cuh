@@ -212,15 +212,6 @@ template <class K> struct block_hooks<K, typename void_type<decltype(&K::block_b
     static __device__ __forceinline__ void end(const typename K::params_t& p) { K::block_end(p); }
 };
 
-/// Whether a functor is a push kernel's `for_each` (`is_for_each`): its
-/// map runs the body for its effects, and the fold is a placeholder.
-template <class K, class = void> struct is_for_each {
-    static constexpr bool value = false;
-};
-template <class K> struct is_for_each<K, typename void_type<decltype(K::is_for_each)>::type> {
-    static constexpr bool value = K::is_for_each;
-};
-
 // ---------------------------------------------------------------- the frontier as a task source
 
 /// The items of a worklist, each a whole task (`LaunchArgs::frontier`,

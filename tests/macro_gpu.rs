@@ -1756,3 +1756,94 @@ fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
     assert!(!dir.join("plans").exists(), "nothing cached");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A handle alternating between sets of arrays (`x1 → y1`, `x2 → y2`, as
+/// an iterative driver swaps its vectors) prepares its schedule once and
+/// rebinds it to the other arrays: every plan's rebound launches match the
+/// twin, a fault in one is reported by it alone, and the handle runs on.
+#[test]
+fn rebound_schedules_match_the_twin_over_alternating_arrays() {
+    use warpfit::runtime::gen;
+    use warpfit::{CacheSize, DevicePlan};
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let a = gen::uniform(1 << 14, 8, 21).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 5 + 1).collect();
+    let xs: Vec<Vec<u32>> = (0..3u32)
+        .map(|s| (0..m as u32).map(|i| (i * (s + 3)) % 17).collect())
+        .collect();
+    let wants: Vec<Vec<u32>> = xs
+        .iter()
+        .map(|x| {
+            let mut y = vec![0u32; n];
+            spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, x, &mut y[..]).unwrap();
+            y
+        })
+        .collect();
+    let small = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache(CacheSize::Bytes(16 << 10))
+        .with_plan_cache(false);
+    let fits = small.with_cache(CacheSize::Bytes(64 << 20));
+    let runs = [
+        (small, Some(DevicePlan::ColumnBlocks { k: 3 })),
+        (small, Some(DevicePlan::Levels)),
+        (small, None),
+        (fits, None),
+    ];
+    for (opts, pin) in runs {
+        let what = format!("{pin:?}, {:?}", opts.cache);
+        let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        if let Some(p) = pin {
+            t.pin_device_plan(p).unwrap();
+        }
+        let xd: Vec<DeviceVec<u32>> = xs.iter().map(|x| dev.upload(x).unwrap()).collect();
+        let mut yd: Vec<DeviceVec<u32>> = (0..3).map(|_| dev.alloc::<u32>(n).unwrap()).collect();
+        for round in 0..3 {
+            for (i, (x, y)) in xd.iter().zip(yd.iter_mut()).enumerate() {
+                t.launch(x, y).unwrap();
+                assert_eq!(
+                    y.to_vec().unwrap(),
+                    wants[i],
+                    "{what}: round {round}, set {i}"
+                );
+            }
+        }
+        let chosen = t.report().chosen;
+        // Enqueued without waiting, then checked once.
+        for (x, y) in xd.iter().zip(yd.iter_mut()).rev() {
+            t.enqueue(x, y).unwrap();
+        }
+        t.check().unwrap();
+        for (i, y) in yd.iter().enumerate() {
+            assert_eq!(y.to_vec().unwrap(), wants[i], "{what}: enqueued set {i}");
+        }
+        // A gathered array too short faults in its own launch; the next
+        // launches, over the other arrays and over it again, are exact.
+        let short = dev.upload(&xs[0][..m / 2]).unwrap();
+        assert!(t.launch(&short, &mut yd[0]).is_err(), "{what}");
+        for (i, (x, y)) in xd.iter().zip(yd.iter_mut()).enumerate() {
+            t.launch(x, y).unwrap();
+            assert_eq!(
+                y.to_vec().unwrap(),
+                wants[i],
+                "{what}: after the fault, set {i}"
+            );
+        }
+        // A fault in the launch before the last, both enqueued, is
+        // reported by the next check. A remapped plan refuses the short
+        // array before it launches (its gathered length is the plan's).
+        match t.enqueue(&short, &yd[0]) {
+            Err(e) => assert!(t.plan_order().is_some(), "{what}: {e}"),
+            Ok(()) => {
+                t.enqueue(&xd[1], &yd[1]).unwrap();
+                assert!(t.check().is_err(), "{what}: the fault of the launch before");
+                t.check().unwrap();
+            }
+        }
+        t.launch(&xd[0], &mut yd[0]).unwrap();
+        assert_eq!(yd[0].to_vec().unwrap(), wants[0], "{what}: at the end");
+        assert_eq!(t.report().chosen, chosen, "{what}: one choice");
+    }
+}

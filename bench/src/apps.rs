@@ -670,6 +670,7 @@ impl<'a> Bench<'a> {
         let timings = Timings {
             setup: Default::default(),
             iterations: times.into_iter().collect(),
+            kernel_setup: None,
         };
         let kernels = time_launches(
             self.timer.as_ref(),
@@ -1018,6 +1019,7 @@ impl<'a> Bench<'a> {
         let timings = Timings {
             setup: Default::default(),
             iterations: rounds.times,
+            kernel_setup: None,
         };
 
         let mut vt = Vectors::start(d, a, b, &plain, b_norm)?;

@@ -625,6 +625,7 @@ pub fn cfd_from(
         timings: Timings {
             setup,
             iterations: times,
+            kernel_setup: None,
         },
         throttle: None,
     })
@@ -724,6 +725,7 @@ pub fn cfd_throttled(
         timings: Timings {
             setup,
             iterations: times,
+            kernel_setup: None,
         },
         throttle: Some(CfdThrottled {
             report: t.report().clone(),

@@ -583,6 +583,7 @@ pub fn cg_observed<T: CgScalar>(
             timings: Timings {
                 setup: setup_start.elapsed(),
                 iterations: super::IterationTimes::new(),
+                kernel_setup: None,
             },
             throttle: None,
             renumbered: None,
@@ -1063,7 +1064,11 @@ fn solve<T: CgScalar>(
         true_residual,
         converged,
         restarts: 0,
-        timings: Timings { setup, iterations },
+        timings: Timings {
+            setup,
+            iterations,
+            kernel_setup: None,
+        },
         throttle: throttled.map(|t| ThrottledRun {
             report: t.report().clone(),
             status: t.status(),

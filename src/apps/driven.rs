@@ -880,6 +880,10 @@ fn cc_resident(
     Ok((
         result.to_vec()?,
         rounds,
-        super::Timings { setup, iterations },
+        super::Timings {
+            setup,
+            iterations,
+            kernel_setup: None,
+        },
     ))
 }

@@ -22,7 +22,7 @@ use crate::{
     split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
     ThrottleOptions,
 };
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// In-edges of every vertex plus out-degrees, built once per matrix.
 #[derive(Debug, Clone)]
@@ -194,7 +194,9 @@ pub fn pagerank_throttled(
     let setup_start = Instant::now();
     let n32 = g.len_u32()?;
     let (ptr, src) = g.upload_pattern(device)?;
+    let made = Instant::now();
     let mut pull = PullThrottle::new(device, g, &opts, &ptr, &src)?;
+    let handle_made = made.elapsed();
     let mut v = RankVectors::new(device, g, n32)?;
     let mut first = IterationTimes::new();
     let done = match pull.first_iteration_apart(device, &opts, &mut v)? {
@@ -205,7 +207,7 @@ pub fn pagerank_throttled(
         }
         None => 0,
     };
-    let sets = prepare_directions(
+    let (sets, pull_prepared) = prepare_directions(
         device,
         config,
         &opts,
@@ -213,6 +215,10 @@ pub fn pagerank_throttled(
         (&ptr, &src),
         pull.handle.is_none(),
     )?;
+    let kernel_setup = match pull.handle {
+        Some(_) => handle_made,
+        None => pull_prepared,
+    };
     let (forward, backward) = (&sets[0], &sets[1]);
     let setup = setup_start.elapsed().saturating_sub(first.total());
     let rounds = run_rounds(device, &opts, done, &sets, &v, &mut pull, on_step)?;
@@ -250,7 +256,12 @@ pub fn pagerank_throttled(
         }
         None => result.to_vec()?,
     };
-    Ok((ranks, Timings { setup, iterations }, run))
+    let timings = Timings {
+        setup,
+        iterations,
+        kernel_setup: Some(kernel_setup),
+    };
+    Ok((ranks, timings, run))
 }
 
 /// PageRank's vectors on the device: the out-degrees, the two rank vectors
@@ -415,7 +426,7 @@ impl PullThrottle {
 
 /// One set of launches per direction, `rank` → `next` then back: the
 /// shares and the dangling rank, and the pull itself where `pull` (no
-/// throttled handle runs it).
+/// throttled handle runs it), with the time the pulls took to prepare.
 fn prepare_directions<'a>(
     device: &'a Device,
     config: &LaunchConfig,
@@ -423,9 +434,10 @@ fn prepare_directions<'a>(
     v: &'a RankVectors,
     (ptr, src): (&'a DeviceVec<u32>, &'a DeviceVec<u32>),
     pull: bool,
-) -> Result<Vec<Vec<PreparedLaunch<'a>>>> {
+) -> Result<(Vec<Vec<PreparedLaunch<'a>>>, Duration)> {
     let n = v.n;
     let mut sets = Vec::with_capacity(2);
+    let mut pull_prepared = Duration::ZERO;
     for (from, to) in [(&v.rank, &v.next), (&v.next, &v.rank)] {
         let mut set = vec![
             pagerank_contrib::prepare(device, config, n, from, &v.out_degree, &v.contrib)?,
@@ -440,6 +452,7 @@ fn prepare_directions<'a>(
             )?,
         ];
         if pull {
+            let started = Instant::now();
             set.push(pagerank_pull_resident::prepare(
                 device,
                 config,
@@ -452,10 +465,11 @@ fn prepare_directions<'a>(
                 n as f64,
                 to,
             )?);
+            pull_prepared += started.elapsed();
         }
         sets.push(set);
     }
-    Ok(sets)
+    Ok((sets, pull_prepared))
 }
 
 /// The iterations after the first `done`, pipelined: each runs its
@@ -663,7 +677,15 @@ pub fn sssp_observed(
     let setup = setup_start.elapsed();
     // Non-negative weights converge in at most n - 1 rounds; one more proves it.
     let (result, rounds, iterations) = rounds.run(device, n, on_step)?;
-    Ok((result.to_vec()?, rounds, Timings { setup, iterations }))
+    Ok((
+        result.to_vec()?,
+        rounds,
+        Timings {
+            setup,
+            iterations,
+            kernel_setup: None,
+        },
+    ))
 }
 
 /// Breadth-first levels from `source`; unreachable vertices get -1.
@@ -723,5 +745,13 @@ pub fn bfs_observed(
     };
     let setup = setup_start.elapsed();
     let (result, steps, iterations) = rounds.run(device, n, on_step)?;
-    Ok((result.to_vec()?, steps, Timings { setup, iterations }))
+    Ok((
+        result.to_vec()?,
+        steps,
+        Timings {
+            setup,
+            iterations,
+            kernel_setup: None,
+        },
+    ))
 }

@@ -218,6 +218,13 @@ pub struct Timings {
     pub setup: Duration,
     /// The iterations, in order (bounded memory however many).
     pub iterations: IterationTimes,
+    /// Of `setup`, the time the app's throttleable kernel (PageRank's
+    /// pull) took to be made ready: its unthrottled launches prepared, or
+    /// its throttled handle made (whose own preparation comes in its first
+    /// launch, an iteration). Throttling end to end costs this plus the
+    /// iterations, against the same for the unthrottled run. `None` where
+    /// the app does not time it apart.
+    pub kernel_setup: Option<Duration>,
 }
 
 impl Timings {
@@ -249,6 +256,7 @@ mod tests {
         let mut t = Timings {
             setup: ms(9),
             iterations: [ms(5), ms(1), ms(3)].into_iter().collect(),
+            kernel_setup: None,
         };
         assert_eq!(t.median_iteration(), Some(ms(3)));
         assert_eq!(t.iterations_total(), ms(9));

@@ -21,6 +21,7 @@ use crate::launch::arg::Arg;
 use crate::launch::cuda_launch::{CudaLaunch, PlanList};
 use crate::spec::KernelSpec;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use warpfit_runtime::{Error, Result, TaskList, Tasks};
 
 /// Launches over the parts of every task's fine tasks, run in order with
@@ -35,7 +36,9 @@ pub struct CarriedLaunch<'a> {
 /// throttled handle owns both).
 pub(crate) struct CarriedRun {
     parts: Vec<CudaLaunch>,
-    _carry: Option<DeviceBuffer<u64>>,
+    /// Shared with the runs rebound from this one: runs on the device's
+    /// one stream never interleave.
+    _carry: Option<Arc<DeviceBuffer<u64>>>,
 }
 
 impl<'a> CarriedLaunch<'a> {
@@ -151,7 +154,26 @@ impl CarriedRun {
             .collect::<Result<Vec<_>>>()?;
         Ok(CarriedRun {
             parts,
-            _carry: carry,
+            _carry: carry.map(Arc::new),
+        })
+    }
+
+    /// This sequence with every part rebound to the arguments `replace`
+    /// gives (the same per-launch arrays and scalars for every part; each
+    /// part keeps its own shape arrays), its task lists and carry buffer
+    /// shared ([`CudaLaunch::rebound`]).
+    pub(crate) fn rebound<'a>(
+        &self,
+        replace: &dyn Fn() -> Result<Vec<(usize, Arg<'a>)>>,
+    ) -> Result<Self> {
+        let parts = self
+            .parts
+            .iter()
+            .map(|p| p.rebound(replace()?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(CarriedRun {
+            parts,
+            _carry: self._carry.clone(),
         })
     }
 

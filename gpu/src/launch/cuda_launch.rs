@@ -22,9 +22,13 @@ use crate::launch::resident_args::{ParamBlock, ResidentArgs};
 use crate::launch::split_policy::{self, SplitDecision};
 use crate::launch::worklist_arg::frontier_is_target;
 use crate::spec::KernelSpec;
+use std::sync::Arc;
 use warpfit_runtime::exec::DeviceFrontier;
 use warpfit_runtime::worklist::Worklist;
 use warpfit_runtime::{Error, Result, TaskList, Tasks};
+
+mod launch_ranges;
+mod rebinding;
 
 /// How a task list the throttled handle built over its own layouts runs
 /// ([`CudaLaunch::over_plan_list`]).
@@ -45,8 +49,9 @@ pub struct CudaLaunch {
     spec: KernelSpec,
     args: ResidentArgs,
     params: ParamBlock,
-    /// The task list the kernels run; `None` over all tasks.
-    tasks: Option<DeviceTaskList>,
+    /// The task list the kernels run; `None` over all tasks. Shared with
+    /// the launches rebound from this one (`rebinding`).
+    tasks: Option<Arc<DeviceTaskList>>,
     launches: Vec<Launch>,
     chosen_split: Option<Split>,
     cte_serial_max: u32,
@@ -100,10 +105,18 @@ impl CudaLaunch {
         let config = &spec.launch_config(config);
         abi::entry_point(config.decomposition, abi::TaskSource::All)?;
         let columns = columns::column_count(spec, args).unwrap_or(1);
+        let n_all = match tasks {
+            Tasks::All(n) => n,
+            _ => 0,
+        };
+        let mut trace = TraceSplit::start(spec.name, n_all);
         let module = dev.module(spec)?;
+        trace.mark("module");
         let args = ResidentArgs::new(dev, spec, args)?;
         let params = args.pack(dev)?;
+        trace.mark("arguments");
         let fault = DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?;
+        trace.mark("fault word");
         let unsplit = SplitDecision::whole(config.cte_serial_max);
         let mut decomposition = config.decomposition;
         // A worklist's items as the tasks: its items and count on the device.
@@ -132,7 +145,6 @@ impl CudaLaunch {
             {
                 split_policy::check_split(config.split)?;
                 split_policy::check_u32_items(n)?;
-                let mut trace = TraceSplit::start(spec.name, n);
                 let sizes = TaskSizes::measure(dev, spec, &module, &params, &fault, &args, n, 1)?;
                 longest_task = Some(sizes.stats.longest);
                 let decision = split_policy::choose_split(
@@ -224,7 +236,7 @@ impl CudaLaunch {
             spec: *spec,
             args,
             params,
-            tasks: task_list,
+            tasks: task_list.map(Arc::new),
             launches,
             chosen_split: decision.chosen,
             cte_serial_max: decision.cte_serial_max,
@@ -347,7 +359,7 @@ impl CudaLaunch {
             spec: *spec,
             args,
             params,
-            tasks: Some(tasks),
+            tasks: Some(Arc::new(tasks)),
             launches,
             chosen_split: None,
             longest_task: None,
@@ -356,74 +368,6 @@ impl CudaLaunch {
             queue,
             _frontier: None,
         })
-    }
-
-    /// A launch over the segments of `list`, run as one kernel launch per
-    /// range of `ranges` in that order, then one merge of the split tasks
-    /// after the last: the form of the cache-fit schedules, where a range
-    /// is a partition (or a node of the SJ-tree) and consecutive launches
-    /// keep one partition's data in the cache at a time. Split tasks'
-    /// partials are merged in list order, as for a single launch, so the
-    /// result does not depend on how the list is cut into ranges.
-    ///
-    /// # Errors
-    /// Ranges that are not consecutive, non-empty and covering the list
-    /// exactly; as [`CudaLaunch::new`].
-    pub fn in_ranges(
-        dev: &CudaDevice,
-        spec: &KernelSpec,
-        config: &LaunchConfig,
-        list: &TaskList,
-        ranges: &[std::ops::Range<usize>],
-        args: &[Arg<'_>],
-    ) -> Result<Self> {
-        let mut end = 0;
-        for r in ranges {
-            if r.start != end || r.is_empty() {
-                return Err(Error::invalid(format!(
-                    "launch ranges must be consecutive and non-empty from segment 0: found {}..{} after {end}",
-                    r.start, r.end
-                )));
-            }
-            end = r.end;
-        }
-        if end != list.len() {
-            return Err(Error::length("launch ranges' segments", list.len(), end));
-        }
-        let mut p = Self::new_borrowing(dev, spec, config, Tasks::List(list), args)?;
-        let Some(tasks) = &p.tasks else {
-            return Ok(p);
-        };
-        // The list kernel is the first launch; the merge, if any, follows.
-        let mut launches = Vec::with_capacity(ranges.len() + 1);
-        let mut rest = std::mem::take(&mut p.launches).into_iter();
-        if let Some(first) = rest.next() {
-            let config = &spec.launch_config(config);
-            for r in ranges {
-                let step = launch_steps::plan_launches(
-                    config.decomposition,
-                    Items::List {
-                        segments: r.len() as u64,
-                        packed_warps: None,
-                        split_tasks: 0,
-                        wide_merge: false,
-                    },
-                    dev.arch(),
-                )?;
-                for s in step.steps {
-                    launches.push(Launch {
-                        entry: first.entry,
-                        function: first.function.clone(),
-                        blocks: s.blocks,
-                        dependent: false,
-                        args: tasks.range_args(r.clone(), spec.acc.size(), first.args),
-                    });
-                }
-            }
-        }
-        launches.extend(rest);
-        p.launches = launches;
-        Ok(p)
     }
 }
 
@@ -506,8 +450,9 @@ impl CudaLaunch {
             self.spec,
             self.fault,
             lens,
-            self.tasks
-                .map_or(FaultSegments::None, DeviceTaskList::into_fault_segments),
+            self.tasks.map_or(FaultSegments::None, |t| {
+                Arc::try_unwrap(t).map_or_else(FaultSegments::Shared, |t| t.into_fault_segments())
+            }),
         )
     }
 

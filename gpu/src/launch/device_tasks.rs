@@ -346,6 +346,8 @@ pub(crate) enum FaultSegments {
         words: DeviceBuffer<u32>,
         len: usize,
     },
+    /// A list other launches still run (a launch rebound from this one).
+    Shared(std::sync::Arc<DeviceTaskList>),
 }
 
 impl FaultSegments {
@@ -355,6 +357,7 @@ impl FaultSegments {
             FaultSegments::None => None,
             FaultSegments::Host(s) => s.get(i).copied(),
             FaultSegments::Device { words, len } => read_segment(dev, words, *len, i),
+            FaultSegments::Shared(l) => l.segment(dev, i),
         }
     }
 }

@@ -21,6 +21,7 @@ use cudarc::driver::{CudaFunction, LaunchConfig as CuLaunch, PushKernelArg};
 use warpfit_runtime::{Error, Result};
 
 /// One kernel launch, resolved: everything but the enqueue.
+#[derive(Clone)]
 pub(super) struct Launch {
     pub(super) entry: &'static str,
     pub(super) function: CudaFunction,

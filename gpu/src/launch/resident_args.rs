@@ -221,6 +221,55 @@ impl ResidentArgs {
         Ok(ResidentArgs { args })
     }
 
+    /// These arguments with `replace`'s (parameter index, argument) in
+    /// their places, all checked again against `spec` as [`ResidentArgs::new`]
+    /// does: a prepared launch rebound to other per-launch arrays. A kept
+    /// argument must be a borrowed array or a scalar (an array this launch
+    /// copied to the device is its own, and is not shared).
+    pub(crate) fn replaced(
+        &self,
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        replace: Vec<(usize, Arg<'_>)>,
+    ) -> Result<Self> {
+        let mut given: Vec<Option<Arg<'_>>> = (0..self.args.len()).map(|_| None).collect();
+        for (i, a) in replace {
+            let slot = given.get_mut(i).ok_or_else(|| {
+                Error::invalid(format!("kernel `{}`: no parameter {i}", spec.name))
+            })?;
+            *slot = Some(a);
+        }
+        let args = self
+            .args
+            .iter()
+            .zip(given)
+            .enumerate()
+            .map(|(i, (kept, given))| {
+                if let Some(a) = given {
+                    return Ok(a);
+                }
+                let p = spec.params.get(i).ok_or_else(|| {
+                    Error::invalid(format!("kernel `{}`: no parameter {i}", spec.name))
+                })?;
+                match kept {
+                    Resident::Borrowed { ptr, len } => Ok(Arg::Resident(ResidentArray {
+                        kind: p.kind,
+                        ty: p.ty,
+                        len: usize::try_from(*len)
+                            .map_err(|_| Error::invalid("array length overflows usize"))?,
+                        place: Place::Cuda { ptr: *ptr, device: dev },
+                    })),
+                    Resident::Scalar(v) => Ok(Arg::Scalar(*v)),
+                    Resident::Array { .. } | Resident::List(_) => Err(Error::invalid(format!(
+                        "kernel `{}`: `{}` was copied to the device for this launch (or is a worklist), so the launch cannot be rebound without it",
+                        spec.name, p.name
+                    ))),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::new(dev, spec, &args)
+    }
+
     /// Packs `Params`: address and element count per array, scalars in place.
     pub(crate) fn pack(&self, dev: &CudaDevice) -> Result<ParamBlock> {
         let mut block = ParamBlock::new();

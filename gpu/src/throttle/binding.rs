@@ -11,7 +11,7 @@ use crate::launch::device_vec::{Place, ResidentArray};
 use crate::spec::{ParamKind, ScalarValue};
 use crate::throttle::device_layouts::{DeviceLayout, Space};
 use crate::throttle::erased_vec::ErasedVec;
-use crate::throttle::handle::Throttled;
+use crate::throttle::handle::{Runs, Schedule, Throttled};
 use crate::throttle::slots::{arg_signature, bindable, Bound, Slot, Staging};
 use warpfit_runtime::{Error, Result};
 
@@ -74,6 +74,40 @@ impl Throttled {
         }
         self.key = key;
         Ok(())
+    }
+
+    /// The schedule set aside (prepared over other arrays) rebound to the
+    /// arrays staged now: its split, task lists and layouts kept, only its
+    /// arguments made again (`CudaLaunch::rebound`), where preparing it
+    /// again would measure and cut every launch's tasks once more. `None`
+    /// where nothing is set aside (the launch prepares).
+    pub(in crate::throttle) fn rebound_spare(&mut self) -> Result<Option<Schedule>> {
+        let Some((key, prior)) = self.spare.take() else {
+            return Ok(None);
+        };
+        let rebound = self.rebound(&prior);
+        self.spare = Some((key, prior));
+        rebound.map(Some)
+    }
+
+    /// `prior` over the arrays staged now.
+    fn rebound(&mut self, prior: &Schedule) -> Result<Schedule> {
+        if let (Space::Remapped, Some(dev)) = (prior.space, self.device.cuda().cloned()) {
+            // The per-launch arrays' remapped copies, for these arrays.
+            self.remap_tables(&dev)?;
+        }
+        let space = prior.space;
+        let runs = match &prior.runs {
+            Runs::Single(p) => Runs::Single(Box::new(p.rebound(self.per_launch_args(space)?)?)),
+            Runs::Carried(c) => Runs::Carried(c.rebound(&|| self.per_launch_args(space))?),
+            Runs::Cpu => Runs::Cpu,
+        };
+        Ok(Schedule {
+            policy: prior.policy,
+            space,
+            runs,
+            layouts: prior.layouts.clone(),
+        })
     }
 
     /// Checks `per_launch` against the kernel and stages it: scalars and
@@ -229,50 +263,71 @@ impl Throttled {
         shape: Option<(&'s DeviceLayout, usize)>,
         space: Space,
     ) -> Result<Vec<Arg<'s>>> {
-        let missing = |i: usize| {
+        (0..self.spec.params.len())
+            .map(|i| self.arg(i, shape, space))
+            .collect()
+    }
+
+    /// The per-launch arguments as [`args`](Self::args) gives them, by
+    /// parameter index: what a schedule prepared over other arrays is
+    /// rebound to.
+    pub(in crate::throttle) fn per_launch_args(
+        &self,
+        space: Space,
+    ) -> Result<Vec<(usize, Arg<'_>)>> {
+        (0..self.spec.params.len())
+            .filter(|&i| !self.roles.shapes(i))
+            .map(|i| Ok((i, self.arg(i, None, space)?)))
+            .collect()
+    }
+
+    /// Argument `i` of [`args`](Self::args).
+    fn arg<'s>(
+        &'s self,
+        i: usize,
+        shape: Option<(&'s DeviceLayout, usize)>,
+        space: Space,
+    ) -> Result<Arg<'s>> {
+        let missing = || {
             Error::invalid(format!(
                 "kernel `{}`: parameter `{}` has no array for this schedule",
                 self.spec.name, self.spec.params[i].name
             ))
         };
-        (0..self.spec.params.len())
-            .map(|i| {
-                let kind = self.spec.params[i].kind;
-                if space == Space::Remapped && !self.plan_order && self.roles.permuted(i) {
-                    return Ok(self.staged_r(i).ok_or_else(|| missing(i))?.arg(kind));
-                }
-                Ok(match (&self.slots[i], shape) {
-                    (Slot::Scalar(v), _) => Arg::Scalar(v.ok_or_else(|| missing(i))?),
-                    (Slot::Staged(Staging::Own(b)), _) => b.arg(kind),
-                    (Slot::Staged(Staging::Bound(b)), _) => {
-                        let place = match (b.cuda, self.device.cuda()) {
-                            (true, Some(device)) => Place::Cuda {
-                                ptr: b.addr,
-                                device,
-                            },
-                            _ => Place::Host {
-                                addr: b.addr as usize,
-                            },
-                        };
-                        Arg::Resident(ResidentArray {
-                            kind,
-                            ty: self.spec.params[i].ty,
-                            len: b.len,
-                            place,
-                        })
-                    }
-                    (Slot::Staged(Staging::Empty), _) => return Err(missing(i)),
-                    (Slot::Shape(_), Some((l, p))) if i == self.roles.range => {
-                        l.ptrs.get(p).ok_or_else(|| missing(i))?.arg(kind)
-                    }
-                    (Slot::Shape(_), Some((l, _))) => match &l.delta {
-                        Some(d) if d.param == i => d.arg(kind),
-                        _ => l.fine(i).ok_or_else(|| missing(i))?.arg(kind),
+        let kind = self.spec.params[i].kind;
+        if space == Space::Remapped && !self.plan_order && self.roles.permuted(i) {
+            return Ok(self.staged_r(i).ok_or_else(missing)?.arg(kind));
+        }
+        Ok(match (&self.slots[i], shape) {
+            (Slot::Scalar(v), _) => Arg::Scalar(v.ok_or_else(missing)?),
+            (Slot::Staged(Staging::Own(b)), _) => b.arg(kind),
+            (Slot::Staged(Staging::Bound(b)), _) => {
+                let place = match (b.cuda, self.device.cuda()) {
+                    (true, Some(device)) => Place::Cuda {
+                        ptr: b.addr,
+                        device,
                     },
-                    (Slot::Shape(b), None) => b.as_ref().ok_or_else(|| missing(i))?.arg(kind),
+                    _ => Place::Host {
+                        addr: b.addr as usize,
+                    },
+                };
+                Arg::Resident(ResidentArray {
+                    kind,
+                    ty: self.spec.params[i].ty,
+                    len: b.len,
+                    place,
                 })
-            })
-            .collect()
+            }
+            (Slot::Staged(Staging::Empty), _) => return Err(missing()),
+            (Slot::Shape(_), Some((l, p))) if i == self.roles.range => {
+                l.ptrs.get(p).ok_or_else(missing)?.arg(kind)
+            }
+            (Slot::Shape(_), Some((l, _))) => match &l.delta {
+                Some(d) if d.param == i => d.arg(kind),
+                _ => l.fine(i).ok_or_else(missing)?.arg(kind),
+            },
+            (Slot::Shape(b), None) => b.as_ref().ok_or_else(missing)?.arg(kind),
+        })
     }
 }
 

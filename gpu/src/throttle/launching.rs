@@ -150,15 +150,22 @@ impl Throttled {
     }
 
     /// Waits for the launches enqueued so far and reports the first fault
-    /// among them.
+    /// among them: those of the schedule prepared for the arrays of the
+    /// last launch, then those of the one kept for the arrays before (a
+    /// driver alternating two sets of arrays enqueues both).
     ///
     /// # Errors
     /// The kernel's fault, device errors.
     pub fn check(&self) -> Result<()> {
-        match &self.schedule {
+        let current = match &self.schedule {
             Some(s) => s.runs.check(),
             None => Ok(()),
-        }
+        };
+        let before = match &self.spare {
+            Some((_, s)) => s.runs.check(),
+            None => Ok(()),
+        };
+        current.and(before)
     }
 
     pub(in crate::throttle) fn launch_as(
@@ -185,7 +192,11 @@ impl Throttled {
         self.plan_order = mode.plan_order;
         self.rebind()?;
         if self.schedule.is_none() {
-            self.schedule = Some(self.prepare()?);
+            let s = match self.rebound_spare()? {
+                Some(s) => s,
+                None => self.prepare()?,
+            };
+            self.schedule = Some(s);
         }
         let s = self
             .schedule

@@ -1676,7 +1676,32 @@ fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
             let mut y = vec![0u32; n];
             t.launch(&x, &mut y[..]).unwrap();
             assert_eq!(y, want, "{name} resident {pin}");
+            // Handed over by value: kept as they are, the same plans.
+            let (optr, ocol, oval) = (
+                dev.upload(a.row_ptr()).unwrap(),
+                dev.upload(a.col_idx()).unwrap(),
+                dev.upload(&val).unwrap(),
+            );
+            let mut t = spmv_u32::throttle_owned(&dev, &opts, n, m, optr, ocol, oval).unwrap();
+            t.pin_device_plan(pin).unwrap();
+            let mut y = vec![0u32; n];
+            t.launch(&x, &mut y[..]).unwrap();
+            assert_eq!(y, want, "{name} owned {pin}");
         }
+        // Arrays in host memory are refused by name.
+        let cpu_col = cpu.upload(a.col_idx()).unwrap();
+        let e = spmv_u32::throttle_owned(
+            &dev,
+            &opts,
+            n,
+            m,
+            dev.upload(a.row_ptr()).unwrap(),
+            cpu_col,
+            dev.upload(&val).unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`col` is in the CPU"), "{e}");
         let exhaustive = opts.with_exhaustive(true);
         let e = spmv_u32::throttle_resident(&dev, &exhaustive, n, m, &dptr, &dcol, &dval)
             .unwrap_err()

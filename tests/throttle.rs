@@ -321,6 +321,14 @@ fn a_resident_handle_needs_a_cuda_device_and_the_model() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("CUDA device"), "{e}");
+    // Handed over by value, the same.
+    let e = spmv::throttle_owned(&dev, &ThrottleOptions::default(), n, m, ptr, col, val)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("throttle_owned takes arrays on a CUDA device"),
+        "{e}"
+    );
 }
 
 #[test]

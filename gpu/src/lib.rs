@@ -109,7 +109,7 @@ pub mod __private {
         AccType, DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, ScalarType,
         ScalarValue,
     };
-    pub use crate::throttle::{CpuRunFn, HostArray, ThrottleRoles, LEVEL_ROOTS};
+    pub use crate::throttle::{CpuRunFn, HostArray, OwnedShape, ThrottleRoles, LEVEL_ROOTS};
 
     /// NVRTC compilation, translation units, entry points and the on-disk
     /// cache (the NVRTC tests and the compile-time example use them).

@@ -14,7 +14,9 @@
 //! goes through a device buffer of the handle's, copied in (and out, for an
 //! output). Every schedule is prepared once (layouts, split decisions,
 //! task lists, argument blocks); a launch with the same arrays only
-//! enqueues it.
+//! enqueues it, and a launch over other arrays rebinds it (the split, task
+//! lists and layouts kept, only the argument blocks made again), keeping
+//! the one before for a driver that alternates two sets of arrays.
 //!
 //! # Schedules ([`ThrottlePolicy`])
 //!
@@ -89,6 +91,7 @@ mod shape_checks;
 mod slots;
 
 pub use device_plan::LEVEL_ROOTS;
+pub use erased_vec::OwnedShape;
 pub use handle::{CpuRunFn, HostArray, PlanOrder, ThrottleStatus, Throttled};
 pub use plan_choice::DevicePlan;
 pub use report::{ModelReport, ThrottleReport};

@@ -193,9 +193,9 @@ pub fn pagerank_throttled(
     }
     let setup_start = Instant::now();
     let n32 = g.len_u32()?;
-    let (ptr, src) = g.upload_pattern(device)?;
+    let pattern = g.upload_pattern(device)?;
     let made = Instant::now();
-    let mut pull = PullThrottle::new(device, g, &opts, &ptr, &src)?;
+    let (mut pull, pattern) = PullThrottle::new(device, g, &opts, pattern)?;
     let handle_made = made.elapsed();
     let mut v = RankVectors::new(device, g, n32)?;
     let mut first = IterationTimes::new();
@@ -212,8 +212,7 @@ pub fn pagerank_throttled(
         config,
         &opts,
         &v,
-        (&ptr, &src),
-        pull.handle.is_none(),
+        pattern.as_ref().filter(|_| pull.handle.is_none()),
     )?;
     let kernel_setup = match pull.handle {
         Some(_) => handle_made,
@@ -300,6 +299,9 @@ impl RankVectors {
     }
 }
 
+/// A graph's in-edges on the device: the range array and the sources.
+type Pattern = (DeviceVec<u32>, DeviceVec<u32>);
+
 /// The throttled pull's handle (`None`: unthrottled) and what the run
 /// notes of it: whether its first launch runs the plan, the numbering the
 /// run moved to, the first iteration's steps, and the first iteration
@@ -314,28 +316,28 @@ struct PullThrottle {
 
 impl PullThrottle {
     /// The handle `opts.throttle` asks for: planned on the device over the
-    /// pattern already there, else pipelined over a host copy; waited for
-    /// where `opts.plan_first` says so.
+    /// pattern already there, which it takes (`None` back), else pipelined
+    /// over a host copy; waited for where `opts.plan_first` says so.
     fn new(
         device: &Device,
         g: &Graph,
         opts: &PageRankOptions,
-        ptr: &DeviceVec<u32>,
-        src: &DeviceVec<u32>,
-    ) -> Result<Self> {
+        pattern: Pattern,
+    ) -> Result<(Self, Option<Pattern>)> {
         let n = g.len();
         let planned_on_device = opts
             .throttle
             .as_ref()
             .is_some_and(|t| !crate::Throttled::needs_work_graph(device, t));
-        let mut handle = match &opts.throttle {
-            None => None,
-            // Planned on the device: the handle copies the pattern already
-            // there.
-            Some(t) if !crate::Throttled::needs_work_graph(device, t) => Some(
-                pagerank_pull_resident::throttle_resident(device, t, n, n, ptr, src)?,
-            ),
-            Some(t) => {
+        let mut pattern = Some(pattern);
+        let mut handle = match (&opts.throttle, pattern.take_if(|_| planned_on_device)) {
+            (None, _) => None,
+            // Planned on the device: the handle keeps the pattern already
+            // there, which nothing else reads.
+            (Some(t), Some((ptr, src))) => Some(pagerank_pull_resident::throttle_owned(
+                device, t, n, n, ptr, src,
+            )?),
+            (Some(t), None) => {
                 mem::check(
                     "the throttled handle's host copy of the graph's in-edges",
                     4 * (n as u64 + 1) + 4 * g.edges() as u64,
@@ -353,13 +355,14 @@ impl PullThrottle {
         if let (Some(t), true) = (&mut handle, opts.plan_first) {
             t.wait_for_plan()?;
         }
-        Ok(PullThrottle {
+        let pull = PullThrottle {
             handle,
             plan_at_first: planned_on_device || opts.plan_first,
             numbering: None,
             first_steps: Vec::new(),
             planned_from: None,
-        })
+        };
+        Ok((pull, pattern))
     }
 
     /// Runs the first iteration apart, returning its wall time, where the
@@ -432,8 +435,7 @@ fn prepare_directions<'a>(
     config: &LaunchConfig,
     opts: &PageRankOptions,
     v: &'a RankVectors,
-    (ptr, src): (&'a DeviceVec<u32>, &'a DeviceVec<u32>),
-    pull: bool,
+    pull: Option<&'a Pattern>,
 ) -> Result<(Vec<Vec<PreparedLaunch<'a>>>, Duration)> {
     let n = v.n;
     let mut sets = Vec::with_capacity(2);
@@ -451,7 +453,7 @@ fn prepare_directions<'a>(
                 &v.dangling,
             )?,
         ];
-        if pull {
+        if let Some((ptr, src)) = pull {
             let started = Instant::now();
             set.push(pagerank_pull_resident::prepare(
                 device,

@@ -458,6 +458,22 @@ impl<T: Scalar> DeviceVec<T> {
         }
     }
 
+    /// The bytes, element count and device of an array in GPU memory, for
+    /// an owner that keeps them as they are (a throttled handle made by
+    /// `throttle_owned`); the array back, whole, where it lives elsewhere.
+    pub(crate) fn into_cuda_bytes(
+        self,
+    ) -> std::result::Result<(DeviceBuffer<u8>, usize, CudaDevice), Self> {
+        match self.storage {
+            Storage::Cuda {
+                buffer,
+                len,
+                device,
+            } => Ok((buffer, len, device)),
+            storage => Err(DeviceVec { storage }),
+        }
+    }
+
     /// This array as a launch argument of `kind`.
     pub(crate) fn as_arg(&self, kind: ParamKind) -> ResidentArray<'_> {
         let place = match &self.storage {

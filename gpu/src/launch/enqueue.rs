@@ -278,11 +278,12 @@ pub(super) fn enqueue_dependent(
     r.result().map_err(cuda_err(context()))
 }
 
-/// With `WARPFIT_TRACE_SPLIT=1`, one line on stderr per launch prepared
-/// with the automatic split: the kernel, its tasks and the wall time of
-/// each step (measuring the tasks, reading their ranges, cutting them,
-/// uploading the list): host work that grows with the tasks, repeated for
-/// every launch of a schedule.
+/// With `WARPFIT_TRACE_SPLIT=1`, one line on stderr per launch prepared:
+/// the kernel, its tasks (0 for a list or a worklist) and the wall time of
+/// each step (the module, the arguments, the fault word, and with the
+/// automatic split measuring the tasks, reading their ranges, cutting
+/// them, uploading the list): host work that grows with the tasks,
+/// repeated for every launch of a schedule.
 pub(super) struct TraceSplit {
     kernel: &'static str,
     tasks: usize,

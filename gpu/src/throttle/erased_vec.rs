@@ -240,3 +240,44 @@ impl ErasedVec {
         }
     }
 }
+
+/// An array that shapes a throttled kernel's work, given to the handle by
+/// value (generated `throttle_owned`): a `DeviceVec` in GPU memory, which
+/// the handle keeps as it is instead of copying it.
+#[doc(hidden)]
+pub struct OwnedShape {
+    ty: ScalarType,
+    /// The array; `Err`: where it lives instead of GPU memory (refused).
+    array: std::result::Result<ErasedVec, String>,
+}
+
+impl<T: crate::spec::Scalar> From<crate::launch::device_vec::DeviceVec<T>> for OwnedShape {
+    fn from(v: crate::launch::device_vec::DeviceVec<T>) -> Self {
+        let array = match v.into_cuda_bytes() {
+            Ok((buffer, len, device)) => Ok(ErasedVec {
+                storage: ErasedStorage::Cuda { buffer, device },
+                ty: T::TYPE,
+                len,
+            }),
+            Err(v) => Err(v.location()),
+        };
+        OwnedShape { ty: T::TYPE, array }
+    }
+}
+
+impl OwnedShape {
+    /// The element type.
+    pub(super) fn ty(&self) -> ScalarType {
+        self.ty
+    }
+
+    /// The array on CUDA device `ordinal`, or where it is instead.
+    pub(super) fn on_device(self, ordinal: usize) -> std::result::Result<ErasedVec, String> {
+        let v = self.array?;
+        match &v.storage {
+            ErasedStorage::Cuda { device, .. } if device.ordinal() == ordinal => Ok(v),
+            ErasedStorage::Cuda { device, .. } => Err(crate::launch::device_vec::cuda_name(device)),
+            ErasedStorage::Host(_) => Err("the CPU".to_string()),
+        }
+    }
+}

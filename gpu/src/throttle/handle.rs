@@ -12,7 +12,7 @@ use crate::launch::cuda_launch::CudaLaunch;
 use crate::launch::device_vec::Place;
 use crate::spec::{KernelSpec, ParamKind, ScalarType};
 use crate::throttle::device_layouts::{DeviceLayout, Space};
-use crate::throttle::erased_vec::ErasedVec;
+use crate::throttle::erased_vec::{ErasedVec, OwnedShape};
 use crate::throttle::host_plan::{plan_on_host, HostPlan, PendingPlan, Shape};
 use crate::throttle::layout_set::Layouts;
 use crate::throttle::report::ThrottleReport;
@@ -374,22 +374,15 @@ impl Throttled {
         shape: &[Option<Arg<'_>>],
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        check_policy(spec, roles, options, n_tasks, gathered_len)?;
-        let Some(dev) = device.cuda() else {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: throttle_resident takes arrays on a CUDA device; on the CPU use throttle",
-                spec.name
-            )));
-        };
-        if Self::needs_work_graph(device, options) {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: throttle_resident plans on the device, which only auto by the model does (policy {}{}); use throttle, which plans on the host",
-                spec.name,
-                options.policy,
-                if options.exhaustive { ", exhaustive" } else { "" }
-            )));
-        }
-        check_slot_count(spec, shape.len())?;
+        let dev = Self::check_on_device(
+            device,
+            spec,
+            roles,
+            options,
+            (n_tasks, gathered_len),
+            shape.len(),
+            "throttle_resident",
+        )?;
         let slots = (0..spec.params.len())
             .map(|i| {
                 let p = &spec.params[i];
@@ -437,6 +430,102 @@ impl Throttled {
             slots,
             cpu_run,
         ))
+    }
+
+    /// [`Throttled::resident`] over shape arrays handed over by value
+    /// (`DeviceVec`s of the handle's CUDA device), which the handle keeps
+    /// as they are: no copy at all. Generated `throttle_owned` calls this.
+    ///
+    /// # Errors
+    /// As [`Throttled::resident`]; an array not in the handle's GPU memory.
+    #[allow(clippy::too_many_arguments)]
+    #[doc(hidden)]
+    pub fn owning(
+        device: &Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        config: &LaunchConfig,
+        n_tasks: usize,
+        gathered_len: usize,
+        shape: Vec<Option<OwnedShape>>,
+        cpu_run: CpuRunFn,
+    ) -> Result<Self> {
+        let made_by = "throttle_owned";
+        let dev = Self::check_on_device(
+            device,
+            spec,
+            roles,
+            options,
+            (n_tasks, gathered_len),
+            shape.len(),
+            made_by,
+        )?;
+        let slots = shape
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let p = &spec.params[i];
+                Ok(match (p.kind, a) {
+                    (ParamKind::Scalar, None) => Slot::Scalar(None),
+                    (_, None) if !roles.shapes(i) => Slot::Staged(Staging::Empty),
+                    (_, Some(a)) if roles.shapes(i) && a.ty() == p.ty => {
+                        let v = a.on_device(dev.ordinal()).map_err(|place| {
+                            Error::invalid(format!(
+                                "kernel `{}`: `{}` is in {place}, the handle on {}",
+                                spec.name,
+                                p.name,
+                                crate::launch::device_vec::cuda_name(dev)
+                            ))
+                        })?;
+                        Slot::Shape(Some(v))
+                    }
+                    _ => return Err(misplaced(spec, roles, i, made_by, "a DeviceVec of")),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self::from_slots(
+            device,
+            spec,
+            roles,
+            options,
+            config,
+            n_tasks,
+            gathered_len,
+            slots,
+            cpu_run,
+        ))
+    }
+
+    /// What a handle over arrays already on the device needs: `auto` by
+    /// the model on a CUDA device (the one returned), and a slot per
+    /// parameter (`slots` given), besides the shape checks.
+    fn check_on_device<'d>(
+        device: &'d Device,
+        spec: &'static KernelSpec,
+        roles: ThrottleRoles,
+        options: &ThrottleOptions,
+        (n_tasks, gathered_len): (usize, usize),
+        slots: usize,
+        made_by: &str,
+    ) -> Result<&'d crate::driver::cuda_device::CudaDevice> {
+        check_policy(spec, roles, options, n_tasks, gathered_len)?;
+        let Some(dev) = device.cuda() else {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: {made_by} takes arrays on a CUDA device; on the CPU use throttle",
+                spec.name
+            )));
+        };
+        if Self::needs_work_graph(device, options) {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: {made_by} plans on the device, which only auto by the model does (policy {}{}); use throttle, which plans on the host",
+                spec.name,
+                options.policy,
+                if options.exhaustive { ", exhaustive" } else { "" }
+            )));
+        }
+        check_slot_count(spec, slots)?;
+        Ok(dev)
     }
 
     /// The handle over `slots`, with no plan.

@@ -309,6 +309,17 @@ impl ThrottleEmitter<'_> {
              device, with no host copy and no work graph, and `auto`'s cost model plans on the device. Only `auto` by \
              the model (not `ThrottleOptions::exhaustive`) plans that way; other policies take host arrays \
              ([`throttle`]).\n\n# Errors\nAnother policy, a CPU device, arrays of another device; as [`throttle`].";
+        let by_value = self.shape_params().map(|(_, p)| {
+            let (n, t) = (&p.name, ty(p.ty));
+            quote!(#n: ::warpfit::DeviceVec<#t>)
+        });
+        let by_value_args = self.k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            slot(i, quote!(::warpfit::__private::OwnedShape::from(#n)))
+        });
+        let by_value_doc = "[`throttle_resident`] over arrays handed over by value: the handle keeps the \
+             `DeviceVec`s as they are, with no copy on the device (a caller done with them saves their copy's \
+             memory and time).\n\n# Errors\nAs [`throttle_resident`].";
         let owned_args = self.k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             slot(
@@ -371,6 +382,28 @@ impl ThrottleEmitter<'_> {
                     #n,
                     #glen,
                     &[#(#resident_shape_args),*],
+                    #cpu_fn,
+                )?;
+                ::core::result::Result::Ok(Throttle { inner })
+            }
+
+            #[doc = #by_value_doc]
+            pub fn throttle_owned(
+                #dev: &::warpfit::__private::Device,
+                #opts: &::warpfit::__private::ThrottleOptions,
+                #n: usize,
+                #glen: usize,
+                #(#by_value),*
+            ) -> ::warpfit::__private::Result<Throttle> {
+                let inner = ::warpfit::__private::Throttled::owning(
+                    #dev,
+                    &SPEC,
+                    THROTTLE_ROLES,
+                    #opts,
+                    &::warpfit::__private::LaunchConfig::default(),
+                    #n,
+                    #glen,
+                    ::std::vec![#(#by_value_args),*],
                     #cpu_fn,
                 )?;
                 ::core::result::Result::Ok(Throttle { inner })

@@ -118,11 +118,12 @@ impl Throttled {
         trial.lap("timer and snapshot");
         let (mut best, org_prep) = self.time_org(dev, &mut trial)?;
         let launches = model::break_even_launches(self.options.expected_launches);
+        let hubs = !model::levels_without_hubs(longest_task(&best.schedule));
         let (columns, levels_if_gain) = trial.drop_unpaid(
             columns,
             levels_if_gain,
             (org_prep, best.ms),
-            shape.nnz,
+            (shape.nnz, hubs),
             launches,
         );
         let levels_if_gain = levels_if_gain && trial.no_hubs(&best.schedule);
@@ -317,7 +318,7 @@ impl Throttled {
         trial.lap("levels timed");
         trial.report.timed.push((DevicePlan::Levels, ms));
         trial.last_timed = Some(DevicePlan::Levels);
-        if ms < best.ms {
+        if model::replaces(ms, best.ms) {
             *best = Best {
                 ms,
                 schedule: s,
@@ -357,7 +358,7 @@ impl Throttled {
             .timed
             .push((DevicePlan::ColumnBlocks { k }, ms));
         trial.last_timed = Some(DevicePlan::ColumnBlocks { k });
-        if ms < best.ms {
+        if model::replaces(ms, best.ms) {
             if best.plan == DevicePlan::Levels {
                 self.layouts.tables = None;
             }
@@ -406,10 +407,7 @@ impl Trial {
     /// made where it did: [`model::levels_without_hubs`]); a hub is noted
     /// in the reason.
     fn no_hubs(&mut self, org: &Schedule) -> bool {
-        let longest = match &org.runs {
-            Runs::Single(p) => p.longest_task(),
-            _ => None,
-        };
+        let longest = longest_task(org);
         let ok = model::levels_without_hubs(longest);
         if !ok {
             self.report.reason.push_str(&format!(
@@ -452,14 +450,15 @@ impl Trial {
 
     /// The candidates worth building: each whose predicted preparation
     /// (its launches prepared as org's were, `org_prep` ms each; the column
-    /// blocks' layout over `fine_tasks`) pays back against org's `org_ms`
-    /// within the break-even launches; the reason says which were not.
+    /// blocks' layout over `fine_tasks`, at the hubs' rate where `hubs`)
+    /// pays back against org's `org_ms` within the break-even launches;
+    /// the reason says which were not.
     fn drop_unpaid(
         &mut self,
         columns: Option<usize>,
         levels_if_gain: bool,
         (org_prep, org_ms): (f64, f64),
-        fine_tasks: usize,
+        (fine_tasks, hubs): (usize, bool),
         launches: f64,
     ) -> (Option<usize>, bool) {
         // Each candidate's launches are prepared as org's was: one over
@@ -467,7 +466,7 @@ impl Trial {
         let (mut columns, mut levels_if_gain) = (columns, levels_if_gain);
         let pays = |prep: f64| model::pays_back(prep, org_ms, launches);
         if let Some(k) = columns {
-            let prep = model::column_blocks_prep(k, org_prep, fine_tasks);
+            let prep = model::column_blocks_prep(k, org_prep, fine_tasks, hubs);
             if !pays(prep) {
                 self.report.reason.push_str(&format!(
                     "; {k} column blocks not built: their layout and {k} launches prepared as org's ({org_prep:.1} ms each), about {prep:.1} ms, would not pay back within {launches} launches"
@@ -492,6 +491,14 @@ struct Best {
     schedule: Schedule,
     plan: DevicePlan,
     layout: Option<Arc<DeviceLayout>>,
+}
+
+/// The longest task `org`'s launch measured, if it measured them.
+fn longest_task(org: &Schedule) -> Option<u64> {
+    match &org.runs {
+        Runs::Single(p) => p.longest_task(),
+        _ => None,
+    }
 }
 
 /// Why the level order was given up, for the report's reason, and its

@@ -112,8 +112,10 @@ impl Throttled {
 
     /// Checks `per_launch` against the kernel and stages it: scalars and
     /// arrays bound or copied into the handle's buffers (a change of
-    /// length, scalar or bound array drops the prepared schedule, which the
-    /// launch prepares again). Returns the per-launch parameters' indices.
+    /// length, scalar or bound array changes the binding key, and the
+    /// launch rebinds the prepared schedule: [`Throttled::rebind`], then
+    /// [`Throttled::rebound_spare`]). Returns the per-launch parameters'
+    /// indices.
     pub(in crate::throttle) fn stage(&mut self, per_launch: &[Arg<'_>]) -> Result<Vec<usize>> {
         let name = self.spec.name;
         let params: Vec<usize> = (0..self.spec.params.len())

@@ -667,11 +667,7 @@ impl<'a> Bench<'a> {
             times.push(t.elapsed());
         }
         l.check()?;
-        let timings = Timings {
-            setup: Default::default(),
-            iterations: times.into_iter().collect(),
-            kernel_setup: None,
-        };
+        let timings = Timings::new(Default::default(), times.into_iter().collect());
         let kernels = time_launches(
             self.timer.as_ref(),
             self.opts.kernel_repeats,
@@ -1016,11 +1012,7 @@ impl<'a> Bench<'a> {
             },
         )?;
         solver.check()?;
-        let timings = Timings {
-            setup: Default::default(),
-            iterations: rounds.times,
-            kernel_setup: None,
-        };
+        let timings = Timings::new(Default::default(), rounds.times);
 
         let mut vt = Vectors::start(d, a, b, &plain, b_norm)?;
         vt.stop = T::from_f64(-1.0);

@@ -622,11 +622,7 @@ impl AppRun<'_> {
         device.synchronize()?;
         launch.check()?;
         let setup = setup_start.elapsed();
-        let mut timings = Timings {
-            setup,
-            iterations: IterationTimes::new(),
-            kernel_setup: None,
-        };
+        let mut timings = Timings::new(setup, IterationTimes::new());
         let mut steps = Steps::new("spmv", Some(iters as u64));
         for _ in 0..iters {
             let t = Instant::now();
@@ -677,11 +673,7 @@ impl AppRun<'_> {
         let xd = device.upload(&x)?;
         let mut yd = device.alloc::<f32>(a.nrows())?;
         let setup = setup_start.elapsed();
-        let mut timings = Timings {
-            setup,
-            iterations: IterationTimes::new(),
-            kernel_setup: None,
-        };
+        let mut timings = Timings::new(setup, IterationTimes::new());
         // The first repetition that ran the plan.
         let mut planned_from = None;
         let mut steps = Steps::new("spmv", Some(iters as u64));
@@ -885,11 +877,7 @@ impl AppRun<'_> {
         } else {
             "host synchronisations"
         };
-        let timings = Timings {
-            setup: report.setup,
-            iterations: report.times,
-            kernel_setup: None,
-        };
+        let timings = Timings::new(report.setup, report.times);
         print_timing(read, &timings, unit);
         write_output(self.output, values.into_iter())
     }

@@ -622,11 +622,7 @@ pub fn cfd_from(
     }
     Ok(CfdResult {
         variables: f.download(device, None)?,
-        timings: Timings {
-            setup,
-            iterations: times,
-            kernel_setup: None,
-        },
+        timings: Timings::new(setup, times),
         throttle: None,
     })
 }
@@ -722,11 +718,7 @@ pub fn cfd_throttled(
     }
     Ok(CfdResult {
         variables: f.download(device, order.as_ref().map(|(_, position)| position))?,
-        timings: Timings {
-            setup,
-            iterations: times,
-            kernel_setup: None,
-        },
+        timings: Timings::new(setup, times),
         throttle: Some(CfdThrottled {
             report: t.report().clone(),
             renumbered: order.is_some(),

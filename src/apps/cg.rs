@@ -580,11 +580,7 @@ pub fn cg_observed<T: CgScalar>(
             true_residual: 0.0,
             converged: true,
             restarts: 0,
-            timings: Timings {
-                setup: setup_start.elapsed(),
-                iterations: super::IterationTimes::new(),
-                kernel_setup: None,
-            },
+            timings: Timings::new(setup_start.elapsed(), super::IterationTimes::new()),
             throttle: None,
             renumbered: None,
         });
@@ -1064,11 +1060,7 @@ fn solve<T: CgScalar>(
         true_residual,
         converged,
         restarts: 0,
-        timings: Timings {
-            setup,
-            iterations,
-            kernel_setup: None,
-        },
+        timings: Timings::new(setup, iterations),
         throttle: throttled.map(|t| ThrottledRun {
             report: t.report().clone(),
             status: t.status(),

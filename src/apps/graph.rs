@@ -679,15 +679,7 @@ pub fn sssp_observed(
     let setup = setup_start.elapsed();
     // Non-negative weights converge in at most n - 1 rounds; one more proves it.
     let (result, rounds, iterations) = rounds.run(device, n, on_step)?;
-    Ok((
-        result.to_vec()?,
-        rounds,
-        Timings {
-            setup,
-            iterations,
-            kernel_setup: None,
-        },
-    ))
+    Ok((result.to_vec()?, rounds, Timings::new(setup, iterations)))
 }
 
 /// Breadth-first levels from `source`; unreachable vertices get -1.
@@ -747,13 +739,5 @@ pub fn bfs_observed(
     };
     let setup = setup_start.elapsed();
     let (result, steps, iterations) = rounds.run(device, n, on_step)?;
-    Ok((
-        result.to_vec()?,
-        steps,
-        Timings {
-            setup,
-            iterations,
-            kernel_setup: None,
-        },
-    ))
+    Ok((result.to_vec()?, steps, Timings::new(setup, iterations)))
 }

@@ -228,6 +228,16 @@ pub struct Timings {
 }
 
 impl Timings {
+    /// `setup` and `iterations`, the throttleable kernel's part not timed
+    /// apart.
+    pub fn new(setup: Duration, iterations: IterationTimes) -> Self {
+        Timings {
+            setup,
+            iterations,
+            kernel_setup: None,
+        }
+    }
+
     /// The median iteration time (the upper one of an even count); `None`
     /// when nothing was iterated.
     pub fn median_iteration(&self) -> Option<Duration> {

@@ -105,11 +105,7 @@ impl CudaLaunch {
         let config = &spec.launch_config(config);
         abi::entry_point(config.decomposition, abi::TaskSource::All)?;
         let columns = columns::column_count(spec, args).unwrap_or(1);
-        let n_all = match tasks {
-            Tasks::All(n) => n,
-            _ => 0,
-        };
-        let mut trace = TraceSplit::start(spec.name, n_all);
+        let mut trace = TraceSplit::start(spec.name, &tasks);
         let module = dev.module(spec)?;
         trace.mark("module");
         let args = ResidentArgs::new(dev, spec, args)?;

@@ -292,7 +292,13 @@ pub(super) struct TraceSplit {
 }
 
 impl TraceSplit {
-    pub(super) fn start(kernel: &'static str, tasks: usize) -> Self {
+    /// A trace of the launch over `tasks` (counted where they are all
+    /// tasks), on where `WARPFIT_TRACE_SPLIT=1`.
+    pub(super) fn start(kernel: &'static str, tasks: &warpfit_runtime::Tasks<'_>) -> Self {
+        let tasks = match tasks {
+            warpfit_runtime::Tasks::All(n) => *n,
+            _ => 0,
+        };
         let on = std::env::var_os("WARPFIT_TRACE_SPLIT").is_some_and(|v| v == "1");
         TraceSplit {
             kernel,

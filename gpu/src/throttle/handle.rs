@@ -9,8 +9,8 @@ use crate::engines::carried_launch::CarriedRun;
 use crate::launch::arg::Arg;
 use crate::launch::cpu_args::CpuArgs;
 use crate::launch::cuda_launch::CudaLaunch;
-use crate::launch::device_vec::Place;
-use crate::spec::{KernelSpec, ParamKind, ScalarType};
+use crate::launch::device_vec::{Place, ResidentArray};
+use crate::spec::{KernelSpec, ParamKind, ParamSpec, ScalarType};
 use crate::throttle::device_layouts::{DeviceLayout, Space};
 use crate::throttle::erased_vec::{ErasedVec, OwnedShape};
 use crate::throttle::host_plan::{plan_on_host, HostPlan, PendingPlan, Shape};
@@ -383,42 +383,37 @@ impl Throttled {
             shape.len(),
             "throttle_resident",
         )?;
-        let slots = (0..spec.params.len())
-            .map(|i| {
-                let p = &spec.params[i];
-                Ok(match (p.kind, &shape[i]) {
-                    (ParamKind::Scalar, None) => Slot::Scalar(None),
-                    (_, None) if !roles.shapes(i) => Slot::Staged(Staging::Empty),
-                    (_, Some(Arg::Resident(r))) if roles.shapes(i) && r.ty == p.ty => {
-                        let Place::Cuda { ptr, device: d } = r.place else {
-                            return Err(Error::invalid(format!(
-                                "kernel `{}`: `{}` is not on a CUDA device",
-                                spec.name, p.name
-                            )));
-                        };
-                        if d.ordinal() != dev.ordinal() {
-                            return Err(Error::invalid(format!(
-                                "kernel `{}`: `{}` is on CUDA device {}, the handle on {}",
-                                spec.name,
-                                p.name,
-                                d.ordinal(),
-                                dev.ordinal()
-                            )));
-                        }
-                        Slot::Shape(Some(ErasedVec::copy_of_device(device, ptr, r.ty, r.len)?))
-                    }
-                    _ => {
-                        return Err(misplaced(
-                            spec,
-                            roles,
-                            i,
-                            "throttle_resident",
-                            "a DeviceVec of",
-                        ))
-                    }
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let made_by = "throttle_resident";
+        let ty_of = |a: &&Arg<'_>| match a {
+            Arg::Resident(r) => Some(r.ty),
+            _ => None,
+        };
+        let keep = |p: &ParamSpec, a: &Arg<'_>| match a {
+            Arg::Resident(ResidentArray {
+                place: Place::Cuda { ptr, device: d },
+                ty,
+                len,
+                ..
+            }) if d.ordinal() == dev.ordinal() => {
+                ErasedVec::copy_of_device(device, *ptr, *ty, *len)
+            }
+            Arg::Resident(ResidentArray {
+                place: Place::Cuda { device: d, .. },
+                ..
+            }) => Err(Error::invalid(format!(
+                "kernel `{}`: `{}` is on CUDA device {}, the handle on {}",
+                spec.name,
+                p.name,
+                d.ordinal(),
+                dev.ordinal()
+            ))),
+            _ => Err(Error::invalid(format!(
+                "kernel `{}`: `{}` is not on a CUDA device",
+                spec.name, p.name
+            ))),
+        };
+        let shape = shape.iter().map(Option::as_ref);
+        let slots = device_slots(spec, roles, shape, made_by, ty_of, keep)?;
         Ok(Self::from_slots(
             device,
             spec,
@@ -461,29 +456,18 @@ impl Throttled {
             shape.len(),
             made_by,
         )?;
-        let slots = shape
-            .into_iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let p = &spec.params[i];
-                Ok(match (p.kind, a) {
-                    (ParamKind::Scalar, None) => Slot::Scalar(None),
-                    (_, None) if !roles.shapes(i) => Slot::Staged(Staging::Empty),
-                    (_, Some(a)) if roles.shapes(i) && a.ty() == p.ty => {
-                        let v = a.on_device(dev.ordinal()).map_err(|place| {
-                            Error::invalid(format!(
-                                "kernel `{}`: `{}` is in {place}, the handle on {}",
-                                spec.name,
-                                p.name,
-                                crate::launch::device_vec::cuda_name(dev)
-                            ))
-                        })?;
-                        Slot::Shape(Some(v))
-                    }
-                    _ => return Err(misplaced(spec, roles, i, made_by, "a DeviceVec of")),
-                })
+        let keep = |p: &ParamSpec, a: OwnedShape| {
+            a.on_device(dev.ordinal()).map_err(|place| {
+                Error::invalid(format!(
+                    "kernel `{}`: `{}` is in {place}, the handle on {}",
+                    spec.name,
+                    p.name,
+                    crate::launch::device_vec::cuda_name(dev)
+                ))
             })
-            .collect::<Result<Vec<_>>>()?;
+        };
+        let ty_of = |a: &OwnedShape| Some(a.ty());
+        let slots = device_slots(spec, roles, shape.into_iter(), made_by, ty_of, keep)?;
         Ok(Self::from_slots(
             device,
             spec,
@@ -581,4 +565,32 @@ impl std::fmt::Debug for Throttled {
             .field("report", &self.report)
             .finish()
     }
+}
+
+/// The slots of a handle over shape arrays on the device, one entry of
+/// `shape` per parameter (its count checked): a shape array of the
+/// parameter's type (`ty_of`) kept as `keep` makes it, a scalar or a
+/// per-launch array left for the launches; anything else is misplaced.
+fn device_slots<A>(
+    spec: &KernelSpec,
+    roles: ThrottleRoles,
+    shape: impl Iterator<Item = Option<A>>,
+    made_by: &str,
+    ty_of: impl Fn(&A) -> Option<ScalarType>,
+    mut keep: impl FnMut(&ParamSpec, A) -> Result<ErasedVec>,
+) -> Result<Vec<Slot>> {
+    shape
+        .zip(spec.params.iter())
+        .enumerate()
+        .map(|(i, (a, p))| {
+            Ok(match (p.kind, a) {
+                (ParamKind::Scalar, None) => Slot::Scalar(None),
+                (_, None) if !roles.shapes(i) => Slot::Staged(Staging::Empty),
+                (_, Some(a)) if roles.shapes(i) && ty_of(&a) == Some(p.ty) => {
+                    Slot::Shape(Some(keep(p, a)?))
+                }
+                _ => return Err(misplaced(spec, roles, i, made_by, "a DeviceVec of")),
+            })
+        })
+        .collect()
 }

@@ -266,6 +266,99 @@ impl ThrottleEmitter<'_> {
         )
     }
 
+    /// `Some(some)` for a parameter that shapes the work, `None` otherwise:
+    /// one entry of a constructor's shape list.
+    fn shape_slot(&self, i: usize, some: TokenStream) -> TokenStream {
+        if self.shapes(i) {
+            quote!(::core::option::Option::Some(#some))
+        } else {
+            quote!(::core::option::Option::None)
+        }
+    }
+
+    /// `throttle_resident(..)` (the shape arrays as `&DeviceVec`s, copied on
+    /// the device) and `throttle_owned(..)` (as `DeviceVec`s by value, kept):
+    /// the handles `auto` by the model plans on the device.
+    fn on_device(&self) -> TokenStream {
+        let (dev, opts, n, glen) = (
+            plumbing("device"),
+            plumbing("options"),
+            plumbing("n_tasks"),
+            self.gathered_len(),
+        );
+        let cpu_fn = plumbing("__throttle_cpu_run");
+        // name, doc, the constructor behind it, an array's parameter type
+        // (of its element type), an array's shape entry, the list around them.
+        let constructor =
+            |name: &str,
+             doc: &str,
+             ctor: &str,
+             param: &dyn Fn(TokenStream) -> TokenStream,
+             entry: &dyn Fn(&syn::Ident) -> TokenStream,
+             list: &dyn Fn(Vec<TokenStream>) -> TokenStream| {
+                let (name, ctor) = (
+                    quote::format_ident!("{name}"),
+                    quote::format_ident!("{ctor}"),
+                );
+                let params = self.shape_params().map(|(_, p)| {
+                    let (n, t) = (&p.name, param(ty(p.ty)));
+                    quote!(#n: #t)
+                });
+                let entries = self
+                    .k
+                    .params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| self.shape_slot(i, entry(&p.name)));
+                let shape = list(entries.collect());
+                quote! {
+                    #[doc = #doc]
+                    pub fn #name(
+                        #dev: &::warpfit::__private::Device,
+                        #opts: &::warpfit::__private::ThrottleOptions,
+                        #n: usize,
+                        #glen: usize,
+                        #(#params),*
+                    ) -> ::warpfit::__private::Result<Throttle> {
+                        let inner = ::warpfit::__private::Throttled::#ctor(
+                            #dev,
+                            &SPEC,
+                            THROTTLE_ROLES,
+                            #opts,
+                            &::warpfit::__private::LaunchConfig::default(),
+                            #n,
+                            #glen,
+                            #shape,
+                            #cpu_fn,
+                        )?;
+                        ::core::result::Result::Ok(Throttle { inner })
+                    }
+                }
+            };
+        let resident = constructor(
+            "throttle_resident",
+            "[`throttle`] over arrays already on the CUDA device: the handle copies them on the \
+             device, with no host copy and no work graph, and `auto`'s cost model plans on the device. Only `auto` by \
+             the model (not `ThrottleOptions::exhaustive`) plans that way; other policies take host arrays \
+             ([`throttle`]).\n\n# Errors\nAnother policy, a CPU device, arrays of another device; as [`throttle`].",
+            "resident",
+            &|t| quote!(&::warpfit::DeviceVec<#t>),
+            &|n| quote!(::warpfit::__private::Arg::resident_input(#n)),
+            &|e| quote!(&[#(#e),*]),
+        );
+        let owned = constructor(
+            "throttle_owned",
+            "[`throttle_resident`] over arrays handed over by value: the handle keeps the \
+             `DeviceVec`s as they are, with no copy on the device (a caller done with them saves their copy's \
+             memory and time).\n\n# Errors\nAs [`throttle_resident`].",
+            "owning",
+            &|t| quote!(::warpfit::DeviceVec<#t>),
+            &|n| quote!(::warpfit::__private::OwnedShape::from(#n)),
+            &|e| quote!(::std::vec![#(#e),*]),
+        );
+        quote!(#resident #owned)
+    }
+
     /// `throttle(device, options, n_tasks, <gathered>_len, shape arrays)` and
     /// `throttle_pipelined(..)` (the arrays by value): the work graph, then
     /// the handle.
@@ -286,40 +379,11 @@ impl ThrottleEmitter<'_> {
             let (n, t) = (&p.name, ty(p.ty));
             quote!(#n: ::std::vec::Vec<#t>)
         });
-        let slot = |i: usize, some: TokenStream| {
-            if self.shapes(i) {
-                quote!(::core::option::Option::Some(#some))
-            } else {
-                quote!(::core::option::Option::None)
-            }
-        };
+        let slot = |i: usize, some: TokenStream| self.shape_slot(i, some);
         let shape_args = self.k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             slot(i, quote!(::warpfit::__private::Arg::input(#n)))
         });
-        let resident = self.shape_params().map(|(_, p)| {
-            let (n, t) = (&p.name, ty(p.ty));
-            quote!(#n: &::warpfit::DeviceVec<#t>)
-        });
-        let resident_shape_args = self.k.params.iter().enumerate().map(|(i, p)| {
-            let n = &p.name;
-            slot(i, quote!(::warpfit::__private::Arg::resident_input(#n)))
-        });
-        let resident_doc = "[`throttle`] over arrays already on the CUDA device: the handle copies them on the \
-             device, with no host copy and no work graph, and `auto`'s cost model plans on the device. Only `auto` by \
-             the model (not `ThrottleOptions::exhaustive`) plans that way; other policies take host arrays \
-             ([`throttle`]).\n\n# Errors\nAnother policy, a CPU device, arrays of another device; as [`throttle`].";
-        let by_value = self.shape_params().map(|(_, p)| {
-            let (n, t) = (&p.name, ty(p.ty));
-            quote!(#n: ::warpfit::DeviceVec<#t>)
-        });
-        let by_value_args = self.k.params.iter().enumerate().map(|(i, p)| {
-            let n = &p.name;
-            slot(i, quote!(::warpfit::__private::OwnedShape::from(#n)))
-        });
-        let by_value_doc = "[`throttle_resident`] over arrays handed over by value: the handle keeps the \
-             `DeviceVec`s as they are, with no copy on the device (a caller done with them saves their copy's \
-             memory and time).\n\n# Errors\nAs [`throttle_resident`].";
         let owned_args = self.k.params.iter().enumerate().map(|(i, p)| {
             let n = &p.name;
             slot(
@@ -328,6 +392,7 @@ impl ThrottleEmitter<'_> {
             )
         });
         let helpers = self.helpers();
+        let on_device = self.on_device();
         let doc = self.build_doc();
         let pipelined_doc = "[`throttle`] with the planning on a CPU thread (pipelined planning): the handle is ready at once, its \
              launches run the unthrottled schedule until the plan is in, then switch ([`Throttle::status`] says \
@@ -365,49 +430,7 @@ impl ThrottleEmitter<'_> {
                 ::core::result::Result::Ok(Throttle { inner })
             }
 
-            #[doc = #resident_doc]
-            pub fn throttle_resident(
-                #dev: &::warpfit::__private::Device,
-                #opts: &::warpfit::__private::ThrottleOptions,
-                #n: usize,
-                #glen: usize,
-                #(#resident),*
-            ) -> ::warpfit::__private::Result<Throttle> {
-                let inner = ::warpfit::__private::Throttled::resident(
-                    #dev,
-                    &SPEC,
-                    THROTTLE_ROLES,
-                    #opts,
-                    &::warpfit::__private::LaunchConfig::default(),
-                    #n,
-                    #glen,
-                    &[#(#resident_shape_args),*],
-                    #cpu_fn,
-                )?;
-                ::core::result::Result::Ok(Throttle { inner })
-            }
-
-            #[doc = #by_value_doc]
-            pub fn throttle_owned(
-                #dev: &::warpfit::__private::Device,
-                #opts: &::warpfit::__private::ThrottleOptions,
-                #n: usize,
-                #glen: usize,
-                #(#by_value),*
-            ) -> ::warpfit::__private::Result<Throttle> {
-                let inner = ::warpfit::__private::Throttled::owning(
-                    #dev,
-                    &SPEC,
-                    THROTTLE_ROLES,
-                    #opts,
-                    &::warpfit::__private::LaunchConfig::default(),
-                    #n,
-                    #glen,
-                    ::std::vec![#(#by_value_args),*],
-                    #cpu_fn,
-                )?;
-                ::core::result::Result::Ok(Throttle { inner })
-            }
+            #on_device
 
             #[doc = #pipelined_doc]
             pub fn throttle_pipelined(

@@ -1779,6 +1779,42 @@ fn auto_by_the_model_plans_on_the_device_and_matches_the_twin() {
     assert!(model.reason.contains("fits the cache"), "{model:?}");
     assert!(model.steps.is_empty() && model.timed.is_empty() && !model.from_cache);
     assert!(!dir.join("plans").exists(), "nothing cached");
+    // Gathers already local run `org` from the sample, before the cache
+    // key: sampled, but nothing hashed, timed or written to the cache.
+    let g = gen::grid2d(128).unwrap();
+    let (gn, gval) = (g.nrows(), vec![1u32; g.nnz()]);
+    let gx: Vec<u32> = (0..gn as u32).map(|i| i % 13).collect();
+    let mut gwant = vec![0u32; gn];
+    spmv_u32::launch(
+        &cpu,
+        gn,
+        g.row_ptr(),
+        g.col_idx(),
+        &gval,
+        &gx,
+        &mut gwant[..],
+    )
+    .unwrap();
+    let mut t = spmv_u32::throttle(
+        &cached,
+        &with_cache,
+        gn,
+        gn,
+        g.row_ptr(),
+        g.col_idx(),
+        &gval,
+    )
+    .unwrap();
+    let mut gy = vec![0u32; gn];
+    t.launch(&gx, &mut gy[..]).unwrap();
+    assert_eq!(gy, gwant, "grid");
+    let model = t.report().model.clone().unwrap();
+    assert_eq!(t.report().chosen, ThrottlePolicy::Org, "{model:?}");
+    assert!(model.reason.contains("already local"), "{model:?}");
+    let steps: Vec<&str> = model.steps.iter().map(|(s, _)| *s).collect();
+    assert_eq!(steps, ["sample"], "{model:?}");
+    assert!(model.timed.is_empty() && !model.from_cache, "{model:?}");
+    assert!(!dir.join("plans").exists(), "nothing cached");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

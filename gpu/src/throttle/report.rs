@@ -109,8 +109,8 @@ pub struct ModelReport {
     /// Why the decision could not be written to the plan cache, where it
     /// could not (the run goes on).
     pub cache_error: Option<String>,
-    /// Wall time of each step of the decision, in order (the plan cache's
-    /// key, the locality sample, each candidate's layout, preparation and
+    /// Wall time of each step of the decision, in order (the locality
+    /// sample, the plan cache's key, each candidate's layout, preparation and
     /// timed run, the cache's write): where `planning` went.
     pub steps: Vec<(&'static str, Duration)>,
 }

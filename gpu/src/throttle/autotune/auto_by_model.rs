@@ -26,31 +26,38 @@ impl Throttled {
     /// confirmed by one timed run of each candidate and of `org`.
     pub(in crate::throttle) fn auto_by_model(&mut self, dev: &CudaDevice) -> Result<Schedule> {
         let started = Instant::now();
-        if let Some(why) = self.gathered_fits(dev)? {
-            // Rule 1 from the sizes alone: nothing hashed, sampled, timed
-            // or cached.
-            let mut report = ModelReport::new();
-            report.reason = why;
-            let (s, plan, mut report) = self.org_only(dev, report)?;
-            report.planning = started.elapsed();
-            self.device_choice = Some(plan);
-            self.report.model = Some(report);
-            return Ok(s);
-        }
+        // The model looks at the shape (its sizes, then a sample of a few
+        // hundred warp steps: a fraction of a millisecond) before the cache
+        // key is made (hashing the shape arrays: milliseconds at millions
+        // of rows): where it decides `org`, nothing is hashed, timed or
+        // cached.
+        let mut outlook = match self.outlook(dev)? {
+            Outlook::Org(report) => {
+                let (s, plan, mut report) = self.org_only(dev, report)?;
+                report.planning = started.elapsed();
+                self.device_choice = Some(plan);
+                self.report.model = Some(report);
+                return Ok(s);
+            }
+            Outlook::Time(candidates) => *candidates,
+        };
+        let keyed = Instant::now();
         let key = match self.options.plan_cache {
             true => plan_cache::key(self, dev)?,
             false => None,
         };
-        let keyed = started.elapsed();
+        let keyed = keyed.elapsed();
         if let Some(plan) = key.as_ref().and_then(|k| plan_cache::load(dev, k)) {
             // A cached plan whose layout cannot be made again (a level
             // order past its budget on a device of other speed) is decided
             // again.
+            let t = Instant::now();
             if let Ok(s) = self.device_schedule(dev, plan) {
-                let mut report = ModelReport::new();
+                let mut report = outlook.report;
                 report.from_cache = true;
                 report.reason = format!("the plan cache's decision: {plan}");
-                report.steps = vec![("key", keyed), ("layout", started.elapsed() - keyed)];
+                report.steps.push(("key", keyed));
+                report.steps.push(("layout", t.elapsed()));
                 report.planning = started.elapsed();
                 self.device_choice = Some(plan);
                 self.report.model = Some(report);
@@ -59,8 +66,8 @@ impl Throttled {
             self.layouts.device = None;
             self.layouts.tables = None;
         }
-        let (s, plan, mut report) = self.decide_and_confirm(dev)?;
-        report.steps.insert(0, ("key", keyed));
+        outlook.report.steps.push(("key", keyed));
+        let (s, plan, mut report) = self.confirm(dev, outlook)?;
         if let Some(k) = key {
             let t = Instant::now();
             report.cache_error = plan_cache::store(dev, &k, plan)
@@ -74,30 +81,31 @@ impl Throttled {
         Ok(s)
     }
 
-    /// The model's decision, confirmed: the schedule, its plan, and what
-    /// the model saw and timed.
-    fn decide_and_confirm(
-        &mut self,
-        dev: &CudaDevice,
-    ) -> Result<(Schedule, DevicePlan, ModelReport)> {
+    /// What the model decides from the shape alone: `org`, with its
+    /// reason, or the candidates to time.
+    fn outlook(&self, dev: &CudaDevice) -> Result<Outlook> {
         let mut report = ModelReport::new();
+        if let Some(why) = self.gathered_fits(dev)? {
+            // Rule 1 from the sizes alone: nothing sampled.
+            report.reason = why;
+            return Ok(Outlook::Org(report));
+        }
         let shape = match self.device_shape() {
             Ok(s) => s,
             Err(why) => {
                 report.reason = format!("no device plan: {why}");
-                return self.org_only(dev, report);
+                return Ok(Outlook::Org(report));
             }
         };
         let step = Instant::now();
         let sample = self.sample_locality(dev, shape)?;
         report.steps.push(("sample", step.elapsed()));
-        let step = Instant::now();
         let stats = self.shape_stats(dev, &sample)?;
         report.sharing = stats.sharing;
-        let (columns, levels_if_gain) = match model::decide(&stats, MAX_COLUMN_BLOCKS) {
+        match model::decide(&stats, MAX_COLUMN_BLOCKS) {
             Decision::Org(why) => {
                 report.reason = why;
-                return self.org_only(dev, report);
+                Ok(Outlook::Org(report))
             }
             Decision::Time {
                 columns,
@@ -105,9 +113,34 @@ impl Throttled {
                 why,
             } => {
                 report.reason = why;
-                (columns, levels_if_gain)
+                Ok(Outlook::Time(Box::new(Candidates {
+                    sample,
+                    stats,
+                    columns,
+                    levels_if_gain,
+                    report,
+                })))
             }
-        };
+        }
+    }
+
+    /// The model's candidates, confirmed: each timed against `org` inside
+    /// the launch; the schedule, its plan, and what the model saw and
+    /// timed.
+    fn confirm(
+        &mut self,
+        dev: &CudaDevice,
+        outlook: Candidates,
+    ) -> Result<(Schedule, DevicePlan, ModelReport)> {
+        let Candidates {
+            sample,
+            stats,
+            columns,
+            levels_if_gain,
+            report,
+        } = outlook;
+        let shape = sample.shape;
+        let step = Instant::now();
         let mut trial = Trial {
             timer: EventTimer::new(dev)?,
             snap: self.snapshot()?,
@@ -371,6 +404,24 @@ impl Throttled {
         }
         Ok(())
     }
+}
+
+/// What the model decided from the shape alone.
+enum Outlook {
+    /// `org`, with the report saying why.
+    Org(ModelReport),
+    /// Candidates to time against `org`.
+    Time(Box<Candidates>),
+}
+
+/// The candidates the model keeps, and what it saw: the sample, the
+/// statistics it decided from, and its report so far.
+struct Candidates {
+    sample: Sample,
+    stats: ShapeStats,
+    columns: Option<usize>,
+    levels_if_gain: bool,
+    report: ModelReport,
 }
 
 /// The locality sample of a kernel's shape: the shape, the kernels that

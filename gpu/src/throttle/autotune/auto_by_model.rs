@@ -1,6 +1,7 @@
-//! `auto` by the cost model (`model`): the cached decision, or the
-//! model's decision confirmed by one timed run of each candidate it keeps
-//! and of `org`, inside the launch; the plans are made on the device
+//! `auto` by the cost model (`model`): `org` where the shape alone
+//! decides it (the sizes, then a locality sample); otherwise the cached
+//! decision, or the model's candidates confirmed by one timed run of each
+//! and of `org`, inside the launch. The plans are made on the device
 //! (`device_plan`).
 
 use crate::driver::buffer::DeviceBuffer;
@@ -22,8 +23,9 @@ use warpfit_runtime::schedule::ThrottlePolicy;
 use warpfit_runtime::{Error, Result};
 
 impl Throttled {
-    /// `auto` by the model: the cached decision, or the model's decision
-    /// confirmed by one timed run of each candidate and of `org`.
+    /// `auto` by the model: `org` where the shape alone decides it, else
+    /// the cached decision, or the model's candidates confirmed by one
+    /// timed run of each and of `org`.
     pub(in crate::throttle) fn auto_by_model(&mut self, dev: &CudaDevice) -> Result<Schedule> {
         let started = Instant::now();
         // The model looks at the shape (its sizes, then a sample of a few

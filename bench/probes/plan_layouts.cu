@@ -63,28 +63,26 @@ __device__ __forceinline__ uint32_t block_of(uint32_t g, uint32_t width, uint32_
     return b < k ? b : k - 1;
 }
 
-// ---- group/match: plan.cuh's structure --------------------------------
+// ---- the groups' walk, shared by group/match and group/ballot ----------
 
-template <bool PLACE, bool FUSED>
-__global__ void __launch_bounds__(BLOCK)
-    group_match(const uint32_t* __restrict__ ptr, const uint32_t* __restrict__ idx, uint64_t n, uint32_t width,
-                uint32_t k, uint32_t shift, uint32_t* counts, const uint32_t* offsets, uint32_t* perm,
-                uint32_t* idx_out) {
-    constexpr uint32_t GROUPS = BLOCK / 8;
-    __shared__ uint32_t ctr[GROUPS][KMAX];
-    const uint32_t lane = threadIdx.x % 32, w = threadIdx.x / 32;
+/// A group of `1 << shift` lanes per task, the warp stepping together
+/// through its longest task (the warp-wide votes need every lane), lane
+/// `in_group` taking fine task `lo + step·G + in_group`: `start(t)` before
+/// each task (t may be past the end), `step(e, live, g, b)` each step (`g`
+/// the gathered element and `b` its block, `KMAX` where not `live`),
+/// `end(t)` after.
+template <class Start, class Step, class End>
+__device__ __forceinline__ void group_tasks(const uint32_t* __restrict__ ptr, const uint32_t* __restrict__ idx,
+                                            uint64_t n, uint32_t width, uint32_t k, uint32_t shift, Start start,
+                                            Step step, End end) {
+    const uint32_t lane = threadIdx.x % 32;
     const uint32_t gsize = 1u << shift, group = lane >> shift, in_group = lane & (gsize - 1);
-    const unsigned below = (1u << lane) - 1;
-    uint32_t* mine = ctr[w * (32 / 8) + group];
     const uint64_t per_warp = 32 >> shift;
     const uint64_t warps = uint64_t(gridDim.x) * (BLOCK / 32);
     const uint64_t warp = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / 32;
     for (uint64_t first = warp * per_warp; first < n; first += warps * per_warp) {
         const uint64_t t = first + group;
-        for (uint32_t b = in_group; b < k; b += gsize) {
-            mine[b] = PLACE && t < n ? offsets[uint64_t(b) * n + t] : 0;
-        }
-        __syncwarp();
+        start(t);
         const uint32_t lo = t < n ? ptr[t] : 0, hi = t < n ? ptr[t + 1] : 0;
         const uint32_t steps = (hi - lo + gsize - 1) >> shift;
         const uint32_t most = __reduce_max_sync(FULL, steps);
@@ -92,7 +90,33 @@ __global__ void __launch_bounds__(BLOCK)
             const uint32_t e = lo + (s << shift) + in_group;
             const bool live = e < hi;
             const uint32_t g = live ? idx[e] : 0;
-            const uint32_t b = live ? block_of(g, width, k) : KMAX;
+            step(e, live, g, live ? block_of(g, width, k) : KMAX);
+        }
+        end(t);
+    }
+}
+
+// ---- group/match: plan.cuh's structure --------------------------------
+
+template <bool PLACE, bool FUSED>
+__global__ void __launch_bounds__(BLOCK)
+    group_match(const uint32_t* __restrict__ ptr, const uint32_t* __restrict__ idx, uint64_t n, uint32_t width,
+                uint32_t k, uint32_t shift, uint32_t* counts, const uint32_t* offsets, uint32_t* perm,
+                uint32_t* idx_out) {
+    __shared__ uint32_t ctr[BLOCK / 8][KMAX];
+    const uint32_t lane = threadIdx.x % 32, w = threadIdx.x / 32;
+    const uint32_t gsize = 1u << shift, group = lane >> shift, in_group = lane & (gsize - 1);
+    const unsigned below = (1u << lane) - 1;
+    uint32_t* mine = ctr[w * (32 / 8) + group];
+    group_tasks(
+        ptr, idx, n, width, k, shift,
+        [&](uint64_t t) {
+            for (uint32_t b = in_group; b < k; b += gsize) {
+                mine[b] = PLACE && t < n ? offsets[uint64_t(b) * n + t] : 0;
+            }
+            __syncwarp();
+        },
+        [&](uint32_t e, bool live, uint32_t g, uint32_t b) {
             const unsigned peers = __match_any_sync(FULL, group * (KMAX + 1) + b);
             if (PLACE && live) {
                 const uint32_t at = mine[b] + __popc(peers & below);
@@ -107,14 +131,15 @@ __global__ void __launch_bounds__(BLOCK)
                 mine[b] += __popc(peers);
             }
             __syncwarp();
-        }
-        if (!PLACE && t < n) {
-            for (uint32_t b = in_group; b < k; b += gsize) {
-                counts[uint64_t(b) * n + t] = mine[b];
+        },
+        [&](uint64_t t) {
+            if (!PLACE && t < n) {
+                for (uint32_t b = in_group; b < k; b += gsize) {
+                    counts[uint64_t(b) * n + t] = mine[b];
+                }
             }
-        }
-        __syncwarp();
-    }
+            __syncwarp();
+        });
 }
 
 // ---- group/ballot: one ballot per block, counters in registers --------
@@ -125,25 +150,16 @@ __global__ void __launch_bounds__(BLOCK)
                  uint32_t k, uint32_t shift, uint32_t* counts, const uint32_t* offsets, uint32_t* perm,
                  uint32_t* idx_out) {
     const uint32_t lane = threadIdx.x % 32;
-    const uint32_t gsize = 1u << shift, group = lane >> shift, in_group = lane & (gsize - 1);
-    const uint32_t first_lane = group << shift;
+    const uint32_t gsize = 1u << shift, in_group = lane & (gsize - 1);
+    const uint32_t first_lane = (lane >> shift) << shift;
     const unsigned gmask = (gsize == 32 ? FULL : ((1u << gsize) - 1)) << first_lane;
     const unsigned below = (1u << lane) - 1;
-    const uint64_t per_warp = 32 >> shift;
-    const uint64_t warps = uint64_t(gridDim.x) * (BLOCK / 32);
-    const uint64_t warp = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / 32;
-    for (uint64_t first = warp * per_warp; first < n; first += warps * per_warp) {
-        const uint64_t t = first + group;
-        // Lane `in_group == b` holds block b's counter (or cursor).
-        uint32_t mine = PLACE && t < n && in_group < k ? offsets[uint64_t(in_group) * n + t] : 0;
-        const uint32_t lo = t < n ? ptr[t] : 0, hi = t < n ? ptr[t + 1] : 0;
-        const uint32_t steps = (hi - lo + gsize - 1) >> shift;
-        const uint32_t most = __reduce_max_sync(FULL, steps);
-        for (uint32_t s = 0; s < most; ++s) {
-            const uint32_t e = lo + (s << shift) + in_group;
-            const bool live = e < hi;
-            const uint32_t g = live ? idx[e] : 0;
-            const uint32_t b = live ? block_of(g, width, k) : KMAX;
+    // Lane `in_group == b` holds block b's counter (or cursor).
+    uint32_t mine = 0;
+    group_tasks(
+        ptr, idx, n, width, k, shift,
+        [&](uint64_t t) { mine = PLACE && t < n && in_group < k ? offsets[uint64_t(in_group) * n + t] : 0; },
+        [&](uint32_t e, bool, uint32_t g, uint32_t b) {
             for (uint32_t c = 0; c < k; ++c) {
                 const unsigned same = __ballot_sync(FULL, b == c) & gmask;
                 if (PLACE) {
@@ -161,11 +177,12 @@ __global__ void __launch_bounds__(BLOCK)
                     mine += __popc(same);
                 }
             }
-        }
-        if (!PLACE && t < n && in_group < k) {
-            counts[uint64_t(in_group) * n + t] = mine;
-        }
-    }
+        },
+        [&](uint64_t t) {
+            if (!PLACE && t < n && in_group < k) {
+                counts[uint64_t(in_group) * n + t] = mine;
+            }
+        });
 }
 
 // ---- thread: a thread per task ------------------------------------------
@@ -419,6 +436,17 @@ static void run(const char* name, const Csr& a, uint32_t k) {
     auto report = [&](const char* what, float ms, double bytes) {
         printf("  %-28s %8.3f ms  %7.0f GB/s\n", what, ms, bytes / (ms * 1e6));
     };
+    // `launch` run once into `out` (filled with 0xff first) and checked
+    // against `want`; timed only where right.
+    auto trial = [&](const char* what, uint32_t* out, const std::vector<uint32_t>& want, auto launch,
+                     double bytes) {
+        CK(cudaMemset(out, 0xff, want.size() * 4));
+        launch();
+        CK(cudaDeviceSynchronize());
+        if (check(what, download(out, want.size()), want)) {
+            report(what, median_ms(launch), bytes);
+        }
+    };
     const double idx_bytes = double(nnz) * 4, ptr_bytes = double(n + 1) * 4, cnt_bytes = double(k) * n * 4;
 
     // Counting.
@@ -474,36 +502,16 @@ static void run(const char* name, const Csr& a, uint32_t k) {
             continue;
         }
         char what[64];
-        CK(cudaMemset(counts, 0xff, want_counts.size() * 4));
-        count(s);
-        CK(cudaDeviceSynchronize());
         snprintf(what, sizeof what, "%s count", names[s]);
-        if (check(what, download(counts, want_counts.size()), want_counts)) {
-            report(what, median_ms([&] { count(s); }), idx_bytes + ptr_bytes + cnt_bytes);
-        }
-        CK(cudaMemset(perm, 0xff, nnz * 4));
-        place(s, false);
-        CK(cudaDeviceSynchronize());
+        trial(what, counts, want_counts, [&] { count(s); }, idx_bytes + ptr_bytes + cnt_bytes);
         snprintf(what, sizeof what, "%s place", names[s]);
-        if (check(what, download(perm, nnz), want_perm)) {
-            report(what, median_ms([&] { place(s, false); }), idx_bytes * 2 + ptr_bytes + cnt_bytes);
-        }
-        CK(cudaMemset(idx_out, 0xff, nnz * 4));
-        place(s, true);
-        CK(cudaDeviceSynchronize());
+        trial(what, perm, want_perm, [&] { place(s, false); }, idx_bytes * 2 + ptr_bytes + cnt_bytes);
         snprintf(what, sizeof what, "%s place+gather", names[s]);
-        if (check(what, download(idx_out, nnz), want_idx)) {
-            report(what, median_ms([&] { place(s, true); }), idx_bytes * 2 + ptr_bytes + cnt_bytes);
-        }
+        trial(what, idx_out, want_idx, [&] { place(s, true); }, idx_bytes * 2 + ptr_bytes + cnt_bytes);
     }
     // What the unfused placement pays after it, and the scan between.
-    CK(cudaMemset(idx_out, 0xff, nnz * 4));
-    gather<<<grid, BLOCK>>>(perm, idx, nnz, idx_out);
-    CK(cudaDeviceSynchronize());
-    if (check("gather of idx", download(idx_out, nnz), want_idx)) {
-        report("gather of idx", median_ms([&] { gather<<<grid, BLOCK>>>(perm, idx, nnz, idx_out); }),
-               idx_bytes * 3);
-    }
+    trial("gather of idx", idx_out, want_idx, [&] { gather<<<grid, BLOCK>>>(perm, idx, nnz, idx_out); },
+          idx_bytes * 3);
     report("scan of the counts (CUB)", median_ms([&] {
                cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, counts, scanned, want_counts.size());
            }),

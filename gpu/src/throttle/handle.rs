@@ -190,7 +190,17 @@ impl Throttled {
         shape: &[Option<Arg<'_>>],
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        check_policy(spec, roles, options, n_tasks, gathered_len)?;
+        let parts = Parts {
+            device,
+            spec,
+            roles,
+            options,
+            config,
+            n_tasks,
+            gathered_len,
+            cpu_run,
+        };
+        parts.check_policy()?;
         let shape = shape
             .iter()
             .map(|a| match a {
@@ -214,17 +224,7 @@ impl Throttled {
             )?),
             _ => None,
         };
-        let mut t = Self::with_slots(
-            device,
-            spec,
-            roles,
-            options,
-            config,
-            n_tasks,
-            gathered_len,
-            &shape,
-            cpu_run,
-        )?;
+        let mut t = Self::with_slots(parts, &shape)?;
         if let Some(plan) = plan {
             t.install(plan);
         }
@@ -254,13 +254,7 @@ impl Throttled {
         shape: Vec<Option<Box<dyn HostArray>>>,
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        check_policy(spec, roles, options, n_tasks, gathered_len)?;
-        let borrowed = shape
-            .iter()
-            .map(|a| a.as_ref().map(|a| (a.bytes(), a.ty())))
-            .collect();
-        let checked = check_shape(spec, roles, borrowed)?;
-        let mut t = Self::with_slots(
+        let parts = Parts {
             device,
             spec,
             roles,
@@ -268,9 +262,15 @@ impl Throttled {
             config,
             n_tasks,
             gathered_len,
-            &checked,
             cpu_run,
-        )?;
+        };
+        parts.check_policy()?;
+        let borrowed = shape
+            .iter()
+            .map(|a| a.as_ref().map(|a| (a.bytes(), a.ty())))
+            .collect();
+        let checked = check_shape(spec, roles, borrowed)?;
+        let mut t = Self::with_slots(parts, &checked)?;
         drop(checked);
         if let (Some(dev), true) = (device.cuda(), Self::plans_on_host(device, options)) {
             let graph = graph.ok_or_else(|| missing_graph(spec))?;
@@ -316,18 +316,8 @@ impl Throttled {
 
     /// The handle with its shape arrays uploaded as given and no plan: it
     /// runs `org`.
-    #[allow(clippy::too_many_arguments)]
-    pub(in crate::throttle) fn with_slots(
-        device: &Device,
-        spec: &'static KernelSpec,
-        roles: ThrottleRoles,
-        options: &ThrottleOptions,
-        config: &LaunchConfig,
-        n_tasks: usize,
-        gathered_len: usize,
-        shape: &Shape<'_>,
-        cpu_run: CpuRunFn,
-    ) -> Result<Self> {
+    fn with_slots(parts: Parts<'_>, shape: &Shape<'_>) -> Result<Self> {
+        let Parts { device, spec, .. } = parts;
         let slots = (0..spec.params.len())
             .map(|i| {
                 Ok(match (spec.params[i].kind, shape[i]) {
@@ -339,17 +329,7 @@ impl Throttled {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self::from_slots(
-            device,
-            spec,
-            roles,
-            options,
-            config,
-            n_tasks,
-            gathered_len,
-            slots,
-            cpu_run,
-        ))
+        Ok(Self::from_slots(parts, slots))
     }
 
     /// [`Throttled::new`] over shape arrays already on the handle's CUDA
@@ -374,16 +354,18 @@ impl Throttled {
         shape: &[Option<Arg<'_>>],
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        let dev = Self::check_on_device(
+        let parts = Parts {
             device,
             spec,
             roles,
             options,
-            (n_tasks, gathered_len),
-            shape.len(),
-            "throttle_resident",
-        )?;
+            config,
+            n_tasks,
+            gathered_len,
+            cpu_run,
+        };
         let made_by = "throttle_resident";
+        let dev = parts.check_on_device(shape.len(), made_by)?;
         let ty_of = |a: &&Arg<'_>| match a {
             Arg::Resident(r) => Some(r.ty),
             _ => None,
@@ -414,17 +396,7 @@ impl Throttled {
         };
         let shape = shape.iter().map(Option::as_ref);
         let slots = device_slots(spec, roles, shape, made_by, ty_of, keep)?;
-        Ok(Self::from_slots(
-            device,
-            spec,
-            roles,
-            options,
-            config,
-            n_tasks,
-            gathered_len,
-            slots,
-            cpu_run,
-        ))
+        Ok(Self::from_slots(parts, slots))
     }
 
     /// [`Throttled::resident`] over shape arrays handed over by value
@@ -446,16 +418,18 @@ impl Throttled {
         shape: Vec<Option<OwnedShape>>,
         cpu_run: CpuRunFn,
     ) -> Result<Self> {
-        let made_by = "throttle_owned";
-        let dev = Self::check_on_device(
+        let parts = Parts {
             device,
             spec,
             roles,
             options,
-            (n_tasks, gathered_len),
-            shape.len(),
-            made_by,
-        )?;
+            config,
+            n_tasks,
+            gathered_len,
+            cpu_run,
+        };
+        let made_by = "throttle_owned";
+        let dev = parts.check_on_device(shape.len(), made_by)?;
         let keep = |p: &ParamSpec, a: OwnedShape| {
             a.on_device(dev.ordinal()).map_err(|place| {
                 Error::invalid(format!(
@@ -468,7 +442,12 @@ impl Throttled {
         };
         let ty_of = |a: &OwnedShape| Some(a.ty());
         let slots = device_slots(spec, roles, shape.into_iter(), made_by, ty_of, keep)?;
-        Ok(Self::from_slots(
+        Ok(Self::from_slots(parts, slots))
+    }
+
+    /// The handle over `slots`, with no plan.
+    fn from_slots(parts: Parts<'_>, slots: Vec<Slot>) -> Self {
+        let Parts {
             device,
             spec,
             roles,
@@ -476,55 +455,8 @@ impl Throttled {
             config,
             n_tasks,
             gathered_len,
-            slots,
             cpu_run,
-        ))
-    }
-
-    /// What a handle over arrays already on the device needs: `auto` by
-    /// the model on a CUDA device (the one returned), and a slot per
-    /// parameter (`slots` given), besides the shape checks.
-    fn check_on_device<'d>(
-        device: &'d Device,
-        spec: &'static KernelSpec,
-        roles: ThrottleRoles,
-        options: &ThrottleOptions,
-        (n_tasks, gathered_len): (usize, usize),
-        slots: usize,
-        made_by: &str,
-    ) -> Result<&'d crate::driver::cuda_device::CudaDevice> {
-        check_policy(spec, roles, options, n_tasks, gathered_len)?;
-        let Some(dev) = device.cuda() else {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: {made_by} takes arrays on a CUDA device; on the CPU use throttle",
-                spec.name
-            )));
-        };
-        if Self::needs_work_graph(device, options) {
-            return Err(Error::invalid(format!(
-                "kernel `{}`: {made_by} plans on the device, which only auto by the model does (policy {}{}); use throttle, which plans on the host",
-                spec.name,
-                options.policy,
-                if options.exhaustive { ", exhaustive" } else { "" }
-            )));
-        }
-        check_slot_count(spec, slots)?;
-        Ok(dev)
-    }
-
-    /// The handle over `slots`, with no plan.
-    #[allow(clippy::too_many_arguments)]
-    fn from_slots(
-        device: &Device,
-        spec: &'static KernelSpec,
-        roles: ThrottleRoles,
-        options: &ThrottleOptions,
-        config: &LaunchConfig,
-        n_tasks: usize,
-        gathered_len: usize,
-        slots: Vec<Slot>,
-        cpu_run: CpuRunFn,
-    ) -> Self {
+        } = parts;
         Throttled {
             schedule: None,
             device: device.clone(),
@@ -564,6 +496,61 @@ impl std::fmt::Debug for Throttled {
             .field("backend", &self.device.backend_name())
             .field("report", &self.report)
             .finish()
+    }
+}
+
+/// What every constructor of a handle is given besides its shape arrays
+/// (the generated constructors' common arguments).
+#[derive(Clone, Copy)]
+struct Parts<'a> {
+    device: &'a Device,
+    spec: &'static KernelSpec,
+    roles: ThrottleRoles,
+    options: &'a ThrottleOptions,
+    config: &'a LaunchConfig,
+    n_tasks: usize,
+    gathered_len: usize,
+    cpu_run: CpuRunFn,
+}
+
+impl<'a> Parts<'a> {
+    /// The policy and options checked against the kernel and its sizes.
+    fn check_policy(&self) -> Result<()> {
+        check_policy(
+            self.spec,
+            self.roles,
+            self.options,
+            self.n_tasks,
+            self.gathered_len,
+        )
+    }
+
+    /// What a handle over arrays already on the device needs: `auto` by
+    /// the model on a CUDA device (the one returned), and a slot per
+    /// parameter (`slots` given), besides the shape checks.
+    fn check_on_device(
+        &self,
+        slots: usize,
+        made_by: &str,
+    ) -> Result<&'a crate::driver::cuda_device::CudaDevice> {
+        self.check_policy()?;
+        let spec = self.spec;
+        let Some(dev) = self.device.cuda() else {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: {made_by} takes arrays on a CUDA device; on the CPU use throttle",
+                spec.name
+            )));
+        };
+        if Throttled::needs_work_graph(self.device, self.options) {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: {made_by} plans on the device, which only auto by the model does (policy {}{}); use throttle, which plans on the host",
+                spec.name,
+                self.options.policy,
+                if self.options.exhaustive { ", exhaustive" } else { "" }
+            )));
+        }
+        check_slot_count(spec, slots)?;
+        Ok(dev)
     }
 }
 

@@ -84,6 +84,12 @@ fn semirings_tuples_and_maps_match_the_twin() {
             max_plus_columns::launch_with(&dev, &cfg, n, &ptr, &col, &w, &x, k as u64, &mut b)
                 .unwrap();
             assert_eq!(a, b, "max-plus k = {k} {cfg:?}");
+            let (mut a, mut b) = (vec![0.0f32; n * k], vec![1.0f32; n * k]);
+            masked_columns::launch_with(&cpu, &cfg, n, &ptr, &col, &w, &x, k as u32, &mut a)
+                .unwrap();
+            masked_columns::launch_with(&dev, &cfg, n, &ptr, &col, &w, &x, k as u32, &mut b)
+                .unwrap();
+            assert_eq!(a, b, "masked k = {k} {cfg:?}");
             let floor: Vec<f32> = (0..k).map(|c| c as f32 - 3.0).collect();
             let what = format!("argmax k = {k} {cfg:?}");
             argmax_matches_the_twin(&dev, &cfg, (&ptr, &col), &w, &x, &floor, &what);

@@ -394,6 +394,7 @@ const SPECS: &[&KernelSpec] = &[
     &columns_common::spmm::f32::SPEC,
     &columns_common::max_plus_columns::SPEC,
     &columns_common::argmax_columns::SPEC,
+    &columns_common::masked_columns::SPEC,
     &columns_common::scale_columns::SPEC,
     &warpfit::apps::sparse_layer::SPEC,
 ];

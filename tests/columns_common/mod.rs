@@ -80,6 +80,33 @@ pub fn argmax_columns(
     edge[row * k as usize + j] = e;
 }
 
+/// A map whose loads at the fine-task index run on one path only (`w[e]`
+/// where the column index is even): the conditional load, and the gather
+/// behind it, in every decomposition of a 2-D launch.
+#[nested_reduce(columns = k)]
+pub fn masked_columns(
+    row: usize,
+    j: usize,
+    ptr: &[u32],
+    col: &[u32],
+    w: &[f32],
+    x: &[f32],
+    k: u32,
+    out: &mut [f32],
+) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    out[row * k as usize + j] = (lo..hi)
+        .map(|e| {
+            if col[e] % 2 == 0 {
+                w[e] * x[col[e] as usize * k as usize + j]
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, |a, b| a + b);
+}
+
 /// A per-element map over a dense matrix (no nested pattern): each row
 /// scaled by a per-column factor, added onto the output.
 #[nested_reduce(columns = k)]

@@ -86,6 +86,18 @@ fn a_semiring_a_tuple_fold_and_a_per_element_map() {
                 assert_eq!(out[r * k + c], want, "k = {k}, ({r}, {c})");
             }
         }
+        // A map whose load of `w[e]` runs only for even columns.
+        let mut out = vec![1.0f32; n * k];
+        masked_columns::launch(&Device::cpu(), n, &ptr, &col, &w, &x, k as u32, &mut out).unwrap();
+        for r in 0..n {
+            for c in 0..k {
+                let want: f32 = (ptr[r] as usize..ptr[r + 1] as usize)
+                    .filter(|&e| col[e] % 2 == 0)
+                    .map(|e| w[e] * x[col[e] as usize * k + c])
+                    .sum();
+                assert_eq!(out[r * k + c], want, "masked k = {k}, ({r}, {c})");
+            }
+        }
         // The argmax, ties to the lower edge, floored per column.
         let floor: Vec<f32> = (0..k).map(|c| c as f32 - 3.0).collect();
         let (mut best, mut edge) = (vec![0.0f32; n * k], vec![0u32; n * k]);

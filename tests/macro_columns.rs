@@ -256,3 +256,107 @@ fn prepared_launches_run_over_rows_too() {
     run.check().unwrap();
     assert_eq!(dy.to_vec().unwrap(), want);
 }
+
+/// The plain loop of `max_plus_throttled`: per (row, column) the largest
+/// `w + dist`, plus the row's bias.
+fn max_plus_reference(
+    (ptr, src, w): (&[u32], &[u32], &[f32]),
+    dist: &[f32],
+    bias: &[f32],
+    n: usize,
+) -> Vec<f32> {
+    let rows = ptr.len() - 1;
+    let mut out = vec![0.0; rows * n];
+    for v in 0..rows {
+        for c in 0..n {
+            let best = (ptr[v] as usize..ptr[v + 1] as usize)
+                .map(|e| w[e] + dist[src[e] as usize * n + c])
+                .fold(f32::NEG_INFINITY, f32::max);
+            out[v * n + c] = best + bias[v];
+        }
+    }
+    out
+}
+
+#[test]
+fn throttled_2d_kernels_match_a_plain_loop_under_every_policy() {
+    let (ptr, col, val) = matrix(300, 120);
+    let n = ptr.len() - 1;
+    let cpu = Device::cpu();
+    for k in [1usize, 5, 33] {
+        let x = dense(120, k, k);
+        let want = spmm_reference(&ptr, &col, &val, &x, k);
+        for policy in ["auto", "org", "cf"] {
+            let options = spmm_throttled::f64::throttle_options()
+                .unwrap()
+                .with_policy(policy.parse().unwrap());
+            let mut t =
+                spmm_throttled::f64::throttle(&cpu, &options, n, 120, k as u32, &ptr, &col, &val)
+                    .unwrap();
+            for _ in 0..2 {
+                let mut y = vec![f64::NAN; n * k];
+                t.launch(&x, k as u32, &mut y).unwrap();
+                assert_eq!(y, want, "k = {k} {policy}");
+            }
+        }
+    }
+    let (w, dist) = (f32s(&val), f32s(&dense(120, 4, 3)));
+    let bias: Vec<f32> = (0..n).map(|v| (v % 5) as f32).collect();
+    let options = max_plus_throttled::throttle_options().unwrap();
+    let mut t = max_plus_throttled::throttle(&cpu, &options, n, 120, 4, &ptr, &col, &w).unwrap();
+    let mut out = vec![0.0f32; n * 4];
+    t.launch(&dist, &bias, 4, &mut out).unwrap();
+    assert_eq!(out, max_plus_reference((&ptr, &col, &w), &dist, &bias, 4));
+}
+
+#[test]
+fn throttled_2d_kernels_refuse_what_they_do_not_run() {
+    let (ptr, col, val) = matrix(50, 20);
+    let n = ptr.len() - 1;
+    let cpu = Device::cpu();
+    let base = spmm_throttled::f64::throttle_options().unwrap();
+    let make = |o: &ThrottleOptions, k: u32| {
+        spmm_throttled::f64::throttle(&cpu, o, n, 20, k, &ptr, &col, &val).map(|_| ())
+    };
+    for (policy, why) in [
+        ("cfq", "take CTE groups from a queue"),
+        ("sjq", "take CTE groups from a queue"),
+        ("sj", "SJ-tree"),
+        ("org_r", "renumbers gathered elements"),
+    ] {
+        let e = make(&base.with_policy(policy.parse().unwrap()), 4)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("runs policies auto, org and cf") && e.contains(why),
+            "{e}"
+        );
+    }
+    let e = make(&base.with_exhaustive(true), 4)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("exhaustive"), "{e}");
+    let e = make(&base.with_remap(true), 4).unwrap_err().to_string();
+    assert!(e.contains("remap"), "{e}");
+    let e = make(&base, 0).unwrap_err().to_string();
+    assert!(e.contains("at least one column, got 0"), "{e}");
+    let e = spmm_throttled::f64::throttle(&cpu, &base, usize::MAX / 2, 20, 4, &ptr, &col, &val)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more elements than a launch can number"), "{e}");
+    // A launch with another column count than the handle's plan.
+    let mut t = spmm_throttled::f64::throttle(&cpu, &base, n, 20, 4, &ptr, &col, &val).unwrap();
+    let x = dense(20, 5, 0);
+    let mut y = vec![0.0; n * 5];
+    let e = t.launch(&x, 5, &mut y).unwrap_err().to_string();
+    assert!(
+        e.contains("k = 5 columns, and the handle was made for 4"),
+        "{e}"
+    );
+    // A fine array shorter than the range says: the launch's fault.
+    let short = &val[..val.len() - 1];
+    let mut t = spmm_throttled::f64::throttle(&cpu, &base, n, 20, 4, &ptr, &col, short).unwrap();
+    let (x, mut y) = (dense(20, 4, 0), vec![0.0; n * 4]);
+    let e = t.launch(&x, 4, &mut y).unwrap_err().to_string();
+    assert!(e.contains("`val`"), "{e}");
+}

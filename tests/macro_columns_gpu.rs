@@ -10,6 +10,7 @@ mod gpu_common;
 use columns_common::*;
 use gpu_common::gpu;
 use warpfit::prelude::*;
+use warpfit::{CacheSize, DevicePlan, ThrottleReport};
 
 fn configs() -> Vec<LaunchConfig> {
     [
@@ -280,4 +281,153 @@ fn hub_rows_are_cut_into_pieces_and_merged_in_order() {
         spmm::f64::launch_with(&dev, &cfg, n, &ptr, &col, &val, short, 40, &mut y).unwrap_err();
     assert!(e_cpu.to_string().contains("`x`"), "{e_cpu}");
     assert!(e_gpu.to_string().contains("`x`"), "{e_gpu}");
+}
+
+/// A throttled 2-D handle under `options` over the pattern, launched
+/// twice (the second launch runs the prepared schedule), against the
+/// exact reference; its report.
+fn throttled_spmm_matches(
+    dev: &Device,
+    options: &ThrottleOptions,
+    (ptr, col, val): (&[u32], &[u32], &[f64]),
+    x_rows: usize,
+    k: usize,
+    pin: Option<DevicePlan>,
+) -> ThrottleReport {
+    let n = ptr.len() - 1;
+    let x = dense(x_rows, k, k + 1);
+    let want = spmm_reference(ptr, col, val, &x, k);
+    let what = format!("k = {k} {:?} {pin:?}", options.policy);
+    let mut t =
+        spmm_throttled::f64::throttle(dev, options, n, x_rows, k as u32, ptr, col, val).unwrap();
+    if let Some(plan) = pin {
+        t.pin_device_plan(plan).unwrap();
+    }
+    for launch in 0..2 {
+        let mut y = vec![f64::NAN; n * k];
+        t.launch(&x, k as u32, &mut y).unwrap();
+        assert_eq!(y, want, "{what}, launch {launch}");
+    }
+    t.report().clone()
+}
+
+#[test]
+fn throttled_spmm_matches_the_reference_under_every_policy_and_plan() {
+    let Some(dev) = gpu() else { return };
+    // Rows of 0 to 8 entries and a few hubs; 900 rows of `x`.
+    let (ptr, col, val) = matrix_with(1200, 900, |r| if r % 400 == 3 { 2500 + r } else { r % 9 });
+    let shape = (&ptr[..], &col[..], &val[..]);
+    // 8 KiB: a partition holds a few rows of `x` (each 8·k bytes).
+    let small = ThrottleOptions::default()
+        .with_cache(CacheSize::Bytes(8 << 10))
+        .with_plan_cache(false);
+    for k in [1usize, 8, 33, 150] {
+        for policy in [
+            ThrottlePolicy::Auto,
+            ThrottlePolicy::Org,
+            ThrottlePolicy::Cf,
+        ] {
+            let r = throttled_spmm_matches(&dev, &small.with_policy(policy), shape, 900, k, None);
+            let what = format!("k = {k} {policy}: {r:?}");
+            match policy {
+                ThrottlePolicy::Auto => assert!(r.model.is_some(), "{what}"),
+                p => assert_eq!(r.chosen, p, "{what}"),
+            }
+            if policy == ThrottlePolicy::Cf {
+                // 900 rows of 8·k bytes over 8 KiB: the most blocks a
+                // device plan makes (32) from k = 33 on.
+                let budget = ((8 << 10) as f64 * small.safety) as usize;
+                let want = 900usize.div_ceil((budget / (8 * k)).max(1));
+                assert_eq!(r.partitions, want.clamp(2, 32), "{what}");
+            }
+        }
+        for blocks in [2usize, 7, 32] {
+            let pin = Some(DevicePlan::ColumnBlocks { k: blocks });
+            let r = throttled_spmm_matches(&dev, &small, shape, 900, k, pin);
+            assert_eq!(
+                (r.chosen, r.partitions),
+                (ThrottlePolicy::Cf, blocks),
+                "{r:?}"
+            );
+        }
+    }
+    // `x` fits the cache: `auto` runs `org` from the sizes alone.
+    let r = throttled_spmm_matches(&dev, &ThrottleOptions::default(), shape, 900, 8, None);
+    assert_eq!(r.chosen, ThrottlePolicy::Org, "{r:?}");
+    let why = &r.model.as_ref().unwrap().reason;
+    assert!(why.contains("fits the cache"), "{why}");
+}
+
+#[test]
+fn throttled_2d_kernels_run_resident_enqueued_and_with_a_semiring() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, col, val) = matrix(3000, 500);
+    let n = ptr.len() - 1;
+    let k = 40;
+    let (val32, x32) = (f32s(&val), f32s(&dense(500, k, 5)));
+    let small = ThrottleOptions::default()
+        .with_cache(CacheSize::Bytes(16 << 10))
+        .with_plan_cache(false);
+    // The f32 handle on the CPU twin and on the device from resident
+    // arrays, launched without waiting over DeviceVecs.
+    let mut want = vec![0.0f32; n * k];
+    let mut t =
+        spmm_throttled::f32::throttle(&cpu, &small, n, 500, k as u32, &ptr, &col, &val32).unwrap();
+    t.launch(&x32, k as u32, &mut want).unwrap();
+    let (dp, dc, dv) = (
+        dev.upload(&ptr).unwrap(),
+        dev.upload(&col).unwrap(),
+        dev.upload(&val32).unwrap(),
+    );
+    for policy in [ThrottlePolicy::Auto, ThrottlePolicy::Cf] {
+        let opts = small.with_policy(policy);
+        let mut t =
+            spmm_throttled::f32::throttle_resident(&dev, &opts, n, 500, k as u32, &dp, &dc, &dv)
+                .unwrap();
+        let x = dev.upload(&x32).unwrap();
+        let y = dev.alloc::<f32>(n * k).unwrap();
+        for _ in 0..3 {
+            t.enqueue(&x, k as u32, &y).unwrap();
+        }
+        t.check().unwrap();
+        assert_eq!(y.to_vec().unwrap(), want, "{policy}: {:?}", t.report());
+    }
+    // The (max, +) semiring with a bias, `cf` from its attribute.
+    let n_cols = 12;
+    let dist = f32s(&dense(500, n_cols, 1));
+    let bias: Vec<f32> = (0..n).map(|v| (v % 3) as f32).collect();
+    let opts = max_plus_throttled::throttle_options()
+        .unwrap()
+        .with_cache(CacheSize::Bytes(4 << 10));
+    let mut outs = [vec![0.0f32; n * n_cols], vec![1.0f32; n * n_cols]];
+    for (d, out) in [&cpu, &dev].into_iter().zip(outs.iter_mut()) {
+        let mut t =
+            max_plus_throttled::throttle(d, &opts, n, 500, n_cols as u64, &ptr, &col, &val32)
+                .unwrap();
+        t.launch(&dist, &bias, n_cols as u64, out).unwrap();
+        if d.cuda().is_some() {
+            assert_eq!(t.report().chosen, ThrottlePolicy::Cf, "{:?}", t.report());
+            assert!(t.report().partitions > 2, "{:?}", t.report());
+        }
+    }
+    assert_eq!(outs[0], outs[1]);
+    // A fault: `x` shorter than the rows the handle was made for.
+    let mut t = spmm_throttled::f32::throttle(
+        &dev,
+        &small.with_policy(ThrottlePolicy::Cf),
+        n,
+        500,
+        k as u32,
+        &ptr,
+        &col,
+        &val32,
+    )
+    .unwrap();
+    let mut y = vec![0.0f32; n * k];
+    let e = t
+        .launch(&x32[..x32.len() - k], k as u32, &mut y)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`x`"), "{e}");
 }

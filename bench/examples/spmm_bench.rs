@@ -5,9 +5,11 @@
 //! columns), and column counts 1 to 256 on uniform 2^20.
 //!
 //! ```text
-//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick | --graphs] [--decomp D] [--whole-rows | --piece N]
+//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick | --graphs | --throttled] [--decomp D] [--whole-rows | --piece N]
 //! ```
-//! `--quick` runs the AlexNet layers only, `--graphs` the aggregation only;
+//! `--quick` runs the AlexNet layers only, `--graphs` the aggregation only,
+//! `--throttled` SpMM under `#[throttled]` (`auto` end to end and in steady
+//! state, `cf`) on graphs whose `X` exceeds the L2 cache;
 //! `--decomp D` runs warpfit's kernels with decomposition `D` instead of the
 //! default; `--whole-rows` runs every row whole (`Split::Never`: no row cut
 //! into pieces over the columns), `--piece N` cuts every row longer than `N`
@@ -18,6 +20,7 @@ use warpfit::apps::NetworkLayer;
 use warpfit::runtime::gen::{alexnet_fc, GenSpec};
 use warpfit::{Decomposition, Device, LaunchConfig, Result, Split};
 use warpfit_bench::spmm::{time_inference, time_spmm, to_markdown, SpmmRow};
+use warpfit_bench::spmm_throttled::{throttled_markdown, time_throttled_spmm};
 
 /// Which rows of the table to time.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -27,9 +30,37 @@ enum Set {
     Alexnet,
     /// `--graphs`: RMAT 22 and uniform 2^22 × 64.
     Graphs,
+    /// `--throttled`: SpMM under `#[throttled]` on graphs whose `X` exceeds
+    /// the L2 cache.
+    Throttled,
+}
+
+/// The throttled set: RMAT 24 × 32 (`X` 2 GiB, the target's), uniform
+/// 2^24 × 32 (the same size of `X`, rows of 16), uniform 2^20 × 32 with
+/// rows of 64 (`X` 128 MiB: several nonzeros of a row per partition).
+const THROTTLED: [(&str, usize); 3] = [
+    ("rmat:scale=24", 32),
+    ("uniform:n=16777216,per_row=16", 32),
+    ("uniform:n=1048576,per_row=64", 32),
+];
+
+fn run_throttled(device: &Device, runs: usize) -> Result<String> {
+    let mut rows = Vec::new();
+    for (spec, k) in THROTTLED {
+        let a = spec.parse::<GenSpec>()?.generate()?;
+        rows.push(time_throttled_spmm(device, spec, &a, k, (3, runs))?);
+        eprintln!("{spec} × {k} done");
+    }
+    Ok(throttled_markdown(
+        &rows,
+        &format!("spmm_bench --runs {runs} --throttled"),
+    ))
 }
 
 fn run(device: &Device, cfg: &LaunchConfig, runs: usize, set: Set) -> Result<String> {
+    if set == Set::Throttled {
+        return run_throttled(device, runs);
+    }
     let t = (3, runs);
     let mut rows: Vec<SpmmRow> = Vec::new();
     let mut inference = None;
@@ -76,12 +107,13 @@ fn run(device: &Device, cfg: &LaunchConfig, runs: usize, set: Set) -> Result<Str
         Set::All => "",
         Set::Alexnet => " --quick",
         Set::Graphs => " --graphs",
+        Set::Throttled => " --throttled",
     };
     let command = format!("spmm_bench --runs {runs}{set}{decomp}{split}");
     Ok(to_markdown(&rows, inference.as_ref(), &command))
 }
 
-const USAGE: &str = "usage: spmm_bench [--runs N] [--quick | --graphs] [--decomp D] [--whole-rows | --piece N] (N at least 1)";
+const USAGE: &str = "usage: spmm_bench [--runs N] [--quick | --graphs | --throttled] [--decomp D] [--whole-rows | --piece N] (N at least 1)";
 
 fn main() -> ExitCode {
     let mut runs = 30usize;
@@ -93,6 +125,7 @@ fn main() -> ExitCode {
         match a.as_str() {
             "--quick" => set = Set::Alexnet,
             "--graphs" => set = Set::Graphs,
+            "--throttled" => set = Set::Throttled,
             "--whole-rows" => cfg.split = Split::Never,
             "--piece" => match positive(args.next()) {
                 Some(n) => cfg.split = Split::Max(n),

@@ -15,6 +15,8 @@
 //! - [`spmm`]: warpfit's SpMM and the pruned network's inference against
 //!   `cusparseSpMM` and cuBLAS;
 //! - [`spmm_peers`]: `cusparseSpMM` and cuBLAS GEMM, the peers of an SpMM;
+//! - [`spmm_throttled`]: SpMM under `#[throttled]` against the same kernel
+//!   unthrottled and `cusparseSpMM`;
 //! - [`input`]: what every harness shares: the matrix sources and the
 //!   default suite, the f64 reference results are checked against, timed
 //!   runs on CUDA events ([`EventTimer`](warpfit::__private::EventTimer))
@@ -26,6 +28,7 @@ pub mod cfd;
 pub mod input;
 pub mod spmm;
 pub mod spmm_peers;
+pub mod spmm_throttled;
 pub mod spmv;
 pub mod throttle;
 mod throttle_chart;

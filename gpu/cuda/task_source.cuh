@@ -270,6 +270,16 @@ __device__ __forceinline__ Partial<typename K::acc_t> task_base(const typename K
     return r;
 }
 
+/// Whether a middle launch of a carried sequence leaves the item's carry
+/// as it is: its task has no fine task in this part, and folding nothing
+/// onto the carried value is that value. Such an item reads and writes
+/// nothing (a row of a 2-D kernel carries `k` values, as many bytes per
+/// part as its gathers).
+template <class K>
+__device__ __forceinline__ bool carried_through(const LaunchArgs& a, const Item<K>& it) {
+    return a.carry_mode == CARRY_MIDDLE && it.lo == it.hi;
+}
+
 /// The accumulator an item starts from. A lane that folds a whole task
 /// alone starts from `task_base` (`init`) and folds left to right, exactly
 /// as the CPU twin does; cooperative decompositions start empty and put
@@ -278,7 +288,7 @@ template <class K>
 __device__ __forceinline__ Partial<typename K::acc_t> seed(const typename K::params_t& p, const LaunchArgs& a,
                                                             const Item<K>& it, Fault& f) {
     Partial<typename K::acc_t> r;
-    if (it.valid && it.whole) {
+    if (it.valid && it.whole && !carried_through(a, it)) {
         r = task_base<K>(p, a, it, f);
     }
     return r;
@@ -429,6 +439,9 @@ __device__ __forceinline__ void finish(const typename K::params_t& p, const Laun
         return;
     }
     if (it.whole) {
+        if (carried_through(a, it)) {
+            return;
+        }
         Partial<acc_t> r = acc;
         if (!seeded) {
             r = task_base<K>(p, a, it, f);

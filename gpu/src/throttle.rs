@@ -73,6 +73,7 @@
 
 mod autotune;
 mod binding;
+mod columns;
 mod device_layouts;
 mod device_plan;
 mod erased_vec;

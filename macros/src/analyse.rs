@@ -255,9 +255,21 @@ pub struct Remap {
 pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
     let params = &k.params;
     let gather = access.throttle.as_ref().map_err(|why| why.reason(params))?;
-    let is_task = |e: &Expr| matches!(resolve(k, e).kind, ExprKind::Local(id) if id == k.task);
+    // A 2-D kernel's range is over its row, `task / k` of the flattened
+    // task (`columns.rs`): the plan is made over rows.
+    let count = k.columns;
+    let is_task = |e: &Expr| match &resolve(k, e).kind {
+        ExprKind::Local(id) => *id == k.task && count.is_none(),
+        ExprKind::Binary(crate::ir::BinOp::Div, t, n) => {
+            count.is_some_and(|c| is_scalar(k, n, c)) && is_flat_task(k, t)
+        }
+        _ => false,
+    };
     let is_one = |e: &Expr| matches!(e.kind, ExprKind::Lit(crate::ir::Lit::Int(1)));
-    let csr = "its range must be the CSR form `a[task] as usize .. a[task + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition";
+    let csr = match count {
+        None => "its range must be the CSR form `a[task] as usize .. a[task + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition",
+        Some(_) => "its range must be the CSR form `a[row] as usize .. a[row + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition",
+    };
     let range = match (&resolve(k, &k.lo).kind, &resolve(k, &k.hi).kind) {
         (ExprKind::Load(a, lo_i), ExprKind::Load(b, hi_i))
             if a == b
@@ -287,7 +299,7 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
                     shape_reads.get_or_insert(*a);
                 }
             }
-            ExprKind::Scalar(p) if shape.contains(id) => {
+            ExprKind::Scalar(p) if shape.contains(id) && Some(*p) != count => {
                 shape_reads.get_or_insert(*p);
             }
             _ => {}
@@ -376,7 +388,9 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
             }
         }
         if let ExprKind::Scalar(s) = &x.kind {
-            index_reads_other = Some(*s);
+            if Some(*s) != count {
+                index_reads_other = Some(*s);
+            }
         }
     });
     if let Some(a) = index_reads_other {
@@ -385,9 +399,32 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
             name(a)
         ));
     }
-    let remap = remap(k, gather, range, &fine);
-    let through = gather_index(&gather.index, k.k, params)
-        .filter(|&c| params[c].ty == Ty::U32 && fine.contains(&c));
+    let (remap, through) = match count {
+        None => (
+            remap(k, gather, range, &fine),
+            gather_index(&gather.index, k.k, params),
+        ),
+        Some(c) => {
+            let Some(through) = row_gather(k, &gather.index, c) else {
+                return Err(format!(
+                    "a throttled 2-D kernel gathers whole rows of {}: its gathered index must be `col[e] as usize * {n} as usize + j`, with `col` a `u32` array read at the fine-task index and `j` the column index, so that a cache-fit partition holds rows of `{n}` elements",
+                    gather.names(params),
+                    n = params[c].name
+                ));
+            };
+            (
+                Err("it is a 2-D kernel, whose gathered rows are not renumbered".into()),
+                Some(through),
+            )
+        }
+    };
+    let through = through.filter(|&c| params[c].ty == Ty::U32 && fine.contains(&c));
+    if count.is_some() && through.is_none() {
+        return Err(format!(
+            "a throttled 2-D kernel reads {} through a `u32` array read at the fine-task index only, which the plan made on the device groups each row's fine tasks by",
+            gather.names(params)
+        ));
+    }
     Ok(Roles {
         range,
         fine,
@@ -551,6 +588,45 @@ fn overwrites(k: &Kernel, param: usize) -> bool {
         read |= e.any(&mut |x| matches!(x.kind, ExprKind::LoadOut(p) if p == param));
     });
     stored && !read
+}
+
+/// Whether `e` is scalar parameter `c`, through casts and copies.
+fn is_scalar(k: &Kernel, e: &Expr, c: usize) -> bool {
+    matches!(resolve(k, e).kind, ExprKind::Scalar(p) if p == c)
+}
+
+/// Whether `e` is the (flattened) task index, through casts and copies.
+fn is_flat_task(k: &Kernel, e: &Expr) -> bool {
+    matches!(resolve(k, e).kind, ExprKind::Local(id) if id == k.task)
+}
+
+/// The index array `c` when a 2-D kernel's gathered index `idx` is
+/// `c[e] as usize * n as usize + j` (either operand order), `n` the column
+/// count (parameter `count`) and `j` the column index (`task % n` of the
+/// flattened task): the gather of a whole row of `n` elements.
+fn row_gather(k: &Kernel, idx: &Expr, count: usize) -> Option<usize> {
+    use crate::ir::BinOp;
+    let is_column = |e: &Expr| {
+        matches!(&resolve(k, e).kind, ExprKind::Binary(BinOp::Rem, t, n)
+            if is_flat_task(k, t) && is_scalar(k, n, count))
+    };
+    let ExprKind::Binary(BinOp::Add, a, b) = &idx.kind else {
+        return None;
+    };
+    let row = match (is_column(a), is_column(b)) {
+        (false, true) => a,
+        (true, false) => b,
+        _ => return None,
+    };
+    let ExprKind::Binary(BinOp::Mul, x, y) = &row.kind else {
+        return None;
+    };
+    let at = match (is_scalar(k, x, count), is_scalar(k, y, count)) {
+        (false, true) => x,
+        (true, false) => y,
+        _ => return None,
+    };
+    gather_index(at, k.k, &k.params)
 }
 
 /// The prologue's binding of local `id`.

@@ -43,12 +43,6 @@ pub fn companion(
     columns: Option<&columns::ColumnsAttr>,
 ) -> syn::Result<TokenStream> {
     let flat = columns.map(|c| columns::flatten(item, c)).transpose()?;
-    if let (Some(attr), Some(_)) = (throttled, &flat) {
-        return Err(syn::Error::new_spanned(
-            &attr.attr,
-            "a kernel with `columns` cannot be throttled yet: the cache-fit schedules hold one gathered element per index, and a 2-D kernel gathers a row of `k` elements",
-        ));
-    }
     let item = flat.as_ref().map_or(item, |f| &f.item);
     let ast = parse::kernel(item)?;
     let shape = check::kernel(&ast)?;

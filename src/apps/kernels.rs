@@ -294,7 +294,10 @@ pub fn cc_pull_min(v: usize, ptr: &[u32], nbr: &[u32], label: &[u32], next: &mut
 /// j)` of the row-major `Y` (`k` columns) folds row `row` of `A` against
 /// column `j` of `X`. A 2-D kernel (`columns = k`): a launch takes the row
 /// count, and on the GPU a warp's lanes take consecutive columns of a row.
+/// Throttled (`spmm::f32::throttle`), a cache-fit partition holds whole rows
+/// of `X`.
 #[nested_reduce(T = [f32, f64], columns = k)]
+#[throttled]
 #[allow(clippy::too_many_arguments)]
 pub fn spmm<T>(
     row: usize,

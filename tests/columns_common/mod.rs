@@ -24,6 +24,51 @@ pub fn spmm<T>(
         .fold(0.0, |a, b| a + b);
 }
 
+/// SpMM under `#[throttled]`: the plan is over rows, a gathered element
+/// is a row of `x` (`k` values).
+#[nested_reduce(T = [f32, f64], columns = k)]
+#[throttled]
+pub fn spmm_throttled<T>(
+    row: usize,
+    j: usize,
+    ptr: &[u32],
+    col: &[u32],
+    val: &[T],
+    x: &[T],
+    k: u32,
+    y: &mut [T],
+) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row * k as usize + j] = (lo..hi)
+        .map(|e| val[e] * x[col[e] as usize * k as usize + j])
+        .fold(0.0, |a, b| a + b);
+}
+
+/// The (max, +) product under `#[throttled]`: a `#[device_fn]` reduce
+/// (commutative), the column count a `u64`, the column index first in the
+/// gathered index, and a per-row bias read in the epilogue.
+#[nested_reduce(columns = n)]
+#[throttled(policy = cf)]
+pub fn max_plus_throttled(
+    v: usize,
+    c: usize,
+    ptr: &[u32],
+    src: &[u32],
+    w: &[f32],
+    dist: &[f32],
+    bias: &[f32],
+    n: u64,
+    out: &mut [f32],
+) {
+    let lo = ptr[v] as usize;
+    let hi = ptr[v + 1] as usize;
+    let best = (lo..hi)
+        .map(|e| w[e] + dist[c + src[e] as usize * n as usize])
+        .fold(f32::NEG_INFINITY, max_plus);
+    out[v * n as usize + c] = best + bias[v];
+}
+
 #[device_fn]
 pub fn max_plus(a: f32, b: f32) -> f32 {
     a.max(b)

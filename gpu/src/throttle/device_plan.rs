@@ -89,7 +89,7 @@ impl Throttled {
     /// Whether this handle plans on the device: `auto` by the model on a
     /// CUDA device.
     pub(in crate::throttle) fn plans_on_device(&self) -> bool {
-        self.device.cuda().is_some() && self.options.decides_by_model()
+        self.device.cuda().is_some() && (self.options.decides_by_model() || self.columns.is_some())
     }
 
     /// The kernel's range and index arrays on the device, or why the

@@ -71,6 +71,10 @@ pub struct Throttled {
     /// was of the schedule it kept, so its outputs hold the launch's result
     /// (taken by that launch, which then runs nothing more).
     pub(in crate::throttle) ran_while_choosing: bool,
+    /// A 2-D kernel's column count (`columns.rs`): `n_tasks` counts rows,
+    /// the launches run `n_tasks · k` flattened tasks, and a gathered
+    /// element is a row of `k` values.
+    pub(in crate::throttle) columns: Option<u64>,
 }
 
 /// The CPU twin over a launch's arguments (generated).
@@ -214,14 +218,17 @@ impl Throttled {
             .collect::<Result<Vec<_>>>()?;
         let shape = check_shape(spec, roles, shape)?;
         let plan = match device.cuda() {
-            Some(dev) if Self::plans_on_host(device, options) => Some(plan_on_host(
-                spec,
-                roles,
-                options,
-                dev.l2_bytes() as u64,
-                graph.ok_or_else(|| missing_graph(spec))?,
-                &shape,
-            )?),
+            // A 2-D kernel's plans are made on the device (`columns`).
+            Some(dev) if spec.columns.is_none() && Self::plans_on_host(device, options) => {
+                Some(plan_on_host(
+                    spec,
+                    roles,
+                    options,
+                    dev.l2_bytes() as u64,
+                    graph.ok_or_else(|| missing_graph(spec))?,
+                    &shape,
+                )?)
+            }
             _ => None,
         };
         let mut t = Self::with_slots(parts, &shape)?;
@@ -480,6 +487,7 @@ impl Throttled {
             device_choice: None,
             device_order: std::sync::OnceLock::new(),
             ran_while_choosing: false,
+            columns: None,
         }
     }
 
@@ -541,7 +549,8 @@ impl<'a> Parts<'a> {
                 spec.name
             )));
         };
-        if Throttled::needs_work_graph(self.device, self.options) {
+        // A 2-D kernel plans on the device under every policy it runs.
+        if self.spec.columns.is_none() && Throttled::needs_work_graph(self.device, self.options) {
             return Err(Error::invalid(format!(
                 "kernel `{}`: {made_by} plans on the device, which only auto by the model does (policy {}{}); use throttle, which plans on the host",
                 spec.name,

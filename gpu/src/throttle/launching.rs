@@ -189,6 +189,7 @@ impl Throttled {
             }
         }
         let params = self.stage(per_launch)?;
+        self.check_column_count()?;
         self.plan_order = mode.plan_order;
         self.rebind()?;
         if self.schedule.is_none() {
@@ -204,7 +205,7 @@ impl Throttled {
             .ok_or_else(|| Error::invalid("no schedule"))?;
         if let Runs::Cpu = s.runs {
             let args = CpuArgs::new(self.spec, self.args(None, Space::Original)?)?;
-            (self.cpu_run)(&args, self.n_tasks)?;
+            (self.cpu_run)(&args, self.launch_tasks())?;
         } else if std::mem::take(&mut self.ran_while_choosing) {
             // `auto`'s last timed run was this schedule's, from the staged
             // outputs: its result is this launch's.
@@ -263,7 +264,7 @@ impl Throttled {
                 runs: Runs::Cpu, ..
             }) => {
                 let args = CpuArgs::new(self.spec, self.args(None, Space::Original)?)?;
-                (self.cpu_run)(&args, self.n_tasks)
+                (self.cpu_run)(&args, self.launch_tasks())
             }
             Some(s) => self.run_once(s),
             None => Err(Error::invalid(format!(

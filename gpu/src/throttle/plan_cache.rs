@@ -67,8 +67,9 @@ pub(in crate::throttle) fn key(t: &Throttled, dev: &CudaDevice) -> Result<Option
 fn describe(t: &Throttled, dev: &CudaDevice, n: usize, nnz: usize, n_gathered: usize) -> String {
     let o = &t.options;
     format!(
-        "kernel {} | tasks {n} fine {nnz} gathered {n_gathered} | cache {} safety {} launches {:?} | device {} {} l2 {} sms {}",
+        "kernel {} | tasks {n} fine {nnz} gathered {n_gathered} columns {:?} | cache {} safety {} launches {:?} | device {} {} l2 {} sms {}",
         t.spec.name,
+        t.columns,
         o.cache,
         o.safety,
         o.expected_launches,

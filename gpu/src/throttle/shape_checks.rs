@@ -73,6 +73,7 @@ pub(in crate::throttle) fn check_policy(
     gathered_len: usize,
 ) -> Result<()> {
     options.validate()?;
+    check_columns_policy(spec, options)?;
     let remapped = options.remap || options.policy == ThrottlePolicy::OrgR;
     let what = || {
         format!(
@@ -107,6 +108,40 @@ pub(in crate::throttle) fn remappable_sizes(
     gathered_len: usize,
 ) -> bool {
     !roles.gathered_at_task || n_tasks == gathered_len
+}
+
+/// The policies a 2-D kernel's handle runs: `org`, `cf` and `auto` by the
+/// model (`columns.rs` says why not the others).
+pub(in crate::throttle) fn check_columns_policy(
+    spec: &KernelSpec,
+    options: &ThrottleOptions,
+) -> Result<()> {
+    if spec.columns.is_none() {
+        return Ok(());
+    }
+    let refused = match options.policy {
+        _ if options.remap => Some("remapping renumbers gathered elements, and a 2-D kernel gathers rows of the caller's array"),
+        ThrottlePolicy::Auto if options.exhaustive => Some("the exhaustive sweep times host plans; a 2-D kernel's plans are made on the device"),
+        ThrottlePolicy::Auto | ThrottlePolicy::Org | ThrottlePolicy::Cf => None,
+        ThrottlePolicy::Cfq | ThrottlePolicy::Sjq => Some("its warps take CTE groups from a queue, and a 2-D launch runs a thread per column"),
+        ThrottlePolicy::Sj => Some("it profiles a host plan's SJ-tree; a 2-D kernel's plans are made on the device"),
+        ThrottlePolicy::OrgR => Some("it renumbers gathered elements, and a 2-D kernel gathers rows of the caller's array"),
+    };
+    match refused {
+        None => Ok(()),
+        Some(why) => Err(Error::invalid(format!(
+            "kernel `{}` is a 2-D kernel, which runs policies auto, org and cf: policy {}{}: {why}",
+            spec.name,
+            options.policy,
+            if options.exhaustive {
+                ", exhaustive"
+            } else if options.remap {
+                ", remap"
+            } else {
+                ""
+            },
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,11 @@ const SCATTERS: &str = "a throttled kernel has no shared arrays or worklists";
 /// The throttled items of `k`.
 pub fn items(k: &Kernel, roles: &Roles, attr: &ThrottleAttr) -> TokenStream {
     let e = ThrottleEmitter { k, roles, attr };
-    let (consts, options, build, handle) = (e.roles(), e.options(), e.build(), e.handle());
+    let build = match k.columns {
+        None => e.build(),
+        Some(count) => e.build_columns(count),
+    };
+    let (consts, options, handle) = (e.roles(), e.options(), e.handle());
     quote! {
         #consts
         #options
@@ -162,9 +166,15 @@ impl ThrottleEmitter<'_> {
     /// per-launch arrays empty: the roles guarantee the prologue and the
     /// gathered index read none of them) and the handle's CPU run.
     fn helpers(&self) -> TokenStream {
+        let (graph, cpu) = (self.graph_helper(), self.cpu_helper());
+        quote!(#graph #cpu)
+    }
+
+    /// The hidden helper that builds the work graph `throttle` plans.
+    fn graph_helper(&self) -> TokenStream {
         let k = self.k;
         let (n, glen) = (plumbing("n_tasks"), self.gathered_len());
-        let (graph_k, a) = (plumbing("__kernel"), plumbing("__args"));
+        let graph_k = plumbing("__kernel");
         // One zeroed stand-in per element type of the gathered arrays (they
         // are scalars: tuple arrays do not exist).
         let stand_in = |t: crate::ir::Ty| plumbing(&format!("__gathered_{}", t.rust_name()));
@@ -199,17 +209,7 @@ impl ThrottleEmitter<'_> {
                 ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
             }
         });
-        let cpu_fields = k.params.iter().enumerate().map(|(i, p)| {
-            let n = &p.name;
-            let i = proc_macro2::Literal::usize_unsuffixed(i);
-            match p.kind {
-                ParamKind::Input => quote!(#n: #a.input(#i)?),
-                ParamKind::Output => quote!(#n: #a.output(#i)?),
-                ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
-                ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
-            }
-        });
-        let (graph_fn, cpu_fn) = (plumbing("__throttle_graph"), plumbing("__throttle_cpu_run"));
+        let graph_fn = plumbing("__throttle_graph");
         quote! {
             /// The work graph `throttle` plans.
             fn #graph_fn(
@@ -221,7 +221,25 @@ impl ThrottleEmitter<'_> {
                 let #graph_k = Kernel { #(#twin_fields),* };
                 ::warpfit::__private::WorkGraph::from_kernel(&#graph_k, #n)
             }
+        }
+    }
 
+    /// The hidden helper that runs the handle's CPU path: the twin over its
+    /// arrays, tasks `0..n` (a 2-D kernel's flattened tasks).
+    fn cpu_helper(&self) -> TokenStream {
+        let a = plumbing("__args");
+        let cpu_fields = self.k.params.iter().enumerate().map(|(i, p)| {
+            let n = &p.name;
+            let i = proc_macro2::Literal::usize_unsuffixed(i);
+            match p.kind {
+                ParamKind::Input => quote!(#n: #a.input(#i)?),
+                ParamKind::Output => quote!(#n: #a.output(#i)?),
+                ParamKind::Scalar => quote!(#n: #a.scalar(#i)?),
+                ParamKind::Shared | ParamKind::Worklist => unreachable!("{SCATTERS}"),
+            }
+        });
+        let cpu_fn = plumbing("__throttle_cpu_run");
+        quote! {
             /// The handle's CPU path: the twin over its arrays.
             fn #cpu_fn(#a: &::warpfit::__private::CpuArgs<'_>, n: usize) -> ::warpfit::__private::Result<()> {
                 ::warpfit::__private::cpu::run(&Kernel { #(#cpu_fields),* }, ::warpfit::__private::Tasks::All(n))
@@ -459,6 +477,83 @@ impl ThrottleEmitter<'_> {
                 ::core::result::Result::Ok(Throttle { inner })
             }
         }
+    }
+
+    /// A 2-D kernel's `throttle(device, options, n_rows, <gathered>_rows,
+    /// <count>, shape arrays)` (host slices, uploaded) and
+    /// `throttle_resident(..)` (`DeviceVec`s, copied on the device): the
+    /// plan is over rows, a gathered element is a row of `<count>` values,
+    /// and it is made on the device (no work graph).
+    fn build_columns(&self, count: usize) -> TokenStream {
+        let (dev, opts, n) = (plumbing("device"), plumbing("options"), plumbing("n_rows"));
+        let count_param = &self.k.params[count];
+        let (kn, kt) = (&count_param.name, ty(count_param.ty));
+        let rows = quote::format_ident!("{}_rows", self.k.params[self.first_gathered()].name);
+        let cpu_fn = plumbing("__throttle_cpu_run");
+        let cpu = self.cpu_helper();
+        let name = self.k.name.to_string();
+        let doc = format!(
+            "Makes the throttled handle of the 2-D kernel `{name}` on `device` ([`Throttle::launch`]).\n\n             # Parameters\n- `device`: where to run (on the CPU backend every policy runs the CPU twin)\n             - `options`: the schedule and cache ([`throttle_options`] gives the attribute's defaults);              a 2-D kernel runs `auto` (by the cost model), `org` or `cf`\n             - `n_rows`: the launches compute rows `0..n_rows`, each of `{kn}` columns\n             - `{rows}`: the rows of {g}, each of `{kn}` elements (passed at each launch): a cache-fit partition holds              whole rows, so its capacity is the cache over `{kn}` elements\n             - `{kn}`: the column count every launch passes\n             - the arrays that shape the work: {shape}\n\n             The plan (column blocks of the gathered rows, each row's fine tasks grouped by block) is made on the              device at the first launch, from the handle's copies of these arrays. Throttling reorders each row's              fine tasks: `{name}`'s reduce operator must be commutative and associative.\n\n             # Errors\nInvalid options, a policy other than `auto`, `org` and `cf`, `ThrottleOptions::exhaustive`              or remapping, a zero `{kn}` or one whose rows overflow, arrays that do not match the kernel, device errors.",
+            g = self.gathered_names(),
+            shape = self
+                .shape_params()
+                .map(|(_, p)| format!("`{}`", p.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        let resident_doc = "[`throttle`] over arrays already on the CUDA device: the handle copies them on the device,              with no host copy.\n\n# Errors\nA CPU device, arrays of another device; as [`throttle`].";
+        let constructor = |name: &str,
+                           doc: &str,
+                           param: &dyn Fn(TokenStream) -> TokenStream,
+                           entry: &dyn Fn(&syn::Ident) -> TokenStream| {
+            let name = quote::format_ident!("{name}");
+            let params = self.shape_params().map(|(_, p)| {
+                let (n, t) = (&p.name, param(ty(p.ty)));
+                quote!(#n: #t)
+            });
+            let entries = self
+                .k
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| self.shape_slot(i, entry(&p.name)));
+            quote! {
+                #[doc = #doc]
+                pub fn #name(
+                    #dev: &::warpfit::__private::Device,
+                    #opts: &::warpfit::__private::ThrottleOptions,
+                    #n: usize,
+                    #rows: usize,
+                    #kn: #kt,
+                    #(#params),*
+                ) -> ::warpfit::__private::Result<Throttle> {
+                    let inner = ::warpfit::__private::Throttled::columns(
+                        #dev,
+                        &SPEC,
+                        THROTTLE_ROLES,
+                        #opts,
+                        &::warpfit::__private::LaunchConfig::default(),
+                        (#n, #rows, #kn as u64),
+                        &[#(#entries),*],
+                        #cpu_fn,
+                    )?;
+                    ::core::result::Result::Ok(Throttle { inner })
+                }
+            }
+        };
+        let host = constructor(
+            "throttle",
+            &doc,
+            &|t| quote!(&[#t]),
+            &|n| quote!(::warpfit::__private::Arg::input(#n)),
+        );
+        let resident = constructor(
+            "throttle_resident",
+            resident_doc,
+            &|t| quote!(&::warpfit::DeviceVec<#t>),
+            &|n| quote!(::warpfit::__private::Arg::resident_input(#n)),
+        );
+        quote!(#cpu #host #resident)
     }
 
     /// The per-launch parameters as `launch` declares them: host slices or

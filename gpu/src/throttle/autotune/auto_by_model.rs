@@ -8,7 +8,7 @@ use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::event_timer::EventTimer;
 use crate::engines::level_order::LevelRun;
-use crate::engines::plan_kernels::{plan_kernels, DeviceShape, PlanKernels, MAX_COLUMN_BLOCKS};
+use crate::engines::plan_kernels::{plan_kernels, DeviceShape, PlanKernels};
 use crate::throttle::autotune::model::{self, Decision, ShapeStats, SAMPLED_WARPS};
 use crate::throttle::device_layouts::DeviceLayout;
 use crate::throttle::device_plan::{LevelsLayout, MAX_LEVEL_ROUNDS};
@@ -104,7 +104,7 @@ impl Throttled {
         report.steps.push(("sample", step.elapsed()));
         let stats = self.shape_stats(dev, &sample)?;
         report.sharing = stats.sharing;
-        match model::decide(&stats, MAX_COLUMN_BLOCKS) {
+        match self.decide(&stats) {
             Decision::Org(why) => {
                 report.reason = why;
                 Ok(Outlook::Org(report))
@@ -209,19 +209,22 @@ impl Throttled {
     }
 
     /// Bytes of the cache a partition may fill (`safety × cache`).
-    fn partition_budget(&self, dev: &CudaDevice) -> Result<u64> {
+    pub(in crate::throttle) fn partition_budget(&self, dev: &CudaDevice) -> Result<u64> {
         let cache = self.options.cache.resolve(Some(dev.l2_bytes() as u64))?;
         Ok((cache as f64 * self.options.safety) as u64)
     }
 
     /// Bytes a partition holds per gathered element: one element of each
     /// gathered array.
-    fn gathered_elem_bytes(&self) -> usize {
-        self.roles
+    pub(in crate::throttle) fn gathered_elem_bytes(&self) -> usize {
+        let one: usize = self
+            .roles
             .gathered
             .iter()
             .map(|&i| self.spec.params[i].ty.size())
-            .sum()
+            .sum();
+        // A 2-D kernel gathers a row of `k` (checked not to overflow).
+        one.saturating_mul(self.columns.map_or(1, |k| k as usize))
     }
 
     /// Samples the gathers of `shape`'s warp steps: the cache lines they
@@ -230,7 +233,9 @@ impl Throttled {
         let pk = plan_kernels(dev)?;
         // A line holds elements of one array; a partition holds an element
         // of each gathered array.
-        let line = (128 / self.spec.params[self.roles.first_gathered()].ty.size()).max(1);
+        let row = self.columns.map_or(1, |k| k as usize);
+        let elem_size = self.spec.params[self.roles.first_gathered()].ty.size();
+        let line = (128 / elem_size.saturating_mul(row)).max(1);
         let elem = self.gathered_elem_bytes();
         let (gathers, lines) = pk.locality(dev, shape, SAMPLED_WARPS, line)?;
         Ok(Sample {

@@ -23,7 +23,8 @@ impl Throttled {
             .collect::<Result<Vec<_>>>()?;
         let parts = args.iter().map(|a| CarriedPart::All(a)).collect();
         let spec = self.spec_for(Some(&layout));
-        let runs = CarriedRun::of_parts(dev, &spec, &self.config, self.n_tasks, parts)?;
+        let config = self.launch_config(&self.config);
+        let runs = CarriedRun::of_parts(dev, &spec, &config, self.launch_tasks(), parts)?;
         drop(args);
         Ok(Schedule {
             policy,

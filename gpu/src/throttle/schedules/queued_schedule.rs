@@ -47,7 +47,8 @@ impl Throttled {
             .map(|l| CarriedPart::List(l, how, &args))
             .collect();
         let spec = self.spec_for(Some(&leaves));
-        let runs = CarriedRun::of_parts(dev, &spec, &self.config, self.n_tasks, parts)?;
+        let config = self.launch_config(&self.config);
+        let runs = CarriedRun::of_parts(dev, &spec, &config, self.launch_tasks(), parts)?;
         drop(args);
         Ok(Schedule {
             policy,

@@ -63,6 +63,10 @@ impl Throttled {
     /// from an earlier launch prepared again, else decided (or read from
     /// the plan cache) and built on the device.
     fn prepare_on_device(&mut self, dev: &CudaDevice, started: Instant) -> Result<Schedule> {
+        if self.device_choice.is_none() {
+            // A 2-D kernel's pinned policy (`org`, `cf`).
+            self.device_choice = self.columns_plan(dev)?;
+        }
         let out = match self.device_choice {
             Some(plan) => self.device_schedule(dev, plan)?,
             None => {

@@ -49,7 +49,9 @@ impl Throttled {
         let space = layout.as_ref().map_or(Space::Original, |l| l.space);
         let args = self.args(layout.as_deref().map(|l| (l, 0)), space)?;
         let spec = self.spec_for(layout.as_deref());
-        let p = CudaLaunch::new_borrowing(dev, &spec, config, Tasks::All(self.n_tasks), &args)?;
+        let config = self.launch_config(config);
+        let tasks = Tasks::All(self.launch_tasks());
+        let p = CudaLaunch::new_borrowing(dev, &spec, &config, tasks, &args)?;
         drop(args);
         Ok(Schedule {
             policy,

@@ -29,6 +29,16 @@ use crate::throttle::slots::Slot;
 use warpfit_runtime::schedule::{ThrottleOptions, ThrottlePolicy};
 use warpfit_runtime::{Error, Result};
 
+/// The fewest fine tasks a 2-D kernel's row shares with a column block,
+/// on average, for `auto` to time `cf`. Each share costs its row's `k`
+/// carried values, written by one launch and read by the next: as many
+/// bytes as two gathers of a row of the gathered array, which is all the
+/// cache-fit layout can save per fine task; and `org`'s gathers hit the
+/// cache for part of them already (uniform 2^20 rows of 64 over 5 blocks,
+/// about 13 a share: `cf` 1.5× slower than `org`, BENCHMARKS.md,
+/// "Throttled SpMM").
+pub(in crate::throttle) const CARRIED_FINE_MIN: f64 = 4.0;
+
 impl Throttled {
     /// The handle of a 2-D kernel over `sizes` = `(rows, gathered rows,
     /// columns)`: the shape arrays as host slices (uploaded) or as
@@ -126,25 +136,40 @@ impl Throttled {
         }
     }
 
-    /// The model's first decision. A 2-D kernel whose gathered rows need
-    /// more column blocks than a device plan makes runs the most it makes
-    /// (each block then overfills the cache, still a fraction of the
-    /// whole) rather than none: it has no level order to fall back on.
-    pub(in crate::throttle) fn decide(&self, stats: &ShapeStats) -> Decision {
+    /// The model's first decision over `(rows, fine tasks)`. A 2-D kernel
+    /// whose gathered rows need more column blocks than a device plan makes
+    /// runs the most it makes (each block then overfills the cache, still
+    /// a fraction of the whole) rather than none: it has no level order to
+    /// fall back on. Its `cf` is not timed where a row's share of a block
+    /// averages fewer than [`CARRIED_FINE_MIN`] fine tasks.
+    pub(in crate::throttle) fn decide(
+        &self,
+        stats: &ShapeStats,
+        (rows, nnz): (usize, usize),
+    ) -> Decision {
         if self.columns.is_none() {
             return model::decide(stats, MAX_COLUMN_BLOCKS);
         }
         match model::decide(stats, usize::MAX) {
             Decision::Time {
-                columns,
+                columns: Some(blocks),
                 levels_if_gain,
                 why,
-            } => Decision::Time {
-                columns: columns.map(|c| c.min(MAX_COLUMN_BLOCKS)),
-                levels_if_gain,
-                why,
-            },
-            org => org,
+            } => {
+                let blocks = blocks.min(MAX_COLUMN_BLOCKS);
+                let per_share = nnz as f64 / (rows.max(1) as f64 * blocks as f64);
+                if per_share < CARRIED_FINE_MIN {
+                    return Decision::Org(format!(
+                        "{why}, but a row's share of each of {blocks} column blocks averages {per_share:.1} fine tasks, too few to pay for carrying its columns between the blocks' launches"
+                    ));
+                }
+                Decision::Time {
+                    columns: Some(blocks),
+                    levels_if_gain,
+                    why,
+                }
+            }
+            other => other,
         }
     }
 

@@ -493,7 +493,7 @@ impl ThrottleEmitter<'_> {
         let cpu = self.cpu_helper();
         let name = self.k.name.to_string();
         let doc = format!(
-            "Makes the throttled handle of the 2-D kernel `{name}` on `device` ([`Throttle::launch`]).\n\n             # Parameters\n- `device`: where to run (on the CPU backend every policy runs the CPU twin)\n             - `options`: the schedule and cache ([`throttle_options`] gives the attribute's defaults);              a 2-D kernel runs `auto` (by the cost model), `org` or `cf`\n             - `n_rows`: the launches compute rows `0..n_rows`, each of `{kn}` columns\n             - `{rows}`: the rows of {g}, each of `{kn}` elements (passed at each launch): a cache-fit partition holds              whole rows, so its capacity is the cache over `{kn}` elements\n             - `{kn}`: the column count every launch passes\n             - the arrays that shape the work: {shape}\n\n             The plan (column blocks of the gathered rows, each row's fine tasks grouped by block) is made on the              device at the first launch, from the handle's copies of these arrays. Throttling reorders each row's              fine tasks: `{name}`'s reduce operator must be commutative and associative.\n\n             # Errors\nInvalid options, a policy other than `auto`, `org` and `cf`, `ThrottleOptions::exhaustive`              or remapping, a zero `{kn}` or one whose rows overflow, arrays that do not match the kernel, device errors.",
+            "Makes the throttled handle of the 2-D kernel `{name}` on `device` ([`Throttle::launch`]).\n\n# Parameters\n- `device`: where to run (on the CPU backend every policy runs the CPU twin)\n- `options`: the schedule and cache ([`throttle_options`] gives the attribute's defaults); a 2-D kernel runs `auto` (by the cost model), `org` or `cf`\n- `n_rows`: the launches compute rows `0..n_rows`, each of `{kn}` columns\n- `{rows}`: the rows of {g}, each of `{kn}` elements (passed at each launch): a cache-fit partition holds whole rows, so its capacity is the cache over `{kn}` elements\n- `{kn}`: the column count every launch passes\n- the arrays that shape the work: {shape}\n\nThe plan (column blocks of the gathered rows, each row's fine tasks grouped by block) is made on the device at the first launch, from the handle's copies of these arrays. Throttling reorders each row's fine tasks: `{name}`'s reduce operator must be commutative and associative.\n\n# Errors\nInvalid options, a policy other than `auto`, `org` and `cf`, `ThrottleOptions::exhaustive` or remapping, a zero `{kn}` or one whose rows overflow, arrays that do not match the kernel, device errors.",
             g = self.gathered_names(),
             shape = self
                 .shape_params()
@@ -501,7 +501,7 @@ impl ThrottleEmitter<'_> {
                 .collect::<Vec<_>>()
                 .join(", "),
         );
-        let resident_doc = "[`throttle`] over arrays already on the CUDA device: the handle copies them on the device,              with no host copy.\n\n# Errors\nA CPU device, arrays of another device; as [`throttle`].";
+        let resident_doc = "[`throttle`] over arrays already on the CUDA device: the handle copies them on the device, with no host copy.\n\n# Errors\nA CPU device, arrays of another device; as [`throttle`].";
         let constructor = |name: &str,
                            doc: &str,
                            param: &dyn Fn(TokenStream) -> TokenStream,

@@ -104,7 +104,7 @@ impl Throttled {
         report.steps.push(("sample", step.elapsed()));
         let stats = self.shape_stats(dev, &sample)?;
         report.sharing = stats.sharing;
-        match self.decide(&stats) {
+        match self.decide(&stats, (shape.n, shape.nnz)) {
             Decision::Org(why) => {
                 report.reason = why;
                 Ok(Outlook::Org(report))

@@ -848,6 +848,60 @@ fn k(c: usize, p: &[u32], nb: &[u32], s: &[f32], y: &mut [f32]) {
     assert!(why.contains("reads `s` other than through `nb`"), "{why}");
 }
 
+/// A 2-D kernel's roles, from its flattened kernel (`columns.rs`), with
+/// `body` the map's gathered index.
+fn column_roles(index: &str) -> Result<(crate::ir::Kernel, crate::analyse::Roles), String> {
+    let src = format!(
+        "
+fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], k: u32, y: &mut [f32]) {{
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row * k as usize + j] = (lo..hi).map(|e| val[e] * x[{index}]).fold(0.0, |a, b| a + b);
+}}"
+    );
+    let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("{e}"));
+    let attr = crate::columns::ColumnsAttr {
+        count: syn::parse_str("k").unwrap(),
+    };
+    let flat = crate::columns::flatten(&item, &attr).unwrap_or_else(|e| panic!("{e}"));
+    let ast = crate::parse::kernel(&flat.item).unwrap_or_else(|e| panic!("{e}"));
+    let shape = crate::check::kernel(&ast).unwrap_or_else(|e| panic!("{e}"));
+    let mut k = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{e}"));
+    k.columns = Some(flat.count_param);
+    let access = crate::analyse::kernel(&k);
+    let roles = crate::analyse::roles(&k, &access)?;
+    Ok((k, roles))
+}
+
+#[test]
+fn throttling_roles_of_a_2d_kernel_gather_whole_rows() {
+    for index in [
+        "col[e] as usize * k as usize + j",
+        "j + (k as usize) * col[e] as usize",
+    ] {
+        let (k, roles) = column_roles(index).unwrap_or_else(|e| panic!("{index}: {e}"));
+        assert_eq!(roles.range, param_index(&k, "ptr"), "{index}");
+        assert_eq!(roles.gathered, vec![param_index(&k, "x")], "{index}");
+        assert_eq!(roles.through, Some(param_index(&k, "col")), "{index}");
+        let why = roles.remap.err().expect("a 2-D kernel is not remapped");
+        assert!(why.contains("2-D kernel"), "{why}");
+    }
+    // Not a row of `k` at the column index: refused, naming the form.
+    for index in [
+        "col[e] as usize",
+        "col[e] as usize * k as usize",
+        "col[e] as usize + j",
+        "col[e] as usize * 2 + j",
+    ] {
+        let why = column_roles(index).err().expect(index);
+        assert!(
+            why.contains("gathers whole rows of `x`")
+                && why.contains("col[e] as usize * k as usize + j"),
+            "{index}: {why}"
+        );
+    }
+}
+
 // Generic kernels: the front end's substitution, rules and diagnostics.
 
 const GENERIC_AXPY: &str = "

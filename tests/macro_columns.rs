@@ -287,12 +287,11 @@ fn throttled_2d_kernels_match_a_plain_loop_under_every_policy() {
         let x = dense(120, k, k);
         let want = spmm_reference(&ptr, &col, &val, &x, k);
         for policy in ["auto", "org", "cf"] {
-            let options = spmm_throttled::f64::throttle_options()
+            let options = spmm::f64::throttle_options()
                 .unwrap()
                 .with_policy(policy.parse().unwrap());
             let mut t =
-                spmm_throttled::f64::throttle(&cpu, &options, n, 120, k as u32, &ptr, &col, &val)
-                    .unwrap();
+                spmm::f64::throttle(&cpu, &options, n, 120, k as u32, &ptr, &col, &val).unwrap();
             for _ in 0..2 {
                 let mut y = vec![f64::NAN; n * k];
                 t.launch(&x, k as u32, &mut y).unwrap();
@@ -314,9 +313,9 @@ fn throttled_2d_kernels_refuse_what_they_do_not_run() {
     let (ptr, col, val) = matrix(50, 20);
     let n = ptr.len() - 1;
     let cpu = Device::cpu();
-    let base = spmm_throttled::f64::throttle_options().unwrap();
+    let base = spmm::f64::throttle_options().unwrap();
     let make = |o: &ThrottleOptions, k: u32| {
-        spmm_throttled::f64::throttle(&cpu, o, n, 20, k, &ptr, &col, &val).map(|_| ())
+        spmm::f64::throttle(&cpu, o, n, 20, k, &ptr, &col, &val).map(|_| ())
     };
     for (policy, why) in [
         ("cfq", "take CTE groups from a queue"),
@@ -340,12 +339,12 @@ fn throttled_2d_kernels_refuse_what_they_do_not_run() {
     assert!(e.contains("remap"), "{e}");
     let e = make(&base, 0).unwrap_err().to_string();
     assert!(e.contains("at least one column, got 0"), "{e}");
-    let e = spmm_throttled::f64::throttle(&cpu, &base, usize::MAX / 2, 20, 4, &ptr, &col, &val)
+    let e = spmm::f64::throttle(&cpu, &base, usize::MAX / 2, 20, 4, &ptr, &col, &val)
         .unwrap_err()
         .to_string();
     assert!(e.contains("more elements than a launch can number"), "{e}");
     // A launch with another column count than the handle's plan.
-    let mut t = spmm_throttled::f64::throttle(&cpu, &base, n, 20, 4, &ptr, &col, &val).unwrap();
+    let mut t = spmm::f64::throttle(&cpu, &base, n, 20, 4, &ptr, &col, &val).unwrap();
     let x = dense(20, 5, 0);
     let mut y = vec![0.0; n * 5];
     let e = t.launch(&x, 5, &mut y).unwrap_err().to_string();
@@ -355,7 +354,7 @@ fn throttled_2d_kernels_refuse_what_they_do_not_run() {
     );
     // A fine array shorter than the range says: the launch's fault.
     let short = &val[..val.len() - 1];
-    let mut t = spmm_throttled::f64::throttle(&cpu, &base, n, 20, 4, &ptr, &col, short).unwrap();
+    let mut t = spmm::f64::throttle(&cpu, &base, n, 20, 4, &ptr, &col, short).unwrap();
     let (x, mut y) = (dense(20, 4, 0), vec![0.0; n * 4]);
     let e = t.launch(&x, 4, &mut y).unwrap_err().to_string();
     assert!(e.contains("`val`"), "{e}");

@@ -298,8 +298,7 @@ fn throttled_spmm_matches(
     let x = dense(x_rows, k, k + 1);
     let want = spmm_reference(ptr, col, val, &x, k);
     let what = format!("k = {k} {:?} {pin:?}", options.policy);
-    let mut t =
-        spmm_throttled::f64::throttle(dev, options, n, x_rows, k as u32, ptr, col, val).unwrap();
+    let mut t = spmm::f64::throttle(dev, options, n, x_rows, k as u32, ptr, col, val).unwrap();
     if let Some(plan) = pin {
         t.pin_device_plan(plan).unwrap();
     }
@@ -372,8 +371,7 @@ fn throttled_2d_kernels_run_resident_enqueued_and_with_a_semiring() {
     // The f32 handle on the CPU twin and on the device from resident
     // arrays, launched without waiting over DeviceVecs.
     let mut want = vec![0.0f32; n * k];
-    let mut t =
-        spmm_throttled::f32::throttle(&cpu, &small, n, 500, k as u32, &ptr, &col, &val32).unwrap();
+    let mut t = spmm::f32::throttle(&cpu, &small, n, 500, k as u32, &ptr, &col, &val32).unwrap();
     t.launch(&x32, k as u32, &mut want).unwrap();
     let (dp, dc, dv) = (
         dev.upload(&ptr).unwrap(),
@@ -383,8 +381,7 @@ fn throttled_2d_kernels_run_resident_enqueued_and_with_a_semiring() {
     for policy in [ThrottlePolicy::Auto, ThrottlePolicy::Cf] {
         let opts = small.with_policy(policy);
         let mut t =
-            spmm_throttled::f32::throttle_resident(&dev, &opts, n, 500, k as u32, &dp, &dc, &dv)
-                .unwrap();
+            spmm::f32::throttle_resident(&dev, &opts, n, 500, k as u32, &dp, &dc, &dv).unwrap();
         let x = dev.upload(&x32).unwrap();
         let y = dev.alloc::<f32>(n * k).unwrap();
         for _ in 0..3 {
@@ -413,7 +410,7 @@ fn throttled_2d_kernels_run_resident_enqueued_and_with_a_semiring() {
     }
     assert_eq!(outs[0], outs[1]);
     // A fault: `x` shorter than the rows the handle was made for.
-    let mut t = spmm_throttled::f32::throttle(
+    let mut t = spmm::f32::throttle(
         &dev,
         &small.with_policy(ThrottlePolicy::Cf),
         n,

@@ -76,7 +76,8 @@ pub fn spmm_error(a: &Csr<f32>, x: &[f32], k: usize, y: &[f32]) -> f64 {
 /// the terms' magnitude.
 const TOLERANCE: f64 = 1e-5;
 
-fn checked(what: &str, err: f64) -> Result<f64> {
+/// `err` (of `what`), or an error where it exceeds the tolerance.
+pub(crate) fn checked(what: &str, err: f64) -> Result<f64> {
     if err > TOLERANCE {
         return Err(Error::invalid(format!(
             "{what}: error {err:.2e} of the terms' magnitude against the f64 reference"

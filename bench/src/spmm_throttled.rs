@@ -6,7 +6,7 @@
 //! every result checked against an f64 host reference first.
 
 use crate::input::{median, timed_runs};
-use crate::spmm::spmm_error;
+use crate::spmm::{checked, spmm_error};
 use crate::spmm_peers::CusparseSpmmOn;
 use std::time::Instant;
 use warpfit::__private::EventTimer;
@@ -36,19 +36,6 @@ pub struct ThrottledSpmmRow {
     pub cf_blocks: usize,
     pub cusparse_ms: f64,
     pub max_err: f64,
-}
-
-/// Results must agree with the reference to well within f32 rounding of
-/// the terms' magnitude.
-const TOLERANCE: f64 = 1e-5;
-
-fn checked(what: &str, err: f64) -> Result<f64> {
-    if err > TOLERANCE {
-        return Err(Error::invalid(format!(
-            "{what}: error {err:.2e} of the terms' magnitude against the f64 reference"
-        )));
-    }
-    Ok(err)
 }
 
 /// Times `A·X` (`k` columns) unthrottled, throttled by `auto` and by `cf`,

@@ -5,30 +5,11 @@
 
 use warpfit::prelude::*;
 
-/// `Y = A·X` (SpMM) for f32 and f64.
-#[nested_reduce(T = [f32, f64], columns = k)]
-pub fn spmm<T>(
-    row: usize,
-    j: usize,
-    ptr: &[u32],
-    col: &[u32],
-    val: &[T],
-    x: &[T],
-    k: u32,
-    y: &mut [T],
-) {
-    let lo = ptr[row] as usize;
-    let hi = ptr[row + 1] as usize;
-    y[row * k as usize + j] = (lo..hi)
-        .map(|e| val[e] * x[col[e] as usize * k as usize + j])
-        .fold(0.0, |a, b| a + b);
-}
-
-/// SpMM under `#[throttled]`: the plan is over rows, a gathered element
-/// is a row of `x` (`k` values).
+/// `Y = A·X` (SpMM) for f32 and f64; throttled (`spmm::f64::throttle`),
+/// a cache-fit partition holds whole rows of `x`.
 #[nested_reduce(T = [f32, f64], columns = k)]
 #[throttled]
-pub fn spmm_throttled<T>(
+pub fn spmm<T>(
     row: usize,
     j: usize,
     ptr: &[u32],

@@ -350,6 +350,16 @@ fn throttled_spmm_matches_the_reference_under_every_policy_and_plan() {
             );
         }
     }
+    // A 2-D kernel is not renumbered: the level order is refused when pinned.
+    let mut t = spmm::f64::throttle(&dev, &small, 1200, 900, 8, &ptr, &col, &val).unwrap();
+    let e = t
+        .pin_device_plan(DevicePlan::Levels)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cannot be renumbered") && e.contains("2-D kernel"),
+        "{e}"
+    );
     // `x` fits the cache: `auto` runs `org` from the sizes alone.
     let r = throttled_spmm_matches(&dev, &ThrottleOptions::default(), shape, 900, 8, None);
     assert_eq!(r.chosen, ThrottlePolicy::Org, "{r:?}");

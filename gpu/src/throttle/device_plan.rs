@@ -402,6 +402,12 @@ impl Throttled {
                 self.spec.name
             )));
         }
+        if plan == DevicePlan::Levels && self.roles.index.is_none() {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: the level order renumbers tasks and gathered elements, and this kernel cannot be renumbered: {}",
+                self.spec.name, self.roles.remap_refused
+            )));
+        }
         if let DevicePlan::ColumnBlocks { k } = plan {
             if !(2..=MAX_COLUMN_BLOCKS).contains(&k) {
                 return Err(Error::invalid(format!(

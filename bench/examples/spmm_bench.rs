@@ -5,11 +5,12 @@
 //! columns), and column counts 1 to 256 on uniform 2^20.
 //!
 //! ```text
-//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick | --graphs | --throttled] [--decomp D] [--whole-rows | --piece N]
+//! cargo run --release -p warpfit-bench --example spmm_bench -- [--runs 30] [--quick | --graphs | --throttled [--matrix SPEC@K]...] [--decomp D] [--whole-rows | --piece N]
 //! ```
 //! `--quick` runs the AlexNet layers only, `--graphs` the aggregation only,
 //! `--throttled` SpMM under `#[throttled]` (`auto` end to end and in steady
-//! state, `cf`) on graphs whose `X` exceeds the L2 cache;
+//! state, `cf`) on graphs whose `X` exceeds the L2 cache (`--matrix SPEC@K`,
+//! repeated, times those matrices and column counts instead);
 //! `--decomp D` runs warpfit's kernels with decomposition `D` instead of the
 //! default; `--whole-rows` runs every row whole (`Split::Never`: no row cut
 //! into pieces over the columns), `--piece N` cuts every row longer than `N`
@@ -44,22 +45,45 @@ const THROTTLED: [(&str, usize); 3] = [
     ("uniform:n=1048576,per_row=64", 32),
 ];
 
-fn run_throttled(device: &Device, runs: usize) -> Result<String> {
+/// The throttled set, or the matrices `--matrix SPEC@K` named instead.
+fn run_throttled(device: &Device, runs: usize, named: &[(String, usize)]) -> Result<String> {
     let mut rows = Vec::new();
-    for (spec, k) in THROTTLED {
+    let set: Vec<(String, usize)> = match named.is_empty() {
+        true => THROTTLED.iter().map(|&(s, k)| (s.to_string(), k)).collect(),
+        false => named.to_vec(),
+    };
+    for (spec, k) in &set {
         let a = spec.parse::<GenSpec>()?.generate()?;
-        rows.push(time_throttled_spmm(device, spec, &a, k, (3, runs))?);
+        rows.push(time_throttled_spmm(device, spec, &a, *k, (3, runs))?);
         eprintln!("{spec} × {k} done");
     }
+    let matrices: String = named
+        .iter()
+        .map(|(s, k)| format!(" --matrix {s}@{k}"))
+        .collect();
     Ok(throttled_markdown(
         &rows,
-        &format!("spmm_bench --runs {runs} --throttled"),
+        &format!("spmm_bench --runs {runs} --throttled{matrices}"),
     ))
 }
 
-fn run(device: &Device, cfg: &LaunchConfig, runs: usize, set: Set) -> Result<String> {
+/// `SPEC@K`: a generator spec and a column count of at least 1.
+fn matrix_arg(v: Option<String>) -> Option<(String, usize)> {
+    let v = v?;
+    let (spec, k) = v.rsplit_once('@')?;
+    let k = k.parse::<usize>().ok().filter(|&k| k > 0)?;
+    Some((spec.to_string(), k))
+}
+
+fn run(
+    device: &Device,
+    cfg: &LaunchConfig,
+    runs: usize,
+    set: Set,
+    named: &[(String, usize)],
+) -> Result<String> {
     if set == Set::Throttled {
-        return run_throttled(device, runs);
+        return run_throttled(device, runs, named);
     }
     let t = (3, runs);
     let mut rows: Vec<SpmmRow> = Vec::new();
@@ -113,12 +137,13 @@ fn run(device: &Device, cfg: &LaunchConfig, runs: usize, set: Set) -> Result<Str
     Ok(to_markdown(&rows, inference.as_ref(), &command))
 }
 
-const USAGE: &str = "usage: spmm_bench [--runs N] [--quick | --graphs | --throttled] [--decomp D] [--whole-rows | --piece N] (N at least 1)";
+const USAGE: &str = "usage: spmm_bench [--runs N] [--quick | --graphs | --throttled [--matrix SPEC@K]...] [--decomp D] [--whole-rows | --piece N] (N at least 1)";
 
 fn main() -> ExitCode {
     let mut runs = 30usize;
     let mut set = Set::All;
     let mut cfg = LaunchConfig::default();
+    let mut named: Vec<(String, usize)> = Vec::new();
     let mut args = std::env::args().skip(1);
     let positive = |v: Option<String>| v.and_then(|v| v.parse::<u32>().ok()).filter(|&v| v > 0);
     while let Some(a) = args.next() {
@@ -126,6 +151,13 @@ fn main() -> ExitCode {
             "--quick" => set = Set::Alexnet,
             "--graphs" => set = Set::Graphs,
             "--throttled" => set = Set::Throttled,
+            "--matrix" => match matrix_arg(args.next()) {
+                Some(m) => named.push(m),
+                None => {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
             "--whole-rows" => cfg.split = Split::Never,
             "--piece" => match positive(args.next()) {
                 Some(n) => cfg.split = Split::Max(n),
@@ -161,7 +193,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&device, &cfg, runs, set) {
+    match run(&device, &cfg, runs, set, &named) {
         Ok(md) => {
             print!("{md}");
             ExitCode::SUCCESS

@@ -104,8 +104,28 @@ pub fn time_throttled_spmm(
     .unwrap_or(f64::NAN);
     t.check()?;
     max_err = max_err.max(check("auto, steady", &y_auto)?);
+    // What was chosen and why, what was timed, and the steps of the
+    // decision (ms).
     let auto_choice = match &t.report().model {
-        Some(m) => format!("{} ({})", t.report().chosen, m.reason),
+        Some(m) => {
+            let timed: Vec<String> = m
+                .timed
+                .iter()
+                .map(|(p, ms)| format!("{p} {ms:.3}"))
+                .collect();
+            let steps: Vec<String> = m
+                .steps
+                .iter()
+                .map(|(s, d)| format!("{s} {:.1}", d.as_secs_f64() * 1e3))
+                .collect();
+            format!(
+                "{} ({}; timed: {}; steps: {})",
+                t.report().chosen,
+                m.reason,
+                timed.join(", "),
+                steps.join(", ")
+            )
+        }
         None => t.report().chosen.to_string(),
     };
     drop(t);

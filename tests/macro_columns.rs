@@ -301,6 +301,10 @@ fn throttled_2d_kernels_match_a_plain_loop_under_every_policy() {
     }
     let (w, dist) = (f32s(&val), f32s(&dense(120, 4, 3)));
     let bias: Vec<f32> = (0..n).map(|v| (v % 5) as f32).collect();
+    // No rows: nothing to run.
+    let options = spmm::f64::throttle_options().unwrap();
+    let mut t = spmm::f64::throttle(&cpu, &options, 0, 120, 4, &[0], &[], &[]).unwrap();
+    t.launch(&dense(120, 4, 0), 4, &mut []).unwrap();
     let options = max_plus_throttled::throttle_options().unwrap();
     let mut t = max_plus_throttled::throttle(&cpu, &options, n, 120, 4, &ptr, &col, &w).unwrap();
     let mut out = vec![0.0f32; n * 4];

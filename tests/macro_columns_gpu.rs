@@ -350,6 +350,25 @@ fn throttled_spmm_matches_the_reference_under_every_policy_and_plan() {
             );
         }
     }
+    // No rows, and no rows of `x` either: nothing to run, under every policy.
+    for policy in [
+        ThrottlePolicy::Auto,
+        ThrottlePolicy::Org,
+        ThrottlePolicy::Cf,
+    ] {
+        for (x_rows, k) in [(900usize, 8usize), (0, 3)] {
+            let opts = small.with_policy(policy);
+            let what = format!("no rows, {x_rows} rows of x, k = {k}, {policy}");
+            let mut t = spmm::f64::throttle(&dev, &opts, 0, x_rows, k as u32, &[0], &[], &[])
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let x = dense(x_rows, k, 0);
+            let mut y: Vec<f64> = Vec::new();
+            for _ in 0..2 {
+                t.launch(&x, k as u32, &mut y)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+        }
+    }
     // A 2-D kernel is not renumbered: the level order is refused when pinned.
     let mut t = spmm::f64::throttle(&dev, &small, 1200, 900, 8, &ptr, &col, &val).unwrap();
     let e = t

@@ -175,23 +175,27 @@ impl Throttled {
 
     /// The plan a 2-D kernel's pinned policy runs: `org`, or `cf` over the
     /// fewest column blocks that fit (2 at least, [`MAX_COLUMN_BLOCKS`] at
-    /// most); `None` for `auto`, which the model decides.
+    /// most); `None` for `auto`, which the model decides. With no rows or
+    /// no gathered rows there is nothing to partition: `org`.
     pub(in crate::throttle) fn columns_plan(&self, dev: &CudaDevice) -> Result<Option<DevicePlan>> {
         if self.columns.is_none() {
             return Ok(None);
         }
+        let empty = self.n_tasks == 0 || self.gathered_len == 0;
         Ok(match self.options.policy {
-            ThrottlePolicy::Org => Some(DevicePlan::Org),
-            ThrottlePolicy::Cf => {
-                let blocks = model::column_block_count(
+            ThrottlePolicy::Cf if !empty => {
+                let fit = model::column_block_count(
                     self.gathered_len,
                     self.gathered_elem_bytes(),
                     self.partition_budget(dev)?,
                 );
-                Some(DevicePlan::ColumnBlocks {
-                    k: blocks.unwrap_or(2).clamp(2, MAX_COLUMN_BLOCKS),
-                })
+                let k = match fit {
+                    Some(blocks) => blocks.min(MAX_COLUMN_BLOCKS),
+                    None => 2,
+                };
+                Some(DevicePlan::ColumnBlocks { k })
             }
+            ThrottlePolicy::Org | ThrottlePolicy::Cf => Some(DevicePlan::Org),
             _ => None,
         })
     }

@@ -205,6 +205,12 @@ impl Throttled {
         shape: DeviceShape,
         k: usize,
     ) -> Result<DeviceLayout> {
+        if !(1..=MAX_COLUMN_BLOCKS).contains(&k) {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: device column blocks: {k} blocks; between 1 and {MAX_COLUMN_BLOCKS}",
+                self.spec.name
+            )));
+        }
         let width = shape.n_gathered.div_ceil(k).max(1);
         let (perm, index) = self.permutation_buffer(shape.nnz)?;
         let offsets = plan_kernels(dev)?.column_blocks(dev, shape, width, k, buffer_of(&perm)?)?;

@@ -369,6 +369,14 @@ fn throttled_spmm_matches_the_reference_under_every_policy_and_plan() {
             }
         }
     }
+    // `cf` where `x` fits one block: two blocks, as `cf` always has.
+    let fits = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Cf)
+        .with_plan_cache(false);
+    for k in [1usize, 8] {
+        let r = throttled_spmm_matches(&dev, &fits, shape, 900, k, None);
+        assert_eq!((r.chosen, r.partitions), (ThrottlePolicy::Cf, 2), "{r:?}");
+    }
     // A 2-D kernel is not renumbered: the level order is refused when pinned.
     let mut t = spmm::f64::throttle(&dev, &small, 1200, 900, 8, &ptr, &col, &val).unwrap();
     let e = t

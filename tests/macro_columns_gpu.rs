@@ -427,19 +427,17 @@ fn throttled_2d_kernels_run_resident_enqueued_and_with_a_semiring() {
         t.check().unwrap();
         assert_eq!(y.to_vec().unwrap(), want, "{policy}: {:?}", t.report());
     }
-    // The (max, +) semiring with a bias, `cf` from its attribute.
+    // The (max, +) semiring, `cf` from its attribute.
     let n_cols = 12;
     let dist = f32s(&dense(500, n_cols, 1));
-    let bias: Vec<f32> = (0..n).map(|v| (v % 3) as f32).collect();
-    let opts = max_plus_throttled::throttle_options()
+    let opts = max_plus_columns::throttle_options()
         .unwrap()
         .with_cache(CacheSize::Bytes(4 << 10));
     let mut outs = [vec![0.0f32; n * n_cols], vec![1.0f32; n * n_cols]];
     for (d, out) in [&cpu, &dev].into_iter().zip(outs.iter_mut()) {
-        let mut t =
-            max_plus_throttled::throttle(d, &opts, n, 500, n_cols as u64, &ptr, &col, &val32)
-                .unwrap();
-        t.launch(&dist, &bias, n_cols as u64, out).unwrap();
+        let mut t = max_plus_columns::throttle(d, &opts, n, 500, n_cols as u64, &ptr, &col, &val32)
+            .unwrap();
+        t.launch(&dist, n_cols as u64, out).unwrap();
         if d.cuda().is_some() {
             assert_eq!(t.report().chosen, ThrottlePolicy::Cf, "{:?}", t.report());
             assert!(t.report().partitions > 2, "{:?}", t.report());

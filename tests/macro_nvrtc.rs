@@ -398,7 +398,6 @@ const SPECS: &[&KernelSpec] = &[
     &columns_common::scale_columns::SPEC,
     // Throttled 2-D kernels: the flattened functors their partitions' launches run.
     &columns_common::spmm::f64::SPEC,
-    &columns_common::max_plus_throttled::SPEC,
     &warpfit::apps::sparse_layer::SPEC,
 ];
 

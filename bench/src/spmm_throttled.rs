@@ -60,7 +60,10 @@ pub fn time_throttled_spmm(
         device.upload(a.values())?,
     );
     let xd = device.upload(&x)?;
-    let y = device.alloc::<f32>(n * k)?;
+    let elems = n
+        .checked_mul(k)
+        .ok_or_else(|| Error::invalid(format!("{n} rows of {k} columns overflow")))?;
+    let y = device.alloc::<f32>(elems)?;
     let check = |what: &str, y: &warpfit::DeviceVec<f32>| -> Result<f64> {
         checked(
             &format!("{label} {what}"),
@@ -90,7 +93,17 @@ pub fn time_throttled_spmm(
     // `auto` end to end: the handle made over the arrays on the device,
     // its first launch deciding; then its steady state.
     let options = ThrottleOptions::default().with_plan_cache(false);
-    let y_auto = device.alloc::<f32>(n * k)?;
+    let y_auto = device.alloc::<f32>(elems)?;
+    // A handle's steady state: its prepared schedule enqueued, timed, its
+    // faults checked.
+    let steady = |t: &mut spmm::f32::Throttle| -> Result<f64> {
+        let ms = median(&timed_runs(Some(&timer), warmup, runs, &mut || {
+            t.enqueue(&xd, k32, &y_auto)
+        })?)
+        .unwrap_or(f64::NAN);
+        t.check()?;
+        Ok(ms)
+    };
     cuda.synchronize()?;
     let started = Instant::now();
     let mut t = spmm::f32::throttle_resident(device, &options, n, m, k32, &ptr, &col, &val)?;
@@ -98,11 +111,7 @@ pub fn time_throttled_spmm(
     t.check()?;
     let auto_first_ms = started.elapsed().as_secs_f64() * 1e3;
     max_err = max_err.max(check("auto", &y_auto)?);
-    let auto_ms = median(&timed_runs(Some(&timer), warmup, runs, &mut || {
-        t.enqueue(&xd, k32, &y_auto)
-    })?)
-    .unwrap_or(f64::NAN);
-    t.check()?;
+    let auto_ms = steady(&mut t)?;
     max_err = max_err.max(check("auto, steady", &y_auto)?);
     // What was chosen and why, what was timed, and the steps of the
     // decision (ms).
@@ -135,11 +144,8 @@ pub fn time_throttled_spmm(
     t.enqueue(&xd, k32, &y_auto)?;
     t.check()?;
     max_err = max_err.max(check("cf", &y_auto)?);
-    let cf_ms = median(&timed_runs(Some(&timer), warmup, runs, &mut || {
-        t.enqueue(&xd, k32, &y_auto)
-    })?)
-    .unwrap_or(f64::NAN);
-    t.check()?;
+    let cf_ms = steady(&mut t)?;
+    max_err = max_err.max(check("cf, steady", &y_auto)?);
     let cf_blocks = t.report().partitions;
     drop(t);
     drop(y_auto);
@@ -154,7 +160,7 @@ pub fn time_throttled_spmm(
         rows: n,
         nnz: a.nnz(),
         k,
-        x_bytes: (m as u64) * (k as u64) * 4,
+        x_bytes: (m as u64).saturating_mul(k as u64).saturating_mul(4),
         org_ms,
         auto_first_ms,
         auto_ms,

@@ -255,35 +255,8 @@ pub struct Remap {
 pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
     let params = &k.params;
     let gather = access.throttle.as_ref().map_err(|why| why.reason(params))?;
-    // A 2-D kernel's range is over its row, `task / k` of the flattened
-    // task (`columns.rs`): the plan is made over rows.
     let count = k.columns;
-    let is_task = |e: &Expr| match &resolve(k, e).kind {
-        ExprKind::Local(id) => *id == k.task && count.is_none(),
-        ExprKind::Binary(crate::ir::BinOp::Div, t, n) => {
-            count.is_some_and(|c| is_scalar(k, n, c)) && is_flat_task(k, t)
-        }
-        _ => false,
-    };
-    let is_one = |e: &Expr| matches!(e.kind, ExprKind::Lit(crate::ir::Lit::Int(1)));
-    let csr = match count {
-        None => "its range must be the CSR form `a[task] as usize .. a[task + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition",
-        Some(_) => "its range must be the CSR form `a[row] as usize .. a[row + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition",
-    };
-    let range = match (&resolve(k, &k.lo).kind, &resolve(k, &k.hi).kind) {
-        (ExprKind::Load(a, lo_i), ExprKind::Load(b, hi_i))
-            if a == b
-                && is_task(lo_i)
-                && matches!(&resolve(k, hi_i).kind, ExprKind::Binary(crate::ir::BinOp::Add, x, y)
-                    if (is_task(x) && is_one(y)) || (is_one(x) && is_task(y))) =>
-        {
-            *a
-        }
-        _ => return Err(csr.into()),
-    };
-    if !matches!(params[range].ty, Ty::U32 | Ty::U64) {
-        return Err(csr.into());
-    }
+    let range = range_array(k)?;
     let name = |i: usize| params[i].name.to_string();
     // The work graph runs only the prologue's bindings the range bounds and
     // the gathered index need (`shape_lets`), over the shape arrays: those
@@ -399,9 +372,30 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
             name(a)
         ));
     }
-    let (remap, through) = match count {
+    let (remap, through) = remap_and_index(k, gather, range, &fine)?;
+    Ok(Roles {
+        range,
+        fine,
+        gathered: gather.gathered.clone(),
+        through,
+        remap,
+    })
+}
+
+/// How a remapped plan applies (or why not), and the `u32` fine array the
+/// gathered arrays are read through. A 2-D kernel gathers whole rows at
+/// `c[e] as usize * k as usize + j` and is never remapped; its plan needs
+/// that index array.
+fn remap_and_index(
+    k: &Kernel,
+    gather: &Throttle,
+    range: usize,
+    fine: &[usize],
+) -> Result<(Result<Remap, String>, Option<usize>), String> {
+    let params = &k.params;
+    let (remap, through) = match k.columns {
         None => (
-            remap(k, gather, range, &fine),
+            remap(k, gather, range, fine),
             gather_index(&gather.index, k.k, params),
         ),
         Some(c) => {
@@ -419,19 +413,48 @@ pub fn roles(k: &Kernel, access: &Access) -> Result<Roles, String> {
         }
     };
     let through = through.filter(|&c| params[c].ty == Ty::U32 && fine.contains(&c));
-    if count.is_some() && through.is_none() {
+    if k.columns.is_some() && through.is_none() {
         return Err(format!(
             "a throttled 2-D kernel reads {} through a `u32` array read at the fine-task index only, which the plan made on the device groups each row's fine tasks by",
             gather.names(params)
         ));
     }
-    Ok(Roles {
-        range,
-        fine,
-        gathered: gather.gathered.clone(),
-        through,
-        remap,
-    })
+    Ok((remap, through))
+}
+
+/// The range array `a` of a range `a[task] as usize .. a[task + 1] as
+/// usize` over unsigned integers, or why the range is not that form. A
+/// 2-D kernel's range is over its row, `task / k` of the flattened task
+/// (`columns.rs`): the plan is made over rows.
+fn range_array(k: &Kernel) -> Result<usize, String> {
+    let count = k.columns;
+    let is_task = |e: &Expr| match &resolve(k, e).kind {
+        ExprKind::Local(id) => *id == k.task && count.is_none(),
+        ExprKind::Binary(crate::ir::BinOp::Div, t, n) => {
+            count.is_some_and(|c| is_scalar(k, n, c)) && is_flat_task(k, t)
+        }
+        _ => false,
+    };
+    let is_one = |e: &Expr| matches!(e.kind, ExprKind::Lit(crate::ir::Lit::Int(1)));
+    let csr = match count {
+        None => "its range must be the CSR form `a[task] as usize .. a[task + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition",
+        Some(_) => "its range must be the CSR form `a[row] as usize .. a[row + 1] as usize` over one input array `a` of unsigned integers, which throttling replaces by one range array per partition",
+    };
+    let range = match (&resolve(k, &k.lo).kind, &resolve(k, &k.hi).kind) {
+        (ExprKind::Load(a, lo_i), ExprKind::Load(b, hi_i))
+            if a == b
+                && is_task(lo_i)
+                && matches!(&resolve(k, hi_i).kind, ExprKind::Binary(crate::ir::BinOp::Add, x, y)
+                    if (is_task(x) && is_one(y)) || (is_one(x) && is_task(y))) =>
+        {
+            *a
+        }
+        _ => return Err(csr.into()),
+    };
+    if !matches!(k.params[range].ty, Ty::U32 | Ty::U64) {
+        return Err(csr.into());
+    }
+    Ok(range)
 }
 
 /// The prologue bindings a work graph needs: those the range bounds and the

@@ -26,38 +26,16 @@ pub fn spmm<T>(
         .fold(0.0, |a, b| a + b);
 }
 
-/// The (max, +) product under `#[throttled]`: a `#[device_fn]` reduce
-/// (commutative), the column count a `u64`, the column index first in the
-/// gathered index, and a per-row bias read in the epilogue.
-#[nested_reduce(columns = n)]
-#[throttled(policy = cf)]
-pub fn max_plus_throttled(
-    v: usize,
-    c: usize,
-    ptr: &[u32],
-    src: &[u32],
-    w: &[f32],
-    dist: &[f32],
-    bias: &[f32],
-    n: u64,
-    out: &mut [f32],
-) {
-    let lo = ptr[v] as usize;
-    let hi = ptr[v + 1] as usize;
-    let best = (lo..hi)
-        .map(|e| w[e] + dist[c + src[e] as usize * n as usize])
-        .fold(f32::NEG_INFINITY, max_plus);
-    out[v * n as usize + c] = best + bias[v];
-}
-
 #[device_fn]
 pub fn max_plus(a: f32, b: f32) -> f32 {
     a.max(b)
 }
 
 /// The (max, +) product with a `#[device_fn]` reduce, the column count a
-/// `u64`, the operands of `*` and `+` in the other order.
+/// `u64`, the operands of `*` and `+` in the other order; throttled under
+/// `cf` by its attribute (the reduce commutes).
 #[nested_reduce(columns = n)]
+#[throttled(policy = cf)]
 pub fn max_plus_columns(
     v: usize,
     c: usize,

@@ -29,6 +29,25 @@ pub fn items(k: &Kernel, roles: &Roles, attr: &ThrottleAttr) -> TokenStream {
     }
 }
 
+/// How a generated constructor takes its shape arrays: each array's
+/// parameter type (from its element type), its entry in the shape list,
+/// and the list around the entries.
+#[derive(Clone, Copy)]
+struct ArrayForm<'f> {
+    param: &'f dyn Fn(TokenStream) -> TokenStream,
+    entry: &'f dyn Fn(&syn::Ident) -> TokenStream,
+    list: &'f dyn Fn(Vec<TokenStream>) -> TokenStream,
+}
+
+impl ArrayForm<'static> {
+    /// `&DeviceVec<T>`s, passed as resident inputs in a slice.
+    const RESIDENT: Self = ArrayForm {
+        param: &|t| quote!(&::warpfit::DeviceVec<#t>),
+        entry: &|n| quote!(::warpfit::__private::Arg::resident_input(#n)),
+        list: &|e| quote!(&[#(#e),*]),
+    };
+}
+
 struct ThrottleEmitter<'a> {
     k: &'a Kernel,
     roles: &'a Roles,
@@ -298,61 +317,12 @@ impl ThrottleEmitter<'_> {
     /// the device) and `throttle_owned(..)` (as `DeviceVec`s by value, kept):
     /// the handles `auto` by the model plans on the device.
     fn on_device(&self) -> TokenStream {
-        let (dev, opts, n, glen) = (
-            plumbing("device"),
-            plumbing("options"),
-            plumbing("n_tasks"),
-            self.gathered_len(),
-        );
-        let cpu_fn = plumbing("__throttle_cpu_run");
-        // name, doc, the constructor behind it, an array's parameter type
-        // (of its element type), an array's shape entry, the list around them.
-        let constructor =
-            |name: &str,
-             doc: &str,
-             ctor: &str,
-             param: &dyn Fn(TokenStream) -> TokenStream,
-             entry: &dyn Fn(&syn::Ident) -> TokenStream,
-             list: &dyn Fn(Vec<TokenStream>) -> TokenStream| {
-                let (name, ctor) = (
-                    quote::format_ident!("{name}"),
-                    quote::format_ident!("{ctor}"),
-                );
-                let params = self.shape_params().map(|(_, p)| {
-                    let (n, t) = (&p.name, param(ty(p.ty)));
-                    quote!(#n: #t)
-                });
-                let entries = self
-                    .k
-                    .params
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| self.shape_slot(i, entry(&p.name)));
-                let shape = list(entries.collect());
-                quote! {
-                    #[doc = #doc]
-                    pub fn #name(
-                        #dev: &::warpfit::__private::Device,
-                        #opts: &::warpfit::__private::ThrottleOptions,
-                        #n: usize,
-                        #glen: usize,
-                        #(#params),*
-                    ) -> ::warpfit::__private::Result<Throttle> {
-                        let inner = ::warpfit::__private::Throttled::#ctor(
-                            #dev,
-                            &SPEC,
-                            THROTTLE_ROLES,
-                            #opts,
-                            &::warpfit::__private::LaunchConfig::default(),
-                            #n,
-                            #glen,
-                            #shape,
-                            #cpu_fn,
-                        )?;
-                        ::core::result::Result::Ok(Throttle { inner })
-                    }
-                }
-            };
+        let (n, glen) = (plumbing("n_tasks"), self.gathered_len());
+        let sizes = quote!(#n: usize, #glen: usize);
+        let args = quote!(#n, #glen);
+        let constructor = |name: &str, doc: &str, ctor: &str, form: ArrayForm<'_>| {
+            self.constructor(name, doc, (&sizes, &args), ctor, form)
+        };
         let resident = constructor(
             "throttle_resident",
             "[`throttle`] over arrays already on the CUDA device: the handle copies them on the \
@@ -360,9 +330,7 @@ impl ThrottleEmitter<'_> {
              the model (not `ThrottleOptions::exhaustive`) plans that way; other policies take host arrays \
              ([`throttle`]).\n\n# Errors\nAnother policy, a CPU device, arrays of another device; as [`throttle`].",
             "resident",
-            &|t| quote!(&::warpfit::DeviceVec<#t>),
-            &|n| quote!(::warpfit::__private::Arg::resident_input(#n)),
-            &|e| quote!(&[#(#e),*]),
+            ArrayForm::RESIDENT,
         );
         let owned = constructor(
             "throttle_owned",
@@ -370,11 +338,65 @@ impl ThrottleEmitter<'_> {
              `DeviceVec`s as they are, with no copy on the device (a caller done with them saves their copy's \
              memory and time).\n\n# Errors\nAs [`throttle_resident`].",
             "owning",
-            &|t| quote!(::warpfit::DeviceVec<#t>),
-            &|n| quote!(::warpfit::__private::OwnedShape::from(#n)),
-            &|e| quote!(::std::vec![#(#e),*]),
+            ArrayForm {
+                param: &|t| quote!(::warpfit::DeviceVec<#t>),
+                entry: &|n| quote!(::warpfit::__private::OwnedShape::from(#n)),
+                list: &|e| quote!(::std::vec![#(#e),*]),
+            },
         );
         quote!(#resident #owned)
+    }
+
+    /// A generated constructor: `pub fn name(device, options, <sizes>,
+    /// <shape arrays>)` calling `Throttled::<ctor>(device, &SPEC, roles,
+    /// options, default config, <args>, <shape list>, cpu run)`, its arrays
+    /// in `form`.
+    fn constructor(
+        &self,
+        name: &str,
+        doc: &str,
+        (sizes, args): (&TokenStream, &TokenStream),
+        ctor: &str,
+        form: ArrayForm<'_>,
+    ) -> TokenStream {
+        let (dev, opts) = (plumbing("device"), plumbing("options"));
+        let cpu_fn = plumbing("__throttle_cpu_run");
+        let (name, ctor) = (
+            quote::format_ident!("{name}"),
+            quote::format_ident!("{ctor}"),
+        );
+        let params = self.shape_params().map(|(_, p)| {
+            let (n, t) = (&p.name, (form.param)(ty(p.ty)));
+            quote!(#n: #t)
+        });
+        let entries = self
+            .k
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| self.shape_slot(i, (form.entry)(&p.name)));
+        let shape = (form.list)(entries.collect());
+        quote! {
+            #[doc = #doc]
+            pub fn #name(
+                #dev: &::warpfit::__private::Device,
+                #opts: &::warpfit::__private::ThrottleOptions,
+                #sizes,
+                #(#params),*
+            ) -> ::warpfit::__private::Result<Throttle> {
+                let inner = ::warpfit::__private::Throttled::#ctor(
+                    #dev,
+                    &SPEC,
+                    THROTTLE_ROLES,
+                    #opts,
+                    &::warpfit::__private::LaunchConfig::default(),
+                    #args,
+                    #shape,
+                    #cpu_fn,
+                )?;
+                ::core::result::Result::Ok(Throttle { inner })
+            }
+        }
     }
 
     /// `throttle(device, options, n_tasks, <gathered>_len, shape arrays)` and
@@ -485,11 +507,10 @@ impl ThrottleEmitter<'_> {
     /// plan is over rows, a gathered element is a row of `<count>` values,
     /// and it is made on the device (no work graph).
     fn build_columns(&self, count: usize) -> TokenStream {
-        let (dev, opts, n) = (plumbing("device"), plumbing("options"), plumbing("n_rows"));
+        let n = plumbing("n_rows");
         let count_param = &self.k.params[count];
         let (kn, kt) = (&count_param.name, ty(count_param.ty));
         let rows = quote::format_ident!("{}_rows", self.k.params[self.first_gathered()].name);
-        let cpu_fn = plumbing("__throttle_cpu_run");
         let cpu = self.cpu_helper();
         let name = self.k.name.to_string();
         let doc = format!(
@@ -502,57 +523,21 @@ impl ThrottleEmitter<'_> {
                 .join(", "),
         );
         let resident_doc = "[`throttle`] over arrays already on the CUDA device: the handle copies them on the device, with no host copy.\n\n# Errors\nA CPU device, arrays of another device; as [`throttle`].";
-        let constructor = |name: &str,
-                           doc: &str,
-                           param: &dyn Fn(TokenStream) -> TokenStream,
-                           entry: &dyn Fn(&syn::Ident) -> TokenStream| {
-            let name = quote::format_ident!("{name}");
-            let params = self.shape_params().map(|(_, p)| {
-                let (n, t) = (&p.name, param(ty(p.ty)));
-                quote!(#n: #t)
-            });
-            let entries = self
-                .k
-                .params
-                .iter()
-                .enumerate()
-                .map(|(i, p)| self.shape_slot(i, entry(&p.name)));
-            quote! {
-                #[doc = #doc]
-                pub fn #name(
-                    #dev: &::warpfit::__private::Device,
-                    #opts: &::warpfit::__private::ThrottleOptions,
-                    #n: usize,
-                    #rows: usize,
-                    #kn: #kt,
-                    #(#params),*
-                ) -> ::warpfit::__private::Result<Throttle> {
-                    let inner = ::warpfit::__private::Throttled::columns(
-                        #dev,
-                        &SPEC,
-                        THROTTLE_ROLES,
-                        #opts,
-                        &::warpfit::__private::LaunchConfig::default(),
-                        (#n, #rows, #kn as u64),
-                        &[#(#entries),*],
-                        #cpu_fn,
-                    )?;
-                    ::core::result::Result::Ok(Throttle { inner })
-                }
-            }
+        let sizes = quote!(#n: usize, #rows: usize, #kn: #kt);
+        let args = quote!((#n, #rows, #kn as u64));
+        let constructor = |name: &str, doc: &str, form: ArrayForm<'_>| {
+            self.constructor(name, doc, (&sizes, &args), "columns", form)
         };
         let host = constructor(
             "throttle",
             &doc,
-            &|t| quote!(&[#t]),
-            &|n| quote!(::warpfit::__private::Arg::input(#n)),
+            ArrayForm {
+                param: &|t| quote!(&[#t]),
+                entry: &|n| quote!(::warpfit::__private::Arg::input(#n)),
+                list: &|e| quote!(&[#(#e),*]),
+            },
         );
-        let resident = constructor(
-            "throttle_resident",
-            resident_doc,
-            &|t| quote!(&::warpfit::DeviceVec<#t>),
-            &|n| quote!(::warpfit::__private::Arg::resident_input(#n)),
-        );
+        let resident = constructor("throttle_resident", resident_doc, ArrayForm::RESIDENT);
         quote!(#cpu #host #resident)
     }
 

@@ -1909,3 +1909,115 @@ fn rebound_schedules_match_the_twin_over_alternating_arrays() {
         assert_eq!(t.report().chosen, chosen, "{what}: one choice");
     }
 }
+
+/// The plan cache's FNV-1a over parts (`compile::disk_cache::fnv1a`), to
+/// write an entry as the cache does.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A cached decision `levels` keeps its level order beside the entry: the
+/// first rerun makes the order and keeps it, the next reads it back (no
+/// order made), and an order that fails its checks (a word changed, the
+/// file cut) is made again, never trusted; every run matches the twin.
+#[test]
+fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
+    use warpfit::runtime::gen;
+    use warpfit::CacheSize;
+    let Some(_) = gpu() else { return };
+    let cpu = Device::cpu();
+    let dir = std::env::temp_dir().join(format!("warpfit-order-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dev = Device::Cuda(warpfit::CudaDevice::with_cache_dir(0, Some(dir.clone())).unwrap());
+    let a = gen::rgg_with(16384, 3, gen::RggOrder::Random).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+    let x: Vec<u32> = (0..m as u32).map(|i| i % 13).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut want[..]).unwrap();
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache(CacheSize::Bytes(16 << 10))
+        .with_plan_cache(true);
+    // What a run decided and did, from its report.
+    let run = |what: &str| {
+        let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        let mut y = vec![0u32; n];
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "{what}");
+        t.launch(&x, &mut y[..]).unwrap();
+        assert_eq!(y, want, "{what}: again");
+        let model = t.report().model.clone().unwrap();
+        assert_eq!(model.cache_error, None, "{what}: {model:?}");
+        let steps: Vec<&str> = model.steps.iter().map(|(s, _)| *s).collect();
+        (t.report().chosen, model.from_cache, steps.contains(&"order read"))
+        // The handle is dropped here: its order is written.
+    };
+    run("decided");
+    // The entry rewritten to the decision `levels`, as the cache writes it.
+    let plans = dir.join("plans");
+    let entry = std::fs::read_dir(&plans)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "plan"))
+        .expect("a plan entry");
+    let key = std::fs::read_to_string(&entry)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("key ").map(str::to_string))
+        .unwrap();
+    let body = format!("key {key}\nplan levels\n");
+    let sum = fnv1a(&[body.as_bytes()]);
+    std::fs::write(
+        &entry,
+        format!("warpfit-plan-cache 1\n{body}sum {sum:016x}\n"),
+    )
+    .unwrap();
+    let order = entry.with_extension("order");
+    let _ = std::fs::remove_file(&order);
+    // Made and kept, then read back.
+    assert_eq!(run("made"), (ThrottlePolicy::OrgR, true, false));
+    let kept = std::fs::read(&order).expect("the order kept beside the entry");
+    assert!(kept.len() >= 4 * n && kept.starts_with(b"warpfit-level-order 1\n"));
+    assert_eq!(run("read back"), (ThrottlePolicy::OrgR, true, true));
+    // A word changed: made again (and kept again, then read back).
+    let mut changed = kept.clone();
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    std::fs::write(&order, &changed).unwrap();
+    assert_eq!(run("a word changed"), (ThrottlePolicy::OrgR, true, false));
+    assert_eq!(std::fs::read(&order).unwrap(), kept, "kept again");
+    assert_eq!(run("read back again"), (ThrottlePolicy::OrgR, true, true));
+    // Two rows swapped, the digest then wrong; the file cut; the header
+    // of another row count: made again.
+    let mut swapped = kept.clone();
+    let words = kept.len() - 4 * n;
+    swapped[words..words + 4].copy_from_slice(&kept[words + 4..words + 8]);
+    swapped[words + 4..words + 8].copy_from_slice(&kept[words..words + 4]);
+    let cut = kept[..kept.len() - 4].to_vec();
+    let other_rows = String::from_utf8_lossy(&kept[..words])
+        .replace(&format!("rows {n}\n"), &format!("rows {}\n", n - 1))
+        .into_bytes()
+        .into_iter()
+        .chain(kept[words..kept.len() - 4].iter().copied())
+        .collect::<Vec<u8>>();
+    for (what, bytes) in [
+        ("swapped", swapped),
+        ("cut", cut),
+        ("other rows", other_rows),
+    ] {
+        std::fs::write(&order, &bytes).unwrap();
+        assert_eq!(run(what), (ThrottlePolicy::OrgR, true, false), "{what}");
+        assert_eq!(std::fs::read(&order).unwrap(), kept, "{what}: kept again");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,7 +21,11 @@
 //                each step of theirs makes and the distinct cache lines
 //                they touch (the model `auto` decides by);
 //   hash_words:  a position-dependent 64-bit digest of an array's words
-//                (the plan cache's key).
+//                (the plan cache's key, and the check of a level order
+//                it kept);
+//   invert_order, check_inverse: a level order read back from the plan
+//                cache inverted (`position[order[r]] = r`), then
+//                checked to be a permutation of the rows.
 //
 // Every index read from an array is checked against the array it
 // addresses; one out of range sets `*bad` and moves nothing for it.
@@ -294,6 +298,35 @@ __device__ __forceinline__ void hash_words(const uint32_t* words, uint64_t n, ui
     }
 }
 
+/// `position[order[r]] = r` for every row `r`; an entry of `order` out of
+/// range sets `*bad` and writes nothing.
+__device__ __forceinline__ void invert_order(const uint32_t* order, uint64_t n, uint32_t* position, uint32_t* bad) {
+    const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
+    for (uint64_t r = uint64_t(blockIdx.x) * BLOCK + threadIdx.x; r < n; r += stride) {
+        const uint32_t old = order[r];
+        if (old < n) {
+            position[old] = uint32_t(r);
+        } else {
+            *bad = 1;
+        }
+    }
+}
+
+/// Sets `*bad` where `order[position[j]] != j`. After `invert_order` over
+/// a `position` whose every entry is below `n` (zeroed), nothing is set
+/// exactly when `order` is a permutation: a row `j` missing from it keeps
+/// a position whose entry of `order` is another row.
+__device__ __forceinline__ void check_inverse(const uint32_t* order, const uint32_t* position, uint64_t n,
+                                              uint32_t* bad) {
+    const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
+    for (uint64_t j = uint64_t(blockIdx.x) * BLOCK + threadIdx.x; j < n; j += stride) {
+        const uint32_t at = position[j];
+        if (at >= n || order[at] != j) {
+            *bad = 1;
+        }
+    }
+}
+
 }  // namespace plan
 }  // namespace warpfit
 
@@ -346,4 +379,12 @@ __device__ __forceinline__ void hash_words(const uint32_t* words, uint64_t n, ui
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
         wf_hash_words(const uint32_t* words, uint64_t n, uint64_t seed, unsigned long long* out) {               \
         warpfit::plan::hash_words(words, n, seed, out);                                                          \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
+        wf_invert_order(const uint32_t* order, uint64_t n, uint32_t* position, uint32_t* bad) {                  \
+        warpfit::plan::invert_order(order, n, position, bad);                                                    \
+    }                                                                                                            \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                                 \
+        wf_check_inverse(const uint32_t* order, const uint32_t* position, uint64_t n, uint32_t* bad) {           \
+        warpfit::plan::check_inverse(order, position, n, bad);                                                   \
     }

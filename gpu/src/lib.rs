@@ -93,7 +93,7 @@ pub mod __private {
     pub use crate::driver::event_timer::EventTimer;
     pub use crate::engines::carried_launch::CarriedLaunch;
     pub use crate::engines::level_order::{level_order_run, LevelRun};
-    pub use crate::engines::plan_kernels::column_blocks_both_ways;
+    pub use crate::engines::plan_kernels::{column_blocks_both_ways, level_order_inverse};
     pub use crate::launch::arg::{Arg, HostSlice, HostSliceMut, SharedSlice};
     pub use crate::launch::columns::{column_config, column_tasks};
     pub use crate::launch::cpu_args::{host_input, host_output, host_shared, CpuArgs};

@@ -82,6 +82,7 @@ mod host_plan;
 mod launching;
 mod layout_cache;
 mod layout_set;
+mod order_cache;
 mod plan_cache;
 mod plan_choice;
 mod plan_thread;

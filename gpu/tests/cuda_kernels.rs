@@ -1439,6 +1439,42 @@ fn freed_memory_is_kept_and_given_back_when_an_allocation_needs_it() {
 }
 
 #[test]
+fn a_kept_level_order_is_taken_only_as_a_permutation() {
+    let Some(dev) = device() else { return };
+    use warpfit_gpu::__private::level_order_inverse;
+    // Permutations of several sizes, one a warp's rows and ones that are
+    // not multiples of a block: inverted exactly.
+    for n in [1usize, 32, 1000, 70_001] {
+        let order: Vec<u32> = (0..n as u64)
+            .map(|r| ((r * 7919 + 13) % n as u64) as u32)
+            .collect();
+        if n > 1 {
+            assert_ne!(order[0], 0, "not the identity");
+        }
+        let position = level_order_inverse(&dev, &order).unwrap();
+        for (r, &old) in order.iter().enumerate() {
+            assert_eq!(position[old as usize] as usize, r, "n {n}, row {r}");
+        }
+    }
+    // A repeated row (another missing), a row out of range, a single
+    // row 0 repeated everywhere: refused.
+    let good: Vec<u32> = (0..1000u32).rev().collect();
+    let mut repeated = good.clone();
+    repeated[500] = repeated[10];
+    let mut beyond = good.clone();
+    beyond[999] = 1000;
+    for (what, order) in [
+        ("repeated", repeated),
+        ("beyond", beyond),
+        ("zeros", vec![0u32; 1000]),
+    ] {
+        let e = level_order_inverse(&dev, &order).unwrap_err().to_string();
+        assert!(e.contains("not a permutation"), "{what}: {e}");
+    }
+    assert!(level_order_inverse(&dev, &[]).unwrap().is_empty());
+}
+
+#[test]
 fn device_column_blocks_are_the_hosts_word_for_word() {
     let Some(dev) = device() else { return };
     use warpfit_gpu::__private::column_blocks_both_ways;

@@ -119,8 +119,9 @@ pub const LEVELS_ENTRY_POINTS: &[&str] = &[
 ];
 
 /// The entry points of the device planner's library (`plan.cuh`): column
-/// blocks, scans, renumbering permutations, the locality sample and the
-/// content digest, compiled once per device ([`plan_unit`]).
+/// blocks, scans, renumbering permutations, the locality sample, the
+/// content digest and a kept level order's check, compiled once per device
+/// ([`plan_unit`]).
 pub const PLAN_ENTRY_POINTS: &[&str] = &[
     "wf_cb_count",
     "wf_cb_place",
@@ -131,6 +132,8 @@ pub const PLAN_ENTRY_POINTS: &[&str] = &[
     "wf_rows_perm",
     "wf_locality",
     "wf_hash_words",
+    "wf_invert_order",
+    "wf_check_inverse",
 ];
 
 /// Source of the device planner's module: every [`PLAN_ENTRY_POINTS`].

@@ -51,6 +51,8 @@ pub(crate) struct PlanKernels {
     rows_perm: CudaFunction,
     locality: CudaFunction,
     hash_words: CudaFunction,
+    invert_order: CudaFunction,
+    check_inverse: CudaFunction,
 }
 
 impl DeviceExtension for PlanKernels {
@@ -68,6 +70,8 @@ impl DeviceExtension for PlanKernels {
             rows_perm: f("wf_rows_perm")?,
             locality: f("wf_locality")?,
             hash_words: f("wf_hash_words")?,
+            invert_order: f("wf_invert_order")?,
+            check_inverse: f("wf_check_inverse")?,
             _module: module,
         })
     }
@@ -294,6 +298,37 @@ impl PlanKernels {
             &[words, n as u64, seed, digest],
         )
     }
+
+    /// `position[order[r]] = r` for the `n` rows of `order` (both `n` words
+    /// on the device, `position` zeroed), then checks that `order` is a
+    /// permutation of the rows. Waits once.
+    ///
+    /// # Errors
+    /// An entry out of range or a row missing: not a permutation.
+    pub(crate) fn invert_order(
+        &self,
+        dev: &CudaDevice,
+        order: u64,
+        n: usize,
+        position: u64,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let bad = DeviceBuffer::<u32>::zeros(dev, 1)?;
+        let b = bad.device_ptr(dev);
+        let grid = blocks(dev, n as u64, u64::from(BLOCK));
+        let args = [order, n as u64, position, b];
+        self.launch(dev, &self.invert_order, grid, "invert_order", &args)?;
+        let args = [order, position, n as u64, b];
+        self.launch(dev, &self.check_inverse, grid, "check_inverse", &args)?;
+        if bad.to_vec(dev)?.first().copied().unwrap_or(0) != 0 {
+            return Err(Error::invalid(format!(
+                "a level order of {n} rows is not a permutation of them"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Offsets and ids of u32 arrays.
@@ -396,6 +431,28 @@ pub fn column_blocks_both_ways(
         .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
         .collect();
     Ok([(offsets, perm), (doffsets.to_vec(dev)?, device_perm)])
+}
+
+/// The inverse of `order` (`position[order[r]] = r`) made and checked on
+/// the device as a level order read back from the plan cache is: for the
+/// tests that every permutation is taken and nothing else is.
+///
+/// # Errors
+/// `order` is not a permutation of its rows, or a device error.
+#[doc(hidden)]
+pub fn level_order_inverse(dev: &CudaDevice, order: &[u32]) -> Result<Vec<u32>> {
+    if order.is_empty() {
+        return Ok(Vec::new());
+    }
+    let o = DeviceBuffer::upload(dev, order)?;
+    let position = DeviceBuffer::<u32>::zeros(dev, order.len())?;
+    plan_kernels(dev)?.invert_order(
+        dev,
+        o.device_ptr(dev),
+        order.len(),
+        position.device_ptr(dev),
+    )?;
+    position.to_vec(dev)
 }
 
 #[cfg(test)]

@@ -246,12 +246,7 @@ impl Throttled {
         shape: DeviceShape,
         width_limit: u64,
     ) -> Result<LevelsLayout> {
-        let index = self.roles.index.ok_or_else(|| {
-            Error::invalid(format!(
-                "kernel `{}`: cannot be renumbered: {}",
-                self.spec.name, self.roles.remap_refused
-            ))
-        })?;
+        self.renumbered_index()?;
         let n = shape.n;
         let order = DeviceBuffer::<u32>::zeros(dev, n.max(1))?;
         let position = DeviceBuffer::<u32>::zeros(dev, n.max(1))?;
@@ -280,6 +275,41 @@ impl Throttled {
         }
         // The order's own time (it waits for the device at its end).
         let order_time = started.elapsed();
+        let built = self.layout_in_order(dev, shape, order, position)?;
+        Ok(LevelsLayout::Built(Box::new(built), order_time))
+    }
+
+    /// The index array's position among the parameters, where the kernel
+    /// can be renumbered.
+    fn renumbered_index(&self) -> Result<usize> {
+        self.roles.index.ok_or_else(|| {
+            Error::invalid(format!(
+                "kernel `{}`: cannot be renumbered: {}",
+                self.spec.name, self.roles.remap_refused
+            ))
+        })
+    }
+
+    /// The layout renumbered by the row order `order` (`order[new] =
+    /// old`, a permutation of `shape`'s rows) and its inverse `position`,
+    /// with the permutations the launches gather through.
+    pub(in crate::throttle) fn layout_in_order(
+        &self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+        order: DeviceBuffer<u32>,
+        position: DeviceBuffer<u32>,
+    ) -> Result<(DeviceLayout, RemapTables)> {
+        let index = self.renumbered_index()?;
+        let n = shape.n;
+        if order.len() < n || position.len() < n {
+            return Err(Error::invalid(format!(
+                "kernel `{}`: a row order of {} words for {n} rows",
+                self.spec.name,
+                order.len().min(position.len())
+            )));
+        }
+        let (o, p) = (order.device_ptr(dev), position.device_ptr(dev));
         let (perm, gathered) = self.permutation_buffer(shape.nnz)?;
         let rows_ptr = plan_kernels(dev)?.row_order(dev, shape, o, buffer_of(&perm)?)?;
         let kernels = dev.extension::<LayoutKernels>()?;
@@ -311,19 +341,14 @@ impl Throttled {
             task_inv: DeviceGather::Direct(position),
             scratch: None,
         };
-        Ok(LevelsLayout::Built(
-            Box::new((
-                DeviceLayout {
-                    space: Space::Remapped,
-                    ptrs: vec![ptr],
-                    fine,
-                    cover: None,
-                    delta: None,
-                },
-                tables,
-            )),
-            order_time,
-        ))
+        let layout = DeviceLayout {
+            space: Space::Remapped,
+            ptrs: vec![ptr],
+            fine,
+            cover: None,
+            delta: None,
+        };
+        Ok((layout, tables))
     }
 
     /// The schedule of `plan` over its layout: the one kept from an

@@ -75,6 +75,8 @@ pub struct Throttled {
     /// the launches run `n_tasks · k` flattened tasks, and a gathered
     /// element is a row of `k` values.
     pub(in crate::throttle) columns: Option<u64>,
+    /// The level order's write beside the plan cache (waited for on drop).
+    pub(in crate::throttle) order_write: crate::throttle::order_cache::PendingWrite,
 }
 
 /// The CPU twin over a launch's arguments (generated).
@@ -488,6 +490,7 @@ impl Throttled {
             device_order: std::sync::OnceLock::new(),
             ran_while_choosing: false,
             columns: None,
+            order_write: Default::default(),
         }
     }
 

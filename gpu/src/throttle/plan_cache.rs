@@ -17,9 +17,11 @@ use crate::compile::disk_cache::{fnv1a, prepare_dir, write_atomically};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::engines::plan_kernels::plan_kernels;
-use crate::throttle::handle::Throttled;
+use crate::throttle::handle::{Schedule, Throttled};
 use crate::throttle::plan_choice::DevicePlan;
+use crate::throttle::report::ModelReport;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use warpfit_runtime::{Error, Result};
 
 /// First line of every plan file.
@@ -83,6 +85,19 @@ fn describe(t: &Throttled, dev: &CudaDevice, n: usize, nnz: usize, n_gathered: u
 impl PlanKey {
     fn path(&self) -> PathBuf {
         self.dir.join(format!("{:016x}.plan", self.key))
+    }
+
+    /// Where the entry's level order is kept (`order_cache`).
+    pub(in crate::throttle) fn order_path(&self) -> PathBuf {
+        self.dir.join(format!("{:016x}.order", self.key))
+    }
+
+    pub(in crate::throttle) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(in crate::throttle) fn key(&self) -> u64 {
+        self.key
     }
 }
 
@@ -206,6 +221,49 @@ pub(crate) fn trim(dir: &Path, keep: usize) {
     let excess = entries.len() - keep;
     for (_, path) in entries.into_iter().take(excess) {
         let _ = std::fs::remove_file(path);
+    }
+}
+
+impl Throttled {
+    /// The schedule of the plan cache's decision for `key`, its layout
+    /// made again on the device (a level order read back where it was
+    /// kept, else made and kept), with `report` (the model's so far) saying
+    /// so; `None` where there is no trusted entry, or its layout cannot be
+    /// made again (a level order past its budget on a device of other
+    /// speed): decided again.
+    pub(in crate::throttle) fn schedule_from_plan_cache(
+        &mut self,
+        dev: &CudaDevice,
+        key: &PlanKey,
+        report: &ModelReport,
+        keyed: Duration,
+    ) -> Result<Option<(Schedule, DevicePlan, ModelReport)>> {
+        let Some(plan) = load(dev, key) else {
+            return Ok(None);
+        };
+        let t = Instant::now();
+        let read = match plan {
+            DevicePlan::Levels => self.levels_from_kept_order(dev, key)?,
+            _ => None,
+        };
+        let Ok(s) = self.device_schedule(dev, plan) else {
+            self.layouts.device = None;
+            self.layouts.tables = None;
+            return Ok(None);
+        };
+        let mut report = report.clone();
+        report.from_cache = true;
+        report.reason = format!("the plan cache's decision: {plan}");
+        report.steps.push(("key", keyed));
+        if let Some(read) = read {
+            report.steps.push(("order read", read));
+        }
+        let layout = t.elapsed().saturating_sub(read.unwrap_or_default());
+        report.steps.push(("layout", layout));
+        if plan == DevicePlan::Levels && read.is_none() {
+            report.cache_error = self.keep_level_order(dev, key);
+        }
+        Ok(Some((s, plan, report)))
     }
 }
 

@@ -49,24 +49,15 @@ impl Throttled {
             false => None,
         };
         let keyed = keyed.elapsed();
-        if let Some(plan) = key.as_ref().and_then(|k| plan_cache::load(dev, k)) {
-            // A cached plan whose layout cannot be made again (a level
-            // order past its budget on a device of other speed) is decided
-            // again.
-            let t = Instant::now();
-            if let Ok(s) = self.device_schedule(dev, plan) {
-                let mut report = outlook.report;
-                report.from_cache = true;
-                report.reason = format!("the plan cache's decision: {plan}");
-                report.steps.push(("key", keyed));
-                report.steps.push(("layout", t.elapsed()));
+        if let Some(k) = &key {
+            if let Some((s, plan, mut report)) =
+                self.schedule_from_plan_cache(dev, k, &outlook.report, keyed)?
+            {
                 report.planning = started.elapsed();
                 self.device_choice = Some(plan);
                 self.report.model = Some(report);
                 return Ok(s);
             }
-            self.layouts.device = None;
-            self.layouts.tables = None;
         }
         outlook.report.steps.push(("key", keyed));
         let (s, plan, mut report) = self.confirm(dev, outlook)?;
@@ -75,6 +66,9 @@ impl Throttled {
             report.cache_error = plan_cache::store(dev, &k, plan)
                 .err()
                 .map(|e| e.to_string());
+            if plan == DevicePlan::Levels && report.cache_error.is_none() {
+                report.cache_error = self.keep_level_order(dev, &k);
+            }
             report.steps.push(("cache write", t.elapsed()));
         }
         report.planning = started.elapsed();

@@ -1,0 +1,365 @@
+//! The level order kept beside its plan cache entry (`<key>.order`), so
+//! that a rerun whose cached decision is the level order reads the order
+//! back instead of making it again: on a graph of long diameter the
+//! order's rounds are most of a rerun's rebuild (BENCHMARKS.md, "Plans
+//! remade from the cache"), and reading 4 bytes a row is cheaper.
+//!
+//! The file is a checksummed header naming the plan cache key, the row
+//! count and a digest of the words (`plan.cuh`'s `hash_words`, taken on
+//! the device when written and again when read), then the order's words,
+//! little-endian (`order[new] = old`). An order read back is used only if
+//! its header, length and digest match and it is a permutation of the rows
+//! (checked on the device, `invert_order`); anything else is made again,
+//! never trusted. The folder's orders hold at most [`MAX_ORDER_BYTES`]
+//! together, the oldest going first.
+//!
+//! The words are downloaded when the decision is made and written to disk
+//! on a thread of their own, so that the launch that decided does not wait
+//! for the disk; the handle waits for that thread when it is dropped
+//! ([`PendingWrite`]), so a finished run has written its order.
+
+use crate::compile::disk_cache::{fnv1a, prepare_dir, write_atomically};
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
+use crate::engines::gather_layouts::DeviceGather;
+use crate::engines::plan_kernels::plan_kernels;
+use crate::throttle::handle::Throttled;
+use crate::throttle::layout_set::RemapTables;
+use crate::throttle::plan_cache::PlanKey;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
+use warpfit_runtime::Result;
+
+/// First line of every kept order.
+pub(crate) const ORDER_FORMAT: &str = "warpfit-level-order 1";
+
+/// The most bytes the folder's kept orders hold together (a row is 4
+/// bytes: 2^28 rows); the oldest go first, and an order larger than this
+/// is not kept.
+pub(crate) const MAX_ORDER_BYTES: u64 = 1 << 30;
+
+/// A header is five short lines: well under this.
+const HEADER_MAX: usize = 256;
+
+/// The seed of the words' digest (the plan cache's key uses others).
+const DIGEST_SEED: u64 = 0x5eed_0003;
+
+/// Bytes read from the file and uploaded at a time: one buffer, reused.
+const CHUNK: usize = 8 << 20;
+
+/// The header of an order of `rows` rows for `key` whose words digest to
+/// `digest`.
+pub(crate) fn header(key: u64, rows: usize, digest: u64) -> String {
+    let body = format!("key {key:016x}\nrows {rows}\ndigest {digest:016x}\n");
+    let sum = fnv1a(&[ORDER_FORMAT.as_bytes(), body.as_bytes()]);
+    format!("{ORDER_FORMAT}\n{body}sum {sum:016x}\n")
+}
+
+/// Where the header at the start of `head` ends (after its fifth line).
+fn header_end(head: &[u8]) -> std::result::Result<usize, String> {
+    head.iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .nth(4)
+        .map(|(i, _)| i + 1)
+        .ok_or_else(|| "no complete header".to_string())
+}
+
+/// The words' digest a header names for `key` and `rows`, or why it is
+/// not trusted.
+pub(crate) fn parse_header(text: &str, key: u64, rows: usize) -> std::result::Result<u64, String> {
+    let body = text
+        .strip_prefix(ORDER_FORMAT)
+        .and_then(|r| r.strip_prefix('\n'))
+        .ok_or("not a kept level order of this format")?;
+    let at = body.rfind("sum ").ok_or("no checksum")?;
+    let (body, sum) = body.split_at(at);
+    let sum = sum
+        .strip_prefix("sum ")
+        .and_then(|s| s.strip_suffix('\n'))
+        .and_then(|s| u64::from_str_radix(s, 16).ok())
+        .ok_or("a malformed checksum")?;
+    if sum != fnv1a(&[ORDER_FORMAT.as_bytes(), body.as_bytes()]) {
+        return Err("the checksum does not match".into());
+    }
+    let mut lines = body.lines();
+    if lines.next() != Some(format!("key {key:016x}").as_str()) {
+        return Err("written for another key".into());
+    }
+    if lines.next() != Some(format!("rows {rows}").as_str()) {
+        return Err(format!("not an order of {rows} rows"));
+    }
+    lines
+        .next()
+        .and_then(|l| l.strip_prefix("digest "))
+        .and_then(|d| u64::from_str_radix(d, 16).ok())
+        .ok_or_else(|| "no digest".to_string())
+}
+
+/// The digest of `n` words at `words` on `dev` (waits).
+fn digest(dev: &CudaDevice, words: u64, n: usize) -> Result<u64> {
+    let out = DeviceBuffer::<u64>::zeros(dev, 1)?;
+    plan_kernels(dev)?.hash_words(dev, words, n, DIGEST_SEED, out.device_ptr(dev))?;
+    Ok(out.to_vec(dev)?.first().copied().unwrap_or(0))
+}
+
+/// The level order of `rows` rows kept for `key`, on the device with its
+/// inverse (`position[order[r]] = r`), if the file holds one that passes
+/// every check; `None` otherwise (no file, or one not trusted).
+pub(in crate::throttle) fn load(
+    dev: &CudaDevice,
+    key: &PlanKey,
+    rows: usize,
+) -> Option<(DeviceBuffer<u32>, DeviceBuffer<u32>)> {
+    let order = read(dev, &key.order_path(), key.key(), rows).ok()?;
+    let position = DeviceBuffer::<u32>::zeros(dev, rows).ok()?;
+    plan_kernels(dev)
+        .ok()?
+        .invert_order(dev, order.device_ptr(dev), rows, position.device_ptr(dev))
+        .ok()?;
+    Some((order, position))
+}
+
+/// The words of the order at `path`, uploaded, where its header is for
+/// `key` and `rows` rows, its length is the header's and its words match
+/// their digest.
+fn read(
+    dev: &CudaDevice,
+    path: &Path,
+    key: u64,
+    rows: usize,
+) -> std::result::Result<DeviceBuffer<u32>, String> {
+    let io = |e: std::io::Error| e.to_string();
+    let bytes = rows
+        .checked_mul(4)
+        .filter(|&b| b > 0 && b as u64 <= MAX_ORDER_BYTES)
+        .ok_or_else(|| format!("no order of {rows} rows is kept"))?;
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let mut head = vec![0u8; HEADER_MAX.min(usize::try_from(len).unwrap_or(HEADER_MAX))];
+    file.read_exact(&mut head).map_err(io)?;
+    let end = header_end(&head)?;
+    let text = std::str::from_utf8(&head[..end]).map_err(|e| e.to_string())?;
+    let want = parse_header(text, key, rows)?;
+    if len != (end + bytes) as u64 {
+        return Err(format!(
+            "{len} bytes, where the header says {}",
+            end + bytes
+        ));
+    }
+    file.seek(SeekFrom::Start(end as u64)).map_err(io)?;
+    let order = DeviceBuffer::<u32>::zeros(dev, rows).map_err(|e| e.to_string())?;
+    let base = order.device_ptr(dev);
+    let mut chunk = vec![0u8; CHUNK.min(bytes)];
+    let mut at = 0;
+    while at < bytes {
+        let n = CHUNK.min(bytes - at);
+        file.read_exact(&mut chunk[..n]).map_err(io)?;
+        // SAFETY: `order` holds `bytes` bytes from `base`, and
+        // `at + n <= bytes`; the stream is waited for before `chunk` is
+        // written again.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(
+                base + at as u64,
+                &chunk[..n],
+                dev.stream().cu_stream(),
+            )
+        }
+        .map_err(|e| format!("uploading a kept level order: {e:?}"))?;
+        dev.stream().synchronize().map_err(|e| format!("{e:?}"))?;
+        at += n;
+    }
+    let got = digest(dev, base, rows).map_err(|e| e.to_string())?;
+    if got != want {
+        return Err("the words do not match their digest".into());
+    }
+    Ok(order)
+}
+
+/// A kept order's write in progress; dropping it waits for the write.
+#[derive(Default)]
+pub(in crate::throttle) struct PendingWrite(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for PendingWrite {
+    fn drop(&mut self) {
+        if let Some(writing) = self.0.take() {
+            // The write's own failure leaves no file: the next run makes
+            // the order again.
+            let _ = writing.join();
+        }
+    }
+}
+
+/// Downloads `order` (`rows` words on the device) and writes it for `key`
+/// on a thread of its own. An order larger than [`MAX_ORDER_BYTES`] is not
+/// kept.
+///
+/// # Errors
+/// A device error while reading the order back.
+fn store(
+    dev: &CudaDevice,
+    key: &PlanKey,
+    order: &DeviceBuffer<u32>,
+    rows: usize,
+) -> Result<PendingWrite> {
+    if rows == 0 || order.len() < rows || 4 * rows as u64 > MAX_ORDER_BYTES {
+        return Ok(PendingWrite::default());
+    }
+    let sum = digest(dev, order.device_ptr(dev), rows)?;
+    let mut words = order.to_vec(dev)?;
+    words.truncate(rows);
+    let (path, dir, key) = (key.order_path(), key.dir().to_path_buf(), key.key());
+    let writing = std::thread::spawn(move || {
+        let mut bytes = header(key, rows, sum).into_bytes();
+        bytes.reserve(4 * rows);
+        bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+        if prepare_dir(&dir).is_ok() && write_atomically(&path, &bytes).is_ok() {
+            trim(&dir, MAX_ORDER_BYTES);
+        }
+    });
+    Ok(PendingWrite(Some(writing)))
+}
+
+/// Removes the oldest kept orders (by modification time) until the rest
+/// hold at most `budget` bytes; best effort.
+pub(crate) fn trim(dir: &Path, budget: u64) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut orders: Vec<(std::time::SystemTime, u64, std::path::PathBuf)> = read
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let path = e.path();
+            if path.extension()? != "order" {
+                return None;
+            }
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, m.len(), path))
+        })
+        .collect();
+    // Newest first: kept while they fit.
+    orders.sort_by_key(|o| std::cmp::Reverse(o.0));
+    let mut held = 0u64;
+    for (_, len, path) in orders {
+        held = held.saturating_add(len);
+        if held > budget {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Throttled {
+    /// Where the plan cache's decision is the level order: its layout made
+    /// from the order kept beside the entry, if one is there and passes
+    /// every check. The time the order took to read, or `None` where it
+    /// was not read (the layout is then made with a new order).
+    ///
+    /// # Errors
+    /// A device error while building the layout from a trusted order.
+    pub(in crate::throttle) fn levels_from_kept_order(
+        &mut self,
+        dev: &CudaDevice,
+        key: &PlanKey,
+    ) -> Result<Option<std::time::Duration>> {
+        let started = std::time::Instant::now();
+        let Ok(shape) = self.device_shape() else {
+            return Ok(None);
+        };
+        let Some((order, position)) = load(dev, key, shape.n) else {
+            return Ok(None);
+        };
+        let read = started.elapsed();
+        let (layout, tables) = self.layout_in_order(dev, shape, order, position)?;
+        self.layouts.device = Some(Arc::new(layout));
+        self.layouts.tables = Some(tables);
+        Ok(Some(read))
+    }
+
+    /// Keeps the chosen level order beside the plan cache's entry for
+    /// `key` (the download here, the write on a thread of its own); why
+    /// it could not, where it could not.
+    pub(in crate::throttle) fn keep_level_order(
+        &mut self,
+        dev: &CudaDevice,
+        key: &PlanKey,
+    ) -> Option<String> {
+        let Some(RemapTables {
+            task_perm: DeviceGather::Direct(order),
+            ..
+        }) = &self.layouts.tables
+        else {
+            return None;
+        };
+        match store(dev, key, order, self.n_tasks) {
+            Ok(w) => {
+                self.order_write = w;
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_bad_ones_are_refused() {
+        let text = header(0xabc, 1000, 0x1234);
+        assert_eq!(header_end(text.as_bytes()), Ok(text.len()));
+        assert_eq!(parse_header(&text, 0xabc, 1000), Ok(0x1234));
+        assert!(parse_header(&text, 0xabd, 1000)
+            .unwrap_err()
+            .contains("another key"));
+        assert!(parse_header(&text, 0xabc, 999)
+            .unwrap_err()
+            .contains("999 rows"));
+        let flipped = text.replace("rows 1000", "rows 1001");
+        assert!(parse_header(&flipped, 0xabc, 1001)
+            .unwrap_err()
+            .contains("checksum"));
+        assert!(parse_header("", 0xabc, 1000).is_err());
+        assert!(parse_header("warpfit-plan-cache 1\n", 0xabc, 1000).is_err());
+        assert!(header_end(b"a\nb\nc\n").is_err());
+        // A header, then words: the header ends where the words begin.
+        let mut file = header(7, 2, 9).into_bytes();
+        let end = file.len();
+        file.extend([1u8, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(header_end(&file), Ok(end));
+    }
+
+    #[test]
+    fn the_folder_keeps_the_newest_orders_within_its_budget() {
+        let dir = std::env::temp_dir().join(format!("warpfit-orders-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..5u64 {
+            let p = dir.join(format!("{i:016x}.order"));
+            std::fs::write(&p, vec![0u8; 100]).unwrap();
+            let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        std::fs::write(dir.join("0000000000000000.plan"), "kept").unwrap();
+        trim(&dir, 250);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            vec![
+                "0000000000000000.plan",
+                "0000000000000003.order",
+                "0000000000000004.order",
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -298,6 +298,11 @@ fn throttled_2d_kernels_match_a_plain_loop_under_every_policy() {
     let options = spmm::f64::throttle_options().unwrap();
     let mut t = spmm::f64::throttle(&cpu, &options, 0, 120, 4, &[0], &[], &[]).unwrap();
     t.launch(&dense(120, 4, 0), 4, &mut []).unwrap();
+    // Rows with no entries: every output the fold's start.
+    let mut t = spmm::f64::throttle(&cpu, &options, 6, 120, 4, &[0; 7], &[], &[]).unwrap();
+    let mut y = vec![f64::NAN; 24];
+    t.launch(&dense(120, 4, 0), 4, &mut y).unwrap();
+    assert!(y.iter().all(|&v| v == 0.0), "{y:?}");
     let options = max_plus_columns::throttle_options().unwrap();
     let mut t = max_plus_columns::throttle(&cpu, &options, n, 120, 4, &ptr, &col, &w).unwrap();
     let mut out = vec![0.0f32; n * 4];

@@ -368,6 +368,22 @@ fn throttled_spmm_matches_the_reference_under_every_policy_and_plan() {
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
             }
         }
+        // Rows, but no entries in any of them: every output the fold's
+        // start (zero), whatever the plan.
+        for (rows, x_rows, k) in [(5usize, 900usize, 8usize), (40, 0, 3), (1, 2000, 150)] {
+            let opts = small.with_policy(policy);
+            let what = format!("{rows} empty rows, {x_rows} rows of x, k = {k}, {policy}");
+            let ptr = vec![0u32; rows + 1];
+            let mut t = spmm::f64::throttle(&dev, &opts, rows, x_rows, k as u32, &ptr, &[], &[])
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let x = dense(x_rows, k, 0);
+            let mut y = vec![f64::NAN; rows * k];
+            for _ in 0..2 {
+                t.launch(&x, k as u32, &mut y)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(y.iter().all(|&v| v == 0.0), "{what}: {y:?}");
+            }
+        }
     }
     // `cf` where `x` fits one block: two blocks, as `cf` always has.
     let fits = ThrottleOptions::default()

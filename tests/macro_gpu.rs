@@ -1959,7 +1959,11 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
         let model = t.report().model.clone().unwrap();
         assert_eq!(model.cache_error, None, "{what}: {model:?}");
         let steps: Vec<&str> = model.steps.iter().map(|(s, _)| *s).collect();
-        (t.report().chosen, model.from_cache, steps.contains(&"order read"))
+        (
+            t.report().chosen,
+            model.from_cache,
+            steps.contains(&"order read"),
+        )
         // The handle is dropped here: its order is written.
     };
     run("decided");
@@ -2020,4 +2024,48 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
         assert_eq!(std::fs::read(&order).unwrap(), kept, "{what}: kept again");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rows with no entries, with or without a gathered array: every policy,
+/// by the model and exhaustive, remapped or not, plans and runs them (no
+/// fine task to partition) and every output is the fold's start.
+#[test]
+fn throttled_handles_of_empty_rows_run_under_every_policy() {
+    use warpfit::CacheSize;
+    let Some(dev) = gpu() else { return };
+    for (rows, m) in [(50usize, 3000usize), (7, 0), (1, 1)] {
+        let ptr = vec![0u32; rows + 1];
+        let x: Vec<u32> = (0..m as u32).collect();
+        for exhaustive in [false, true] {
+            for (policy, remap) in ThrottlePolicy::ALL
+                .into_iter()
+                .map(|p| (p, false))
+                .chain([ThrottlePolicy::Cf, ThrottlePolicy::Sj].map(|p| (p, true)))
+            {
+                let what = format!(
+                    "{rows} rows, {m} gathered, {policy} remap={remap} exhaustive={exhaustive}"
+                );
+                let opts = ThrottleOptions::default()
+                    .with_policy(policy)
+                    .with_exhaustive(exhaustive)
+                    .with_remap(remap)
+                    .with_cache(CacheSize::Bytes(1 << 10))
+                    .with_plan_cache(false);
+                let mut t = match spmv_u32::throttle(&dev, &opts, rows, m, &ptr, &[], &[]) {
+                    Ok(t) => t,
+                    // A policy this handle cannot run is an error, not a panic.
+                    Err(e) => {
+                        assert!(!e.to_string().is_empty(), "{what}");
+                        continue;
+                    }
+                };
+                let mut y = vec![7u32; rows];
+                for _ in 0..2 {
+                    t.launch(&x, &mut y[..])
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(y.iter().all(|&v| v == 0), "{what}: {y:?}");
+                }
+            }
+        }
+    }
 }

@@ -65,7 +65,11 @@ pub(in crate::throttle) enum LevelsLayout {
 }
 
 /// A `u32` copy of `n` words at `src` on `dev`.
-fn copy_u32(dev: &CudaDevice, src: u64, n: usize) -> Result<DeviceBuffer<u32>> {
+pub(in crate::throttle) fn copy_u32(
+    dev: &CudaDevice,
+    src: u64,
+    n: usize,
+) -> Result<DeviceBuffer<u32>> {
     let out = DeviceBuffer::<u32>::zeros(dev, n)?;
     if n > 0 {
         // SAFETY: `out` holds `n` words; the callers pass an allocation of

@@ -21,8 +21,10 @@
 use crate::compile::disk_cache::{fnv1a, prepare_dir, write_atomically};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
+use crate::driver::errors::cuda_err;
 use crate::engines::gather_layouts::DeviceGather;
 use crate::engines::plan_kernels::plan_kernels;
+use crate::throttle::device_plan::copy_u32;
 use crate::throttle::handle::Throttled;
 use crate::throttle::layout_set::RemapTables;
 use crate::throttle::plan_cache::PlanKey;
@@ -151,30 +153,67 @@ fn read(
     file.seek(SeekFrom::Start(end as u64)).map_err(io)?;
     let order = DeviceBuffer::<u32>::zeros(dev, rows).map_err(|e| e.to_string())?;
     let base = order.device_ptr(dev);
-    let mut chunk = vec![0u8; CHUNK.min(bytes)];
-    let mut at = 0;
-    while at < bytes {
-        let n = CHUNK.min(bytes - at);
-        file.read_exact(&mut chunk[..n]).map_err(io)?;
-        // SAFETY: `order` holds `bytes` bytes from `base`, and
-        // `at + n <= bytes`; the stream is waited for before `chunk` is
-        // written again.
-        unsafe {
-            cudarc::driver::result::memcpy_htod_async(
-                base + at as u64,
-                &chunk[..n],
-                dev.stream().cu_stream(),
-            )
-        }
-        .map_err(|e| format!("uploading a kept level order: {e:?}"))?;
-        dev.stream().synchronize().map_err(|e| format!("{e:?}"))?;
-        at += n;
-    }
+    upload_from(dev, &mut file, base, bytes)?;
     let got = digest(dev, base, rows).map_err(|e| e.to_string())?;
     if got != want {
         return Err("the words do not match their digest".into());
     }
     Ok(order)
+}
+
+/// Reads `bytes` bytes of `file` into device memory at `base`, through
+/// two pinned chunks in turn: the disk's next chunk is read while the one
+/// before is copied to the device (a pageable copy would cost a second
+/// pass over the bytes on the host, into the driver's staging memory).
+fn upload_from(
+    dev: &CudaDevice,
+    file: &mut std::fs::File,
+    base: u64,
+    bytes: usize,
+) -> std::result::Result<(), String> {
+    let cuda = |e: cudarc::driver::DriverError| format!("reading a kept level order back: {e:?}");
+    let size = CHUNK.min(bytes);
+    let mut chunks = Vec::with_capacity(2);
+    for _ in 0..2 {
+        // SAFETY: each chunk is written by `read_exact` before a copy
+        // reads it.
+        let chunk = unsafe { dev.context().alloc_pinned_with_flags::<u8>(size, 0) };
+        chunks.push(chunk.map_err(cuda)?);
+    }
+    let mut copied: [Option<cudarc::driver::CudaEvent>; 2] = [None, None];
+    let mut copy_all = || -> std::result::Result<(), String> {
+        let mut at = 0;
+        let mut turn = 0;
+        while at < bytes {
+            let n = size.min(bytes - at);
+            if let Some(done) = copied[turn].take() {
+                done.synchronize().map_err(cuda)?;
+            }
+            let chunk = chunks[turn].as_mut_slice().map_err(cuda)?;
+            file.read_exact(&mut chunk[..n])
+                .map_err(|e| e.to_string())?;
+            // SAFETY: the device memory at `base` holds `bytes` bytes and
+            // `at + n <= bytes`; the chunk is pinned and is not written
+            // again before the event recorded after this copy completes.
+            unsafe {
+                cudarc::driver::result::memcpy_htod_async(
+                    base + at as u64,
+                    &chunk[..n],
+                    dev.stream().cu_stream(),
+                )
+            }
+            .map_err(cuda)?;
+            copied[turn] = Some(dev.stream().record_event(None).map_err(cuda)?);
+            at += n;
+            turn ^= 1;
+        }
+        Ok(())
+    };
+    let copied_all = copy_all();
+    // The chunks are freed only after every copy from them has completed,
+    // whether or not all were made.
+    dev.stream().synchronize().map_err(cuda)?;
+    copied_all
 }
 
 /// A kept order's write in progress; dropping it waits for the write.
@@ -191,12 +230,13 @@ impl Drop for PendingWrite {
     }
 }
 
-/// Downloads `order` (`rows` words on the device) and writes it for `key`
-/// on a thread of its own. An order larger than [`MAX_ORDER_BYTES`] is not
-/// kept.
+/// Copies `order` (`rows` words on the device) on the device, then
+/// downloads the copy and writes it for `key` on a thread of its own, over
+/// a stream of its own, so that the launches go on meanwhile. An order
+/// larger than [`MAX_ORDER_BYTES`] is not kept.
 ///
 /// # Errors
-/// A device error while reading the order back.
+/// A device error while taking the digest or the copy.
 fn store(
     dev: &CudaDevice,
     key: &PlanKey,
@@ -207,10 +247,31 @@ fn store(
         return Ok(PendingWrite::default());
     }
     let sum = digest(dev, order.device_ptr(dev), rows)?;
-    let mut words = order.to_vec(dev)?;
-    words.truncate(rows);
+    let copy = copy_u32(dev, order.device_ptr(dev), rows)?;
+    let from = copy.device_ptr(dev);
+    // A stream that waits for the copy, and then does not hold the
+    // launches up.
+    let side = dev
+        .stream()
+        .fork()
+        .map_err(cuda_err("making a stream to read a level order back"))?;
     let (path, dir, key) = (key.order_path(), key.dir().to_path_buf(), key.key());
     let writing = std::thread::spawn(move || {
+        let mut words = vec![0u32; rows];
+        // SAFETY: `copy` holds `rows` words at `from` and lives until the
+        // stream has completed the copy; the context is this thread's
+        // first.
+        let read = side
+            .context()
+            .bind_to_thread()
+            .and_then(|()| unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(&mut words[..], from, side.cu_stream())
+            })
+            .and_then(|()| side.synchronize());
+        drop(copy);
+        if read.is_err() {
+            return;
+        }
         let mut bytes = header(key, rows, sum).into_bytes();
         bytes.reserve(4 * rows);
         bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));

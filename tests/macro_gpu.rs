@@ -1962,7 +1962,7 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
         (
             t.report().chosen,
             model.from_cache,
-            steps.contains(&"order read"),
+            steps.contains(&"order read and uploaded"),
         )
         // The handle is dropped here: its order is written.
     };

@@ -31,6 +31,7 @@ use crate::throttle::plan_cache::PlanKey;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use warpfit_runtime::Result;
 
 /// First line of every kept order.
@@ -106,21 +107,42 @@ fn digest(dev: &CudaDevice, words: u64, n: usize) -> Result<u64> {
     Ok(out.to_vec(dev)?.first().copied().unwrap_or(0))
 }
 
+/// Wall time of each step of reading a kept order back, in order.
+pub(in crate::throttle) type Steps = Vec<(&'static str, Duration)>;
+
+/// Records the time since the last lap under `name`.
+fn lap(steps: &mut Steps, last: &mut Instant, name: &'static str) {
+    steps.push((name, last.elapsed()));
+    *last = Instant::now();
+}
+
 /// The level order of `rows` rows kept for `key`, on the device with its
-/// inverse (`position[order[r]] = r`), if the file holds one that passes
-/// every check; `None` otherwise (no file, or one not trusted).
+/// inverse (`position[order[r]] = r`) and the steps it took, if the file
+/// holds one that passes every check; `None` otherwise (no file, or one
+/// not trusted).
 pub(in crate::throttle) fn load(
     dev: &CudaDevice,
     key: &PlanKey,
     rows: usize,
-) -> Option<(DeviceBuffer<u32>, DeviceBuffer<u32>)> {
-    let order = read(dev, &key.order_path(), key.key(), rows).ok()?;
+) -> Option<(DeviceBuffer<u32>, DeviceBuffer<u32>, Steps)> {
+    let mut steps = Steps::new();
+    let mut last = Instant::now();
+    let order = read(
+        dev,
+        &key.order_path(),
+        key.key(),
+        rows,
+        &mut steps,
+        &mut last,
+    )
+    .ok()?;
     let position = DeviceBuffer::<u32>::zeros(dev, rows).ok()?;
     plan_kernels(dev)
         .ok()?
         .invert_order(dev, order.device_ptr(dev), rows, position.device_ptr(dev))
         .ok()?;
-    Some((order, position))
+    lap(&mut steps, &mut last, "order inverted");
+    Some((order, position, steps))
 }
 
 /// The words of the order at `path`, uploaded, where its header is for
@@ -131,6 +153,8 @@ fn read(
     path: &Path,
     key: u64,
     rows: usize,
+    steps: &mut Steps,
+    last: &mut Instant,
 ) -> std::result::Result<DeviceBuffer<u32>, String> {
     let io = |e: std::io::Error| e.to_string();
     let bytes = rows
@@ -153,8 +177,10 @@ fn read(
     file.seek(SeekFrom::Start(end as u64)).map_err(io)?;
     let order = DeviceBuffer::<u32>::zeros(dev, rows).map_err(|e| e.to_string())?;
     let base = order.device_ptr(dev);
-    upload_from(dev, &mut file, base, bytes)?;
+    lap(steps, last, "order opened");
+    upload_from(dev, &mut file, base, bytes, (steps, last))?;
     let got = digest(dev, base, rows).map_err(|e| e.to_string())?;
+    lap(steps, last, "order digest");
     if got != want {
         return Err("the words do not match their digest".into());
     }
@@ -170,6 +196,7 @@ fn upload_from(
     file: &mut std::fs::File,
     base: u64,
     bytes: usize,
+    (steps, last): (&mut Steps, &mut Instant),
 ) -> std::result::Result<(), String> {
     let cuda = |e: cudarc::driver::DriverError| format!("reading a kept level order back: {e:?}");
     let size = CHUNK.min(bytes);
@@ -180,6 +207,7 @@ fn upload_from(
         let chunk = unsafe { dev.context().alloc_pinned_with_flags::<u8>(size, 0) };
         chunks.push(chunk.map_err(cuda)?);
     }
+    lap(steps, last, "order chunks pinned");
     let mut copied: [Option<cudarc::driver::CudaEvent>; 2] = [None, None];
     let mut copy_all = || -> std::result::Result<(), String> {
         let mut at = 0;
@@ -213,6 +241,7 @@ fn upload_from(
     // The chunks are freed only after every copy from them has completed,
     // whether or not all were made.
     dev.stream().synchronize().map_err(cuda)?;
+    lap(steps, last, "order read and uploaded");
     copied_all
 }
 
@@ -257,21 +286,10 @@ fn store(
         .map_err(cuda_err("making a stream to read a level order back"))?;
     let (path, dir, key) = (key.order_path(), key.dir().to_path_buf(), key.key());
     let writing = std::thread::spawn(move || {
-        let mut words = vec![0u32; rows];
-        // SAFETY: `copy` holds `rows` words at `from` and lives until the
-        // stream has completed the copy; the context is this thread's
-        // first.
-        let read = side
-            .context()
-            .bind_to_thread()
-            .and_then(|()| unsafe {
-                cudarc::driver::result::memcpy_dtoh_async(&mut words[..], from, side.cu_stream())
-            })
-            .and_then(|()| side.synchronize());
-        drop(copy);
-        if read.is_err() {
+        let Ok(words) = download(&side, from, rows) else {
             return;
-        }
+        };
+        drop(copy);
         let mut bytes = header(key, rows, sum).into_bytes();
         bytes.reserve(4 * rows);
         bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));
@@ -280,6 +298,40 @@ fn store(
         }
     });
     Ok(PendingWrite(Some(writing)))
+}
+
+/// The `rows` words at `from` on the device, read back over `side`
+/// through one pinned chunk at a time: a copy into pageable memory holds
+/// the driver up, and with it the launches of other threads, for tens of
+/// milliseconds (a 64 MiB order: BENCHMARKS.md, "A level order kept
+/// beside the plan cache").
+fn download(
+    side: &cudarc::driver::CudaStream,
+    from: u64,
+    rows: usize,
+) -> std::result::Result<Vec<u32>, cudarc::driver::DriverError> {
+    side.context().bind_to_thread()?;
+    let size = (CHUNK / 4).min(rows);
+    // SAFETY: each chunk is read only after the copy into it completed.
+    let mut chunk = unsafe { side.context().alloc_pinned_with_flags::<u32>(size, 0) }?;
+    let mut words = Vec::with_capacity(rows);
+    while words.len() < rows {
+        let n = size.min(rows - words.len());
+        let at = from + 4 * words.len() as u64;
+        // SAFETY: the device memory at `from` holds `rows` words, and
+        // `words.len() + n <= rows`; the stream is waited for before the
+        // chunk is read or written again.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(
+                &mut chunk.as_mut_slice()?[..n],
+                at,
+                side.cu_stream(),
+            )
+        }?;
+        side.synchronize()?;
+        words.extend_from_slice(&chunk.as_slice()?[..n]);
+    }
+    Ok(words)
 }
 
 /// Removes the oldest kept orders (by modification time) until the rest
@@ -313,8 +365,8 @@ pub(crate) fn trim(dir: &Path, budget: u64) {
 impl Throttled {
     /// Where the plan cache's decision is the level order: its layout made
     /// from the order kept beside the entry, if one is there and passes
-    /// every check. The time the order took to read, or `None` where it
-    /// was not read (the layout is then made with a new order).
+    /// every check. The steps reading it took, or `None` where it was not
+    /// read (the layout is then made with a new order).
     ///
     /// # Errors
     /// A device error while building the layout from a trusted order.
@@ -322,19 +374,17 @@ impl Throttled {
         &mut self,
         dev: &CudaDevice,
         key: &PlanKey,
-    ) -> Result<Option<std::time::Duration>> {
-        let started = std::time::Instant::now();
+    ) -> Result<Option<Steps>> {
         let Ok(shape) = self.device_shape() else {
             return Ok(None);
         };
-        let Some((order, position)) = load(dev, key, shape.n) else {
+        let Some((order, position, steps)) = load(dev, key, shape.n) else {
             return Ok(None);
         };
-        let read = started.elapsed();
         let (layout, tables) = self.layout_in_order(dev, shape, order, position)?;
         self.layouts.device = Some(Arc::new(layout));
         self.layouts.tables = Some(tables);
-        Ok(Some(read))
+        Ok(Some(steps))
     }
 
     /// Keeps the chosen level order beside the plan cache's entry for

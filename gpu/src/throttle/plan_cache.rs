@@ -5,7 +5,9 @@
 //!
 //! What is kept is the decision ([`DevicePlan`]: `org`, the column-block
 //! count, or the level order), a few bytes, never a layout: the layouts
-//! are remade on the device from the arrays in milliseconds. An entry is
+//! are remade on the device from the arrays in milliseconds. A level order
+//! is kept too, beside its entry (`order_cache`, 4 bytes a row), where
+//! making it again is most of the rebuild. An entry is
 //! keyed by a digest of the range and index arrays' contents (taken on the
 //! device, `plan.cuh`), their sizes, the kernel, the options (the expected
 //! launch count among them: it decides which candidates are built) and the
@@ -246,6 +248,7 @@ impl Throttled {
             DevicePlan::Levels => self.levels_from_kept_order(dev, key)?,
             _ => None,
         };
+        let reading: Duration = read.iter().flatten().map(|(_, d)| *d).sum();
         let Ok(s) = self.device_schedule(dev, plan) else {
             self.layouts.device = None;
             self.layouts.tables = None;
@@ -255,11 +258,10 @@ impl Throttled {
         report.from_cache = true;
         report.reason = format!("the plan cache's decision: {plan}");
         report.steps.push(("key", keyed));
-        if let Some(read) = read {
-            report.steps.push(("order read", read));
-        }
-        let layout = t.elapsed().saturating_sub(read.unwrap_or_default());
-        report.steps.push(("layout", layout));
+        report.steps.extend(read.iter().flatten());
+        report
+            .steps
+            .push(("layout", t.elapsed().saturating_sub(reading)));
         if plan == DevicePlan::Levels && read.is_none() {
             report.cache_error = self.keep_level_order(dev, key);
         }

@@ -1910,21 +1910,6 @@ fn rebound_schedules_match_the_twin_over_alternating_arrays() {
     }
 }
 
-/// The plan cache's FNV-1a over parts (`compile::disk_cache::fnv1a`), to
-/// write an entry as the cache does.
-fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for &b in *p {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// A cached decision `levels` keeps its level order beside the entry: the
 /// first rerun makes the order and keeps it, the next reads it back (no
 /// order made), and an order that fails its checks (a word changed, the
@@ -1977,15 +1962,10 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
     let key = std::fs::read_to_string(&entry)
         .unwrap()
         .lines()
-        .find_map(|l| l.strip_prefix("key ").map(str::to_string))
+        .find_map(|l| u64::from_str_radix(l.strip_prefix("key ")?, 16).ok())
         .unwrap();
-    let body = format!("key {key}\nplan levels\n");
-    let sum = fnv1a(&[body.as_bytes()]);
-    std::fs::write(
-        &entry,
-        format!("warpfit-plan-cache 1\n{body}sum {sum:016x}\n"),
-    )
-    .unwrap();
+    let levels = warpfit::__private::plan_cache_entry(key, warpfit::DevicePlan::Levels);
+    std::fs::write(&entry, levels).unwrap();
     let order = entry.with_extension("order");
     let _ = std::fs::remove_file(&order);
     // Made and kept, then read back.

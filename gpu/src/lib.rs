@@ -109,6 +109,7 @@ pub mod __private {
         AccType, DeviceFnSource, IndexEncoding, KernelSpec, ParamKind, ParamSpec, ScalarType,
         ScalarValue,
     };
+    pub use crate::throttle::plan_cache_entry;
     pub use crate::throttle::{CpuRunFn, HostArray, OwnedShape, ThrottleRoles, LEVEL_ROOTS};
 
     /// NVRTC compilation, translation units, entry points and the on-disk

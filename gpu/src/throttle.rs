@@ -95,6 +95,8 @@ mod slots;
 pub use device_plan::LEVEL_ROOTS;
 pub use erased_vec::OwnedShape;
 pub use handle::{CpuRunFn, HostArray, PlanOrder, ThrottleStatus, Throttled};
+#[doc(hidden)]
+pub use plan_cache::encode as plan_cache_entry;
 pub use plan_choice::DevicePlan;
 pub use report::{ModelReport, ThrottleReport};
 pub use roles::ThrottleRoles;

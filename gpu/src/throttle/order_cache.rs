@@ -18,7 +18,7 @@
 //! for the disk; the handle waits for that thread when it is dropped
 //! ([`PendingWrite`]), so a finished run has written its order.
 
-use crate::compile::disk_cache::{fnv1a, prepare_dir, write_atomically};
+use crate::compile::disk_cache::{prepare_dir, write_atomically};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::errors::cuda_err;
@@ -27,7 +27,7 @@ use crate::engines::plan_kernels::plan_kernels;
 use crate::throttle::device_plan::copy_u32;
 use crate::throttle::handle::Throttled;
 use crate::throttle::layout_set::RemapTables;
-use crate::throttle::plan_cache::PlanKey;
+use crate::throttle::plan_cache::{checked_body, checksummed, PlanKey};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
@@ -59,9 +59,10 @@ const READERS: usize = 4;
 /// The header of an order of `rows` rows for `key` whose words digest to
 /// `digest`.
 pub(crate) fn header(key: u64, rows: usize, digest: u64) -> String {
-    let body = format!("key {key:016x}\nrows {rows}\ndigest {digest:016x}\n");
-    let sum = fnv1a(&[ORDER_FORMAT.as_bytes(), body.as_bytes()]);
-    format!("{ORDER_FORMAT}\n{body}sum {sum:016x}\n")
+    checksummed(
+        ORDER_FORMAT,
+        &format!("key {key:016x}\nrows {rows}\ndigest {digest:016x}\n"),
+    )
 }
 
 /// Where the header at the start of `head` ends (after its fifth line).
@@ -77,20 +78,7 @@ fn header_end(head: &[u8]) -> std::result::Result<usize, String> {
 /// The words' digest a header names for `key` and `rows`, or why it is
 /// not trusted.
 pub(crate) fn parse_header(text: &str, key: u64, rows: usize) -> std::result::Result<u64, String> {
-    let body = text
-        .strip_prefix(ORDER_FORMAT)
-        .and_then(|r| r.strip_prefix('\n'))
-        .ok_or("not a kept level order of this format")?;
-    let at = body.rfind("sum ").ok_or("no checksum")?;
-    let (body, sum) = body.split_at(at);
-    let sum = sum
-        .strip_prefix("sum ")
-        .and_then(|s| s.strip_suffix('\n'))
-        .and_then(|s| u64::from_str_radix(s, 16).ok())
-        .ok_or("a malformed checksum")?;
-    if sum != fnv1a(&[ORDER_FORMAT.as_bytes(), body.as_bytes()]) {
-        return Err("the checksum does not match".into());
-    }
+    let body = checked_body(text, ORDER_FORMAT)?;
     let mut lines = body.lines();
     if lines.next() != Some(format!("key {key:016x}").as_str()) {
         return Err("written for another key".into());

@@ -103,11 +103,43 @@ impl PlanKey {
     }
 }
 
-/// The entry's text for `plan`.
-pub(crate) fn encode(key: u64, plan: DevicePlan) -> String {
-    let body = format!("key {key:016x}\nplan {}\n", plan_word(plan));
+/// The entry's text for `plan` under `key` (the tests write entries with
+/// it, as the cache does).
+pub fn encode(key: u64, plan: DevicePlan) -> String {
+    checksummed(
+        PLAN_FORMAT,
+        &format!("key {key:016x}\nplan {}\n", plan_word(plan)),
+    )
+}
+
+/// A cache file's text: its format line, `body` (lines), then the body's
+/// checksum on a line of its own.
+pub(crate) fn checksummed(format: &str, body: &str) -> String {
     let sum = fnv1a(&[body.as_bytes()]);
-    format!("{PLAN_FORMAT}\n{body}sum {sum:016x}\n")
+    format!("{format}\n{body}sum {sum:016x}\n")
+}
+
+/// The body of a text [`checksummed`] under `format`, or why it is not
+/// trusted (another format, no checksum, or one that does not match).
+pub(crate) fn checked_body<'a>(
+    text: &'a str,
+    format: &str,
+) -> std::result::Result<&'a str, String> {
+    let rest = text
+        .strip_prefix(format)
+        .and_then(|r| r.strip_prefix('\n'))
+        .ok_or_else(|| format!("not a `{format}` file"))?;
+    let at = rest.rfind("sum ").ok_or("no checksum")?;
+    let (body, sum) = rest.split_at(at);
+    let sum = sum
+        .strip_prefix("sum ")
+        .and_then(|s| s.strip_suffix('\n'))
+        .and_then(|s| u64::from_str_radix(s, 16).ok())
+        .ok_or("a malformed checksum")?;
+    if sum != fnv1a(&[body.as_bytes()]) {
+        return Err("the checksum does not match".into());
+    }
+    Ok(body)
 }
 
 fn plan_word(plan: DevicePlan) -> String {
@@ -120,20 +152,7 @@ fn plan_word(plan: DevicePlan) -> String {
 
 /// The plan an entry's `text` holds for `key`, or why it is not trusted.
 pub(crate) fn decode(text: &str, key: u64) -> std::result::Result<DevicePlan, String> {
-    let rest = text
-        .strip_prefix(PLAN_FORMAT)
-        .and_then(|r| r.strip_prefix('\n'))
-        .ok_or("not a plan cache entry of this format")?;
-    let at = rest.rfind("sum ").ok_or("no checksum")?;
-    let (body, sum) = rest.split_at(at);
-    let sum = sum
-        .strip_prefix("sum ")
-        .and_then(|s| s.strip_suffix('\n'))
-        .and_then(|s| u64::from_str_radix(s, 16).ok())
-        .ok_or("a malformed checksum")?;
-    if sum != fnv1a(&[body.as_bytes()]) {
-        return Err("the checksum does not match".into());
-    }
+    let body = checked_body(text, PLAN_FORMAT)?;
     let mut lines = body.lines();
     if lines.next() != Some(format!("key {key:016x}").as_str()) {
         return Err("written for another key".into());

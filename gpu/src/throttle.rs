@@ -83,6 +83,7 @@ mod launching;
 mod layout_cache;
 mod layout_set;
 mod order_cache;
+mod pending_write;
 mod plan_cache;
 mod plan_choice;
 mod plan_thread;

@@ -76,7 +76,7 @@ pub struct Throttled {
     /// element is a row of `k` values.
     pub(in crate::throttle) columns: Option<u64>,
     /// The level order's write beside the plan cache (waited for on drop).
-    pub(in crate::throttle) order_write: crate::throttle::order_cache::PendingWrite,
+    pub(in crate::throttle) order_write: crate::throttle::pending_write::PendingWrite,
 }
 
 /// The CPU twin over a launch's arguments (generated).

@@ -27,6 +27,7 @@ use crate::engines::plan_kernels::plan_kernels;
 use crate::throttle::device_plan::copy_u32;
 use crate::throttle::handle::Throttled;
 use crate::throttle::layout_set::RemapTables;
+use crate::throttle::pending_write::PendingWrite;
 use crate::throttle::plan_cache::{checked_body, checksummed, PlanKey};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -279,20 +280,6 @@ fn read_chunks(
     copied.map(|()| pinned)
 }
 
-/// A kept order's write in progress; dropping it waits for the write.
-#[derive(Default)]
-pub(in crate::throttle) struct PendingWrite(Option<std::thread::JoinHandle<()>>);
-
-impl Drop for PendingWrite {
-    fn drop(&mut self) {
-        if let Some(writing) = self.0.take() {
-            // The write's own failure leaves no file: the next run makes
-            // the order again.
-            let _ = writing.join();
-        }
-    }
-}
-
 /// Copies `order` (`rows` words on the device) on the device, then
 /// downloads the copy and writes it for `key` on a thread of its own, over
 /// a stream of its own, so that the launches go on meanwhile. An order
@@ -331,7 +318,7 @@ fn store(
             trim(&dir, MAX_ORDER_BYTES);
         }
     });
-    Ok(PendingWrite(Some(writing)))
+    Ok(PendingWrite::of(writing))
 }
 
 /// The `rows` words at `from` on the device, read back over `side`

@@ -13,10 +13,12 @@
 //! never trusted. The folder's orders hold at most [`MAX_ORDER_BYTES`]
 //! together, the oldest going first.
 //!
-//! The words are downloaded when the decision is made and written to disk
-//! on a thread of their own, so that the launch that decided does not wait
-//! for the disk; the handle waits for that thread when it is dropped
-//! ([`PendingWrite`]), so a finished run has written its order.
+//! When the decision is made the words are copied on the device; a thread
+//! of their own reads the copy back over a stream of its own, through a
+//! pinned chunk, and writes the file, so that neither the launch that
+//! decided nor the ones after it wait for the copy or the disk. The handle
+//! waits for that thread when it is dropped ([`PendingWrite`]), so a
+//! finished run has written its order.
 
 use crate::compile::disk_cache::{prepare_dir, write_atomically};
 use crate::driver::buffer::DeviceBuffer;
@@ -50,11 +52,14 @@ const HEADER_MAX: usize = 256;
 const DIGEST_SEED: u64 = 0x5eed_0003;
 
 /// Bytes a reader reads from the file and uploads at a time, through one
-/// pinned buffer of its own (pinning costs about 0.4 ms a MiB).
+/// pinned buffer of its own: small, because pinning costs in proportion to
+/// the bytes pinned (BENCHMARKS.md, "A level order kept beside the plan
+/// cache").
 const CHUNK: usize = 1 << 20;
 
-/// Threads reading a kept order back: one reads the page cache at about
-/// 5 GB/s, a 64 MiB order in 13 ms.
+/// Threads reading a kept order back: one thread's copies out of the page
+/// cache take longer than the rest of a rerun's rebuild on a large graph
+/// (BENCHMARKS.md, "A level order kept beside the plan cache").
 const READERS: usize = 4;
 
 /// The header of an order of `rows` rows for `key` whose words digest to
@@ -183,8 +188,7 @@ fn read(
 
 /// Reads the `bytes` bytes of the file at `path` from `start` into device
 /// memory at `base`, in chunks spread over [`READERS`] threads, each
-/// reading into a pinned chunk of its own and copying it to the device
-/// (one thread reads a file from the page cache at about 5 GB/s; a
+/// reading into a pinned chunk of its own and copying it to the device (a
 /// pageable copy would cost a second pass over the bytes on the host and
 /// hold the driver up). Each reader opens the file itself: a file replaced
 /// meanwhile fails the digest.

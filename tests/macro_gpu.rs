@@ -1982,7 +1982,9 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
     assert_eq!(std::fs::read(&order).unwrap(), kept, "kept again");
     assert_eq!(run("read back again"), (ThrottlePolicy::OrgR, true, true));
     // Two rows swapped, the digest then wrong; the file cut; the header
-    // of another row count: made again.
+    // edited to another row count (words cut to match), its checksum then
+    // wrong: made again. (A well-summed header of another row count is
+    // refused by `order_cache`'s unit test.)
     let mut swapped = kept.clone();
     let words = kept.len() - 4 * n;
     swapped[words..words + 4].copy_from_slice(&kept[words + 4..words + 8]);
@@ -1997,7 +1999,7 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
     for (what, bytes) in [
         ("swapped", swapped),
         ("cut", cut),
-        ("other rows", other_rows),
+        ("header edited", other_rows),
     ] {
         std::fs::write(&order, &bytes).unwrap();
         assert_eq!(run(what), (ThrottlePolicy::OrgR, true, false), "{what}");

@@ -1933,25 +1933,35 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
         .with_policy(ThrottlePolicy::Auto)
         .with_cache(CacheSize::Bytes(16 << 10))
         .with_plan_cache(true);
-    // What a run decided and did, from its report.
-    let run = |what: &str| {
+    // What a run decided and did, from its report: the schedule, whether
+    // the decision came from the cache, whether a kept order was read
+    // back, and why not where it was not.
+    let run_keeping = |what: &str| {
         let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
         let mut y = vec![0u32; n];
         t.launch(&x, &mut y[..]).unwrap();
         assert_eq!(y, want, "{what}");
         t.launch(&x, &mut y[..]).unwrap();
         assert_eq!(y, want, "{what}: again");
+        let kept = t.wait_for_plan_cache().map_err(|e| e.to_string());
         let model = t.report().model.clone().unwrap();
-        assert_eq!(model.cache_error, None, "{what}: {model:?}");
+        assert_eq!(model.cache_error, kept.clone().err(), "{what}: {model:?}");
         let steps: Vec<&str> = model.steps.iter().map(|(s, _)| *s).collect();
+        let read = steps.contains(&"order read and uploaded");
+        assert_eq!(read, model.order_not_read.is_none(), "{what}: {model:?}");
         (
-            t.report().chosen,
-            model.from_cache,
-            steps.contains(&"order read and uploaded"),
+            (t.report().chosen, model.from_cache, read),
+            model.order_not_read.unwrap_or_default(),
+            kept,
         )
-        // The handle is dropped here: its order is written.
     };
-    run("decided");
+    let run = |what: &str| {
+        let (outcome, not_read, kept) = run_keeping(what);
+        assert_eq!(kept, Ok(()), "{what}");
+        (outcome, not_read)
+    };
+    let (decided, _) = run("decided");
+    assert!(!decided.1, "{decided:?}");
     // The entry rewritten to the decision `levels`, as the cache writes it.
     let plans = dir.join("plans");
     let entry = std::fs::read_dir(&plans)
@@ -1968,23 +1978,33 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
     std::fs::write(&entry, levels).unwrap();
     let order = entry.with_extension("order");
     let _ = std::fs::remove_file(&order);
-    // Made and kept, then read back.
-    assert_eq!(run("made"), (ThrottlePolicy::OrgR, true, false));
+    // Made and kept (the report saying why it was made), then read back.
+    let (made, why) = run("made");
+    assert_eq!(made, (ThrottlePolicy::OrgR, true, false));
+    assert!(
+        why.contains("level order kept in") && why.contains(".order"),
+        "{why}"
+    );
     let kept = std::fs::read(&order).expect("the order kept beside the entry");
     assert!(kept.len() >= 4 * n && kept.starts_with(b"warpfit-level-order 1\n"));
-    assert_eq!(run("read back"), (ThrottlePolicy::OrgR, true, true));
+    assert_eq!(
+        run("read back"),
+        ((ThrottlePolicy::OrgR, true, true), String::new())
+    );
     // A word changed: made again (and kept again, then read back).
     let mut changed = kept.clone();
     let last = changed.len() - 1;
     changed[last] ^= 1;
     std::fs::write(&order, &changed).unwrap();
-    assert_eq!(run("a word changed"), (ThrottlePolicy::OrgR, true, false));
+    let (again, why) = run("a word changed");
+    assert_eq!(again, (ThrottlePolicy::OrgR, true, false));
+    assert!(why.contains("digest"), "{why}");
     assert_eq!(std::fs::read(&order).unwrap(), kept, "kept again");
-    assert_eq!(run("read back again"), (ThrottlePolicy::OrgR, true, true));
+    assert_eq!(run("read back again").0, (ThrottlePolicy::OrgR, true, true));
     // Two rows swapped, the digest then wrong; the file cut; the header
     // edited to another row count (words cut to match), its checksum then
-    // wrong: made again. (A well-summed header of another row count is
-    // refused by `order_cache`'s unit test.)
+    // wrong: made again, each saying why. (A well-summed header of another
+    // row count is refused by `order_cache`'s unit test.)
     let mut swapped = kept.clone();
     let words = kept.len() - 4 * n;
     swapped[words..words + 4].copy_from_slice(&kept[words + 4..words + 8]);
@@ -1996,15 +2016,30 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
         .into_iter()
         .chain(kept[words..kept.len() - 4].iter().copied())
         .collect::<Vec<u8>>();
-    for (what, bytes) in [
-        ("swapped", swapped),
-        ("cut", cut),
-        ("header edited", other_rows),
+    for (what, bytes, reason) in [
+        ("swapped", swapped, "digest"),
+        ("cut", cut, "where the header says"),
+        ("header edited", other_rows, "checksum"),
     ] {
         std::fs::write(&order, &bytes).unwrap();
-        assert_eq!(run(what), (ThrottlePolicy::OrgR, true, false), "{what}");
+        let (again, why) = run(what);
+        assert_eq!(again, (ThrottlePolicy::OrgR, true, false), "{what}");
+        assert!(why.contains(reason), "{what}: {why}");
         assert_eq!(std::fs::read(&order).unwrap(), kept, "{what}: kept again");
     }
+    // The order's path taken by a folder: not read, and not written
+    // either, which the handle says when asked; the run is unaffected.
+    std::fs::remove_file(&order).unwrap();
+    std::fs::create_dir(&order).unwrap();
+    let (again, why, write) = run_keeping("unwritable");
+    assert_eq!(again, (ThrottlePolicy::OrgR, true, false));
+    assert!(!why.is_empty());
+    let e = write.unwrap_err();
+    assert!(
+        e.contains("keeping the level order in") && e.contains(".order"),
+        "{e}"
+    );
+    assert!(std::fs::metadata(&order).unwrap().is_dir());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -2015,7 +2050,13 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
 fn throttled_handles_of_empty_rows_run_under_every_policy() {
     use warpfit::CacheSize;
     let Some(dev) = gpu() else { return };
+    let must_run = [
+        (ThrottlePolicy::Org, false),
+        (ThrottlePolicy::Cf, false),
+        (ThrottlePolicy::Auto, false),
+    ];
     for (rows, m) in [(50usize, 3000usize), (7, 0), (1, 1)] {
+        let mut ran = Vec::new();
         let ptr = vec![0u32; rows + 1];
         let x: Vec<u32> = (0..m as u32).collect();
         for exhaustive in [false, true] {
@@ -2035,12 +2076,15 @@ fn throttled_handles_of_empty_rows_run_under_every_policy() {
                     .with_plan_cache(false);
                 let mut t = match spmv_u32::throttle(&dev, &opts, rows, m, &ptr, &[], &[]) {
                     Ok(t) => t,
-                    // A policy this handle cannot run is an error, not a panic.
+                    // A policy this handle cannot run is an error, not a
+                    // panic; `org`, `cf` and `auto` run every handle.
                     Err(e) => {
                         assert!(!e.to_string().is_empty(), "{what}");
+                        assert!(!must_run.contains(&(policy, remap)), "{what}: {e}");
                         continue;
                     }
                 };
+                ran.push((policy, remap));
                 let mut y = vec![7u32; rows];
                 for _ in 0..2 {
                     t.launch(&x, &mut y[..])
@@ -2048,6 +2092,12 @@ fn throttled_handles_of_empty_rows_run_under_every_policy() {
                     assert!(y.iter().all(|&v| v == 0), "{what}: {y:?}");
                 }
             }
+        }
+        for p in must_run {
+            assert!(
+                ran.contains(&p),
+                "{rows} rows, {m} gathered: {p:?} did not run"
+            );
         }
     }
 }

@@ -1174,6 +1174,9 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &IterationTime
             100.0 * s
         );
     }
+    if let Some(why) = &m.order_not_read {
+        head += &format!("; level order made again: {why}");
+    }
     if let Some(e) = &m.cache_error {
         head += &format!("; not cached: {e}");
     }

@@ -215,6 +215,16 @@ fn check_private(_: &Path, _: &std::fs::Metadata) -> std::result::Result<(), Str
 /// on a file system without atomic rename, the checksum catches the rest).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    write_atomically_with(path, |f| f.write_all(bytes))
+}
+
+/// [`write_atomically`] with the contents written by `fill` into the
+/// temporary file, for a writer that streams them (a large file need not be
+/// held in memory whole). A `fill` that fails leaves no file behind.
+pub(crate) fn write_atomically_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tmp = path.as_os_str().to_owned();
@@ -226,7 +236,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
     let written = open
         .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|mut f| fill(&mut f))
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -20,7 +20,7 @@
 //! waits for that thread when it is dropped ([`PendingWrite`]), so a
 //! finished run has written its order.
 
-use crate::compile::disk_cache::{prepare_dir, write_atomically};
+use crate::compile::disk_cache::{prepare_dir, write_atomically_with};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::errors::cuda_err;
@@ -29,13 +29,13 @@ use crate::engines::plan_kernels::plan_kernels;
 use crate::throttle::device_plan::copy_u32;
 use crate::throttle::handle::Throttled;
 use crate::throttle::layout_set::RemapTables;
-use crate::throttle::pending_write::PendingWrite;
+use crate::throttle::pending_write::{PendingWrite, WriteOutcome};
 use crate::throttle::plan_cache::{checked_body, checksummed, PlanKey};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use warpfit_runtime::Result;
+use warpfit_runtime::{Error, Result};
 
 /// First line of every kept order.
 pub(crate) const ORDER_FORMAT: &str = "warpfit-level-order 1";
@@ -117,31 +117,26 @@ fn lap(steps: &mut Steps, last: &mut Instant, name: &'static str) {
 
 /// The level order of `rows` rows kept for `key`, on the device with its
 /// inverse (`position[order[r]] = r`) and the steps it took, if the file
-/// holds one that passes every check; `None` otherwise (no file, or one
-/// not trusted).
+/// holds one that passes every check; otherwise why it is not used (no
+/// file, or one not trusted).
 pub(in crate::throttle) fn load(
     dev: &CudaDevice,
     key: &PlanKey,
     rows: usize,
-) -> Option<(DeviceBuffer<u32>, DeviceBuffer<u32>, Steps)> {
+) -> std::result::Result<(DeviceBuffer<u32>, DeviceBuffer<u32>, Steps), String> {
     let mut steps = Steps::new();
     let mut last = Instant::now();
-    let order = read(
-        dev,
-        &key.order_path(),
-        key.key(),
-        rows,
-        &mut steps,
-        &mut last,
-    )
-    .ok()?;
-    let position = DeviceBuffer::<u32>::zeros(dev, rows).ok()?;
+    let path = key.order_path();
+    let order = read(dev, &path, key.key(), rows, &mut steps, &mut last)
+        .map_err(|why| format!("the level order kept in {}: {why}", path.display()))?;
+    let device = |e: warpfit_runtime::Error| format!("inverting the kept level order: {e}");
+    let position = DeviceBuffer::<u32>::zeros(dev, rows).map_err(device)?;
     plan_kernels(dev)
-        .ok()?
+        .map_err(device)?
         .invert_order(dev, order.device_ptr(dev), rows, position.device_ptr(dev))
-        .ok()?;
+        .map_err(device)?;
     lap(&mut steps, &mut last, "order inverted");
-    Some((order, position, steps))
+    Ok((order, position, steps))
 }
 
 /// The words of the order at `path`, uploaded, where its header is for
@@ -212,7 +207,7 @@ fn upload_from(
                         let at = c * size;
                         (at, size.min(bytes - at))
                     });
-                    read_chunks(ctx, stream, path, start, base, mine)
+                    read_chunks(ctx, stream, path, (start, base, size), mine)
                 })
             })
             .collect();
@@ -235,15 +230,14 @@ fn upload_from(
 
 /// One reader of [`upload_from`]: the chunks `(offset, length)` of the
 /// words (`start` bytes into the file at `path`) read into a pinned chunk
-/// of its own and copied to `base + offset` on `stream`, each copy waited
-/// for before the chunk is read into again. The time its chunk took to
-/// pin.
+/// of `size` bytes of its own and copied to `base + offset` on `stream`,
+/// each copy waited for before the chunk is read into again. The time its
+/// chunk took to pin.
 fn read_chunks(
     ctx: &Arc<cudarc::driver::CudaContext>,
     stream: &Arc<cudarc::driver::CudaStream>,
     path: &Path,
-    start: u64,
-    base: u64,
+    (start, base, size): (u64, u64, usize),
     mine: impl Iterator<Item = (usize, usize)>,
 ) -> std::result::Result<Duration, String> {
     let cuda = |e: cudarc::driver::DriverError| format!("reading a kept level order back: {e:?}");
@@ -252,7 +246,7 @@ fn read_chunks(
     let mut file = std::fs::File::open(path).map_err(io)?;
     let began = Instant::now();
     // SAFETY: the chunk is written by `read_exact` before a copy reads it.
-    let mut chunk = unsafe { ctx.alloc_pinned_with_flags::<u8>(CHUNK, 0) }.map_err(cuda)?;
+    let mut chunk = unsafe { ctx.alloc_pinned_with_flags::<u8>(size, 0) }.map_err(cuda)?;
     let pinned = began.elapsed();
     let copy_all = || -> std::result::Result<(), String> {
         for (at, n) in mine {
@@ -285,9 +279,10 @@ fn read_chunks(
 }
 
 /// Copies `order` (`rows` words on the device) on the device, then
-/// downloads the copy and writes it for `key` on a thread of its own, over
-/// a stream of its own, so that the launches go on meanwhile. An order
-/// larger than [`MAX_ORDER_BYTES`] is not kept.
+/// downloads the copy into the file for `key` on a thread of its own, over
+/// a stream of its own, so that the launches go on meanwhile; the thread
+/// says why the write failed, where it did. An order larger than
+/// [`MAX_ORDER_BYTES`] is not kept.
 ///
 /// # Errors
 /// A device error while taking the digest or the copy.
@@ -310,53 +305,61 @@ fn store(
         .fork()
         .map_err(cuda_err("making a stream to read a level order back"))?;
     let (path, dir, key) = (key.order_path(), key.dir().to_path_buf(), key.key());
-    let writing = std::thread::spawn(move || {
-        let Ok(words) = download(&side, from, rows) else {
-            return;
-        };
+    let writing = std::thread::spawn(move || -> WriteOutcome {
+        let why = |e: String| format!("keeping the level order in {}: {e}", path.display());
+        prepare_dir(&dir).map_err(why)?;
+        write_atomically_with(&path, |file| {
+            file.write_all(header(key, rows, sum).as_bytes())?;
+            download_into(&side, from, 4 * rows, file)
+        })
+        .map_err(|e| why(e.to_string()))?;
         drop(copy);
-        let mut bytes = header(key, rows, sum).into_bytes();
-        bytes.reserve(4 * rows);
-        bytes.extend(words.iter().flat_map(|w| w.to_le_bytes()));
-        if prepare_dir(&dir).is_ok() && write_atomically(&path, &bytes).is_ok() {
-            trim(&dir, MAX_ORDER_BYTES);
-        }
+        trim(&dir, MAX_ORDER_BYTES);
+        Ok(())
     });
     Ok(PendingWrite::of(writing))
 }
 
-/// The `rows` words at `from` on the device, read back over `side`
-/// through one pinned chunk at a time: a copy into pageable memory holds
-/// the driver up, and with it the launches of other threads, for tens of
-/// milliseconds (a 64 MiB order: BENCHMARKS.md, "A level order kept
-/// beside the plan cache").
-fn download(
+/// Writes the `bytes` bytes at `from` on the device to `out`, read back
+/// over `side` through one pinned chunk at a time: a copy into pageable
+/// memory holds the driver up, and with it the launches of other threads,
+/// for tens of milliseconds (a 64 MiB order: BENCHMARKS.md, "A level order
+/// kept beside the plan cache"); and only the chunk is held on the host,
+/// never the whole order. The device's words are little-endian, as the
+/// file's are.
+fn download_into(
     side: &cudarc::driver::CudaStream,
     from: u64,
-    rows: usize,
-) -> std::result::Result<Vec<u32>, cudarc::driver::DriverError> {
-    side.context().bind_to_thread()?;
-    let size = (CHUNK / 4).min(rows);
+    bytes: usize,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let cuda = |e: cudarc::driver::DriverError| {
+        std::io::Error::other(format!("reading the order back from the device: {e:?}"))
+    };
+    side.context().bind_to_thread().map_err(cuda)?;
+    let size = CHUNK.min(bytes);
     // SAFETY: each chunk is read only after the copy into it completed.
-    let mut chunk = unsafe { side.context().alloc_pinned_with_flags::<u32>(size, 0) }?;
-    let mut words = Vec::with_capacity(rows);
-    while words.len() < rows {
-        let n = size.min(rows - words.len());
-        let at = from + 4 * words.len() as u64;
-        // SAFETY: the device memory at `from` holds `rows` words, and
-        // `words.len() + n <= rows`; the stream is waited for before the
-        // chunk is read or written again.
+    let mut chunk =
+        unsafe { side.context().alloc_pinned_with_flags::<u8>(size, 0) }.map_err(cuda)?;
+    let mut done = 0;
+    while done < bytes {
+        let n = size.min(bytes - done);
+        // SAFETY: the device memory at `from` holds `bytes` bytes, and
+        // `done + n <= bytes`; the stream is waited for before the chunk
+        // is read or written again, or freed.
         unsafe {
             cudarc::driver::result::memcpy_dtoh_async(
-                &mut chunk.as_mut_slice()?[..n],
-                at,
+                &mut chunk.as_mut_slice().map_err(cuda)?[..n],
+                from + done as u64,
                 side.cu_stream(),
             )
-        }?;
-        side.synchronize()?;
-        words.extend_from_slice(&chunk.as_slice()?[..n]);
+        }
+        .map_err(cuda)?;
+        side.synchronize().map_err(cuda)?;
+        out.write_all(&chunk.as_slice().map_err(cuda)?[..n])?;
+        done += n;
     }
-    Ok(words)
+    Ok(())
 }
 
 /// Removes the oldest kept orders (by modification time) until the rest
@@ -390,8 +393,8 @@ pub(crate) fn trim(dir: &Path, budget: u64) {
 impl Throttled {
     /// Where the plan cache's decision is the level order: its layout made
     /// from the order kept beside the entry, if one is there and passes
-    /// every check. The steps reading it took, or `None` where it was not
-    /// read (the layout is then made with a new order).
+    /// every check. The steps reading it took, or why it was not used (the
+    /// layout is then made with a new order).
     ///
     /// # Errors
     /// A device error while building the layout from a trusted order.
@@ -399,17 +402,41 @@ impl Throttled {
         &mut self,
         dev: &CudaDevice,
         key: &PlanKey,
-    ) -> Result<Option<Steps>> {
-        let Ok(shape) = self.device_shape() else {
-            return Ok(None);
+    ) -> Result<std::result::Result<Steps, String>> {
+        let shape = match self.device_shape() {
+            Ok(shape) => shape,
+            Err(e) => return Ok(Err(format!("no kept level order is read: {e}"))),
         };
-        let Some((order, position, steps)) = load(dev, key, shape.n) else {
-            return Ok(None);
+        let (order, position, steps) = match load(dev, key, shape.n) {
+            Ok(loaded) => loaded,
+            Err(why) => return Ok(Err(why)),
         };
         let (layout, tables) = self.layout_in_order(dev, shape, order, position)?;
         self.layouts.device = Some(Arc::new(layout));
         self.layouts.tables = Some(tables);
-        Ok(Some(steps))
+        Ok(Ok(steps))
+    }
+
+    /// Waits for the plan cache's writes still in progress (the level
+    /// order kept beside an entry is written on a thread of its own while
+    /// the launches go on), so that a run after this one finds them. Where
+    /// the write failed, the error says why, and so does the report's
+    /// `model.cache_error`; the launches are not affected. Dropping the
+    /// handle waits too, without saying.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`]: the order could not be kept (its folder
+    /// cannot be made or written, or the device failed reading it back).
+    pub fn wait_for_plan_cache(&mut self) -> Result<()> {
+        self.order_write.wait().map_err(|reason| {
+            if let Some(m) = self.report.model.as_mut() {
+                m.cache_error.get_or_insert_with(|| reason.clone());
+            }
+            Error::Unavailable {
+                what: format!("the plan cache of kernel `{}`", self.spec.name),
+                reason,
+            }
+        })
     }
 
     /// Keeps the chosen level order beside the plan cache's entry for
@@ -440,6 +467,7 @@ impl Throttled {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::throttle::plan_cache::test_files::{names_in, write_aged};
 
     #[test]
     fn headers_round_trip_and_bad_ones_are_refused() {
@@ -471,31 +499,44 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("warpfit-orders-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         for i in 0..5u64 {
-            let p = dir.join(format!("{i:016x}.order"));
-            std::fs::write(&p, vec![0u8; 100]).unwrap();
-            let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i);
-            std::fs::File::options()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
+            write_aged(&dir, &format!("{i:016x}.order"), &[0u8; 100], i);
         }
         std::fs::write(dir.join("0000000000000000.plan"), "kept").unwrap();
         trim(&dir, 250);
-        let mut left: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
         assert_eq!(
-            left,
+            names_in(&dir),
             vec![
                 "0000000000000000.plan",
                 "0000000000000003.order",
                 "0000000000000004.order",
             ]
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_order_is_streamed_into_its_file_or_leaves_none() {
+        let dir = std::env::temp_dir().join(format!("warpfit-order-write-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("0000000000000001.order");
+        // Written in pieces: the file holds them all, and no temporary.
+        write_atomically_with(&path, |f| {
+            f.write_all(header(1, 2, 3).as_bytes())?;
+            f.write_all(&[1, 0, 0, 0])?;
+            f.write_all(&[0, 0, 0, 0])
+        })
+        .unwrap();
+        let mut want = header(1, 2, 3).into_bytes();
+        want.extend([1, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        // A write that fails halfway leaves the old file and no temporary.
+        let failed = write_atomically_with(&path, |f| {
+            f.write_all(b"half")?;
+            Err(std::io::Error::other("the device failed"))
+        });
+        assert!(failed.unwrap_err().to_string().contains("device failed"));
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        assert_eq!(names_in(&dir), vec!["0000000000000001.order"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

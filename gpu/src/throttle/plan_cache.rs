@@ -264,10 +264,11 @@ impl Throttled {
         };
         let t = Instant::now();
         let read = match plan {
-            DevicePlan::Levels => self.levels_from_kept_order(dev, key)?,
+            DevicePlan::Levels => Some(self.levels_from_kept_order(dev, key)?),
             _ => None,
         };
-        let reading: Duration = read.iter().flatten().map(|(_, d)| *d).sum();
+        let steps_read = read.as_ref().and_then(|r| r.as_ref().ok());
+        let reading: Duration = steps_read.into_iter().flatten().map(|(_, d)| *d).sum();
         let Ok(s) = self.device_schedule(dev, plan) else {
             self.layouts.device = None;
             self.layouts.tables = None;
@@ -277,11 +278,12 @@ impl Throttled {
         report.from_cache = true;
         report.reason = format!("the plan cache's decision: {plan}");
         report.steps.push(("key", keyed));
-        report.steps.extend(read.iter().flatten());
+        report.steps.extend(steps_read.into_iter().flatten());
         report
             .steps
             .push(("layout", t.elapsed().saturating_sub(reading)));
-        if plan == DevicePlan::Levels && read.is_none() {
+        if let Some(Err(why)) = read {
+            report.order_not_read = Some(why);
             report.cache_error = self.keep_level_order(dev, key);
         }
         Ok(Some((s, plan, report)))
@@ -290,6 +292,7 @@ impl Throttled {
 
 #[cfg(test)]
 mod tests {
+    use super::test_files::{names_in, write_aged};
     use super::*;
 
     #[test]
@@ -343,25 +346,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("warpfit-plans-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         for i in 0..5u64 {
-            let p = dir.as_path().join(format!("{i:016x}.plan"));
-            std::fs::write(&p, encode(i, DevicePlan::Org)).unwrap();
-            let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1000 + i);
-            std::fs::File::options()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
+            let text = encode(i, DevicePlan::Org);
+            write_aged(&dir, &format!("{i:016x}.plan"), text.as_bytes(), i);
         }
-        std::fs::write(dir.as_path().join("other.txt"), "kept").unwrap();
-        trim(dir.as_path(), 3);
-        let mut left: Vec<String> = std::fs::read_dir(dir.as_path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
+        std::fs::write(dir.join("other.txt"), "kept").unwrap();
+        trim(&dir, 3);
         assert_eq!(
-            left,
+            names_in(&dir),
             vec![
                 "0000000000000002.plan",
                 "0000000000000003.plan",
@@ -370,5 +361,36 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Files with set modification times, for the trims of the plan cache's
+/// folder and of its kept orders.
+#[cfg(test)]
+pub(in crate::throttle) mod test_files {
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    /// Writes `bytes` to `name` in `dir`, modified `age` seconds after a
+    /// fixed time (a larger `age` is newer).
+    pub(in crate::throttle) fn write_aged(dir: &Path, name: &str, bytes: &[u8], age: u64) {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1000 + age))
+            .unwrap();
+    }
+
+    /// The names of the files in `dir`, sorted.
+    pub(in crate::throttle) fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
     }
 }

@@ -109,6 +109,11 @@ pub struct ModelReport {
     /// Why the decision could not be written to the plan cache, where it
     /// could not (the run goes on).
     pub cache_error: Option<String>,
+    /// Where the plan cache's decision was the level order and the order
+    /// kept beside its entry was not used: why (no file, a header, length
+    /// or digest that does not match, words that are not a permutation of
+    /// the rows). The order was then made again, and kept again.
+    pub order_not_read: Option<String>,
     /// Wall time of each step of the decision, in order (the locality
     /// sample, the plan cache's key, each candidate's layout, preparation and
     /// timed run, the cache's write): where `planning` went.
@@ -126,6 +131,7 @@ impl ModelReport {
             timed: Vec::new(),
             planning: Duration::ZERO,
             cache_error: None,
+            order_not_read: None,
             steps: Vec::new(),
         }
     }

@@ -710,6 +710,17 @@ impl ThrottleEmitter<'_> {
                     self.inner.report()
                 }
 
+                /// Waits for the plan cache's writes in progress (a level order kept
+                /// beside its entry is written on a thread of its own while the launches
+                /// go on); dropping the handle waits too, without saying.
+                ///
+                /// # Errors
+                /// The order could not be kept (its folder cannot be written, or the
+                /// device failed reading it back); the launches are not affected.
+                pub fn wait_for_plan_cache(&mut self) -> ::warpfit::__private::Result<()> {
+                    self.inner.wait_for_plan_cache()
+                }
+
                 /// Where the plan is: being made (launches run unthrottled), made and
                 /// about to be profiled (`auto`), or running a schedule.
                 pub fn status(&self) -> ::warpfit::__private::ThrottleStatus {

@@ -763,6 +763,7 @@ fn app_kernels_compile_with_nvrtc() {
         "wf_sizes",
         "wf_merge",
         "wf_merge_wide",
+        "wf_merge_block",
     ];
     let maps = ["wf_thread_all"];
     let forms: &[(&warpfit::__private::KernelSpec, &[&str])] = &[

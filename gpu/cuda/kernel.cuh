@@ -126,6 +126,13 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         warpfit::merge<K, warpfit::MERGE_LANES_WIDE>(p, a);                                          \
         warpfit::block_hooks<K>::end(p);                                                             \
     }
+#define WARPFIT_ENTRY_POINT_wf_merge_block(K)                                                        \
+    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
+        wf_merge_block(const K::params_t p, const warpfit::LaunchArgs a) {                           \
+        warpfit::block_hooks<K>::begin(p);                                                           \
+        warpfit::merge_block<K>(p, a);                                                               \
+        warpfit::block_hooks<K>::end(p);                                                             \
+    }
 // A 2-D kernel's rows cut into pieces and spread over its columns
 // (`ColumnList` in task_source.cuh), and the merge of its split rows'
 // columns.
@@ -157,7 +164,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     }
 
 /// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list,frontier}`,
-/// `wf_cte_queue`, `wf_merge`, `wf_merge_wide`, `wf_thread_columns`, `wf_merge_columns`,
+/// `wf_cte_queue`, `wf_merge`, `wf_merge_wide`, `wf_merge_block`, `wf_thread_columns`, `wf_merge_columns`,
 /// `wf_sizes` and `wf_donated`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
@@ -184,6 +191,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_POINT_wf_cte_frontier(K)                                                           \
     WARPFIT_ENTRY_POINT_wf_merge(K)                                                                  \
     WARPFIT_ENTRY_POINT_wf_merge_wide(K)                                                             \
+    WARPFIT_ENTRY_POINT_wf_merge_block(K)                                                            \
     WARPFIT_ENTRY_POINT_wf_thread_columns(K)                                                         \
     WARPFIT_ENTRY_POINT_wf_merge_columns(K)                                                          \
     WARPFIT_ENTRY_POINT_wf_sizes(K)                                                                 \

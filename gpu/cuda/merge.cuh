@@ -6,8 +6,9 @@
 // j folds a contiguous chunk of the task's segments, an ordered shuffle
 // tree joins the chunks, and the group's first lane puts `init` in front
 // and runs the epilogue. No atomics; the
-// same result for any associative operator, on every run. After a column
-// list (task_source.cuh), `merge_columns` instead.
+// same result for any associative operator, on every run. A task of
+// hundreds of pieces or more is folded by a whole block (`merge_block`).
+// After a column list (task_source.cuh), `merge_columns` instead.
 #pragma once
 #include "warpfit/task_source.cuh"
 #include "warpfit/pdl.cuh"
@@ -22,6 +23,12 @@ constexpr int MERGE_LANES = 8;
 /// loads, so a hub task's hundreds of partials 8 chunks wide would be the
 /// launch's tail.
 constexpr int MERGE_LANES_WIDE = WARP;
+
+/// Lanes per split task in `wf_merge_block`: a whole block, which the host
+/// launches instead when some task has hundreds of pieces (a reduction over
+/// the whole device: `split_one_task`'s thousands), so that each lane's
+/// chain of dependent loads stays a few partials long.
+constexpr int MERGE_LANES_BLOCK = BLOCK;
 
 /// A split task's merged partials `acc`: its prologue, then `finish` with
 /// `init` (or the carried value) put in front.
@@ -74,6 +81,63 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     acc = group_reduce<K, W>(acc, f);
     if (valid && j == 0) {
         finish_split<K>(p, a, st.task, acc, f);
+    }
+    if (valid) {
+        f.attribute(st.task);
+    }
+    publish(a.fault, f);
+}
+
+/// The merge with a block per split task (`wf_merge_block`, one block per
+/// item): thread j folds the j-th contiguous chunk of the task's partials
+/// in list order, each warp joins its 32 chunks in the ordered shuffle tree,
+/// and the first warp joins the warps' results, in warp order, the same
+/// way. The fold order is fixed, so every run gives the same bits.
+template <class K> __device__ __forceinline__ void merge_block(const typename K::params_t& p, const LaunchArgs& a) {
+    typedef typename K::acc_t acc_t;
+    const uint64_t t = blockIdx.x;
+    const int j = int(threadIdx.x);
+    const bool valid = t < a.n_items;
+    SplitTask st;
+    st.task = 0;
+    st.first = 0;
+    st.count = 0;
+    if (valid) {
+        st = a.split[t];  // written by the host, not by the task-list launch
+    }
+    // As in `merge`: the partials may still be being written.
+    wait_for_primary();
+    const uint32_t chunk = (st.count + MERGE_LANES_BLOCK - 1) / MERGE_LANES_BLOCK;
+    const uint32_t b = min(uint32_t(j) * chunk, st.count);
+    const uint32_t e = min(b + chunk, st.count);
+    const acc_t* scratch = static_cast<const acc_t*>(a.scratch);
+    Fault f;
+    Partial<acc_t> acc;
+#pragma unroll 4
+    for (uint32_t g = b; g < e; ++g) {
+        const uint32_t s = a.split_segments[st.first + g];
+        if (a.present[s]) {
+            acc.template push<K>(scratch[s], f);
+        }
+    }
+    acc = group_reduce<K, WARP>(acc, f);
+    // The warps' results, in warp order; raw storage, because a __shared__
+    // variable cannot have a constructor.
+    __shared__ __align__(16) unsigned char raw[WARPS_PER_BLOCK * sizeof(Partial<acc_t>)];
+    Partial<acc_t>* warps = reinterpret_cast<Partial<acc_t>*>(raw);
+    if (lane_id() == 0) {
+        warps[j / WARP] = acc;
+    }
+    __syncthreads();
+    if (j < WARP) {
+        Partial<acc_t> w;
+        if (j < WARPS_PER_BLOCK) {
+            w = warps[j];
+        }
+        w = group_reduce<K, WARPS_PER_BLOCK>(w, f);
+        if (valid && j == 0) {
+            finish_split<K>(p, a, st.task, w, f);
+        }
     }
     if (valid) {
         f.attribute(st.task);

@@ -23,6 +23,10 @@ pub(crate) const MERGE_LANES: u64 = 8;
 /// Lanes per split task in `wf_merge_wide` (`warpfit::MERGE_LANES_WIDE`).
 pub(crate) const MERGE_LANES_WIDE: u64 = WARP as u64;
 
+/// Lanes per split task in `wf_merge_block` (`warpfit::MERGE_LANES_BLOCK`):
+/// a block.
+pub(crate) const MERGE_LANES_BLOCK: u64 = BLOCK as u64;
+
 /// Lanes that walk a frontier vertex's row in the level order's rounds
 /// (`warpfit::levels::LEVEL_GROUP` in levels.cuh).
 pub(crate) const LEVEL_GROUP: u32 = 8;
@@ -54,6 +58,9 @@ pub(crate) const SIZES_ENTRY: &str = "wf_sizes";
 pub(crate) const MERGE_ENTRY: &str = "wf_merge";
 /// The merge of split tasks with [`MERGE_LANES_WIDE`] lanes per task.
 pub(crate) const MERGE_WIDE_ENTRY: &str = "wf_merge_wide";
+/// The merge of split tasks with a block ([`MERGE_LANES_BLOCK`] lanes) per
+/// task.
+pub(crate) const MERGE_BLOCK_ENTRY: &str = "wf_merge_block";
 /// The merge of a column list's split rows, one thread per split row and
 /// column (`merge_columns` in merge.cuh).
 pub(crate) const MERGE_COLUMNS_ENTRY: &str = "wf_merge_columns";
@@ -126,7 +133,7 @@ pub(crate) fn entry_point(
     })
 }
 
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 28, each
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 29, each
 /// compiled as a module of its own when a launch first asks for it.
 #[doc(hidden)]
 pub const ENTRY_POINTS: &[&str] = &[
@@ -154,6 +161,7 @@ pub const ENTRY_POINTS: &[&str] = &[
     "wf_cte_frontier",
     MERGE_ENTRY,
     MERGE_WIDE_ENTRY,
+    MERGE_BLOCK_ENTRY,
     "wf_thread_columns",
     MERGE_COLUMNS_ENTRY,
     SIZES_ENTRY,

@@ -66,6 +66,7 @@ fn block_warp_and_merge_widths_match_the_headers() {
     assert_eq!(c["BLOCK"], i64::from(BLOCK));
     assert_eq!(c["MERGE_LANES"], MERGE_LANES as i64);
     assert_eq!(c["MERGE_LANES_WIDE"], MERGE_LANES_WIDE as i64);
+    assert_eq!(c["MERGE_LANES_BLOCK"], MERGE_LANES_BLOCK as i64);
     assert_eq!(c["LEVEL_GROUP"], i64::from(LEVEL_GROUP));
     assert_eq!(c["LEVEL_GROWTH"], i64::from(LEVEL_GROWTH));
     assert_eq!(c["ROWS_GROUP"], i64::from(ROWS_GROUP));
@@ -100,6 +101,7 @@ fn block_warp_and_merge_widths_match_the_headers() {
     for (entry, lanes) in [
         (MERGE_ENTRY, "MERGE_LANES>"),
         (MERGE_WIDE_ENTRY, "MERGE_LANES_WIDE>"),
+        (MERGE_BLOCK_ENTRY, "merge_block<K>"),
         (MERGE_COLUMNS_ENTRY, "merge_columns<K>"),
     ] {
         let at = k.find(&format!("{entry}(")).unwrap();
@@ -163,6 +165,7 @@ fn entry_points_match_the_headers() {
                     entry_point(Decomposition::Thread, TaskSource::Columns).unwrap(),
                     MERGE_ENTRY,
                     MERGE_WIDE_ENTRY,
+                    MERGE_BLOCK_ENTRY,
                     MERGE_COLUMNS_ENTRY,
                     SIZES_ENTRY,
                     DONATED_ENTRY

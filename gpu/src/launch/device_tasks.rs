@@ -6,8 +6,7 @@
 use crate::abi::LaunchArgs;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
-use crate::launch::launch_steps::{self, Items};
-use crate::launch::split_policy::WIDE_MERGE_PIECES;
+use crate::launch::launch_steps::{self, Items, MergeWidth};
 use warpfit_runtime::{Result, Segment, TaskList};
 
 /// CTE warps packed by work: each group's first segment (then the end) and
@@ -53,6 +52,8 @@ pub struct TaskListWords {
     /// Packed groups' first segments (then the end), and each group's
     /// first task or `u32::MAX`.
     pub packed: Option<(Vec<u32>, Vec<u32>)>,
+    /// The merge gives a split task more than `wf_merge`'s 8 lanes (a warp
+    /// or a block).
     pub wide_merge: bool,
 }
 
@@ -68,7 +69,7 @@ pub(crate) struct DeviceTaskList {
     split_segments: DeviceBuffer<u32>,
     scratch: DeviceBuffer<u64>,
     present: DeviceBuffer<u8>,
-    wide_merge: bool,
+    merge: MergeWidth,
     packed: Option<PackedWarps>,
     /// A 2-D kernel's column list: its column count (1 otherwise) and each
     /// split segment's scratch position (`ColumnList` in task_source.cuh).
@@ -135,7 +136,7 @@ impl DeviceTaskList {
             split_segments: DeviceBuffer::upload(dev, list.split_segments())?,
             scratch: DeviceBuffer::zeros(dev, scratch_words)?,
             present: DeviceBuffer::zeros(dev, if has_split { list.len() } else { 0 })?,
-            wide_merge: launch_steps::needs_wide_merge(&list),
+            merge: MergeWidth::of_list(&list),
             packed,
             host: Some(list),
             columns: 1,
@@ -172,17 +173,21 @@ impl DeviceTaskList {
             split_segments: cut.split_segments,
             scratch: DeviceBuffer::zeros(dev, scratch_words)?,
             present: DeviceBuffer::zeros(dev, present)?,
-            wide_merge: has_split && cut.most_pieces > WIDE_MERGE_PIECES,
+            merge: if has_split {
+                MergeWidth::for_pieces(cut.most_pieces)
+            } else {
+                MergeWidth::Narrow
+            },
             packed: cut.packed.map(|(first, task)| PackedWarps { first, task }),
             columns: cut.columns.max(1),
             column_slot: cut.column_slot,
         })
     }
 
-    /// Merges split tasks with the wide merge whatever their piece counts
-    /// (`split_policy::SplitDecision::small`).
+    /// Merges split tasks with a warp per task at least, whatever their
+    /// piece counts (`split_policy::SplitDecision::small`).
     pub(crate) fn merge_wide(&mut self) {
-        self.wide_merge = true;
+        self.merge = self.merge.max(MergeWidth::Wide);
     }
 
     /// The list on the host: its copy, or the segments read back (the
@@ -214,7 +219,7 @@ impl DeviceTaskList {
             split: self.split.read_at(dev, 0..3 * self.split_count)?,
             split_segments: self.split_segments.to_vec(dev)?,
             packed,
-            wide_merge: self.wide_merge,
+            wide_merge: self.merge > MergeWidth::Narrow,
         })
     }
 
@@ -251,7 +256,7 @@ impl DeviceTaskList {
             segments: self.len as u64,
             packed_warps: self.packed.as_ref().map(|p| p.first.len() as u32 - 1),
             split_tasks: self.split_count as u64,
-            wide_merge: self.wide_merge,
+            merge: self.merge,
         }
     }
 

@@ -4,12 +4,12 @@
 //! ([`plan_launches`]). `prepared` runs what this module decides.
 
 use crate::abi::{
-    self, TaskSource, BLOCK, MERGE_COLUMNS_ENTRY, MERGE_ENTRY, MERGE_LANES, MERGE_LANES_WIDE,
-    MERGE_WIDE_ENTRY, PDL_ARCH, WARP,
+    self, TaskSource, BLOCK, MERGE_BLOCK_ENTRY, MERGE_COLUMNS_ENTRY, MERGE_ENTRY, MERGE_LANES,
+    MERGE_LANES_BLOCK, MERGE_LANES_WIDE, MERGE_WIDE_ENTRY, PDL_ARCH, WARP,
 };
 use crate::arch::Arch;
 use crate::config::Decomposition;
-use crate::launch::split_policy::{check_u32_items, WIDE_MERGE_PIECES};
+use crate::launch::split_policy::{check_u32_items, BLOCK_MERGE_PIECES, WIDE_MERGE_PIECES};
 use rayon::prelude::*;
 use warpfit_runtime::{Error, Result, Segment, TaskList};
 
@@ -107,11 +107,51 @@ pub fn whole_runs(list: &TaskList, first: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// Whether a task list's merge needs the wide variant.
-pub(crate) fn needs_wide_merge(list: &TaskList) -> bool {
-    list.split_tasks()
-        .iter()
-        .any(|t| t.count > WIDE_MERGE_PIECES)
+/// How many lanes the merge of a task list's split tasks gives each task,
+/// from the most pieces one task has: a lane folds a contiguous chunk of its
+/// task's partials, a chain of dependent loads, so a task of many pieces
+/// wants many lanes, and a list of many small split tasks few each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum MergeWidth {
+    /// `wf_merge`: [`MERGE_LANES`] lanes per task.
+    Narrow,
+    /// `wf_merge_wide`: a warp per task (past [`WIDE_MERGE_PIECES`]).
+    Wide,
+    /// `wf_merge_block`: a block per task (past [`BLOCK_MERGE_PIECES`]).
+    Block,
+}
+
+impl MergeWidth {
+    /// The width for a list whose largest split task has `most_pieces`.
+    pub(crate) fn for_pieces(most_pieces: u32) -> Self {
+        if most_pieces > BLOCK_MERGE_PIECES {
+            MergeWidth::Block
+        } else if most_pieces > WIDE_MERGE_PIECES {
+            MergeWidth::Wide
+        } else {
+            MergeWidth::Narrow
+        }
+    }
+
+    /// The width a task list's merge needs.
+    pub(crate) fn of_list(list: &TaskList) -> Self {
+        Self::for_pieces(
+            list.split_tasks()
+                .iter()
+                .map(|t| t.count)
+                .max()
+                .unwrap_or(0),
+        )
+    }
+
+    /// The merge's entry point and its lanes per split task.
+    fn entry(self) -> (&'static str, u64) {
+        match self {
+            MergeWidth::Narrow => (MERGE_ENTRY, MERGE_LANES),
+            MergeWidth::Wide => (MERGE_WIDE_ENTRY, MERGE_LANES_WIDE),
+            MergeWidth::Block => (MERGE_BLOCK_ENTRY, MERGE_LANES_BLOCK),
+        }
+    }
 }
 
 /// Blocks for `n` items of `threads_per_item` threads.
@@ -141,7 +181,7 @@ pub(crate) enum Items {
         /// Groups of segments when CTE warps are packed by work.
         packed_warps: Option<u32>,
         split_tasks: u64,
-        wide_merge: bool,
+        merge: MergeWidth,
     },
     /// A 2-D kernel's rows cut into segments on the device, each run over
     /// `columns` columns (`ColumnList`, one thread per segment and column).
@@ -237,7 +277,7 @@ pub(crate) fn plan_launches(
             segments,
             packed_warps,
             split_tasks,
-            wide_merge,
+            merge,
         } => {
             // Only CTE reads the packed groups, a warp per group.
             let packed = packed_warps.filter(|_| decomposition == Decomposition::Cte);
@@ -250,11 +290,7 @@ pub(crate) fn plan_launches(
                 items: segments,
                 dependent: false,
             });
-            let merge = [
-                (MERGE_ENTRY, MERGE_LANES),
-                (MERGE_WIDE_ENTRY, MERGE_LANES_WIDE),
-            ];
-            if let Some(step) = merge_step(merge[usize::from(wide_merge)], split_tasks, arch)? {
+            if let Some(step) = merge_step(merge.entry(), split_tasks, arch)? {
                 push(step);
             }
             packed.is_some()
@@ -422,9 +458,16 @@ mod tests {
     }
 
     #[test]
-    fn the_wide_merge_runs_past_64_pieces() {
-        assert!(!needs_wide_merge(&TaskList::chunked(&[0, 64], 1).unwrap()));
-        assert!(needs_wide_merge(&TaskList::chunked(&[0, 65], 1).unwrap()));
+    fn the_wide_merge_runs_past_64_pieces_and_the_block_merge_past_512() {
+        let width = |pieces| MergeWidth::of_list(&TaskList::chunked(&[0, 3, pieces], 1).unwrap());
+        assert_eq!(width(64 + 3), MergeWidth::Narrow);
+        assert_eq!(width(65 + 3), MergeWidth::Wide);
+        assert_eq!(width(512 + 3), MergeWidth::Wide);
+        assert_eq!(width(513 + 3), MergeWidth::Block);
+        assert_eq!(
+            MergeWidth::of_list(&TaskList::chunked(&[0, 9], 10).unwrap()),
+            MergeWidth::Narrow
+        );
     }
 
     #[test]
@@ -463,14 +506,19 @@ mod tests {
 
     #[test]
     fn task_lists_add_the_merge_as_a_dependent_on_sm90() {
-        let list = |packed_warps, split_tasks, wide_merge| Items::List {
+        let list = |packed_warps, split_tasks, merge| Items::List {
             segments: 5000,
             packed_warps,
             split_tasks,
-            wide_merge,
+            merge,
         };
         // Packed CTE: a warp per group; the merge 8 lanes per split task.
-        let p = plan_launches(Decomposition::Cte, list(Some(300), 100, false), SM90).unwrap();
+        let p = plan_launches(
+            Decomposition::Cte,
+            list(Some(300), 100, MergeWidth::Narrow),
+            SM90,
+        )
+        .unwrap();
         assert_eq!(
             p.steps,
             [
@@ -480,7 +528,7 @@ mod tests {
         );
         assert!(p.packed_warps);
         // Before sm_90 the merge follows in stream order; wide: 32 lanes.
-        let p = plan_launches(Decomposition::Cte, list(None, 100, true), SM80).unwrap();
+        let p = plan_launches(Decomposition::Cte, list(None, 100, MergeWidth::Wide), SM80).unwrap();
         assert_eq!(
             p.steps,
             [
@@ -490,9 +538,22 @@ mod tests {
         );
         assert!(!p.packed_warps);
         // Other decompositions ignore packed groups; no split task, no merge.
-        let p = plan_launches(Decomposition::SubWarp(4), list(Some(300), 0, false), SM90).unwrap();
+        let p = plan_launches(
+            Decomposition::SubWarp(4),
+            list(Some(300), 0, MergeWidth::Narrow),
+            SM90,
+        )
+        .unwrap();
         assert_eq!(p.steps, [step("wf_sub4_list", 79, 5000, false)]);
         assert!(!p.packed_warps);
+        // A task of many pieces: a block per split task.
+        let p = plan_launches(
+            Decomposition::SubWarp(32),
+            list(None, 3, MergeWidth::Block),
+            SM90,
+        )
+        .unwrap();
+        assert_eq!(p.steps[1], step("wf_merge_block", 3, 3, true));
     }
 
     #[test]

@@ -91,6 +91,13 @@ pub(crate) fn budgets_to_time(chosen: Option<Split>) -> &'static [u32] {
 /// dependent chain of loads per lane.
 pub(crate) const WIDE_MERGE_PIECES: u32 = 64;
 
+/// The block merge runs when some split task has more pieces than this:
+/// the wide merge's 32 lanes would fold more than 16 partials each, a
+/// chain as long as a short task's whole fold (`split_one_task`'s 2048
+/// pieces took it 18 µs on an H200, BENCHMARKS.md, "Global reductions
+/// merged by a block").
+pub(crate) const BLOCK_MERGE_PIECES: u32 = 512;
+
 /// The serial-fallback bound of a CTE launch with [`Split::Auto`]:
 /// `configured`, raised to [`LOCAL_SERIAL_MAX`] when the launch is not
 /// small and `local` (most warps' gathers are local).

@@ -60,7 +60,7 @@ impl CudaLaunch {
                         segments: r.len() as u64,
                         packed_warps: None,
                         split_tasks: 0,
-                        wide_merge: false,
+                        merge: launch_steps::MergeWidth::Narrow,
                     },
                     dev.arch(),
                 )?;

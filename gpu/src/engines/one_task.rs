@@ -15,8 +15,8 @@
 //! The segment count trades the main pass against the merge: on CUDA each
 //! segment is a warp (`SubWarp(32)`: lanes read consecutive elements, so
 //! every load is coalesced), and the one split task's partials are folded
-//! by one warp of the merge (`wf_merge_wide`, 32 lanes, each a chain of
-//! `pieces / 32` loads), which runs after the main pass. More segments keep
+//! by one block of the merge (`wf_merge_block`, 256 lanes, each a chain of
+//! `pieces / 256` loads), which runs after the main pass. More segments keep
 //! more loads in flight in the main pass (a lane has 4 or so outstanding);
 //! fewer keep the merge short. See the constants.
 
@@ -28,15 +28,16 @@ use warpfit_runtime::{Error, Result, TaskList};
 /// The most segments a task is split into on CUDA. The main pass wants
 /// many: a segment is a warp with about 4 loads in flight per lane, and the
 /// segments together must keep as many bytes in flight as the memory needs
-/// to stream near its bandwidth. The merge wants few: its one warp's lanes
-/// fold `pieces / 32` partials each, a chain of dependent loads that must
-/// stay short beside the main pass. Measurements:
-/// `docs/bench/constants-gpu.md`, "CUDA_MAX_PIECES".
-pub(crate) const CUDA_MAX_PIECES: u32 = 2048;
+/// to stream near its bandwidth. The merge wants few: each of its block's
+/// 256 lanes folds `pieces / 256` partials, a chain of dependent loads that
+/// must stay short beside the main pass. On an H200, 16M elements: a dot
+/// product of f64 in 86.7 µs at 2048 segments, 72.3 at 4096, 82.7 at 8192
+/// (BENCHMARKS.md, "Global reductions merged by a block").
+pub(crate) const CUDA_MAX_PIECES: u32 = 4096;
 
 /// The shortest segment on CUDA: 64 elements per lane of its warp, so that
 /// a warp's set-up (prologue, the partial's store) stays a small part of
-/// its time. 1M elements make 512 segments, 4M and more 2048.
+/// its time. 1M elements make 512 segments, 4M 2048, 8M and more 4096.
 pub(crate) const CUDA_MIN_SEGMENT: u64 = 2048;
 
 /// The segment length on the CPU. The twin runs a task list's segments in
@@ -120,13 +121,14 @@ mod tests {
 
     #[test]
     fn segment_counts_follow_the_device() {
-        // CUDA: segments of at least 2048, at most 2048 of them.
+        // CUDA: segments of at least 2048, at most 4096 of them.
         assert_eq!(pieces(0, true), 1);
         assert_eq!(pieces(4095, true), 1);
         assert_eq!(pieces(4096, true), 2);
         assert_eq!(pieces(1 << 20, true), 512);
         assert_eq!(pieces(4 << 20, true), 2048);
-        assert_eq!(pieces(16 << 20, true), 2048);
+        assert_eq!(pieces(8 << 20, true), 4096);
+        assert_eq!(pieces(16 << 20, true), 4096);
         // CPU: segments of 1024.
         assert_eq!(pieces(100, false), 1);
         assert_eq!(pieces(4 << 20, false), 4096);

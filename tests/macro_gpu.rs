@@ -876,14 +876,14 @@ fn per_task_maps_match_the_twin_under_every_config() {
 fn global_reductions_match_the_twin() {
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();
-    // WARPFIT_SMALL=1 (the compute-sanitizer runs) leaves out the 4M case.
-    // 100,000 elements are 48 pieces (the narrow merge); 1.2M are 585 and
-    // 4M 2048 (a block per split task, `wf_merge_block`).
+    // WARPFIT_SMALL=1 (the compute-sanitizer runs) leaves out the 4M and 8M
+    // cases. 100,000 elements are 48 pieces (the narrow merge); 1.2M are
+    // 585, 4M 2048 and 8M 4096 (a block per split task, `wf_merge_block`).
     let small = std::env::var("WARPFIT_SMALL").is_ok_and(|v| v == "1");
     let sizes: &[usize] = if small {
         &[0, 1, 4095, 100_000, 1_200_000]
     } else {
-        &[0, 1, 4095, 100_000, 1_200_000, 4 << 20]
+        &[0, 1, 4095, 100_000, 1_200_000, 4 << 20, 8 << 20]
     };
     for &n in sizes {
         // Exact in any order: the GPU's and the CPU's splits agree bit for bit.

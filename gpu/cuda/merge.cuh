@@ -47,13 +47,10 @@ __device__ __forceinline__ void finish_split(const typename K::params_t& p, cons
     }
 }
 
-template <class K, int W>
-__device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
-    typedef typename K::acc_t acc_t;
-    const uint64_t tid = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
-    const uint64_t t = tid / W;
-    const int j = int(tid & (W - 1));
-    const bool valid = t < a.n_items;
+/// Split task `t` of a merge (an empty one where `valid` is false), once
+/// its partials may be read: they come from the task-list launch, which may
+/// still be running when this grid starts (programmatic dependent launch).
+__device__ __forceinline__ SplitTask split_task_at(const LaunchArgs& a, uint64_t t, bool valid) {
     SplitTask st;
     st.task = 0;
     st.first = 0;
@@ -61,14 +58,20 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
     if (valid) {
         st = a.split[t];  // written by the host, not by the task-list launch
     }
-    // Partials and presence come from the task-list launch, which may still
-    // be running when this grid starts (programmatic dependent launch).
     wait_for_primary();
+    return st;
+}
+
+/// Lane `j` of `W`'s share of `st`'s partials: the j-th contiguous chunk
+/// of its segments, folded in list order.
+template <class K, int W>
+__device__ __forceinline__ Partial<typename K::acc_t> fold_chunk(const LaunchArgs& a, const SplitTask& st, int j,
+                                                                 Fault& f) {
+    typedef typename K::acc_t acc_t;
     const uint32_t chunk = (st.count + W - 1) / W;
     const uint32_t b = min(uint32_t(j) * chunk, st.count);
     const uint32_t e = min(b + chunk, st.count);
     const acc_t* scratch = static_cast<const acc_t*>(a.scratch);
-    Fault f;
     Partial<acc_t> acc;
 #pragma unroll 4
     for (uint32_t g = b; g < e; ++g) {
@@ -77,6 +80,18 @@ __device__ __forceinline__ void merge(const typename K::params_t& p, const Launc
             acc.template push<K>(scratch[s], f);
         }
     }
+    return acc;
+}
+
+template <class K, int W>
+__device__ __forceinline__ void merge(const typename K::params_t& p, const LaunchArgs& a) {
+    const uint64_t tid = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
+    const uint64_t t = tid / W;
+    const int j = int(tid & (W - 1));
+    const bool valid = t < a.n_items;
+    const SplitTask st = split_task_at(a, t, valid);
+    Fault f;
+    Partial<typename K::acc_t> acc = fold_chunk<K, W>(a, st, j, f);
     // Every lane takes part in the shuffles, valid group or not.
     acc = group_reduce<K, W>(acc, f);
     if (valid && j == 0) {
@@ -98,28 +113,9 @@ template <class K> __device__ __forceinline__ void merge_block(const typename K:
     const uint64_t t = blockIdx.x;
     const int j = int(threadIdx.x);
     const bool valid = t < a.n_items;
-    SplitTask st;
-    st.task = 0;
-    st.first = 0;
-    st.count = 0;
-    if (valid) {
-        st = a.split[t];  // written by the host, not by the task-list launch
-    }
-    // As in `merge`: the partials may still be being written.
-    wait_for_primary();
-    const uint32_t chunk = (st.count + MERGE_LANES_BLOCK - 1) / MERGE_LANES_BLOCK;
-    const uint32_t b = min(uint32_t(j) * chunk, st.count);
-    const uint32_t e = min(b + chunk, st.count);
-    const acc_t* scratch = static_cast<const acc_t*>(a.scratch);
+    const SplitTask st = split_task_at(a, t, valid);
     Fault f;
-    Partial<acc_t> acc;
-#pragma unroll 4
-    for (uint32_t g = b; g < e; ++g) {
-        const uint32_t s = a.split_segments[st.first + g];
-        if (a.present[s]) {
-            acc.template push<K>(scratch[s], f);
-        }
-    }
+    Partial<acc_t> acc = fold_chunk<K, MERGE_LANES_BLOCK>(a, st, j, f);
     acc = group_reduce<K, WARP>(acc, f);
     // The warps' results, in warp order; raw storage, because a __shared__
     // variable cannot have a constructor.
@@ -159,16 +155,7 @@ template <class K> __device__ __forceinline__ void merge_columns(const typename 
     const uint64_t k = a.columns;
     const uint64_t row = valid ? index_div(t, k) : 0;
     const uint64_t column = t - row * k;
-    SplitTask st;
-    st.task = 0;
-    st.first = 0;
-    st.count = 0;
-    if (valid) {
-        st = a.split[row];  // written before the column list's launch, not by it
-    }
-    // The partials come from the column list's launch, which may still be
-    // running when this grid starts (programmatic dependent launch).
-    wait_for_primary();
+    const SplitTask st = split_task_at(a, row, valid);
     const acc_t* scratch = static_cast<const acc_t*>(a.scratch);
     Fault f;
     Partial<acc_t> acc;

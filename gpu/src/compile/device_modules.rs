@@ -78,14 +78,12 @@ impl Drop for Module {
 /// ask for next, most likely first, compiled on other threads meanwhile: a
 /// task-list kernel is followed by the merge when tasks were split (the
 /// wide merge when a task has more than 64 pieces, as hubs of power-law
-/// graphs do; the block merge past 512, as a reduction over the whole
-/// device does). What follows the size kernel depends on the launch's size
+/// graphs do). The block merge (past 512 pieces: a reduction over the whole
+/// device) is rare enough to be compiled when first asked for. What follows the size kernel depends on the launch's size
 /// (`split_policy::likely_after_sizes`, passed to [`Module::function_then`]).
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
-        _ if ep.ends_with("_list") || ep.ends_with("_queue") => {
-            &["wf_merge", "wf_merge_wide", "wf_merge_block"]
-        }
+        _ if ep.ends_with("_list") || ep.ends_with("_queue") => &["wf_merge", "wf_merge_wide"],
         _ => &[],
     }
 }

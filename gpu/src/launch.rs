@@ -26,6 +26,7 @@ pub(crate) mod fault;
 pub(crate) mod input_output;
 pub(crate) mod launch_steps;
 pub(crate) mod library_kernels;
+pub(crate) mod merge_width;
 pub(crate) mod open_device;
 pub(crate) mod pending_faults;
 pub(crate) mod placement;

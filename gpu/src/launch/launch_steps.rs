@@ -3,13 +3,11 @@
 //! [`whole_runs`]), and the kernel launches with their grid sizes
 //! ([`plan_launches`]). `prepared` runs what this module decides.
 
-use crate::abi::{
-    self, TaskSource, BLOCK, MERGE_BLOCK_ENTRY, MERGE_COLUMNS_ENTRY, MERGE_ENTRY, MERGE_LANES,
-    MERGE_LANES_BLOCK, MERGE_LANES_WIDE, MERGE_WIDE_ENTRY, PDL_ARCH, WARP,
-};
+use crate::abi::{self, TaskSource, BLOCK, MERGE_COLUMNS_ENTRY, PDL_ARCH, WARP};
 use crate::arch::Arch;
 use crate::config::Decomposition;
-use crate::launch::split_policy::{check_u32_items, BLOCK_MERGE_PIECES, WIDE_MERGE_PIECES};
+pub(crate) use crate::launch::merge_width::MergeWidth;
+use crate::launch::split_policy::check_u32_items;
 use rayon::prelude::*;
 use warpfit_runtime::{Error, Result, Segment, TaskList};
 
@@ -105,53 +103,6 @@ pub fn whole_runs(list: &TaskList, first: &[u32]) -> Vec<u32> {
             }
         })
         .collect()
-}
-
-/// How many lanes the merge of a task list's split tasks gives each task,
-/// from the most pieces one task has: a lane folds a contiguous chunk of its
-/// task's partials, a chain of dependent loads, so a task of many pieces
-/// wants many lanes, and a list of many small split tasks few each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum MergeWidth {
-    /// `wf_merge`: [`MERGE_LANES`] lanes per task.
-    Narrow,
-    /// `wf_merge_wide`: a warp per task (past [`WIDE_MERGE_PIECES`]).
-    Wide,
-    /// `wf_merge_block`: a block per task (past [`BLOCK_MERGE_PIECES`]).
-    Block,
-}
-
-impl MergeWidth {
-    /// The width for a list whose largest split task has `most_pieces`.
-    pub(crate) fn for_pieces(most_pieces: u32) -> Self {
-        if most_pieces > BLOCK_MERGE_PIECES {
-            MergeWidth::Block
-        } else if most_pieces > WIDE_MERGE_PIECES {
-            MergeWidth::Wide
-        } else {
-            MergeWidth::Narrow
-        }
-    }
-
-    /// The width a task list's merge needs.
-    pub(crate) fn of_list(list: &TaskList) -> Self {
-        Self::for_pieces(
-            list.split_tasks()
-                .iter()
-                .map(|t| t.count)
-                .max()
-                .unwrap_or(0),
-        )
-    }
-
-    /// The merge's entry point and its lanes per split task.
-    fn entry(self) -> (&'static str, u64) {
-        match self {
-            MergeWidth::Narrow => (MERGE_ENTRY, MERGE_LANES),
-            MergeWidth::Wide => (MERGE_WIDE_ENTRY, MERGE_LANES_WIDE),
-            MergeWidth::Block => (MERGE_BLOCK_ENTRY, MERGE_LANES_BLOCK),
-        }
-    }
 }
 
 /// Blocks for `n` items of `threads_per_item` threads.
@@ -455,19 +406,6 @@ mod tests {
         );
         assert_eq!(whole_runs(&list, &[0, 8]), vec![u32::MAX]);
         assert_eq!(whole_runs(&list, &[0, 1]), vec![0]);
-    }
-
-    #[test]
-    fn the_wide_merge_runs_past_64_pieces_and_the_block_merge_past_512() {
-        let width = |pieces| MergeWidth::of_list(&TaskList::chunked(&[0, 3, pieces], 1).unwrap());
-        assert_eq!(width(64 + 3), MergeWidth::Narrow);
-        assert_eq!(width(65 + 3), MergeWidth::Wide);
-        assert_eq!(width(512 + 3), MergeWidth::Wide);
-        assert_eq!(width(513 + 3), MergeWidth::Block);
-        assert_eq!(
-            MergeWidth::of_list(&TaskList::chunked(&[0, 9], 10).unwrap()),
-            MergeWidth::Narrow
-        );
     }
 
     #[test]

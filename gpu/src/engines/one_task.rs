@@ -15,8 +15,9 @@
 //! The segment count trades the main pass against the merge: on CUDA each
 //! segment is a warp (`SubWarp(32)`: lanes read consecutive elements, so
 //! every load is coalesced), and the one split task's partials are folded
-//! by one block of the merge (`wf_merge_block`, 256 lanes, each a chain of
-//! `pieces / 256` loads), which runs after the main pass. More segments keep
+//! by the merge after the main pass: from 513 pieces (a million elements
+//! and more) by one block (`wf_merge_block`, 256 lanes, each a chain of
+//! `pieces / 256` loads), below that by a warp or 8 lanes. More segments keep
 //! more loads in flight in the main pass (a lane has 4 or so outstanding);
 //! fewer keep the merge short. See the constants.
 

@@ -14,11 +14,13 @@
 //! together, the oldest going first.
 //!
 //! When the decision is made the words are copied on the device; a thread
-//! of their own reads the copy back over a stream of its own, through a
-//! pinned chunk, and writes the file, so that neither the launch that
-//! decided nor the ones after it wait for the copy or the disk. The handle
-//! waits for that thread when it is dropped ([`PendingWrite`]), so a
-//! finished run has written its order.
+//! of their own reads the copy back over a stream of its own, one pinned
+//! chunk at a time, straight into the file, so that neither the launch that
+//! decided nor the ones after it wait for the copy or the disk, and the
+//! host never holds the whole order. The handle waits for that thread when
+//! it is dropped ([`PendingWrite`]), so a finished run has written its
+//! order; `Throttled::wait_for_plan_cache` waits for it and says why the
+//! write failed, where it did.
 
 use crate::compile::disk_cache::{prepare_dir, write_atomically_with};
 use crate::driver::buffer::DeviceBuffer;

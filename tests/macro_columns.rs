@@ -361,3 +361,25 @@ fn throttled_2d_kernels_refuse_what_they_do_not_run() {
     let e = t.launch(&x, 4, &mut y).unwrap_err().to_string();
     assert!(e.contains("`val`"), "{e}");
 }
+
+/// Which 2-D kernels a launch of many columns may validate at each row's
+/// end columns and then fold unchecked (`KernelSpec::checks_at_end_columns`):
+/// those whose loads are the same for every column or at `base + j`, with a
+/// reduce that cannot fault; not a `#[device_fn]` reduce, not a per-element
+/// map, not a 1-D kernel.
+#[test]
+fn maps_whose_loads_their_end_columns_cover_are_validated() {
+    for (spec, validated) in [
+        (&spmm::f32::SPEC, true),
+        (&spmm::f64::SPEC, true),
+        (&argmax_columns::SPEC, true),
+        (&masked_columns::SPEC, true),
+        (&warpfit::apps::sparse_layer::SPEC, true),
+        (&warpfit::apps::spmm::f32::SPEC, true),
+        (&max_plus_columns::SPEC, false),
+        (&scale_columns::SPEC, false),
+        (&warpfit::apps::spmv::f32::SPEC, false),
+    ] {
+        assert_eq!(spec.checks_at_end_columns, validated, "{}", spec.name);
+    }
+}

@@ -216,6 +216,73 @@ fn a_gather_past_the_end_in_one_task_is_the_twins_fault() {
     }
 }
 
+/// A launch of 16 columns or more of a kernel whose loads its rows' end
+/// columns cover runs the validation, then the unchecked fold and the
+/// checked one behind its gate (the shut one returns at once); fewer
+/// columns, or a kernel the rule refuses (a `#[device_fn]` reduce), run the
+/// checked fold alone. Each is the reference, run twice from one
+/// preparation (the gate is cleared before each run).
+#[test]
+fn launches_of_many_columns_validate_first_and_fold_unchecked() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let plain = |r: usize| r % 9;
+    let hubs = |r: usize| if r % 700 == 3 { 5000 + r } else { r % 9 };
+    let all = ["wf_validate_all", "wf_validated_all", "wf_thread_all"];
+    let cut = [
+        "wf_validate_columns",
+        "wf_validated_columns",
+        "wf_thread_columns",
+        "wf_merge_columns",
+    ];
+    for (len, k, want_entries) in [
+        (&plain as &dyn Fn(usize) -> usize, 64usize, &all[..]),
+        (&plain, 150, &all[..]),
+        (&plain, 8, &["wf_thread_all"][..]),
+        (&hubs, 64, &cut[..]),
+    ] {
+        let (ptr, col, val) = matrix_with(3000, 1200, len);
+        let n = ptr.len() - 1;
+        let x = dense(1200, k, k);
+        let want = spmm_reference(&ptr, &col, &val, &x, k);
+        let (dp, dc, dv, dx) = (
+            dev.upload(&ptr).unwrap(),
+            dev.upload(&col).unwrap(),
+            dev.upload(&val).unwrap(),
+            dev.upload(&x).unwrap(),
+        );
+        let dy = dev.upload(&vec![f64::NAN; n * k]).unwrap();
+        let cfg = LaunchConfig::default();
+        let run = spmm::f64::prepare(&dev, &cfg, n, &dp, &dc, &dv, &dx, k as u32, &dy).unwrap();
+        assert_eq!(run.entry_points(), want_entries, "k = {k}");
+        for _ in 0..2 {
+            run.run().unwrap();
+            run.check().unwrap();
+            assert_eq!(dy.to_vec().unwrap(), want, "k = {k}");
+        }
+    }
+    // A `#[device_fn]` reduce is not validated, and matches its twin.
+    let (ptr, col, val) = matrix(2000, 300);
+    let n = ptr.len() - 1;
+    let k = 64;
+    let (w, x) = (f32s(&val), f32s(&dense(300, k, 2)));
+    let dy = dev.upload(&vec![0.0f32; n * k]).unwrap();
+    let (dp, dc, dw, dx) = (
+        dev.upload(&ptr).unwrap(),
+        dev.upload(&col).unwrap(),
+        dev.upload(&w).unwrap(),
+        dev.upload(&x).unwrap(),
+    );
+    let cfg = LaunchConfig::default();
+    let run = max_plus_columns::prepare(&dev, &cfg, n, &dp, &dc, &dw, &dx, k as u64, &dy).unwrap();
+    assert_eq!(run.entry_points(), ["wf_thread_all"]);
+    run.run().unwrap();
+    run.check().unwrap();
+    let mut a = vec![0.0f32; n * k];
+    max_plus_columns::launch(&cpu, n, &ptr, &col, &w, &x, k as u64, &mut a).unwrap();
+    assert_eq!(dy.to_vec().unwrap(), a);
+}
+
 #[test]
 fn hub_rows_are_cut_into_pieces_and_merged_in_order() {
     let Some(dev) = gpu() else { return };

@@ -533,6 +533,7 @@ fn narrow_index_kernels_compile_with_nvrtc() {
         let spec = KernelSpec {
             index_encoding: IndexEncoding::Delta16,
             columns: None,
+            checks_at_end_columns: false,
             ..*spec
         };
         let tu = translation_unit(&spec);

@@ -37,6 +37,8 @@ struct Fault {
     /// Loads at the fine-task index are checked one by one (`ld_k`).
     static constexpr bool ranges_checked = false;
     static constexpr bool streaming = false;
+    /// Every load is checked (`ld`).
+    static constexpr bool validated = false;
 
     __device__ __forceinline__ Fault() : kind(FAULT_NONE), array(0), index(0), task(NO_TASK) {}
 
@@ -77,6 +79,7 @@ struct LeanFault {
 
     static constexpr bool ranges_checked = false;
     static constexpr bool streaming = false;
+    static constexpr bool validated = false;
 
     __device__ __forceinline__ LeanFault() : bad(false) {}
 
@@ -108,6 +111,25 @@ struct RangeCheckedLeanFault : LeanFault {
 /// lines again (a 2-D kernel's other columns of the row).
 struct RangeCheckedCachedLeanFault : LeanFault {
     static constexpr bool ranges_checked = true;
+};
+
+/// The fault state of a fold a validation launch has covered already: a
+/// 2-D kernel's map run at every fine task of every row at the row's first
+/// and last column (`ValidateEnds`, thread.cuh) found every load in range
+/// (the macro admits only maps whose loads are either the same for every
+/// column or at `base + j`, with nothing that can fault depending on the
+/// column otherwise: `checks_at_end_columns`). So no load is checked
+/// (`ld`, `ld_k`), and nothing is recorded; integer division still yields
+/// zero for a zero divisor, which the validation has ruled out.
+struct ValidatedFault {
+    static constexpr bool ranges_checked = true;
+    static constexpr bool streaming = false;
+    static constexpr bool validated = true;
+
+    __device__ __forceinline__ bool any() const { return false; }
+    __device__ __forceinline__ void out_of_range(uint32_t, uint64_t) {}
+    __device__ __forceinline__ void div_zero() {}
+    __device__ __forceinline__ void attribute(uint64_t) {}
 };
 
 /// The launch-wide fault word the host reads back; mirrored by

@@ -71,6 +71,9 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         // grid's tail instead of following it.
         allow_dependents();
     }
+    if (!gate_open(a)) {
+        return;
+    }
     block_hooks<K>::begin(p);
     decomposition_for<K, D>::type::template run<K, Src>(p, a);
     block_hooks<K>::end(p);
@@ -141,6 +144,13 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         wf_thread_columns(const K::params_t p, const warpfit::LaunchArgs a) {                        \
         warpfit::nested_reduce<K, warpfit::Thread, warpfit::ColumnList>(p, a);                       \
     }
+// A 2-D launch checked by a validation launch first: the validation over
+// the rows or the pieces at their first and last columns, then the fold
+// with its loads unchecked (`ValidateEnds`, `ThreadValidated` in thread.cuh).
+#define WARPFIT_ENTRY_POINT_wf_validate_all(K) WARPFIT_ENTRY_(K, wf_validate_all, warpfit::ValidateEnds, warpfit::RowEnds)
+#define WARPFIT_ENTRY_POINT_wf_validate_columns(K) WARPFIT_ENTRY_(K, wf_validate_columns, warpfit::ValidateEnds, warpfit::PieceEnds)
+#define WARPFIT_ENTRY_POINT_wf_validated_all(K) WARPFIT_ENTRY_(K, wf_validated_all, warpfit::ThreadValidated, warpfit::AllTasks)
+#define WARPFIT_ENTRY_POINT_wf_validated_columns(K) WARPFIT_ENTRY_(K, wf_validated_columns, warpfit::ThreadValidated, warpfit::ColumnList)
 #define WARPFIT_ENTRY_POINT_wf_merge_columns(K)                                                      \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                     \
         wf_merge_columns(const K::params_t p, const warpfit::LaunchArgs a) {                         \
@@ -165,7 +175,7 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
 
 /// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list,frontier}`,
 /// `wf_cte_queue`, `wf_merge`, `wf_merge_wide`, `wf_merge_block`, `wf_thread_columns`, `wf_merge_columns`,
-/// `wf_sizes` and `wf_donated`.
+/// `wf_validate_{all,columns}`, `wf_validated_{all,columns}`, `wf_sizes` and `wf_donated`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sub2_all(K)                                                               \
@@ -194,5 +204,9 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_POINT_wf_merge_block(K)                                                            \
     WARPFIT_ENTRY_POINT_wf_thread_columns(K)                                                         \
     WARPFIT_ENTRY_POINT_wf_merge_columns(K)                                                          \
+    WARPFIT_ENTRY_POINT_wf_validate_all(K)                                                           \
+    WARPFIT_ENTRY_POINT_wf_validate_columns(K)                                                       \
+    WARPFIT_ENTRY_POINT_wf_validated_all(K)                                                          \
+    WARPFIT_ENTRY_POINT_wf_validated_columns(K)                                                      \
     WARPFIT_ENTRY_POINT_wf_sizes(K)                                                                 \
     WARPFIT_ENTRY_POINT_wf_donated(K)

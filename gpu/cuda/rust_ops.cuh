@@ -64,10 +64,12 @@ template <> __device__ __forceinline__ uint64_t ldcs<uint64_t>(const uint64_t* p
 
 /// `array[i]` of a read-only array (`&[T]`): out of range records a fault
 /// (array id = parameter position, task index excluded) and yields zero.
+/// Unchecked under a fault state a validation launch has covered
+/// (`F::validated`).
 template <class T, class I, class F>
 __device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
     uint64_t j = uint64_t(i);
-    if (j < len) {
+    if (F::validated || j < len) {
         return ldg(p + j);
     }
     f.out_of_range(array_id, j);

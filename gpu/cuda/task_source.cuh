@@ -51,9 +51,32 @@ struct LaunchArgs {
     uint64_t donated_bytes;      // work donation: bytes at `donated`
     uint32_t donate_min;         // work donation: items of more fine tasks are donated (0: none)
     uint32_t donate_pad;
-    uint64_t columns;              // ColumnList, merge of a column list: the 2-D kernel's columns k
+    uint64_t columns;              // ColumnList, merge of a column list, RowEnds, PieceEnds: the 2-D
+                                   // kernel's columns k
     const uint32_t* column_slot;   // ColumnList: per segment, its position among the split segments
+    const uint32_t* gate;          // GATE_IF_*: the validation launch's fault record's claimed word
+    uint32_t gate_when;            // GATE_*: whether the launch runs only after a validation
+    uint32_t gate_pad;
 };
+
+// A 2-D launch checked by a validation launch first (`ValidateEnds`,
+// thread.cuh) runs two kernels after it, each behind a gate on what the
+// validation found: the fold with its loads unchecked where it found every
+// load in range, the ordinary checked fold (which records the fault as the
+// CPU twin reports it) where it did not. The one whose gate is shut returns
+// at once.
+constexpr uint32_t GATE_NONE = 0;
+constexpr uint32_t GATE_IF_VALID = 1;
+constexpr uint32_t GATE_IF_INVALID = 2;
+
+/// Whether a launch behind a gate runs (every block reads the same word).
+__device__ __forceinline__ bool gate_open(const LaunchArgs& a) {
+    if (a.gate_when == GATE_NONE) {
+        return true;
+    }
+    const bool invalid = *a.gate != 0u;
+    return (a.gate_when == GATE_IF_INVALID) == invalid;
+}
 
 /// `LaunchArgs::flags`: the list's segments index arrays the host laid out
 /// itself (the throttled handle's part-major copies), not the task's own
@@ -214,6 +237,48 @@ struct ColumnList {
             it.slot = uint32_t(uint64_t(a.column_slot[seg]) * k + j);
         }
         load_segment<K>(p, a, seg, uint64_t(a.segments[seg].task) * k + j, it, f);
+    }
+};
+
+/// The column `j` of a 2-D kernel's validation item `i`: each row or piece
+/// is validated at its first column (`i` even) and its last (`i` odd).
+__device__ __forceinline__ uint64_t end_column(uint64_t i, uint64_t k) {
+    return (i & 1) != 0 && k > 0 ? k - 1 : 0;
+}
+
+/// A 2-D kernel's rows at their first and last columns (`n_items` is twice
+/// the rows): item `i` is the flattened task `(i / 2)·k + end_column(i)`.
+struct RowEnds {
+    static constexpr bool is_list = false;
+    static constexpr bool is_queue = false;
+
+    template <class K>
+    static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
+                                                Item<K>& it, Fault& f) {
+        it.slot = 0;
+        const uint64_t k = a.columns;
+        load_task<K>(p, (i >> 1) * k + end_column(i, k), i < a.n_items, it, f);
+    }
+};
+
+/// A column list's pieces at their rows' first and last columns
+/// (`n_items` is twice the segments): item `i` is segment `i / 2` at
+/// column `end_column(i)`, its range checked against its row's as
+/// `ColumnList` checks it.
+struct PieceEnds {
+    static constexpr bool is_list = false;
+    static constexpr bool is_queue = false;
+
+    template <class K>
+    static __device__ __forceinline__ void load(const typename K::params_t& p, const LaunchArgs& a, uint64_t i,
+                                                Item<K>& it, Fault& f) {
+        empty_item(it);
+        if (i >= a.n_items) {
+            return;
+        }
+        const uint64_t k = a.columns;
+        const uint64_t seg = i >> 1;
+        load_segment<K>(p, a, seg, uint64_t(a.segments[seg].task) * k + end_column(i, k), it, f);
     }
 };
 

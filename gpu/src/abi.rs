@@ -64,6 +64,16 @@ pub(crate) const MERGE_BLOCK_ENTRY: &str = "wf_merge_block";
 /// The merge of a column list's split rows, one thread per split row and
 /// column (`merge_columns` in merge.cuh).
 pub(crate) const MERGE_COLUMNS_ENTRY: &str = "wf_merge_columns";
+/// A 2-D launch's validation over its rows at their first and last columns
+/// (`ValidateEnds` over `RowEnds`, thread.cuh).
+pub(crate) const VALIDATE_ALL_ENTRY: &str = "wf_validate_all";
+/// The same over a column list's pieces (`ValidateEnds` over `PieceEnds`).
+pub(crate) const VALIDATE_COLUMNS_ENTRY: &str = "wf_validate_columns";
+/// A 2-D launch's fold over all rows with its loads unchecked, behind the
+/// validation's gate (`ThreadValidated` over `AllTasks`).
+pub(crate) const VALIDATED_ALL_ENTRY: &str = "wf_validated_all";
+/// The same over a column list (`ThreadValidated` over `ColumnList`).
+pub(crate) const VALIDATED_COLUMNS_ENTRY: &str = "wf_validated_columns";
 
 /// Where a launch's items come from: suffix `_all` or `_list` of an entry
 /// point (`warpfit::AllTasks`, `warpfit::TaskList` in task_source.cuh).
@@ -133,7 +143,7 @@ pub(crate) fn entry_point(
     })
 }
 
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 29, each
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 33, each
 /// compiled as a module of its own when a launch first asks for it.
 #[doc(hidden)]
 pub const ENTRY_POINTS: &[&str] = &[
@@ -164,6 +174,10 @@ pub const ENTRY_POINTS: &[&str] = &[
     MERGE_BLOCK_ENTRY,
     "wf_thread_columns",
     MERGE_COLUMNS_ENTRY,
+    VALIDATE_ALL_ENTRY,
+    VALIDATE_COLUMNS_ENTRY,
+    VALIDATED_ALL_ENTRY,
+    VALIDATED_COLUMNS_ENTRY,
     SIZES_ENTRY,
     DONATED_ENTRY,
 ];
@@ -218,6 +232,28 @@ pub(crate) struct LaunchArgs {
     /// A column list: per segment, its position among the split segments
     /// (`u32`), or 0.
     pub column_slot: u64,
+    /// Behind a validation ([`Gate`]): the claimed word of the validation
+    /// launch's fault record, or 0.
+    pub gate: u64,
+    /// [`Gate`] as `u32`.
+    pub gate_when: u32,
+    pub gate_pad: u32,
+}
+
+/// Whether a launch runs only after a 2-D launch's validation
+/// (`GATE_*` in task_source.cuh): the fold with its loads unchecked where
+/// the validation found every load in range, the checked fold where it
+/// did not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u32)]
+pub(crate) enum Gate {
+    /// Runs whatever a validation found (or with none before it).
+    #[default]
+    None = 0,
+    /// Runs where the validation found every load in range.
+    IfValid = 1,
+    /// Runs where it found a fault.
+    IfInvalid = 2,
 }
 
 /// How a push reserves its slot in a device worklist (`PUSH_*` in

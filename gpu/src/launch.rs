@@ -34,5 +34,6 @@ pub(crate) mod prepared_launch;
 pub(crate) mod readback;
 pub(crate) mod resident_args;
 pub(crate) mod split_policy;
+pub(crate) mod validation;
 pub(crate) mod worklist_arg;
 pub(crate) mod worklist_kernels;

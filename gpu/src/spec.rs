@@ -263,6 +263,15 @@ pub struct KernelSpec {
     /// pieces over the columns (`launch/column_split.rs`). `None` for other
     /// kernels.
     pub columns: Option<usize>,
+    /// A 2-D kernel whose map a validation launch may check at each row's
+    /// first and last column only: each of its loads is either the same
+    /// for every column or at `base + j` (`base` the same for every
+    /// column, the sum 64-bit), and nothing else that can fault (a
+    /// division, a `#[device_fn]` call, a condition guarding a load)
+    /// depends on the column. A launch of many columns then validates
+    /// first and folds with its loads unchecked (`launch/validation.rs`).
+    /// Decided by the macro (`macros/src/column_checks.rs`).
+    pub checks_at_end_columns: bool,
 }
 
 /// How a launch reads a kernel's gather index array (`col` in
@@ -356,6 +365,7 @@ pub(crate) static X_TO_Y: KernelSpec = KernelSpec {
     donates: false,
     index_encoding: IndexEncoding::Plain,
     columns: None,
+    checks_at_end_columns: false,
 };
 
 #[cfg(test)]
@@ -373,6 +383,7 @@ mod tests {
             donates: false,
             index_encoding: IndexEncoding::Plain,
             columns: None,
+            checks_at_end_columns: false,
         }
     }
 

@@ -40,6 +40,7 @@ static NOT_CUDA: KernelSpec = KernelSpec {
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
     columns: None,
+    checks_at_end_columns: false,
 };
 
 #[test]

@@ -17,6 +17,7 @@ use proc_macro::TokenStream;
 
 mod analyse;
 mod check;
+mod column_checks;
 mod columns;
 mod device_fn;
 mod diag;

@@ -137,6 +137,24 @@ fn entry_points_match_the_headers() {
         if let Some(args) = body.strip_prefix("WARPFIT_ENTRY_(K, ") {
             let parts: Vec<&str> = args.trim_end_matches(')').split(", ").collect();
             assert_eq!(parts[0], name, "{l}");
+            let strip = |p: &str| p.trim_start_matches("warpfit::").to_string();
+            // A 2-D launch's validation and the fold it lets run unchecked.
+            let validation = match (strip(parts[1]).as_str(), strip(parts[2]).as_str()) {
+                ("ValidateEnds", "RowEnds") => Some(VALIDATE_ALL_ENTRY),
+                ("ValidateEnds", "PieceEnds") => Some(VALIDATE_COLUMNS_ENTRY),
+                ("ThreadValidated", "AllTasks") => Some(VALIDATED_ALL_ENTRY),
+                ("ThreadValidated", "ColumnList") => Some(VALIDATED_COLUMNS_ENTRY),
+                _ => None,
+            };
+            if let Some(entry) = validation {
+                assert_eq!(entry, name, "{l}");
+                assert!(
+                    k.contains(&format!("    WARPFIT_ENTRY_POINT_{name}(K)")),
+                    "WARPFIT_ENTRY_POINTS does not list {name}"
+                );
+                defined.push(name.to_string());
+                continue;
+            }
             let d = match parts[1].trim_start_matches("warpfit::") {
                 "Thread" => Decomposition::Thread,
                 "Cte" => Decomposition::Cte,
@@ -256,12 +274,26 @@ fn launch_args_and_fault_record_match_the_device_structs() {
             "donate_min",
             "donate_pad",
             "columns",
-            "column_slot"
+            "column_slot",
+            "gate",
+            "gate_when",
+            "gate_pad"
         ]
     );
     // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32 + 1 pointer + 2 u32
-    // + 5 pointers/counts + 2 u32 + 2 pointers/counts.
-    assert_eq!(std::mem::size_of::<LaunchArgs>(), 192);
+    // + 5 pointers/counts + 2 u32 + 3 pointers/counts + 2 u32.
+    assert_eq!(std::mem::size_of::<LaunchArgs>(), 208);
+    let t = header("task_source.cuh");
+    for (name, gate) in [
+        ("GATE_NONE", Gate::None),
+        ("GATE_IF_VALID", Gate::IfValid),
+        ("GATE_IF_INVALID", Gate::IfInvalid),
+    ] {
+        assert!(
+            t.contains(&format!("constexpr uint32_t {name} = {};", gate as u32)),
+            "{name}"
+        );
+    }
     assert!(header("task_source.cuh").contains(&format!(
         "constexpr uint32_t LIST_TRUSTED = {LIST_TRUSTED};"
     )));

@@ -166,6 +166,7 @@ mod tests {
         donates: false,
         index_encoding: crate::spec::IndexEncoding::Plain,
         columns: None,
+        checks_at_end_columns: false,
     };
 
     #[test]

@@ -81,8 +81,16 @@ impl Drop for Module {
 /// graphs do). The block merge (past 512 pieces: a reduction over the whole
 /// device) is rare enough to be compiled when first asked for. What follows the size kernel depends on the launch's size
 /// (`split_policy::likely_after_sizes`, passed to [`Module::function_then`]).
+/// A 2-D launch's validation is followed by both folds behind its gate (and
+/// a column list's merge).
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
+        abi::VALIDATE_ALL_ENTRY => &[abi::VALIDATED_ALL_ENTRY, "wf_thread_all"],
+        abi::VALIDATE_COLUMNS_ENTRY => &[
+            abi::VALIDATED_COLUMNS_ENTRY,
+            "wf_thread_columns",
+            abi::MERGE_COLUMNS_ENTRY,
+        ],
         _ if ep.ends_with("_list") || ep.ends_with("_queue") => &["wf_merge", "wf_merge_wide"],
         _ => &[],
     }

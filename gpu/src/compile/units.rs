@@ -215,6 +215,7 @@ mod tests {
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
             columns: None,
+            checks_at_end_columns: false,
         };
         let tu = translation_unit(&SPEC);
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));
@@ -236,6 +237,7 @@ mod tests {
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
             columns: None,
+            checks_at_end_columns: false,
         };
         let tu = entry_point_unit(&SPEC, &["wf_sizes", "wf_cte_list"]).unwrap();
         assert!(tu.starts_with("#include \"warpfit/kernel.cuh\"\n"));

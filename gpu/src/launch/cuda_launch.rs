@@ -20,6 +20,7 @@ use crate::launch::launch_steps::{self, Items};
 use crate::launch::pending_faults::PendingFault;
 use crate::launch::resident_args::{ParamBlock, ResidentArgs};
 use crate::launch::split_policy::{self, SplitDecision};
+use crate::launch::validation;
 use crate::launch::worklist_arg::frontier_is_target;
 use crate::spec::KernelSpec;
 use std::sync::Arc;
@@ -60,6 +61,9 @@ pub struct CudaLaunch {
     fault: DeviceBuffer<u64>,
     /// The queue head of a queued list, zeroed before each run.
     queue: Option<DeviceBuffer<u32>>,
+    /// A validated 2-D launch's gate: the validation's fault record,
+    /// zeroed before each run (`launch/validation.rs`).
+    gate: Option<DeviceBuffer<u64>>,
     /// A host worklist's items and count, uploaded for a launch over it
     /// (held for the kernels, which read them by address).
     _frontier: Option<(DeviceBuffer<u32>, DeviceBuffer<u64>)>,
@@ -190,6 +194,15 @@ impl CudaLaunch {
             }
         };
         let plan = launch_steps::plan_launches(decomposition, items, dev.arch())?;
+        // A 2-D launch of many columns whose loads its rows' end columns
+        // cover: validated first, its fold then unchecked.
+        let (plan, gate) = match validation::applies(spec, decomposition, columns) {
+            true => (
+                validation::validated(plan, columns)?,
+                Some(DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?),
+            ),
+            false => (plan, None),
+        };
         // A `Split::Queued` launch's packed warps dequeue their groups
         // (`split_policy::PACKED_QUEUE_WORK` fine tasks at a time); the head is
         // zeroed before each run.
@@ -225,6 +238,7 @@ impl CudaLaunch {
             &plan,
             decomposition,
             queue.as_ref().zip(queue_chunk),
+            gate.as_ref(),
             base,
         )?;
         Ok(CudaLaunch {
@@ -239,6 +253,7 @@ impl CudaLaunch {
             longest_task,
             fault,
             queue,
+            gate,
             _frontier: frontier_buffers,
         })
     }
@@ -348,6 +363,7 @@ impl CudaLaunch {
             &plan,
             decomposition,
             queue.as_ref().zip(how.queue_chunk),
+            None,
             base,
         )?;
         Ok(CudaLaunch {
@@ -362,6 +378,7 @@ impl CudaLaunch {
             cte_serial_max: config.cte_serial_max,
             fault,
             queue,
+            gate: None,
             _frontier: None,
         })
     }
@@ -383,6 +400,9 @@ impl CudaLaunch {
     pub fn run(&self) -> Result<()> {
         if let Some(q) = &self.queue {
             q.zero_async(&self.dev)?;
+        }
+        if let Some(g) = &self.gate {
+            g.zero_async(&self.dev)?;
         }
         for l in &self.launches {
             if l.dependent {

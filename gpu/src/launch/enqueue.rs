@@ -16,6 +16,7 @@ use crate::launch::launch_steps::{grid, LaunchPlan};
 use crate::launch::pending_faults::{read_back_error, read_fault};
 use crate::launch::resident_args::{ParamBlock, ResidentArgs};
 use crate::launch::split_policy::{likely_after_sizes, Cut, LIKELY_AFTER_ROW_SIZES};
+use crate::launch::validation::Validation;
 use crate::spec::KernelSpec;
 use cudarc::driver::{CudaFunction, LaunchConfig as CuLaunch, PushKernelArg};
 use warpfit_runtime::{Error, Result};
@@ -34,13 +35,16 @@ pub(super) struct Launch {
 /// With `queue` (the queue head and the groups per dequeue), the first step
 /// (the task-list kernel) runs the queue entry point of `decomposition` as
 /// a persistent grid: as many blocks as can be resident, each warp taking
-/// `chunk` groups at a time in list order until the queue is empty.
+/// `chunk` groups at a time in list order until the queue is empty. With
+/// `gate` (a validated 2-D launch, `launch/validation.rs`), the validation
+/// step records its faults there and the gated steps read it.
 pub(super) fn plan_steps(
     dev: &CudaDevice,
     module: &Module,
     plan: &LaunchPlan,
     decomposition: Decomposition,
     queue: Option<(&DeviceBuffer<u32>, u32)>,
+    gate: Option<&DeviceBuffer<u64>>,
     base: LaunchArgs,
 ) -> Result<Vec<Launch>> {
     let base = match queue {
@@ -68,13 +72,36 @@ pub(super) fn plan_steps(
                 function: module.function(entry)?.clone(),
                 blocks,
                 dependent: s.dependent,
-                args: LaunchArgs {
-                    n_items: s.items,
-                    ..base
-                },
+                args: step_args(
+                    LaunchArgs {
+                        n_items: s.items,
+                        ..base
+                    },
+                    s.validation,
+                    gate.map(|g| g.device_ptr(dev)),
+                )?,
             })
         })
         .collect()
+}
+
+/// A step's arguments with its part in a validated launch: the
+/// validation's fault record is the gate, which the gated steps read.
+fn step_args(args: LaunchArgs, validation: Validation, gate: Option<u64>) -> Result<LaunchArgs> {
+    let gate = || gate.ok_or_else(|| Error::invalid("a validated launch without its gate record"));
+    Ok(match validation {
+        Validation::None => args,
+        Validation::Validate { columns } => LaunchArgs {
+            fault: gate()?,
+            columns,
+            ..args
+        },
+        Validation::Gated(when) => LaunchArgs {
+            gate: gate()?,
+            gate_when: when as u32,
+            ..args
+        },
+    })
 }
 
 /// What the size kernel measured: the statistics, and each task's range

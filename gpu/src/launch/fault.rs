@@ -156,6 +156,7 @@ mod tests {
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
             columns: None,
+            checks_at_end_columns: false,
         };
         let e = fault_error(&PUSHES, &record(FaultKind::Index), lens, |_| None).unwrap();
         assert_eq!(

@@ -8,6 +8,7 @@ use crate::arch::Arch;
 use crate::config::Decomposition;
 pub(crate) use crate::launch::merge_width::MergeWidth;
 use crate::launch::split_policy::check_u32_items;
+pub(crate) use crate::launch::validation::Validation;
 use rayon::prelude::*;
 use warpfit_runtime::{Error, Result, Segment, TaskList};
 
@@ -154,6 +155,8 @@ pub(crate) struct Step {
     /// be scheduled while that grid runs its last blocks, and waits for its
     /// completion on the device (`wait_for_primary` in merge.cuh).
     pub dependent: bool,
+    /// Its part in a 2-D launch checked by a validation launch first.
+    pub validation: Validation,
 }
 
 /// The kernels a launch enqueues, in order.
@@ -181,6 +184,7 @@ fn merge_step(
         blocks: grid(split_tasks, lanes)?,
         items: split_tasks,
         dependent: arch >= PDL_ARCH,
+        validation: Validation::None,
     }))
 }
 
@@ -212,6 +216,7 @@ pub(crate) fn plan_launches(
                 blocks: grid(n, tpi)?,
                 items: n,
                 dependent: false,
+                validation: Validation::None,
             });
             false
         }
@@ -221,6 +226,7 @@ pub(crate) fn plan_launches(
                 blocks: grid(capacity, tpi)?,
                 items: capacity,
                 dependent: false,
+                validation: Validation::None,
             });
             false
         }
@@ -240,6 +246,7 @@ pub(crate) fn plan_launches(
                 },
                 items: segments,
                 dependent: false,
+                validation: Validation::None,
             });
             if let Some(step) = merge_step(merge.entry(), split_tasks, arch)? {
                 push(step);
@@ -257,6 +264,7 @@ pub(crate) fn plan_launches(
                 blocks: grid(items, tpi)?,
                 items,
                 dependent: false,
+                validation: Validation::None,
             });
             let split = split_tasks.checked_mul(columns).ok_or_else(too_many)?;
             if let Some(step) = merge_step((MERGE_COLUMNS_ENTRY, 1), split, arch)? {
@@ -426,6 +434,7 @@ mod tests {
             blocks,
             items,
             dependent,
+            validation: Validation::None,
         }
     }
 

@@ -112,6 +112,16 @@ impl<'a> PreparedLaunch<'a> {
         }
     }
 
+    /// The CUDA kernels a run enqueues, in order, by entry-point name (the
+    /// decomposition's over its task source, a 2-D launch's validation and
+    /// the folds behind its gate, any merge); empty on the CPU.
+    pub fn entry_points(&self) -> Vec<&'static str> {
+        match &self.backend {
+            Backend::Cuda { prepared, .. } => prepared.entry_points(),
+            Backend::Cpu { .. } => Vec::new(),
+        }
+    }
+
     /// What [`Split::Auto`](crate::config::Split::Auto) chose for this launch on
     /// CUDA (`None` on the CPU or for a configured split).
     pub fn chosen_split(&self) -> Option<crate::config::Split> {

@@ -128,6 +128,7 @@ mod tests {
             donates: false,
             index_encoding: crate::spec::IndexEncoding::Plain,
             columns: None,
+            checks_at_end_columns: false,
         };
         let (a, b) = (Worklist::new(4, 4).unwrap(), Worklist::new(4, 4).unwrap());
         assert!(check_frontier(&SPEC, &Tasks::from(&a), &[(0, &b)]).is_ok());

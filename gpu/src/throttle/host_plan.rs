@@ -185,6 +185,7 @@ pub(in crate::throttle) mod tests {
         donates: false,
         index_encoding: crate::spec::IndexEncoding::Plain,
         columns: None,
+        checks_at_end_columns: false,
     };
 
     const ROLES: ThrottleRoles = crate::throttle::roles::SPMV_ROLES;

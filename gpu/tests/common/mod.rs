@@ -39,6 +39,7 @@ pub static SPMV_F64: KernelSpec = KernelSpec {
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
     columns: None,
+    checks_at_end_columns: false,
 };
 
 pub static RELAX: KernelSpec = KernelSpec {
@@ -58,6 +59,7 @@ pub static RELAX: KernelSpec = KernelSpec {
     donates: false,
     index_encoding: warpfit_gpu::__private::IndexEncoding::Plain,
     columns: None,
+    checks_at_end_columns: false,
 };
 
 pub static ALL: &[&KernelSpec] = &[&SPMV_F32, &SPMV_ADD_F32, &SPMV_F64, &RELAX];

@@ -196,6 +196,7 @@ impl ModuleEmitter<'_> {
         };
         let elementwise = k.elementwise;
         let donates = k.donates();
+        let checks_at_end_columns = crate::column_checks::at_end_columns(k);
         let columns = match k.columns {
             Some(c) => quote!(::core::option::Option::Some(#c)),
             None => quote!(::core::option::Option::None),
@@ -212,6 +213,7 @@ impl ModuleEmitter<'_> {
                 donates: #donates,
                 index_encoding: ::warpfit::__private::IndexEncoding::Plain,
                 columns: #columns,
+                checks_at_end_columns: #checks_at_end_columns,
             };
         }
     }

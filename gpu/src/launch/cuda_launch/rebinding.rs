@@ -16,7 +16,7 @@ impl CudaLaunch {
     /// against the kernel. The task list and the kernels' split are shared
     /// with this launch, so only arguments the tasks' ranges do not read may
     /// change (the throttled handle's per-launch arrays and scalars); the
-    /// new launch has its own fault record and queue head. Launches on the
+    /// new launch has its own fault record, queue head and validation gate. Launches on the
     /// device's one stream run in order, so the shared list's scratch is
     /// never used by two of them at once.
     ///
@@ -45,16 +45,30 @@ impl CudaLaunch {
             Some(_) => Some(DeviceBuffer::<u32>::zeros(dev, 1)?),
             None => None,
         };
+        let gate = match &self.gate {
+            Some(_) => Some(DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?),
+            None => None,
+        };
         let (fault_ptr, queue_ptr) = (
             fault.device_ptr(dev),
             queue.as_ref().map(|q| q.device_ptr(dev)),
         );
+        // A validated launch's validation records its faults in the gate,
+        // which the gated folds read.
+        let old_gate = self.gate.as_ref().map(|g| g.device_ptr(dev));
+        let new_gate = gate.as_ref().map(|g| g.device_ptr(dev));
         let launches = self
             .launches
             .iter()
             .map(|l| {
                 let mut l = l.clone();
-                l.args.fault = fault_ptr;
+                l.args.fault = match (old_gate, new_gate) {
+                    (Some(old), Some(new)) if l.args.fault == old => new,
+                    _ => fault_ptr,
+                };
+                if let (Some(g), true) = (new_gate, l.args.gate != 0) {
+                    l.args.gate = g;
+                }
                 if let (Some(q), true) = (queue_ptr, l.args.queue != 0) {
                     l.args.queue = q;
                 }
@@ -73,6 +87,7 @@ impl CudaLaunch {
             longest_task: self.longest_task,
             fault,
             queue,
+            gate,
             _frontier: None,
         })
     }

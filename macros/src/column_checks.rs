@@ -1,0 +1,309 @@
+//! Whether a 2-D kernel's loads may be checked at each row's first and last
+//! column only (`KernelSpec::checks_at_end_columns`).
+//!
+//! A 2-D launch of many columns checks every gather of every column
+//! (`x[col[e] as usize * k as usize + j]`: a compare and a fault flag per
+//! load), and those checks, with the refold that records a fault and its
+//! registers, cost a fold of few instructions about a third of its time
+//! (BENCHMARKS.md, "Threads fold with a lean fault flag"). Where each load
+//! of the map is either the same for every column `j` of a row or at
+//! `base + j` with `base` the same for every column, a load is in range at
+//! every column when it is at columns `0` and `k − 1`: a validation launch
+//! runs the map there, and the fold then runs with its loads unchecked.
+//!
+//! The rule, on the flattened kernel (`columns.rs`): a value *depends on the
+//! column* when it reads `j` (`task % k`), directly or through bindings and
+//! loads at such indices; the row (`task / k`) does not. The map is admitted
+//! when every load's index is column-free, or `base + j` in 64 bits with
+//! `base` column-free (then no sum wraps: `base + k − 1` in range means every
+//! `base + j` is); when no division, remainder or `#[device_fn]` call (which
+//! may divide) takes a column-dependent operand; when no column-dependent
+//! condition (`if`, `&&`, `||`) guards a load, a division or a call (every
+//! column then reaches the same loads); and when it reads no output or
+//! shared array. The reduce operator must not fault at all (a closure
+//! without divisions, `min`/`max`, `any`/`all`): it combines
+//! column-dependent values. The prologue, `init` and the epilogue are
+//! checked at every column as before.
+
+use crate::ir::{BinOp, Expr, ExprKind, Kernel, LocalId, Reduce, Ty};
+use std::collections::BTreeSet;
+
+/// Whether `k`'s loads may be validated at each row's first and last
+/// column (false for every kernel that is not 2-D, and for a per-element
+/// map, which has no fold to validate).
+pub fn at_end_columns(k: &Kernel) -> bool {
+    let Some(count) = k.columns else {
+        return false;
+    };
+    if k.elementwise || k.for_each.is_some() || k.scatters() || !reduce_cannot_fault(k) {
+        return false;
+    }
+    let mut cx = Columns {
+        k,
+        count,
+        dependent: BTreeSet::new(),
+    };
+    for (id, e) in &k.prologue {
+        if cx.mentions_column(e) {
+            cx.dependent.insert(*id);
+        }
+    }
+    cx.admit(&k.map).is_ok()
+}
+
+/// A reduce operator that cannot fault whatever it combines.
+fn reduce_cannot_fault(k: &Kernel) -> bool {
+    match &k.reduce {
+        Reduce::Closure { body, .. } => !can_fault(body),
+        Reduce::MinMax { .. } | Reduce::Logic { .. } => true,
+        Reduce::DeviceFn(_) => false,
+    }
+}
+
+/// Whether evaluating `e` may fault: a load, an integer division or
+/// remainder, a device function call, an output or shared array read, an atomic.
+fn can_fault(e: &Expr) -> bool {
+    e.any(&mut |x| {
+        matches!(
+            x.kind,
+            ExprKind::Load(..)
+                | ExprKind::LoadOut(_)
+                | ExprKind::LoadShared(..)
+                | ExprKind::Atomic { .. }
+                | ExprKind::Call(..)
+        ) || integer_division(x)
+    })
+}
+
+/// An integer `/` or `%`, which faults on a zero divisor (a float's does
+/// not).
+fn integer_division(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, a, _) if a.ty.is_int())
+}
+
+/// The map refused: some load or fault depends on the column otherwise
+/// than at `base + j`.
+struct Refused;
+
+/// The column analysis of one kernel: the locals that depend on the column.
+struct Columns<'a> {
+    k: &'a Kernel,
+    count: usize,
+    dependent: BTreeSet<LocalId>,
+}
+
+impl Columns<'_> {
+    /// Whether `e` is the column count `k` (through casts).
+    fn is_count(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Cast(inner) => self.is_count(inner),
+            ExprKind::Scalar(p) => *p == self.count,
+            _ => false,
+        }
+    }
+
+    /// Whether `e` is the flattened task (through casts).
+    fn is_task(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Cast(inner) => self.is_task(inner),
+            ExprKind::Local(id) => *id == self.k.task,
+            _ => false,
+        }
+    }
+
+    /// Whether `e` is the row, `task / k`, which no column changes.
+    fn is_row(&self, e: &Expr) -> bool {
+        matches!(&e.kind, ExprKind::Binary(BinOp::Div, t, n)
+            if self.is_task(t) && self.is_count(n))
+    }
+
+    /// Whether the value of a prologue expression depends on the column.
+    fn mentions_column(&self, e: &Expr) -> bool {
+        if self.is_row(e) {
+            return false;
+        }
+        match &e.kind {
+            ExprKind::Local(id) => *id == self.k.task || self.dependent.contains(id),
+            _ => e.children().into_iter().any(|c| self.mentions_column(c)),
+        }
+    }
+
+    /// Whether `e` is exactly the column `j` as a 64-bit unsigned value:
+    /// the prologue's `task % k`, through copies and casts to 64 bits.
+    fn is_column(&self, e: &Expr) -> bool {
+        if !matches!(e.ty, Ty::U64 | Ty::Usize) {
+            return false;
+        }
+        match &e.kind {
+            ExprKind::Cast(inner) => self.is_column(inner),
+            ExprKind::Local(id) => self
+                .k
+                .prologue
+                .iter()
+                .find(|(l, _)| l == id)
+                .is_some_and(|(_, b)| self.is_column(b)),
+            ExprKind::Binary(BinOp::Rem, t, n) => self.is_task(t) && self.is_count(n),
+            _ => false,
+        }
+    }
+
+    /// `Ok(depends on the column)` for a map expression the rule admits.
+    fn admit(&mut self, e: &Expr) -> Result<bool, Refused> {
+        match &e.kind {
+            ExprKind::Lit(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Acc
+            | ExprKind::Const(_)
+            | ExprKind::CalleeTypedLit { .. } => Ok(false),
+            ExprKind::Local(id) => Ok(*id == self.k.task || self.dependent.contains(id)),
+            ExprKind::Load(_, index) => self.admit_load(index),
+            ExprKind::LoadOut(_) | ExprKind::LoadShared(..) | ExprKind::Atomic { .. } => {
+                Err(Refused)
+            }
+            ExprKind::Binary(BinOp::Div | BinOp::Rem, a, b) if integer_division(e) => {
+                if self.admit(a)? || self.admit(b)? {
+                    return Err(Refused);
+                }
+                Ok(false)
+            }
+            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+                let guard = self.admit(a)?;
+                if guard && can_fault(b) {
+                    return Err(Refused);
+                }
+                Ok(guard | self.admit(b)?)
+            }
+            ExprKind::If(c, a, b) => {
+                let guard = self.admit(c)?;
+                if guard && (can_fault(a) || can_fault(b)) {
+                    return Err(Refused);
+                }
+                Ok(guard | self.admit(a)? | self.admit(b)?)
+            }
+            ExprKind::Call(_, args) => {
+                for a in args {
+                    if self.admit(a)? {
+                        return Err(Refused);
+                    }
+                }
+                Ok(false)
+            }
+            ExprKind::Block(lets, tail) => {
+                for (id, v) in lets {
+                    if self.admit(v)? {
+                        self.dependent.insert(*id);
+                    }
+                }
+                self.admit(tail)
+            }
+            _ => {
+                let mut dependent = false;
+                for c in e.children() {
+                    dependent |= self.admit(c)?;
+                }
+                Ok(dependent)
+            }
+        }
+    }
+
+    /// A load at `index`: its value depends on the column when its index
+    /// does, which is admitted only as `base + j` (either order, 64 bits).
+    fn admit_load(&mut self, index: &Expr) -> Result<bool, Refused> {
+        if let ExprKind::Binary(BinOp::Add, a, b) = &index.kind {
+            if matches!(index.ty, Ty::U64 | Ty::Usize) {
+                let base = match (self.is_column(a), self.is_column(b)) {
+                    (false, true) => Some(a),
+                    (true, false) => Some(b),
+                    _ => None,
+                };
+                if let Some(base) = base {
+                    return match self.admit(base)? {
+                        true => Err(Refused),
+                        false => Ok(true),
+                    };
+                }
+            }
+        }
+        match self.admit(index)? {
+            true => Err(Refused),
+            false => Ok(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_end_columns;
+
+    /// `at_end_columns` of a 2-D kernel whose map is `map` (over `e`, with
+    /// `j`, `k`, `ptr`, `col`, `val`, `x` in scope), folded with `reduce`.
+    fn admitted_with(map: &str, reduce: &str) -> bool {
+        let src = format!(
+            "
+fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], k: u32, y: &mut [f32]) {{
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row * k as usize + j] = (lo..hi).map(|e| {map}).fold(0.0, {reduce});
+}}"
+        );
+        let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("{e}"));
+        let attr = crate::columns::ColumnsAttr {
+            count: syn::parse_str("k").unwrap(),
+        };
+        let flat = crate::columns::flatten(&item, &attr).unwrap_or_else(|e| panic!("{e}"));
+        let ast = crate::parse::kernel(&flat.item).unwrap_or_else(|e| panic!("{e}"));
+        let shape = crate::check::kernel(&ast).unwrap_or_else(|e| panic!("{e}"));
+        let mut k = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{map}: {e}"));
+        k.columns = Some(flat.count_param);
+        at_end_columns(&k)
+    }
+
+    fn admitted(map: &str) -> bool {
+        admitted_with(map, "|a, b| a + b")
+    }
+
+    #[test]
+    fn row_gathers_at_the_column_are_admitted() {
+        for map in [
+            "val[e] * x[col[e] as usize * k as usize + j]",
+            "val[e] * x[j + (k as usize) * col[e] as usize]",
+            // The column in a value only.
+            "val[e] * (j as f32)",
+            // A condition that is the same for every column.
+            "if val[e] > 0.0 { x[col[e] as usize * k as usize + j] } else { 0.0 }",
+            // Loads the same for every column, float division by a gathered value.
+            "x[col[e] as usize * k as usize] / val[e] + x[col[e] as usize * k as usize + j] / val[e]",
+        ] {
+            assert!(admitted(map), "{map}");
+        }
+        assert!(admitted_with(
+            "x[col[e] as usize * k as usize + j]",
+            "|a, b| a.max(b)"
+        ));
+    }
+
+    #[test]
+    fn loads_and_faults_that_vary_otherwise_are_refused() {
+        for map in [
+            // Not `base + j` in 64 bits, or `base` varies with the column.
+            "x[col[e] as usize * k as usize + 2 * j]",
+            "x[(col[e] as usize + j) * k as usize]",
+            "x[(col[e] * k + j as u32) as usize]",
+            "x[col[e] as usize * k as usize + j + j]",
+            // Through a gathered value.
+            "x[x[col[e] as usize * k as usize + j] as usize]",
+            // A condition on the column guarding a load.
+            "if j % 2 == 0 { x[col[e] as usize * k as usize + j] } else { 0.0 }",
+            "if x[col[e] as usize * k as usize + j] > 0.0 { val[e] } else { 0.0 }",
+            // An integer division by a value of the column.
+            "val[e] * ((col[e] / (j as u32)) as f32)",
+        ] {
+            assert!(!admitted(map), "{map}");
+        }
+        // A reduce that may fault on the values it combines.
+        assert!(!admitted_with(
+            "val[e] * x[col[e] as usize * k as usize + j]",
+            "|a, b| ((a as u32) / (b as u32)) as f32"
+        ));
+    }
+}

@@ -374,6 +374,7 @@ fn maps_whose_loads_their_end_columns_cover_are_validated() {
         (&spmm::f64::SPEC, true),
         (&argmax_columns::SPEC, true),
         (&masked_columns::SPEC, true),
+        (&permuted_columns::SPEC, true),
         (&warpfit::apps::sparse_layer::SPEC, true),
         (&warpfit::apps::spmm::f32::SPEC, true),
         (&max_plus_columns::SPEC, false),
@@ -382,4 +383,14 @@ fn maps_whose_loads_their_end_columns_cover_are_validated() {
     ] {
         assert_eq!(spec.checks_at_end_columns, validated, "{}", spec.name);
     }
+    // Their validations check the gathers' indices without loading where
+    // the gathered values are only used as values.
+    let leaves = "static constexpr bool leaf_gathers = true;";
+    assert!(spmm::f32::SPEC.cuda_source.contains(leaves));
+    assert!(warpfit::apps::sparse_layer::SPEC
+        .cuda_source
+        .contains(leaves));
+    assert!(!max_plus_columns::SPEC.cuda_source.contains(leaves));
+    assert!(!permuted_columns::SPEC.cuda_source.contains(leaves));
+    assert!(!warpfit::apps::spmv::f32::SPEC.cuda_source.contains(leaves));
 }

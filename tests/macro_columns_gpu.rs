@@ -218,7 +218,8 @@ fn a_gather_past_the_end_in_one_task_is_the_twins_fault() {
 
 /// A launch of 16 columns or more of a kernel whose loads its rows' end
 /// columns cover runs the validation, then the unchecked fold and the
-/// checked one behind its gate (the shut one returns at once); fewer
+/// checked one (over a strided grid) behind its gate (the shut one returns
+/// at once); fewer
 /// columns, or a kernel the rule refuses (a `#[device_fn]` reduce), run the
 /// checked fold alone. Each is the reference, run twice from one
 /// preparation (the gate is cleared before each run).
@@ -228,11 +229,11 @@ fn launches_of_many_columns_validate_first_and_fold_unchecked() {
     let cpu = Device::cpu();
     let plain = |r: usize| r % 9;
     let hubs = |r: usize| if r % 700 == 3 { 5000 + r } else { r % 9 };
-    let all = ["wf_validate_all", "wf_validated_all", "wf_thread_all"];
+    let all = ["wf_validate_all", "wf_validated_all", "wf_recheck_all"];
     let cut = [
         "wf_validate_columns",
         "wf_validated_columns",
-        "wf_thread_columns",
+        "wf_recheck_columns",
         "wf_merge_columns",
     ];
     for (len, k, want_entries) in [
@@ -259,6 +260,42 @@ fn launches_of_many_columns_validate_first_and_fold_unchecked() {
             run.run().unwrap();
             run.check().unwrap();
             assert_eq!(dy.to_vec().unwrap(), want, "k = {k}");
+        }
+    }
+    // Through a permutation: validated with the gathers loaded (a gathered
+    // value is an index); the twin's result, and a fault naming `x` where a
+    // permuted row lies past its end.
+    let (ptr, col, val) = matrix(2000, 300);
+    let n = ptr.len() - 1;
+    let k = 40;
+    let perm: Vec<u32> = (0..300u32).map(|c| (c * 7 + 3) % 300).collect();
+    let (w, x) = (f32s(&val), f32s(&dense(300, k, 4)));
+    for bad in [false, true] {
+        let mut perm = perm.clone();
+        if bad {
+            perm[col[col.len() / 3] as usize] = 300;
+        }
+        let (mut a, mut b) = (vec![0.0f32; n * k], vec![1.0f32; n * k]);
+        let cfg = LaunchConfig::default();
+        let r_cpu = permuted_columns::launch_with(
+            &cpu, &cfg, n, &ptr, &col, &perm, &w, &x, k as u32, &mut a,
+        );
+        let r_gpu = permuted_columns::launch_with(
+            &dev, &cfg, n, &ptr, &col, &perm, &w, &x, k as u32, &mut b,
+        );
+        match bad {
+            false => {
+                r_gpu.unwrap();
+                r_cpu.unwrap();
+                assert_eq!(a, b);
+            }
+            // Every column of several tasks reads past the end: the
+            // first task to claim the record is any of them.
+            true => {
+                let (e_cpu, e_gpu) = (r_cpu.unwrap_err(), r_gpu.unwrap_err());
+                assert!(e_cpu.to_string().contains("`x`"), "{e_cpu}");
+                assert!(e_gpu.to_string().contains("`x`"), "{e_gpu}");
+            }
         }
     }
     // A `#[device_fn]` reduce is not validated, and matches its twin.

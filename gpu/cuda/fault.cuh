@@ -37,8 +37,9 @@ struct Fault {
     /// Loads at the fine-task index are checked one by one (`ld_k`).
     static constexpr bool ranges_checked = false;
     static constexpr bool streaming = false;
-    /// Every load is checked (`ld`).
+    /// Every load is checked (`ld`), and loads.
     static constexpr bool validated = false;
+    static constexpr bool probe_only = false;
 
     __device__ __forceinline__ Fault() : kind(FAULT_NONE), array(0), index(0), task(NO_TASK) {}
 
@@ -80,6 +81,7 @@ struct LeanFault {
     static constexpr bool ranges_checked = false;
     static constexpr bool streaming = false;
     static constexpr bool validated = false;
+    static constexpr bool probe_only = false;
 
     __device__ __forceinline__ LeanFault() : bad(false) {}
 
@@ -125,11 +127,20 @@ struct ValidatedFault {
     static constexpr bool ranges_checked = true;
     static constexpr bool streaming = false;
     static constexpr bool validated = true;
+    static constexpr bool probe_only = false;
 
     __device__ __forceinline__ bool any() const { return false; }
     __device__ __forceinline__ void out_of_range(uint32_t, uint64_t) {}
     __device__ __forceinline__ void div_zero() {}
     __device__ __forceinline__ void attribute(uint64_t) {}
+};
+
+/// `LeanFault` for a validation whose map's gathers are leaves
+/// (`leaf_gathers`, thread.cuh): `ld` checks its index and yields zero
+/// without loading, since the value is never looked at; loads at the
+/// fine-task index (`ld_k`), which indices are made of, load as ever.
+struct ProbeFault : LeanFault {
+    static constexpr bool probe_only = true;
 };
 
 /// The launch-wide fault word the host reads back; mirrored by

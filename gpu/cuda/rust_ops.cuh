@@ -65,12 +65,13 @@ template <> __device__ __forceinline__ uint64_t ldcs<uint64_t>(const uint64_t* p
 /// `array[i]` of a read-only array (`&[T]`): out of range records a fault
 /// (array id = parameter position, task index excluded) and yields zero.
 /// Unchecked under a fault state a validation launch has covered
-/// (`F::validated`).
+/// (`F::validated`); checked without loading under a validation's that
+/// never looks at the value (`F::probe_only`).
 template <class T, class I, class F>
 __device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
     uint64_t j = uint64_t(i);
     if (F::validated || j < len) {
-        return ldg(p + j);
+        return F::probe_only ? T(0) : ldg(p + j);
     }
     f.out_of_range(array_id, j);
     return T(0);

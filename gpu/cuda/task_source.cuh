@@ -56,7 +56,7 @@ struct LaunchArgs {
     const uint32_t* column_slot;   // ColumnList: per segment, its position among the split segments
     const uint32_t* gate;          // GATE_IF_*: the validation launch's fault record's claimed word
     uint32_t gate_when;            // GATE_*: whether the launch runs only after a validation
-    uint32_t gate_pad;
+    uint32_t validate_lanes;       // ValidateEnds: lanes per item, a power of two up to 32
 };
 
 // A 2-D launch checked by a validation launch first (`ValidateEnds`,

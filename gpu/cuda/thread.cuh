@@ -14,7 +14,12 @@ namespace warpfit {
 struct Thread {
     template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
                                                                              const LaunchArgs& a) {
-        const uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
+        item<K, Src>(p, a, uint64_t(blockIdx.x) * BLOCK + threadIdx.x);
+    }
+
+    /// Item `i`, folded and finished, its fault published.
+    template <class K, class Src>
+    static __device__ __forceinline__ void item(const typename K::params_t& p, const LaunchArgs& a, uint64_t i) {
         Fault f;
         Item<K> it;
         Src::template load<K>(p, a, i, it, f);
@@ -27,9 +32,24 @@ struct Thread {
     }
 };
 
+/// `Thread` over a grid of any size, each thread taking items `i`, `i +
+/// grid`, ... below `n_items`: a validated 2-D launch's checked fold, which
+/// runs only where the validation found a fault (then the launch fails and
+/// speed is moot) and is otherwise a grid of a wave of blocks that return
+/// at once, not one of a block per 256 items.
+struct ThreadStrided {
+    template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
+                                                                             const LaunchArgs& a) {
+        const uint64_t stride = uint64_t(gridDim.x) * BLOCK;
+        for (uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x; i < a.n_items; i += stride) {
+            Thread::item<K, Src>(p, a, i);
+        }
+    }
+};
+
 /// `Thread` for a 2-D launch a validation launch (`ValidateEnds`) has
 /// covered: the fold's loads unchecked (`ValidatedFault`), so the loop is a
-/// chain of plain loads and the fault flag, its refold with the record and
+/// chain of plain loads, and the fault flag, the refold with the record and
 /// their registers are gone. The prologue, `init` and the epilogue still
 /// check as ever. Runs behind the gate `GATE_IF_VALID`.
 struct ThreadValidated {
@@ -49,30 +69,47 @@ struct ThreadValidated {
     }
 };
 
+/// Whether functor `K`'s map reads the arrays it does not read at the
+/// fine-task index only for their values (`leaf_gathers`, decided by the
+/// macro): no such value reaches an index, a divisor, a call or a
+/// condition. The validation then checks those loads' indices without
+/// loading (`ProbeFault`).
+template <class K, class = void> struct leaf_gathers {
+    static constexpr bool value = false;
+};
+template <class K> struct leaf_gathers<K, typename void_type<decltype(K::leaf_gathers)>::type> {
+    static constexpr bool value = K::leaf_gathers;
+};
+
 /// The validation launch of a 2-D launch (`Src` is `RowEnds` or
 /// `PieceEnds`): the map run at every fine task of every row or piece at
 /// its first and last column, its value unused, every load and division
-/// checked. For the maps the macro admits (`checks_at_end_columns`), a load
-/// is either the same for every column or at `base + j` with `base` the
-/// same for every column, so both ends in range means every column in
-/// range. Any fault (the prologue's, a piece outside its row, the map's)
-/// is published to this launch's own record, whose claimed word is the
-/// gate of the two launches after it. No settling: the main fold may reach
-/// any fine task.
+/// checked, by `a.validate_lanes` lanes per item (a power of two up to 32,
+/// near the mean item's length) striding over its fine tasks. For the maps
+/// the macro admits (`checks_at_end_columns`), a load is either the same
+/// for every column or at `base + j` with `base` the same for every column,
+/// so both ends in range means every column in range. Any fault (the
+/// prologue's, a piece outside its row, the map's) is published to this
+/// launch's own record, whose claimed word is the gate of the two launches
+/// after it. No settling: the main fold may reach any fine task.
 struct ValidateEnds {
     template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
                                                                              const LaunchArgs& a) {
-        const uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
+        const uint64_t t = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
+        const uint32_t lanes = a.validate_lanes > 0 ? a.validate_lanes : 1u;
+        const uint32_t shift = __ffs(lanes) - 1;
+        const uint64_t group_lane = t & (lanes - 1);
         Fault f;
         Item<K> it;
-        Src::template load<K>(p, a, i, it, f);
+        Src::template load<K>(p, a, t >> shift, it, f);
+        typedef typename conditional<leaf_gathers<K>::value, ProbeFault, LeanFault>::type Check;
         if (it.valid) {
-            LeanFault lean;
+            Check check;
 #pragma unroll 4
-            for (uint64_t e = it.lo; e < it.hi; ++e) {
-                (void)K::map(p, it.task, it.ctx, e, lean);
+            for (uint64_t e = it.lo + group_lane; e < it.hi; e += lanes) {
+                (void)K::map(p, it.task, it.ctx, e, check);
             }
-            if (lean.any()) {
+            if (check.any()) {
                 f.out_of_range(0, 0);  // only the record's being claimed is read
             }
         }

@@ -57,4 +57,13 @@ template <class...> struct void_type {
     typedef void type;
 };
 
+/// `A` when `C`, else `B` (`std::conditional`; NVRTC has no standard
+/// library).
+template <bool C, class A, class B> struct conditional {
+    typedef A type;
+};
+template <class A, class B> struct conditional<false, A, B> {
+    typedef B type;
+};
+
 }  // namespace warpfit

@@ -74,6 +74,11 @@ pub(crate) const VALIDATE_COLUMNS_ENTRY: &str = "wf_validate_columns";
 pub(crate) const VALIDATED_ALL_ENTRY: &str = "wf_validated_all";
 /// The same over a column list (`ThreadValidated` over `ColumnList`).
 pub(crate) const VALIDATED_COLUMNS_ENTRY: &str = "wf_validated_columns";
+/// A 2-D launch's checked fold over all rows behind the validation's gate,
+/// a strided grid of a wave of blocks (`ThreadStrided` over `AllTasks`).
+pub(crate) const RECHECK_ALL_ENTRY: &str = "wf_recheck_all";
+/// The same over a column list (`ThreadStrided` over `ColumnList`).
+pub(crate) const RECHECK_COLUMNS_ENTRY: &str = "wf_recheck_columns";
 
 /// Where a launch's items come from: suffix `_all` or `_list` of an entry
 /// point (`warpfit::AllTasks`, `warpfit::TaskList` in task_source.cuh).
@@ -143,7 +148,7 @@ pub(crate) fn entry_point(
     })
 }
 
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 33, each
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 35, each
 /// compiled as a module of its own when a launch first asks for it.
 #[doc(hidden)]
 pub const ENTRY_POINTS: &[&str] = &[
@@ -178,6 +183,8 @@ pub const ENTRY_POINTS: &[&str] = &[
     VALIDATE_COLUMNS_ENTRY,
     VALIDATED_ALL_ENTRY,
     VALIDATED_COLUMNS_ENTRY,
+    RECHECK_ALL_ENTRY,
+    RECHECK_COLUMNS_ENTRY,
     SIZES_ENTRY,
     DONATED_ENTRY,
 ];
@@ -237,7 +244,8 @@ pub(crate) struct LaunchArgs {
     pub gate: u64,
     /// [`Gate`] as `u32`.
     pub gate_when: u32,
-    pub gate_pad: u32,
+    /// A validation: lanes per item (a power of two up to 32).
+    pub validate_lanes: u32,
 }
 
 /// Whether a launch runs only after a 2-D launch's validation

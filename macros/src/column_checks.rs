@@ -51,6 +51,80 @@ pub fn at_end_columns(k: &Kernel) -> bool {
     cx.admit(&k.map).is_ok()
 }
 
+/// Whether the map of a kernel `at_end_columns` admits reads the arrays it
+/// does not read at the fine-task index (its gathers, `ld` in the CUDA
+/// functor) only for their values: no such value reaches a load's index,
+/// an integer division, a call or a condition. The validation then checks
+/// those loads' indices without loading them (`leaf_gathers` in the
+/// functor, `ProbeFault` in thread.cuh): a pass over the matrix instead of
+/// two scattered loads per nonzero.
+pub fn leaf_gathers(k: &Kernel) -> bool {
+    let mut leaves = Leaves {
+        fine: k.k,
+        gathered: BTreeSet::new(),
+    };
+    leaves.admit(&k.map).is_ok()
+}
+
+/// The leaf analysis: the map's locals that hold a gathered value.
+struct Leaves {
+    fine: LocalId,
+    gathered: BTreeSet<LocalId>,
+}
+
+impl Leaves {
+    /// `Ok(holds a gathered value)` where no gathered value reaches an
+    /// index, a division, a call or a condition.
+    fn admit(&mut self, e: &Expr) -> Result<bool, Refused> {
+        let sink = |gathered: bool| if gathered { Err(Refused) } else { Ok(false) };
+        match &e.kind {
+            ExprKind::Local(id) => Ok(self.gathered.contains(id)),
+            ExprKind::Load(_, index) => {
+                let fine = matches!(index.kind, ExprKind::Local(id) if id == self.fine);
+                let at = self.admit(index)?;
+                sink(at)?;
+                Ok(!fine)
+            }
+            ExprKind::Binary(BinOp::Div | BinOp::Rem, a, b) if integer_division(e) => {
+                let (a, b) = (self.admit(a)?, self.admit(b)?);
+                sink(a || b)
+            }
+            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+                let (a, b) = (self.admit(a)?, self.admit(b)?);
+                sink(a)?;
+                Ok(b)
+            }
+            ExprKind::If(c, a, b) => {
+                let c = self.admit(c)?;
+                sink(c)?;
+                Ok(self.admit(a)? | self.admit(b)?)
+            }
+            ExprKind::Call(_, args) => {
+                for a in args {
+                    let g = self.admit(a)?;
+                    sink(g)?;
+                }
+                Ok(false)
+            }
+            ExprKind::Block(lets, tail) => {
+                for (id, v) in lets {
+                    if self.admit(v)? {
+                        self.gathered.insert(*id);
+                    }
+                }
+                self.admit(tail)
+            }
+            _ => {
+                let mut gathered = false;
+                for c in e.children() {
+                    gathered |= self.admit(c)?;
+                }
+                Ok(gathered)
+            }
+        }
+    }
+}
+
 /// A reduce operator that cannot fault whatever it combines.
 fn reduce_cannot_fault(k: &Kernel) -> bool {
     match &k.reduce {
@@ -280,6 +354,49 @@ fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], 
             "x[col[e] as usize * k as usize + j]",
             "|a, b| a.max(b)"
         ));
+    }
+
+    /// `leaf_gathers` of the same kernel.
+    fn leaves(map: &str) -> bool {
+        let src = format!(
+            "
+fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], k: u32, y: &mut [f32]) {{
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row * k as usize + j] = (lo..hi).map(|e| {map}).fold(0.0, |a, b| a + b);
+}}"
+        );
+        let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("{e}"));
+        let attr = crate::columns::ColumnsAttr {
+            count: syn::parse_str("k").unwrap(),
+        };
+        let flat = crate::columns::flatten(&item, &attr).unwrap_or_else(|e| panic!("{e}"));
+        let ast = crate::parse::kernel(&flat.item).unwrap_or_else(|e| panic!("{e}"));
+        let shape = crate::check::kernel(&ast).unwrap_or_else(|e| panic!("{e}"));
+        let k = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{map}: {e}"));
+        super::leaf_gathers(&k)
+    }
+
+    #[test]
+    fn gathered_values_used_only_as_values_are_leaves() {
+        for map in [
+            "val[e] * x[col[e] as usize * k as usize + j]",
+            "if val[e] > 0.0 { x[col[e] as usize * k as usize + j].max(0.0) } else { 0.0 }",
+            "{ let g = x[col[e] as usize * k as usize + j]; g * g / val[e] }",
+        ] {
+            assert!(leaves(map), "{map}");
+        }
+        for map in [
+            // A gathered value as an index, a condition, a divisor.
+            "x[x[col[e] as usize * k as usize] as usize * k as usize + j]",
+            "if x[col[e] as usize * k as usize + j] > 0.0 { val[e] } else { 0.0 }",
+            "{ let g = x[col[e] as usize * k as usize + j]; (col[e] / (g as u32)) as f32 }",
+            // A load at an index made from a value read at the fine index
+            // is a gather; one read at another index feeding an index is not a leaf.
+            "x[col[e + 1] as usize * k as usize + j]",
+        ] {
+            assert!(!leaves(map), "{map}");
+        }
     }
 
     #[test]

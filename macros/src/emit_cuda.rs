@@ -371,6 +371,7 @@ pub fn kernel(k: &Kernel, access: &Access) -> String {
         functor.map(),
         functor.direct_len(),
         functor.gather_probe(),
+        functor.leaf_gathers(),
         functor.reduce(),
         functor.epilogue(),
         functor.block_hooks(),
@@ -614,6 +615,18 @@ impl<'a> FunctorEmitter<'a> {
         }
         let _ = writeln!(s, "    }}");
         s
+    }
+
+    /// For a 2-D kernel validated at its rows' end columns whose gathered
+    /// values are only used as values (`column_checks::leaf_gathers`): its
+    /// validation checks the gathers' indices without loading (`ProbeFault`,
+    /// thread.cuh). Nothing for other kernels.
+    fn leaf_gathers(&self) -> String {
+        let k = self.k;
+        match crate::column_checks::at_end_columns(k) && crate::column_checks::leaf_gathers(k) {
+            true => "    static constexpr bool leaf_gathers = true;\n".into(),
+            false => String::new(),
+        }
     }
 
     fn reduce(&self) -> String {

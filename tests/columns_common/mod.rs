@@ -111,6 +111,29 @@ pub fn masked_columns(
         .fold(0.0, |a, b| a + b);
 }
 
+/// SpMM through a permutation of `x`'s rows (`x[perm[col[e]] · k + j]`):
+/// validated at each row's end columns, but a gathered value (`perm`'s) is
+/// an index, so the validation loads the gathers rather than only checking
+/// their indices.
+#[nested_reduce(columns = k)]
+pub fn permuted_columns(
+    row: usize,
+    j: usize,
+    ptr: &[u32],
+    col: &[u32],
+    perm: &[u32],
+    val: &[f32],
+    x: &[f32],
+    k: u32,
+    y: &mut [f32],
+) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    y[row * k as usize + j] = (lo..hi)
+        .map(|e| val[e] * x[perm[col[e] as usize] as usize * k as usize + j])
+        .fold(0.0, |a, b| a + b);
+}
+
 /// A per-element map over a dense matrix (no nested pattern): each row
 /// scaled by a per-column factor, added onto the output.
 #[nested_reduce(columns = k)]

@@ -134,7 +134,10 @@ fn entry_points_match_the_headers() {
         };
         let (name, body) = rest.split_once("(K)").unwrap();
         let body = body.trim();
-        if let Some(args) = body.strip_prefix("WARPFIT_ENTRY_(K, ") {
+        let args = body
+            .strip_prefix("WARPFIT_ENTRY_(K, ")
+            .or_else(|| body.strip_prefix("WARPFIT_COLUMN_ENTRY_(K, "));
+        if let Some(args) = args {
             let parts: Vec<&str> = args.trim_end_matches(')').split(", ").collect();
             assert_eq!(parts[0], name, "{l}");
             let strip = |p: &str| p.trim_start_matches("warpfit::").to_string();
@@ -144,6 +147,8 @@ fn entry_points_match_the_headers() {
                 ("ValidateEnds", "PieceEnds") => Some(VALIDATE_COLUMNS_ENTRY),
                 ("ThreadValidated", "AllTasks") => Some(VALIDATED_ALL_ENTRY),
                 ("ThreadValidated", "ColumnList") => Some(VALIDATED_COLUMNS_ENTRY),
+                ("ThreadStrided", "AllTasks") => Some(RECHECK_ALL_ENTRY),
+                ("ThreadStrided", "ColumnList") => Some(RECHECK_COLUMNS_ENTRY),
                 _ => None,
             };
             if let Some(entry) = validation {
@@ -277,7 +282,7 @@ fn launch_args_and_fault_record_match_the_device_structs() {
             "column_slot",
             "gate",
             "gate_when",
-            "gate_pad"
+            "validate_lanes"
         ]
     );
     // 9 pointers/counts + 2 u32 + 3 pointers + 2 u32 + 1 pointer + 2 u32

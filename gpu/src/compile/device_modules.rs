@@ -85,10 +85,10 @@ impl Drop for Module {
 /// a column list's merge).
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
-        abi::VALIDATE_ALL_ENTRY => &[abi::VALIDATED_ALL_ENTRY, "wf_thread_all"],
+        abi::VALIDATE_ALL_ENTRY => &[abi::VALIDATED_ALL_ENTRY, abi::RECHECK_ALL_ENTRY],
         abi::VALIDATE_COLUMNS_ENTRY => &[
             abi::VALIDATED_COLUMNS_ENTRY,
-            "wf_thread_columns",
+            abi::RECHECK_COLUMNS_ENTRY,
             abi::MERGE_COLUMNS_ENTRY,
         ],
         _ if ep.ends_with("_list") || ep.ends_with("_queue") => &["wf_merge", "wf_merge_wide"],

@@ -123,6 +123,8 @@ impl CudaLaunch {
         let mut frontier = None;
         let mut frontier_buffers = None;
         let mut longest_task = None;
+        // A 2-D launch's mean row or piece, where its rows were measured.
+        let mut mean_len = None;
         let (items, task_list, decision) = match tasks {
             Tasks::DeviceFrontier(f) => {
                 check_device_frontier(dev, spec, &args, &f)?;
@@ -172,7 +174,10 @@ impl CudaLaunch {
             }
             Tasks::All(n) => {
                 let (f, p) = (&fault, &params);
-                match columns::cut_rows(dev, spec, &module, p, f, &args, config, n, columns)? {
+                let measured =
+                    columns::cut_rows(dev, spec, &module, p, f, &args, config, n, columns)?;
+                mean_len = measured.mean_len;
+                match measured.cut {
                     Some(c) => {
                         longest_task = Some(c.longest);
                         let chosen =
@@ -197,10 +202,18 @@ impl CudaLaunch {
         // A 2-D launch of many columns whose loads its rows' end columns
         // cover: validated first, its fold then unchecked.
         let (plan, gate) = match validation::applies(spec, decomposition, columns) {
-            true => (
-                validation::validated(plan, columns)?,
-                Some(DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?),
-            ),
+            true => {
+                let how = validation::Validated {
+                    columns,
+                    mean_len: mean_len.unwrap_or(1),
+                    wave_blocks: u32::try_from(dev.resident_warps() / u64::from(BLOCK / 32))
+                        .unwrap_or(u32::MAX),
+                };
+                (
+                    validation::validated(plan, how)?,
+                    Some(DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?),
+                )
+            }
             false => (plan, None),
         };
         // A `Split::Queued` launch's packed warps dequeue their groups

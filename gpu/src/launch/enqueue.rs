@@ -91,9 +91,10 @@ fn step_args(args: LaunchArgs, validation: Validation, gate: Option<u64>) -> Res
     let gate = || gate.ok_or_else(|| Error::invalid("a validated launch without its gate record"));
     Ok(match validation {
         Validation::None => args,
-        Validation::Validate { columns } => LaunchArgs {
+        Validation::Validate { columns, lanes } => LaunchArgs {
             fault: gate()?,
             columns,
+            validate_lanes: lanes,
             ..args
         },
         Validation::Gated(when) => LaunchArgs {

@@ -11,16 +11,20 @@
 //! loads unchecked (`ValidateEnds`, `ThreadValidated` in thread.cuh).
 //!
 //! The host does not wait for the validation: both folds are enqueued
-//! behind a gate on the validation's own fault record
-//! ([`Gate`]), the unchecked one to run where it found nothing, the checked
-//! one (which records the fault as the CPU twin reports it) where it found
-//! a fault. The shut one returns at once. So a launch with a bad index
-//! fails with the same error as before, and a good one costs one more pass
-//! over the matrix at two columns and two near-empty launches: worth it
-//! from [`VALIDATE_MIN_COLUMNS`] columns.
+//! behind a gate on the validation's own fault record ([`Gate`]), the
+//! unchecked one to run where it found nothing, the checked one (which
+//! records the fault as the CPU twin reports it) where it found a fault.
+//! The shut one returns at once; the checked one runs over a strided grid
+//! of a wave of blocks, so that shut it costs a wave of empty blocks rather
+//! than a block per 256 (row, column) items. So a launch with a bad index
+//! fails with the same error as before, and a good one costs a pass over
+//! the matrix (the gathers' indices checked at two columns, and where the
+//! map only uses the gathered values, not loaded: `leaf_gathers`) and two
+//! short launches: worth it from [`VALIDATE_MIN_COLUMNS`] columns.
 
 use crate::abi::{
-    Gate, VALIDATED_ALL_ENTRY, VALIDATED_COLUMNS_ENTRY, VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
+    Gate, RECHECK_ALL_ENTRY, RECHECK_COLUMNS_ENTRY, VALIDATED_ALL_ENTRY, VALIDATED_COLUMNS_ENTRY,
+    VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
 };
 use crate::config::Decomposition;
 use crate::launch::launch_steps::{grid, LaunchPlan, Step};
@@ -28,8 +32,9 @@ use crate::spec::KernelSpec;
 use warpfit_runtime::{Error, Result};
 
 /// The fewest columns a launch validates first: the validation reads the
-/// matrix once and gathers two of the `k` columns, about `1/k` of the fold's
-/// work plus two launches, against the checks' share of every column's.
+/// matrix once and checks two of the `k` columns' gathers, about `1/k` of
+/// the fold's work plus two launches, against the checks' share of every
+/// column's.
 pub(crate) const VALIDATE_MIN_COLUMNS: u64 = 16;
 
 /// A step's part in a validated launch.
@@ -39,8 +44,9 @@ pub(crate) enum Validation {
     #[default]
     None,
     /// The validation itself, over the rows or pieces of a launch of
-    /// `columns` columns: its fault record is the gate of the steps after.
-    Validate { columns: u64 },
+    /// `columns` columns, `lanes` lanes per row or piece: its fault record
+    /// is the gate of the steps after.
+    Validate { columns: u64, lanes: u32 },
     /// A fold behind the gate.
     Gated(Gate),
 }
@@ -53,20 +59,49 @@ pub(crate) fn applies(spec: &KernelSpec, decomposition: Decomposition, columns: 
         && columns >= VALIDATE_MIN_COLUMNS
 }
 
+/// How a launch is validated: its column count, the mean fine tasks of the
+/// rows or pieces its fold runs (the validation's lanes per item), and the
+/// blocks a wave of the GPU holds (the checked fold's strided grid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Validated {
+    pub columns: u64,
+    pub mean_len: u64,
+    pub wave_blocks: u32,
+}
+
+impl Validated {
+    /// Lanes per row or piece in the validation: a power of two near its
+    /// mean length, from 1 to a warp, so that long rows are read by many
+    /// lanes (coalesced) and short ones do not leave most lanes idle.
+    fn lanes(&self) -> u32 {
+        let mean = self.mean_len.clamp(1, 32);
+        let up = mean.next_power_of_two();
+        // The nearer power of two (down where the mean is under 3/4 of up).
+        let lanes = if mean * 4 < up * 3 { up / 2 } else { up };
+        lanes.max(1) as u32
+    }
+}
+
 /// `plan` with its fold validated first: the validation over the fold's
-/// rows or pieces at two columns each, the unchecked fold and the checked
-/// one behind the gate, then the rest (a column list's merge). A plan whose
-/// first step is not a 2-D fold of one thread per (row or piece, column),
-/// or an empty one, is returned as it is.
-pub(crate) fn validated(plan: LaunchPlan, columns: u64) -> Result<LaunchPlan> {
+/// rows or pieces at two columns each, the unchecked fold behind the gate,
+/// the checked fold behind it too over a strided wave of blocks, then the
+/// rest (a column list's merge). A plan whose first step is not a 2-D fold
+/// of one thread per (row or piece, column), or an empty one, is returned
+/// as it is.
+pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> {
     let Some((first, rest)) = plan.steps.split_first() else {
         return Ok(plan);
     };
-    let (validate, unchecked) = match first.entry {
-        "wf_thread_all" => (VALIDATE_ALL_ENTRY, VALIDATED_ALL_ENTRY),
-        "wf_thread_columns" => (VALIDATE_COLUMNS_ENTRY, VALIDATED_COLUMNS_ENTRY),
+    let (validate, unchecked, recheck) = match first.entry {
+        "wf_thread_all" => (VALIDATE_ALL_ENTRY, VALIDATED_ALL_ENTRY, RECHECK_ALL_ENTRY),
+        "wf_thread_columns" => (
+            VALIDATE_COLUMNS_ENTRY,
+            VALIDATED_COLUMNS_ENTRY,
+            RECHECK_COLUMNS_ENTRY,
+        ),
         _ => return Ok(plan),
     };
+    let columns = how.columns;
     if columns == 0 || first.items % columns != 0 {
         return Err(Error::invalid(format!(
             "a 2-D launch of {} items is not whole rows of {columns} columns",
@@ -76,13 +111,14 @@ pub(crate) fn validated(plan: LaunchPlan, columns: u64) -> Result<LaunchPlan> {
     let ends = (first.items / columns).checked_mul(2).ok_or_else(|| {
         Error::invalid("a 2-D launch's rows at two columns are more items than a launch can number")
     })?;
+    let lanes = how.lanes();
     let mut steps = vec![
         Step {
             entry: validate,
-            blocks: grid(ends, 1)?,
+            blocks: grid(ends, u64::from(lanes))?,
             items: ends,
             dependent: false,
-            validation: Validation::Validate { columns },
+            validation: Validation::Validate { columns, lanes },
         },
         Step {
             entry: unchecked,
@@ -90,6 +126,8 @@ pub(crate) fn validated(plan: LaunchPlan, columns: u64) -> Result<LaunchPlan> {
             ..*first
         },
         Step {
+            entry: recheck,
+            blocks: first.blocks.min(how.wave_blocks.max(1)),
             validation: Validation::Gated(Gate::IfInvalid),
             ..*first
         },
@@ -106,6 +144,14 @@ mod tests {
 
     const SM90: Arch = Arch::new(9, 0);
 
+    fn how(columns: u64, mean_len: u64) -> Validated {
+        Validated {
+            columns,
+            mean_len,
+            wave_blocks: 1056,
+        }
+    }
+
     fn entries(plan: &LaunchPlan) -> Vec<(&'static str, u64, Validation)> {
         plan.steps
             .iter()
@@ -116,25 +162,37 @@ mod tests {
     #[test]
     fn a_launch_over_all_rows_validates_each_row_at_two_columns() {
         let plan = plan_launches(Decomposition::Thread, Items::All(1000 * 64), SM90).unwrap();
-        let v = validated(plan, 64).unwrap();
+        let v = validated(plan.clone(), how(64, 800)).unwrap();
         assert_eq!(
             entries(&v),
             [
                 (
                     VALIDATE_ALL_ENTRY,
                     2000,
-                    Validation::Validate { columns: 64 }
+                    Validation::Validate {
+                        columns: 64,
+                        lanes: 32
+                    }
                 ),
                 (
                     VALIDATED_ALL_ENTRY,
                     64_000,
                     Validation::Gated(Gate::IfValid)
                 ),
-                ("wf_thread_all", 64_000, Validation::Gated(Gate::IfInvalid)),
+                (
+                    RECHECK_ALL_ENTRY,
+                    64_000,
+                    Validation::Gated(Gate::IfInvalid)
+                ),
             ]
         );
-        assert_eq!(v.steps[0].blocks, 8);
-        assert_eq!(v.steps[1].blocks, v.steps[2].blocks);
+        // 2000 rows at 32 lanes; the fold's grid; the checked fold's
+        // strided grid, no larger than the fold's.
+        assert_eq!(v.steps[0].blocks, 250);
+        assert_eq!(v.steps[1].blocks, plan.steps[0].blocks);
+        assert_eq!(v.steps[2].blocks, 250);
+        let big = plan_launches(Decomposition::Thread, Items::All(100_000 * 64), SM90).unwrap();
+        assert_eq!(validated(big, how(64, 800)).unwrap().steps[2].blocks, 1056);
     }
 
     #[test]
@@ -146,14 +204,17 @@ mod tests {
         };
         let plan = plan_launches(Decomposition::Thread, items, SM90).unwrap();
         let merge = plan.steps[1];
-        let v = validated(plan, 150).unwrap();
+        let v = validated(plan, how(150, 13)).unwrap();
         assert_eq!(
             entries(&v)[..3],
             [
                 (
                     VALIDATE_COLUMNS_ENTRY,
                     600,
-                    Validation::Validate { columns: 150 }
+                    Validation::Validate {
+                        columns: 150,
+                        lanes: 16
+                    }
                 ),
                 (
                     VALIDATED_COLUMNS_ENTRY,
@@ -161,7 +222,7 @@ mod tests {
                     Validation::Gated(Gate::IfValid)
                 ),
                 (
-                    "wf_thread_columns",
+                    RECHECK_COLUMNS_ENTRY,
                     45_000,
                     Validation::Gated(Gate::IfInvalid)
                 ),
@@ -179,10 +240,37 @@ mod tests {
             (Decomposition::Thread, Items::All(0)),
         ] {
             let plan = plan_launches(d, items, SM90).unwrap();
-            assert_eq!(validated(plan.clone(), 64).unwrap(), plan);
+            assert_eq!(validated(plan.clone(), how(64, 10)).unwrap(), plan);
         }
         let plan = plan_launches(Decomposition::Thread, Items::All(100), SM90).unwrap();
-        let e = validated(plan, 64).unwrap_err();
+        let e = validated(plan, how(64, 10)).unwrap_err();
         assert!(e.to_string().contains("not whole rows"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::Validated;
+
+    #[test]
+    fn a_validation_takes_lanes_near_the_mean_item() {
+        let lanes = |mean_len| {
+            Validated {
+                columns: 64,
+                mean_len,
+                wave_blocks: 1,
+            }
+            .lanes()
+        };
+        assert_eq!(lanes(0), 1);
+        assert_eq!(lanes(1), 1);
+        assert_eq!(lanes(5), 4);
+        assert_eq!(lanes(7), 8);
+        assert_eq!(lanes(13), 16);
+        assert_eq!(lanes(16), 16);
+        assert_eq!(lanes(23), 16);
+        assert_eq!(lanes(25), 32);
+        assert_eq!(lanes(830), 32);
+        assert_eq!(lanes(u64::MAX), 32);
     }
 }

@@ -62,22 +62,40 @@ template <> __device__ __forceinline__ uint64_t ldcs<uint64_t>(const uint64_t* p
     return __ldcs(reinterpret_cast<const unsigned long long*>(p));
 }
 
-/// `array[i]` of a read-only array (`&[T]`): out of range records a fault
+/// `array[i]` of a read-only array, checked: out of range records a fault
 /// (array id = parameter position, task index excluded) and yields zero.
-/// Unchecked under a fault state a validation launch has covered
-/// (`F::validated`); checked without loading under a validation's that
-/// never looks at the value (`F::probe_only`).
 template <class T, class I, class F>
-__device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
+__device__ __forceinline__ T ld_checked(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
     uint64_t j = uint64_t(i);
-    if (F::validated || j < len) {
-        return F::probe_only ? T(0) : ldg(p + j);
+    if (j < len) {
+        return ldg(p + j);
     }
     f.out_of_range(array_id, j);
     return T(0);
 }
 
-/// `array[k]` at the fine-task index itself (`val[k]`): checked like `ld`,
+/// `array[i]` of a read-only array (`&[T]`), checked (`ld_checked`);
+/// unchecked under a fault state a validation launch has covered
+/// (`F::validated`); checked without loading under a validation's that
+/// never looks at the value of such a load (`F::probe_only`: the map's
+/// gathers are leaves).
+template <class T, class I, class F>
+__device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
+    if (F::validated) {
+        return ldg(p + uint64_t(i));
+    }
+    if (F::probe_only) {
+        const uint64_t j = uint64_t(i);
+        if (j >= len) {
+            f.out_of_range(array_id, j);
+        }
+        return T(0);
+    }
+    return ld_checked(p, len, i, array_id, f);
+}
+
+/// `array[k]` at the fine-task index itself (`val[k]`): checked and
+/// loaded (whatever the fault state: indices are made of these values),
 /// unless the fault state is one whose caller has checked the item's whole
 /// range against `Kernel::direct_len` already (`F::ranges_checked`).
 template <class T, class I, class F>
@@ -85,7 +103,7 @@ __device__ __forceinline__ T ld_k(const T* p, uint64_t len, I i, uint32_t array_
     if (F::ranges_checked) {
         return F::streaming ? ldcs(p + uint64_t(i)) : ldg(p + uint64_t(i));
     }
-    return ld(p, len, i, array_id, f);
+    return ld_checked(p, len, i, array_id, f);
 }
 
 /// `out[i]` read of an output (`&mut [T]`), checked like `ld` but through

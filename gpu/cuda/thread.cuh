@@ -82,16 +82,18 @@ template <class K> struct leaf_gathers<K, typename void_type<decltype(K::leaf_ga
 };
 
 /// The validation launch of a 2-D launch (`Src` is `RowEnds` or
-/// `PieceEnds`): the map run at every fine task of every row or piece at
-/// its first and last column, its value unused, every load and division
-/// checked, by `a.validate_lanes` lanes per item (a power of two up to 32,
-/// near the mean item's length) striding over its fine tasks. For the maps
-/// the macro admits (`checks_at_end_columns`), a load is either the same
-/// for every column or at `base + j` with `base` the same for every column,
-/// so both ends in range means every column in range. Any fault (the
-/// prologue's, a piece outside its row, the map's) is published to this
-/// launch's own record, whose claimed word is the gate of the two launches
-/// after it. No settling: the main fold may reach any fine task.
+/// `PieceEnds`, items `2r` and `2r + 1` a row or piece at its first and
+/// last column): the map run at every fine task of every row or piece at
+/// both columns, its value unused, every load and division checked, by
+/// `a.validate_lanes` lanes per row or piece (a power of two up to 32, near
+/// the mean item's length) striding over its fine tasks; the second
+/// column's loads at the fine-task index hit the lines the first's brought
+/// in. For the maps the macro admits (`checks_at_end_columns`), a load is
+/// either the same for every column or at `base + j` with `base` the same
+/// for every column, so both ends in range means every column in range. Any
+/// fault (the prologue's, a piece outside its row, the map's) is published
+/// to this launch's own record, whose claimed word is the gate of the two
+/// launches after it. No settling: the main fold may reach any fine task.
 struct ValidateEnds {
     template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
                                                                              const LaunchArgs& a) {
@@ -99,15 +101,18 @@ struct ValidateEnds {
         const uint32_t lanes = a.validate_lanes > 0 ? a.validate_lanes : 1u;
         const uint32_t shift = __ffs(lanes) - 1;
         const uint64_t group_lane = t & (lanes - 1);
+        const uint64_t row = t >> shift;
         Fault f;
-        Item<K> it;
-        Src::template load<K>(p, a, t >> shift, it, f);
+        Item<K> first, last;
+        Src::template load<K>(p, a, 2 * row, first, f);
+        Src::template load<K>(p, a, 2 * row + 1, last, f);
         typedef typename conditional<leaf_gathers<K>::value, ProbeFault, LeanFault>::type Check;
-        if (it.valid) {
+        if (first.valid && last.valid) {
             Check check;
-#pragma unroll 4
-            for (uint64_t e = it.lo + group_lane; e < it.hi; e += lanes) {
-                (void)K::map(p, it.task, it.ctx, e, check);
+#pragma unroll 2
+            for (uint64_t e = first.lo + group_lane; e < first.hi; e += lanes) {
+                (void)K::map(p, first.task, first.ctx, e, check);
+                (void)K::map(p, last.task, last.ctx, e, check);
             }
             if (check.any()) {
                 f.out_of_range(0, 0);  // only the record's being claimed is read

@@ -115,7 +115,8 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
     let mut steps = vec![
         Step {
             entry: validate,
-            blocks: grid(ends, u64::from(lanes))?,
+            // A group of `lanes` per row or piece, both its ends.
+            blocks: grid(ends / 2, u64::from(lanes))?,
             items: ends,
             dependent: false,
             validation: Validation::Validate { columns, lanes },
@@ -186,9 +187,9 @@ mod tests {
                 ),
             ]
         );
-        // 2000 rows at 32 lanes; the fold's grid; the checked fold's
+        // 1000 rows at 32 lanes; the fold's grid; the checked fold's
         // strided grid, no larger than the fold's.
-        assert_eq!(v.steps[0].blocks, 250);
+        assert_eq!(v.steps[0].blocks, 125);
         assert_eq!(v.steps[1].blocks, plan.steps[0].blocks);
         assert_eq!(v.steps[2].blocks, 250);
         let big = plan_launches(Decomposition::Thread, Items::All(100_000 * 64), SM90).unwrap();

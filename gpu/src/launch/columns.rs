@@ -18,7 +18,6 @@ use crate::launch::arg::Arg;
 use crate::launch::device_cut::{DeviceCut, TaskCutKernels};
 use crate::launch::device_tasks::DeviceTaskList;
 use crate::launch::enqueue::TaskSizes;
-use crate::launch::launch_steps::Items;
 use crate::launch::resident_args::{ParamBlock, ResidentArgs};
 use crate::launch::split_policy::Cut;
 use crate::spec::{KernelSpec, ScalarValue};
@@ -97,21 +96,12 @@ pub(crate) struct ColumnCut {
     pub longest: u64,
 }
 
-/// What measuring a 2-D launch's rows found: the cut, where rows were cut,
-/// and the mean fine tasks of the items the launch folds (its pieces, or
-/// its rows), where the rows were measured.
-pub(crate) struct RowsMeasured {
-    pub cut: Option<ColumnCut>,
-    pub mean_len: Option<u64>,
-}
-
 /// The column list of a launch of `spec` over `tasks` flattened tasks of
 /// `columns` columns with `config`, where [`piece_len`] cuts its rows:
 /// `None` for a launch that runs whole (no row longer than a piece; one
 /// column; a decomposition other than one task per thread; rows whose
 /// ranges do not follow one another, or whose pieces would not fit u32
-/// ids), with the mean row where the rows were measured. Runs the size
-/// kernel over the rows and waits for it.
+/// ids). Runs the size kernel over the rows and waits for it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn cut_rows(
     dev: &CudaDevice,
@@ -123,11 +113,7 @@ pub(crate) fn cut_rows(
     config: &LaunchConfig,
     tasks: usize,
     columns: u64,
-) -> Result<RowsMeasured> {
-    let unmeasured = RowsMeasured {
-        cut: None,
-        mean_len: None,
-    };
+) -> Result<Option<ColumnCut>> {
     let k = usize::try_from(columns).unwrap_or(usize::MAX);
     if config.decomposition != Decomposition::Thread
         || config.split == Split::Never
@@ -135,20 +121,16 @@ pub(crate) fn cut_rows(
         || tasks == 0
         || tasks % k != 0
     {
-        return Ok(unmeasured);
+        return Ok(None);
     }
     let rows = tasks / k;
     if u32::try_from(rows).is_err() {
-        return Ok(unmeasured);
+        return Ok(None);
     }
     let sizes = TaskSizes::measure(dev, spec, module, params, fault, args, rows, columns)?;
     let threads = dev.resident_warps().saturating_mul(32);
-    let whole = RowsMeasured {
-        cut: None,
-        mean_len: Some(sizes.stats.total / (rows as u64).max(1)),
-    };
     let Some(len) = piece_len(config.split, &sizes.stats, rows as u64, columns, threads) else {
-        return Ok(whole);
+        return Ok(None);
     };
     let cut = Cut {
         max_len: len,
@@ -159,18 +141,12 @@ pub(crate) fn cut_rows(
     let (ranges, total, acc) = (&sizes.ranges, sizes.stats.total, spec.acc.size());
     Ok(
         match kernels.cut(dev, ranges, rows, total, cut, acc, columns)? {
-            DeviceCut::Cut(list) => RowsMeasured {
-                mean_len: match list.items() {
-                    Items::Columns { segments, .. } => Some(total / segments.max(1)),
-                    _ => None,
-                },
-                cut: Some(ColumnCut {
-                    list: *list,
-                    piece_len: len,
-                    longest: sizes.stats.longest,
-                }),
-            },
-            DeviceCut::OnTheHost | DeviceCut::Saturated => whole,
+            DeviceCut::Cut(list) => Some(ColumnCut {
+                list: *list,
+                piece_len: len,
+                longest: sizes.stats.longest,
+            }),
+            DeviceCut::OnTheHost | DeviceCut::Saturated => None,
         },
     )
 }

@@ -123,8 +123,6 @@ impl CudaLaunch {
         let mut frontier = None;
         let mut frontier_buffers = None;
         let mut longest_task = None;
-        // A 2-D launch's mean row or piece, where its rows were measured.
-        let mut mean_len = None;
         let (items, task_list, decision) = match tasks {
             Tasks::DeviceFrontier(f) => {
                 check_device_frontier(dev, spec, &args, &f)?;
@@ -174,10 +172,7 @@ impl CudaLaunch {
             }
             Tasks::All(n) => {
                 let (f, p) = (&fault, &params);
-                let measured =
-                    columns::cut_rows(dev, spec, &module, p, f, &args, config, n, columns)?;
-                mean_len = measured.mean_len;
-                match measured.cut {
+                match columns::cut_rows(dev, spec, &module, p, f, &args, config, n, columns)? {
                     Some(c) => {
                         longest_task = Some(c.longest);
                         let chosen =
@@ -205,9 +200,7 @@ impl CudaLaunch {
             true => {
                 let how = validation::Validated {
                     columns,
-                    mean_len: mean_len.unwrap_or(1),
-                    wave_blocks: u32::try_from(dev.resident_warps() / u64::from(BLOCK / 32))
-                        .unwrap_or(u32::MAX),
+                    resident_warps: dev.resident_warps(),
                 };
                 (
                     validation::validated(plan, how)?,

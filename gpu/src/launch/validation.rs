@@ -59,26 +59,39 @@ pub(crate) fn applies(spec: &KernelSpec, decomposition: Decomposition, columns: 
         && columns >= VALIDATE_MIN_COLUMNS
 }
 
-/// How a launch is validated: its column count, the mean fine tasks of the
-/// rows or pieces its fold runs (the validation's lanes per item), and the
-/// blocks a wave of the GPU holds (the checked fold's strided grid).
+/// How a launch is validated: its column count, and the warps the GPU
+/// holds at once (the validation's lanes per item, and the checked fold's
+/// strided grid of a wave of blocks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Validated {
     pub columns: u64,
-    pub mean_len: u64,
-    pub wave_blocks: u32,
+    pub resident_warps: u64,
 }
 
+/// The threads a validation aims for, per resident thread slot: enough to
+/// hide its loads' latency.
+const VALIDATE_THREADS_PER_SLOT: u64 = 2;
+
 impl Validated {
-    /// Lanes per row or piece in the validation: a power of two near its
-    /// mean length, from 1 to a warp, so that long rows are read by many
-    /// lanes (coalesced) and short ones do not leave most lanes idle.
-    fn lanes(&self) -> u32 {
-        let mean = self.mean_len.clamp(1, 32);
-        let up = mean.next_power_of_two();
-        // The nearer power of two (down where the mean is under 3/4 of up).
-        let lanes = if mean * 4 < up * 3 { up / 2 } else { up };
-        lanes.max(1) as u32
+    /// Lanes per row or piece in a validation over `units` of them: one,
+    /// so that each thread reads its item's bounds and range once and folds
+    /// the whole of it, unless that leaves fewer threads than
+    /// [`VALIDATE_THREADS_PER_SLOT`] per resident slot (a pruned layer's
+    /// thousands of long rows): then the power of two up to a warp that
+    /// reaches it, the lanes striding over the item.
+    fn lanes(&self, units: u64) -> u32 {
+        let aim = self
+            .resident_warps
+            .saturating_mul(32 * VALIDATE_THREADS_PER_SLOT);
+        let want = aim.div_ceil(units.max(1)).clamp(1, 32);
+        want.next_power_of_two() as u32
+    }
+
+    /// Blocks of a wave of the GPU.
+    fn wave_blocks(&self) -> u32 {
+        u32::try_from(self.resident_warps / u64::from(crate::abi::BLOCK / 32))
+            .unwrap_or(u32::MAX)
+            .max(1)
     }
 }
 
@@ -111,7 +124,7 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
     let ends = (first.items / columns).checked_mul(2).ok_or_else(|| {
         Error::invalid("a 2-D launch's rows at two columns are more items than a launch can number")
     })?;
-    let lanes = how.lanes();
+    let lanes = how.lanes(ends / 2);
     let mut steps = vec![
         Step {
             entry: validate,
@@ -128,7 +141,7 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
         },
         Step {
             entry: recheck,
-            blocks: first.blocks.min(how.wave_blocks.max(1)),
+            blocks: first.blocks.min(how.wave_blocks()),
             validation: Validation::Gated(Gate::IfInvalid),
             ..*first
         },
@@ -145,11 +158,11 @@ mod tests {
 
     const SM90: Arch = Arch::new(9, 0);
 
-    fn how(columns: u64, mean_len: u64) -> Validated {
+    /// An H200's resident warps: 132 SMs of 64.
+    fn how(columns: u64) -> Validated {
         Validated {
             columns,
-            mean_len,
-            wave_blocks: 1056,
+            resident_warps: 132 * 64,
         }
     }
 
@@ -163,7 +176,7 @@ mod tests {
     #[test]
     fn a_launch_over_all_rows_validates_each_row_at_two_columns() {
         let plan = plan_launches(Decomposition::Thread, Items::All(1000 * 64), SM90).unwrap();
-        let v = validated(plan.clone(), how(64, 800)).unwrap();
+        let v = validated(plan.clone(), how(64)).unwrap();
         assert_eq!(
             entries(&v),
             [
@@ -193,7 +206,16 @@ mod tests {
         assert_eq!(v.steps[1].blocks, plan.steps[0].blocks);
         assert_eq!(v.steps[2].blocks, 250);
         let big = plan_launches(Decomposition::Thread, Items::All(100_000 * 64), SM90).unwrap();
-        assert_eq!(validated(big, how(64, 800)).unwrap().steps[2].blocks, 1056);
+        let big = validated(big, how(64)).unwrap();
+        assert_eq!(big.steps[2].blocks, 1056);
+        // 100,000 rows fill the GPU at 8 lanes a row.
+        assert_eq!(
+            big.steps[0].validation,
+            Validation::Validate {
+                columns: 64,
+                lanes: 8
+            }
+        );
     }
 
     #[test]
@@ -205,7 +227,7 @@ mod tests {
         };
         let plan = plan_launches(Decomposition::Thread, items, SM90).unwrap();
         let merge = plan.steps[1];
-        let v = validated(plan, how(150, 13)).unwrap();
+        let v = validated(plan, how(150)).unwrap();
         assert_eq!(
             entries(&v)[..3],
             [
@@ -214,7 +236,7 @@ mod tests {
                     600,
                     Validation::Validate {
                         columns: 150,
-                        lanes: 16
+                        lanes: 32
                     }
                 ),
                 (
@@ -241,10 +263,10 @@ mod tests {
             (Decomposition::Thread, Items::All(0)),
         ] {
             let plan = plan_launches(d, items, SM90).unwrap();
-            assert_eq!(validated(plan.clone(), how(64, 10)).unwrap(), plan);
+            assert_eq!(validated(plan.clone(), how(64)).unwrap(), plan);
         }
         let plan = plan_launches(Decomposition::Thread, Items::All(100), SM90).unwrap();
-        let e = validated(plan, how(64, 10)).unwrap_err();
+        let e = validated(plan, how(64)).unwrap_err();
         assert!(e.to_string().contains("not whole rows"), "{e}");
     }
 }
@@ -254,24 +276,31 @@ mod lane_tests {
     use super::Validated;
 
     #[test]
-    fn a_validation_takes_lanes_near_the_mean_item() {
-        let lanes = |mean_len| {
+    fn a_validation_takes_lanes_enough_to_fill_the_gpu() {
+        // An H200: 8448 resident warps, 540,672 threads aimed at.
+        let lanes = |units| {
             Validated {
                 columns: 64,
-                mean_len,
-                wave_blocks: 1,
+                resident_warps: 8448,
             }
-            .lanes()
+            .lanes(units)
         };
-        assert_eq!(lanes(0), 1);
-        assert_eq!(lanes(1), 1);
-        assert_eq!(lanes(5), 4);
-        assert_eq!(lanes(7), 8);
-        assert_eq!(lanes(13), 16);
-        assert_eq!(lanes(16), 16);
-        assert_eq!(lanes(23), 16);
-        assert_eq!(lanes(25), 32);
-        assert_eq!(lanes(830), 32);
-        assert_eq!(lanes(u64::MAX), 32);
+        // Millions of rows or pieces (a graph): a thread each.
+        assert_eq!(lanes(4_200_000), 1);
+        assert_eq!(lanes(540_672), 1);
+        assert_eq!(lanes(540_671), 2);
+        // A pruned layer's 4096 rows, or 7000 pieces: a warp each.
+        assert_eq!(lanes(4096), 32);
+        assert_eq!(lanes(7000), 32);
+        assert_eq!(lanes(30_000), 32);
+        assert_eq!(lanes(60_000), 16);
+        // None, or no resident warp reported: no division by 0.
+        assert_eq!(lanes(0), 32);
+        let none = Validated {
+            columns: 64,
+            resident_warps: 0,
+        };
+        assert_eq!(none.lanes(100), 1);
+        assert_eq!(none.wave_blocks(), 1);
     }
 }

@@ -85,8 +85,9 @@ template <class K> struct leaf_gathers<K, typename void_type<decltype(K::leaf_ga
 /// `PieceEnds`, items `2r` and `2r + 1` a row or piece at its first and
 /// last column): the map run at every fine task of every row or piece at
 /// both columns, its value unused, every load and division checked, by
-/// `a.validate_lanes` lanes per row or piece (a power of two up to 32, near
-/// the mean item's length) striding over its fine tasks; the second
+/// `a.validate_lanes` lanes per row or piece (a power of two up to 32: one
+/// where rows are many, more for few long ones) striding over its fine
+/// tasks; the second
 /// column's loads at the fine-task index hit the lines the first's brought
 /// in. For the maps the macro admits (`checks_at_end_columns`), a load is
 /// either the same for every column or at `base + j` with `base` the same

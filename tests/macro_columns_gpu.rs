@@ -229,16 +229,17 @@ fn launches_of_many_columns_validate_first_and_fold_unchecked() {
     let cpu = Device::cpu();
     let plain = |r: usize| r % 9;
     let hubs = |r: usize| if r % 700 == 3 { 5000 + r } else { r % 9 };
-    let all = ["wf_validate_all", "wf_validated_all", "wf_recheck_all"];
+    let all = ["wf_validate_all", "wf_pair_all", "wf_recheck_all"];
     let cut = [
         "wf_validate_columns",
-        "wf_validated_columns",
+        "wf_pair_columns",
         "wf_recheck_columns",
         "wf_merge_columns",
     ];
     for (len, k, want_entries) in [
         (&plain as &dyn Fn(usize) -> usize, 64usize, &all[..]),
         (&plain, 150, &all[..]),
+        (&plain, 33, &all[..]),
         (&plain, 8, &["wf_thread_all"][..]),
         (&hubs, 64, &cut[..]),
     ] {

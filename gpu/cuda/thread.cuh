@@ -69,6 +69,82 @@ struct ThreadValidated {
     }
 };
 
+/// Folds fine tasks `lo..hi` of two items of one row or piece (two of its
+/// columns) onto `a0` and `a1`, each left to right as `fold_serial_value`
+/// folds one: the map evaluated at both columns per fine task, the second
+/// column's loads at the fine-task index hitting the lines the first's
+/// brought in. No settling (`any`/`all` folds one column at a time).
+template <class K, class F>
+__device__ __forceinline__ void fold_pair_value(const typename K::params_t& p, const Item<K>& it0,
+                                                const Item<K>& it1, Partial<typename K::acc_t>& a0,
+                                                Partial<typename K::acc_t>& a1, F& f) {
+    uint64_t e = it0.lo;
+    if (e >= it0.hi) {
+        return;
+    }
+    if (!a0.has || !a1.has) {  // a piece's partials start empty
+        a0.template push<K>(K::map(p, it0.task, it0.ctx, e, f), f);
+        a1.template push<K>(K::map(p, it1.task, it1.ctx, e, f), f);
+        ++e;
+    }
+    typename K::acc_t v0 = a0.value, v1 = a1.value;
+#pragma unroll 4
+    for (; e < it0.hi; ++e) {
+        v0 = K::reduce(v0, K::map(p, it0.task, it0.ctx, e, f), f);
+        v1 = K::reduce(v1, K::map(p, it1.task, it1.ctx, e, f), f);
+    }
+    a0.value = v0;
+    a1.value = v1;
+}
+
+/// `ThreadValidated` two columns a thread: thread `q` takes columns `j`
+/// and `j + ⌈k/2⌉` of row or piece `q / ⌈k/2⌉` (items of `Src`, numbered
+/// as it numbers them: `unit·k + j`), so consecutive lanes still take
+/// consecutive columns, and a row's bounds, range and loads at the
+/// fine-task index are read once for two columns. With its loads unchecked
+/// a thread holds two items and two accumulators and nothing else; the
+/// checked fold's fault state made this cost more registers than it saved
+/// (BENCHMARKS.md, "Two columns a thread, tried and reverted"). A column
+/// count that is odd leaves the last thread of each row one column.
+struct ThreadPairValidated {
+    template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
+                                                                             const LaunchArgs& a) {
+        const uint64_t q = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
+        const uint64_t k = a.columns;
+        if (k == 0) {
+            return;
+        }
+        const uint64_t h = (k + 1) >> 1;
+        const uint64_t unit = index_div(q, h);
+        const uint64_t j = q - unit * h;
+        const uint64_t b0 = unit * k + j;
+        const bool two = j + h < k;
+        Fault f0, f1;
+        Item<K> it0, it1;
+        Src::template load<K>(p, a, b0, it0, f0);
+        Src::template load<K>(p, a, two ? b0 + h : b0, it1, f1);
+        Partial<typename K::acc_t> acc0 = seed<K>(p, a, it0, f0);
+        Partial<typename K::acc_t> acc1 = seed<K>(p, a, it1, f1);
+        ValidatedFault v;
+        if (!short_circuits<K>::value && it0.valid && it1.valid) {
+            fold_pair_value<K>(p, it0, it1, acc0, acc1, v);
+        } else {
+            if (it0.valid) {
+                fold_serial_value<K>(p, it0, acc0, v);
+            }
+            if (it1.valid && two) {
+                fold_serial_value<K>(p, it1, acc1, v);
+            }
+        }
+        finish<K>(p, a, it0, acc0, true, f0);
+        publish(a.fault, f0);
+        if (two) {
+            finish<K>(p, a, it1, acc1, true, f1);
+            publish(a.fault, f1);
+        }
+    }
+};
+
 /// Whether functor `K`'s map reads the arrays it does not read at the
 /// fine-task index only for their values (`leaf_gathers`, decided by the
 /// macro): no such value reaches an index, a divisor, a call or a

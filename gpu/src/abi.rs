@@ -74,6 +74,10 @@ pub(crate) const VALIDATE_COLUMNS_ENTRY: &str = "wf_validate_columns";
 pub(crate) const VALIDATED_ALL_ENTRY: &str = "wf_validated_all";
 /// The same over a column list (`ThreadValidated` over `ColumnList`).
 pub(crate) const VALIDATED_COLUMNS_ENTRY: &str = "wf_validated_columns";
+/// [`VALIDATED_ALL_ENTRY`] two columns a thread (`ThreadPairValidated`).
+pub(crate) const PAIR_ALL_ENTRY: &str = "wf_pair_all";
+/// [`VALIDATED_COLUMNS_ENTRY`] two columns a thread.
+pub(crate) const PAIR_COLUMNS_ENTRY: &str = "wf_pair_columns";
 /// A 2-D launch's checked fold over all rows behind the validation's gate,
 /// a strided grid of a wave of blocks (`ThreadStrided` over `AllTasks`).
 pub(crate) const RECHECK_ALL_ENTRY: &str = "wf_recheck_all";
@@ -148,7 +152,7 @@ pub(crate) fn entry_point(
     })
 }
 
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 35, each
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 37, each
 /// compiled as a module of its own when a launch first asks for it.
 #[doc(hidden)]
 pub const ENTRY_POINTS: &[&str] = &[
@@ -183,6 +187,8 @@ pub const ENTRY_POINTS: &[&str] = &[
     VALIDATE_COLUMNS_ENTRY,
     VALIDATED_ALL_ENTRY,
     VALIDATED_COLUMNS_ENTRY,
+    PAIR_ALL_ENTRY,
+    PAIR_COLUMNS_ENTRY,
     RECHECK_ALL_ENTRY,
     RECHECK_COLUMNS_ENTRY,
     SIZES_ENTRY,

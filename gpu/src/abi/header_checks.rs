@@ -147,6 +147,8 @@ fn entry_points_match_the_headers() {
                 ("ValidateEnds", "PieceEnds") => Some(VALIDATE_COLUMNS_ENTRY),
                 ("ThreadValidated", "AllTasks") => Some(VALIDATED_ALL_ENTRY),
                 ("ThreadValidated", "ColumnList") => Some(VALIDATED_COLUMNS_ENTRY),
+                ("ThreadPairValidated", "AllTasks") => Some(PAIR_ALL_ENTRY),
+                ("ThreadPairValidated", "ColumnList") => Some(PAIR_COLUMNS_ENTRY),
                 ("ThreadStrided", "AllTasks") => Some(RECHECK_ALL_ENTRY),
                 ("ThreadStrided", "ColumnList") => Some(RECHECK_COLUMNS_ENTRY),
                 _ => None,

@@ -97,9 +97,10 @@ fn step_args(args: LaunchArgs, validation: Validation, gate: Option<u64>) -> Res
             validate_lanes: lanes,
             ..args
         },
-        Validation::Gated(when) => LaunchArgs {
+        Validation::Gated { when, columns } => LaunchArgs {
             gate: gate()?,
             gate_when: when as u32,
+            columns,
             ..args
         },
     })

@@ -23,8 +23,8 @@
 //! short launches: worth it from [`VALIDATE_MIN_COLUMNS`] columns.
 
 use crate::abi::{
-    Gate, RECHECK_ALL_ENTRY, RECHECK_COLUMNS_ENTRY, VALIDATED_ALL_ENTRY, VALIDATED_COLUMNS_ENTRY,
-    VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
+    Gate, PAIR_ALL_ENTRY, PAIR_COLUMNS_ENTRY, RECHECK_ALL_ENTRY, RECHECK_COLUMNS_ENTRY,
+    VALIDATED_ALL_ENTRY, VALIDATED_COLUMNS_ENTRY, VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
 };
 use crate::config::Decomposition;
 use crate::launch::launch_steps::{grid, LaunchPlan, Step};
@@ -47,8 +47,8 @@ pub(crate) enum Validation {
     /// `columns` columns, `lanes` lanes per row or piece: its fault record
     /// is the gate of the steps after.
     Validate { columns: u64, lanes: u32 },
-    /// A fold behind the gate.
-    Gated(Gate),
+    /// A fold behind the gate, over `columns` columns.
+    Gated { when: Gate, columns: u64 },
 }
 
 /// Whether a launch of `spec` with `decomposition` over `columns` columns
@@ -67,6 +67,12 @@ pub(crate) struct Validated {
     pub columns: u64,
     pub resident_warps: u64,
 }
+
+/// The fewest columns a validated launch folds two columns a thread
+/// (`ThreadPairValidated`, thread.cuh): each thread reads its row's or
+/// piece's bounds, range and loads at the fine-task index once for two
+/// columns.
+pub(crate) const PAIR_MIN_COLUMNS: u64 = 16;
 
 /// The threads a validation aims for, per resident thread slot: enough to
 /// hide its loads' latency.
@@ -105,16 +111,23 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
     let Some((first, rest)) = plan.steps.split_first() else {
         return Ok(plan);
     };
-    let (validate, unchecked, recheck) = match first.entry {
-        "wf_thread_all" => (VALIDATE_ALL_ENTRY, VALIDATED_ALL_ENTRY, RECHECK_ALL_ENTRY),
-        "wf_thread_columns" => (
+    let columns = how.columns;
+    let pairs = columns >= PAIR_MIN_COLUMNS;
+    let (validate, unchecked, recheck) = match (first.entry, pairs) {
+        ("wf_thread_all", false) => (VALIDATE_ALL_ENTRY, VALIDATED_ALL_ENTRY, RECHECK_ALL_ENTRY),
+        ("wf_thread_all", true) => (VALIDATE_ALL_ENTRY, PAIR_ALL_ENTRY, RECHECK_ALL_ENTRY),
+        ("wf_thread_columns", false) => (
             VALIDATE_COLUMNS_ENTRY,
             VALIDATED_COLUMNS_ENTRY,
             RECHECK_COLUMNS_ENTRY,
         ),
+        ("wf_thread_columns", true) => (
+            VALIDATE_COLUMNS_ENTRY,
+            PAIR_COLUMNS_ENTRY,
+            RECHECK_COLUMNS_ENTRY,
+        ),
         _ => return Ok(plan),
     };
-    let columns = how.columns;
     if columns == 0 || first.items % columns != 0 {
         return Err(Error::invalid(format!(
             "a 2-D launch of {} items is not whole rows of {columns} columns",
@@ -125,6 +138,15 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
         Error::invalid("a 2-D launch's rows at two columns are more items than a launch can number")
     })?;
     let lanes = how.lanes(ends / 2);
+    // Two columns a thread: ⌈k/2⌉ threads per row or piece.
+    let fold_blocks = match pairs {
+        true => grid(
+            (first.items / columns).saturating_mul(columns.div_ceil(2)),
+            1,
+        )?,
+        false => first.blocks,
+    };
+    let gated = |when| Validation::Gated { when, columns };
     let mut steps = vec![
         Step {
             entry: validate,
@@ -136,13 +158,14 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
         },
         Step {
             entry: unchecked,
-            validation: Validation::Gated(Gate::IfValid),
+            blocks: fold_blocks,
+            validation: gated(Gate::IfValid),
             ..*first
         },
         Step {
             entry: recheck,
             blocks: first.blocks.min(how.wave_blocks()),
-            validation: Validation::Gated(Gate::IfInvalid),
+            validation: gated(Gate::IfInvalid),
             ..*first
         },
     ];
@@ -164,6 +187,10 @@ mod tests {
             columns,
             resident_warps: 132 * 64,
         }
+    }
+
+    fn gated(when: Gate, columns: u64) -> Validation {
+        Validation::Gated { when, columns }
     }
 
     fn entries(plan: &LaunchPlan) -> Vec<(&'static str, u64, Validation)> {
@@ -188,23 +215,19 @@ mod tests {
                         lanes: 32
                     }
                 ),
-                (
-                    VALIDATED_ALL_ENTRY,
-                    64_000,
-                    Validation::Gated(Gate::IfValid)
-                ),
-                (
-                    RECHECK_ALL_ENTRY,
-                    64_000,
-                    Validation::Gated(Gate::IfInvalid)
-                ),
+                (PAIR_ALL_ENTRY, 64_000, gated(Gate::IfValid, 64)),
+                (RECHECK_ALL_ENTRY, 64_000, gated(Gate::IfInvalid, 64)),
             ]
         );
-        // 1000 rows at 32 lanes; the fold's grid; the checked fold's
-        // strided grid, no larger than the fold's.
+        // 1000 rows at 32 lanes; two columns a thread; the checked fold's
+        // strided grid, no larger than the fold's over single columns.
         assert_eq!(v.steps[0].blocks, 125);
-        assert_eq!(v.steps[1].blocks, plan.steps[0].blocks);
+        assert_eq!(v.steps[1].blocks, 125);
+        assert_eq!(plan.steps[0].blocks, 250);
         assert_eq!(v.steps[2].blocks, 250);
+        // An odd column count: ⌈k/2⌉ threads a row.
+        let odd = plan_launches(Decomposition::Thread, Items::All(1000 * 33), SM90).unwrap();
+        assert_eq!(validated(odd, how(33)).unwrap().steps[1].blocks, 67);
         let big = plan_launches(Decomposition::Thread, Items::All(100_000 * 64), SM90).unwrap();
         let big = validated(big, how(64)).unwrap();
         assert_eq!(big.steps[2].blocks, 1056);
@@ -239,16 +262,8 @@ mod tests {
                         lanes: 32
                     }
                 ),
-                (
-                    VALIDATED_COLUMNS_ENTRY,
-                    45_000,
-                    Validation::Gated(Gate::IfValid)
-                ),
-                (
-                    RECHECK_COLUMNS_ENTRY,
-                    45_000,
-                    Validation::Gated(Gate::IfInvalid)
-                ),
+                (PAIR_COLUMNS_ENTRY, 45_000, gated(Gate::IfValid, 150)),
+                (RECHECK_COLUMNS_ENTRY, 45_000, gated(Gate::IfInvalid, 150)),
             ]
         );
         assert_eq!(v.steps[3], merge);

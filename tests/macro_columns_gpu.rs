@@ -217,9 +217,9 @@ fn a_gather_past_the_end_in_one_task_is_the_twins_fault() {
 }
 
 /// A launch of 16 columns or more of a kernel whose loads its rows' end
-/// columns cover runs the validation, then the unchecked fold and the
-/// checked one (over a strided grid) behind its gate (the shut one returns
-/// at once); fewer
+/// columns cover runs the validation, then the unchecked fold (two columns
+/// a thread) and the checked one (over a strided grid) behind its gate (the
+/// shut one returns at once), unless its rows were cut for hubs; fewer
 /// columns, or a kernel the rule refuses (a `#[device_fn]` reduce), run the
 /// checked fold alone. Each is the reference, run twice from one
 /// preparation (the gate is cleared before each run).
@@ -242,6 +242,10 @@ fn launches_of_many_columns_validate_first_and_fold_unchecked() {
         (&plain, 33, &all[..]),
         (&plain, 8, &["wf_thread_all"][..]),
         (&hubs, 64, &cut[..]),
+        // 3000 rows of 150 columns are more (row, column) items than the
+        // GPU's thread slots: only the hubs are cut, and rows whose lengths
+        // vary within every warp are not validated.
+        (&hubs, 150, &["wf_thread_columns", "wf_merge_columns"][..]),
     ] {
         let (ptr, col, val) = matrix_with(3000, 1200, len);
         let n = ptr.len() - 1;

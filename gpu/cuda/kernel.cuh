@@ -86,12 +86,6 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
         NAME(const K::params_t p, const warpfit::LaunchArgs a) {                                     \
         warpfit::nested_reduce<K, D, SRC>(p, a);                                                     \
     }
-// An entry point held to the column list's register bound (`column_min_blocks`).
-#define WARPFIT_COLUMN_ENTRY_(K, NAME, D, SRC)                                                       \
-    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK, warpfit::column_min_blocks<K>::value)  \
-        NAME(const K::params_t p, const warpfit::LaunchArgs a) {                                     \
-        warpfit::nested_reduce<K, D, SRC>(p, a);                                                     \
-    }
 
 // One macro per entry point, `WARPFIT_ENTRY_POINT_<name>(K)`, so that a
 // translation unit can instantiate only the entry points a launch needs
@@ -152,13 +146,11 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     }
 // A 2-D launch checked by a validation launch first: the validation over
 // the rows or the pieces at their first and last columns, the fold with its
-// loads unchecked (one or two columns a thread), and the checked fold over
-// a strided grid where the validation found a fault (`ValidateEnds`,
-// `ThreadValidated`, `ThreadPairValidated`, `ThreadStrided` in thread.cuh).
+// loads unchecked two columns a thread, and the checked fold over a strided
+// grid where the validation found a fault (`ValidateEnds`,
+// `ThreadPairValidated`, `ThreadStrided` in thread.cuh).
 #define WARPFIT_ENTRY_POINT_wf_validate_all(K) WARPFIT_ENTRY_(K, wf_validate_all, warpfit::ValidateEnds, warpfit::RowEnds)
 #define WARPFIT_ENTRY_POINT_wf_validate_columns(K) WARPFIT_ENTRY_(K, wf_validate_columns, warpfit::ValidateEnds, warpfit::PieceEnds)
-#define WARPFIT_ENTRY_POINT_wf_validated_all(K) WARPFIT_COLUMN_ENTRY_(K, wf_validated_all, warpfit::ThreadValidated, warpfit::AllTasks)
-#define WARPFIT_ENTRY_POINT_wf_validated_columns(K) WARPFIT_COLUMN_ENTRY_(K, wf_validated_columns, warpfit::ThreadValidated, warpfit::ColumnList)
 #define WARPFIT_ENTRY_POINT_wf_pair_all(K) WARPFIT_ENTRY_(K, wf_pair_all, warpfit::ThreadPairValidated, warpfit::AllTasks)
 #define WARPFIT_ENTRY_POINT_wf_pair_columns(K) WARPFIT_ENTRY_(K, wf_pair_columns, warpfit::ThreadPairValidated, warpfit::ColumnList)
 #define WARPFIT_ENTRY_POINT_wf_recheck_all(K) WARPFIT_ENTRY_(K, wf_recheck_all, warpfit::ThreadStrided, warpfit::AllTasks)
@@ -187,8 +179,8 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
 
 /// Every entry point of kernel functor `K`: `wf_{thread,sub2..sub32,cte}_{all,list,frontier}`,
 /// `wf_cte_queue`, `wf_merge`, `wf_merge_wide`, `wf_merge_block`, `wf_thread_columns`, `wf_merge_columns`,
-/// `wf_validate_{all,columns}`, `wf_validated_{all,columns}`, `wf_pair_{all,columns}`,
-/// `wf_recheck_{all,columns}`, `wf_sizes` and `wf_donated`.
+/// `wf_validate_{all,columns}`, `wf_pair_{all,columns}`, `wf_recheck_{all,columns}`, `wf_sizes`
+/// and `wf_donated`.
 #define WARPFIT_ENTRY_POINTS(K)                                                                      \
     WARPFIT_ENTRY_POINT_wf_thread_all(K)                                                             \
     WARPFIT_ENTRY_POINT_wf_sub2_all(K)                                                               \
@@ -219,8 +211,6 @@ __device__ __forceinline__ void nested_reduce(const typename K::params_t& p, con
     WARPFIT_ENTRY_POINT_wf_merge_columns(K)                                                          \
     WARPFIT_ENTRY_POINT_wf_validate_all(K)                                                           \
     WARPFIT_ENTRY_POINT_wf_validate_columns(K)                                                       \
-    WARPFIT_ENTRY_POINT_wf_validated_all(K)                                                          \
-    WARPFIT_ENTRY_POINT_wf_validated_columns(K)                                                      \
     WARPFIT_ENTRY_POINT_wf_pair_all(K)                                                               \
     WARPFIT_ENTRY_POINT_wf_pair_columns(K)                                                           \
     WARPFIT_ENTRY_POINT_wf_recheck_all(K)                                                            \

@@ -4,8 +4,9 @@
 // order exactly. Cheapest per fine task, but a warp waits for its longest
 // task, and neighbouring lanes read addresses a row apart. The fold runs
 // with a lean fault flag (`fold_item_alone`), the full record only for an
-// item that raised it. For 2-D launches, also the validation launch and the
-// fold it lets run unchecked (`ValidateEnds`, `ThreadValidated`).
+// item that raised it. For 2-D launches, also the validation launch, the
+// fold it lets run unchecked two columns a thread, and the checked fold over
+// a strided grid (`ValidateEnds`, `ThreadPairValidated`, `ThreadStrided`).
 #pragma once
 #include "warpfit/task_source.cuh"
 
@@ -47,28 +48,6 @@ struct ThreadStrided {
     }
 };
 
-/// `Thread` for a 2-D launch a validation launch (`ValidateEnds`) has
-/// covered: the fold's loads unchecked (`ValidatedFault`), so the loop is a
-/// chain of plain loads, and the fault flag, the refold with the record and
-/// their registers are gone. The prologue, `init` and the epilogue still
-/// check as ever. Runs behind the gate `GATE_IF_VALID`.
-struct ThreadValidated {
-    template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
-                                                                             const LaunchArgs& a) {
-        const uint64_t i = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
-        Fault f;
-        Item<K> it;
-        Src::template load<K>(p, a, i, it, f);
-        if (it.valid) {
-            Partial<typename K::acc_t> acc = seed<K>(p, a, it, f);
-            ValidatedFault v;
-            fold_serial_value<K>(p, it, acc, v);
-            finish<K>(p, a, it, acc, true, f);
-        }
-        publish(a.fault, f);
-    }
-};
-
 /// Folds fine tasks `lo..hi` of two items of one row or piece (two of its
 /// columns) onto `a0` and `a1`, each left to right as `fold_serial_value`
 /// folds one: the map evaluated at both columns per fine task, the second
@@ -97,15 +76,19 @@ __device__ __forceinline__ void fold_pair_value(const typename K::params_t& p, c
     a1.value = v1;
 }
 
-/// `ThreadValidated` two columns a thread: thread `q` takes columns `j`
-/// and `j + ⌈k/2⌉` of row or piece `q / ⌈k/2⌉` (items of `Src`, numbered
-/// as it numbers them: `unit·k + j`), so consecutive lanes still take
-/// consecutive columns, and a row's bounds, range and loads at the
-/// fine-task index are read once for two columns. With its loads unchecked
-/// a thread holds two items and two accumulators and nothing else; the
-/// checked fold's fault state made this cost more registers than it saved
-/// (BENCHMARKS.md, "Two columns a thread, tried and reverted"). A column
-/// count that is odd leaves the last thread of each row one column.
+/// The fold of a 2-D launch a validation launch (`ValidateEnds`) has
+/// covered, behind the gate `GATE_IF_VALID`: its loads unchecked
+/// (`ValidatedFault`), so the loop is a chain of plain loads, with no fault
+/// flag, no refold with the record and none of their registers; and two
+/// columns a thread: thread `q` takes columns `j` and `j + ⌈k/2⌉` of row or
+/// piece `q / ⌈k/2⌉` (items of `Src`, numbered as it numbers them: `unit·k
+/// + j`), so consecutive lanes still take consecutive columns, and a row's
+/// bounds, range and loads at the fine-task index are read once for two
+/// columns. A thread holds two items and two accumulators; under the
+/// checked fold's fault state that cost more registers than it saved
+/// (BENCHMARKS.md, "Two columns a thread, tried and reverted"). An odd
+/// column count leaves the last thread of each row one column. The
+/// prologue, `init` and the epilogue still check as ever.
 struct ThreadPairValidated {
     template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
                                                                              const LaunchArgs& a) {

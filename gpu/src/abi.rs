@@ -69,14 +69,11 @@ pub(crate) const MERGE_COLUMNS_ENTRY: &str = "wf_merge_columns";
 pub(crate) const VALIDATE_ALL_ENTRY: &str = "wf_validate_all";
 /// The same over a column list's pieces (`ValidateEnds` over `PieceEnds`).
 pub(crate) const VALIDATE_COLUMNS_ENTRY: &str = "wf_validate_columns";
-/// A 2-D launch's fold over all rows with its loads unchecked, behind the
-/// validation's gate (`ThreadValidated` over `AllTasks`).
-pub(crate) const VALIDATED_ALL_ENTRY: &str = "wf_validated_all";
-/// The same over a column list (`ThreadValidated` over `ColumnList`).
-pub(crate) const VALIDATED_COLUMNS_ENTRY: &str = "wf_validated_columns";
-/// [`VALIDATED_ALL_ENTRY`] two columns a thread (`ThreadPairValidated`).
+/// A 2-D launch's fold over all rows with its loads unchecked, two columns
+/// a thread, behind the validation's gate (`ThreadPairValidated` over
+/// `AllTasks`).
 pub(crate) const PAIR_ALL_ENTRY: &str = "wf_pair_all";
-/// [`VALIDATED_COLUMNS_ENTRY`] two columns a thread.
+/// The same over a column list (`ThreadPairValidated` over `ColumnList`).
 pub(crate) const PAIR_COLUMNS_ENTRY: &str = "wf_pair_columns";
 /// A 2-D launch's checked fold over all rows behind the validation's gate,
 /// a strided grid of a wave of blocks (`ThreadStrided` over `AllTasks`).
@@ -152,7 +149,7 @@ pub(crate) fn entry_point(
     })
 }
 
-/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 37, each
+/// Every entry point `WARPFIT_ENTRY_POINTS` defines for a kernel: 35, each
 /// compiled as a module of its own when a launch first asks for it.
 #[doc(hidden)]
 pub const ENTRY_POINTS: &[&str] = &[
@@ -185,8 +182,6 @@ pub const ENTRY_POINTS: &[&str] = &[
     MERGE_COLUMNS_ENTRY,
     VALIDATE_ALL_ENTRY,
     VALIDATE_COLUMNS_ENTRY,
-    VALIDATED_ALL_ENTRY,
-    VALIDATED_COLUMNS_ENTRY,
     PAIR_ALL_ENTRY,
     PAIR_COLUMNS_ENTRY,
     RECHECK_ALL_ENTRY,

@@ -134,10 +134,7 @@ fn entry_points_match_the_headers() {
         };
         let (name, body) = rest.split_once("(K)").unwrap();
         let body = body.trim();
-        let args = body
-            .strip_prefix("WARPFIT_ENTRY_(K, ")
-            .or_else(|| body.strip_prefix("WARPFIT_COLUMN_ENTRY_(K, "));
-        if let Some(args) = args {
+        if let Some(args) = body.strip_prefix("WARPFIT_ENTRY_(K, ") {
             let parts: Vec<&str> = args.trim_end_matches(')').split(", ").collect();
             assert_eq!(parts[0], name, "{l}");
             let strip = |p: &str| p.trim_start_matches("warpfit::").to_string();
@@ -145,8 +142,6 @@ fn entry_points_match_the_headers() {
             let validation = match (strip(parts[1]).as_str(), strip(parts[2]).as_str()) {
                 ("ValidateEnds", "RowEnds") => Some(VALIDATE_ALL_ENTRY),
                 ("ValidateEnds", "PieceEnds") => Some(VALIDATE_COLUMNS_ENTRY),
-                ("ThreadValidated", "AllTasks") => Some(VALIDATED_ALL_ENTRY),
-                ("ThreadValidated", "ColumnList") => Some(VALIDATED_COLUMNS_ENTRY),
                 ("ThreadPairValidated", "AllTasks") => Some(PAIR_ALL_ENTRY),
                 ("ThreadPairValidated", "ColumnList") => Some(PAIR_COLUMNS_ENTRY),
                 ("ThreadStrided", "AllTasks") => Some(RECHECK_ALL_ENTRY),

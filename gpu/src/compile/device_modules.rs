@@ -85,14 +85,9 @@ impl Drop for Module {
 /// a column list's merge).
 fn likely_next(ep: &str) -> &'static [&'static str] {
     match ep {
-        abi::VALIDATE_ALL_ENTRY => &[
-            abi::PAIR_ALL_ENTRY,
-            abi::VALIDATED_ALL_ENTRY,
-            abi::RECHECK_ALL_ENTRY,
-        ],
+        abi::VALIDATE_ALL_ENTRY => &[abi::PAIR_ALL_ENTRY, abi::RECHECK_ALL_ENTRY],
         abi::VALIDATE_COLUMNS_ENTRY => &[
             abi::PAIR_COLUMNS_ENTRY,
-            abi::VALIDATED_COLUMNS_ENTRY,
             abi::RECHECK_COLUMNS_ENTRY,
             abi::MERGE_COLUMNS_ENTRY,
         ],

@@ -75,7 +75,7 @@ pub(crate) fn piece_len(
         Split::Never => return None,
         Split::Max(m) => u64::from(m.max(1)),
         Split::Auto | Split::Budget(_) | Split::Queued(_) => {
-            if rows.saturating_mul(columns) >= resident_threads {
+            if cuts_hubs_only(rows.saturating_mul(columns), resident_threads) {
                 let mean = stats.total / rows.max(1);
                 u64::from(PIECE_LEN).max(IMBALANCE.saturating_mul(mean))
             } else {
@@ -86,6 +86,14 @@ pub(crate) fn piece_len(
         }
     };
     (stats.longest > len).then(|| u32::try_from(len).unwrap_or(u32::MAX))
+}
+
+/// Whether a launch of `tasks` flattened tasks (rows times columns) cuts
+/// only its hubs, the rows far longer than the mean ([`piece_len`]): one
+/// of a thread per resident slot or more. A smaller one cuts every row long
+/// enough into even pieces.
+pub(crate) fn cuts_hubs_only(tasks: u64, resident_threads: u64) -> bool {
+    tasks >= resident_threads
 }
 
 /// A 2-D launch's rows cut into pieces: the column list, the piece length

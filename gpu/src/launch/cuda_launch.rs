@@ -123,6 +123,9 @@ impl CudaLaunch {
         let mut frontier = None;
         let mut frontier_buffers = None;
         let mut longest_task = None;
+        // A 2-D launch's rows cut because some are hubs: a launch of a thread
+        // per resident slot or more cuts only those (`columns::piece_len`).
+        let mut hubs_cut = false;
         let (items, task_list, decision) = match tasks {
             Tasks::DeviceFrontier(f) => {
                 check_device_frontier(dev, spec, &args, &f)?;
@@ -175,6 +178,8 @@ impl CudaLaunch {
                 match columns::cut_rows(dev, spec, &module, p, f, &args, config, n, columns)? {
                     Some(c) => {
                         longest_task = Some(c.longest);
+                        let slots = dev.resident_warps().saturating_mul(32);
+                        hubs_cut = columns::cuts_hubs_only(n as u64, slots);
                         let chosen =
                             (config.split == Split::Auto).then_some(Split::Max(c.piece_len));
                         (
@@ -196,7 +201,7 @@ impl CudaLaunch {
         let plan = launch_steps::plan_launches(decomposition, items, dev.arch())?;
         // A 2-D launch of many columns whose loads its rows' end columns
         // cover: validated first, its fold then unchecked.
-        let (plan, gate) = match validation::applies(spec, decomposition, columns) {
+        let (plan, gate) = match validation::applies(spec, decomposition, columns, hubs_cut) {
             true => {
                 let how = validation::Validated {
                     columns,

@@ -8,7 +8,9 @@
 //! ([`KernelSpec::checks_at_end_columns`]), one launch runs the map at
 //! every fine task of every row at the row's first and last column, which
 //! proves every column's loads in range, and the fold then runs with its
-//! loads unchecked (`ValidateEnds`, `ThreadValidated` in thread.cuh).
+//! loads unchecked, two columns a thread (`ValidateEnds`,
+//! `ThreadPairValidated` in thread.cuh): a row's bounds, range and loads
+//! at the fine-task index read once for two columns.
 //!
 //! The host does not wait for the validation: both folds are enqueued
 //! behind a gate on the validation's own fault record ([`Gate`]), the
@@ -24,7 +26,7 @@
 
 use crate::abi::{
     Gate, PAIR_ALL_ENTRY, PAIR_COLUMNS_ENTRY, RECHECK_ALL_ENTRY, RECHECK_COLUMNS_ENTRY,
-    VALIDATED_ALL_ENTRY, VALIDATED_COLUMNS_ENTRY, VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
+    VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
 };
 use crate::config::Decomposition;
 use crate::launch::launch_steps::{grid, LaunchPlan, Step};
@@ -52,11 +54,22 @@ pub(crate) enum Validation {
 }
 
 /// Whether a launch of `spec` with `decomposition` over `columns` columns
-/// is validated first.
-pub(crate) fn applies(spec: &KernelSpec, decomposition: Decomposition, columns: u64) -> bool {
+/// is validated first. Not where its rows were cut because some are hubs
+/// (`hubs_cut`: a power-law graph's rows, whose lengths vary within every
+/// warp): a thread per row or piece then waits for the longest in its
+/// warp, in the validation as in the fold, and the validation costs more
+/// than the checks save (RMAT 22 × 64: 1.1 ms against 0.7; BENCHMARKS.md,
+/// "Loads validated at the end columns").
+pub(crate) fn applies(
+    spec: &KernelSpec,
+    decomposition: Decomposition,
+    columns: u64,
+    hubs_cut: bool,
+) -> bool {
     spec.checks_at_end_columns
         && decomposition == Decomposition::Thread
         && columns >= VALIDATE_MIN_COLUMNS
+        && !hubs_cut
 }
 
 /// How a launch is validated: its column count, and the warps the GPU
@@ -67,12 +80,6 @@ pub(crate) struct Validated {
     pub columns: u64,
     pub resident_warps: u64,
 }
-
-/// The fewest columns a validated launch folds two columns a thread
-/// (`ThreadPairValidated`, thread.cuh): each thread reads its row's or
-/// piece's bounds, range and loads at the fine-task index once for two
-/// columns.
-pub(crate) const PAIR_MIN_COLUMNS: u64 = 16;
 
 /// The threads a validation aims for, per resident thread slot: enough to
 /// hide its loads' latency.
@@ -102,7 +109,8 @@ impl Validated {
 }
 
 /// `plan` with its fold validated first: the validation over the fold's
-/// rows or pieces at two columns each, the unchecked fold behind the gate,
+/// rows or pieces at two columns each, the unchecked fold two columns a
+/// thread behind the gate,
 /// the checked fold behind it too over a strided wave of blocks, then the
 /// rest (a column list's merge). A plan whose first step is not a 2-D fold
 /// of one thread per (row or piece, column), or an empty one, is returned
@@ -112,16 +120,9 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
         return Ok(plan);
     };
     let columns = how.columns;
-    let pairs = columns >= PAIR_MIN_COLUMNS;
-    let (validate, unchecked, recheck) = match (first.entry, pairs) {
-        ("wf_thread_all", false) => (VALIDATE_ALL_ENTRY, VALIDATED_ALL_ENTRY, RECHECK_ALL_ENTRY),
-        ("wf_thread_all", true) => (VALIDATE_ALL_ENTRY, PAIR_ALL_ENTRY, RECHECK_ALL_ENTRY),
-        ("wf_thread_columns", false) => (
-            VALIDATE_COLUMNS_ENTRY,
-            VALIDATED_COLUMNS_ENTRY,
-            RECHECK_COLUMNS_ENTRY,
-        ),
-        ("wf_thread_columns", true) => (
+    let (validate, unchecked, recheck) = match first.entry {
+        "wf_thread_all" => (VALIDATE_ALL_ENTRY, PAIR_ALL_ENTRY, RECHECK_ALL_ENTRY),
+        "wf_thread_columns" => (
             VALIDATE_COLUMNS_ENTRY,
             PAIR_COLUMNS_ENTRY,
             RECHECK_COLUMNS_ENTRY,
@@ -139,13 +140,10 @@ pub(crate) fn validated(plan: LaunchPlan, how: Validated) -> Result<LaunchPlan> 
     })?;
     let lanes = how.lanes(ends / 2);
     // Two columns a thread: ⌈k/2⌉ threads per row or piece.
-    let fold_blocks = match pairs {
-        true => grid(
-            (first.items / columns).saturating_mul(columns.div_ceil(2)),
-            1,
-        )?,
-        false => first.blocks,
-    };
+    let fold_blocks = grid(
+        (first.items / columns).saturating_mul(columns.div_ceil(2)),
+        1,
+    )?;
     let gated = |when| Validation::Gated { when, columns };
     let mut steps = vec![
         Step {

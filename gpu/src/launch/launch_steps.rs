@@ -3,12 +3,11 @@
 //! [`whole_runs`]), and the kernel launches with their grid sizes
 //! ([`plan_launches`]). `prepared` runs what this module decides.
 
-use crate::abi::{self, TaskSource, BLOCK, MERGE_COLUMNS_ENTRY, PDL_ARCH, WARP};
+use crate::abi::{self, Gate, TaskSource, BLOCK, MERGE_COLUMNS_ENTRY, PDL_ARCH, WARP};
 use crate::arch::Arch;
 use crate::config::Decomposition;
 pub(crate) use crate::launch::merge_width::MergeWidth;
 use crate::launch::split_policy::check_u32_items;
-pub(crate) use crate::launch::validation::Validation;
 use rayon::prelude::*;
 use warpfit_runtime::{Error, Result, Segment, TaskList};
 
@@ -142,6 +141,20 @@ pub(crate) enum Items {
         columns: u64,
         split_tasks: u64,
     },
+}
+
+/// A step's part in a 2-D launch validated first (`launch/validation.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Validation {
+    /// Not part of one.
+    #[default]
+    None,
+    /// The validation itself, over the rows or pieces of a launch of
+    /// `columns` columns, `lanes` lanes per row or piece: its fault record
+    /// is the gate of the steps after.
+    Validate { columns: u64, lanes: u32 },
+    /// A fold behind the gate, over `columns` columns.
+    Gated { when: Gate, columns: u64 },
 }
 
 /// One kernel launch of a launch.

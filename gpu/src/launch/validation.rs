@@ -29,7 +29,7 @@ use crate::abi::{
     VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
 };
 use crate::config::Decomposition;
-use crate::launch::launch_steps::{grid, LaunchPlan, Step};
+use crate::launch::launch_steps::{grid, LaunchPlan, Step, Validation};
 use crate::spec::KernelSpec;
 use warpfit_runtime::{Error, Result};
 
@@ -38,20 +38,6 @@ use warpfit_runtime::{Error, Result};
 /// the fold's work plus two launches, against the checks' share of every
 /// column's.
 pub(crate) const VALIDATE_MIN_COLUMNS: u64 = 16;
-
-/// A step's part in a validated launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Validation {
-    /// Not part of one.
-    #[default]
-    None,
-    /// The validation itself, over the rows or pieces of a launch of
-    /// `columns` columns, `lanes` lanes per row or piece: its fault record
-    /// is the gate of the steps after.
-    Validate { columns: u64, lanes: u32 },
-    /// A fold behind the gate, over `columns` columns.
-    Gated { when: Gate, columns: u64 },
-}
 
 /// Whether a launch of `spec` with `decomposition` over `columns` columns
 /// is validated first. Not where its rows were cut because some are hubs

@@ -38,17 +38,19 @@ pub fn at_end_columns(k: &Kernel) -> bool {
     if k.elementwise || k.for_each.is_some() || k.scatters() || !reduce_cannot_fault(k) {
         return false;
     }
-    let mut cx = Columns {
-        k,
-        count,
-        dependent: BTreeSet::new(),
-    };
+    let columns = Columns { k, count };
+    let mut tainted = BTreeSet::new();
     for (id, e) in &k.prologue {
-        if cx.mentions_column(e) {
-            cx.dependent.insert(*id);
+        if columns.mentions_column(e, &tainted) {
+            tainted.insert(*id);
         }
     }
-    cx.admit(&k.map).is_ok()
+    Walk {
+        rule: &columns,
+        tainted,
+    }
+    .admit(&k.map)
+    .is_ok()
 }
 
 /// Whether the map of a kernel `at_end_columns` admits reads the arrays it
@@ -59,70 +61,12 @@ pub fn at_end_columns(k: &Kernel) -> bool {
 /// functor, `ProbeFault` in thread.cuh): a pass over the matrix instead of
 /// two scattered loads per nonzero.
 pub fn leaf_gathers(k: &Kernel) -> bool {
-    let mut leaves = Leaves {
-        fine: k.k,
-        gathered: BTreeSet::new(),
-    };
-    leaves.admit(&k.map).is_ok()
-}
-
-/// The leaf analysis: the map's locals that hold a gathered value.
-struct Leaves {
-    fine: LocalId,
-    gathered: BTreeSet<LocalId>,
-}
-
-impl Leaves {
-    /// `Ok(holds a gathered value)` where no gathered value reaches an
-    /// index, a division, a call or a condition.
-    fn admit(&mut self, e: &Expr) -> Result<bool, Refused> {
-        let sink = |gathered: bool| if gathered { Err(Refused) } else { Ok(false) };
-        match &e.kind {
-            ExprKind::Local(id) => Ok(self.gathered.contains(id)),
-            ExprKind::Load(_, index) => {
-                let fine = matches!(index.kind, ExprKind::Local(id) if id == self.fine);
-                let at = self.admit(index)?;
-                sink(at)?;
-                Ok(!fine)
-            }
-            ExprKind::Binary(BinOp::Div | BinOp::Rem, a, b) if integer_division(e) => {
-                let (a, b) = (self.admit(a)?, self.admit(b)?);
-                sink(a || b)
-            }
-            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
-                let (a, b) = (self.admit(a)?, self.admit(b)?);
-                sink(a)?;
-                Ok(b)
-            }
-            ExprKind::If(c, a, b) => {
-                let c = self.admit(c)?;
-                sink(c)?;
-                Ok(self.admit(a)? | self.admit(b)?)
-            }
-            ExprKind::Call(_, args) => {
-                for a in args {
-                    let g = self.admit(a)?;
-                    sink(g)?;
-                }
-                Ok(false)
-            }
-            ExprKind::Block(lets, tail) => {
-                for (id, v) in lets {
-                    if self.admit(v)? {
-                        self.gathered.insert(*id);
-                    }
-                }
-                self.admit(tail)
-            }
-            _ => {
-                let mut gathered = false;
-                for c in e.children() {
-                    gathered |= self.admit(c)?;
-                }
-                Ok(gathered)
-            }
-        }
+    Walk {
+        rule: &Leaves { fine: k.k },
+        tainted: BTreeSet::new(),
     }
+    .admit(&k.map)
+    .is_ok()
 }
 
 /// A reduce operator that cannot fault whatever it combines.
@@ -135,7 +79,8 @@ fn reduce_cannot_fault(k: &Kernel) -> bool {
 }
 
 /// Whether evaluating `e` may fault: a load, an integer division or
-/// remainder, a device function call, an output or shared array read, an atomic.
+/// remainder, a device function call, an output or shared array read, an
+/// atomic.
 fn can_fault(e: &Expr) -> bool {
     e.any(&mut |x| {
         matches!(
@@ -155,15 +100,95 @@ fn integer_division(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::Binary(BinOp::Div | BinOp::Rem, a, _) if a.ty.is_int())
 }
 
-/// The map refused: some load or fault depends on the column otherwise
-/// than at `base + j`.
+/// The map refused: a tainted value reaches where the rule forbids it.
 struct Refused;
 
-/// The column analysis of one kernel: the locals that depend on the column.
+/// What a taint walk looks for: which values are tainted to begin with,
+/// what a load yields, and what a tainted condition may guard.
+trait Rule {
+    /// Whether local `id` is tainted before the map binds any (the
+    /// prologue's bindings: `tainted` holds those the walk found).
+    fn local(&self, id: LocalId, tainted: &BTreeSet<LocalId>) -> bool;
+
+    /// Whether the load `array[index]` yields a tainted value, or where
+    /// its index is not admitted, `Refused`.
+    fn load(&self, walk: &mut Walk<'_, Self>, index: &Expr) -> Result<bool, Refused>
+    where
+        Self: Sized;
+
+    /// Whether a tainted condition may choose whether `guarded` runs.
+    fn may_guard(&self, guarded: &Expr) -> bool;
+}
+
+/// One taint walk over a map: the locals found tainted so far.
+struct Walk<'r, R> {
+    rule: &'r R,
+    tainted: BTreeSet<LocalId>,
+}
+
+impl<R: Rule> Walk<'_, R> {
+    /// `Ok(tainted)` for an expression where no tainted value reaches an
+    /// integer division, a call, an output or shared array read, or a
+    /// condition guarding what the rule forbids; loads are the rule's.
+    fn admit(&mut self, e: &Expr) -> Result<bool, Refused> {
+        let sink = |tainted: bool| if tainted { Err(Refused) } else { Ok(false) };
+        match &e.kind {
+            ExprKind::Local(id) => Ok(self.rule.local(*id, &self.tainted)),
+            ExprKind::Load(_, index) => self.rule.load(self, index),
+            ExprKind::LoadOut(_) | ExprKind::LoadShared(..) | ExprKind::Atomic { .. } => {
+                Err(Refused)
+            }
+            ExprKind::Binary(BinOp::Div | BinOp::Rem, a, b) if integer_division(e) => {
+                let (a, b) = (self.admit(a)?, self.admit(b)?);
+                sink(a || b)
+            }
+            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+                let guard = self.admit(a)?;
+                if guard && !self.rule.may_guard(b) {
+                    return Err(Refused);
+                }
+                Ok(guard | self.admit(b)?)
+            }
+            ExprKind::If(c, a, b) => {
+                let guard = self.admit(c)?;
+                if guard && !(self.rule.may_guard(a) && self.rule.may_guard(b)) {
+                    return Err(Refused);
+                }
+                Ok(guard | self.admit(a)? | self.admit(b)?)
+            }
+            ExprKind::Call(_, args) => {
+                for a in args {
+                    let tainted = self.admit(a)?;
+                    sink(tainted)?;
+                }
+                Ok(false)
+            }
+            ExprKind::Block(lets, tail) => {
+                for (id, v) in lets {
+                    if self.admit(v)? {
+                        self.tainted.insert(*id);
+                    }
+                }
+                self.admit(tail)
+            }
+            _ => {
+                let mut tainted = false;
+                for c in e.children() {
+                    tainted |= self.admit(c)?;
+                }
+                Ok(tainted)
+            }
+        }
+    }
+}
+
+/// The column rule: a value is tainted when it depends on the column `j`
+/// (`task % k`; the row, `task / k`, does not), and a load's index may
+/// depend on it only as `base + j` in 64 bits, `base` column-free. A
+/// column-dependent condition may guard only what cannot fault.
 struct Columns<'a> {
     k: &'a Kernel,
     count: usize,
-    dependent: BTreeSet<LocalId>,
 }
 
 impl Columns<'_> {
@@ -192,13 +217,16 @@ impl Columns<'_> {
     }
 
     /// Whether the value of a prologue expression depends on the column.
-    fn mentions_column(&self, e: &Expr) -> bool {
+    fn mentions_column(&self, e: &Expr, tainted: &BTreeSet<LocalId>) -> bool {
         if self.is_row(e) {
             return false;
         }
         match &e.kind {
-            ExprKind::Local(id) => *id == self.k.task || self.dependent.contains(id),
-            _ => e.children().into_iter().any(|c| self.mentions_column(c)),
+            ExprKind::Local(id) => self.local(*id, tainted),
+            _ => e
+                .children()
+                .into_iter()
+                .any(|c| self.mentions_column(c, tainted)),
         }
     }
 
@@ -220,69 +248,15 @@ impl Columns<'_> {
             _ => false,
         }
     }
+}
 
-    /// `Ok(depends on the column)` for a map expression the rule admits.
-    fn admit(&mut self, e: &Expr) -> Result<bool, Refused> {
-        match &e.kind {
-            ExprKind::Lit(_)
-            | ExprKind::Scalar(_)
-            | ExprKind::Acc
-            | ExprKind::Const(_)
-            | ExprKind::CalleeTypedLit { .. } => Ok(false),
-            ExprKind::Local(id) => Ok(*id == self.k.task || self.dependent.contains(id)),
-            ExprKind::Load(_, index) => self.admit_load(index),
-            ExprKind::LoadOut(_) | ExprKind::LoadShared(..) | ExprKind::Atomic { .. } => {
-                Err(Refused)
-            }
-            ExprKind::Binary(BinOp::Div | BinOp::Rem, a, b) if integer_division(e) => {
-                if self.admit(a)? || self.admit(b)? {
-                    return Err(Refused);
-                }
-                Ok(false)
-            }
-            ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
-                let guard = self.admit(a)?;
-                if guard && can_fault(b) {
-                    return Err(Refused);
-                }
-                Ok(guard | self.admit(b)?)
-            }
-            ExprKind::If(c, a, b) => {
-                let guard = self.admit(c)?;
-                if guard && (can_fault(a) || can_fault(b)) {
-                    return Err(Refused);
-                }
-                Ok(guard | self.admit(a)? | self.admit(b)?)
-            }
-            ExprKind::Call(_, args) => {
-                for a in args {
-                    if self.admit(a)? {
-                        return Err(Refused);
-                    }
-                }
-                Ok(false)
-            }
-            ExprKind::Block(lets, tail) => {
-                for (id, v) in lets {
-                    if self.admit(v)? {
-                        self.dependent.insert(*id);
-                    }
-                }
-                self.admit(tail)
-            }
-            _ => {
-                let mut dependent = false;
-                for c in e.children() {
-                    dependent |= self.admit(c)?;
-                }
-                Ok(dependent)
-            }
-        }
+impl Rule for Columns<'_> {
+    fn local(&self, id: LocalId, tainted: &BTreeSet<LocalId>) -> bool {
+        id == self.k.task || tainted.contains(&id)
     }
 
-    /// A load at `index`: its value depends on the column when its index
-    /// does, which is admitted only as `base + j` (either order, 64 bits).
-    fn admit_load(&mut self, index: &Expr) -> Result<bool, Refused> {
+    /// Column-dependent only as `base + j` (either order, 64 bits).
+    fn load(&self, walk: &mut Walk<'_, Self>, index: &Expr) -> Result<bool, Refused> {
         if let ExprKind::Binary(BinOp::Add, a, b) = &index.kind {
             if matches!(index.ty, Ty::U64 | Ty::Usize) {
                 let base = match (self.is_column(a), self.is_column(b)) {
@@ -291,17 +265,47 @@ impl Columns<'_> {
                     _ => None,
                 };
                 if let Some(base) = base {
-                    return match self.admit(base)? {
+                    return match walk.admit(base)? {
                         true => Err(Refused),
                         false => Ok(true),
                     };
                 }
             }
         }
-        match self.admit(index)? {
+        match walk.admit(index)? {
             true => Err(Refused),
             false => Ok(false),
         }
+    }
+
+    fn may_guard(&self, guarded: &Expr) -> bool {
+        !can_fault(guarded)
+    }
+}
+
+/// The leaf rule: a value is tainted when it was read by a load not at the
+/// fine-task index (a gather), and no tainted value may be a load's index
+/// or any condition.
+struct Leaves {
+    fine: LocalId,
+}
+
+impl Rule for Leaves {
+    /// The map's own bindings of gathered values (the prologue reads no
+    /// gather).
+    fn local(&self, id: LocalId, tainted: &BTreeSet<LocalId>) -> bool {
+        tainted.contains(&id)
+    }
+
+    fn load(&self, walk: &mut Walk<'_, Self>, index: &Expr) -> Result<bool, Refused> {
+        if walk.admit(index)? {
+            return Err(Refused);
+        }
+        Ok(!matches!(index.kind, ExprKind::Local(id) if id == self.fine))
+    }
+
+    fn may_guard(&self, _: &Expr) -> bool {
+        false
     }
 }
 
@@ -309,27 +313,12 @@ impl Columns<'_> {
 mod tests {
     use super::at_end_columns;
 
-    /// `at_end_columns` of a 2-D kernel whose map is `map` (over `e`, with
-    /// `j`, `k`, `ptr`, `col`, `val`, `x` in scope), folded with `reduce`.
+    use crate::tests::flattened_2d;
+
+    /// `at_end_columns` of a 2-D kernel whose map is `map`, folded with
+    /// `reduce`.
     fn admitted_with(map: &str, reduce: &str) -> bool {
-        let src = format!(
-            "
-fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], k: u32, y: &mut [f32]) {{
-    let lo = ptr[row] as usize;
-    let hi = ptr[row + 1] as usize;
-    y[row * k as usize + j] = (lo..hi).map(|e| {map}).fold(0.0, {reduce});
-}}"
-        );
-        let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("{e}"));
-        let attr = crate::columns::ColumnsAttr {
-            count: syn::parse_str("k").unwrap(),
-        };
-        let flat = crate::columns::flatten(&item, &attr).unwrap_or_else(|e| panic!("{e}"));
-        let ast = crate::parse::kernel(&flat.item).unwrap_or_else(|e| panic!("{e}"));
-        let shape = crate::check::kernel(&ast).unwrap_or_else(|e| panic!("{e}"));
-        let mut k = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{map}: {e}"));
-        k.columns = Some(flat.count_param);
-        at_end_columns(&k)
+        at_end_columns(&flattened_2d(map, reduce))
     }
 
     fn admitted(map: &str) -> bool {
@@ -356,25 +345,9 @@ fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], 
         ));
     }
 
-    /// `leaf_gathers` of the same kernel.
+    /// `leaf_gathers` of the same kernel, folded with `+`.
     fn leaves(map: &str) -> bool {
-        let src = format!(
-            "
-fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], k: u32, y: &mut [f32]) {{
-    let lo = ptr[row] as usize;
-    let hi = ptr[row + 1] as usize;
-    y[row * k as usize + j] = (lo..hi).map(|e| {map}).fold(0.0, |a, b| a + b);
-}}"
-        );
-        let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("{e}"));
-        let attr = crate::columns::ColumnsAttr {
-            count: syn::parse_str("k").unwrap(),
-        };
-        let flat = crate::columns::flatten(&item, &attr).unwrap_or_else(|e| panic!("{e}"));
-        let ast = crate::parse::kernel(&flat.item).unwrap_or_else(|e| panic!("{e}"));
-        let shape = crate::check::kernel(&ast).unwrap_or_else(|e| panic!("{e}"));
-        let k = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{map}: {e}"));
-        super::leaf_gathers(&k)
+        super::leaf_gathers(&flattened_2d(map, "|a, b| a + b"))
     }
 
     #[test]

@@ -848,15 +848,16 @@ fn k(c: usize, p: &[u32], nb: &[u32], s: &[f32], y: &mut [f32]) {
     assert!(why.contains("reads `s` other than through `nb`"), "{why}");
 }
 
-/// A 2-D kernel's roles, from its flattened kernel (`columns.rs`), with
-/// `body` the map's gathered index.
-fn column_roles(index: &str) -> Result<(crate::ir::Kernel, crate::analyse::Roles), String> {
+/// The flattened kernel (`columns.rs`) of an SpMM-shaped 2-D kernel whose
+/// map is `map` (over `e`, with `j`, `k`, `ptr`, `col`, `val`, `x` in
+/// scope), folded from `0.0` with `reduce`.
+pub(crate) fn flattened_2d(map: &str, reduce: &str) -> crate::ir::Kernel {
     let src = format!(
         "
 fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], k: u32, y: &mut [f32]) {{
     let lo = ptr[row] as usize;
     let hi = ptr[row + 1] as usize;
-    y[row * k as usize + j] = (lo..hi).map(|e| val[e] * x[{index}]).fold(0.0, |a, b| a + b);
+    y[row * k as usize + j] = (lo..hi).map(|e| {map}).fold(0.0, {reduce});
 }}"
     );
     let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("{e}"));
@@ -866,8 +867,15 @@ fn spmm(row: usize, j: usize, ptr: &[u32], col: &[u32], val: &[f32], x: &[f32], 
     let flat = crate::columns::flatten(&item, &attr).unwrap_or_else(|e| panic!("{e}"));
     let ast = crate::parse::kernel(&flat.item).unwrap_or_else(|e| panic!("{e}"));
     let shape = crate::check::kernel(&ast).unwrap_or_else(|e| panic!("{e}"));
-    let mut k = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{e}"));
+    let mut k = crate::lower::kernel(&ast, &shape).unwrap_or_else(|e| panic!("{map}: {e}"));
     k.columns = Some(flat.count_param);
+    k
+}
+
+/// A 2-D kernel's roles, from its flattened kernel, with `index` the map's
+/// gathered index.
+fn column_roles(index: &str) -> Result<(crate::ir::Kernel, crate::analyse::Roles), String> {
+    let k = flattened_2d(&format!("val[e] * x[{index}]"), "|a, b| a + b");
     let access = crate::analyse::kernel(&k);
     let roles = crate::analyse::roles(&k, &access)?;
     Ok((k, roles))

@@ -199,21 +199,8 @@ impl CudaLaunch {
             }
         };
         let plan = launch_steps::plan_launches(decomposition, items, dev.arch())?;
-        // A 2-D launch of many columns whose loads its rows' end columns
-        // cover: validated first, its fold then unchecked.
-        let (plan, gate) = match validation::applies(spec, decomposition, columns, hubs_cut) {
-            true => {
-                let how = validation::Validated {
-                    columns,
-                    resident_warps: dev.resident_warps(),
-                };
-                (
-                    validation::validated(plan, how)?,
-                    Some(DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?),
-                )
-            }
-            false => (plan, None),
-        };
+        let (plan, gate) =
+            validation::gated_plan(dev, spec, decomposition, columns, hubs_cut, plan)?;
         // A `Split::Queued` launch's packed warps dequeue their groups
         // (`split_policy::PACKED_QUEUE_WORK` fine tasks at a time); the head is
         // zeroed before each run.
@@ -225,24 +212,13 @@ impl CudaLaunch {
             Some(_) => Some(DeviceBuffer::<u32>::zeros(dev, 1)?),
             None => None,
         };
-        let base = LaunchArgs {
-            n_items: 0,
-            fault: fault.device_ptr(dev),
-            cte_serial_max: decision.cte_serial_max,
-            ..Default::default()
-        };
-        let base = match &task_list {
-            Some(l) => l.launch_args(dev, plan.packed_warps, base),
-            None => base,
-        };
-        let base = match frontier {
-            Some((items, count)) => LaunchArgs {
-                frontier: items,
-                frontier_count: count,
-                ..base
-            },
-            None => base,
-        };
+        let base = base_args(
+            dev,
+            &fault,
+            decision.cte_serial_max,
+            (task_list.as_ref(), plan.packed_warps),
+            frontier,
+        );
         let launches = plan_steps(
             dev,
             &module,
@@ -528,6 +504,37 @@ impl CudaLaunch {
     /// them, when it runs one.
     pub fn task_list_words(&self) -> Result<Option<TaskListWords>> {
         self.tasks.as_ref().map(|l| l.words(&self.dev)).transpose()
+    }
+}
+
+/// The arguments every kernel of a launch over all tasks, a task list or a
+/// worklist shares: its fault record and serial bound, the list's arrays
+/// (its packed warp groups where CTE reads them), the worklist's items and
+/// count.
+fn base_args(
+    dev: &CudaDevice,
+    fault: &DeviceBuffer<u64>,
+    cte_serial_max: u32,
+    (task_list, packed_warps): (Option<&DeviceTaskList>, bool),
+    frontier: Option<(u64, u64)>,
+) -> LaunchArgs {
+    let base = LaunchArgs {
+        n_items: 0,
+        fault: fault.device_ptr(dev),
+        cte_serial_max,
+        ..Default::default()
+    };
+    let base = match task_list {
+        Some(l) => l.launch_args(dev, packed_warps, base),
+        None => base,
+    };
+    match frontier {
+        Some((items, count)) => LaunchArgs {
+            frontier: items,
+            frontier_count: count,
+            ..base
+        },
+        None => base,
     }
 }
 

@@ -25,10 +25,12 @@
 //! short launches: worth it from [`VALIDATE_MIN_COLUMNS`] columns.
 
 use crate::abi::{
-    Gate, PAIR_ALL_ENTRY, PAIR_COLUMNS_ENTRY, RECHECK_ALL_ENTRY, RECHECK_COLUMNS_ENTRY,
-    VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
+    FaultRecord, Gate, PAIR_ALL_ENTRY, PAIR_COLUMNS_ENTRY, RECHECK_ALL_ENTRY,
+    RECHECK_COLUMNS_ENTRY, VALIDATE_ALL_ENTRY, VALIDATE_COLUMNS_ENTRY,
 };
 use crate::config::Decomposition;
+use crate::driver::buffer::DeviceBuffer;
+use crate::driver::cuda_device::CudaDevice;
 use crate::launch::launch_steps::{grid, LaunchPlan, Step, Validation};
 use crate::spec::KernelSpec;
 use warpfit_runtime::{Error, Result};
@@ -49,16 +51,35 @@ pub(crate) const VALIDATE_MIN_COLUMNS: u64 = 16;
 /// warp, in the validation as in the fold, and the validation costs more
 /// than the checks save (RMAT 22 × 64: 1.1 ms against 0.7; BENCHMARKS.md,
 /// "Loads validated at the end columns").
-pub(crate) fn applies(
-    spec: &KernelSpec,
-    decomposition: Decomposition,
-    columns: u64,
-    hubs_cut: bool,
-) -> bool {
+fn applies(spec: &KernelSpec, decomposition: Decomposition, columns: u64, hubs_cut: bool) -> bool {
     spec.checks_at_end_columns
         && decomposition == Decomposition::Thread
         && columns >= VALIDATE_MIN_COLUMNS
         && !hubs_cut
+}
+
+/// `plan` validated first where [`applies`] says so, with the gate record
+/// its steps share (a fault record, zeroed; the launch clears it before
+/// each run); otherwise `plan` as it is and no gate.
+pub(crate) fn gated_plan(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    decomposition: Decomposition,
+    columns: u64,
+    hubs_cut: bool,
+    plan: LaunchPlan,
+) -> Result<(LaunchPlan, Option<DeviceBuffer<u64>>)> {
+    if !applies(spec, decomposition, columns, hubs_cut) {
+        return Ok((plan, None));
+    }
+    let how = Validated {
+        columns,
+        resident_warps: dev.resident_warps(),
+    };
+    Ok((
+        validated(plan, how)?,
+        Some(DeviceBuffer::<u64>::zeros(dev, FaultRecord::WORDS)?),
+    ))
 }
 
 /// How a launch is validated: its column count, and the warps the GPU

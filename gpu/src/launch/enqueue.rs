@@ -15,7 +15,7 @@ use crate::launch::launch_steps;
 use crate::launch::launch_steps::{grid, LaunchPlan, Validation};
 use crate::launch::pending_faults::{read_back_error, read_fault};
 use crate::launch::resident_args::{ParamBlock, ResidentArgs};
-use crate::launch::split_policy::{likely_after_sizes, Cut, LIKELY_AFTER_ROW_SIZES};
+use crate::launch::split_policy::{likely_after_row_sizes, likely_after_sizes, Cut};
 use crate::spec::KernelSpec;
 use cudarc::driver::{CudaFunction, LaunchConfig as CuLaunch, PushKernelArg};
 use warpfit_runtime::{Error, Result};
@@ -139,7 +139,7 @@ impl TaskSizes {
             ..Default::default()
         };
         let next = match columns > 1 {
-            true => LIKELY_AFTER_ROW_SIZES,
+            true => likely_after_row_sizes(spec, Some(columns)),
             false => likely_after_sizes(n as u64, dev.resident_warps()),
         };
         let function = module.function_then(SIZES_ENTRY, next)?;

@@ -6,7 +6,10 @@
 //! Measurements behind the constants are in BENCHMARKS.md, "Tuning
 //! constants: history".
 
-use crate::abi::{TaskStats, MERGE_COLUMNS_ENTRY, MERGE_ENTRY, MERGE_WIDE_ENTRY};
+use crate::abi::{
+    TaskStats, MERGE_COLUMNS_ENTRY, MERGE_ENTRY, MERGE_WIDE_ENTRY, PAIR_ALL_ENTRY,
+    RECHECK_ALL_ENTRY, VALIDATE_ALL_ENTRY,
+};
 use crate::config::{Decomposition, Split};
 use warpfit_runtime::{Error, Result};
 
@@ -204,12 +207,52 @@ pub(crate) fn likely_after_sizes(n: u64, resident_warps: u64) -> &'static [&'sta
 pub(crate) const LIKELY_AFTER_ROW_SIZES: &[&str] =
     &["wf_thread_columns", MERGE_COLUMNS_ENTRY, "wf_thread_all"];
 
+/// What a 2-D launch that is validated first (`launch/validation.rs`)
+/// most likely compiles after its rows' size kernel: the validation over
+/// all rows and the two folds behind its gate; then the column list and
+/// its merge, which run checked where hub rows were cut.
+pub(crate) const VALIDATED_AFTER_ROW_SIZES: &[&str] = &[
+    VALIDATE_ALL_ENTRY,
+    PAIR_ALL_ENTRY,
+    RECHECK_ALL_ENTRY,
+    "wf_thread_columns",
+    MERGE_COLUMNS_ENTRY,
+];
+
+/// The fewest columns a launch validates first: the validation reads the
+/// matrix once and checks two of the `k` columns' gathers, about `2/k` of
+/// the fold's work plus two launches, against the checks' share of every
+/// column's. Measured from 32 columns (uniform 2^20 × 32: 0.927 → 0.833
+/// ms on an H200) up; 8 columns, where the validation would be a quarter
+/// of the fold, run checked (BENCHMARKS.md, "Loads validated at the end
+/// columns").
+pub(crate) const VALIDATE_MIN_COLUMNS: u64 = 16;
+
+/// What a 2-D launch of `spec` over `columns` columns (`None`: not known
+/// yet, as when the device is opened) most likely compiles after its rows'
+/// size kernel: [`VALIDATED_AFTER_ROW_SIZES`] where the macro found its
+/// loads covered by their end columns (`checks_at_end_columns`) and the
+/// columns are enough to validate, else [`LIKELY_AFTER_ROW_SIZES`]. A wrong
+/// guess costs a compile on a host thread, never a wrong kernel.
+pub(crate) fn likely_after_row_sizes(
+    spec: &crate::spec::KernelSpec,
+    columns: Option<u64>,
+) -> &'static [&'static str] {
+    let validated =
+        spec.checks_at_end_columns && columns.map_or(true, |k| k >= VALIDATE_MIN_COLUMNS);
+    if validated {
+        VALIDATED_AFTER_ROW_SIZES
+    } else {
+        LIKELY_AFTER_ROW_SIZES
+    }
+}
+
 /// The entry points the first launch of `spec` over tasks `0..n` with
 /// `config` will most likely compile, in the order it asks for them: the
 /// size kernel and what most likely follows it ([`likely_after_sizes`])
 /// for CTE with a size-dependent split, else the one all-tasks entry point
 /// of the configured decomposition; for a 2-D kernel, the size kernel over
-/// its rows and what follows it ([`LIKELY_AFTER_ROW_SIZES`]).
+/// its rows and what follows it ([`likely_after_row_sizes`]).
 pub(crate) fn first_launch_entries(
     spec: &crate::spec::KernelSpec,
     config: &crate::config::LaunchConfig,
@@ -225,7 +268,7 @@ pub(crate) fn first_launch_entries(
         // A 2-D kernel's rows, measured and most likely cut (several columns
         // run one flattened task per thread: `launch/columns.rs`).
         let mut eps = vec![crate::abi::SIZES_ENTRY];
-        eps.extend_from_slice(LIKELY_AFTER_ROW_SIZES);
+        eps.extend_from_slice(likely_after_row_sizes(spec, None));
         eps
     } else if needs_task_sizes(config.decomposition, config.split, n) {
         let mut eps = vec![crate::abi::SIZES_ENTRY];
@@ -355,8 +398,49 @@ pub(crate) fn choose_split(
 mod tests {
     use super::*;
     use crate::abi;
+    use crate::spec::KernelSpec;
 
     const H100_WARPS: u64 = 132 * 64;
+
+    #[test]
+    fn a_validated_2d_kernels_first_launch_compiles_its_validation_ahead() {
+        let one_d = crate::spec::X_TO_Y;
+        let two_d = KernelSpec {
+            columns: Some(0),
+            ..one_d
+        };
+        let validated = KernelSpec {
+            checks_at_end_columns: true,
+            ..two_d
+        };
+        let config = crate::config::LaunchConfig::default();
+        let first = |spec: &KernelSpec| first_launch_entries(spec, &config, 1 << 20, H100_WARPS);
+        // The size kernel over the rows, then what follows it.
+        let checked = first(&two_d);
+        assert_eq!(checked[0], abi::SIZES_ENTRY);
+        assert_eq!(&checked[1..], LIKELY_AFTER_ROW_SIZES);
+        let ahead = first(&validated);
+        assert_eq!(ahead[0], abi::SIZES_ENTRY);
+        assert_eq!(&ahead[1..], VALIDATED_AFTER_ROW_SIZES);
+        for ep in [VALIDATE_ALL_ENTRY, PAIR_ALL_ENTRY, RECHECK_ALL_ENTRY] {
+            assert!(ahead.contains(&ep) && !checked.contains(&ep), "{ep}");
+            assert!(abi::ENTRY_POINTS.contains(&ep), "{ep}");
+        }
+        // Once the column count is known: validated from the threshold up.
+        let k = VALIDATE_MIN_COLUMNS;
+        assert_eq!(
+            likely_after_row_sizes(&validated, Some(k)),
+            VALIDATED_AFTER_ROW_SIZES
+        );
+        assert_eq!(
+            likely_after_row_sizes(&validated, Some(k - 1)),
+            LIKELY_AFTER_ROW_SIZES
+        );
+        assert_eq!(
+            likely_after_row_sizes(&two_d, Some(k)),
+            LIKELY_AFTER_ROW_SIZES
+        );
+    }
 
     #[test]
     fn auto_split_follows_the_work_per_warp_slot() {

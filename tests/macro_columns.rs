@@ -375,6 +375,7 @@ fn maps_whose_loads_their_end_columns_cover_are_validated() {
         (&argmax_columns::SPEC, true),
         (&masked_columns::SPEC, true),
         (&permuted_columns::SPEC, true),
+        (&widths_columns::SPEC, true),
         (&warpfit::apps::sparse_layer::SPEC, true),
         (&warpfit::apps::spmm::f32::SPEC, true),
         (&max_plus_columns::SPEC, false),

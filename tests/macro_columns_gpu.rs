@@ -326,6 +326,52 @@ fn launches_of_many_columns_validate_first_and_fold_unchecked() {
 }
 
 #[test]
+fn gathers_of_every_width_fold_unchecked_as_the_twin() {
+    let Some(dev) = gpu() else { return };
+    let cpu = Device::cpu();
+    let (ptr, col, _) = matrix(3000, 500);
+    let n = ptr.len() - 1;
+    for k in [8usize, 40, 64] {
+        let m = 500 * k;
+        let bytes: Vec<u8> = (0..m).map(|i| (i * 7 % 251) as u8).collect();
+        let flags: Vec<bool> = (0..m).map(|i| i % 3 == 0).collect();
+        let ints: Vec<i32> = (0..m).map(|i| (i * 13 % 100_003) as i32).collect();
+        let words: Vec<u64> = (0..m).map(|i| (i as u64) << 33 | 5).collect();
+        let want: Vec<u64> = (0..n * k)
+            .map(|t| {
+                let (r, j) = (t / k, t % k);
+                (ptr[r] as usize..ptr[r + 1] as usize)
+                    .map(|e| {
+                        let at = col[e] as usize * k + j;
+                        bytes[at] as u64 + flags[at] as u64 + ints[at] as u64 + words[at]
+                    })
+                    .sum()
+            })
+            .collect();
+        let cfg = LaunchConfig::default();
+        let mut twin = vec![0u64; n * k];
+        widths_columns::launch_with(
+            &cpu, &cfg, n, &ptr, &col, &bytes, &flags, &ints, &words, k as u32, &mut twin,
+        )
+        .unwrap();
+        assert_eq!(twin, want, "k = {k}");
+        let up = |v: &[u32]| dev.upload(v).unwrap();
+        let (dp, dc) = (up(&ptr), up(&col));
+        let (db, df) = (dev.upload(&bytes).unwrap(), dev.upload(&flags).unwrap());
+        let (di, dw) = (dev.upload(&ints).unwrap(), dev.upload(&words).unwrap());
+        let dy = dev.upload(&vec![u64::MAX; n * k]).unwrap();
+        let run =
+            widths_columns::prepare(&dev, &cfg, n, &dp, &dc, &db, &df, &di, &dw, k as u32, &dy)
+                .unwrap();
+        let validated = run.entry_points().contains(&"wf_pair_all");
+        assert_eq!(validated, k >= 16, "k = {k}: {:?}", run.entry_points());
+        run.run().unwrap();
+        run.check().unwrap();
+        assert_eq!(dy.to_vec().unwrap(), want, "k = {k}");
+    }
+}
+
+#[test]
 fn hub_rows_are_cut_into_pieces_and_merged_in_order() {
     let Some(dev) = gpu() else { return };
     let cpu = Device::cpu();

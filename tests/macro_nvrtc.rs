@@ -397,6 +397,7 @@ const SPECS: &[&KernelSpec] = &[
     &columns_common::masked_columns::SPEC,
     &columns_common::scale_columns::SPEC,
     &columns_common::permuted_columns::SPEC,
+    &columns_common::widths_columns::SPEC,
     // Throttled 2-D kernels: the flattened functors their partitions' launches run.
     &columns_common::spmm::f64::SPEC,
     &warpfit::apps::sparse_layer::SPEC,

@@ -49,6 +49,45 @@ template <> __device__ __forceinline__ uint64_t ldg<uint64_t>(const uint64_t* p)
     return __ldg(reinterpret_cast<const unsigned long long*>(p));
 }
 
+/// Read-only global load the compiler may merge with an equal one, unlike
+/// `ldg` (CUDA's `__ldg` is a volatile `asm`, never merged; NVRTC merges
+/// no `asm` load, volatile or not): a plain load. Only for loads a
+/// validation launch has covered (`F::validated`), whose arrays are inputs
+/// the launch never writes: two columns' loads of `col[e]` in one fold step
+/// are then one load, and the index arithmetic on it is done once.
+template <class T> __device__ __forceinline__ T ld_pure(const T* p) { return *p; }
+
+/// Read-only global load through the non-coherent cache that the compiler
+/// treats as a pure function of its address: a non-volatile `asm`, which
+/// unlike `ldg`'s volatile one lets the plain loads around it (`ld_pure`)
+/// merge. For a validated fold's gathers (`ld_col`). By size, so every
+/// scalar type takes one of four forms.
+template <class T> __device__ __forceinline__ T ldg_pure(const T* p) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "a scalar");
+    typedef typename conditional<sizeof(T) == 8, unsigned long long,
+                                 typename conditional<sizeof(T) == 4, unsigned int, unsigned short>::type>::type
+        word_t;
+    word_t v;
+    if constexpr (sizeof(T) == 8) {
+        asm("ld.global.nc.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    } else if constexpr (sizeof(T) == 4) {
+        asm("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    } else if constexpr (sizeof(T) == 2) {
+        asm("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    } else {
+        asm("ld.global.nc.u8 %0, [%1];" : "=h"(v) : "l"(p));
+    }
+    union {
+        typename conditional<sizeof(T) == 1, unsigned char, word_t>::type w;
+        T t;
+    } bits;
+    bits.w = v;
+    return bits.t;
+}
+template <> __device__ __forceinline__ bool ldg_pure<bool>(const bool* p) {
+    return ldg_pure(reinterpret_cast<const unsigned char*>(p)) != 0;
+}
+
 /// Read-only global load marked streaming (`ld.global.cs`: evict first
 /// from L1 and L2), for data read once.
 template <class T> __device__ __forceinline__ T ldcs(const T* p) { return __ldcs(p); }
@@ -76,13 +115,13 @@ __device__ __forceinline__ T ld_checked(const T* p, uint64_t len, I i, uint32_t 
 
 /// `array[i]` of a read-only array (`&[T]`), checked (`ld_checked`);
 /// unchecked under a fault state a validation launch has covered
-/// (`F::validated`); checked without loading under a validation's that
-/// never looks at the value of such a load (`F::probe_only`: the map's
-/// gathers are leaves).
+/// (`F::validated`: `ld_pure`, merged where two columns load alike);
+/// checked without loading under a validation's that never looks at the
+/// value of such a load (`F::probe_only`: the map's gathers are leaves).
 template <class T, class I, class F>
 __device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
     if (F::validated) {
-        return ldg(p + uint64_t(i));
+        return ld_pure(p + uint64_t(i));
     }
     if (F::probe_only) {
         const uint64_t j = uint64_t(i);
@@ -94,12 +133,34 @@ __device__ __forceinline__ T ld(const T* p, uint64_t len, I i, uint32_t array_id
     return ld_checked(p, len, i, array_id, f);
 }
 
+/// `array[base + j]` of a 2-D kernel's gather at its column `j` (the
+/// macro's `column_gather`): `ld` of the sum, except under a validation's
+/// fault state, where the address is the row's `p + base` plus `j`, the
+/// first made once for every column a thread folds (the validation has
+/// shown `base + j` in range at both end columns, hence at every one).
+template <class T, class F>
+__device__ __forceinline__ T ld_col(const T* p, uint64_t len, uint64_t base, uint64_t j, uint32_t array_id, F& f) {
+    if (F::validated) {
+        // The row's address kept as one value: the compiler would otherwise
+        // fold `(p + base) + j` back into `p + (base + j)`, a 64-bit add and
+        // shift per column instead of one add.
+        const T* row = p + base;
+        asm("" : "+l"(row));
+        return ldg_pure(row + j);
+    }
+    return ld(p, len, base + j, array_id, f);
+}
+
 /// `array[k]` at the fine-task index itself (`val[k]`): checked and
 /// loaded (whatever the fault state: indices are made of these values),
 /// unless the fault state is one whose caller has checked the item's whole
-/// range against `Kernel::direct_len` already (`F::ranges_checked`).
+/// range against `Kernel::direct_len` already (`F::ranges_checked`); under
+/// a validation's (`F::validated`) a load the compiler may merge.
 template <class T, class I, class F>
 __device__ __forceinline__ T ld_k(const T* p, uint64_t len, I i, uint32_t array_id, F& f) {
+    if (F::validated) {
+        return ld_pure(p + uint64_t(i));
+    }
     if (F::ranges_checked) {
         return F::streaming ? ldcs(p + uint64_t(i)) : ldg(p + uint64_t(i));
     }

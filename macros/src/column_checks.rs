@@ -53,6 +53,28 @@ pub fn at_end_columns(k: &Kernel) -> bool {
     .is_ok()
 }
 
+/// A load index of a kernel `at_end_columns` admits that is `base + j`
+/// (either order): `(base, j)`, so that the CUDA functor loads it as
+/// `ld_col(p, len, base, j)`, whose address under a validated fold is the
+/// row's `p + base` plus the column, the first made once for every column
+/// a thread folds. `None` for any other index, and for kernels the rule
+/// refuses.
+pub fn column_gather<'e>(k: &Kernel, index: &'e Expr) -> Option<(&'e Expr, &'e Expr)> {
+    let count = k.columns?;
+    let columns = Columns { k, count };
+    let ExprKind::Binary(BinOp::Add, a, b) = &index.kind else {
+        return None;
+    };
+    if !matches!(index.ty, Ty::U64 | Ty::Usize) {
+        return None;
+    }
+    match (columns.is_column(a), columns.is_column(b)) {
+        (false, true) => Some((a, b)),
+        (true, false) => Some((b, a)),
+        _ => None,
+    }
+}
+
 /// Whether the map of a kernel `at_end_columns` admits reads the arrays it
 /// does not read at the fine-task index (its gathers, `ld` in the CUDA
 /// functor) only for their values: no such value reaches a load's index,

@@ -101,6 +101,10 @@ pub struct Emitter<'a> {
     /// the task (`delta_index`): its loads at the fine-task index are
     /// `ld_index`, which decodes them in such a launch.
     pub delta_index: Option<usize>,
+    /// A 2-D kernel whose loads a validation may check at the end columns
+    /// (`column_checks::at_end_columns`), while emitting `map`: its gathers
+    /// at `base + j` are `ld_col` (`column_checks::column_gather`).
+    pub columns_of: Option<&'a Kernel>,
 }
 
 impl Emitter<'_> {
@@ -191,6 +195,16 @@ impl Emitter<'_> {
                         "warpfit::ld_index(wf_p.{p}, wf_p.{p}_len, {}, {}, {i}, wf_f)",
                         self.expr(idx),
                         self.task()
+                    );
+                }
+                if let Some((base, j)) = self
+                    .columns_of
+                    .and_then(|k| crate::column_checks::column_gather(k, idx))
+                {
+                    return format!(
+                        "warpfit::ld_col(wf_p.{p}, wf_p.{p}_len, {}, {}, {i}, wf_f)",
+                        self.expr(base),
+                        self.expr(j)
                     );
                 }
                 let ld = if at_fine { "ld_k" } else { "ld" };
@@ -404,6 +418,7 @@ impl<'a> FunctorEmitter<'a> {
             task: Some(k.task),
             fine: None,
             delta_index: None,
+            columns_of: None,
         }
     }
 
@@ -505,6 +520,9 @@ impl<'a> FunctorEmitter<'a> {
         let mut em = self.emitter(true);
         em.fine = Some(k.k);
         em.delta_index = self.delta_index;
+        if crate::column_checks::at_end_columns(k) {
+            em.columns_of = Some(k);
+        }
         let task = self.task();
         let kn = cuda_ident(&k.locals[k.k].name);
         let mut s = String::new();
@@ -724,6 +742,7 @@ pub fn device_fn(f: &DeviceFn) -> String {
         task: None,
         fine: None,
         delta_index: None,
+        columns_of: None,
     };
     let mut s = String::new();
     let params: Vec<String> = f

@@ -1354,3 +1354,43 @@ mod random_generic {
         }
     }
 }
+
+/// The CUDA functor of the flattened 2-D kernel of `map`.
+fn cuda_2d(map: &str) -> String {
+    let k = flattened_2d(map, "|a, b| a + b");
+    let access = crate::analyse::kernel(&k);
+    crate::emit_cuda::kernel(&k, &access)
+}
+
+#[test]
+fn gathers_at_base_plus_column_load_through_the_rows_address() {
+    // A kernel the validation covers: each gather at `base + j` is `ld_col`
+    // with `base` and `j` apart (either order), the loads at the fine-task
+    // index `ld_k` as ever, and a load the same for every column `ld`.
+    for (map, gathers) in [
+        ("val[e] * x[col[e] as usize * k as usize + j]", 1),
+        ("val[e] * x[j + (k as usize) * col[e] as usize]", 1),
+        (
+            "x[col[e] as usize * k as usize] / val[e] + x[col[e] as usize * k as usize + j] / val[e]",
+            1,
+        ),
+    ] {
+        let cuda = cuda_2d(map);
+        assert_eq!(cuda.matches("warpfit::ld_col(wf_p.x, ").count(), gathers, "{map}");
+        assert!(cuda.contains("warpfit::ld_k(wf_p.col, "), "{map}");
+        assert!(cuda.contains(", wf_c.j, 3, wf_f)"), "{map}: {cuda}");
+    }
+    let same_for_every_column = cuda_2d(
+        "x[col[e] as usize * k as usize] / val[e] + x[col[e] as usize * k as usize + j] / val[e]",
+    );
+    assert!(same_for_every_column.contains("warpfit::ld(wf_p.x, "));
+    // Kernels the rule refuses keep every gather a plain checked `ld`.
+    for map in [
+        "x[col[e] as usize * k as usize + 2 * j]",
+        "if j % 2 == 0 { x[col[e] as usize * k as usize + j] } else { 0.0 }",
+    ] {
+        let cuda = cuda_2d(map);
+        assert!(!cuda.contains("ld_col"), "{map}");
+        assert!(cuda.contains("warpfit::ld(wf_p.x, "), "{map}");
+    }
+}

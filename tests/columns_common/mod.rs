@@ -134,6 +134,35 @@ pub fn permuted_columns(
         .fold(0.0, |a, b| a + b);
 }
 
+/// Gathers of every width at `base + j`: bytes, flags, 32-bit and 64-bit
+/// integers of a row of `k` columns, summed per (row, column). Validated,
+/// so its folds load each width as the unchecked fold loads it.
+#[nested_reduce(columns = k)]
+#[allow(clippy::too_many_arguments)]
+pub fn widths_columns(
+    row: usize,
+    j: usize,
+    ptr: &[u32],
+    col: &[u32],
+    bytes: &[u8],
+    flags: &[bool],
+    ints: &[i32],
+    words: &[u64],
+    k: u32,
+    out: &mut [u64],
+) {
+    let lo = ptr[row] as usize;
+    let hi = ptr[row + 1] as usize;
+    out[row * k as usize + j] = (lo..hi)
+        .map(|e| {
+            bytes[col[e] as usize * k as usize + j] as u64
+                + flags[col[e] as usize * k as usize + j] as u64
+                + ints[col[e] as usize * k as usize + j] as u64
+                + words[col[e] as usize * k as usize + j]
+        })
+        .fold(0, |a, b| a + b);
+}
+
 /// A per-element map over a dense matrix (no nested pattern): each row
 /// scaled by a per-column factor, added onto the output.
 #[nested_reduce(columns = k)]

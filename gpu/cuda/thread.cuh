@@ -48,59 +48,52 @@ struct ThreadStrided {
     }
 };
 
-/// Folds fine tasks `lo..hi` of `N` items of one row or piece (`N` of its
-/// columns) onto `acc`, each left to right as `fold_serial_value` folds
-/// one: the map evaluated at every column per fine task, so its loads at
-/// the fine-task index, and what is made of them, are one for all `N`
-/// (`ld_pure`, `ld_col`). No settling (`any`/`all` folds one column at a
-/// time).
-template <int N, class K, class F>
-__device__ __forceinline__ void fold_columns_value(const typename K::params_t& p, const Item<K> (&it)[N],
-                                                   Partial<typename K::acc_t> (&acc)[N], F& f) {
-    uint64_t e = it[0].lo;
-    if (e >= it[0].hi) {
+/// Folds fine tasks `lo..hi` of two items of one row or piece (two of its
+/// columns) onto `a0` and `a1`, each left to right as `fold_serial_value`
+/// folds one: the map evaluated at both columns per fine task, its loads at
+/// the fine-task index, and the row's address made of them, one for both
+/// under a validation's fault state (`ld_pure`, `ld_col`). No settling
+/// (`any`/`all` folds one column at a time).
+template <class K, class F>
+__device__ __forceinline__ void fold_pair_value(const typename K::params_t& p, const Item<K>& it0,
+                                                const Item<K>& it1, Partial<typename K::acc_t>& a0,
+                                                Partial<typename K::acc_t>& a1, F& f) {
+    uint64_t e = it0.lo;
+    if (e >= it0.hi) {
         return;
     }
-    if (!acc[0].has) {  // a piece's partials start empty
-#pragma unroll
-        for (int c = 0; c < N; ++c) {
-            acc[c].template push<K>(K::map(p, it[c].task, it[c].ctx, e, f), f);
-        }
+    if (!a0.has || !a1.has) {  // a piece's partials start empty
+        a0.template push<K>(K::map(p, it0.task, it0.ctx, e, f), f);
+        a1.template push<K>(K::map(p, it1.task, it1.ctx, e, f), f);
         ++e;
     }
-    typename K::acc_t v[N];
-#pragma unroll
-    for (int c = 0; c < N; ++c) {
-        v[c] = acc[c].value;
-    }
+    typename K::acc_t v0 = a0.value, v1 = a1.value;
 #pragma unroll 4
-    for (; e < it[0].hi; ++e) {
-#pragma unroll
-        for (int c = 0; c < N; ++c) {
-            v[c] = K::reduce(v[c], K::map(p, it[c].task, it[c].ctx, e, f), f);
-        }
+    for (; e < it0.hi; ++e) {
+        v0 = K::reduce(v0, K::map(p, it0.task, it0.ctx, e, f), f);
+        v1 = K::reduce(v1, K::map(p, it1.task, it1.ctx, e, f), f);
     }
-#pragma unroll
-    for (int c = 0; c < N; ++c) {
-        acc[c].value = v[c];
-    }
+    a0.value = v0;
+    a1.value = v1;
 }
 
 /// The fold of a 2-D launch a validation launch (`ValidateEnds`) has
 /// covered, behind the gate `GATE_IF_VALID`: its loads unchecked
 /// (`ValidatedFault`), so the loop is a chain of plain loads, with no fault
-/// flag, no refold with the record and none of their registers; and `N`
-/// columns a thread: thread `q` takes columns `j`, `j + h`, ... `j + (N −
-/// 1)·h` (`h = ⌈k/N⌉`) of row or piece `q / h` (items of `Src`, numbered as
-/// it numbers them: `unit·k + j`), so consecutive lanes still take
-/// consecutive columns, and a row's bounds, range and loads at the
-/// fine-task index are read once for `N` columns. A thread holds `N` items
-/// and accumulators; under the checked fold's fault state that cost more
-/// registers than it saved (BENCHMARKS.md, "Two columns a thread, tried and
-/// reverted"). Where `k` is not a multiple of `N`, the last threads of each
-/// row take fewer columns. The prologue, `init` and the epilogue still
-/// check as ever.
-template <int N> struct ThreadColumnsValidated {
+/// flag, no refold with the record and none of their registers; and two
+/// columns a thread: thread `q` takes columns `j` and `j + ⌈k/2⌉` of row or
+/// piece `q / ⌈k/2⌉` (items of `Src`, numbered as it numbers them: `unit·k
+/// + j`), so consecutive lanes still take consecutive columns, and a row's
+/// bounds, range and loads at the fine-task index are read once for two
+/// columns. A thread holds two items and two accumulators; under the
+/// checked fold's fault state that cost more registers than it saved
+/// (BENCHMARKS.md, "Two columns a thread, tried and reverted"). An odd
+/// column count leaves the last thread of each row one column. The
+/// prologue, `init` and the epilogue still check as ever. Written for two
+/// columns on purpose: the same fold over arrays of `N` items, unrolled,
+/// ran 1.6–1.8× slower at two columns and took 94 to 102 registers at
+/// four (BENCHMARKS.md, "Validated folds: loads merged across columns").
+struct ThreadPairValidated {
     template <class K, class Src> static __device__ __forceinline__ void run(const typename K::params_t& p,
                                                                              const LaunchArgs& a) {
         const uint64_t q = uint64_t(blockIdx.x) * BLOCK + threadIdx.x;
@@ -108,48 +101,36 @@ template <int N> struct ThreadColumnsValidated {
         if (k == 0) {
             return;
         }
-        const uint64_t h = (k + N - 1) / N;
+        const uint64_t h = (k + 1) >> 1;
         const uint64_t unit = index_div(q, h);
         const uint64_t j = q - unit * h;
         const uint64_t b0 = unit * k + j;
-        Fault f[N];
-        Item<K> it[N];
-        Partial<typename K::acc_t> acc[N];
-        bool all = true;
-#pragma unroll
-        for (int c = 0; c < N; ++c) {
-            // A column past the row's last repeats the first: folded with
-            // the others (no lane of the warp leaves the common loop), never
-            // finished.
-            Src::template load<K>(p, a, j + c * h < k ? b0 + c * h : b0, it[c], f[c]);
-            acc[c] = seed<K>(p, a, it[c], f[c]);
-            all = all && it[c].valid;
-        }
+        const bool two = j + h < k;
+        Fault f0, f1;
+        Item<K> it0, it1;
+        Src::template load<K>(p, a, b0, it0, f0);
+        Src::template load<K>(p, a, two ? b0 + h : b0, it1, f1);
+        Partial<typename K::acc_t> acc0 = seed<K>(p, a, it0, f0);
+        Partial<typename K::acc_t> acc1 = seed<K>(p, a, it1, f1);
         ValidatedFault v;
-        if (!short_circuits<K>::value && all) {
-            fold_columns_value<N, K>(p, it, acc, v);
+        if (!short_circuits<K>::value && it0.valid && it1.valid) {
+            fold_pair_value<K>(p, it0, it1, acc0, acc1, v);
         } else {
-#pragma unroll
-            for (int c = 0; c < N; ++c) {
-                if (it[c].valid && (c == 0 || j + c * h < k)) {
-                    fold_serial_value<K>(p, it[c], acc[c], v);
-                }
+            if (it0.valid) {
+                fold_serial_value<K>(p, it0, acc0, v);
+            }
+            if (it1.valid && two) {
+                fold_serial_value<K>(p, it1, acc1, v);
             }
         }
-#pragma unroll
-        for (int c = 0; c < N; ++c) {
-            if (c == 0 || j + c * h < k) {
-                finish<K>(p, a, it[c], acc[c], true, f[c]);
-                publish(a.fault, f[c]);
-            }
+        finish<K>(p, a, it0, acc0, true, f0);
+        publish(a.fault, f0);
+        if (two) {
+            finish<K>(p, a, it1, acc1, true, f1);
+            publish(a.fault, f1);
         }
     }
 };
-
-/// Two columns a thread (`wf_pair_*`). Four took 94 to 102 registers
-/// (each column's item and accumulator live through the loop), a quarter
-/// of the GPU's warps resident where two columns keep half.
-struct ThreadPairValidated : ThreadColumnsValidated<2> {};
 
 /// Whether functor `K`'s map reads the arrays it does not read at the
 /// fine-task index only for their values (`leaf_gathers`, decided by the

@@ -53,12 +53,12 @@ pub fn at_end_columns(k: &Kernel) -> bool {
     .is_ok()
 }
 
-/// A load index of a kernel `at_end_columns` admits that is `base + j`
-/// (either order): `(base, j)`, so that the CUDA functor loads it as
-/// `ld_col(p, len, base, j)`, whose address under a validated fold is the
-/// row's `p + base` plus the column, the first made once for every column
-/// a thread folds. `None` for any other index, and for kernels the rule
-/// refuses.
+/// A 2-D kernel's load index that is `base + j` in 64 bits (either order):
+/// `(base, j)`, so that the CUDA functor loads it as `ld_col(p, len, base,
+/// j)`, whose address under a validated fold is the row's `p + base` plus
+/// the column, the first made once for every column a thread folds. `None`
+/// for any other index and for a kernel that is not 2-D; the emitter asks
+/// only of the maps `at_end_columns` admits, where `base` is column-free.
 pub fn column_gather<'e>(k: &Kernel, index: &'e Expr) -> Option<(&'e Expr, &'e Expr)> {
     let count = k.columns?;
     let columns = Columns { k, count };

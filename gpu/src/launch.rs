@@ -4,7 +4,9 @@
 //! code only), task lists on the device, the launch itself ([`CudaLaunch`]),
 //! faults read back as the CPU twin's errors, and small readbacks.
 //!
-//! Files, bottom up: `split_policy` and `launch_steps` (planning);
+//! Files, bottom up: `split_policy`, `launch_steps`, `validation` and
+//! `likely_entries` (planning: the split, the kernels a launch runs, the
+//! validation in front of a 2-D fold, the entry points likely compiled);
 //! `fault` and `pending_faults`; `device_vec`, `device_alloc`,
 //! `input_output`, `worklist_kernels`, `device_worklist`, `worklist_arg`
 //! (what arguments are); `arg`, `placement`, `resident_args`, `cpu_args`
@@ -26,6 +28,7 @@ pub(crate) mod fault;
 pub(crate) mod input_output;
 pub(crate) mod launch_steps;
 pub(crate) mod library_kernels;
+pub(crate) mod likely_entries;
 pub(crate) mod merge_width;
 pub(crate) mod open_device;
 pub(crate) mod pending_faults;

@@ -80,7 +80,7 @@ impl Drop for Module {
 /// wide merge when a task has more than 64 pieces, as hubs of power-law
 /// graphs do). The block merge (past 512 pieces: a reduction over the whole
 /// device) is rare enough to be compiled when first asked for. What follows the size kernel depends on the launch's size
-/// (`split_policy::likely_after_sizes`, passed to [`Module::function_then`]).
+/// (`likely_entries::likely_after_sizes`, passed to [`Module::function_then`]).
 /// A 2-D launch's validation is followed by both folds behind its gate (and
 /// a column list's merge).
 fn likely_next(ep: &str) -> &'static [&'static str] {

@@ -8,7 +8,7 @@ use crate::compile::disk_cache::{cache_is_empty, default_cache_dir};
 use crate::config::LaunchConfig;
 use crate::driver::cuda_device::{check_ordinal, device_shape, CudaDevice};
 use crate::driver::device::Device;
-use crate::launch::split_policy::first_launch_entries;
+use crate::launch::likely_entries::first_launch_entries;
 use crate::spec::KernelSpec;
 use std::path::{Path, PathBuf};
 use warpfit_runtime::{Error, Result};
@@ -71,7 +71,7 @@ impl CudaDevice {
     /// [`CudaDevice::with_cache_dir`] for a caller that knows its first
     /// launches: the entry points each will most likely need (the size
     /// kernel and what follows it for a CTE launch, see
-    /// `split_policy::first_launch_entries`) are looked up in the kernel cache and,
+    /// `likely_entries::first_launch_entries`) are looked up in the kernel cache and,
     /// if missing, compiled on threads of their own while the context is
     /// created, which takes about as long as one compile. The launches then
     /// take them as they ask. A wrong guess costs host time, never a wrong

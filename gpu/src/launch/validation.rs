@@ -32,9 +32,17 @@ use crate::config::Decomposition;
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::launch::launch_steps::{grid, LaunchPlan, Step, Validation};
-use crate::launch::split_policy::VALIDATE_MIN_COLUMNS;
 use crate::spec::KernelSpec;
 use warpfit_runtime::{Error, Result};
+
+/// The fewest columns a launch validates first: the validation reads the
+/// matrix once and checks two of the `k` columns' gathers, about `2/k` of
+/// the fold's work plus two launches, against the checks' share of every
+/// column's. Measured from 32 columns (uniform 2^20 × 32: 0.927 → 0.833
+/// ms on an H200) up; 8 columns, where the validation would be a quarter
+/// of the fold, run checked (BENCHMARKS.md, "Loads validated at the end
+/// columns").
+pub(crate) const VALIDATE_MIN_COLUMNS: u64 = 16;
 
 /// Whether a launch of `spec` with `decomposition` over `columns` columns
 /// is validated first. Not where its rows were cut because some are hubs

@@ -375,6 +375,76 @@ fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
     }
 }
 
+/// CG with the model-driven `auto`: the level order the throttled SpMV
+/// chooses is left to the solve (`ThrottleOptions::caller_renumbers`),
+/// which renumbers itself by it and times its first renumbered SpMV against
+/// `org`'s timed run. Kept, or refused (forced: `reject_order`) and the
+/// solve back in the given order with the handle on `org`, it ends where
+/// the unthrottled run does.
+#[test]
+fn cg_confirms_the_level_order_auto_leaves_to_it_or_goes_back() {
+    use warpfit::{CacheSize, RemapOrder};
+    let Some(dev) = gpu() else { return };
+    let config = LaunchConfig::default();
+    // `x` (500 KiB) just over the 480 KiB a partition may fill: the model
+    // keeps the level order, whose levels (from 128 roots) stay under the
+    // third of that it allows.
+    let a = generated("poisson3d:side=40,order=random,seed=5").map_values(|&v| v as f64);
+    let b = apps::rhs_for_ones(&a).unwrap();
+    let plain = CgOptions {
+        tol: 1e-8,
+        ..CgOptions::default()
+    };
+    let want = apps::cg(&dev, &config, &a, &b, &plain).unwrap();
+    for reject in [false, true] {
+        let what = format!("reject_order {reject}");
+        let opts = CgOptions {
+            throttle: Some(
+                apps::spmv::f64::throttle_options()
+                    .unwrap()
+                    .with_cache(CacheSize::Bytes(960 << 10))
+                    .with_plan_cache(false)
+                    .with_expected_launches(1 << 40),
+            ),
+            reject_order: reject,
+            ..plain
+        };
+        let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
+        let run = got.throttle.as_ref().unwrap();
+        let model = run.report.model.as_ref().unwrap();
+        assert!(
+            model.reason.contains("left to the caller"),
+            "{what}: {model:?}"
+        );
+        let r = got
+            .renumbered
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: the solve renumbered itself"));
+        let c = r.confirmation.expect("timed against org");
+        assert!(c.renumbered_ms > 0.0 && c.org_ms > 0.0, "{what}: {c:?}");
+        assert_eq!(
+            c.kept,
+            !reject && c.renumbered_ms < c.org_ms,
+            "{what}: {c:?}"
+        );
+        let order = c.kept.then_some(RemapOrder::Levels);
+        assert_eq!(run.report.remap_order, order, "{what}: {:?}", run.report);
+        assert!(got.converged, "{what}");
+        assert!(
+            got.iterations.abs_diff(want.iterations) <= 1,
+            "{what}: {} iterations, {} unthrottled",
+            got.iterations,
+            want.iterations
+        );
+        let err = got
+            .x
+            .iter()
+            .zip(&want.x)
+            .fold(0.0f64, |m, (g, w)| m.max((g - w).abs()));
+        assert!(err < 1e-6, "{what}: max |x − x_unthrottled| = {err}");
+    }
+}
+
 /// CG renumbered by levels on CUDA: the same iterations (within 1) and
 /// solution as the CPU backend's renumbered run and as CUDA in the given
 /// order, planned first and pipelined, f64 and f32, plain and Jacobi.

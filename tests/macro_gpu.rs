@@ -2054,6 +2054,113 @@ fn a_cached_level_order_is_read_back_and_a_bad_one_made_again() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `ThrottleOptions::caller_renumbers`: the level order `auto` chooses is
+/// left to the caller. The handle runs `org` (the twin's results), lays
+/// nothing out in the order and hands it over (`device_level_order`: the
+/// host's order from the same roots), whether the model decided it, it was
+/// pinned, or a rerun read it from the plan cache. Rejected by the caller,
+/// the handle goes on with `org` and the plan cache says `org` from then on.
+#[test]
+fn a_level_order_left_to_the_caller_runs_org_until_rejected() {
+    use warpfit::__private::LEVEL_ROOTS;
+    use warpfit::gpu::levels::spread_roots;
+    use warpfit::runtime::gen;
+    use warpfit::runtime::partition::level_order_from_roots;
+    use warpfit::{CacheSize, DevicePlan, RemapOrder};
+    let Some(_) = gpu() else { return };
+    let cpu = Device::cpu();
+    let dir = std::env::temp_dir().join(format!("warpfit-caller-order-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dev = Device::Cuda(warpfit::CudaDevice::with_cache_dir(0, Some(dir.clone())).unwrap());
+    // A mesh numbered at random, `x` (250 KiB) just over the 240 KiB a
+    // partition may fill: the model keeps the level order, whose levels
+    // (from 128 roots) stay under the third of that it allows.
+    let a = gen::poisson3d(40, gen::Poisson3dOrder::Random, 3).unwrap();
+    let (n, m) = (a.nrows(), a.ncols());
+    let val: Vec<u32> = (0..a.nnz() as u32).map(|i| i % 7 + 1).collect();
+    let x: Vec<u32> = (0..m as u32).map(|i| i % 13).collect();
+    let mut want = vec![0u32; n];
+    spmv_u32::launch(&cpu, n, a.row_ptr(), a.col_idx(), &val, &x, &mut want[..]).unwrap();
+    let roots = spread_roots(n, 0, LEVEL_ROOTS).unwrap();
+    let host_order = level_order_from_roots(&a, &roots).unwrap();
+    // So many launches expected that any candidate pays for itself (the
+    // first launch's preparation includes compiling).
+    let opts = ThrottleOptions::default()
+        .with_policy(ThrottlePolicy::Auto)
+        .with_cache(CacheSize::Bytes(480 << 10))
+        .with_expected_launches(1 << 40)
+        .with_caller_renumbers(true);
+    // A handle's run: twice the twin's results, `org` run, the order left
+    // to the caller the host's; the handle itself.
+    let run = |what: &str, pin: Option<DevicePlan>| {
+        let mut t = spmv_u32::throttle(&dev, &opts, n, m, a.row_ptr(), a.col_idx(), &val).unwrap();
+        if let Some(p) = pin {
+            t.pin_device_plan(p).unwrap();
+        }
+        let mut y = vec![0u32; n];
+        for _ in 0..2 {
+            t.launch(&x, &mut y[..]).unwrap();
+            assert_eq!(y, want, "{what}");
+        }
+        t.wait_for_plan_cache().unwrap();
+        let r = t.report().clone();
+        assert_eq!(r.chosen, ThrottlePolicy::Org, "{what}: {r:?}");
+        assert!(
+            t.plan_order().is_none(),
+            "{what}: org runs in the given order"
+        );
+        (t, r)
+    };
+    let left_to_caller = |what: &str, t: &spmv_u32::Throttle| {
+        assert_eq!(t.report().remap_order, Some(RemapOrder::Levels), "{what}");
+        let o = t
+            .device_level_order()
+            .unwrap()
+            .expect("the order left to the caller");
+        assert_eq!(o.order.to_vec().unwrap(), host_order, "{what}");
+        let position = o.position.to_vec().unwrap();
+        for (new, &old) in host_order.iter().enumerate() {
+            assert_eq!(position[old as usize], new as u32, "{what}");
+        }
+    };
+    // Decided by the model: only `org` timed, the order made and left.
+    let (t, r) = run("decided", None);
+    let model = r.model.clone().unwrap();
+    assert!(!model.from_cache, "{model:?}");
+    assert!(model.reason.contains("left to the caller"), "{model:?}");
+    let timed: Vec<DevicePlan> = model.timed.iter().map(|(p, _)| *p).collect();
+    assert_eq!(timed, [DevicePlan::Org], "{model:?}");
+    left_to_caller("decided", &t);
+    drop(t);
+    // Read back from the plan cache with its kept order: no order made.
+    let (t, r) = run("from the cache", None);
+    let model = r.model.clone().unwrap();
+    assert!(
+        model.from_cache && model.reason.contains("left to the caller"),
+        "{model:?}"
+    );
+    let steps: Vec<&str> = model.steps.iter().map(|(s, _)| *s).collect();
+    assert!(steps.contains(&"order read and uploaded"), "{steps:?}");
+    left_to_caller("from the cache", &t);
+    drop(t);
+    // Pinned, then rejected: `org` on, no order, and the cache says `org`.
+    let (mut t, _) = run("pinned", Some(DevicePlan::Levels));
+    left_to_caller("pinned", &t);
+    t.reject_level_order().unwrap();
+    assert_eq!(t.report().remap_order, None);
+    assert!(t.device_level_order().unwrap().is_none());
+    let mut y = vec![0u32; n];
+    t.launch(&x, &mut y[..]).unwrap();
+    assert_eq!(y, want, "after the rejection");
+    drop(t);
+    let (t, r) = run("after the rejection, from the cache", None);
+    let model = r.model.clone().unwrap();
+    assert!(model.from_cache, "{model:?}");
+    assert_eq!(r.remap_order, None, "{model:?}");
+    assert!(t.device_level_order().unwrap().is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Rows with no entries, with or without a gathered array: every policy,
 /// by the model and exhaustive, remapped or not, plans and runs them (no
 /// fine task to partition) and every output is the fold's start.

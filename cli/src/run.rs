@@ -989,6 +989,30 @@ impl AppRun<'_> {
         if opts.order == CgOrder::Levels {
             say!("{}", renumber_summary(&result));
         }
+        if let Some((r, c)) = result
+            .renumbered
+            .as_ref()
+            .and_then(|r| Some((r, r.confirmation?)))
+        {
+            let steps: Vec<String> = r
+                .switch_steps
+                .iter()
+                .map(|(what, d)| format!("{what} {:.1}", d.as_secs_f64() * 1e3))
+                .collect();
+            say!(
+                "throttle: the solve renumbered itself by the level order after {} iterations ({:.1} ms of host time: {}); its first SpMV took {:.3} ms against org's {:.3} ms: {}",
+                r.iterations_before,
+                r.switch.as_secs_f64() * 1e3,
+                steps.join(", "),
+                c.renumbered_ms,
+                c.org_ms,
+                if c.kept {
+                    "order kept"
+                } else {
+                    "back to the given order and org"
+                }
+            );
+        }
         print_timing(read, &result.timings, "iterations");
         write_output(self.output, result.x.iter().map(|v| v.to_string()))?;
         if result.converged {
@@ -1151,12 +1175,15 @@ fn model_summary(r: &ThrottleReport, m: &ModelReport, iterations: &IterationTime
     } else {
         "decided".to_string()
     };
+    // `org` with an order is an order left to the caller to renumber by
+    // (`ThrottleOptions::caller_renumbers`).
+    let runs = match (r.chosen, r.remap_order) {
+        (ThrottlePolicy::Org, Some(o)) => format!("org, the {o} order left to the caller"),
+        (c, Some(o)) => format!("{c} by {o}"),
+        (c, None) => c.to_string(),
+    };
     let mut head = format!(
-        "throttle: auto by the model runs {}{} ({source} on the device in {:.1} ms: {})",
-        r.chosen,
-        r.remap_order
-            .map(|o| format!(" by {o}"))
-            .unwrap_or_default(),
+        "throttle: auto by the model runs {runs} ({source} on the device in {:.1} ms: {})",
         ms(m.planning),
         m.reason
     );

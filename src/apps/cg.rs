@@ -95,6 +95,29 @@ pub struct RenumberedRun {
     /// device, waiting for it; on the CPU backend on the host) and the
     /// vectors' permutation enqueued.
     pub switch: Duration,
+    /// The switch's steps and their host times: on CUDA the iterations
+    /// before it waited for, the matrix renumbered, the vectors permuted
+    /// (waited for), the SpMV over the renumbered matrix prepared.
+    pub switch_steps: Vec<(&'static str, Duration)>,
+    /// Where the order came from a throttled SpMV's `auto` and was left to
+    /// the solve to renumber by (`ThrottleOptions::caller_renumbers`): the
+    /// first renumbered SpMV timed against `org`'s timed run.
+    pub confirmation: Option<OrderConfirmation>,
+}
+
+/// The level order `auto` left to CG, confirmed in a real iteration: the
+/// first SpMV over the renumbered matrix timed (CUDA events) against the
+/// throttled handle's timed run of `org`. Where it is not faster, the solve
+/// goes back to the given order from the next iteration and the handle
+/// (and its plan cache) back to `org`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OrderConfirmation {
+    /// The renumbered SpMV (ms).
+    pub renumbered_ms: f64,
+    /// `org`'s timed run in the handle's decision (ms).
+    pub org_ms: f64,
+    /// Whether the solve kept the level order.
+    pub kept: bool,
 }
 
 /// When [`cg`] stops, and how it preconditions.
@@ -118,6 +141,11 @@ pub struct CgOptions {
     /// The numbering the iterations run in (a renumbering and `throttle`
     /// do not combine).
     pub order: CgOrder,
+    /// For tests of the way back: a level order the throttled SpMV left to
+    /// the solve counts as slower than `org` once timed, whatever the
+    /// times, so that the solve goes back to the given order.
+    #[doc(hidden)]
+    pub reject_order: bool,
 }
 
 impl Default for CgOptions {
@@ -129,6 +157,7 @@ impl Default for CgOptions {
             throttle: None,
             plan_first: false,
             order: CgOrder::Given,
+            reject_order: false,
         }
     }
 }
@@ -874,7 +903,17 @@ fn switch_to<T: CgScalar>(
     matrix: &DeviceCsr<T>,
     v: &Vectors<T>,
     plan: LevelPlan,
+    steps: &mut Vec<(&'static str, Duration)>,
 ) -> Result<Renumbered<T>> {
+    let mut step = Instant::now();
+    let mut lap = |name: &'static str, steps: &mut Vec<_>| {
+        steps.push((name, step.elapsed()));
+        step = Instant::now();
+    };
+    // The iterations enqueued before, waited for apart from the switch's
+    // own work (the renumbering waits for the device anyway).
+    device.synchronize()?;
+    lap("waited for the iterations before", steps);
     let (perm, position, remapping) = match plan.order {
         LevelOrder::Device(order) => (order.order, order.position, None),
         LevelOrder::Host(r) => (
@@ -887,6 +926,24 @@ fn switch_to<T: CgScalar>(
         (None, Some(r)) => DeviceCsr::upload(device, &r.apply_csr(a)?)?,
         _ => levels::renumber(device, &perm, &position, matrix)?,
     };
+    lap("matrix renumbered", steps);
+    permute_vectors(device, config, v, &perm)?;
+    lap("vectors permuted", steps);
+    Ok(Renumbered {
+        matrix: renumbered,
+        position,
+    })
+}
+
+/// CG's vectors gathered through `through` (`vec[i] = vec[through[i]]`,
+/// by way of `v.q`, which every iteration rewrites before reading): into
+/// a new order through its `order`, back through its `position`.
+fn permute_vectors<T: CgScalar>(
+    device: &Device,
+    config: &LaunchConfig,
+    v: &Vectors<T>,
+    through: &DeviceVec<u32>,
+) -> Result<()> {
     let vectors = [
         Some(&v.x),
         Some(&v.r),
@@ -894,17 +951,58 @@ fn switch_to<T: CgScalar>(
         v.z.as_ref(),
         v.inv_diag.as_ref(),
     ];
+    // Prepared first, then enqueued back to back (stream order keeps each
+    // gather before its copy back, and that before the next gather into
+    // `q`), then waited for once.
+    let mut launches = Vec::new();
     for vec in vectors.into_iter().flatten() {
-        let gather = T::prepare_permute(device, config, &perm, vec, &v.q)?;
-        gather.run()?;
-        gather.check()?;
-        let back = T::prepare_copy(device, config, &v.q, vec)?;
-        back.run()?;
-        back.check()?;
+        launches.push(T::prepare_permute(device, config, through, vec, &v.q)?);
+        launches.push(T::prepare_copy(device, config, &v.q, vec)?);
     }
-    Ok(Renumbered {
-        matrix: renumbered,
-        position,
+    for l in &launches {
+        l.run()?;
+    }
+    for l in &launches {
+        l.check()?;
+    }
+    Ok(())
+}
+
+/// `org`'s time in the throttled SpMV's decision, where it timed `org`
+/// and left the level order to the caller (`ThrottleOptions::caller_renumbers`):
+/// what the solve's renumbered SpMV must beat. `None` for an order read
+/// from the plan cache (confirmed when it was decided).
+fn org_timed_ms(r: &crate::ThrottleReport) -> Option<f64> {
+    r.model
+        .as_ref()?
+        .timed
+        .iter()
+        .find(|(p, _)| *p == crate::DevicePlan::Org)
+        .map(|(_, ms)| *ms)
+}
+
+/// The first renumbered SpMV `l` run and timed on the device (CUDA
+/// events), against `org`'s timed run: the order's confirmation.
+fn confirm_order(
+    device: &Device,
+    l: &PreparedLaunch<'_>,
+    org_ms: f64,
+    reject: bool,
+) -> Result<OrderConfirmation> {
+    let Some(cuda) = device.cuda() else {
+        l.run()?;
+        return Ok(OrderConfirmation {
+            renumbered_ms: 0.0,
+            org_ms,
+            kept: !reject,
+        });
+    };
+    let timer = crate::__private::EventTimer::events_only(cuda)?;
+    let renumbered_ms = timer.time_ms(1, &mut || l.run())?;
+    Ok(OrderConfirmation {
+        renumbered_ms,
+        org_ms,
+        kept: renumbered_ms < org_ms && !reject,
     })
 }
 
@@ -977,6 +1075,12 @@ fn solve<T: CgScalar>(
     let mut report: Option<RenumberedRun> = None;
     // The throttled SpMV chose the level order and the solve switched to it.
     let mut throttled_choice_made = false;
+    // `org`'s timed run, while the first renumbered SpMV is still to be
+    // timed against it (an order the throttled SpMV left to the solve);
+    // then whether it lost, and the solve went back to the given order.
+    let mut to_confirm: Option<f64> = None;
+    let mut go_back = false;
+    let mut back_in_given_order = false;
 
     // Each iteration publishes its scalars into a host-mapped slot, read
     // `DEPTH` iterations behind the launches: the iterations enqueued past
@@ -995,23 +1099,54 @@ fn solve<T: CgScalar>(
         DEPTH,
         max_iters,
         &mut |k| {
+            if go_back {
+                // The renumbered SpMV lost to `org`: the vectors back in the
+                // given order, the throttled SpMV (on `org`) from here on.
+                go_back = false;
+                if let Some(r) = renumbered_ref.get() {
+                    permute_vectors(device, config, &v, &r.position)?;
+                }
+                renumbered_spmv = None;
+                back_in_given_order = true;
+                if let Some(t) = throttled.as_mut() {
+                    t.reject_level_order()?;
+                }
+            }
             if let Some(plan) = levels.take_ready()? {
                 let t = Instant::now();
                 let (planning, on_device) = (plan.planning, plan.made_on_device());
-                let r = switch_to(device, config, a, &matrix, &v, plan)?;
+                let mut switch_steps = Vec::new();
+                let r = switch_to(device, config, a, &matrix, &v, plan, &mut switch_steps)?;
                 let r = renumbered_ref.get_or_init(|| r);
+                let step = Instant::now();
                 renumbered_spmv = Some(T::prepare_spmv(device, config, n, &r.matrix, &v.p, &v.q)?);
+                switch_steps.push(("SpMV prepared", step.elapsed()));
                 report = Some(RenumberedRun {
                     planning,
                     on_device,
                     // Rounds count from 1.
                     iterations_before: k - 1,
                     switch: t.elapsed(),
+                    switch_steps,
+                    confirmation: None,
                 });
+                to_confirm = throttled
+                    .as_ref()
+                    .filter(|_| throttled_choice_made)
+                    .and_then(|t| org_timed_ms(t.report()));
             }
             match (&mut throttled, &renumbered_spmv) {
                 (_, Some(l)) => {
-                    l.run()?;
+                    match to_confirm.take() {
+                        Some(org_ms) => {
+                            let c = confirm_order(device, l, org_ms, opts.reject_order)?;
+                            go_back = !c.kept;
+                            if let Some(r) = report.as_mut() {
+                                r.confirmation = Some(c);
+                            }
+                        }
+                        None => l.run()?,
+                    }
                     if throttled_choice_made {
                         ThrottledRun::note(&mut planned_from, k - 1, true);
                     }
@@ -1047,7 +1182,8 @@ fn solve<T: CgScalar>(
     if let Some(t) = &throttled {
         t.check()?;
     }
-    let x = solution_in_given_order(device, config, renumbered.get(), &v)?;
+    let renumbered_at_end = renumbered.get().filter(|_| !back_in_given_order);
+    let x = solution_in_given_order(device, config, renumbered_at_end, &v)?;
     // The recurrence residual is confirmed by the true one.
     let true_residual = self::relative_residual(a, &x, b)?;
     let converged = converged && true_residual <= opts.tol;
@@ -1118,7 +1254,14 @@ fn upload_with_throttle<T: CgScalar>(
         .transpose()?;
     let matrix = DeviceCsr::upload(device, a)?;
     let throttled = match throttle.filter(on_device) {
-        Some(t) => Some(T::throttle_spmv_resident(device, t, &matrix, a.ncols())?),
+        // The solve renumbers itself by a level order `auto` chooses
+        // (`chosen_level_order`): the handle need not lay one out.
+        Some(t) => Some(T::throttle_spmv_resident(
+            device,
+            &t.with_caller_renumbers(true),
+            &matrix,
+            a.ncols(),
+        )?),
         None => host_planned,
     };
     Ok((throttled, matrix))

@@ -57,6 +57,8 @@ pub trait SpmvThrottle<T: crate::Scalar> {
     fn wait_for_plan(&mut self) -> Result<()>;
     /// The level order `auto` chose on the device, copied.
     fn device_level_order(&self) -> Result<Option<crate::gpu::levels::DeviceLevelOrder>>;
+    /// The caller's renumbered launch ran slower than `org`'s timed run.
+    fn reject_level_order(&mut self) -> Result<()>;
 }
 
 macro_rules! spmv_throttle {
@@ -79,6 +81,9 @@ macro_rules! spmv_throttle {
             }
             fn device_level_order(&self) -> Result<Option<crate::gpu::levels::DeviceLevelOrder>> {
                 super::kernels::spmv::$t::Throttle::device_level_order(self)
+            }
+            fn reject_level_order(&mut self) -> Result<()> {
+                super::kernels::spmv::$t::Throttle::reject_level_order(self)
             }
         }
     };

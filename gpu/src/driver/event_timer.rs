@@ -38,11 +38,6 @@ impl EventTimer {
     /// # Errors
     /// CUDA errors creating the events.
     pub fn new(dev: &CudaDevice) -> Result<Self> {
-        let ev = || {
-            dev.context()
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(cuda_err("creating an event"))
-        };
         let (free, _) = dev
             .context()
             .mem_get_info()
@@ -50,11 +45,28 @@ impl EventTimer {
         // Without room the timer still works, with the host's launch
         // latency possibly showing in short kernels' times.
         let lead = DeviceBuffer::zeros(dev, LEAD_BYTES.min(free / 8)).ok();
+        let t = Self::events_only(dev)?;
+        *t.lead.borrow_mut() = lead;
+        Ok(t)
+    }
+
+    /// Two events and no lead buffer: for work long beside the host's launch
+    /// latency (a whole SpMV over millions of rows), timed once, where
+    /// allocating and clearing 512 MiB would cost more than it hides.
+    ///
+    /// # Errors
+    /// CUDA errors creating the events.
+    pub fn events_only(dev: &CudaDevice) -> Result<Self> {
+        let ev = || {
+            dev.context()
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(cuda_err("creating an event"))
+        };
         Ok(EventTimer {
             dev: dev.clone(),
             start: ev()?,
             end: ev()?,
-            lead: RefCell::new(lead),
+            lead: RefCell::new(None),
         })
     }
 

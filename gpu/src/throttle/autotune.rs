@@ -5,6 +5,7 @@
 
 pub(in crate::throttle) mod auto_by_model;
 pub(in crate::throttle) mod auto_policy;
+pub(in crate::throttle) mod levels_candidate;
 pub(crate) mod model;
 pub(in crate::throttle) mod sj_profile;
 pub(in crate::throttle) mod timing;

@@ -32,7 +32,7 @@ use crate::spec::ScalarType;
 use crate::throttle::device_layouts::{DeviceLayout, Space};
 use crate::throttle::erased_vec::ErasedVec;
 use crate::throttle::handle::{Schedule, Throttled};
-use crate::throttle::layout_set::RemapTables;
+use crate::throttle::layout_set::{LevelOrderBuffers, RemapTables};
 pub use crate::throttle::plan_choice::DevicePlan;
 use crate::throttle::report::ModelReport;
 use crate::throttle::slots::Slot;
@@ -88,6 +88,11 @@ pub(in crate::throttle) fn copy_u32(
     }
     Ok(out)
 }
+
+/// A level order made on the device (`order`, `position`), or the order's
+/// outcome where it was given up.
+pub(in crate::throttle) type MadeOrder =
+    std::result::Result<(DeviceBuffer<u32>, DeviceBuffer<u32>), LevelRun>;
 
 impl Throttled {
     /// Whether this handle plans on the device: `auto` by the model on a
@@ -250,6 +255,26 @@ impl Throttled {
         shape: DeviceShape,
         width_limit: u64,
     ) -> Result<LevelsLayout> {
+        let started = std::time::Instant::now();
+        let (order, position) = match self.level_order_only(dev, shape, width_limit)? {
+            Ok(made) => made,
+            Err(run) => return Ok(LevelsLayout::GivenUp(run)),
+        };
+        // The order's own time (it waits for the device at its end).
+        let order_time = started.elapsed();
+        let built = self.layout_in_order(dev, shape, order, position)?;
+        Ok(LevelsLayout::Built(Box::new(built), order_time))
+    }
+
+    /// The breadth-first level order of `shape`'s rows, made on the device
+    /// (waiting for it at its end): `order` and `position`, or the order's
+    /// outcome where it was given up (as [`Throttled::levels_layout`]).
+    pub(in crate::throttle) fn level_order_only(
+        &self,
+        dev: &CudaDevice,
+        shape: DeviceShape,
+        width_limit: u64,
+    ) -> Result<MadeOrder> {
         self.renumbered_index()?;
         let n = shape.n;
         let order = DeviceBuffer::<u32>::zeros(dev, n.max(1))?;
@@ -261,7 +286,6 @@ impl Throttled {
             n,
             nnz: shape.nnz,
         };
-        let started = std::time::Instant::now();
         let run = level_order_into(
             dev,
             pattern,
@@ -274,13 +298,10 @@ impl Throttled {
             o,
             p,
         )?;
-        if !matches!(run, LevelRun::Done { .. }) {
-            return Ok(LevelsLayout::GivenUp(run));
-        }
-        // The order's own time (it waits for the device at its end).
-        let order_time = started.elapsed();
-        let built = self.layout_in_order(dev, shape, order, position)?;
-        Ok(LevelsLayout::Built(Box::new(built), order_time))
+        Ok(match run {
+            LevelRun::Done { .. } => Ok((order, position)),
+            other => Err(other),
+        })
     }
 
     /// The index array's position among the parameters, where the kernel
@@ -363,6 +384,25 @@ impl Throttled {
         plan: DevicePlan,
     ) -> Result<Schedule> {
         if plan == DevicePlan::Org {
+            return self.single(dev, ThrottlePolicy::Org, None);
+        }
+        if plan == DevicePlan::Levels && self.options.caller_renumbers {
+            // The caller renumbers by the order; the handle runs `org`.
+            if self.layouts.caller_order.is_none() {
+                let shape = self.device_shape().map_err(|why| {
+                    Error::invalid(format!(
+                        "kernel `{}`: no device plan: {why}",
+                        self.spec.name
+                    ))
+                })?;
+                let Ok((order, position)) = self.level_order_only(dev, shape, u64::MAX)? else {
+                    return Err(Error::invalid(format!(
+                        "kernel `{}`: the level order took more than {MAX_LEVEL_ROUNDS} levels",
+                        self.spec.name
+                    )));
+                };
+                self.layouts.caller_order = Some(LevelOrderBuffers { order, position });
+            }
             return self.single(dev, ThrottlePolicy::Org, None);
         }
         let layout = match self.layouts.device.clone() {
@@ -459,14 +499,8 @@ impl Throttled {
 
     /// The level order of a device plan, read back.
     pub(in crate::throttle) fn download_device_order(&self) -> Result<Vec<u32>> {
-        match (self.device.cuda(), self.layouts.tables.as_ref()) {
-            (
-                Some(dev),
-                Some(RemapTables {
-                    task_perm: DeviceGather::Direct(order),
-                    ..
-                }),
-            ) => order.to_vec(dev),
+        match (self.device.cuda(), self.layouts.level_order()) {
+            (Some(dev), Some((order, _))) => order.to_vec(dev),
             _ => Err(Error::invalid("no device order")),
         }
     }
@@ -482,12 +516,7 @@ impl Throttled {
         let (Some(dev), Some(DevicePlan::Levels)) = (self.device.cuda(), self.device_choice) else {
             return Ok(None);
         };
-        let Some(RemapTables {
-            task_perm: DeviceGather::Direct(order),
-            task_inv: DeviceGather::Direct(position),
-            ..
-        }) = self.layouts.tables.as_ref()
-        else {
+        let Some((order, position)) = self.layouts.level_order() else {
             return Ok(None);
         };
         let n = self.n_tasks;

@@ -24,6 +24,38 @@ pub(in crate::throttle) struct Layouts {
     pub(in crate::throttle) device: Option<Arc<DeviceLayout>>,
     /// The task and gathered-element permutations (`new -> old`).
     pub(in crate::throttle) tables: Option<RemapTables>,
+    /// The level order `auto` chose and left to the caller to renumber by
+    /// (`ThrottleOptions::caller_renumbers`): no layout of the handle's is
+    /// in it, and the schedule is `org`'s.
+    pub(in crate::throttle) caller_order: Option<LevelOrderBuffers>,
+}
+
+/// A level order on the device: `order[new] = old` and its inverse
+/// `position[old] = new`.
+pub(in crate::throttle) struct LevelOrderBuffers {
+    pub(in crate::throttle) order: DeviceBuffer<u32>,
+    pub(in crate::throttle) position: DeviceBuffer<u32>,
+}
+
+impl Layouts {
+    /// The level order the handle holds: its remapped plan's permutations,
+    /// or the order left to the caller.
+    pub(in crate::throttle) fn level_order(
+        &self,
+    ) -> Option<(&DeviceBuffer<u32>, &DeviceBuffer<u32>)> {
+        match (&self.tables, &self.caller_order) {
+            (
+                Some(RemapTables {
+                    task_perm: DeviceGather::Direct(order),
+                    task_inv: DeviceGather::Direct(position),
+                    ..
+                }),
+                _,
+            ) => Some((order, position)),
+            (_, Some(o)) => Some((&o.order, &o.position)),
+            _ => None,
+        }
+    }
 }
 
 /// A remapped plan's permutations on the device, as gathers. One whose

@@ -26,11 +26,10 @@ use crate::compile::disk_cache::{prepare_dir, write_atomically_with};
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::errors::cuda_err;
-use crate::engines::gather_layouts::DeviceGather;
 use crate::engines::plan_kernels::plan_kernels;
 use crate::throttle::device_plan::copy_u32;
 use crate::throttle::handle::Throttled;
-use crate::throttle::layout_set::RemapTables;
+use crate::throttle::layout_set::LevelOrderBuffers;
 use crate::throttle::pending_write::{PendingWrite, WriteOutcome};
 use crate::throttle::plan_cache::{checked_body, checksummed, PlanKey};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -413,6 +412,10 @@ impl Throttled {
             Ok(loaded) => loaded,
             Err(why) => return Ok(Err(why)),
         };
+        if self.options.caller_renumbers {
+            self.layouts.caller_order = Some(LevelOrderBuffers { order, position });
+            return Ok(Ok(steps));
+        }
         let (layout, tables) = self.layout_in_order(dev, shape, order, position)?;
         self.layouts.device = Some(Arc::new(layout));
         self.layouts.tables = Some(tables);
@@ -449,13 +452,7 @@ impl Throttled {
         dev: &CudaDevice,
         key: &PlanKey,
     ) -> Option<String> {
-        let Some(RemapTables {
-            task_perm: DeviceGather::Direct(order),
-            ..
-        }) = &self.layouts.tables
-        else {
-            return None;
-        };
+        let (order, _) = self.layouts.level_order()?;
         match store(dev, key, order, self.n_tasks) {
             Ok(w) => {
                 self.order_write = w;

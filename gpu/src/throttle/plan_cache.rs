@@ -277,6 +277,11 @@ impl Throttled {
         let mut report = report.clone();
         report.from_cache = true;
         report.reason = format!("the plan cache's decision: {plan}");
+        if self.layouts.caller_order.is_some() {
+            report
+                .reason
+                .push_str(", left to the caller to renumber by");
+        }
         report.steps.push(("key", keyed));
         report.steps.extend(steps_read.into_iter().flatten());
         report
@@ -287,6 +292,47 @@ impl Throttled {
             report.cache_error = self.keep_level_order(dev, key);
         }
         Ok(Some((s, plan, report)))
+    }
+
+    /// The caller's verdict on the level order `auto` left to it
+    /// ([`ThrottleOptions::caller_renumbers`](warpfit_runtime::schedule::ThrottleOptions::caller_renumbers)):
+    /// its renumbered launch ran slower than `org`'s timed run. The order
+    /// is dropped, the handle goes on with `org`, and the plan cache's
+    /// entry (where the options keep one) says `org` from now on, so that
+    /// a later run over the same arrays does not renumber by an order found
+    /// slower. Does nothing where no order was left to the caller.
+    ///
+    /// # Errors
+    /// Device errors while keying the entry. A write that fails is not an
+    /// error: the report's `model.cache_error` says why.
+    pub fn reject_level_order(&mut self) -> Result<()> {
+        if self.device_choice != Some(DevicePlan::Levels) || self.layouts.caller_order.is_none() {
+            return Ok(());
+        }
+        self.layouts.caller_order = None;
+        self.device_choice = Some(DevicePlan::Org);
+        self.report.remap_order = None;
+        if let Some(m) = self.report.model.as_mut() {
+            m.reason
+                .push_str("; the caller's renumbered launch ran slower than org's: org kept");
+        }
+        let Some(dev) = self.device.cuda().cloned() else {
+            return Ok(());
+        };
+        if !self.options.plan_cache {
+            return Ok(());
+        }
+        if let Some(k) = key(self, &dev)? {
+            // The order's own write may still be under way; it is kept
+            // beside an entry that will not read it.
+            let _ = self.wait_for_plan_cache();
+            if let Err(e) = store(&dev, &k, DevicePlan::Org) {
+                if let Some(m) = self.report.model.as_mut() {
+                    m.cache_error = Some(e.to_string());
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -695,6 +695,17 @@ impl ThrottleEmitter<'_> {
                     self.inner.device_level_order()
                 }
 
+                /// The caller's verdict on a level order left to it
+                /// (`ThrottleOptions::caller_renumbers`): its renumbered launch ran slower
+                /// than `org`'s timed run, so the handle goes on with `org` and the plan
+                /// cache says so. Does nothing where no order was left to the caller.
+                ///
+                /// # Errors
+                /// Device errors while keying the plan cache's entry.
+                pub fn reject_level_order(&mut self) -> ::warpfit::__private::Result<()> {
+                    self.inner.reject_level_order()
+                }
+
                 /// [`Throttle::launch`] over arrays already in [`Throttle::plan_order`]'s
                 /// numbering: no permutation in or out, so that an iterative application
                 /// converts its vectors once.

@@ -425,6 +425,17 @@ pub struct ThrottleOptions {
     /// weighs preparations over 20 launches. At least 1
     /// ([`ThrottleOptions::validate`]).
     pub expected_launches: Option<u64>,
+    /// Whether the caller renumbers its own vectors and matrix when a
+    /// model-driven `auto` on CUDA chooses the level order (default
+    /// `false`). CG does: its solve switches to the renumbered matrix once
+    /// the order is known, so a layout of the handle's own in that order
+    /// would be built, prepared and timed for one launch only. With this
+    /// set, the handle makes the order, keeps it for
+    /// `device_level_order` and the plan cache, and runs `org` (whose
+    /// timed run is the launch's result); the caller confirms the order by
+    /// timing its own renumbered launch against `org`'s timed run
+    /// (`ModelReport::timed`) and goes back where it is slower.
+    pub caller_renumbers: bool,
 }
 
 impl Default for ThrottleOptions {
@@ -441,6 +452,7 @@ impl Default for ThrottleOptions {
             exhaustive: false,
             plan_cache: true,
             expected_launches: None,
+            caller_renumbers: false,
         }
     }
 }
@@ -502,6 +514,20 @@ impl ThrottleOptions {
     pub fn with_expected_launches(self, launches: u64) -> Self {
         ThrottleOptions {
             expected_launches: Some(launches),
+            ..self
+        }
+    }
+    /// The same options with [`ThrottleOptions::caller_renumbers`] on or
+    /// off.
+    ///
+    /// ```
+    /// use warpfit_runtime::schedule::ThrottleOptions;
+    /// assert!(!ThrottleOptions::default().caller_renumbers);
+    /// assert!(ThrottleOptions::default().with_caller_renumbers(true).caller_renumbers);
+    /// ```
+    pub fn with_caller_renumbers(self, caller_renumbers: bool) -> Self {
+        ThrottleOptions {
+            caller_renumbers,
             ..self
         }
     }

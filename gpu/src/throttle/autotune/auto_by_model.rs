@@ -7,20 +7,17 @@
 use crate::driver::buffer::DeviceBuffer;
 use crate::driver::cuda_device::CudaDevice;
 use crate::driver::event_timer::EventTimer;
-use crate::engines::level_order::LevelRun;
 use crate::engines::plan_kernels::{plan_kernels, DeviceShape, PlanKernels};
 use crate::throttle::autotune::model::{self, Decision, ShapeStats, SAMPLED_WARPS};
 use crate::throttle::device_layouts::DeviceLayout;
-use crate::throttle::device_plan::{LevelsLayout, MAX_LEVEL_ROUNDS};
 use crate::throttle::handle::{Runs, Schedule, Throttled};
-use crate::throttle::layout_set::RemapTables;
 use crate::throttle::plan_cache;
 use crate::throttle::plan_choice::DevicePlan;
 use crate::throttle::report::ModelReport;
 use std::sync::Arc;
 use std::time::Instant;
 use warpfit_runtime::schedule::ThrottlePolicy;
-use warpfit_runtime::{Error, Result};
+use warpfit_runtime::Result;
 
 impl Throttled {
     /// `auto` by the model: `org` where the shape alone decides it, else
@@ -159,7 +156,10 @@ impl Throttled {
         if levels_if_gain {
             self.try_levels(dev, &sample, &stats, &mut trial, &mut best)?;
         }
-        let columns = columns.filter(|_| trial.columns_after_levels(&best));
+        // An order left to the caller is the decision: the caller renumbers
+        // by it and confirms it, so no column blocks are built beside it.
+        let for_caller = self.layouts.caller_order.is_some();
+        let columns = columns.filter(|_| !for_caller && trial.columns_after_levels(&best));
         if let Some(k) = columns {
             self.try_columns(dev, shape, k, &mut trial, &mut best)?;
         }
@@ -175,7 +175,12 @@ impl Throttled {
             self.restore(&trial.snap)?;
         }
         self.layouts.device = best.layout;
-        Ok((best.schedule, best.plan, trial.report))
+        let plan = if for_caller {
+            DevicePlan::Levels
+        } else {
+            best.plan
+        };
+        Ok((best.schedule, plan, trial.report))
     }
 
     /// `org` as the decision, for `report`'s reason.
@@ -273,98 +278,6 @@ impl Throttled {
         Ok((best, org_prep))
     }
 
-    /// Builds the level order's layout, samples it, and where the model
-    /// keeps it, times it against the best so far.
-    fn try_levels(
-        &mut self,
-        dev: &CudaDevice,
-        sample: &Sample,
-        stats: &ShapeStats,
-        trial: &mut Trial,
-        best: &mut Best,
-    ) -> Result<()> {
-        let built = Instant::now();
-        let width_limit = model::level_width_limit(stats.budget_bytes, sample.elem);
-        match self.levels_layout(dev, sample.shape, width_limit)? {
-            LevelsLayout::GivenUp(run) => {
-                let (why, what) = given_up(run, width_limit);
-                trial.report.reason.push_str(&why);
-                trial.lap(what);
-            }
-            LevelsLayout::Built(built_layout, order_time) => {
-                let (layout, tables) = *built_layout;
-                trial.report.steps.push(("level order", order_time));
-                let layout_time = trial.step.elapsed().saturating_sub(order_time);
-                trial.report.steps.push(("levels layout", layout_time));
-                trial.step = Instant::now();
-                let levels = self.sharing_in_levels(dev, sample, &layout)?;
-                trial.report.sharing_levels = Some(levels);
-                trial
-                    .report
-                    .build
-                    .push((DevicePlan::Levels, built.elapsed()));
-                trial.lap("levels sampled");
-                if model::keep_levels(stats.sharing, levels) {
-                    self.time_levels(dev, layout, tables, trial, best)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The sharing of the sampled warp steps' gathers in the level order's
-    /// numbering (`layout`).
-    fn sharing_in_levels(
-        &self,
-        dev: &CudaDevice,
-        sample: &Sample,
-        layout: &DeviceLayout,
-    ) -> Result<f64> {
-        let renumbered = DeviceShape {
-            ptr: layout.ptrs[0].device_ptr()?,
-            idx: layout
-                .fine(self.roles.index.unwrap_or(usize::MAX))
-                .ok_or_else(|| Error::invalid("the renumbered index array"))?
-                .device_ptr()?,
-            ..sample.shape
-        };
-        let (g, l) = sample
-            .pk
-            .locality(dev, renumbered, SAMPLED_WARPS, sample.line)?;
-        Ok(model::sharing(g, l))
-    }
-
-    /// Times the level order's schedule and keeps it where it beats the
-    /// best so far; its remap tables are dropped where it does not.
-    fn time_levels(
-        &mut self,
-        dev: &CudaDevice,
-        layout: DeviceLayout,
-        tables: RemapTables,
-        trial: &mut Trial,
-        best: &mut Best,
-    ) -> Result<()> {
-        self.layouts.tables = Some(tables);
-        let layout = Arc::new(layout);
-        let s = self.schedule_over(dev, DevicePlan::Levels, layout.clone())?;
-        trial.lap("levels prepared");
-        let ms = self.time_once(&s, &trial.timer, &trial.snap)?;
-        trial.lap("levels timed");
-        trial.report.timed.push((DevicePlan::Levels, ms));
-        trial.last_timed = Some(DevicePlan::Levels);
-        if model::replaces(ms, best.ms) {
-            *best = Best {
-                ms,
-                schedule: s,
-                plan: DevicePlan::Levels,
-                layout: Some(layout),
-            };
-        } else {
-            self.layouts.tables = None;
-        }
-        Ok(())
-    }
-
     /// Builds `k` column blocks, times their schedule, and keeps it where
     /// it beats the best so far (dropping the level order's remap tables
     /// where that was the best).
@@ -428,29 +341,29 @@ struct Candidates {
 /// The locality sample of a kernel's shape: the shape, the kernels that
 /// sampled it, a cache line's length in elements, the bytes a partition
 /// holds per gathered element, and the share of gathers on a shared line.
-struct Sample {
-    shape: DeviceShape,
-    pk: Arc<PlanKernels>,
-    line: usize,
-    elem: usize,
-    sharing: f64,
+pub(super) struct Sample {
+    pub(super) shape: DeviceShape,
+    pub(super) pk: Arc<PlanKernels>,
+    pub(super) line: usize,
+    pub(super) elem: usize,
+    pub(super) sharing: f64,
 }
 
 /// A decision being confirmed by timed runs: the report it fills, the
 /// start of its current step, and the timer and output snapshot every
 /// timed run starts from.
-struct Trial {
-    timer: EventTimer,
-    snap: Vec<(usize, DeviceBuffer<u8>)>,
-    report: ModelReport,
-    step: Instant,
+pub(super) struct Trial {
+    pub(super) timer: EventTimer,
+    pub(super) snap: Vec<(usize, DeviceBuffer<u8>)>,
+    pub(super) report: ModelReport,
+    pub(super) step: Instant,
     /// The plan of the last timed run, whose result the outputs hold.
-    last_timed: Option<DevicePlan>,
+    pub(super) last_timed: Option<DevicePlan>,
 }
 
 impl Trial {
     /// Records the current step's wall time as `name` and starts the next.
-    fn lap(&mut self, name: &'static str) {
+    pub(super) fn lap(&mut self, name: &'static str) {
         self.report.steps.push((name, self.step.elapsed()));
         self.step = Instant::now();
     }
@@ -538,11 +451,11 @@ impl Trial {
 
 /// The fastest candidate timed so far: its time (ms), schedule, plan and
 /// layout.
-struct Best {
-    ms: f64,
-    schedule: Schedule,
-    plan: DevicePlan,
-    layout: Option<Arc<DeviceLayout>>,
+pub(super) struct Best {
+    pub(super) ms: f64,
+    pub(super) schedule: Schedule,
+    pub(super) plan: DevicePlan,
+    pub(super) layout: Option<Arc<DeviceLayout>>,
 }
 
 /// The longest task `org`'s launch measured, if it measured them.
@@ -550,32 +463,5 @@ fn longest_task(org: &Schedule) -> Option<u64> {
     match &org.runs {
         Runs::Single(p) => p.longest_task(),
         _ => None,
-    }
-}
-
-/// Why the level order was given up, for the report's reason, and its
-/// step's name.
-fn given_up(run: LevelRun, width_limit: u64) -> (String, &'static str) {
-    match run {
-        LevelRun::TooWide { widest } => (
-            format!(
-                "; the level order given up at a level of {widest} rows (more than {width_limit}: \
-                 three levels' gathers would not fit the cache a partition may fill)"
-            ),
-            "levels given up (too wide)",
-        ),
-        LevelRun::Expanding { widest, projected } => (
-            format!(
-                "; the level order given up at a level of {widest} rows, the second in a row {}× or \
-                 more the one before: the next, about {projected} rows, would pass {width_limit} \
-                 (three levels' gathers would not fit the cache a partition may fill)",
-                crate::abi::LEVEL_GROWTH
-            ),
-            "levels given up (too wide)",
-        ),
-        _ => (
-            format!("; the level order took more than {MAX_LEVEL_ROUNDS} levels"),
-            "levels given up (too deep)",
-        ),
     }
 }

@@ -1043,7 +1043,14 @@ fn solve<T: CgScalar>(
     let v = Vectors::start(device, a, b, opts, b_norm)?;
     let lists = CgLists::new(device, n)?;
     let spmv = T::prepare_spmv(device, config, n, &matrix, &v.p, &v.q)?;
-    if opts.order == CgOrder::Levels {
+    // The renumbering's kernels are compiled (or loaded from the kernel
+    // cache) with the rest: for the level order asked for, and for one a
+    // throttled SpMV's `auto` may leave to the solve (on CUDA).
+    let may_renumber = opts.order == CgOrder::Levels
+        || (throttled.is_some()
+            && device.cuda().is_some()
+            && opts.throttle.is_some_and(|t| t.decides_by_model()));
+    if may_renumber {
         compile_renumbering::<T>(device, config)?;
     }
     let by_parity = [

@@ -359,20 +359,30 @@ fn throttled_pagerank_and_cg_on_cuda_equal_the_unthrottled_runs() {
         let got = apps::cg(&dev, &config, &a, &b, &opts).unwrap();
         let run = got.throttle.as_ref().unwrap();
         assert!(run.report.partitions > 1, "cg {policy}: {:?}", run.report);
-        assert!(got.converged, "cg {policy}");
-        assert!(
-            got.iterations.abs_diff(want.iterations) <= 1,
-            "cg {policy}: {} iterations, {} unthrottled",
-            got.iterations,
-            want.iterations
-        );
-        let err = got
-            .x
-            .iter()
-            .zip(&want.x)
-            .fold(0.0f64, |m, (g, w)| m.max((g - w).abs()));
-        assert!(err < 1e-6, "cg {policy}: max |x − x_unthrottled| = {err}");
+        assert_like_the_unthrottled_cg(&format!("cg {policy}"), &got, &want);
     }
+}
+
+/// A throttled CG run `got` converged within one iteration of the
+/// unthrottled run `want`, at its solution (within 1e-6).
+fn assert_like_the_unthrottled_cg(
+    what: &str,
+    got: &apps::CgResult<f64>,
+    want: &apps::CgResult<f64>,
+) {
+    assert!(got.converged, "{what}");
+    assert!(
+        got.iterations.abs_diff(want.iterations) <= 1,
+        "{what}: {} iterations, {} unthrottled",
+        got.iterations,
+        want.iterations
+    );
+    let err = got
+        .x
+        .iter()
+        .zip(&want.x)
+        .fold(0.0f64, |m, (g, w)| m.max((g - w).abs()));
+    assert!(err < 1e-6, "{what}: max |x − x_unthrottled| = {err}");
 }
 
 /// CG with the model-driven `auto`: the level order the throttled SpMV
@@ -429,19 +439,7 @@ fn cg_confirms_the_level_order_auto_leaves_to_it_or_goes_back() {
         );
         let order = c.kept.then_some(RemapOrder::Levels);
         assert_eq!(run.report.remap_order, order, "{what}: {:?}", run.report);
-        assert!(got.converged, "{what}");
-        assert!(
-            got.iterations.abs_diff(want.iterations) <= 1,
-            "{what}: {} iterations, {} unthrottled",
-            got.iterations,
-            want.iterations
-        );
-        let err = got
-            .x
-            .iter()
-            .zip(&want.x)
-            .fold(0.0f64, |m, (g, w)| m.max((g - w).abs()));
-        assert!(err < 1e-6, "{what}: max |x − x_unthrottled| = {err}");
+        assert_like_the_unthrottled_cg(&what, &got, &want);
     }
 }
 

@@ -989,29 +989,8 @@ impl AppRun<'_> {
         if opts.order == CgOrder::Levels {
             say!("{}", renumber_summary(&result));
         }
-        if let Some((r, c)) = result
-            .renumbered
-            .as_ref()
-            .and_then(|r| Some((r, r.confirmation?)))
-        {
-            let steps: Vec<String> = r
-                .switch_steps
-                .iter()
-                .map(|(what, d)| format!("{what} {:.1}", d.as_secs_f64() * 1e3))
-                .collect();
-            say!(
-                "throttle: the solve renumbered itself by the level order after {} iterations ({:.1} ms of host time: {}); its first SpMV took {:.3} ms against org's {:.3} ms: {}",
-                r.iterations_before,
-                r.switch.as_secs_f64() * 1e3,
-                steps.join(", "),
-                c.renumbered_ms,
-                c.org_ms,
-                if c.kept {
-                    "order kept"
-                } else {
-                    "back to the given order and org"
-                }
-            );
+        if let (Some(_), Some(r)) = (&result.throttle, &result.renumbered) {
+            say!("{}", switch_summary(r));
         }
         print_timing(read, &result.timings, "iterations");
         write_output(self.output, result.x.iter().map(|v| v.to_string()))?;
@@ -1032,6 +1011,37 @@ impl AppRun<'_> {
             )
         };
         Ok(Outcome::NotConverged(why))
+    }
+}
+
+/// How a throttled cg run moved to the level order its SpMV's `auto` chose:
+/// the switch's steps, and the order's confirmation against `org` where
+/// the decision was made in this run (an order from the plan cache was
+/// confirmed when it was decided).
+fn switch_summary(r: &apps::RenumberedRun) -> String {
+    let steps: Vec<String> = r
+        .switch_steps
+        .iter()
+        .map(|(what, d)| format!("{what} {:.1}", d.as_secs_f64() * 1e3))
+        .collect();
+    let head = format!(
+        "throttle: the solve renumbered itself by the level order after {} iterations ({:.1} ms of host time: {})",
+        r.iterations_before,
+        r.switch.as_secs_f64() * 1e3,
+        steps.join(", "),
+    );
+    match r.confirmation {
+        Some(c) => format!(
+            "{head}; its first SpMV took {:.3} ms against org's {:.3} ms: {}",
+            c.renumbered_ms,
+            c.org_ms,
+            if c.kept {
+                "order kept"
+            } else {
+                "back to the given order and org"
+            }
+        ),
+        None => head,
     }
 }
 
@@ -1382,9 +1392,44 @@ fn component_sizes(label: &[u32]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::payback;
+    use super::{payback, switch_summary};
     use std::time::Duration;
-    use warpfit::apps::{IterationTimes, KEPT_ITERATIONS};
+    use warpfit::apps::{IterationTimes, OrderConfirmation, RenumberedRun, KEPT_ITERATIONS};
+
+    #[test]
+    fn the_switch_summary_says_its_steps_and_the_confirmation_where_there_is_one() {
+        let mut r = RenumberedRun {
+            planning: Duration::from_millis(14),
+            on_device: true,
+            iterations_before: 1,
+            switch: Duration::from_micros(10_100),
+            switch_steps: vec![
+                ("matrix renumbered", Duration::from_micros(7_100)),
+                ("vectors permuted", Duration::from_micros(1_800)),
+            ],
+            confirmation: None,
+        };
+        let cached = switch_summary(&r);
+        assert_eq!(
+            cached,
+            "throttle: the solve renumbered itself by the level order after 1 iterations \
+             (10.1 ms of host time: matrix renumbered 7.1, vectors permuted 1.8)"
+        );
+        for (kept, verdict) in [
+            (true, "order kept"),
+            (false, "back to the given order and org"),
+        ] {
+            r.confirmation = Some(OrderConfirmation {
+                renumbered_ms: 0.58,
+                org_ms: 2.78,
+                kept,
+            });
+            assert_eq!(
+                switch_summary(&r),
+                format!("{cached}; its first SpMV took 0.580 ms against org's 2.780 ms: {verdict}")
+            );
+        }
+    }
 
     fn ms(v: &[f64]) -> IterationTimes {
         v.iter()

@@ -30,7 +30,7 @@ pub use cfd::{
 };
 pub use cg::{
     cg, cg_observed, relative_residual, rhs_for_ones, smallest_tol, CgOptions, CgOrder, CgResult,
-    CgScalar, Preconditioner, RenumberedRun, MAX_RESTARTS,
+    CgScalar, OrderConfirmation, Preconditioner, RenumberedRun, MAX_RESTARTS,
 };
 pub use mst::{
     mst, mst_break, mst_hook, mst_jump, mst_lightest, mst_moved, mst_of, mst_relabel, MstGraph,

@@ -1077,17 +1077,9 @@ fn solve<T: CgScalar>(
     }
     // The renumbered matrix (set once, at the switch) and the SpMV over it.
     let renumbered: OnceCell<Renumbered<T>> = OnceCell::new();
-    let renumbered_ref = &renumbered;
-    let mut renumbered_spmv: Option<PreparedLaunch<'_>> = None;
-    let mut report: Option<RenumberedRun> = None;
+    let mut switch = OrderSwitch::new(&renumbered);
     // The throttled SpMV chose the level order and the solve switched to it.
     let mut throttled_choice_made = false;
-    // `org`'s timed run, while the first renumbered SpMV is still to be
-    // timed against it (an order the throttled SpMV left to the solve);
-    // then whether it lost, and the solve went back to the given order.
-    let mut to_confirm: Option<f64> = None;
-    let mut go_back = false;
-    let mut back_in_given_order = false;
 
     // Each iteration publishes its scalars into a host-mapped slot, read
     // `DEPTH` iterations behind the launches: the iterations enqueued past
@@ -1106,71 +1098,35 @@ fn solve<T: CgScalar>(
         DEPTH,
         max_iters,
         &mut |k| {
-            if go_back {
-                // The renumbered SpMV lost to `org`: the vectors back in the
-                // given order, the throttled SpMV (on `org`) from here on.
-                go_back = false;
-                if let Some(r) = renumbered_ref.get() {
-                    permute_vectors(device, config, &v, &r.position)?;
-                }
-                renumbered_spmv = None;
-                back_in_given_order = true;
+            if switch.go_back_if_it_lost(device, config, &v)? {
                 if let Some(t) = throttled.as_mut() {
                     t.reject_level_order()?;
                 }
             }
             if let Some(plan) = levels.take_ready()? {
-                let t = Instant::now();
-                let (planning, on_device) = (plan.planning, plan.made_on_device());
-                let mut switch_steps = Vec::new();
-                let r = switch_to(device, config, a, &matrix, &v, plan, &mut switch_steps)?;
-                let r = renumbered_ref.get_or_init(|| r);
-                let step = Instant::now();
-                renumbered_spmv = Some(T::prepare_spmv(device, config, n, &r.matrix, &v.p, &v.q)?);
-                switch_steps.push(("SpMV prepared", step.elapsed()));
-                report = Some(RenumberedRun {
-                    planning,
-                    on_device,
-                    // Rounds count from 1.
-                    iterations_before: k - 1,
-                    switch: t.elapsed(),
-                    switch_steps,
-                    confirmation: None,
-                });
-                to_confirm = throttled
+                let org_ms = throttled
                     .as_ref()
                     .filter(|_| throttled_choice_made)
                     .and_then(|t| org_timed_ms(t.report()));
+                switch.switch(device, config, (a, &matrix), &v, plan, k, org_ms)?;
             }
-            match (&mut throttled, &renumbered_spmv) {
-                (_, Some(l)) => {
-                    match to_confirm.take() {
-                        Some(org_ms) => {
-                            let c = confirm_order(device, l, org_ms, opts.reject_order)?;
-                            go_back = !c.kept;
-                            if let Some(r) = report.as_mut() {
-                                r.confirmation = Some(c);
-                            }
-                        }
-                        None => l.run()?,
-                    }
-                    if throttled_choice_made {
-                        ThrottledRun::note(&mut planned_from, k - 1, true);
+            if switch.run_spmv(device, opts.reject_order)? {
+                if throttled_choice_made {
+                    ThrottledRun::note(&mut planned_from, k - 1, true);
+                }
+            } else if let Some(t) = throttled.as_mut() {
+                let before = t.report().launches_before_plan;
+                t.enqueue(&v.p, &v.q)?;
+                let planned = t.report().launches_before_plan == before;
+                ThrottledRun::note(&mut planned_from, k - 1, planned);
+                if !throttled_choice_made {
+                    if let Some(plan) = chosen_level_order(device, a, &matrix, t.as_ref())? {
+                        throttled_choice_made = true;
+                        levels.ready = Some(plan);
                     }
                 }
-                (None, None) => spmv.run()?,
-                (Some(t), None) => {
-                    let before = t.report().launches_before_plan;
-                    t.enqueue(&v.p, &v.q)?;
-                    let planned = t.report().launches_before_plan == before;
-                    ThrottledRun::note(&mut planned_from, k - 1, planned);
-                    if !throttled_choice_made {
-                        if let Some(plan) = chosen_level_order(device, a, &matrix, t.as_ref())? {
-                            throttled_choice_made = true;
-                            levels.ready = Some(plan);
-                        }
-                    }
-                }
+            } else {
+                spmv.run()?;
             }
             by_parity[k % 2].run(slot_of(k, DEPTH))
         },
@@ -1183,14 +1139,13 @@ fn solve<T: CgScalar>(
     let done = rounds.inspected;
     let iterations = rounds.times;
     check_faults(&launches)?;
-    if let Some(l) = &renumbered_spmv {
+    if let Some(l) = &switch.spmv {
         l.check()?;
     }
     if let Some(t) = &throttled {
         t.check()?;
     }
-    let renumbered_at_end = renumbered.get().filter(|_| !back_in_given_order);
-    let x = solution_in_given_order(device, config, renumbered_at_end, &v)?;
+    let x = solution_in_given_order(device, config, switch.renumbered_at_end(), &v)?;
     // The recurrence residual is confirmed by the true one.
     let true_residual = self::relative_residual(a, &x, b)?;
     let converged = converged && true_residual <= opts.tol;
@@ -1211,8 +1166,129 @@ fn solve<T: CgScalar>(
             first_steps: Vec::new(),
             planned_from,
         }),
-        renumbered: report,
+        renumbered: switch.report,
     })
+}
+
+/// The solve's move to a level order, and where the throttled SpMV left
+/// the order to it, the order's confirmation and the way back.
+struct OrderSwitch<'a, T: CgScalar> {
+    /// The renumbered matrix (set once, at the switch).
+    renumbered: &'a OnceCell<Renumbered<T>>,
+    /// The SpMV over it, while the solve runs in the level order.
+    spmv: Option<PreparedLaunch<'a>>,
+    report: Option<RenumberedRun>,
+    /// `org`'s timed run, while the first renumbered SpMV is still to be
+    /// timed against it.
+    to_confirm: Option<f64>,
+    /// The first renumbered SpMV lost to `org`: the next iteration goes back.
+    go_back: bool,
+    /// The solve went back to the given order.
+    back_in_given_order: bool,
+}
+
+impl<'a, T: CgScalar> OrderSwitch<'a, T> {
+    fn new(renumbered: &'a OnceCell<Renumbered<T>>) -> Self {
+        OrderSwitch {
+            renumbered,
+            spmv: None,
+            report: None,
+            to_confirm: None,
+            go_back: false,
+            back_in_given_order: false,
+        }
+    }
+
+    /// Renumbers the matrix and the vectors by `plan` before iteration `k`
+    /// (from 1) and prepares the SpMV over the renumbered matrix; its first
+    /// run is timed against `org_ms` where that is given (an order the
+    /// throttled SpMV left to the solve).
+    #[allow(clippy::too_many_arguments)]
+    fn switch(
+        &mut self,
+        device: &Device,
+        config: &LaunchConfig,
+        (a, matrix): (&Csr<T>, &DeviceCsr<T>),
+        v: &'a Vectors<T>,
+        plan: LevelPlan,
+        k: usize,
+        org_ms: Option<f64>,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let (planning, on_device) = (plan.planning, plan.made_on_device());
+        let mut switch_steps = Vec::new();
+        let r = switch_to(device, config, a, matrix, v, plan, &mut switch_steps)?;
+        let r = self.renumbered.get_or_init(|| r);
+        let step = Instant::now();
+        self.spmv = Some(T::prepare_spmv(
+            device,
+            config,
+            v.q.len(),
+            &r.matrix,
+            &v.p,
+            &v.q,
+        )?);
+        switch_steps.push(("SpMV prepared", step.elapsed()));
+        self.report = Some(RenumberedRun {
+            planning,
+            on_device,
+            // Rounds count from 1.
+            iterations_before: k - 1,
+            switch: t.elapsed(),
+            switch_steps,
+            confirmation: None,
+        });
+        self.to_confirm = org_ms;
+        Ok(())
+    }
+
+    /// Runs the SpMV over the renumbered matrix where the solve is in the
+    /// level order (the first one timed against `org` where asked; with
+    /// `reject`, counted as slower whatever the times): whether it ran.
+    fn run_spmv(&mut self, device: &Device, reject: bool) -> Result<bool> {
+        let Some(l) = &self.spmv else {
+            return Ok(false);
+        };
+        match self.to_confirm.take() {
+            Some(org_ms) => {
+                let c = confirm_order(device, l, org_ms, reject)?;
+                self.go_back = !c.kept;
+                if let Some(r) = self.report.as_mut() {
+                    r.confirmation = Some(c);
+                }
+            }
+            None => l.run()?,
+        }
+        Ok(true)
+    }
+
+    /// Where the first renumbered SpMV lost to `org`: the vectors back in
+    /// the given order and the renumbered SpMV dropped, before the next
+    /// iteration. Whether it went back (the caller puts the throttled SpMV
+    /// back on `org`).
+    fn go_back_if_it_lost(
+        &mut self,
+        device: &Device,
+        config: &LaunchConfig,
+        v: &Vectors<T>,
+    ) -> Result<bool> {
+        if !self.go_back {
+            return Ok(false);
+        }
+        self.go_back = false;
+        if let Some(r) = self.renumbered.get() {
+            permute_vectors(device, config, v, &r.position)?;
+        }
+        self.spmv = None;
+        self.back_in_given_order = true;
+        Ok(true)
+    }
+
+    /// The renumbering the solution goes back through at the end: none
+    /// where the solve never left the given order or went back to it.
+    fn renumbered_at_end(&self) -> Option<&'a Renumbered<T>> {
+        self.renumbered.get().filter(|_| !self.back_in_given_order)
+    }
 }
 
 /// When `auto` by the model chose the level order for the throttled SpMV

@@ -5,27 +5,38 @@
 // from a root, each level's vertices in the order of their first parent,
 // each parent's children in the order of its row, one component after the
 // other, each rooted at its smallest unnumbered vertex. A round expands one
-// level in four launches, each frontier vertex's row walked by LEVEL_GROUP
-// lanes together:
+// level in one launch (`levels_round`), each frontier vertex's row walked
+// by LEVEL_GROUP lanes together, over tiles of LEVEL_TILE frontier
+// vertices taken in order:
 //
-//   levels_claim:  every frontier vertex at position p offers each
-//                  unnumbered column w at row offset k the key (p, k); an
-//                  atomic minimum keeps the first edge that reaches w;
-//   levels_count:  per frontier vertex, how many of its edges won (tiles of
-//                  LEVEL_TILE vertices, with the tile's sum);
-//   levels_carry:  one block scans the tile sums; the new frontier follows
-//                  the old one in the order. When the level is empty the
-//                  same block finds the next root instead (numbering at once
-//                  every vertex before it whose columns are all numbered:
-//                  a component of its own);
-//   levels_write:  every frontier vertex lists the columns it won, in row
-//                  order (a ballot of the group ranks them), at its
-//                  scanned offset.
+//   count: per frontier vertex, how many of its edges won the claims the
+//          level before made (a shuffle sum per group); the tile's sum;
+//   place: the tile's children follow the frontier, after every earlier
+//          tile's (decoupled look-back, scan.cuh);
+//   write: every frontier vertex lists the columns it won, in row order
+//          (a ballot of the group ranks them), at its offset;
+//   claim: every child just listed at position p offers each unnumbered
+//          column w at row offset k the key (p, k); an atomic minimum
+//          keeps the first edge that reaches w, for the next round.
 //
+// The last block to finish carries the round: the next frontier's bounds,
+// the width checks, and, when the level is empty, the next component's
+// root (numbering at once every vertex before it whose columns are all
+// numbered: a component of its own), whose claims it makes. The roots of
+// the first round claim in a launch of their own (`levels_claim`).
+//
+// A child claims while other tiles of its parents' level still count and
+// write: every key it offers is larger than any of that level's (a key
+// leads with the parent's position in the whole order), so the minimum a
+// parent of that level won is never disturbed, and a column numbered in
+// the same round that still reads as unnumbered only receives a key
+// larger than the one it was numbered by.
 // Keys carry the parent's position in the whole order, so a claim left from
 // an earlier level never matches a later parent: no claim is ever reset.
 // The frontier's bounds live in `ctl` on the device, so the host enqueues
 // rounds without reading anything back; a round after the last is a no-op.
+// The tiles' look-back words carry the round's stamp (`ROUND`), so they
+// are not reset between rounds either.
 //
 // The renumbering is a row copy: new row r is old row order[r] with each
 // column w replaced by pos[w], entries in the order stored (as
@@ -47,12 +58,13 @@ constexpr uint32_t NONE = 0xffffffffu;
 /// No edge has claimed the vertex.
 constexpr unsigned long long UNCLAIMED = ~0ull;
 
-/// The words of `ctl`: the parents whose children the round's write lists,
-/// the frontier the next round expands, the smallest vertex that may still
+/// The words of `ctl`: the level before the frontier, the frontier the
+/// next round expands, the smallest vertex that may still
 /// be unnumbered, the error flag, the widest level so far, the width
 /// past which the order is given up, and where the order was given up on
 /// a projection (`LEVEL_GROWTH`), the next level's projected width (0:
-/// not). Mirrored by `gpu/src/engines/level_order.rs`.
+/// not), the round's look-back stamp, the next tile to take, and the
+/// blocks done with the round. Mirrored by `gpu/src/engines/level_order.rs`.
 enum Ctl : int {
     PARENT_START = 0,
     PARENT_END = 1,
@@ -62,9 +74,12 @@ enum Ctl : int {
     BAD = 5,
     WIDEST = 6,
     WIDTH_LIMIT = 7,
-    PROJECTED = 8
+    PROJECTED = 8,
+    ROUND = 9,
+    NEXT_TILE = 10,
+    BLOCKS_DONE = 11
 };
-constexpr int CTL_WORDS = 9;
+constexpr int CTL_WORDS = 12;
 
 /// Two levels in a row each at least this many times wider than the one
 /// before are taken to keep growing so: where growing so once more would
@@ -84,7 +99,7 @@ constexpr uint32_t LEVEL_GROWTH = 4;
 /// Mirrored by `LEVEL_GROUP` in `gpu/src/abi.rs`, which sizes the tile
 /// sums by LEVEL_TILE.
 constexpr uint32_t LEVEL_GROUP = 8;
-/// Frontier vertices per tile of the count and write passes: a group each.
+/// Frontier vertices per tile of a round: a group each.
 constexpr uint32_t LEVEL_TILE = BLOCK / LEVEL_GROUP;
 static_assert(WARP % LEVEL_GROUP == 0 && BLOCK % LEVEL_GROUP == 0, "a group lies in one warp");
 
@@ -145,32 +160,44 @@ __device__ __forceinline__ void start(uint32_t* order, uint32_t* pos, uint32_t* 
         ctl[WIDEST] = uint32_t(count);
         ctl[WIDTH_LIMIT] = uint32_t(width_limit < NONE ? width_limit : NONE);
         ctl[PROJECTED] = 0;
+        ctl[ROUND] = 1;
+        ctl[NEXT_TILE] = 0;
+        ctl[BLOCKS_DONE] = 0;
     }
 }
 
-/// A group per frontier vertex: its edges' keys offered to unnumbered
-/// columns.
-__device__ __forceinline__ void claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
-                                      const uint32_t* order, const uint32_t* pos, unsigned long long* claims,
-                                      uint32_t* ctl) {
-    const uint64_t s = ctl[START], e = ctl[END];
-    const uint64_t groups = uint64_t(gridDim.x) * LEVEL_TILE;
+/// The vertices at positions `[s, e)` of the order, a group each from
+/// group `first` by steps of `groups`: their edges' keys offered to
+/// unnumbered columns.
+__device__ __forceinline__ void claim_range(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                            const uint32_t* order, const uint32_t* pos,
+                                            unsigned long long* claims, uint32_t* bad, uint64_t s, uint64_t e,
+                                            uint64_t first, uint64_t groups) {
     const uint32_t g = threadIdx.x % LEVEL_GROUP;
-    for (uint64_t p = s + (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / LEVEL_GROUP; p < e; p += groups) {
+    for (uint64_t p = s + first; p < e; p += groups) {
         uint32_t lo, hi;
-        if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
+        if (!row_of(ptr, order[p], nnz, bad, &lo, &hi)) {
             continue;
         }
         // 64-bit steps: a row ending near 2^32 must not wrap the index.
         for (uint64_t j = lo + g; j < hi; j += LEVEL_GROUP) {
             const uint32_t w = col[j];
             if (w >= n) {
-                ctl[BAD] = 1;
+                *bad = 1;
             } else if (pos[w] == NONE) {
                 atomicMin(&claims[w], key(p, uint32_t(j - lo)));
             }
         }
     }
+}
+
+/// The grid, a group per vertex of the frontier `[START, END)`: the
+/// claims of the first round's roots.
+__device__ __forceinline__ void claim(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                      const uint32_t* order, const uint32_t* pos, unsigned long long* claims,
+                                      uint32_t* ctl) {
+    claim_range(ptr, col, n, nnz, order, pos, claims, &ctl[BAD], ctl[START], ctl[END],
+                (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / LEVEL_GROUP, uint64_t(gridDim.x) * LEVEL_TILE);
 }
 
 /// How many columns of row `order[p]` its edges won: the calling lane's
@@ -186,32 +213,6 @@ __device__ __forceinline__ uint32_t won(const uint32_t* ptr, const uint32_t* col
         }
     }
     return c;
-}
-
-/// Tiles of LEVEL_TILE frontier vertices, a group each: `counts[i]`
-/// children of the vertex at `START + i`, `tile_sums[t]` the tile's sum.
-__device__ __forceinline__ void count(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
-                                      const uint32_t* order, const unsigned long long* claims, uint32_t* counts,
-                                      uint32_t* tile_sums, uint32_t* ctl) {
-    const uint64_t s = ctl[START], m = ctl[END] - s;
-    for (uint64_t t = blockIdx.x; t * LEVEL_TILE < m; t += gridDim.x) {
-        const uint64_t i = t * LEVEL_TILE + threadIdx.x / LEVEL_GROUP;
-        uint32_t c = i < m ? won(ptr, col, n, nnz, order, claims, &ctl[BAD], s + i) : 0;
-        // Every lane of the warp reaches the shuffles: the tile loop is
-        // the same for the whole block.
-        for (uint32_t d = LEVEL_GROUP / 2; d > 0; d /= 2) {
-            c += __shfl_xor_sync(FULL_MASK, c, int(d), int(LEVEL_GROUP));
-        }
-        const bool leader = threadIdx.x % LEVEL_GROUP == 0;
-        if (i < m && leader) {
-            counts[i] = c;
-        }
-        uint32_t total;
-        block_exclusive_scan(leader ? c : 0, &total);
-        if (threadIdx.x == 0) {
-            tile_sums[t] = total;
-        }
-    }
 }
 
 /// Vertices a thread of `next_root` looks at per step: its own run of
@@ -290,13 +291,16 @@ __device__ __forceinline__ void next_root(const uint32_t* ptr, const uint32_t* c
     }
 }
 
-/// One block: the round's offsets and the next frontier (or root).
+/// The last block of a round, with the frontier `[s, e)` and its
+/// `children`: the next frontier, or the next root (with its claims).
 __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
-                                      uint32_t* order, uint32_t* pos, uint32_t* tile_sums, uint32_t* ctl) {
-    const uint32_t s = ctl[START], e = ctl[END];
-    const uint32_t children = scan_tiles(tile_sums, (uint64_t(e - s) + LEVEL_TILE - 1) / LEVEL_TILE);
-    // Every thread has read `ctl` before it changes.
-    __syncthreads();
+                                      uint32_t* order, uint32_t* pos, unsigned long long* claims, uint32_t* ctl,
+                                      uint32_t s, uint32_t e, uint32_t children) {
+    if (threadIdx.x == 0) {
+        ctl[ROUND] = next_lookback_stamp(ctl[ROUND]);
+        ctl[NEXT_TILE] = 0;
+        ctl[BLOCKS_DONE] = 0;
+    }
     if (children > 0) {
         if (threadIdx.x == 0) {
             // The level before the parents: none after a root.
@@ -313,8 +317,8 @@ __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, 
                 ctl[PROJECTED] = uint32_t(projected < NONE ? projected : NONE);
             }
             if (children > limit || expanding) {
-                // Given up: this round's write lists the children, every
-                // later round finds nothing to expand and no root.
+                // Given up: the children are listed, every later round
+                // finds nothing to expand and no root.
                 ctl[START] = uint32_t(n);
                 ctl[END] = uint32_t(n);
                 ctl[NEXT_ROOT] = uint32_t(n);
@@ -332,58 +336,103 @@ __device__ __forceinline__ void carry(const uint32_t* ptr, const uint32_t* col, 
     }
     if (e < n) {
         next_root(ptr, col, n, nnz, order, pos, ctl, e);
+        // The root is the next frontier; its claims are this round's.
+        __syncthreads();
+        claim_range(ptr, col, n, nnz, order, pos, claims, &ctl[BAD], ctl[START], ctl[END],
+                    threadIdx.x / LEVEL_GROUP, LEVEL_TILE);
     }
 }
 
-/// Tiles of LEVEL_TILE parents, a group each: each lists the columns its
-/// edges won, in row order, from `PARENT_END` + its offset.
-__device__ __forceinline__ void write(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
-                                      uint32_t* order, uint32_t* pos, const unsigned long long* claims,
-                                      const uint32_t* counts, const uint32_t* tile_sums, uint32_t* ctl) {
-    const uint64_t ps = ctl[PARENT_START], pe = ctl[PARENT_END], m = pe - ps;
+/// One level: tiles of LEVEL_TILE frontier vertices, a group each, taken
+/// in order; each tile's children counted, placed after the earlier
+/// tiles', listed in row order and made to claim their own children for
+/// the next round. The last block to finish carries the round.
+__device__ __forceinline__ void round(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,
+                                      uint32_t* order, uint32_t* pos, unsigned long long* claims,
+                                      unsigned long long* tiles, uint32_t* ctl) {
+    __shared__ uint32_t taken;
+    __shared__ bool last;
+    const uint32_t s = ctl[START], e = ctl[END], stamp = ctl[ROUND];
+    const uint64_t m = e - s;
     const uint32_t g = threadIdx.x % LEVEL_GROUP;
-    const uint32_t below = (1u << (threadIdx.x % WARP)) - 1;
-    for (uint64_t t = blockIdx.x; t * LEVEL_TILE < m; t += gridDim.x) {
+    for (;;) {
+        if (threadIdx.x == 0) {
+            taken = atomicAdd(&ctl[NEXT_TILE], 1u);
+        }
+        __syncthreads();
+        const uint64_t t = taken;
+        if (t * LEVEL_TILE >= m) {
+            break;
+        }
         const uint64_t i = t * LEVEL_TILE + threadIdx.x / LEVEL_GROUP;
-        const uint32_t c = (i < m && g == 0) ? counts[i] : 0;
-        uint32_t total;
-        const uint32_t ex = block_exclusive_scan(c, &total);
-        // The leader's count and offset, for its whole group; every lane
-        // of the warp reaches the shuffles.
-        const uint32_t children = __shfl_sync(FULL_MASK, c, 0, int(LEVEL_GROUP));
-        uint64_t at = pe + tile_sums[t] + __shfl_sync(FULL_MASK, ex, 0, int(LEVEL_GROUP));
-        if (i >= m || children == 0) {
-            continue;
+        const uint64_t p = s + i;
+        uint32_t c = i < m ? won(ptr, col, n, nnz, order, claims, &ctl[BAD], p) : 0;
+        // Every lane of the warp reaches the shuffles: the tile loop is
+        // the same for the whole block. Each lane ends with its group's sum.
+        for (uint32_t d = LEVEL_GROUP / 2; d > 0; d /= 2) {
+            c += __shfl_xor_sync(FULL_MASK, c, int(d), int(LEVEL_GROUP));
         }
-        const uint64_t p = ps + i;
+        uint32_t sum;
+        const uint32_t ex = block_exclusive_scan(g == 0 ? c : 0, &sum);
+        const uint64_t first = uint64_t(e) + tile_exclusive_prefix(tiles, t, sum, stamp);
+        uint64_t at = first + __shfl_sync(FULL_MASK, ex, 0, int(LEVEL_GROUP));
         uint32_t lo, hi;
-        if (!row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
-            continue;
-        }
-        // The group's lanes agree on the row, so they take every step
-        // together and each ballot has all of them.
-        const uint32_t mask = group_mask();
-        for (uint64_t base = lo; base < hi; base += LEVEL_GROUP) {
-            const uint64_t j = base + g;
-            uint32_t w = 0;
-            bool win = false;
-            if (j < hi) {
-                w = col[j];
-                win = w < n && claims[w] == key(p, uint32_t(j - lo));
-            }
-            const uint32_t wins = __ballot_sync(mask, win) & mask;
-            if (win) {
-                const uint64_t a = at + __popc(wins & below);
-                if (a < n) {
-                    order[a] = w;
-                    pos[w] = uint32_t(a);
-                } else {
-                    ctl[BAD] = 1;
+        if (i < m && c > 0 && row_of(ptr, order[p], nnz, &ctl[BAD], &lo, &hi)) {
+            // The group's lanes agree on the row, so they take every step
+            // together and each ballot has all of them.
+            const uint32_t mask = group_mask();
+            for (uint64_t base = lo; base < hi; base += LEVEL_GROUP) {
+                const uint64_t j = base + g;
+                uint32_t w = 0;
+                bool win = false;
+                if (j < hi) {
+                    w = col[j];
+                    win = w < n && claims[w] == key(p, uint32_t(j - lo));
                 }
+                const uint32_t wins = __ballot_sync(mask, win) & mask;
+                if (win) {
+                    const uint64_t a = at + __popc(wins & ((1u << (threadIdx.x % WARP)) - 1));
+                    if (a < n) {
+                        order[a] = w;
+                        pos[w] = uint32_t(a);
+                    } else {
+                        ctl[BAD] = 1;
+                    }
+                }
+                at += __popc(wins);
             }
-            at += __popc(wins);
+        }
+        // The tile's children, listed by the block, claim.
+        __syncthreads();
+        const uint64_t listed = first + sum < n ? first + sum : n;
+        claim_range(ptr, col, n, nnz, order, pos, claims, &ctl[BAD], first, listed, threadIdx.x / LEVEL_GROUP,
+                    LEVEL_TILE);
+    }
+    // Every block's writes are out before it counts itself done.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(&ctl[BLOCKS_DONE], 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) {
+        return;
+    }
+    __threadfence();
+    uint32_t children = 0;
+    if (m > 0) {
+        // The last tile's inclusive prefix: every tile has published it.
+        const unsigned long long w =
+            *reinterpret_cast<volatile unsigned long long*>(&tiles[(m + LEVEL_TILE - 1) / LEVEL_TILE - 1]);
+        if (uint32_t(w >> 33) == stamp && (w & LOOKBACK_PREFIX) != 0) {
+            children = uint32_t(w);
+        } else if (threadIdx.x == 0) {
+            ctl[BAD] = 1;
         }
     }
+    // Every thread of the block has read `ctl` before it changes.
+    __syncthreads();
+    carry(ptr, col, n, nnz, order, pos, claims, ctl, s, e, children);
 }
 
 /// Tiles of BLOCK new rows: `lengths[r]` of old row `order[r]`, with the
@@ -482,21 +531,9 @@ __device__ __forceinline__ void renumber_rows(const uint32_t* ptr, const uint32_
         warpfit::levels::claim(ptr, col, n, nnz, order, pos, claims, ctl);                                     \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
-        wf_levels_count(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz,                    \
-                        const uint32_t* order, const unsigned long long* claims, uint32_t* counts,             \
-                        uint32_t* tile_sums, uint32_t* ctl) {                                                  \
-        warpfit::levels::count(ptr, col, n, nnz, order, claims, counts, tile_sums, ctl);                       \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
-        wf_levels_carry(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz, uint32_t* order,   \
-                        uint32_t* pos, uint32_t* tile_sums, uint32_t* ctl) {                                   \
-        warpfit::levels::carry(ptr, col, n, nnz, order, pos, tile_sums, ctl);                                  \
-    }                                                                                                          \
-    extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
-        wf_levels_write(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz, uint32_t* order,   \
-                        uint32_t* pos, const unsigned long long* claims, const uint32_t* counts,               \
-                        const uint32_t* tile_sums, uint32_t* ctl) {                                            \
-        warpfit::levels::write(ptr, col, n, nnz, order, pos, claims, counts, tile_sums, ctl);                  \
+        wf_levels_round(const uint32_t* ptr, const uint32_t* col, uint64_t n, uint64_t nnz, uint32_t* order,   \
+                        uint32_t* pos, unsigned long long* claims, unsigned long long* tiles, uint32_t* ctl) { \
+        warpfit::levels::round(ptr, col, n, nnz, order, pos, claims, tiles, ctl);                              \
     }                                                                                                          \
     extern "C" __global__ void __launch_bounds__(warpfit::BLOCK)                                               \
         wf_renumber_lengths(const uint32_t* ptr, const uint32_t* order, uint64_t n, uint64_t nnz,              \

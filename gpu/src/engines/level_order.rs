@@ -6,7 +6,7 @@
 //! first parent, each parent's children in the order of its row, one
 //! component after the other, each rooted at its smallest unnumbered
 //! vertex. On the host every edge of a randomly numbered mesh is a cache
-//! miss; here a level is four launches over the frontier and the host only
+//! miss; here a level is one launch over the frontier and the host only
 //! reads the frontier's end every [`ROUNDS_PER_CHECK`] levels (fewer at
 //! first), so the time
 //! follows the number of levels: tens to a few thousand for meshes and
@@ -60,9 +60,14 @@ pub const ROUNDS_PER_CHECK: usize = 64;
 /// Levels enqueued before the first read: the batches double from here up
 /// to [`ROUNDS_PER_CHECK`]. An order given up early (a small world's
 /// fourth level is already too wide) then does not pay for 60 empty
-/// rounds of four launches each, and a long order reads the device a few
+/// rounds, and a long order reads the device a few
 /// times more.
 pub const FIRST_ROUNDS_PER_CHECK: usize = 4;
+
+/// Rounds after which the tiles' look-back words are zeroed: fewer than
+/// the 2^31 - 1 stamps (`LOOKBACK_STAMPS` in scan.cuh), so a word left
+/// from an earlier round never carries the current round's stamp.
+const STAMPS_BETWEEN_RESETS: usize = 1 << 30;
 
 /// The words of the device's control block (`levels::Ctl` in levels.cuh).
 pub(crate) const CTL_START: usize = 2;
@@ -70,7 +75,7 @@ pub(crate) const CTL_END: usize = 3;
 pub(crate) const CTL_BAD: usize = 5;
 pub(crate) const CTL_WIDEST: usize = 6;
 pub(crate) const CTL_PROJECTED: usize = 8;
-pub(crate) const CTL_WORDS: usize = 9;
+pub(crate) const CTL_WORDS: usize = 12;
 
 /// How a level order made on the device ended (`level_order_into`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,9 +112,7 @@ pub(crate) struct LevelKernels {
     reset: CudaFunction,
     start: CudaFunction,
     claim: CudaFunction,
-    count: CudaFunction,
-    carry: CudaFunction,
-    write: CudaFunction,
+    round: CudaFunction,
     pub(super) lengths: CudaFunction,
     pub(super) scan_carry: CudaFunction,
     pub(super) offsets: CudaFunction,
@@ -126,9 +129,7 @@ impl DeviceExtension for LevelKernels {
             reset: f("wf_levels_reset")?,
             start: f("wf_levels_start")?,
             claim: f("wf_levels_claim")?,
-            count: f("wf_levels_count")?,
-            carry: f("wf_levels_carry")?,
-            write: f("wf_levels_write")?,
+            round: f("wf_levels_round")?,
             lengths: f("wf_renumber_lengths")?,
             scan_carry: f("wf_scan_carry")?,
             offsets: f("wf_renumber_offsets")?,
@@ -219,7 +220,7 @@ pub(super) fn pattern_size(
 ///
 /// # Errors
 /// `device` is not a CUDA device, or an array is not on it; `root` is not
-/// a row; device memory for the order, its inverse and 12 bytes a row of
+/// a row; device memory for the order, its inverse and about 8 bytes a row of
 /// scratch; an offset or column out of range (found on the device).
 pub fn level_order(
     device: &Device,
@@ -408,13 +409,12 @@ pub(crate) fn level_order_into(
     }
     let k = dev.extension::<LevelKernels>()?;
     let claims = DeviceBuffer::<u64>::zeros(dev, n)?;
-    let counts = DeviceBuffer::<u32>::zeros(dev, n)?;
-    let tile_sums = DeviceBuffer::<u32>::zeros(dev, n.div_ceil(LEVEL_TILE as usize))?;
+    // A round's tiles publish their sums here (levels.cuh, `round`).
+    let tiles = DeviceBuffer::<u64>::zeros(dev, n.div_ceil(LEVEL_TILE as usize))?;
     let ctl = DeviceBuffer::<u32>::zeros(dev, CTL_WORDS)?;
-    let (c, cnt, ts, cl) = (
+    let (c, ts, cl) = (
         claims.device_ptr(dev),
-        counts.device_ptr(dev),
-        tile_sums.device_ptr(dev),
+        tiles.device_ptr(dev),
         ctl.device_ptr(dev),
     );
     let (n64, nnz64) = (n as u64, nnz as u64);
@@ -427,36 +427,28 @@ pub(crate) fn level_order_into(
         "start",
         &[o, p, cl, n64, root as u64, roots, width_limit],
     )?;
+    // The roots' claims; every later claim is made by the round before.
+    launch(
+        dev,
+        &k.claim,
+        fill_blocks(dev),
+        "claim",
+        &[ptr, col, n64, nnz64, o, p, c, cl],
+    )?;
     let (mut rounds, mut batch) = (0usize, FIRST_ROUNDS_PER_CHECK);
     loop {
+        if rounds / STAMPS_BETWEEN_RESETS != (rounds + batch) / STAMPS_BETWEEN_RESETS {
+            // A look-back word is trusted by its round's stamp, and the
+            // stamps repeat after 2^31 - 1 rounds.
+            tiles.zero_async(dev)?;
+        }
         for _ in 0..batch {
             launch(
                 dev,
-                &k.claim,
+                &k.round,
                 fill_blocks(dev),
-                "claim",
-                &[ptr, col, n64, nnz64, o, p, c, cl],
-            )?;
-            launch(
-                dev,
-                &k.count,
-                fill_blocks(dev),
-                "count",
-                &[ptr, col, n64, nnz64, o, c, cnt, ts, cl],
-            )?;
-            launch(
-                dev,
-                &k.carry,
-                1,
-                "carry",
-                &[ptr, col, n64, nnz64, o, p, ts, cl],
-            )?;
-            launch(
-                dev,
-                &k.write,
-                fill_blocks(dev),
-                "write",
-                &[ptr, col, n64, nnz64, o, p, c, cnt, ts, cl],
+                "round",
+                &[ptr, col, n64, nnz64, o, p, c, ts, cl],
             )?;
         }
         rounds += batch;

@@ -479,26 +479,30 @@ __device__ __forceinline__ void renumber_offsets(const uint32_t* lengths, const 
     }
 }
 
-/// A warp per new row r: old row `order[r]`'s entries, columns through
-/// `pos`, at `new_ptr[r]`.
+/// A group of LEVEL_GROUP lanes per new row r: old row `order[r]`'s
+/// entries, columns through `pos`, at `new_ptr[r]`. The rows renumbered
+/// are a mesh's or a geometric graph's, of 7 to 30 entries: a warp a row
+/// left most lanes idle and a warp's rows one after the other, each a
+/// chain of dependent loads (the order, the range, the columns, their new
+/// numbers).
 template <class T>
 __device__ __forceinline__ void renumber_rows(const uint32_t* ptr, const uint32_t* col, const T* val,
                                               const uint32_t* order, const uint32_t* pos, const uint32_t* new_ptr,
                                               uint64_t n, uint64_t nnz, uint32_t* new_col, T* new_val,
                                               uint32_t* bad) {
-    const uint64_t warps = uint64_t(gridDim.x) * WARPS_PER_BLOCK;
-    const uint32_t lane = threadIdx.x % WARP;
-    for (uint64_t r = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / WARP; r < n; r += warps) {
+    const uint64_t groups = uint64_t(gridDim.x) * LEVEL_TILE;
+    const uint32_t g = threadIdx.x % LEVEL_GROUP;
+    for (uint64_t r = (uint64_t(blockIdx.x) * BLOCK + threadIdx.x) / LEVEL_GROUP; r < n; r += groups) {
         const uint32_t v = order[r];
         uint32_t lo, hi;
         if (v >= n || !row_of(ptr, v, nnz, bad, &lo, &hi) || new_ptr[r] + uint64_t(hi - lo) > nnz) {
-            if (lane == 0) {
+            if (g == 0) {
                 *bad = 1;
             }
             continue;
         }
-        const uint32_t d = new_ptr[r];
-        for (uint32_t k = lane; k < hi - lo; k += WARP) {
+        const uint64_t d = new_ptr[r];
+        for (uint32_t k = g; k < hi - lo; k += LEVEL_GROUP) {
             const uint32_t w = col[lo + k];
             new_col[d + k] = w < n ? pos[w] : NONE;
             new_val[d + k] = val[lo + k];

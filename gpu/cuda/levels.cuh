@@ -353,11 +353,6 @@ __device__ __forceinline__ void round(const uint32_t* ptr, const uint32_t* col, 
     __shared__ uint32_t taken;
     __shared__ bool last;
     const uint32_t s = ctl[START], e = ctl[END], stamp = ctl[ROUND];
-    if (s >= n) {
-        // Every vertex numbered, or the order given up: the rounds the
-        // host enqueued past the last do nothing, not even count blocks.
-        return;
-    }
     const uint64_t m = e - s;
     const uint32_t g = threadIdx.x % LEVEL_GROUP;
     for (;;) {

@@ -37,7 +37,7 @@ pub mod gpu {
 pub use warpfit_gpu::{
     default_cache_dir, split_one_task, Arch, CudaDevice, CudaRounds, Decomposition, Device,
     DeviceBuffer, DeviceInfo, DevicePlan, DeviceVec, DeviceWorklist, ExpectedLaunch, Input,
-    LaunchConfig, MemoryReservation, ModelReport, OneTaskSplit, Output, PlanOrder, PreparedLaunch, PushVariant,
+    LaunchConfig, ModelReport, OneTaskSplit, Output, PlanOrder, PreparedLaunch, PushVariant,
     Readback, Scalar, Split, ThrottleReport, ThrottleStatus, Throttled, MAX_READBACK_DEPTH,
     MAX_READBACK_LEN,
 };

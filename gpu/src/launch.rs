@@ -29,7 +29,6 @@ pub(crate) mod input_output;
 pub(crate) mod launch_steps;
 pub(crate) mod library_kernels;
 pub(crate) mod likely_entries;
-pub(crate) mod memory_reservation;
 pub(crate) mod merge_width;
 pub(crate) mod open_device;
 pub(crate) mod pending_faults;

@@ -67,7 +67,6 @@ pub use driver::buffer::DeviceBuffer;
 pub use driver::cuda_device::CudaDevice;
 pub use driver::device::{Device, DeviceInfo};
 pub use engines::one_task::{split_one_task, OneTaskSplit};
-pub use launch::memory_reservation::MemoryReservation;
 pub use engines::round_backend::CudaRounds;
 pub use group::{DeviceGroup, GroupSize, Transfer, DEFAULT_GROUP_TIMEOUT, MAX_GROUP};
 pub use launch::device_vec::DeviceVec;

@@ -1521,30 +1521,3 @@ fn device_column_blocks_are_the_hosts_word_for_word() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
-
-/// Memory mapped ahead on a thread (`Device::keep_memory_for`) while
-/// kernels run: the buffers allocated after it are whole and zeroed, a
-/// request past a third of the free memory or of no bytes maps nothing,
-/// and a reservation dropped unwaited joins its thread.
-#[test]
-fn memory_mapped_ahead_serves_the_buffers_after_it() {
-    let Some(cuda) = device() else { return };
-    let device = warpfit_gpu::Device::Cuda(cuda);
-    // More than the other tests leave in the pool.
-    let sizes = [512usize << 20, 4 << 20, 4096];
-    device.release_unused_memory().unwrap();
-    let reservation = device.keep_memory_for(&sizes);
-    assert!(reservation.is_mapping());
-    // Work on the stream meanwhile.
-    let x = device.upload(&vec![1.5f64; 1 << 20]).unwrap();
-    reservation.wait().unwrap();
-    for &b in &sizes {
-        let v = device.alloc::<u32>(b / 4).unwrap();
-        assert!(v.to_vec().unwrap().iter().all(|&e| e == 0), "{b} bytes");
-    }
-    assert!(x.to_vec().unwrap().iter().all(|&e| e == 1.5));
-    assert!(!device.keep_memory_for(&[]).is_mapping());
-    assert!(!device.keep_memory_for(&[usize::MAX / 2, usize::MAX / 2]).is_mapping());
-    drop(device.keep_memory_for(&[16 << 20]));
-    device.release_unused_memory().unwrap();
-}

@@ -31,8 +31,7 @@ use crate::runtime::sparse::mm::MmValue;
 use crate::runtime::Csr;
 use crate::Scalar;
 use crate::{
-    split_one_task, Device, DeviceVec, Error, LaunchConfig, MemoryReservation, OneTaskSplit,
-    PreparedLaunch, Result,
+    split_one_task, Device, DeviceVec, Error, LaunchConfig, OneTaskSplit, PreparedLaunch, Result,
     Segment, TaskList, ThrottleOptions,
 };
 use std::cell::OnceCell;
@@ -900,10 +899,10 @@ struct Renumbered<T: Scalar> {
 fn switch_to<T: CgScalar>(
     device: &Device,
     config: &LaunchConfig,
-    (a, matrix): (&Csr<T>, &DeviceCsr<T>),
+    a: &Csr<T>,
+    matrix: &DeviceCsr<T>,
     v: &Vectors<T>,
     plan: LevelPlan,
-    reserved: Option<MemoryReservation>,
     steps: &mut Vec<(&'static str, Duration)>,
 ) -> Result<Renumbered<T>> {
     let mut step = Instant::now();
@@ -915,10 +914,6 @@ fn switch_to<T: CgScalar>(
     // own work (the renumbering waits for the device anyway).
     device.synchronize()?;
     lap("waited for the iterations before", steps);
-    if let Some(r) = reserved.filter(MemoryReservation::is_mapping) {
-        r.wait()?;
-        lap("waited for its memory", steps);
-    }
     let (perm, position, remapping) = match plan.order {
         LevelOrder::Device(order) => (order.order, order.position, None),
         LevelOrder::Host(r) => (
@@ -938,19 +933,6 @@ fn switch_to<T: CgScalar>(
         matrix: renumbered,
         position,
     })
-}
-
-/// Bytes of the buffers `gpu::levels::renumber` allocates for an `n`-row
-/// matrix of `nnz` entries of `T`: the renumbered range, column and value
-/// arrays and the new rows' lengths.
-fn renumbered_bytes<T: CgScalar>(n: usize, nnz: usize) -> [usize; 4] {
-    let u32s = |len: usize| len.saturating_mul(4);
-    [
-        u32s(n.saturating_add(1)),
-        u32s(nnz),
-        nnz.saturating_mul(std::mem::size_of::<T>()),
-        u32s(n),
-    ]
 }
 
 /// CG's vectors gathered through `through` (`vec[i] = vec[through[i]]`,
@@ -1087,11 +1069,6 @@ fn solve<T: CgScalar>(
     device.synchronize()?;
     check_faults(&launches)?;
     let setup = setup_start.elapsed();
-    // The renumbered matrix's memory is mapped on a thread while the level
-    // order is made (below, or in the throttled SpMV's first launch), so
-    // that the switch takes it from the pool instead of mapping it.
-    let reservation = (may_renumber && device.cuda().is_some())
-        .then(|| device.keep_memory_for(&renumbered_bytes::<T>(n, a.nnz())));
     // On CUDA the order is made on the device, now (or on the host when the
     // graph has too many levels for the device): the first iteration
     // switches to it.
@@ -1100,7 +1077,7 @@ fn solve<T: CgScalar>(
     }
     // The renumbered matrix (set once, at the switch) and the SpMV over it.
     let renumbered: OnceCell<Renumbered<T>> = OnceCell::new();
-    let mut switch = OrderSwitch::new(&renumbered, reservation);
+    let mut switch = OrderSwitch::new(&renumbered);
     // The throttled SpMV chose the level order and the solve switched to it.
     let mut throttled_choice_made = false;
 
@@ -1161,11 +1138,6 @@ fn solve<T: CgScalar>(
     )?;
     let done = rounds.inspected;
     let iterations = rounds.times;
-    if let Some(r) = switch.reservation.take() {
-        // No switch took the memory mapped for it: back to the driver.
-        r.wait()?;
-        device.release_unused_memory()?;
-    }
     check_faults(&launches)?;
     if let Some(l) = &switch.spmv {
         l.check()?;
@@ -1213,15 +1185,10 @@ struct OrderSwitch<'a, T: CgScalar> {
     go_back: bool,
     /// The solve went back to the given order.
     back_in_given_order: bool,
-    /// Memory being mapped for the renumbered matrix, until the switch.
-    reservation: Option<MemoryReservation>,
 }
 
 impl<'a, T: CgScalar> OrderSwitch<'a, T> {
-    fn new(
-        renumbered: &'a OnceCell<Renumbered<T>>,
-        reservation: Option<MemoryReservation>,
-    ) -> Self {
+    fn new(renumbered: &'a OnceCell<Renumbered<T>>) -> Self {
         OrderSwitch {
             renumbered,
             spmv: None,
@@ -1229,7 +1196,6 @@ impl<'a, T: CgScalar> OrderSwitch<'a, T> {
             to_confirm: None,
             go_back: false,
             back_in_given_order: false,
-            reservation,
         }
     }
 
@@ -1251,8 +1217,7 @@ impl<'a, T: CgScalar> OrderSwitch<'a, T> {
         let t = Instant::now();
         let (planning, on_device) = (plan.planning, plan.made_on_device());
         let mut switch_steps = Vec::new();
-        let reserved = self.reservation.take();
-        let r = switch_to(device, config, (a, matrix), v, plan, reserved, &mut switch_steps)?;
+        let r = switch_to(device, config, a, matrix, v, plan, &mut switch_steps)?;
         let r = self.renumbered.get_or_init(|| r);
         let step = Instant::now();
         self.spmv = Some(T::prepare_spmv(

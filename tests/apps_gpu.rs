@@ -504,6 +504,9 @@ fn device_level_order_equals_the_host_order() {
             "poisson3d:side=20,order=random,seed=3",
             "grid2d:side=70",
             "rmat:scale=12,edge_factor=8,seed=4",
+            // Levels of tens of thousands of rows: more tiles than the
+            // round's blocks, each placed by a long look-back.
+            "rmat:scale=18,edge_factor=8,seed=5",
         ]
     };
     let mut cases: Vec<(String, Csr<f64>)> = generated_cases

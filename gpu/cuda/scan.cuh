@@ -126,7 +126,10 @@ __device__ __forceinline__ uint32_t next_lookback_stamp(uint32_t stamp) {
 /// The tiles must be handed out in order by an atomic counter to blocks
 /// that are running: a tile then only waits for tiles taken earlier by
 /// running blocks, each of which publishes its sum before it waits for
-/// anything, so no wait is on a block that cannot start.
+/// anything, so no wait is on a block that cannot start. A tool that
+/// schedules blocks itself may not run the one waited for: the level
+/// order's test makes no progress under compute-sanitizer's racecheck
+/// (memcheck and synccheck pass).
 __device__ __forceinline__ uint32_t tile_exclusive_prefix(unsigned long long* words, uint64_t t, uint32_t sum,
                                                           uint32_t stamp) {
     __shared__ uint32_t prefix;

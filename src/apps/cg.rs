@@ -989,16 +989,17 @@ fn confirm_order(
     org_ms: f64,
     reject: bool,
 ) -> Result<OrderConfirmation> {
-    let Some(cuda) = device.cuda() else {
-        l.run()?;
-        return Ok(OrderConfirmation {
-            renumbered_ms: 0.0,
-            org_ms,
-            kept: !reject,
-        });
+    let renumbered_ms = match device.cuda() {
+        Some(cuda) => {
+            crate::__private::EventTimer::events_only(cuda)?.time_ms(1, &mut || l.run())?
+        }
+        // The CPU backend's launches return when done.
+        None => {
+            let t = Instant::now();
+            l.run()?;
+            t.elapsed().as_secs_f64() * 1e3
+        }
     };
-    let timer = crate::__private::EventTimer::events_only(cuda)?;
-    let renumbered_ms = timer.time_ms(1, &mut || l.run())?;
     Ok(OrderConfirmation {
         renumbered_ms,
         org_ms,
@@ -1181,10 +1182,6 @@ struct OrderSwitch<'a, T: CgScalar> {
     /// `org`'s timed run, while the first renumbered SpMV is still to be
     /// timed against it.
     to_confirm: Option<f64>,
-    /// The first renumbered SpMV lost to `org`: the next iteration goes back.
-    go_back: bool,
-    /// The solve went back to the given order.
-    back_in_given_order: bool,
 }
 
 impl<'a, T: CgScalar> OrderSwitch<'a, T> {
@@ -1194,9 +1191,16 @@ impl<'a, T: CgScalar> OrderSwitch<'a, T> {
             spmv: None,
             report: None,
             to_confirm: None,
-            go_back: false,
-            back_in_given_order: false,
         }
+    }
+
+    /// The first renumbered SpMV lost to `org`: the solve goes back (or
+    /// went back) to the given order.
+    fn lost(&self) -> bool {
+        self.report
+            .as_ref()
+            .and_then(|r| r.confirmation)
+            .is_some_and(|c| !c.kept)
     }
 
     /// Renumbers the matrix and the vectors by `plan` before iteration `k`
@@ -1252,7 +1256,6 @@ impl<'a, T: CgScalar> OrderSwitch<'a, T> {
         match self.to_confirm.take() {
             Some(org_ms) => {
                 let c = confirm_order(device, l, org_ms, reject)?;
-                self.go_back = !c.kept;
                 if let Some(r) = self.report.as_mut() {
                     r.confirmation = Some(c);
                 }
@@ -1272,22 +1275,20 @@ impl<'a, T: CgScalar> OrderSwitch<'a, T> {
         config: &LaunchConfig,
         v: &Vectors<T>,
     ) -> Result<bool> {
-        if !self.go_back {
+        if !self.lost() || self.spmv.is_none() {
             return Ok(false);
         }
-        self.go_back = false;
         if let Some(r) = self.renumbered.get() {
             permute_vectors(device, config, v, &r.position)?;
         }
         self.spmv = None;
-        self.back_in_given_order = true;
         Ok(true)
     }
 
     /// The renumbering the solution goes back through at the end: none
     /// where the solve never left the given order or went back to it.
     fn renumbered_at_end(&self) -> Option<&'a Renumbered<T>> {
-        self.renumbered.get().filter(|_| !self.back_in_given_order)
+        self.renumbered.get().filter(|_| !self.lost())
     }
 }
 

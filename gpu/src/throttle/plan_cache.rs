@@ -324,7 +324,8 @@ impl Throttled {
         }
         if let Some(k) = key(self, &dev)? {
             // The order's own write may still be under way; it is kept
-            // beside an entry that will not read it.
+            // beside an entry that will not read it. Its failure, if any,
+            // is already in the report's `cache_error`.
             let _ = self.wait_for_plan_cache();
             if let Err(e) = store(&dev, &k, DevicePlan::Org) {
                 if let Some(m) = self.report.model.as_mut() {
